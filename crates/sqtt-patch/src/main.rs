@@ -1,0 +1,44 @@
+//! `sqtt-patch`: post-link SQTT marker instrumentation of AMDGPU code objects.
+//!
+//! Each subcommand lives in its own module; `main` only parses the command line and maps the
+//! outcome to a documented exit code (see `README.md`, "Exit codes").
+
+mod cmd_dis;
+mod cmd_extract;
+mod cmd_info;
+
+use clap::{Parser, Subcommand};
+
+/// Command line of `sqtt-patch`.
+#[derive(Parser)]
+#[command(name = "sqtt-patch", version, about = "Insert SQTT markers into finished AMDGPU code objects")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Disassemble every kernel and function of a code object (LLVM syntax).
+    Dis(cmd_dis::DisArgs),
+    /// Describe code objects, bundles and host binaries: targets, kernels, descriptors.
+    Info(cmd_info::InfoArgs),
+    /// Write every embedded code object of a bundle or host binary to a directory.
+    Extract(cmd_extract::ExtractArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Dis(a) => cmd_dis::run(a),
+        Command::Info(a) => cmd_info::run(a),
+        Command::Extract(a) => cmd_extract::run(a),
+    };
+    match outcome {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("sqtt-patch: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
