@@ -1,1 +1,23 @@
-//! placeholder
+//! `hsaco`: reading and writing AMDGPU HSA code objects (v4/v5/v6), kernel descriptors, the
+//! metadata note, offload bundles (plain and compressed) and the HIP fat binaries of host ELFs.
+//!
+//! Entry points: [`CodeObject::parse`], [`CodeObjectEditor`], [`bundle`], [`host`],
+//! [`container::open`].
+
+pub mod bundle;
+pub mod codeobject;
+pub mod container;
+pub mod editor;
+pub mod elf;
+pub mod error;
+pub mod host;
+pub mod kd;
+pub mod metadata;
+pub mod target;
+
+pub use codeobject::{ClassifiedSymbol, CodeObject, DeviceFunction, Kernel, SymbolKind};
+pub use editor::{CodeObjectEditor, Layout, Placement};
+pub use error::{Error, Result};
+pub use kd::{KernelDescriptor, Occupancy, RegisterCounts};
+pub use metadata::Metadata;
+pub use target::{CodeObjectVersion, FeatureSetting, Generation, Target};

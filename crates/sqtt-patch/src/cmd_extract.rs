@@ -1,13 +1,30 @@
-//! `sqtt-patch extract` (placeholder until implemented).
+//! `sqtt-patch extract FILE -o DIR`: writes every embedded AMDGPU code object of a bundle or host
+//! binary (or the bare code object itself) as `DIR/<bundle-index>-<entry id sanitized>.co`.
+
+use anyhow::Context;
+use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
+use hsaco::container::open;
 
 /// Arguments of `sqtt-patch extract`.
 #[derive(clap::Args)]
 pub struct ExtractArgs {
-    /// Input file.
+    /// Input file: code object, offload bundle (plain or CCOB) or host ELF.
     pub file: std::path::PathBuf,
+    /// Output directory (created when missing).
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
 }
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("{}: 'extract' is not implemented yet", args.file.display())
+    let name = args.file.display().to_string();
+    let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
+    let (_, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    std::fs::create_dir_all(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+    for e in &cos {
+        let p = args.output.join(e.file_name());
+        std::fs::write(&p, &e.data).with_context(|| format!("cannot write {}", p.display()))?;
+        println!("{} ({} bytes)", p.display(), e.data.len());
+    }
+    Ok(0)
 }

@@ -1,13 +1,105 @@
-//! `sqtt-patch info` (placeholder until implemented).
+//! `sqtt-patch info FILE [--json]`: one block per embedded code object (target, code object
+//! version, kernels with descriptor fields, register counts, occupancy, device functions, DWARF
+//! and `.sqtt_funcmap` presence). Works on bare code objects, bundles and host ELFs.
+
+use anyhow::Context;
+use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
+use hsaco::container::{open, Embedded};
+use hsaco::CodeObject;
+use serde_json::{json, Value};
 
 /// Arguments of `sqtt-patch info`.
 #[derive(clap::Args)]
 pub struct InfoArgs {
-    /// Input file.
+    /// Input file: code object, offload bundle (plain or CCOB) or host ELF.
     pub file: std::path::PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn describe(e: &Embedded, co: &CodeObject) -> Value {
+    let kernels: Vec<Value> = co
+        .kernels
+        .iter()
+        .map(|k| {
+            let d = &k.descriptor;
+            let regs = d.registers(&co.target);
+            let md = co.metadata.as_ref().zip(k.metadata_index);
+            let md_u = |key: &str| md.and_then(|(m, i)| m.kernel_u64(i, key));
+            let sgprs = md_u(".sgpr_count").map_or(regs.sgprs.unwrap_or(0), |v| v as u32);
+            let occ = hsaco::kd::occupancy(&co.target, d.wave32(), regs.vgprs_allocated, sgprs, d.group_segment_fixed_size);
+            json!({
+                "name": k.name, "kd_address": k.kd_address, "entry": k.entry, "code_size": k.code_size,
+                "wave_size": d.wave_size(),
+                "lds_bytes": d.group_segment_fixed_size, "scratch_bytes": d.private_segment_fixed_size,
+                "kernarg_size": d.kernarg_size,
+                "kernarg_preload": {"length": d.kernarg_preload_length(), "offset": d.kernarg_preload_offset()},
+                "uses_dynamic_stack": d.uses_dynamic_stack(),
+                "descriptor": {"vgprs_allocated": regs.vgprs_allocated, "arch_vgprs": regs.arch_vgprs,
+                               "agprs": regs.agprs, "sgprs": regs.sgprs,
+                               "inst_pref_size": d.inst_pref_size(co.target.generation()),
+                               "rsrc1": d.compute_pgm_rsrc1, "rsrc2": d.compute_pgm_rsrc2, "rsrc3": d.compute_pgm_rsrc3},
+                "metadata": {"sgpr_count": md_u(".sgpr_count"), "vgpr_count": md_u(".vgpr_count"),
+                             "agpr_count": md_u(".agpr_count"),
+                             "private_segment_fixed_size": md_u(".private_segment_fixed_size")},
+                "occupancy": occ,
+            })
+        })
+        .collect();
+    let funcs: Vec<Value> = co
+        .functions
+        .iter()
+        .map(|f| json!({"name": f.name, "address": f.address, "size": f.size, "local": f.local, "ocl_clone": f.ocl_clone}))
+        .collect();
+    json!({
+        "bundle_index": e.bundle_index, "entry_id": e.id, "bundle_offset": e.bundle_offset,
+        "target": co.target.target_id(), "processor": co.target.processor, "mach": co.target.mach,
+        "xnack": co.target.xnack, "sramecc": co.target.sramecc, "generic_version": co.target.generic_version,
+        "code_object_version": co.version.number(),
+        "text_size": co.text().map_or(0, |t| t.size),
+        "dwarf": co.has_dwarf(), "sqtt_funcmap": co.funcmap().is_some(),
+        "kernels": kernels, "device_functions": funcs,
+    })
+}
+
+fn print_text(v: &Value) {
+    let s = |k: &str| v[k].to_string();
+    println!("code object {} {} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
+        s("bundle_index"), v["entry_id"].as_str().unwrap_or(""), s("bundle_index"), s("code_object_version"),
+        v["target"].as_str().unwrap_or(""), s("text_size"), s("dwarf"), s("sqtt_funcmap"));
+    for k in v["kernels"].as_array().into_iter().flatten() {
+        let d = &k["descriptor"];
+        let m = &k["metadata"];
+        println!(
+            "  kernel {} entry {:#x} wave{} vgprs {} (arch {}, agprs {}) sgprs {} [note: sgpr {} vgpr {} agpr {}] lds {} scratch {} kernarg {} preload {} dyn_stack {} occupancy {} waves/SIMD",
+            k["name"].as_str().unwrap_or(""), k["entry"].as_u64().unwrap_or(0), k["wave_size"], d["vgprs_allocated"],
+            d["arch_vgprs"], d["agprs"], d["sgprs"], m["sgpr_count"], m["vgpr_count"], m["agpr_count"],
+            k["lds_bytes"], k["scratch_bytes"], k["kernarg_size"], k["kernarg_preload"]["length"],
+            k["uses_dynamic_stack"], k["occupancy"]["waves_per_simd"]
+        );
+    }
+    for f in v["device_functions"].as_array().into_iter().flatten() {
+        println!("  function {} at {:#x} size {}{}", f["name"].as_str().unwrap_or(""), f["address"].as_u64().unwrap_or(0),
+            f["size"], if f["local"] == true { " (local)" } else { "" });
+    }
 }
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("{}: 'info' is not implemented yet", args.file.display())
+    let name = args.file.display().to_string();
+    let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
+    let (kind, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    let mut blocks = Vec::new();
+    for e in &cos {
+        let co = CodeObject::parse(&e.data).with_context(|| format!("{name}: code object {}", e.file_name()))?;
+        blocks.push(describe(e, &co));
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json!({"file": name, "kind": kind, "code_objects": blocks}))?);
+    } else {
+        println!("{name}: {kind:?}, {} code object(s)", blocks.len());
+        blocks.iter().for_each(print_text);
+    }
+    Ok(0)
 }

@@ -1,0 +1,522 @@
+//! Table-driven decoding: format by dword-0 match, opcode by the format's opcode bits, length
+//! from LLVM-measured sizes (base + literal/DPP/SDWA probes + NSA dwords).
+use crate::regs::{RegSet, SpecialReg};
+use crate::tables::*;
+use crate::{Family, Flow, Format, InstClass, Special, Target};
+
+/// Longest instruction in bytes (gfx10 MIMG with 3 NSA dwords = 20, VOPD3 + 64-bit literal = 20).
+pub(crate) const MAX_LEN: usize = 24;
+
+/// Why decoding failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeErrorKind {
+    /// Fewer bytes remain than the instruction needs (`needed` bytes in total).
+    #[error("truncated instruction: needs {needed} bytes, {available} available")]
+    Truncated { needed: usize, available: usize },
+    /// Dword 0 matches no encoding format of the family.
+    #[error("no encoding format matches word {word:#010x}")]
+    UnknownFormat { word: u32 },
+    /// The format is known but the opcode does not exist on this target.
+    #[error("unknown {format} opcode {opcode} (word {word:#010x})")]
+    UnknownOpcode { format: &'static str, opcode: u32, word: u32 },
+    /// LLVM rejects this operand combination (e.g. DPP on an opcode without a DPP form).
+    #[error("invalid operand encoding for {mnemonic} (word {word:#010x})")]
+    InvalidOperands { mnemonic: &'static str, word: u32 },
+}
+
+/// A decoding failure at byte `offset` of the decoded range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("at byte offset {offset:#x}: {kind}")]
+pub struct DecodeError {
+    /// Byte offset from the start of the slice given to [`decode`] / [`decode_all`].
+    pub offset: usize,
+    pub kind: DecodeErrorKind,
+}
+
+/// Why an instruction could not be built or modified.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    #[error("branch displacement {dwords} dwords does not fit simm16")]
+    BranchOutOfRange { dwords: i64 },
+    #[error("branch target {target:#x} is not dword aligned relative to {pc:#x}")]
+    Misaligned { pc: u64, target: u64 },
+    #[error("instruction has no PC-relative branch field")]
+    NotABranch,
+    #[error("instruction has no literal")]
+    NoLiteral,
+    #[error("value {value:#x} does not fit a {bytes}-byte literal")]
+    LiteralTooWide { value: u64, bytes: usize },
+    #[error("{mnemonic} does not exist on {target}")]
+    NoSuchInstruction { mnemonic: &'static str, target: &'static str },
+    #[error("operand {what} cannot be encoded on {target}")]
+    BadOperand { what: String, target: &'static str },
+    #[error("encoded instruction does not decode back: {0}")]
+    RoundTrip(#[from] DecodeError),
+}
+
+/// Memory space of a memory instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemSpace {
+    Flat,
+    Global,
+    Scratch,
+    /// MUBUF/MTBUF/VBUFFER with the address-mode bits (gfx12: from `vaddr` use).
+    Buffer { offen: bool, idxen: bool },
+    Image,
+    Lds,
+    Gds,
+    /// SMEM (scalar loads/stores through the constant cache).
+    Scalar,
+}
+
+/// Load, store or read-modify-write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemKind {
+    Load,
+    Store,
+    Atomic,
+    /// Neither loads nor stores per LLVM (e.g. cache invalidation, `s_memtime`).
+    Other,
+}
+
+/// Memory access description of a memory instruction. Register numbers: VGPRs as `v<n>`,
+/// SGPRs as encoded scalar operand numbers (see [`Instruction::reads`] for their meaning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemAccess {
+    pub space: MemSpace,
+    pub kind: MemKind,
+    /// First address VGPR and its width in dwords.
+    pub vaddr: Option<(u16, u8)>,
+    /// Scalar base (`saddr`, SMEM `sbase`): first SGPR number and width in dwords.
+    pub saddr: Option<(u16, u8)>,
+    /// `soffset` scalar operand encoding.
+    pub soffset: Option<u16>,
+    /// Buffer/image resource descriptor: first SGPR and width in dwords.
+    pub srsrc: Option<(u16, u8)>,
+    /// DS `offset0`/`offset1` (bytes, or units for the 2-address forms).
+    pub ds_offsets: Option<(u8, u8)>,
+}
+
+/// One decoded instruction. Keeps every raw byte: [`Instruction::bytes`] is byte-identical to
+/// the input.
+#[derive(Clone, Copy)]
+pub struct Instruction {
+    pub(crate) raw: [u8; MAX_LEN],
+    pub(crate) len: u8,
+    pub(crate) target: Target,
+    pub(crate) fmt: &'static FormatDef,
+    pub(crate) row: &'static OpRow,
+    /// Byte offset and size of the literal, if any.
+    pub(crate) lit: Option<(u8, u8)>,
+}
+
+impl std::fmt::Debug for Instruction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Instruction({} {:02x?})", self.row.mnemonic, self.bytes())
+    }
+}
+
+impl PartialEq for Instruction {
+    fn eq(&self, o: &Instruction) -> bool {
+        self.target == o.target && self.bytes() == o.bytes()
+    }
+}
+
+fn word(b: &[u8], i: usize) -> u32 {
+    let mut w = [0u8; 4];
+    for (k, x) in w.iter_mut().enumerate() {
+        *x = b.get(i * 4 + k).copied().unwrap_or(0);
+    }
+    u32::from_le_bytes(w)
+}
+
+fn field_bits(b: &[u8], dw: u8, hi: u8, lo: u8) -> u32 {
+    let n = u32::from(hi - lo) + 1;
+    let w = word(b, usize::from(dw)) >> lo;
+    if n >= 32 { w } else { w & ((1u32 << n) - 1) }
+}
+
+pub(crate) fn find_format(target: Target, w0: u32) -> Option<&'static FormatDef> {
+    target.def().formats.iter().find(|f| w0 & f.mask == f.value)
+}
+
+pub(crate) fn opcode_key(f: &FormatDef, b: &[u8]) -> u32 {
+    f.op_bits.iter().fold(0u32, |k, &(dw, hi, lo)| (k << (hi - lo + 1)) | field_bits(b, dw, hi, lo))
+}
+
+fn search(ops: &'static [OpRow], fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
+    ops.binary_search_by(|r| (r.fmt, r.key).cmp(&(fmt_idx, key))).ok().and_then(|i| ops.get(i))
+}
+
+/// Opcode row of (format, key). The selected mode's table is searched first; the other mode's
+/// table is the fallback, so true16-only opcodes (gfx12 `v_mov_b16`) decode in either mode.
+pub(crate) fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
+    let d = target.def();
+    match (d.ops_t16, target.true16()) {
+        (Some(t16), true) => search(t16, fmt_idx, key).or_else(|| search(d.ops, fmt_idx, key)),
+        (Some(t16), false) => search(d.ops, fmt_idx, key).or_else(|| search(t16, fmt_idx, key)),
+        (None, _) => search(d.ops, fmt_idx, key),
+    }
+}
+
+/// Decodes the first instruction of `bytes` for `target`. Errors carry offset 0.
+pub fn decode(bytes: &[u8], target: Target) -> Result<Instruction, DecodeError> {
+    decode_at(bytes, target).map_err(|kind| DecodeError { offset: 0, kind })
+}
+
+fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKind> {
+    if bytes.len() < 4 {
+        return Err(DecodeErrorKind::Truncated { needed: 4, available: bytes.len() });
+    }
+    let w0 = word(bytes, 0);
+    let fmt = find_format(target, w0).ok_or(DecodeErrorKind::UnknownFormat { word: w0 })?;
+    let nominal = usize::from(fmt.dwords) * 4;
+    if bytes.len() < nominal {
+        return Err(DecodeErrorKind::Truncated { needed: nominal, available: bytes.len() });
+    }
+    let fmt_idx = target.def().formats.iter().position(|f| std::ptr::eq(f, fmt)).unwrap_or(0) as u8;
+    let key = opcode_key(fmt, bytes);
+    let row = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode { format: fmt.name, opcode: key, word: w0 })?;
+    let mut len = usize::from(row.size);
+    // A literal is present when the table size exceeds the nominal size (fixed literal: madmk,
+    // s_setreg_imm32_b32, ...) or a literal probe (field value 255, gfx1250 254 = 64-bit) matches.
+    let mut lit: Option<(u8, u8)> = (len > nominal).then(|| (nominal as u8, (len - nominal) as u8));
+    for (i, probe) in fmt.probes.iter().enumerate() {
+        let hit = probe.iter().all(|&(fi, v)| {
+            fmt.fields.get(usize::from(fi)).is_some_and(|f| field_bits(bytes, f.dw, f.hi, f.lo) == u32::from(v))
+        });
+        if !hit {
+            continue;
+        }
+        let ps = usize::from(row.probe_sizes.get(i).copied().unwrap_or(0));
+        if ps == 0 {
+            return Err(DecodeErrorKind::InvalidOperands { mnemonic: row.mnemonic, word: w0 });
+        }
+        let is_lit = probe.iter().any(|&(_, v)| v == 255 || v == 254);
+        if is_lit && ps > nominal && lit.is_none() {
+            lit = Some((nominal as u8, (ps - nominal) as u8));
+        }
+        len = len.max(ps);
+    }
+    match fmt.extra {
+        Extra::None => {}
+        Extra::NsaDwords(dw, hi, lo) => len += 4 * field_bits(bytes, dw, hi, lo) as usize,
+        Extra::NsaFlag(dw, hi, lo) => len += 4 * field_bits(bytes, dw, hi, lo) as usize,
+    }
+    if bytes.len() < len {
+        return Err(DecodeErrorKind::Truncated { needed: len, available: bytes.len() });
+    }
+    if len > MAX_LEN {
+        return Err(DecodeErrorKind::InvalidOperands { mnemonic: row.mnemonic, word: w0 });
+    }
+    let mut raw = [0u8; MAX_LEN];
+    raw[..len].copy_from_slice(&bytes[..len]);
+    Ok(Instruction { raw, len: len as u8, target, fmt, row, lit })
+}
+
+/// Decodes a whole code range; the first failure is returned with its byte offset.
+pub fn decode_all(bytes: &[u8], target: Target) -> Result<Vec<Instruction>, DecodeError> {
+    let mut out = Vec::with_capacity(bytes.len() / 6);
+    let mut off = 0;
+    while off < bytes.len() {
+        let rest = bytes.get(off..).unwrap_or_default();
+        let i = decode_at(rest, target).map_err(|kind| DecodeError { offset: off, kind })?;
+        off += i.len();
+        out.push(i);
+    }
+    Ok(out)
+}
+
+fn sext16(v: u32) -> i64 {
+    i64::from(v as u16 as i16)
+}
+
+impl Instruction {
+    /// Length in bytes (4, 8, 12, 16, 20).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// The encoding, byte-identical to the decoded input (or the built instruction).
+    pub fn bytes(&self) -> &[u8] {
+        &self.raw[..usize::from(self.len)]
+    }
+
+    /// Dword `i` of the encoding (0 past the end).
+    pub fn word(&self, i: usize) -> u32 {
+        word(self.bytes(), i)
+    }
+
+    /// The target this instruction was decoded for.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// LLVM mnemonic (`"s_cbranch_scc1"`, `"v_add_f32_e32"`); for VOPD the X half.
+    pub fn mnemonic(&self) -> &'static str {
+        self.row.mnemonic
+    }
+
+    /// VOPD/VOPD3: the Y half's mnemonic.
+    pub fn mnemonic_y(&self) -> Option<&'static str> {
+        (!self.row.mnemonic_y.is_empty()).then_some(self.row.mnemonic_y)
+    }
+
+    /// LLVM MC opcode name (`"S_ENDPGM_gfx11"`), for diagnostics.
+    pub fn llvm_opcode_name(&self) -> &'static str {
+        self.row.mc_name
+    }
+
+    /// LLVM `TSFlags` of the MC opcode (bit meanings: LLVM `SIDefines.h`, `SIInstrFlags`).
+    pub fn llvm_tsflags(&self) -> u64 {
+        self.row.tsflags
+    }
+
+    /// Value of the format field `name` (e.g. `"src0"`, `"simm16"`), if the format has it.
+    pub fn field(&self, name: &str) -> Option<u32> {
+        self.fmt.fields.iter().find(|f| f.name == name).map(|f| field_bits(self.bytes(), f.dw, f.hi, f.lo))
+    }
+
+    /// Encoding format; FLAT-family instructions report Flat/Global/Scratch.
+    pub fn format(&self) -> Format {
+        match self.fmt.format {
+            Format::Flat => {
+                let m = self.row.mnemonic;
+                if m.starts_with("global_") {
+                    Format::Global
+                } else if m.starts_with("scratch_") {
+                    Format::Scratch
+                } else {
+                    Format::Flat
+                }
+            }
+            f => f,
+        }
+    }
+
+    /// Instruction class.
+    pub fn class(&self) -> InstClass {
+        match self.format() {
+            Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc | Format::Sopp => {
+                if self.flow() == Flow::Fallthrough {
+                    InstClass::Salu
+                } else {
+                    InstClass::Branch
+                }
+            }
+            Format::Smem => InstClass::Smem,
+            Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p | Format::Vopd | Format::Vopd3 | Format::Vintrp | Format::Vinterp => InstClass::Valu,
+            Format::Ds | Format::Ldsdir => InstClass::Ds,
+            Format::Flat => InstClass::Flat,
+            Format::Global => InstClass::Global,
+            Format::Scratch => InstClass::Scratch,
+            Format::Mubuf | Format::Mtbuf | Format::Vbuffer => InstClass::Buffer,
+            Format::Mimg | Format::Vimage | Format::Vsample => InstClass::Image,
+            Format::Exp => InstClass::Export,
+        }
+    }
+
+    /// Control-flow effect (override list first, then LLVM's branch/conditional flags).
+    pub fn flow(&self) -> Flow {
+        if let Some(f) = self.row.flow {
+            return f;
+        }
+        if self.row.mcid & MCID_BRANCH != 0 && self.row.mcid & MCID_INDIRECT == 0 {
+            return Flow::Branch { conditional: self.row.mcid & MCID_COND != 0 };
+        }
+        Flow::Fallthrough
+    }
+
+    fn has_simm16_target(&self) -> bool {
+        matches!(self.fmt.format, Format::Sopp | Format::Sopk) && (matches!(self.flow(), Flow::Branch { .. }) || self.row.special == Special::Call)
+    }
+
+    /// Target of a PC-relative SOPP branch or `s_call_b64`: `pc + 4 + simm16 * 4` (bytes;
+    /// ISA manuals, "SOPP"/"SOPK" branch description). `pc` is this instruction's address.
+    pub fn branch_target(&self, pc: u64) -> Option<u64> {
+        if !self.has_simm16_target() {
+            return None;
+        }
+        let d = sext16(self.word(0) & 0xffff) * 4;
+        Some(pc.wrapping_add(4).wrapping_add(d as u64))
+    }
+
+    /// Copy with the simm16 branch displacement changed so that the branch at `pc` reaches
+    /// `target`. Errors: not a branch, misaligned, or out of the simm16 range (±128 KiB).
+    pub fn with_branch_target(&self, pc: u64, target: u64) -> Result<Instruction, EncodeError> {
+        if !self.has_simm16_target() {
+            return Err(EncodeError::NotABranch);
+        }
+        let delta = (target as i64).wrapping_sub(pc.wrapping_add(4) as i64);
+        if delta % 4 != 0 {
+            return Err(EncodeError::Misaligned { pc, target });
+        }
+        let dwords = delta / 4;
+        let v = i16::try_from(dwords).map_err(|_| EncodeError::BranchOutOfRange { dwords })?;
+        let mut out = *self;
+        out.raw[..2].copy_from_slice(&v.to_le_bytes());
+        Ok(out)
+    }
+
+    /// The literal constant (32-bit, or 64-bit on gfx1250 `lit64` operands), if any.
+    pub fn literal(&self) -> Option<u64> {
+        let (off, n) = self.lit?;
+        let mut b = [0u8; 8];
+        let (o, n) = (usize::from(off), usize::from(n).min(8));
+        b[..n].copy_from_slice(self.raw.get(o..o + n)?);
+        Some(u64::from_le_bytes(b))
+    }
+
+    /// Copy with the literal replaced; errors if there is no literal or the value is too wide.
+    pub fn with_literal(&self, value: u64) -> Result<Instruction, EncodeError> {
+        let (off, n) = self.lit.ok_or(EncodeError::NoLiteral)?;
+        let n = usize::from(n);
+        if n < 8 && value >> (8 * n) != 0 {
+            return Err(EncodeError::LiteralTooWide { value, bytes: n });
+        }
+        let mut out = *self;
+        let o = usize::from(off);
+        out.raw[o..o + n].copy_from_slice(&value.to_le_bytes()[..n]);
+        Ok(out)
+    }
+
+    /// The recognised special instruction kind.
+    pub fn special(&self) -> Special {
+        match self.row.special {
+            Special::TtraceDataImm(_) => Special::TtraceDataImm((self.word(0) & 0xff) as u8),
+            s => s,
+        }
+    }
+
+    fn regs(&self, defs: bool) -> RegSet {
+        let mut set = RegSet::new();
+        let sregs = self.target.def().sregs;
+        let b = self.bytes();
+        for o in self.row.operands.iter().filter(|o| o.def == defs) {
+            let Some(f) = self.fmt.fields.get(usize::from(o.field)) else { continue };
+            let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
+            let mut width = o.width.max(1);
+            // FLAT/GLOBAL address: 64-bit VGPR pair unless a scalar base is used.
+            if (f.name == "addr") && matches!(self.format(), Format::Flat | Format::Global) {
+                let off = self.field("saddr").is_none_or(|s| !sregs.get(s as usize).is_some_and(|n| n.starts_with('s') && !n.starts_with("src")));
+                width = if off || self.format() == Format::Flat { 2 } else { 1 };
+            }
+            match (f.kind, o.file) {
+                (FieldKind::Sx2, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 2 + i)),
+                (FieldKind::Sx4, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 4 + i)),
+                (FieldKind::V9, _) if v >= 256 => {
+                    for i in 0..u16::from(width) {
+                        if o.file == RegFile::Agpr { set.add_agpr(v - 256 + i) } else { set.add_vgpr(v - 256 + i) }
+                    }
+                }
+                (FieldKind::V8, RegFile::Vgpr) => (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i)),
+                (FieldKind::V8, RegFile::Agpr) => (0..u16::from(width)).for_each(|i| set.add_agpr(v + i)),
+                (FieldKind::Imm, _) => {}
+                _ => set.add_scalar(sregs, v, width),
+            }
+        }
+        // VOPD: vdstY = (field << 1) | !(vdstX & 1) (LLVM VOPDInstructions.td).
+        if defs && self.fmt.format == Format::Vopd {
+            if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
+                set.add_vgpr(((y << 1) | (!x & 1)) as u16);
+            }
+        }
+        let imp = if defs { self.row.imp_defs } else { self.row.imp_uses };
+        let wave32_vcc = self.target.family() >= Family::Gfx10 && imp & IMP_VCC_LO != 0;
+        if imp & IMP_EXEC != 0 {
+            set.add(SpecialReg::ExecLo);
+            set.add(SpecialReg::ExecHi);
+        }
+        if imp & IMP_EXEC_LO != 0 {
+            set.add(SpecialReg::ExecLo);
+        }
+        if imp & IMP_VCC != 0 {
+            set.add(SpecialReg::VccLo);
+            set.add(SpecialReg::VccHi);
+        }
+        if wave32_vcc {
+            set.add(SpecialReg::VccLo);
+        }
+        if imp & IMP_SCC != 0 {
+            set.add(SpecialReg::Scc);
+        }
+        if imp & IMP_M0 != 0 {
+            set.add(SpecialReg::M0);
+        }
+        if imp & IMP_MODE != 0 {
+            set.add(SpecialReg::Mode);
+        }
+        if imp & IMP_FLAT_SCR != 0 {
+            set.add(SpecialReg::FlatScratchLo);
+            set.add(SpecialReg::FlatScratchHi);
+        }
+        set
+    }
+
+    /// Registers read, explicit and implicit (LLVM implicit uses), full widths. Implicit VCC/EXEC
+    /// are reported as both halves (the tables are wave64-neutral).
+    pub fn reads(&self) -> RegSet {
+        self.regs(false)
+    }
+
+    /// Registers written, explicit and implicit (LLVM implicit defs), full widths.
+    pub fn writes(&self) -> RegSet {
+        self.regs(true)
+    }
+
+    fn operand_reg(&self, name: &str) -> Option<(u16, u8)> {
+        let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
+        let o = self.row.operands.iter().find(|o| usize::from(o.field) == fi)?;
+        let f = &self.fmt.fields[fi];
+        let v = field_bits(self.bytes(), f.dw, f.hi, f.lo) as u16;
+        let v = match f.kind {
+            FieldKind::Sx2 => v * 2,
+            FieldKind::Sx4 => v * 4,
+            _ => v,
+        };
+        Some((v, o.width.max(1)))
+    }
+
+    /// Memory access of DS, FLAT/GLOBAL/SCRATCH, buffer, image and SMEM instructions.
+    pub fn memory(&self) -> Option<MemAccess> {
+        let m = self.row.mcid & (MCID_LOAD | MCID_STORE);
+        let kind = match m {
+            x if x == MCID_LOAD | MCID_STORE => MemKind::Atomic,
+            MCID_LOAD => MemKind::Load,
+            MCID_STORE => MemKind::Store,
+            _ => MemKind::Other,
+        };
+        let space = match self.format() {
+            Format::Flat => MemSpace::Flat,
+            Format::Global => MemSpace::Global,
+            Format::Scratch => MemSpace::Scratch,
+            Format::Mubuf | Format::Mtbuf => MemSpace::Buffer { offen: self.word(0) & (1 << 12) != 0, idxen: self.word(0) & (1 << 13) != 0 },
+            Format::Vbuffer => MemSpace::Buffer { offen: self.word(2) & (1 << 30) != 0, idxen: self.word(2) & (1 << 31) != 0 },
+            Format::Mimg | Format::Vimage | Format::Vsample => MemSpace::Image,
+            Format::Ds => {
+                if self.target.family() <= Family::Gfx10 && self.word(0) & (1 << if self.target.family() == Family::Gfx9 { 16 } else { 17 }) != 0 {
+                    MemSpace::Gds
+                } else {
+                    MemSpace::Lds
+                }
+            }
+            Format::Ldsdir => MemSpace::Lds,
+            Format::Smem => MemSpace::Scalar,
+            _ => return None,
+        };
+        let vaddr = self.operand_reg("addr").or_else(|| self.operand_reg("vaddr")).or_else(|| self.operand_reg("vaddr0")).map(|(v, w)| {
+            if matches!(space, MemSpace::Flat | MemSpace::Global) {
+                let r = self.reads();
+                (v, if r.contains_vgpr(v + 1) { 2 } else { w })
+            } else {
+                (v, w)
+            }
+        });
+        let saddr = self.operand_reg("saddr").or_else(|| self.operand_reg("sbase"));
+        let soffset = self.operand_reg("soffset").map(|(v, _)| v);
+        let srsrc = self.operand_reg("srsrc");
+        let ds_offsets = (self.fmt.format == Format::Ds).then(|| ((self.word(0) & 0xff) as u8, ((self.word(0) >> 8) & 0xff) as u8));
+        Some(MemAccess { space, kind, vaddr, saddr, soffset, srsrc, ds_offsets })
+    }
+}

@@ -1,0 +1,88 @@
+//! Shared helpers of the oracle tests: LLVM 22 tool location, corpus discovery, objdump parsing.
+#![allow(dead_code)] // each test binary uses a subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Directory of LLVM 22 tools.
+pub const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
+
+/// True when the LLVM-dependent tests must be skipped (`SQTT_NO_LLVM=1`). Otherwise a missing
+/// LLVM 22 is a test failure.
+pub fn no_llvm() -> bool {
+    if std::env::var("SQTT_NO_LLVM").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    assert!(Path::new(LLVM_BIN).join("llvm-mc").exists(), "LLVM 22 not found in {LLVM_BIN} (set SQTT_NO_LLVM=1 to skip)");
+    false
+}
+
+/// `<workspace root>/../shared/corpus`.
+pub fn corpus_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    assert!(d.is_dir(), "corpus not found at {} (needs /work/shared/corpus)", d.display());
+    d
+}
+
+/// Every code object of corpus/compiled and corpus/triton.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for sub in ["compiled", "triton"] {
+        let d = corpus_dir().join(sub);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
+        files.sort();
+        v.extend(files);
+    }
+    v
+}
+
+/// One instruction line of `llvm-objdump -d`.
+#[derive(Debug, Clone)]
+pub struct ObjdumpInst {
+    pub addr: u64,
+    pub len: usize,
+    pub text: String,
+}
+
+/// Runs `llvm-objdump-22 -d --mcpu=<mcpu> [extra] file` and parses its instruction lines.
+pub fn objdump(file: &Path, mcpu: &str, extra: &[&str]) -> Vec<ObjdumpInst> {
+    let out = Command::new(Path::new(LLVM_BIN).join("llvm-objdump")).arg("-d").arg(format!("--mcpu={mcpu}")).args(extra).arg(file).output().expect("run llvm-objdump");
+    assert!(out.status.success(), "llvm-objdump failed on {}", file.display());
+    parse_objdump(&String::from_utf8_lossy(&out.stdout))
+}
+
+pub fn parse_objdump(s: &str) -> Vec<ObjdumpInst> {
+    let mut v = Vec::new();
+    for line in s.lines() {
+        if !line.starts_with('\t') {
+            continue;
+        }
+        let Some(p) = line.rfind("// ") else { continue };
+        let rest = &line[p + 3..];
+        let Some((addr, words)) = rest.split_once(": ") else { continue };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+        let words = words.split(" <").next().unwrap_or("");
+        let len = words.split_whitespace().count() * 4;
+        v.push(ObjdumpInst { addr, len, text: line[..p].trim().to_string() });
+    }
+    v
+}
+
+/// An executable section of an ELF code object: (address, bytes).
+pub fn exec_sections(data: &[u8]) -> (u32, Vec<(u64, Vec<u8>)>) {
+    use object::{Object, ObjectSection, SectionFlags};
+    let f = object::File::parse(data).expect("parse ELF");
+    let flags = match f.flags() {
+        object::FileFlags::Elf { e_flags, .. } => e_flags.0,
+        _ => 0,
+    };
+    let mut v = Vec::new();
+    for s in f.sections() {
+        if let SectionFlags::Elf { sh_flags, .. } = s.flags() {
+            if sh_flags.0 & object::elf::SHF_EXECINSTR.0 != 0 {
+                v.push((s.address(), s.data().expect("section data").to_vec()));
+            }
+        }
+    }
+    (flags, v)
+}

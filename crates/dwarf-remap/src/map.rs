@@ -1,0 +1,151 @@
+//! The old-to-new code address map.
+
+use crate::Error;
+
+/// Monotonic piecewise map from old code addresses (bytes, ELF virtual addresses) to new ones.
+///
+/// Built from instruction boundaries: one `(old, new)` pair per original instruction start, where
+/// `new` is the start of the block that now begins with any code inserted *before* that
+/// instruction, plus one final pair per executable range for its end (old end -> new end).
+/// A line row, `low_pc` or range start at an instruction therefore also covers the code inserted
+/// in front of it, and a range end (`high_pc`, end of sequence, return address) stops before it.
+///
+/// Addresses from the first pair's old address to the last pair's old address (both inclusive)
+/// are *code addresses*. Addresses outside that interval are not code: [`AddressMap::map`]
+/// returns `None` for them, unless the caller opted into identity mapping with
+/// [`AddressMap::with_identity_outside`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressMap {
+    old: Vec<u64>,
+    new: Vec<u64>,
+    identity_outside: bool,
+}
+
+impl AddressMap {
+    /// Builds the map from `pairs` sorted by old address.
+    ///
+    /// Errors: [`Error::EmptyMap`] without pairs; [`Error::NotMonotonic`] when the old or the new
+    /// addresses are not strictly increasing (the pair index is reported).
+    pub fn new(pairs: Vec<(u64, u64)>) -> Result<Self, Error> {
+        if pairs.is_empty() {
+            return Err(Error::EmptyMap);
+        }
+        let mut old = Vec::with_capacity(pairs.len());
+        let mut new = Vec::with_capacity(pairs.len());
+        for (index, &(o, n)) in pairs.iter().enumerate() {
+            if let (Some(&po), Some(&pn)) = (old.last(), new.last()) {
+                if o <= po || n <= pn {
+                    return Err(Error::NotMonotonic {
+                        index,
+                        old: o,
+                        new: n,
+                        prev_old: po,
+                        prev_new: pn,
+                    });
+                }
+            }
+            old.push(o);
+            new.push(n);
+        }
+        Ok(AddressMap {
+            old,
+            new,
+            identity_outside: false,
+        })
+    }
+
+    /// The identity map over `[start, end]` (bytes): every code address maps to itself.
+    /// Useful to check that a remap round-trips unchanged DWARF.
+    pub fn identity(start: u64, end: u64) -> Result<Self, Error> {
+        if start == end {
+            Self::new(vec![(start, start)])
+        } else {
+            Self::new(vec![(start, start), (end, end)])
+        }
+    }
+
+    /// Makes [`AddressMap::map`] return addresses outside the code interval unchanged instead of
+    /// `None`. Only correct when nothing outside the code interval moved.
+    pub fn with_identity_outside(mut self) -> Self {
+        self.identity_outside = true;
+        self
+    }
+
+    /// Whether `old` lies in the code interval `[first old, last old]` (inclusive).
+    pub fn covers(&self, old: u64) -> bool {
+        match (self.old.first(), self.old.last()) {
+            (Some(&first), Some(&last)) => first <= old && old <= last,
+            _ => false,
+        }
+    }
+
+    /// Maps an old address.
+    ///
+    /// - exactly a pair's old address: that pair's new address;
+    /// - between two pairs (inside an instruction): the same byte offset from the preceding
+    ///   pair's new address; `None` if that would reach the next pair's new address (only
+    ///   possible when code shrank);
+    /// - outside the code interval: `None`, or `Some(old)` with
+    ///   [`AddressMap::with_identity_outside`].
+    pub fn map(&self, old: u64) -> Option<u64> {
+        if !self.covers(old) {
+            return self.identity_outside.then_some(old);
+        }
+        let i = self.old.partition_point(|&o| o <= old).checked_sub(1)?;
+        let (o, n) = (*self.old.get(i)?, *self.new.get(i)?);
+        let mapped = n.checked_add(old - o)?;
+        match self.new.get(i + 1) {
+            Some(&next) if mapped >= next => None,
+            _ => Some(mapped),
+        }
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.old.len()
+    }
+
+    /// Always false: a map has at least one pair.
+    pub fn is_empty(&self) -> bool {
+        self.old.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_boundaries_inside_and_outside() {
+        let m = AddressMap::new(vec![(0x100, 0x100), (0x104, 0x10c), (0x10c, 0x114)]).unwrap();
+        assert_eq!(m.map(0x100), Some(0x100));
+        assert_eq!(m.map(0x104), Some(0x10c));
+        assert_eq!(m.map(0x108), Some(0x110));
+        assert_eq!(m.map(0x10c), Some(0x114));
+        assert_eq!(m.map(0xfc), None);
+        assert_eq!(m.map(0x110), None);
+        let m = m.with_identity_outside();
+        assert_eq!(m.map(0xfc), Some(0xfc));
+        assert_eq!(m.map(0x110), Some(0x110));
+    }
+
+    #[test]
+    fn rejects_non_monotonic() {
+        assert!(matches!(
+            AddressMap::new(vec![(0x100, 0x100), (0x100, 0x104)]),
+            Err(Error::NotMonotonic { index: 1, .. })
+        ));
+        assert!(matches!(
+            AddressMap::new(vec![(0x100, 0x100), (0x104, 0x100)]),
+            Err(Error::NotMonotonic { index: 1, .. })
+        ));
+        assert!(matches!(AddressMap::new(vec![]), Err(Error::EmptyMap)));
+    }
+
+    #[test]
+    fn shrinking_inside_instruction_is_none() {
+        let m = AddressMap::new(vec![(0x100, 0x100), (0x108, 0x104)]).unwrap();
+        assert_eq!(m.map(0x104), None);
+        assert_eq!(m.map(0x102), Some(0x102));
+    }
+}

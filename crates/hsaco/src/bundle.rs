@@ -1,0 +1,355 @@
+//! Clang offload bundles (`__CLANG_OFFLOAD_BUNDLE__`) and compressed bundles (`CCOB` v1/v2/v3,
+//! zlib or zstd), per clang's `ClangOffloadBundler` documentation and LLVM
+//! `clang/lib/Driver/OffloadBundler.cpp` (facts only).
+//!
+//! Plain layout: 24-byte magic, u64 entry count, then per entry u64 offset (from the bundle
+//! start), u64 size, u64 id length, id bytes. Compressed header (little endian): `CCOB`, u16
+//! version, u16 method (0 zlib, 1 zstd), then v1 `u32 uncompressed, u64 hash` (20 bytes),
+//! v2 `u32 total, u32 uncompressed, u64 hash` (24), v3 `u64 total, u64 uncompressed, u64 hash`
+//! (32). `total` includes the header; hash = first 8 bytes of MD5(uncompressed) as LE u64.
+
+use std::io::Read;
+
+use md5::{Digest, Md5};
+
+use crate::error::{slice_at, u16_at, u32_at, u64_at, Error, Result};
+
+/// Magic of a plain offload bundle.
+pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
+/// Magic of a compressed offload bundle.
+pub const CCOB_MAGIC: &[u8; 4] = b"CCOB";
+/// Alignment clang gives entries inside a plain bundle and bundles inside `.hip_fatbin` (bytes).
+pub const BUNDLE_ALIGN: u64 = 4096;
+/// Default global cap on one decompressed bundle (bytes): 4 GiB.
+pub const DEFAULT_DECOMPRESS_LIMIT: u64 = 4 << 30;
+
+/// One entry of a plain bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleEntry {
+    /// Entry id, e.g. `hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`.
+    pub id: String,
+    /// Offset of the entry from the start of the plain bundle (bytes).
+    pub offset: u64,
+    /// Entry contents.
+    pub data: Vec<u8>,
+}
+
+impl BundleEntry {
+    /// True for `host-*` entries (normally empty).
+    pub fn is_host(&self) -> bool {
+        self.id.starts_with("host-")
+    }
+    /// True for AMDGPU device entries (`hip*-amdgcn-*` / `openmp-amdgcn-*`).
+    pub fn is_amdgcn(&self) -> bool {
+        self.id.contains("amdgcn-amd-amdhsa")
+    }
+    /// Target ID part after `amdgcn-amd-amdhsa--` (e.g. `gfx942:sramecc+:xnack-`).
+    pub fn target_id(&self) -> Option<&str> {
+        self.id.split_once("amdgcn-amd-amdhsa-").map(|(_, t)| t.trim_start_matches('-'))
+    }
+}
+
+/// Compression method of a CCOB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Method {
+    /// zlib (method 0).
+    Zlib,
+    /// zstd (method 1).
+    Zstd,
+}
+
+/// A decoded CCOB header.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CcobHeader {
+    /// Header version (1, 2, 3).
+    pub version: u16,
+    /// Method.
+    pub method: Method,
+    /// Header length (20, 24, 32 bytes).
+    pub header_len: u64,
+    /// `total_size` (v2/v3: whole compressed bundle incl. header, bytes); `None` for v1.
+    pub total_size: Option<u64>,
+    /// Declared uncompressed size (bytes).
+    pub uncompressed_size: u64,
+    /// Declared hash.
+    pub hash: u64,
+}
+
+/// How a bundle was stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum Storage {
+    /// Plain `__CLANG_OFFLOAD_BUNDLE__`.
+    Plain,
+    /// Compressed bundle with this header.
+    Compressed(CcobHeader),
+}
+
+/// A parsed bundle (plain, or decompressed from a CCOB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// Offset of the bundle in the containing data (bytes).
+    pub offset: u64,
+    /// Bytes occupied in the containing data (plain: end of the last entry or header; CCOB:
+    /// `total_size`, or the scanned extent for v1).
+    pub stored_size: u64,
+    /// Storage.
+    pub storage: Storage,
+    /// Entries in header order.
+    pub entries: Vec<BundleEntry>,
+}
+
+/// MD5-based CCOB hash: first 8 bytes of MD5(`data`) as a little-endian u64.
+pub fn ccob_hash(data: &[u8]) -> u64 {
+    let d = Md5::digest(data);
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// Parses a plain bundle that starts at `data[0]`; `base` is its offset in the file (for errors).
+/// Errors: [`Error::Malformed`], [`Error::OutOfBounds`] (entry past the end), [`Error::Truncated`].
+pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
+    let magic = slice_at(data, 0, 24, "offload bundle magic").map_err(|e| rebase(e, base))?;
+    if magic != BUNDLE_MAGIC {
+        return Err(Error::Malformed { what: "offload bundle", offset: base, detail: "bad magic".into() });
+    }
+    let n = u64_at(data, 24, "bundle entry count").map_err(|e| rebase(e, base))?;
+    // Each entry header is at least 24 bytes: bound the count by the data length.
+    if n > (data.len() as u64) / 24 {
+        return Err(Error::Malformed { what: "offload bundle", offset: base + 24, detail: format!("entry count {n} cannot fit") });
+    }
+    let mut p = 32u64;
+    let mut entries = Vec::new();
+    let mut end = 32u64;
+    for i in 0..n {
+        let off = u64_at(data, p, "bundle entry offset").map_err(|e| rebase(e, base))?;
+        let size = u64_at(data, p + 8, "bundle entry size").map_err(|e| rebase(e, base))?;
+        let idlen = u64_at(data, p + 16, "bundle entry id length").map_err(|e| rebase(e, base))?;
+        let id = slice_at(data, p + 24, idlen, "bundle entry id").map_err(|e| rebase(e, base))?;
+        let id = String::from_utf8_lossy(id).into_owned();
+        p += 24 + idlen;
+        let in_range = off.checked_add(size).is_some_and(|e| e <= data.len() as u64);
+        if !in_range {
+            return Err(Error::OutOfBounds {
+                what: format!("offload bundle entry {i} ({id})"),
+                offset: base + off,
+                size,
+                len: base + data.len() as u64,
+            });
+        }
+        end = end.max(off + size);
+        entries.push(BundleEntry { id, offset: off, data: data[off as usize..(off + size) as usize].to_vec() });
+    }
+    Ok(Bundle { offset: base, stored_size: end.max(p), storage: Storage::Plain, entries })
+}
+
+fn rebase(e: Error, base: u64) -> Error {
+    match e {
+        Error::Truncated { what, offset, need, len } => Error::Truncated { what, offset: offset + base, need, len: len + base },
+        other => other,
+    }
+}
+
+/// Parses a CCOB header at `data[0]`.
+pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
+    let bad = |detail: String| Error::Ccob { offset: base, detail };
+    let magic = slice_at(data, 0, 4, "CCOB magic").map_err(|e| rebase(e, base))?;
+    if magic != CCOB_MAGIC {
+        return Err(bad("bad magic".into()));
+    }
+    let version = u16_at(data, 4, "CCOB version").map_err(|e| rebase(e, base))?;
+    let method = match u16_at(data, 6, "CCOB method").map_err(|e| rebase(e, base))? {
+        0 => Method::Zlib,
+        1 => Method::Zstd,
+        m => return Err(bad(format!("unknown compression method {m}"))),
+    };
+    let r = |e| rebase(e, base);
+    let (header_len, total_size, uncompressed_size, hash) = match version {
+        1 => (20, None, u64::from(u32_at(data, 8, "CCOB size").map_err(r)?), u64_at(data, 12, "CCOB hash").map_err(r)?),
+        2 => (
+            24,
+            Some(u64::from(u32_at(data, 8, "CCOB total size").map_err(r)?)),
+            u64::from(u32_at(data, 12, "CCOB size").map_err(r)?),
+            u64_at(data, 16, "CCOB hash").map_err(r)?,
+        ),
+        3 => (
+            32,
+            Some(u64_at(data, 8, "CCOB total size").map_err(r)?),
+            u64_at(data, 16, "CCOB size").map_err(r)?,
+            u64_at(data, 24, "CCOB hash").map_err(r)?,
+        ),
+        v => return Err(bad(format!("unsupported CCOB version {v}"))),
+    };
+    if let Some(t) = total_size {
+        if t < header_len || t > data.len() as u64 {
+            return Err(bad(format!("total size {t} is outside [{header_len}, {}] (bytes available)", data.len())));
+        }
+    }
+    Ok(CcobHeader { version, method, header_len, total_size, uncompressed_size, hash })
+}
+
+/// Decompresses a CCOB at `data[0]` with output bounded by the declared uncompressed size and by
+/// `limit` bytes. Returns the header, the plain bundle bytes and the stored extent. A declared
+/// size that differs from the real one is an [`Error::Ccob`]; no allocation exceeds the bound.
+pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader, Vec<u8>, u64)> {
+    let h = parse_ccob_header(data, base)?;
+    let bad = |detail: String| Error::Ccob { offset: base, detail };
+    if h.uncompressed_size > limit {
+        return Err(bad(format!("declared uncompressed size {} exceeds the limit of {limit} bytes", h.uncompressed_size)));
+    }
+    let extent = match h.total_size {
+        Some(t) => t,
+        // v1 has no total size: it extends to the next bundle magic at a 4096-aligned offset.
+        None => next_magic(data, BUNDLE_ALIGN).unwrap_or(data.len() as u64),
+    };
+    let payload = &data[h.header_len as usize..extent as usize];
+    let cap = h.uncompressed_size;
+    let mut out = Vec::with_capacity(cap.min(64 << 20) as usize);
+    let read = match h.method {
+        Method::Zlib => flate2::read::ZlibDecoder::new(payload).take(cap + 1).read_to_end(&mut out),
+        Method::Zstd => match ruzstd::decoding::StreamingDecoder::new(payload) {
+            Ok(d) => d.take(cap + 1).read_to_end(&mut out),
+            Err(e) => return Err(bad(format!("zstd frame header: {e}"))),
+        },
+    };
+    read.map_err(|e| bad(format!("decompression failed: {e}")))?;
+    if out.len() as u64 != cap {
+        return Err(bad(format!(
+            "declared uncompressed size {cap} but the payload decompresses to {}{} bytes",
+            if out.len() as u64 > cap { "more than " } else { "" },
+            out.len().min(cap as usize + 1) - usize::from(out.len() as u64 > cap)
+        )));
+    }
+    Ok((h, out, extent))
+}
+
+fn next_magic(data: &[u8], align: u64) -> Option<u64> {
+    let mut p = align;
+    while p < data.len() as u64 {
+        let rest = &data[p as usize..];
+        if rest.starts_with(CCOB_MAGIC) || rest.starts_with(BUNDLE_MAGIC) {
+            return Some(p);
+        }
+        p += align;
+    }
+    None
+}
+
+/// Parses one bundle (plain or compressed) at `data[0]`, decompressing with `limit`.
+pub fn parse_one(data: &[u8], base: u64, limit: u64) -> Result<Bundle> {
+    if data.starts_with(CCOB_MAGIC) {
+        let (h, plain, extent) = decompress_ccob(data, base, limit)?;
+        let inner = parse_plain(&plain, 0).map_err(|e| Error::Ccob { offset: base, detail: format!("decompressed bundle: {e}") })?;
+        Ok(Bundle { offset: base, stored_size: extent, storage: Storage::Compressed(h), entries: inner.entries })
+    } else {
+        parse_plain(data, base)
+    }
+}
+
+/// True when `data` starts with a bundle magic (plain or CCOB).
+pub fn is_bundle(data: &[u8]) -> bool {
+    data.starts_with(BUNDLE_MAGIC) || data.starts_with(CCOB_MAGIC)
+}
+
+/// Parses every bundle of a region holding concatenated bundles (a `.hip_fatbin` section or a
+/// bundle file): each next bundle starts right after the previous one's stored extent or at the
+/// next 4096-aligned offset (relative to the region start), with zero padding between. Bundles
+/// are located by their size fields, never by scanning payloads.
+/// Errors: those of [`parse_one`]; [`Error::Malformed`] for non-zero bytes where a bundle or
+/// padding is expected.
+pub fn parse_all(data: &[u8], base: u64, limit: u64) -> Result<Vec<Bundle>> {
+    let mut out = Vec::new();
+    let mut p = 0u64;
+    let len = data.len() as u64;
+    while p < len {
+        let rest = &data[p as usize..];
+        if is_bundle(rest) {
+            let b = parse_one(rest, base + p, limit)?;
+            p += b.stored_size.max(1);
+            out.push(b);
+            continue;
+        }
+        let next = (p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN;
+        let pad_end = next.min(len);
+        if let Some(i) = data[p as usize..pad_end as usize].iter().position(|&b| b != 0) {
+            return Err(Error::Malformed {
+                what: "offload bundle region",
+                offset: base + p + i as u64,
+                detail: "non-zero bytes where a bundle or zero padding was expected".into(),
+            });
+        }
+        p = pad_end;
+    }
+    Ok(out)
+}
+
+/// Writes a plain bundle with entries at 4096-aligned offsets (as clang does).
+pub fn write_plain(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let header_len: u64 = 32 + entries.iter().map(|(id, _)| 24 + id.len() as u64).sum::<u64>();
+    let mut offsets = Vec::new();
+    let mut p = header_len;
+    for (_, d) in entries {
+        p = p.div_ceil(BUNDLE_ALIGN) * BUNDLE_ALIGN;
+        offsets.push(p);
+        p += d.len() as u64;
+    }
+    let mut out = Vec::with_capacity(p as usize);
+    out.extend_from_slice(BUNDLE_MAGIC);
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for ((id, d), off) in entries.iter().zip(&offsets) {
+        out.extend_from_slice(&off.to_le_bytes());
+        out.extend_from_slice(&(d.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(id.len() as u64).to_le_bytes());
+        out.extend_from_slice(id.as_bytes());
+    }
+    for ((_, d), off) in entries.iter().zip(&offsets) {
+        if !d.is_empty() {
+            out.resize(*off as usize, 0);
+            out.extend_from_slice(d);
+        }
+    }
+    out
+}
+
+/// Compresses a plain bundle into a CCOB of `version` (1, 2, 3) with `method` (zlib level 9 via
+/// flate2; zstd via ruzstd's "fastest" level, the only one it implements). Errors: [`Error::InvalidEdit`] for an unknown
+/// version or sizes that do not fit v1/v2's 32-bit fields.
+pub fn write_ccob(plain: &[u8], version: u16, method: Method) -> Result<Vec<u8>> {
+    let payload = match method {
+        Method::Zlib => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+            std::io::Write::write_all(&mut e, plain).map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?;
+            e.finish().map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?
+        }
+        Method::Zstd => ruzstd::encoding::compress_to_vec(plain, ruzstd::encoding::CompressionLevel::Fastest),
+    };
+    let m: u16 = match method {
+        Method::Zlib => 0,
+        Method::Zstd => 1,
+    };
+    let hash = ccob_hash(plain);
+    let u = plain.len() as u64;
+    let too_big = || Error::InvalidEdit(format!("bundle of {u} bytes does not fit CCOB v{version}: use v3"));
+    let mut out = Vec::new();
+    out.extend_from_slice(CCOB_MAGIC);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&m.to_le_bytes());
+    match version {
+        1 => {
+            out.extend_from_slice(&u32::try_from(u).map_err(|_| too_big())?.to_le_bytes());
+        }
+        2 => {
+            let total = u32::try_from(24 + payload.len() as u64).map_err(|_| too_big())?;
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&u32::try_from(u).map_err(|_| too_big())?.to_le_bytes());
+        }
+        3 => {
+            out.extend_from_slice(&(32 + payload.len() as u64).to_le_bytes());
+            out.extend_from_slice(&u.to_le_bytes());
+        }
+        v => return Err(Error::InvalidEdit(format!("unknown CCOB version {v}"))),
+    }
+    out.extend_from_slice(&hash.to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}

@@ -1,0 +1,292 @@
+//! An HSA code object (AMDGPUUsage "Code Object"): ELF64, `EM_AMDGPU`, OS ABI 64, ABI version
+//! 2/3/4 (code object v4/v5/v6), kernels found through `name.kd` descriptor symbols.
+
+use crate::elf::{self, Elf, Section, Symbol, SymbolTable};
+use crate::error::{Error, Result};
+use crate::kd::{KernelDescriptor, KD_SIZE};
+use crate::metadata::{parse_notes, Metadata, NT_AMDGPU_METADATA};
+use crate::target::{CodeObjectVersion, Target};
+
+/// Classification of a symbol of a code object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum SymbolKind {
+    /// `STT_FUNC` at a kernel entry (the kernel's own symbol).
+    KernelEntry,
+    /// `STT_OBJECT` `name.kd`: a kernel descriptor.
+    KernelDescriptor,
+    /// `STT_FUNC` that is not a kernel (device function, local or global).
+    Function,
+    /// `STT_FUNC` named `__clang_ocl_kern_imp_*`: OpenCL kernel body clone (a function).
+    OclKernelClone,
+    /// `STT_NOTYPE` inside an executable section (e.g. hand-written `label_XXXX`).
+    Label,
+    /// `SHN_ABS` symbol (clang 20+ resource symbols such as `k.num_vgpr`).
+    Resource,
+    /// `STT_OBJECT` data (not a descriptor).
+    Data,
+    /// Section, file, undefined or other symbol.
+    Other,
+}
+
+/// A symbol with its classification.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClassifiedSymbol {
+    /// The ELF symbol.
+    pub symbol: Symbol,
+    /// Its kind.
+    pub kind: SymbolKind,
+}
+
+/// A kernel: descriptor plus entry point.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Kernel {
+    /// Kernel name (descriptor symbol without `.kd`).
+    pub name: String,
+    /// Address of the descriptor (bytes).
+    pub kd_address: u64,
+    /// File offset of the descriptor (bytes).
+    pub kd_offset: u64,
+    /// Decoded descriptor.
+    pub descriptor: KernelDescriptor,
+    /// Entry address = `kd_address + kernel_code_entry_byte_offset`.
+    pub entry: u64,
+    /// Index of the executable section holding the entry.
+    pub section: usize,
+    /// Size of the kernel's `STT_FUNC` symbol (bytes), when present.
+    pub code_size: Option<u64>,
+    /// Index of the kernel in `amdhsa.kernels` of the metadata note.
+    pub metadata_index: Option<usize>,
+}
+
+/// A device function (`STT_FUNC` that is not a kernel entry).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceFunction {
+    /// Symbol name.
+    pub name: String,
+    /// Start address (bytes).
+    pub address: u64,
+    /// `st_size` (bytes).
+    pub size: u64,
+    /// True for `STB_LOCAL`.
+    pub local: bool,
+    /// True for `__clang_ocl_kern_imp_*` clones.
+    pub ocl_clone: bool,
+}
+
+/// A parsed code object. Owns its bytes.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    /// The input bytes.
+    pub bytes: Vec<u8>,
+    /// ELF headers.
+    pub elf: Elf,
+    /// Target decoded from `e_flags`.
+    pub target: Target,
+    /// Code object version from `EI_ABIVERSION`.
+    pub version: CodeObjectVersion,
+    /// Every symbol of `.symtab` and `.dynsym`, classified.
+    pub symbols: Vec<ClassifiedSymbol>,
+    /// Kernels in descriptor address order (deduplicated across `.symtab`/`.dynsym`).
+    pub kernels: Vec<Kernel>,
+    /// Device functions in address order (deduplicated across tables).
+    pub functions: Vec<DeviceFunction>,
+    /// Metadata note, when present.
+    pub metadata: Option<Metadata>,
+}
+
+impl CodeObject {
+    /// Parses a code object. Errors: every [`Elf::parse`] error, [`Error::WrongMachine`],
+    /// [`Error::WrongOsAbi`], [`Error::LegacyAbi0`], [`Error::UnsupportedAbiVersion`],
+    /// [`Error::Malformed`] (unknown machine, descriptor outside its section),
+    /// [`Error::BadKernelEntry`], [`Error::Metadata`].
+    pub fn parse(bytes: &[u8]) -> Result<CodeObject> {
+        let elf = Elf::parse(bytes)?;
+        let h = &elf.header;
+        if h.e_machine != elf::EM_AMDGPU {
+            return Err(Error::WrongMachine {
+                found: h.e_machine,
+                expected: elf::EM_AMDGPU,
+            });
+        }
+        if h.os_abi != 64 {
+            return Err(Error::WrongOsAbi(h.os_abi));
+        }
+        let version = CodeObjectVersion::from_abi_version(h.abi_version, h.e_flags)?;
+        let target = Target::from_e_flags(h.e_flags)?;
+        let raw_syms = elf.symbols(bytes)?;
+
+        let mut metadata = None;
+        for s in elf.sections.iter().filter(|s| s.sh_type == elf::SHT_NOTE) {
+            for n in parse_notes(elf.section_data(bytes, s), s.offset)? {
+                if n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA && metadata.is_none() {
+                    metadata = Some(Metadata::decode(&n.desc, n.desc_offset)?);
+                }
+            }
+        }
+
+        let mut kernels: Vec<Kernel> = Vec::new();
+        for s in &raw_syms {
+            if s.st_type != elf::STT_OBJECT || !s.name.ends_with(".kd") || s.shndx == elf::SHN_UNDEF
+            {
+                continue;
+            }
+            if kernels.iter().any(|k| k.kd_address == s.value) {
+                continue;
+            }
+            let name = s.name[..s.name.len() - 3].to_string();
+            let sec = elf.sections.get(usize::from(s.shndx)).filter(|sec| {
+                sec.sh_type != elf::SHT_NOBITS
+                    && s.value >= sec.addr
+                    && s.value + KD_SIZE as u64 <= sec.addr + sec.size
+            });
+            let Some(sec) = sec else {
+                return Err(Error::Malformed {
+                    what: "kernel descriptor symbol",
+                    offset: s.entry_offset,
+                    detail: format!(
+                        "{} at {:#x} is not inside a section with 64 bytes of contents",
+                        s.name, s.value
+                    ),
+                });
+            };
+            let kd_offset = sec.offset + (s.value - sec.addr);
+            let descriptor = KernelDescriptor::decode(
+                crate::error::slice_at(bytes, kd_offset, 64, "kernel descriptor")?,
+                kd_offset,
+            )?;
+            let entry = descriptor.entry_address(s.value);
+            let exec = elf
+                .sections
+                .iter()
+                .find(|x| x.is_exec() && x.contains_addr(entry));
+            let Some(exec) = exec else {
+                return Err(Error::BadKernelEntry {
+                    name: s.name.clone(),
+                    offset: kd_offset,
+                    entry,
+                    entry_offset: descriptor.kernel_code_entry_byte_offset,
+                });
+            };
+            let code_size = raw_syms
+                .iter()
+                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
+                .map(|f| f.size);
+            let metadata_index = metadata.as_ref().and_then(|m| m.kernel_index(&s.name));
+            kernels.push(Kernel {
+                name,
+                kd_address: s.value,
+                kd_offset,
+                descriptor,
+                entry,
+                section: exec.index,
+                code_size,
+                metadata_index,
+            });
+        }
+        kernels.sort_by_key(|k| k.kd_address);
+
+        let is_entry = |s: &Symbol| {
+            kernels
+                .iter()
+                .any(|k| k.entry == s.value && k.name == s.name)
+        };
+        let mut symbols = Vec::with_capacity(raw_syms.len());
+        let mut functions: Vec<DeviceFunction> = Vec::new();
+        for s in raw_syms {
+            let in_exec = elf
+                .sections
+                .get(usize::from(s.shndx))
+                .is_some_and(Section::is_exec);
+            let kind = if s.shndx == elf::SHN_ABS {
+                SymbolKind::Resource
+            } else if s.st_type == elf::STT_FUNC && is_entry(&s) {
+                SymbolKind::KernelEntry
+            } else if s.st_type == elf::STT_FUNC && s.name.starts_with("__clang_ocl_kern_imp_") {
+                SymbolKind::OclKernelClone
+            } else if s.st_type == elf::STT_FUNC {
+                SymbolKind::Function
+            } else if s.st_type == elf::STT_OBJECT
+                && kernels
+                    .iter()
+                    .any(|k| k.kd_address == s.value && s.name.ends_with(".kd"))
+            {
+                SymbolKind::KernelDescriptor
+            } else if s.st_type == elf::STT_OBJECT {
+                SymbolKind::Data
+            } else if s.st_type == elf::STT_NOTYPE && in_exec && s.shndx != elf::SHN_UNDEF {
+                SymbolKind::Label
+            } else {
+                SymbolKind::Other
+            };
+            if matches!(kind, SymbolKind::Function | SymbolKind::OclKernelClone)
+                && s.shndx != elf::SHN_UNDEF
+                && !functions
+                    .iter()
+                    .any(|f| f.name == s.name && f.address == s.value)
+            {
+                functions.push(DeviceFunction {
+                    name: s.name.clone(),
+                    address: s.value,
+                    size: s.size,
+                    local: s.bind == elf::STB_LOCAL,
+                    ocl_clone: kind == SymbolKind::OclKernelClone,
+                });
+            }
+            symbols.push(ClassifiedSymbol { symbol: s, kind });
+        }
+        functions.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
+        Ok(CodeObject {
+            bytes: bytes.to_vec(),
+            elf,
+            target,
+            version,
+            symbols,
+            kernels,
+            functions,
+            metadata,
+        })
+    }
+
+    /// First section named `name`.
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.elf.section_by_name(name)
+    }
+
+    /// Contents of a section (empty for `SHT_NOBITS`).
+    pub fn section_data(&self, section: &Section) -> &[u8] {
+        self.elf.section_data(&self.bytes, section)
+    }
+
+    /// Every executable section (`SHF_EXECINSTR`), `.text` normally the only one.
+    pub fn exec_sections(&self) -> impl Iterator<Item = &Section> {
+        self.elf.sections.iter().filter(|s| s.is_exec())
+    }
+
+    /// The `.text` section.
+    pub fn text(&self) -> Option<&Section> {
+        self.section(".text")
+    }
+
+    /// True when a `.debug_info` section is present.
+    pub fn has_dwarf(&self) -> bool {
+        self.section(".debug_info").is_some()
+    }
+
+    /// Contents of the first `.sqtt_funcmap` section, when present.
+    pub fn funcmap(&self) -> Option<&[u8]> {
+        self.section(".sqtt_funcmap").map(|s| self.section_data(s))
+    }
+
+    /// Symbols of one table with a given name.
+    pub fn find_symbols<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a ClassifiedSymbol> + 'a {
+        self.symbols.iter().filter(move |s| s.symbol.name == name)
+    }
+
+    /// Symbols of a given table.
+    pub fn table_symbols(&self, table: SymbolTable) -> impl Iterator<Item = &ClassifiedSymbol> {
+        self.symbols.iter().filter(move |s| s.symbol.table == table)
+    }
+}

@@ -1,0 +1,85 @@
+//! One entry point for any input file: a bare code object, a bundle file (plain, CCOB, or several
+//! concatenated), or an x86-64 host ELF with HIP fat binaries.
+
+use crate::bundle::{self, Storage};
+use crate::elf;
+use crate::error::{Error, Result};
+
+/// Kind of input file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum InputKind {
+    /// A bare AMDGPU code object.
+    CodeObject,
+    /// One or more offload bundles.
+    Bundle,
+    /// A host ELF.
+    Host,
+}
+
+/// A code object embedded in the input (for a bare code object: the whole file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Embedded {
+    /// Index of the bundle in the file (0 for a bare code object).
+    pub bundle_index: usize,
+    /// Entry id (`hipv4-amdgcn-amd-amdhsa--gfx942...`; empty for a bare code object).
+    pub id: String,
+    /// File offset of the bundle (bytes).
+    pub bundle_offset: u64,
+    /// How the bundle is stored (`None` for a bare code object).
+    pub storage: Option<Storage>,
+    /// File offset of the host wrapper, for host ELFs.
+    pub wrapper_offset: Option<u64>,
+    /// The code object bytes.
+    pub data: Vec<u8>,
+}
+
+impl Embedded {
+    /// File name used by `sqtt-patch extract`: `<bundle-index>-<id sanitized>.co` (characters
+    /// outside `[A-Za-z0-9._-]` become `_`).
+    pub fn file_name(&self) -> String {
+        let id = if self.id.is_empty() { "code-object" } else { &self.id };
+        let clean: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+        format!("{}-{}.co", self.bundle_index, clean)
+    }
+}
+
+/// Opens any supported input and returns its kind and every embedded AMDGPU code object
+/// (host entries and non-amdgcn entries are skipped). `limit` bounds each decompression (bytes).
+/// Errors: [`Error::NotElf`] for unknown formats, and the errors of the readers used.
+pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
+    if bundle::is_bundle(data) {
+        let mut out = Vec::new();
+        for (bi, b) in bundle::parse_all(data, 0, limit)?.into_iter().enumerate() {
+            push_entries(&mut out, bi, &b, None);
+        }
+        return Ok((InputKind::Bundle, out));
+    }
+    let e = elf::Elf::parse(data)?;
+    match e.header.e_machine {
+        elf::EM_AMDGPU => Ok((
+            InputKind::CodeObject,
+            vec![Embedded { bundle_index: 0, id: String::new(), bundle_offset: 0, storage: None, wrapper_offset: None, data: data.to_vec() }],
+        )),
+        elf::EM_X86_64 => {
+            let mut out = Vec::new();
+            for (bi, f) in crate::host::find_fatbins(data, limit)?.into_iter().enumerate() {
+                push_entries(&mut out, bi, &f.bundle, f.wrapper_offset);
+            }
+            Ok((InputKind::Host, out))
+        }
+        m => Err(Error::WrongMachine { found: m, expected: elf::EM_AMDGPU }),
+    }
+}
+
+fn push_entries(out: &mut Vec<Embedded>, bi: usize, b: &bundle::Bundle, wrapper: Option<u64>) {
+    for en in b.entries.iter().filter(|en| en.is_amdgcn() && !en.data.is_empty()) {
+        out.push(Embedded {
+            bundle_index: bi,
+            id: en.id.clone(),
+            bundle_offset: b.offset,
+            storage: Some(b.storage.clone()),
+            wrapper_offset: wrapper,
+            data: en.data.clone(),
+        });
+    }
+}

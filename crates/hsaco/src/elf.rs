@@ -1,0 +1,469 @@
+//! Minimal bounds-checked ELF64 little-endian reader shared by code objects (EM_AMDGPU) and host
+//! binaries (EM_X86_64). Layouts follow the System V gABI ("ELF Header", "Sections",
+//! "Program Header", "Symbol Table", "Relocation", "Dynamic Section").
+
+use crate::error::{slice_at, u16_at, u32_at, u64_at, Error, Result};
+
+/// `SHT_NOBITS`: section occupies no file space.
+pub const SHT_NOBITS: u32 = 8;
+/// `SHT_NOTE`.
+pub const SHT_NOTE: u32 = 7;
+/// `SHT_SYMTAB`.
+pub const SHT_SYMTAB: u32 = 2;
+/// `SHT_DYNSYM`.
+pub const SHT_DYNSYM: u32 = 11;
+/// `SHT_RELA`.
+pub const SHT_RELA: u32 = 4;
+/// `SHT_DYNAMIC`.
+pub const SHT_DYNAMIC: u32 = 6;
+/// `SHF_WRITE`.
+pub const SHF_WRITE: u64 = 1;
+/// `SHF_ALLOC`.
+pub const SHF_ALLOC: u64 = 2;
+/// `SHF_EXECINSTR`.
+pub const SHF_EXECINSTR: u64 = 4;
+/// `PT_LOAD`.
+pub const PT_LOAD: u32 = 1;
+/// `PT_NOTE`.
+pub const PT_NOTE: u32 = 4;
+/// `PT_PHDR`.
+pub const PT_PHDR: u32 = 6;
+/// `SHN_ABS`: absolute symbol.
+pub const SHN_ABS: u16 = 0xfff1;
+/// `SHN_UNDEF`.
+pub const SHN_UNDEF: u16 = 0;
+/// `STT_OBJECT`.
+pub const STT_OBJECT: u8 = 1;
+/// `STT_FUNC`.
+pub const STT_FUNC: u8 = 2;
+/// `STT_SECTION`.
+pub const STT_SECTION: u8 = 3;
+/// `STT_NOTYPE`.
+pub const STT_NOTYPE: u8 = 0;
+/// `STB_LOCAL`.
+pub const STB_LOCAL: u8 = 0;
+/// `EM_AMDGPU`.
+pub const EM_AMDGPU: u16 = 224;
+/// `EM_X86_64`.
+pub const EM_X86_64: u16 = 62;
+
+/// ELF64 file header fields (gABI "ELF Header"); offsets in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Header {
+    /// `EI_OSABI` (byte 7).
+    pub os_abi: u8,
+    /// `EI_ABIVERSION` (byte 8).
+    pub abi_version: u8,
+    /// `e_type`.
+    pub e_type: u16,
+    /// `e_machine`.
+    pub e_machine: u16,
+    /// `e_entry`.
+    pub e_entry: u64,
+    /// `e_phoff` (bytes).
+    pub e_phoff: u64,
+    /// `e_shoff` (bytes).
+    pub e_shoff: u64,
+    /// `e_flags`.
+    pub e_flags: u32,
+    /// `e_phentsize` (bytes).
+    pub e_phentsize: u16,
+    /// `e_phnum`.
+    pub e_phnum: u16,
+    /// `e_shentsize` (bytes).
+    pub e_shentsize: u16,
+    /// `e_shnum`.
+    pub e_shnum: u16,
+    /// `e_shstrndx`.
+    pub e_shstrndx: u16,
+}
+
+/// One section header (64 bytes in the file); addresses and offsets in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Section {
+    /// Index in the section header table.
+    pub index: usize,
+    /// Name from `.shstrtab` (lossy UTF-8).
+    pub name: String,
+    /// `sh_name`.
+    pub sh_name: u32,
+    /// `sh_type`.
+    pub sh_type: u32,
+    /// `sh_flags`.
+    pub flags: u64,
+    /// `sh_addr`.
+    pub addr: u64,
+    /// `sh_offset`.
+    pub offset: u64,
+    /// `sh_size`.
+    pub size: u64,
+    /// `sh_link`.
+    pub link: u32,
+    /// `sh_info`.
+    pub info: u32,
+    /// `sh_addralign`.
+    pub addralign: u64,
+    /// `sh_entsize`.
+    pub entsize: u64,
+}
+
+impl Section {
+    /// True for `SHF_ALLOC`.
+    pub fn is_alloc(&self) -> bool {
+        self.flags & SHF_ALLOC != 0
+    }
+    /// True for `SHF_EXECINSTR`.
+    pub fn is_exec(&self) -> bool {
+        self.flags & SHF_EXECINSTR != 0
+    }
+    /// Bytes the section occupies in the file (0 for `SHT_NOBITS`).
+    pub fn file_size(&self) -> u64 {
+        if self.sh_type == SHT_NOBITS {
+            0
+        } else {
+            self.size
+        }
+    }
+    /// True when `addr` lies in `[sh_addr, sh_addr + sh_size)`.
+    pub fn contains_addr(&self, addr: u64) -> bool {
+        addr >= self.addr && addr - self.addr < self.size
+    }
+}
+
+/// One program header (56 bytes); offsets, addresses and sizes in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Segment {
+    /// `p_type`.
+    pub p_type: u32,
+    /// `p_flags`.
+    pub p_flags: u32,
+    /// `p_offset`.
+    pub offset: u64,
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_paddr`.
+    pub paddr: u64,
+    /// `p_filesz`.
+    pub filesz: u64,
+    /// `p_memsz`.
+    pub memsz: u64,
+    /// `p_align`.
+    pub align: u64,
+}
+
+/// Which symbol table a symbol comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum SymbolTable {
+    /// `.symtab` (`SHT_SYMTAB`).
+    Symtab,
+    /// `.dynsym` (`SHT_DYNSYM`).
+    Dynsym,
+}
+
+/// One ELF64 symbol (24 bytes in the file).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Symbol {
+    /// Table it was read from.
+    pub table: SymbolTable,
+    /// Index inside that table.
+    pub index: usize,
+    /// File offset of the 24-byte entry.
+    pub entry_offset: u64,
+    /// Name (lossy UTF-8).
+    pub name: String,
+    /// `st_info` type (low 4 bits).
+    pub st_type: u8,
+    /// `st_info` binding (high 4 bits).
+    pub bind: u8,
+    /// `st_other`.
+    pub other: u8,
+    /// `st_shndx`.
+    pub shndx: u16,
+    /// `st_value` (an address for defined symbols, bytes).
+    pub value: u64,
+    /// `st_size` (bytes).
+    pub size: u64,
+}
+
+/// One `Elf64_Rela` entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Rela {
+    /// File offset of the 24-byte entry.
+    pub entry_offset: u64,
+    /// `r_offset` (an address in linked objects).
+    pub r_offset: u64,
+    /// Relocation type (`ELF64_R_TYPE`).
+    pub r_type: u32,
+    /// Symbol index (`ELF64_R_SYM`).
+    pub r_sym: u32,
+    /// `r_addend`.
+    pub addend: i64,
+}
+
+/// Parsed ELF64 headers (owned; section contents are read from the original bytes on demand).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Elf {
+    /// File header.
+    pub header: Header,
+    /// Section headers in table order (index 0 is the null section).
+    pub sections: Vec<Section>,
+    /// Program headers in table order.
+    pub segments: Vec<Segment>,
+}
+
+impl Elf {
+    /// Parses and validates an ELF64 little-endian file: identification, header, program and
+    /// section header tables within bounds, section contents within bounds, no two non-empty
+    /// file-backed sections overlapping.
+    ///
+    /// Errors: [`Error::NotElf`], [`Error::Elf32`], [`Error::BadIdent`], [`Error::Truncated`],
+    /// [`Error::OutOfBounds`], [`Error::OverlappingSections`], [`Error::Malformed`].
+    pub fn parse(data: &[u8]) -> Result<Elf> {
+        let ident = slice_at(data, 0, 16, "ELF identification")?;
+        if &ident[0..4] != b"\x7fELF" {
+            return Err(Error::NotElf);
+        }
+        match ident[4] {
+            2 => {}
+            1 => return Err(Error::Elf32),
+            v => {
+                return Err(Error::BadIdent {
+                    offset: 4,
+                    value: v,
+                })
+            }
+        }
+        if ident[5] != 1 {
+            return Err(Error::BadIdent {
+                offset: 5,
+                value: ident[5],
+            });
+        }
+        slice_at(data, 0, 64, "ELF64 header")?;
+        let header = Header {
+            os_abi: ident[7],
+            abi_version: ident[8],
+            e_type: u16_at(data, 0x10, "e_type")?,
+            e_machine: u16_at(data, 0x12, "e_machine")?,
+            e_entry: u64_at(data, 0x18, "e_entry")?,
+            e_phoff: u64_at(data, 0x20, "e_phoff")?,
+            e_shoff: u64_at(data, 0x28, "e_shoff")?,
+            e_flags: u32_at(data, 0x30, "e_flags")?,
+            e_phentsize: u16_at(data, 0x36, "e_phentsize")?,
+            e_phnum: u16_at(data, 0x38, "e_phnum")?,
+            e_shentsize: u16_at(data, 0x3a, "e_shentsize")?,
+            e_shnum: u16_at(data, 0x3c, "e_shnum")?,
+            e_shstrndx: u16_at(data, 0x3e, "e_shstrndx")?,
+        };
+        let mut segments = Vec::new();
+        if header.e_phnum > 0 {
+            if header.e_phentsize != 56 {
+                return Err(Error::Malformed {
+                    what: "program header table",
+                    offset: 0x36,
+                    detail: format!("e_phentsize {} is not 56", header.e_phentsize),
+                });
+            }
+            check_range(
+                data,
+                "program header table",
+                header.e_phoff,
+                56 * u64::from(header.e_phnum),
+            )?;
+            for i in 0..u64::from(header.e_phnum) {
+                let o = header.e_phoff + 56 * i;
+                segments.push(Segment {
+                    p_type: u32_at(data, o, "p_type")?,
+                    p_flags: u32_at(data, o + 4, "p_flags")?,
+                    offset: u64_at(data, o + 8, "p_offset")?,
+                    vaddr: u64_at(data, o + 16, "p_vaddr")?,
+                    paddr: u64_at(data, o + 24, "p_paddr")?,
+                    filesz: u64_at(data, o + 32, "p_filesz")?,
+                    memsz: u64_at(data, o + 40, "p_memsz")?,
+                    align: u64_at(data, o + 48, "p_align")?,
+                });
+            }
+        }
+        let mut sections = Vec::new();
+        if header.e_shnum > 0 {
+            if header.e_shentsize != 64 {
+                return Err(Error::Malformed {
+                    what: "section header table",
+                    offset: 0x3a,
+                    detail: format!("e_shentsize {} is not 64", header.e_shentsize),
+                });
+            }
+            check_range(
+                data,
+                "section header table",
+                header.e_shoff,
+                64 * u64::from(header.e_shnum),
+            )?;
+            for i in 0..usize::from(header.e_shnum) {
+                let o = header.e_shoff + 64 * i as u64;
+                sections.push(Section {
+                    index: i,
+                    name: String::new(),
+                    sh_name: u32_at(data, o, "sh_name")?,
+                    sh_type: u32_at(data, o + 4, "sh_type")?,
+                    flags: u64_at(data, o + 8, "sh_flags")?,
+                    addr: u64_at(data, o + 16, "sh_addr")?,
+                    offset: u64_at(data, o + 24, "sh_offset")?,
+                    size: u64_at(data, o + 32, "sh_size")?,
+                    link: u32_at(data, o + 40, "sh_link")?,
+                    info: u32_at(data, o + 44, "sh_info")?,
+                    addralign: u64_at(data, o + 48, "sh_addralign")?,
+                    entsize: u64_at(data, o + 56, "sh_entsize")?,
+                });
+            }
+        }
+        for s in &sections {
+            if s.file_size() > 0 {
+                check_range(data, &format!("section [{}]", s.index), s.offset, s.size)?;
+            }
+        }
+        let shstrndx = usize::from(header.e_shstrndx);
+        if shstrndx != 0 {
+            let Some(strtab) = sections.get(shstrndx).cloned() else {
+                return Err(Error::Malformed {
+                    what: "ELF header",
+                    offset: 0x3e,
+                    detail: format!("e_shstrndx {shstrndx} >= e_shnum {}", header.e_shnum),
+                });
+            };
+            let table = slice_at(
+                data,
+                strtab.offset,
+                strtab.file_size(),
+                "section name table",
+            )?;
+            for s in &mut sections {
+                s.name = cstr(table, u64::from(s.sh_name));
+            }
+        }
+        // Overlap check of file-backed sections.
+        let mut order: Vec<&Section> = sections.iter().filter(|s| s.file_size() > 0).collect();
+        order.sort_by_key(|s| (s.offset, s.index));
+        for w in order.windows(2) {
+            if w[0].offset + w[0].size > w[1].offset {
+                return Err(Error::OverlappingSections {
+                    first: w[0].name.clone(),
+                    second: w[1].name.clone(),
+                    offset: w[1].offset,
+                });
+            }
+        }
+        Ok(Elf {
+            header,
+            sections,
+            segments,
+        })
+    }
+
+    /// First section with this exact name.
+    pub fn section_by_name(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Contents of a section (empty for `SHT_NOBITS`). Bounds were checked by [`Elf::parse`].
+    pub fn section_data<'a>(&self, data: &'a [u8], section: &Section) -> &'a [u8] {
+        let size = section.file_size();
+        slice_at(data, section.offset, size, "section").unwrap_or(&[])
+    }
+
+    /// Alloc section whose address range contains `addr`.
+    pub fn section_containing_addr(&self, addr: u64) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|s| s.is_alloc() && s.contains_addr(addr))
+    }
+
+    /// Converts a virtual address inside an alloc, file-backed section to a file offset.
+    pub fn addr_to_offset(&self, addr: u64) -> Option<u64> {
+        let s = self.section_containing_addr(addr)?;
+        if s.sh_type == SHT_NOBITS {
+            return None;
+        }
+        Some(s.offset + (addr - s.addr))
+    }
+
+    /// Reads every symbol of `.symtab` and `.dynsym` (null symbol 0 skipped).
+    pub fn symbols(&self, data: &[u8]) -> Result<Vec<Symbol>> {
+        let mut out = Vec::new();
+        for s in &self.sections {
+            let table = match s.sh_type {
+                SHT_SYMTAB => SymbolTable::Symtab,
+                SHT_DYNSYM => SymbolTable::Dynsym,
+                _ => continue,
+            };
+            let strtab = self
+                .sections
+                .get(s.link as usize)
+                .ok_or_else(|| Error::Malformed {
+                    what: "symbol table",
+                    offset: s.offset,
+                    detail: format!("sh_link {} is not a section", s.link),
+                })?;
+            let strs = self.section_data(data, strtab);
+            let n = s.size / 24;
+            for i in 1..n {
+                let o = s.offset + 24 * i;
+                let info = crate::error::bytes_at::<1>(data, o + 4, "st_info")?[0];
+                out.push(Symbol {
+                    table,
+                    index: i as usize,
+                    entry_offset: o,
+                    name: cstr(strs, u64::from(u32_at(data, o, "st_name")?)),
+                    st_type: info & 0xf,
+                    bind: info >> 4,
+                    other: crate::error::bytes_at::<1>(data, o + 5, "st_other")?[0],
+                    shndx: u16_at(data, o + 6, "st_shndx")?,
+                    value: u64_at(data, o + 8, "st_value")?,
+                    size: u64_at(data, o + 16, "st_size")?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads every `Elf64_Rela` of every `SHT_RELA` section.
+    pub fn relas(&self, data: &[u8]) -> Result<Vec<Rela>> {
+        let mut out = Vec::new();
+        for s in self.sections.iter().filter(|s| s.sh_type == SHT_RELA) {
+            for i in 0..s.size / 24 {
+                let o = s.offset + 24 * i;
+                let info = u64_at(data, o + 8, "r_info")?;
+                out.push(Rela {
+                    entry_offset: o,
+                    r_offset: u64_at(data, o, "r_offset")?,
+                    r_type: (info & 0xffff_ffff) as u32,
+                    r_sym: (info >> 32) as u32,
+                    addend: u64_at(data, o + 16, "r_addend")? as i64,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Fails with [`Error::OutOfBounds`] unless `[offset, offset + size)` lies inside `data`.
+pub(crate) fn check_range(data: &[u8], what: &str, offset: u64, size: u64) -> Result<()> {
+    match offset.checked_add(size) {
+        Some(end) if end <= data.len() as u64 => Ok(()),
+        _ => Err(Error::OutOfBounds {
+            what: what.to_string(),
+            offset,
+            size,
+            len: data.len() as u64,
+        }),
+    }
+}
+
+/// NUL-terminated string at `offset` of a string table (lossy UTF-8; empty when out of range).
+pub(crate) fn cstr(table: &[u8], offset: u64) -> String {
+    let Some(rest) = usize::try_from(offset).ok().and_then(|o| table.get(o..)) else {
+        return String::new();
+    };
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end]).into_owned()
+}

@@ -1,0 +1,565 @@
+//! Analysis of decoded code: functions, per-instruction control flow, PC-relative address
+//! builders, call graph, and the M0 facts the marker snippets need (liveness and known constants).
+//!
+//! Everything that would make moving code unsafe is recorded as a [`Problem`] on the function;
+//! the rewriter then fails closed (shared/notes/rewriting.md: "A computed jump or call target the
+//! rewriter cannot resolve ... fail closed").
+
+use crate::layout::{PcRel, PcRelUse, Reloc};
+use amdgpu_isa::{decode_all, Flow, Instruction, Special, SpecialReg, Target};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A function to analyse, as found by the container layer.
+#[derive(Debug, Clone)]
+pub struct FnSpec {
+    /// Symbol name (mangled), or the descriptor name minus `.kd` for kernels.
+    pub name: String,
+    /// Entry address (bytes).
+    pub start: u64,
+    /// End address, exclusive (bytes).
+    pub end: u64,
+    /// Kernel facts, `None` for device functions.
+    pub kernel: Option<KernelSpec>,
+}
+
+/// Facts about a kernel from its descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpec {
+    /// Kernarg preload: the first 256 bytes are the backward-compatible prologue.
+    pub preload: bool,
+    /// Wave size (32 or 64).
+    pub wave_size: u32,
+}
+
+/// Why a function cannot be moved or instrumented.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Original address of the offending instruction (bytes).
+    pub addr: u64,
+    /// Human-readable reason.
+    pub why: String,
+}
+
+/// Who a call site calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callee {
+    /// A function of this code object (index into [`Program::funcs`]).
+    Direct(usize),
+    /// Through a register we cannot resolve: any function.
+    Indirect,
+}
+
+/// How control leaves a function at an instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// `s_endpgm` (kernels).
+    EndPgm,
+    /// `s_setpc_b64` through the return address (device functions).
+    Return,
+    /// `s_setpc_b64` to another function's entry (tail call).
+    TailCall(usize),
+}
+
+/// One analysed function.
+#[derive(Debug, Clone)]
+pub struct Func {
+    /// The input description.
+    pub spec: FnSpec,
+    /// Decoded instructions with their original addresses.
+    pub insts: Vec<(u64, Instruction)>,
+    /// What the layout must fix, parallel to `insts`.
+    pub relocs: Vec<Reloc>,
+    /// Successor instruction indices, parallel to `insts`.
+    pub succs: Vec<Vec<usize>>,
+    /// Instruction indices that are branch targets inside the function.
+    pub leaders: BTreeSet<usize>,
+    /// Call sites: instruction index and callee.
+    pub calls: Vec<(usize, Callee)>,
+    /// Exits: instruction index and kind.
+    pub exits: Vec<(usize, Exit)>,
+    /// Everything that makes moving or instrumenting it unsafe.
+    pub problems: Vec<Problem>,
+}
+
+/// Analysis of all code of one code object.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Target processor.
+    pub target: Target,
+    /// `.text` start address (bytes).
+    pub text_addr: u64,
+    /// `.text` end address (bytes, exclusive).
+    pub text_end: u64,
+    /// Functions sorted by address.
+    pub funcs: Vec<Func>,
+    /// PC-relative address builders referenced by relocs.
+    pub pcrels: Vec<PcRel>,
+}
+
+fn sgpr_pair_written(inst: &Instruction) -> Option<u16> {
+    let w = inst.writes();
+    let lo = w.max_sgpr()?.checked_sub(1)?;
+    (w.contains_sgpr(lo)).then_some(lo)
+}
+
+/// Value of an inline integer constant or literal in scalar source field `name`, when the field
+/// does not name register `reg` (ISA manuals, "Scalar ALU operands": 128..=192 → 0..=64,
+/// 193..=208 → -1..=-16, 255 → literal).
+fn scalar_const(inst: &Instruction, name: &str) -> Option<u64> {
+    let v = inst.field(name)?;
+    match v {
+        128..=192 => Some(u64::from(v - 128)),
+        193..=208 => Some((-(i64::from(v) - 192)) as u64),
+        255 => inst.literal(),
+        _ => None,
+    }
+}
+
+/// High half of a 64-bit add: the constant among `ssrc0`/`ssrc1`, sign-extended to 64 bits.
+fn hi_const(inst: &Instruction) -> Option<u32> {
+    scalar_const(inst, "ssrc1")
+        .or_else(|| scalar_const(inst, "ssrc0"))
+        .map(|v| v as u32)
+}
+
+struct Decoded {
+    insts: Vec<(u64, Instruction)>,
+}
+
+fn decode_fn(target: Target, text: &[u8], text_addr: u64, spec: &FnSpec) -> Result<Decoded, Problem> {
+    let lo = (spec.start - text_addr) as usize;
+    let hi = (spec.end - text_addr) as usize;
+    let bytes = text.get(lo..hi).ok_or(Problem {
+        addr: spec.start,
+        why: "function range outside .text".into(),
+    })?;
+    let list = decode_all(bytes, target).map_err(|e| Problem {
+        addr: spec.start + e.offset as u64,
+        why: format!("cannot decode: {}", e.kind),
+    })?;
+    let mut insts = Vec::with_capacity(list.len());
+    let mut a = spec.start;
+    for i in list {
+        let n = i.len() as u64;
+        insts.push((a, i));
+        a += n;
+    }
+    Ok(Decoded { insts })
+}
+
+const ADD_LO: [&str; 2] = ["s_add_u32", "s_add_co_u32"];
+const ADD_HI: [&str; 2] = ["s_addc_u32", "s_add_co_ci_u32"];
+
+/// A recognised address builder inside one function, before classification of its use.
+struct Builder {
+    getpc: usize,
+    pair: u16,
+    target: u64,
+    /// (instruction index, reloc) for the adds.
+    fixups: Vec<(usize, RelocPart)>,
+    /// Index after which the pair holds the address.
+    done_at: usize,
+}
+
+#[derive(Clone, Copy)]
+enum RelocPart {
+    Lo,
+    Hi,
+    Whole,
+}
+
+/// Recognises `s_getpc_b64 s[a:a+1]` followed (in straight-line code) by the adds of a
+/// linker-resolved offset: `s_add_u32`/`s_addc_u32` (gfx9-gfx11), `s_add_co_u32`/
+/// `s_add_co_ci_u32` with `s_sext_i32_i16` and `s_wait_alu` in between (gfx12), or one
+/// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
+fn match_builder(insts: &[(u64, Instruction)], leaders: &BTreeSet<usize>, i: usize) -> Result<Builder, Problem> {
+    let (addr, gp) = &insts[i];
+    let fail = |at: u64, why: &str| Problem {
+        addr: at,
+        why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
+    };
+    let a = sgpr_pair_written(gp).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
+    let (mut lo, mut hi): (Option<(usize, u32)>, Option<(usize, u32)>) = (None, None);
+    for j in i + 1..insts.len() {
+        let (ja, inst) = &insts[j];
+        if leaders.contains(&j) {
+            return Err(fail(*ja, "branch target inside the sequence"));
+        }
+        let r = inst.reads();
+        let w = inst.writes();
+        let touches_r = r.contains_sgpr(a) || r.contains_sgpr(a + 1);
+        let touches_w = w.contains_sgpr(a) || w.contains_sgpr(a + 1);
+        if !touches_r && !touches_w {
+            if inst.flow() != Flow::Fallthrough {
+                return Err(fail(*ja, "control flow before the adds complete"));
+            }
+            continue;
+        }
+        let m = inst.mnemonic();
+        if m == "s_add_nc_u64" && w.contains_sgpr(a) && w.contains_sgpr(a + 1) && lo.is_none() && hi.is_none() {
+            if inst.len() != 12 {
+                return Err(fail(*ja, "64-bit add without a 64-bit literal"));
+            }
+            let off = inst.literal().ok_or_else(|| fail(*ja, "no literal"))?;
+            return Ok(Builder {
+                getpc: i,
+                pair: a,
+                target: (addr + 4).wrapping_add(off),
+                fixups: vec![(j, RelocPart::Whole)],
+                done_at: j,
+            });
+        }
+        if ADD_LO.contains(&m) && w.contains_sgpr(a) && !w.contains_sgpr(a + 1) && lo.is_none() {
+            let v = inst.literal().ok_or_else(|| fail(*ja, "low add without a literal"))?;
+            lo = Some((j, v as u32));
+        } else if ADD_HI.contains(&m) && w.contains_sgpr(a + 1) && !w.contains_sgpr(a) && lo.is_some() && hi.is_none() {
+            let v = hi_const(inst).ok_or_else(|| fail(*ja, "high add without a constant"))?;
+            hi = Some((j, v));
+        } else if m == "s_sext_i32_i16" && w.contains_sgpr(a + 1) && !w.contains_sgpr(a) && lo.is_none() {
+            // gfx12 canonicalises the PC's high half first; the address is unchanged.
+        } else {
+            return Err(fail(*ja, &format!("{m} uses the PC register pair")));
+        }
+        if let (Some((lj, lv)), Some((hj, hv))) = (lo, hi) {
+            let off = (u64::from(hv) << 32) | u64::from(lv);
+            return Ok(Builder {
+                getpc: i,
+                pair: a,
+                target: (addr + 4).wrapping_add(off),
+                fixups: vec![(lj, RelocPart::Lo), (hj, RelocPart::Hi)],
+                done_at: j,
+            });
+        }
+    }
+    Err(fail(*addr, "sequence runs off the function"))
+}
+
+/// The pair read by `s_setpc_b64`/`s_swappc_b64`-style instructions (lowest SGPR read).
+fn pc_source(inst: &Instruction) -> Option<u16> {
+    let r = inst.reads();
+    (0..106u16).find(|&n| r.contains_sgpr(n) && r.contains_sgpr(n + 1))
+}
+
+/// Analyses every function. `specs` must be sorted by start and non-overlapping.
+pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> Program {
+    let text_end = text_addr + text.len() as u64;
+    let starts: BTreeMap<u64, usize> = specs.iter().enumerate().map(|(i, s)| (s.start, i)).collect();
+    let mut pcrels = Vec::new();
+    let mut funcs = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let mut f = Func {
+            spec,
+            insts: Vec::new(),
+            relocs: Vec::new(),
+            succs: Vec::new(),
+            leaders: BTreeSet::new(),
+            calls: Vec::new(),
+            exits: Vec::new(),
+            problems: Vec::new(),
+        };
+        match decode_fn(target, text, text_addr, &f.spec) {
+            Ok(d) => f.insts = d.insts,
+            Err(p) => {
+                f.problems.push(p);
+                funcs.push(f);
+                continue;
+            }
+        }
+        analyse_fn(&mut f, &starts, text_addr, text_end, &mut pcrels);
+        funcs.push(f);
+    }
+    Program {
+        target,
+        text_addr,
+        text_end,
+        funcs,
+        pcrels,
+    }
+}
+
+fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_end: u64, pcrels: &mut Vec<PcRel>) {
+    let n = f.insts.len();
+    let index: BTreeMap<u64, usize> = f.insts.iter().enumerate().map(|(i, (a, _))| (*a, i)).collect();
+    let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
+    f.relocs = vec![Reloc::None; n];
+    f.succs = vec![Vec::new(); n];
+    // Pass 1: direct branches.
+    for i in 0..n {
+        let (a, inst) = f.insts[i];
+        if let Flow::Branch { .. } = inst.flow() {
+            match inst.branch_target(a) {
+                Some(t) if in_fn(t) => match index.get(&t) {
+                    Some(&ti) => {
+                        f.leaders.insert(ti);
+                        f.relocs[i] = Reloc::Branch { target: t };
+                    }
+                    None => f.problems.push(Problem {
+                        addr: a,
+                        why: format!("branch into the middle of an instruction at {t:#x}"),
+                    }),
+                },
+                Some(t) => f.problems.push(Problem {
+                    addr: a,
+                    why: format!("branch leaves the function (target {t:#x})"),
+                }),
+                None => f.problems.push(Problem {
+                    addr: a,
+                    why: format!("{} without a decodable target", inst.mnemonic()),
+                }),
+            }
+        }
+    }
+    // Pass 2: address builders and what consumes them.
+    let mut holder: BTreeMap<u16, (usize, usize)> = BTreeMap::new(); // pair -> (pcrel index, builder done_at)
+    let mut i = 0;
+    while i < n {
+        let (a, inst) = f.insts[i];
+        if f.leaders.contains(&i) {
+            holder.clear();
+        }
+        let special = inst.special();
+        // Consumers first (they read the pair).
+        match (special, inst.flow()) {
+            (_, Flow::IndirectJump) if special == Special::AddPcI64 => f.problems.push(Problem {
+                addr: a,
+                why: "s_add_pc_i64 relative jump is not relocated yet".into(),
+            }),
+            (_, Flow::IndirectJump) => {
+                let src = pc_source(&inst);
+                match src.and_then(|p| holder.get(&p)) {
+                    Some(&(k, _)) => {
+                        let t = pcrels[k].target;
+                        if in_fn(t) && index.contains_key(&t) {
+                            pcrels[k].use_kind = PcRelUse::Branch;
+                            f.leaders.insert(index[&t]);
+                            f.succs[i].push(index[&t]);
+                        } else if let Some(&fi) = starts.get(&t) {
+                            f.exits.push((i, Exit::TailCall(fi)));
+                        } else {
+                            f.problems.push(Problem {
+                                addr: a,
+                                why: format!("jump to {t:#x}, which is neither in this function nor a function entry"),
+                            });
+                        }
+                    }
+                    None if f.spec.kernel.is_none() => f.exits.push((i, Exit::Return)),
+                    None => f.problems.push(Problem {
+                        addr: a,
+                        why: "indirect jump through a register in a kernel".into(),
+                    }),
+                }
+            }
+            (_, Flow::Call) => {
+                if let Some(t) = inst.branch_target(a) {
+                    match starts.get(&t) {
+                        Some(&fi) => {
+                            f.relocs[i] = Reloc::Call { target: t };
+                            f.calls.push((i, Callee::Direct(fi)));
+                        }
+                        None => f.problems.push(Problem {
+                            addr: a,
+                            why: format!("call to {t:#x}, which is not a function entry"),
+                        }),
+                    }
+                } else {
+                    let src = pc_source(&inst);
+                    match src.and_then(|p| holder.get(&p)) {
+                        Some(&(k, _)) => match starts.get(&pcrels[k].target) {
+                            Some(&fi) => f.calls.push((i, Callee::Direct(fi))),
+                            None => f.problems.push(Problem {
+                                addr: a,
+                                why: format!("call to {:#x}, which is not a function entry", pcrels[k].target),
+                            }),
+                        },
+                        None => f.calls.push((i, Callee::Indirect)),
+                    }
+                }
+            }
+            (Special::EndPgm, _) => f.exits.push((i, Exit::EndPgm)),
+            (_, Flow::Return) | (_, Flow::Trap) => f.problems.push(Problem {
+                addr: a,
+                why: format!("{} is not supported", inst.mnemonic()),
+            }),
+            _ => {}
+        }
+        // Writers invalidate held addresses.
+        let w = inst.writes();
+        holder.retain(|&p, _| !(w.contains_sgpr(p) || w.contains_sgpr(p + 1)));
+        if special == Special::GetPc {
+            match match_builder(&f.insts, &f.leaders, i) {
+                Ok(b) => {
+                    let k = pcrels.len();
+                    let use_kind = if b.target >= text_addr && b.target < text_end {
+                        PcRelUse::Call
+                    } else {
+                        PcRelUse::Data
+                    };
+                    pcrels.push(PcRel {
+                        getpc_addr: a,
+                        target: b.target,
+                        use_kind,
+                    });
+                    for (j, part) in &b.fixups {
+                        f.relocs[*j] = match part {
+                            RelocPart::Lo => Reloc::PcRelLo { idiom: k },
+                            RelocPart::Hi => Reloc::PcRelHi { idiom: k },
+                            RelocPart::Whole => Reloc::PcRel64 { idiom: k },
+                        };
+                    }
+                    // Replay the sequence so later writers see it, then hold the pair.
+                    let _ = b.getpc;
+                    i = b.done_at;
+                    holder.insert(b.pair, (k, b.done_at));
+                    i += 1;
+                    continue;
+                }
+                Err(p) => f.problems.push(p),
+            }
+        }
+        i += 1;
+    }
+    // Pass 3: successors.
+    for i in 0..n {
+        let (a, inst) = f.insts[i];
+        let falls = match inst.flow() {
+            Flow::Branch { conditional } => {
+                if let Some(t) = inst.branch_target(a) {
+                    if let Some(&ti) = index.get(&t) {
+                        f.succs[i].push(ti);
+                    }
+                }
+                conditional
+            }
+            Flow::EndProgram | Flow::IndirectJump | Flow::Return | Flow::Trap => false,
+            Flow::Call | Flow::Fallthrough => true,
+        };
+        if falls {
+            if i + 1 < n {
+                f.succs[i].push(i + 1);
+            } else if inst.special() != Special::CodeEnd {
+                f.problems.push(Problem {
+                    addr: a,
+                    why: "execution falls off the end of the function".into(),
+                });
+            }
+        }
+    }
+}
+
+impl Program {
+    /// Functions reachable from function `root` through calls and tail calls (including `root`).
+    /// `None` inside means an indirect call was seen: every function may be reached.
+    pub fn reachable(&self, root: usize) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut work = vec![root];
+        while let Some(f) = work.pop() {
+            if !seen.insert(f) {
+                continue;
+            }
+            for (_, c) in &self.funcs[f].calls {
+                match c {
+                    Callee::Direct(g) => work.push(*g),
+                    Callee::Indirect => work.extend(0..self.funcs.len()),
+                }
+            }
+            for (_, e) in &self.funcs[f].exits {
+                if let Exit::TailCall(g) = e {
+                    work.push(*g);
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// M0 facts at each instruction of a function: whether M0 is live before it, and the constant it
+/// holds there if every path wrote the same `s_mov_b32 m0, K`.
+#[derive(Debug, Clone)]
+pub struct M0Facts {
+    /// Live before instruction i.
+    pub live: Vec<bool>,
+    /// Known constant before instruction i.
+    pub constant: Vec<Option<u32>>,
+}
+
+/// Computes [`M0Facts`]. Calls clobber M0 (it is not callee-saved in the AMDGPU calling
+/// convention, LLVM `SIRegisterInfo` CSR lists); returns and `s_endpgm` leave it dead.
+pub fn m0_facts(f: &Func) -> M0Facts {
+    let n = f.insts.len();
+    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| i.reads().contains(SpecialReg::M0)).collect();
+    let writes: Vec<bool> = f
+        .insts
+        .iter()
+        .map(|(_, i)| i.writes().contains(SpecialReg::M0) || i.flow() == Flow::Call)
+        .collect();
+    // Backward liveness.
+    let mut live = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in (0..n).rev() {
+            let out = f.succs[i].iter().any(|&s| live[s]);
+            let v = reads[i] || (out && !writes[i]);
+            if v != live[i] {
+                live[i] = v;
+                changed = true;
+            }
+        }
+    }
+    // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, ss) in f.succs.iter().enumerate() {
+        for &s in ss {
+            preds[s].push(i);
+        }
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum C {
+        Unreached,
+        Known(u32),
+        Unknown,
+    }
+    let after = |i: usize, before: C| -> C {
+        let inst = &f.insts[i].1;
+        if !writes[i] {
+            return before;
+        }
+        if inst.mnemonic() == "s_mov_b32" && inst.writes().contains(SpecialReg::M0) {
+            if let Some(v) = scalar_const(inst, "ssrc0") {
+                return C::Known(v as u32);
+            }
+        }
+        C::Unknown
+    };
+    let mut state_in = vec![C::Unreached; n];
+    if n > 0 {
+        state_in[0] = C::Unknown;
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 0..n {
+            let mut v = if i == 0 { C::Unknown } else { C::Unreached };
+            for &p in &preds[i] {
+                let o = after(p, state_in[p]);
+                v = match (v, o) {
+                    (C::Unreached, x) | (x, C::Unreached) => x,
+                    (C::Known(a), C::Known(b)) if a == b => C::Known(a),
+                    _ => C::Unknown,
+                };
+            }
+            if v != state_in[i] {
+                state_in[i] = v;
+                changed = true;
+            }
+        }
+    }
+    let constant = state_in
+        .iter()
+        .map(|c| match c {
+            C::Known(k) => Some(*k),
+            _ => None,
+        })
+        .collect();
+    M0Facts { live, constant }
+}

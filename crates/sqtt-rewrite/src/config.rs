@@ -1,0 +1,274 @@
+//! Instrumentation options: the seed spec's `SQTT_*` environment variables ("Configuration
+//! (Environment Variables)") plus post-link extras, parsed into one validated value.
+//!
+//! Precedence is decided by the caller (the CLI): flags win over the environment, the environment
+//! wins over the defaults listed here, which are the pass's defaults.
+
+use thiserror::Error;
+
+/// How function size is measured against the `SQTT_INSTRUMENT_FUNCTIONS` threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionThreshold {
+    /// Function instrumentation off (the spec's `0`).
+    Off,
+    /// Count machine instructions (spec: "plain instruction count mode", weight 1 each).
+    Count(u64),
+    /// Weighted cost (spec "Cost Model", mapped to machine instruction classes; see `cost`).
+    Cost(u64),
+}
+
+/// `SQTT_INSTRUMENT_MEMORY=N:M`: a marker per chunk of `ops_per_marker` same-kind VMEM operations
+/// whose gaps are at most `max_gap` instructions (spec "Memory operation markers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryChunking {
+    /// N: operations per marker (>= 1).
+    pub ops_per_marker: u32,
+    /// M: largest instruction gap between two operations of one sequence.
+    pub max_gap: u32,
+}
+
+/// `SQTT_MEM_BARRIER`: accepted for compatibility. Post-link, markers are placed after all
+/// compiler scheduling, so nothing can drift and no fence is emitted for any value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemBarrier {
+    /// `none`, `0`, `off`.
+    None,
+    /// `asm`, `1`, `compiler`, `clobber`.
+    Asm,
+    /// `fence`, `2`, `on`, `hw` (the pass's default).
+    Fence,
+}
+
+/// Every knob of one instrumentation run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// `SQTT_INSTRUMENT_FUNCTIONS`.
+    pub functions: FunctionThreshold,
+    /// `SQTT_INSTRUMENT_BARRIERS`.
+    pub barriers: bool,
+    /// Post-link extra, off by default like the pass: enter/exit markers around every kernel.
+    pub kernel_scopes: bool,
+    /// `SQTT_INSTRUMENT_MEMORY` (None = off).
+    pub memory: Option<MemoryChunking>,
+    /// `SQTT_MEM_BARRIER` (no effect post-link; recorded for the report).
+    pub mem_barrier: MemBarrier,
+    /// `SQTT_SHADER_CLOCK_BITS` (0 = no packing).
+    pub shader_clock_bits: u32,
+    /// `SQTT_SHADER_CLOCK_SHIFT` (default 4).
+    pub shader_clock_shift: u32,
+    /// Instrument an input that already carries a funcmap written by sqtt-patch.
+    pub force_reinstrument: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            functions: FunctionThreshold::Off,
+            barriers: false,
+            kernel_scopes: false,
+            memory: None,
+            mem_barrier: MemBarrier::Fence,
+            shader_clock_bits: 0,
+            shader_clock_shift: 4,
+            force_reinstrument: false,
+        }
+    }
+}
+
+/// A configuration value that cannot be used; the message names the variable and the value.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("invalid {name}={value:?}: {why}")]
+pub struct ConfigError {
+    /// Variable or flag name, e.g. `SQTT_INSTRUMENT_FUNCTIONS`.
+    pub name: &'static str,
+    /// The rejected text.
+    pub value: String,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+fn err(name: &'static str, value: &str, why: &'static str) -> ConfigError {
+    ConfigError {
+        name,
+        value: value.to_string(),
+        why,
+    }
+}
+
+/// Parses `SQTT_INSTRUMENT_FUNCTIONS`: `N` (instruction count) or `cost:N`; `0` disables.
+pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
+    const NAME: &str = "SQTT_INSTRUMENT_FUNCTIONS";
+    let t = text.trim();
+    let (cost, digits) = match t.strip_prefix("cost:") {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| err(NAME, text, "expected N or cost:N with a decimal N"))?;
+    Ok(match (n, cost) {
+        (0, _) => FunctionThreshold::Off,
+        (n, false) => FunctionThreshold::Count(n),
+        (n, true) => FunctionThreshold::Cost(n),
+    })
+}
+
+/// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS` (`0`/`1`, `off`/`on`, `false`/`true`).
+pub fn parse_toggle(name: &'static str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "off" | "false" | "no" => Ok(false),
+        "1" | "on" | "true" | "yes" => Ok(true),
+        _ => Err(err(name, text, "expected 0 or 1")),
+    }
+}
+
+/// Parses `SQTT_INSTRUMENT_MEMORY=N:M` (`off`/`0`/empty = disabled).
+pub fn parse_memory(text: &str) -> Result<Option<MemoryChunking>, ConfigError> {
+    const NAME: &str = "SQTT_INSTRUMENT_MEMORY";
+    let t = text.trim();
+    if t.is_empty() || t == "off" || t == "0" {
+        return Ok(None);
+    }
+    let (n, m) = t
+        .split_once(':')
+        .ok_or_else(|| err(NAME, text, "expected N:M"))?;
+    let ops_per_marker: u32 = n
+        .parse()
+        .map_err(|_| err(NAME, text, "N must be a decimal number"))?;
+    let max_gap: u32 = m
+        .parse()
+        .map_err(|_| err(NAME, text, "M must be a decimal number"))?;
+    if ops_per_marker == 0 {
+        return Err(err(NAME, text, "N must be at least 1"));
+    }
+    Ok(Some(MemoryChunking {
+        ops_per_marker,
+        max_gap,
+    }))
+}
+
+/// Parses `SQTT_MEM_BARRIER` with the spec's synonyms.
+pub fn parse_mem_barrier(text: &str) -> Result<MemBarrier, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "none" | "0" | "off" => Ok(MemBarrier::None),
+        "asm" | "1" | "compiler" | "clobber" => Ok(MemBarrier::Asm),
+        "" | "fence" | "2" | "on" | "hw" => Ok(MemBarrier::Fence),
+        _ => Err(err("SQTT_MEM_BARRIER", text, "expected none, asm or fence")),
+    }
+}
+
+/// Parses a decimal `u32` knob such as `SQTT_SHADER_CLOCK_BITS`.
+pub fn parse_u32(name: &'static str, text: &str) -> Result<u32, ConfigError> {
+    text.trim()
+        .parse()
+        .map_err(|_| err(name, text, "expected a decimal number"))
+}
+
+impl Options {
+    /// Reads every `SQTT_*` variable present in `lookup` (normally `std::env::var`), starting from
+    /// the defaults; absent variables keep their default.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
+        let mut o = Options::default();
+        if let Some(v) = lookup("SQTT_INSTRUMENT_FUNCTIONS") {
+            o.functions = parse_functions(&v)?;
+        }
+        if let Some(v) = lookup("SQTT_INSTRUMENT_BARRIERS") {
+            o.barriers = parse_toggle("SQTT_INSTRUMENT_BARRIERS", &v)?;
+        }
+        if let Some(v) = lookup("SQTT_INSTRUMENT_MEMORY") {
+            o.memory = parse_memory(&v)?;
+        }
+        if let Some(v) = lookup("SQTT_MEM_BARRIER") {
+            o.mem_barrier = parse_mem_barrier(&v)?;
+        }
+        if let Some(v) = lookup("SQTT_SHADER_CLOCK_BITS") {
+            o.shader_clock_bits = parse_u32("SQTT_SHADER_CLOCK_BITS", &v)?;
+        }
+        if let Some(v) = lookup("SQTT_SHADER_CLOCK_SHIFT") {
+            o.shader_clock_shift = parse_u32("SQTT_SHADER_CLOCK_SHIFT", &v)?;
+        }
+        Ok(o)
+    }
+
+    /// Checks combinations the spec forbids and knobs this build does not implement yet.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.shader_clock_bits > 29 || self.shader_clock_bits + self.shader_clock_shift > 32 {
+            return Err(err(
+                "SQTT_SHADER_CLOCK_BITS",
+                &self.shader_clock_bits.to_string(),
+                "bits must be <= 29 and bits + shift <= 32",
+            ));
+        }
+        if self.shader_clock_bits != 0 {
+            return Err(err(
+                "SQTT_SHADER_CLOCK_BITS",
+                &self.shader_clock_bits.to_string(),
+                "gfx12 shader-clock packing is not implemented post-link yet; use 0",
+            ));
+        }
+        if let Some(m) = self.memory {
+            return Err(err(
+                "SQTT_INSTRUMENT_MEMORY",
+                &format!("{}:{}", m.ops_per_marker, m.max_gap),
+                "memory-op markers are not implemented post-link yet",
+            ));
+        }
+        Ok(())
+    }
+
+    /// True when at least one kind of marker is requested.
+    pub fn any_enabled(&self) -> bool {
+        self.functions != FunctionThreshold::Off
+            || self.barriers
+            || self.kernel_scopes
+            || self.memory.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_forms() {
+        assert_eq!(parse_functions("10"), Ok(FunctionThreshold::Count(10)));
+        assert_eq!(parse_functions("cost:7"), Ok(FunctionThreshold::Cost(7)));
+        assert_eq!(parse_functions("0"), Ok(FunctionThreshold::Off));
+        assert!(parse_functions("cost:").is_err());
+        assert!(parse_functions("-3").is_err());
+    }
+
+    #[test]
+    fn memory_and_barrier_forms() {
+        assert_eq!(
+            parse_memory("2:5"),
+            Ok(Some(MemoryChunking {
+                ops_per_marker: 2,
+                max_gap: 5
+            }))
+        );
+        assert_eq!(parse_memory("off"), Ok(None));
+        assert!(parse_memory("0:5").is_err());
+        assert_eq!(parse_mem_barrier("clobber"), Ok(MemBarrier::Asm));
+        assert_eq!(parse_mem_barrier("hw"), Ok(MemBarrier::Fence));
+        assert!(parse_mem_barrier("strong").is_err());
+    }
+
+    #[test]
+    fn env_reading_and_validation() {
+        let env = |k: &str| match k {
+            "SQTT_INSTRUMENT_FUNCTIONS" => Some("cost:3".to_string()),
+            "SQTT_INSTRUMENT_BARRIERS" => Some("1".to_string()),
+            _ => None,
+        };
+        let o = Options::from_env(env).unwrap();
+        assert_eq!(o.functions, FunctionThreshold::Cost(3));
+        assert!(o.barriers);
+        assert!(o.validate().is_ok());
+        let bad = Options {
+            shader_clock_bits: 30,
+            ..Options::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+}

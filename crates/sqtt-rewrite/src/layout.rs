@@ -1,0 +1,371 @@
+//! Lay out and encode the new `.text`: every original instruction in its original order, inserted
+//! snippets in front of the instructions they belong to, kernel entries re-aligned to 256 bytes,
+//! and every PC-relative field recomputed for the new addresses.
+//!
+//! Relocated fields (shared/notes/rewriting.md, "Layout and relocation"):
+//! - SOPP branches and `s_call_b64`: simm16 in dwords from the next instruction;
+//! - `s_getpc_b64`/`s_get_pc_i64` address builders: the literal(s) of the adds that follow, which
+//!   are relative to the address after the `s_getpc` (4 bytes after its start).
+//!
+//! Landing rule: a branch to an original instruction lands on the first inserted instruction in
+//! front of it (so barrier and exit markers run on every path), except for instructions inserted
+//! with [`Landing::After`] (function entry markers), which a branch skips: a loop back to a
+//! function's first instruction must not enter the scope twice.
+
+use amdgpu_isa::Instruction;
+use thiserror::Error;
+
+/// `s_nop 0`: the padding word lld writes between functions (same on gfx9..gfx12; checked with
+/// llvm-objdump-22 on the corpus).
+pub const PAD_WORD: u32 = 0xbf80_0000;
+
+/// Where branches to the next original instruction land relative to an inserted instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Landing {
+    /// Branches land on (or before) this inserted instruction: it runs on every path.
+    Before,
+    /// Branches land after this inserted instruction (function entry markers).
+    After,
+}
+
+/// What a PC-relative address builder points at, which decides how its target is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PcRelUse {
+    /// A call or a pointer to code: maps to the start of the target's inserted block.
+    Call,
+    /// A jump inside a function (long branch): maps with the landing rule.
+    Branch,
+    /// Data outside `.text`: the address does not move.
+    Data,
+}
+
+/// One `s_getpc` address builder (a "PC-relative idiom").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PcRel {
+    /// Original address of the `s_getpc_b64` / `s_get_pc_i64` (bytes).
+    pub getpc_addr: u64,
+    /// Original absolute target address (bytes).
+    pub target: u64,
+    /// How the target is mapped.
+    pub use_kind: PcRelUse,
+}
+
+/// What the layout must recompute in an original instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reloc {
+    /// Nothing PC-relative.
+    None,
+    /// SOPP branch / `s_call_b64` to an original address.
+    Branch {
+        /// Original absolute target (bytes).
+        target: u64,
+    },
+    /// Low 32 bits of idiom `idiom`'s offset, in this instruction's 32-bit literal.
+    PcRelLo {
+        /// Index into [`TextPlan::pcrels`].
+        idiom: usize,
+    },
+    /// High 32 bits of the offset (literal or inline constant 0 / -1 in SOP2 `ssrc1`).
+    PcRelHi {
+        /// Index into [`TextPlan::pcrels`].
+        idiom: usize,
+    },
+    /// The whole 64-bit offset in a 64-bit literal (gfx1250 `s_add_nc_u64`).
+    PcRel64 {
+        /// Index into [`TextPlan::pcrels`].
+        idiom: usize,
+    },
+}
+
+/// One element of the new `.text`, in output order.
+#[derive(Debug, Clone)]
+pub enum Piece {
+    /// Pad with [`PAD_WORD`] up to a multiple of this many bytes (power of two).
+    Align(u64),
+    /// New instruction, belonging to the next [`Piece::Orig`].
+    Insert {
+        /// The instruction.
+        inst: Instruction,
+        /// Branch landing rule.
+        landing: Landing,
+    },
+    /// An original instruction.
+    Orig {
+        /// Original address (bytes).
+        addr: u64,
+        /// Decoded original.
+        inst: Instruction,
+        /// Field to recompute.
+        reloc: Reloc,
+    },
+    /// Original bytes copied verbatim (padding tails, data islands); addresses inside map by offset.
+    Raw {
+        /// Original address (bytes).
+        addr: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+}
+
+/// Everything needed to build the new `.text`.
+#[derive(Debug, Clone, Default)]
+pub struct TextPlan {
+    /// Start address of `.text` (unchanged by the rewrite).
+    pub text_addr: u64,
+    /// Output order.
+    pub pieces: Vec<Piece>,
+    /// Address builders referenced by [`Reloc`] entries.
+    pub pcrels: Vec<PcRel>,
+}
+
+/// Where one original instruction went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed {
+    /// Original address.
+    pub old: u64,
+    /// Original length (bytes).
+    pub len: u64,
+    /// New address of the first instruction inserted in front of it (or of itself).
+    pub block_start: u64,
+    /// New address where branches to it land.
+    pub landing: u64,
+    /// New address of the instruction itself.
+    pub new: u64,
+}
+
+/// The laid-out `.text`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// New section contents.
+    pub bytes: Vec<u8>,
+    /// Every original instruction, sorted by original address.
+    pub placed: Vec<Placed>,
+    /// Raw regions: (old start, len, new start).
+    pub raws: Vec<(u64, u64, u64)>,
+    /// Original end of `.text` mapped to the new end.
+    pub new_end: u64,
+}
+
+/// Layout failure: the rewrite cannot be encoded.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum LayoutError {
+    /// A relocated branch target is not an original instruction start.
+    #[error("branch at {at:#x} targets {target:#x}, which is not an instruction start")]
+    BadTarget {
+        /// Original address of the branch.
+        at: u64,
+        /// Its target.
+        target: u64,
+    },
+    /// Re-encoding failed (e.g. a branch out of simm16 range after insertion).
+    #[error("cannot re-encode instruction at {at:#x}: {why}")]
+    Encode {
+        /// Original address.
+        at: u64,
+        /// Encoder's message.
+        why: String,
+    },
+}
+
+impl Layout {
+    fn find(&self, old: u64) -> Option<&Placed> {
+        self.placed
+            .binary_search_by_key(&old, |p| p.old)
+            .ok()
+            .map(|i| &self.placed[i])
+    }
+
+    /// Maps an original code address for calls, symbols, DWARF and relocations: instruction
+    /// starts map to their block start, bytes inside an instruction or a raw region keep their
+    /// offset. `None` for addresses outside the rewritten code.
+    pub fn map_addr(&self, old: u64) -> Option<u64> {
+        if let Some(p) = self.find(old) {
+            return Some(p.block_start);
+        }
+        let i = self.placed.partition_point(|p| p.old <= old);
+        if i > 0 {
+            let p = &self.placed[i - 1];
+            if old < p.old + p.len {
+                return Some(p.new + (old - p.old));
+            }
+        }
+        for &(start, len, new) in &self.raws {
+            if old >= start && old < start + len {
+                return Some(new + (old - start));
+            }
+        }
+        None
+    }
+
+    /// Maps an original branch target with the landing rule; `None` if not an instruction start.
+    pub fn map_branch(&self, old: u64) -> Option<u64> {
+        self.find(old).map(|p| p.landing)
+    }
+
+    /// Where the original instruction at `old` now is (the instruction itself).
+    pub fn new_inst_addr(&self, old: u64) -> Option<u64> {
+        self.find(old).map(|p| p.new)
+    }
+
+    /// Maps the exclusive end address of an original range (a function's or a symbol's end).
+    pub fn map_end(&self, old_end: u64, text_old_end: u64) -> Option<u64> {
+        if old_end == text_old_end {
+            return Some(self.new_end);
+        }
+        let i = self.placed.partition_point(|p| p.old < old_end);
+        if i > 0 {
+            let p = &self.placed[i - 1];
+            if p.old + p.len == old_end {
+                return Some(p.new + p.len);
+            }
+        }
+        self.map_addr(old_end)
+    }
+}
+
+fn align_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+/// Assigns addresses, recomputes PC-relative fields and encodes the new `.text`.
+///
+/// `text_old_end` is the original end address of `.text` (bytes). Errors name the original
+/// address of the instruction that cannot be encoded.
+pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError> {
+    // Pass 1: addresses.
+    let mut addr = plan.text_addr;
+    let mut new_addrs = Vec::with_capacity(plan.pieces.len());
+    let mut placed = Vec::new();
+    let mut raws = Vec::new();
+    let mut run_start: Option<u64> = None;
+    let mut landing: Option<u64> = None;
+    for piece in &plan.pieces {
+        match piece {
+            Piece::Align(a) => {
+                new_addrs.push(addr);
+                addr = align_up(addr, *a);
+            }
+            Piece::Insert { inst, landing: l } => {
+                new_addrs.push(addr);
+                run_start.get_or_insert(addr);
+                match l {
+                    Landing::Before => {
+                        landing.get_or_insert(addr);
+                    }
+                    Landing::After => landing = None,
+                }
+                addr += inst.len() as u64;
+            }
+            Piece::Orig { addr: old, inst, .. } => {
+                new_addrs.push(addr);
+                let block_start = run_start.take().unwrap_or(addr);
+                let land = landing.take().unwrap_or(addr);
+                placed.push(Placed {
+                    old: *old,
+                    len: inst.len() as u64,
+                    block_start,
+                    landing: land,
+                    new: addr,
+                });
+                addr += inst.len() as u64;
+            }
+            Piece::Raw { addr: old, bytes } => {
+                new_addrs.push(addr);
+                run_start = None;
+                landing = None;
+                raws.push((*old, bytes.len() as u64, addr));
+                addr += bytes.len() as u64;
+            }
+        }
+    }
+    placed.sort_by_key(|p| p.old);
+    let mut layout = Layout {
+        bytes: Vec::with_capacity((addr - plan.text_addr) as usize),
+        placed,
+        raws,
+        new_end: addr,
+    };
+    // Pass 2: encode.
+    let mut out = Vec::with_capacity((addr - plan.text_addr) as usize);
+    for (piece, &at) in plan.pieces.iter().zip(&new_addrs) {
+        match piece {
+            Piece::Align(a) => {
+                let end = align_up(at, *a);
+                let mut p = at;
+                while p < end {
+                    out.extend_from_slice(&PAD_WORD.to_le_bytes());
+                    p += 4;
+                }
+            }
+            Piece::Insert { inst, .. } => out.extend_from_slice(inst.bytes()),
+            Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
+            Piece::Orig { addr: old, inst, reloc } => {
+                let fixed = relocate(&layout, plan, *old, at, inst, *reloc, text_old_end)?;
+                out.extend_from_slice(fixed.bytes());
+            }
+        }
+    }
+    layout.bytes = out;
+    Ok(layout)
+}
+
+/// New absolute target of an address builder.
+fn pcrel_new_target(layout: &Layout, p: &PcRel) -> Option<u64> {
+    match p.use_kind {
+        PcRelUse::Data => Some(p.target),
+        PcRelUse::Call => layout.map_addr(p.target),
+        PcRelUse::Branch => layout.map_branch(p.target),
+    }
+}
+
+fn relocate(
+    layout: &Layout,
+    plan: &TextPlan,
+    old: u64,
+    new_pc: u64,
+    inst: &Instruction,
+    reloc: Reloc,
+    _text_old_end: u64,
+) -> Result<Instruction, LayoutError> {
+    let enc = |e: amdgpu_isa::EncodeError| LayoutError::Encode {
+        at: old,
+        why: e.to_string(),
+    };
+    let pcrel_offset = |idiom: usize| -> Result<i64, LayoutError> {
+        let p = &plan.pcrels[idiom];
+        let target = pcrel_new_target(layout, p).ok_or(LayoutError::BadTarget {
+            at: p.getpc_addr,
+            target: p.target,
+        })?;
+        let getpc_new = layout
+            .new_inst_addr(p.getpc_addr)
+            .ok_or(LayoutError::BadTarget {
+                at: old,
+                target: p.getpc_addr,
+            })?;
+        Ok(target.wrapping_sub(getpc_new + 4) as i64)
+    };
+    match reloc {
+        Reloc::None => Ok(inst.clone()),
+        Reloc::Branch { target } => {
+            let t = layout
+                .map_branch(target)
+                .ok_or(LayoutError::BadTarget { at: old, target })?;
+            inst.with_branch_target(new_pc, t).map_err(enc)
+        }
+        Reloc::PcRelLo { idiom } => {
+            let off = pcrel_offset(idiom)?;
+            inst.with_literal(off as u64 & 0xffff_ffff).map_err(enc)
+        }
+        Reloc::PcRelHi { idiom } => {
+            let off = pcrel_offset(idiom)?;
+            crate::idiom::with_high_offset(inst, (off >> 32) as u32).map_err(|why| {
+                LayoutError::Encode { at: old, why }
+            })
+        }
+        Reloc::PcRel64 { idiom } => {
+            let off = pcrel_offset(idiom)?;
+            inst.with_literal(off as u64).map_err(enc)
+        }
+    }
+}

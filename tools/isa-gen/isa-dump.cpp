@@ -1,0 +1,293 @@
+// isa-dump: sweeps AMDGPU encoding formats through LLVM's in-process MC disassembler and
+// writes the opcode tables used by crates/amdgpu-isa (see tools/isa-gen/README.md).
+//
+// Usage:
+//   isa-dump ops   <mcpu> <family> <formats.tsv>   -> opcode table on stdout
+//   isa-dump sregs <mcpu> <family> <formats.tsv>   -> scalar operand names (values 0..255)
+//   isa-dump words <mcpu> <hexword>...              -> debug: decode one instruction
+//
+// Facts come from LLVM's AMDGPU MC layer only: MCDisassembler (does the word decode, to which
+// MC opcode, with which size), MCInstPrinter (mnemonic, register names), MCInstrDesc (flags,
+// implicit uses/defs, TSFlags).
+#include "llvm/MC/MCAsmInfo.h"
+#include "llvm/MC/MCContext.h"
+#include "llvm/MC/MCDisassembler/MCDisassembler.h"
+#include "llvm/MC/MCInst.h"
+#include "llvm/MC/MCInstPrinter.h"
+#include "llvm/MC/MCInstrInfo.h"
+#include "llvm/MC/MCRegisterInfo.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/MCTargetOptions.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
+#include <csetjmp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+extern "C" void LLVMInitializeAMDGPUTargetInfo();
+extern "C" void LLVMInitializeAMDGPUTargetMC();
+extern "C" void LLVMInitializeAMDGPUDisassembler();
+
+struct Bits { int dw, hi, lo; };
+struct Field { std::string name; Bits b; std::string kind; long tpl; };
+struct Format {
+  std::string family, name; int dwords; uint32_t mask, value;
+  std::vector<Bits> op; std::vector<Field> fields;
+  std::vector<std::vector<std::pair<std::string,long>>> probes; // each probe: set of assignments
+  std::vector<std::string> probeNames;
+  std::vector<std::vector<std::pair<std::string,long>>> alts;
+  int opBits() const { int n = 0; for (auto &b : op) n += b.hi - b.lo + 1; return n; }
+};
+
+static std::vector<std::string> split(const std::string &s, char c) {
+  std::vector<std::string> r; std::string cur; std::stringstream ss(s);
+  while (std::getline(ss, cur, c)) r.push_back(cur);
+  return r;
+}
+static Bits parseBits(const std::string &s) {
+  auto p = split(s, ':'); return {std::stoi(p[0]), std::stoi(p[1]), std::stoi(p[2])};
+}
+static std::vector<std::pair<std::string,long>> parseAssign(const std::string &s, char sep) {
+  std::vector<std::pair<std::string,long>> r;
+  for (auto &a : split(s, sep)) { if (a.empty()) continue; auto e = a.find('=');
+    r.push_back({a.substr(0, e), std::stol(a.substr(e + 1), nullptr, 0)}); }
+  return r;
+}
+
+static std::vector<Format> loadFormats(const char *path) {
+  std::ifstream in(path); std::string line; std::vector<Format> out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto c = split(line, '\t');
+    while (c.size() < 9) c.push_back("");
+    Format f; f.family = c[0]; f.name = c[1]; f.dwords = std::stoi(c[2]);
+    auto mv = split(c[3], '/'); f.mask = std::stoul(mv[0], nullptr, 16); f.value = std::stoul(mv[1], nullptr, 16);
+    for (auto &b : split(c[4], ',')) if (!b.empty()) f.op.push_back(parseBits(b));
+    for (auto &fs : split(c[5], ',')) { if (fs.empty()) continue;
+      auto at = fs.find('@'); auto eq = fs.find('=');
+      Field fd; fd.name = fs.substr(0, at);
+      std::string rest = fs.substr(at + 1, (eq == std::string::npos ? fs.size() : eq) - at - 1);
+      auto p = split(rest, ':'); fd.b = {std::stoi(p[0]), std::stoi(p[1]), std::stoi(p[2])}; fd.kind = p[3];
+      fd.tpl = eq == std::string::npos ? 0 : std::stol(fs.substr(eq + 1), nullptr, 0);
+      f.fields.push_back(fd); }
+    for (auto &p : split(c[6], ',')) if (!p.empty()) { f.probeNames.push_back(p); f.probes.push_back(parseAssign(p, '+')); }
+    for (auto &a : split(c[7], '|')) if (!a.empty()) f.alts.push_back(parseAssign(a, ';'));
+    out.push_back(f);
+  }
+  return out;
+}
+
+static void setBits(uint32_t *w, Bits b, uint64_t v) {
+  int n = b.hi - b.lo + 1; uint32_t m = (n == 32 ? 0xffffffffu : ((1u << n) - 1)) << b.lo;
+  w[b.dw] = (w[b.dw] & ~m) | ((uint32_t(v) << b.lo) & m);
+}
+
+// LLVM 22 crashes on a few invalid words (e.g. gfx12 s_barrier_signal with a literal). Each
+// decode runs under this guard; a crash counts as "does not decode".
+static sigjmp_buf g_jmp;
+static volatile sig_atomic_t g_guard = 0;
+static void onSegv(int sig) {
+  if (g_guard) siglongjmp(g_jmp, 1);
+  signal(sig, SIG_DFL); raise(sig);
+}
+
+struct LLVM {
+  std::unique_ptr<MCRegisterInfo> MRI; std::unique_ptr<MCAsmInfo> MAI; std::unique_ptr<MCInstrInfo> MII;
+  std::unique_ptr<MCSubtargetInfo> STI; std::unique_ptr<MCContext> Ctx; std::unique_ptr<MCDisassembler> Dis;
+  std::unique_ptr<MCInstPrinter> IP;
+  LLVM(const std::string &cpu, const std::string &feat) {
+    LLVMInitializeAMDGPUTargetInfo(); LLVMInitializeAMDGPUTargetMC(); LLVMInitializeAMDGPUDisassembler();
+    Triple TT("amdgcn-amd-amdhsa"); std::string err;
+    const Target *T = TargetRegistry::lookupTarget(TT, err);
+    if (!T) { fprintf(stderr, "%s\n", err.c_str()); exit(2); }
+    MRI.reset(T->createMCRegInfo(TT)); MCTargetOptions MO;
+    MAI.reset(T->createMCAsmInfo(*MRI, TT, MO)); MII.reset(T->createMCInstrInfo());
+    STI.reset(T->createMCSubtargetInfo(TT, cpu, feat));
+    Ctx.reset(new MCContext(TT, MAI.get(), MRI.get(), STI.get()));
+    Dis.reset(T->createMCDisassembler(*STI, *Ctx));
+    IP.reset(T->createMCInstPrinter(TT, 0, *MAI, *MII, *MRI));
+  }
+  // Returns size in bytes, 0 on failure.
+  int decode(const uint32_t *w, int nw, MCInst &MI) {
+    uint64_t sz = 0; std::vector<uint8_t> b(nw * 4);
+    for (int i = 0; i < nw; i++) for (int k = 0; k < 4; k++) b[i * 4 + k] = (w[i] >> (8 * k)) & 0xff;
+    std::string s; raw_string_ostream cs(s);
+    if (sigsetjmp(g_jmp, 1)) { g_guard = 0; MI.clear(); return 0; }
+    g_guard = 1;
+    auto st = Dis->getInstruction(MI, sz, b, 0, cs);
+    if (st == MCDisassembler::Success) { std::string t; raw_string_ostream os(t); IP->printInst(&MI, 0, "", *STI, os); }
+    g_guard = 0;
+    if (st != MCDisassembler::Success) return 0;
+    return int(sz);
+  }
+  std::string text(const MCInst &MI) {
+    std::string s; raw_string_ostream os(s); IP->printInst(&MI, 0, "", *STI, os); os.flush();
+    size_t i = s.find_first_not_of(" \t"); return i == std::string::npos ? "" : s.substr(i);
+  }
+};
+
+// Parses an LLVM register name ("VGPR4_VGPR5", "SGPR10", "AGPR3", "VGPR5_LO16", "TTMP4_TTMP5")
+// into register file, first index and width in dwords; 16-bit halves set `half`.
+static bool parseReg(const std::string &r, char &kind, int &lo, int &width, bool &half) {
+  width = 0; half = false; lo = -1; kind = 0;
+  std::stringstream ss(r); std::string part;
+  while (std::getline(ss, part, '_')) {
+    if (part == "LO16" || part == "HI16") { half = true; continue; }
+    size_t i = 0; while (i < part.size() && isalpha((unsigned char)part[i])) i++;
+    std::string p = part.substr(0, i);
+    if (i == part.size()) return false;
+    char k = p == "VGPR" ? 'v' : p == "AGPR" ? 'a' : p == "SGPR" ? 's' : p == "TTMP" ? 't' : 0;
+    if (!k) return false;
+    if (lo < 0) { lo = std::stoi(part.substr(i)); kind = k; }
+    width++;
+  }
+  return lo >= 0;
+}
+
+static std::string join(const std::vector<std::string> &v, const char *sep) {
+  std::string s; for (size_t i = 0; i < v.size(); i++) { if (i) s += sep; s += v[i]; } return s;
+}
+
+static int owner(const std::vector<Format> &fs, uint32_t w0) {
+  int best = -1, bestBits = -1;
+  for (size_t i = 0; i < fs.size(); i++) if ((w0 & fs[i].mask) == fs[i].value) {
+    int pc = __builtin_popcount(fs[i].mask); if (pc > bestBits) { best = int(i); bestBits = pc; } }
+  return best;
+}
+
+// For kinds that name registers, the (register kind, index) a field value selects; used to match
+// MC operands back to encoding fields.
+static bool fieldReg(const Field &f, long v, char &kind, int &idx) {
+  const std::string &k = f.kind;
+  if (k == "s" || k == "s7") { if (v < 106) { kind = 's'; idx = int(v); return true; }
+    if (v >= 108 && v <= 123) { kind = 't'; idx = int(v - 108); return true; } return false; }
+  if (k == "v9") { if (v >= 256) { kind = 'v'; idx = int(v - 256); return true; }
+    if (v < 106) { kind = 's'; idx = int(v); return true; } return false; }
+  if (k == "v") { kind = 'v'; idx = int(v); return true; }
+  if (k == "sx2") { kind = 's'; idx = int(v * 2); return true; }
+  if (k == "sx4") { kind = 's'; idx = int(v * 4); return true; }
+  return false;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "usage: isa-dump ops|sregs|words ...\n"); return 2; }
+  std::string mode = argv[1], cpu = argv[2];
+  std::string feat = getenv("ISA_DUMP_FEATURES") ? getenv("ISA_DUMP_FEATURES") : "";
+  LLVM L(cpu, feat);
+  signal(SIGSEGV, onSegv); signal(SIGBUS, onSegv);
+  if (mode == "words") {
+    std::vector<uint32_t> w; for (int i = 3; i < argc; i++) w.push_back(std::stoul(argv[i], nullptr, 16));
+    w.resize(w.size() + 4, 0); MCInst MI; int sz = L.decode(w.data(), int(w.size()), MI);
+    if (!sz) { printf("FAIL\n"); return 1; }
+    printf("%d\t%s\t%s\n", sz, L.MII->getName(MI.getOpcode()).str().c_str(), L.text(MI).c_str());
+    for (unsigned i = 0; i < MI.getNumOperands(); i++) { auto &o = MI.getOperand(i);
+      if (o.isReg()) printf("  op%u reg %s\n", i, L.MRI->getName(o.getReg())); else if (o.isImm()) printf("  op%u imm %lld\n", i, (long long)o.getImm()); }
+    return 0;
+  }
+  std::string family = argv[3];
+  auto all = loadFormats(argv[4]); std::vector<Format> fs;
+  for (auto &f : all) if (f.family == family) fs.push_back(f);
+  if (mode == "sregs") {
+    // Decode "s_mov_b32 s0, <value>" (SOP1) for every 8-bit source value.
+    for (auto &f : fs) if (f.name == "SOP1") {
+      for (uint64_t op = 0; op < (1u << f.opBits()); op++) {
+        uint32_t w[6] = {f.value, 0, 0, 0, 0, 0};
+        uint64_t rem = op; for (int i = int(f.op.size()) - 1; i >= 0; i--) { int n = f.op[i].hi - f.op[i].lo + 1; setBits(w, f.op[i], rem & ((1u << n) - 1)); rem >>= n; }
+        MCInst MI; if (!L.decode(w, 6, MI) || L.text(MI).rfind("s_mov_b32 ", 0) != 0) continue;
+        for (int v = 0; v < 256; v++) { w[0] = (w[0] & ~0xffu) | v; MCInst M2; int sz = L.decode(w, 6, M2);
+          std::string t = sz ? L.text(M2) : "<invalid>"; auto c = t.find(", ");
+          printf("%d\t%s\n", v, c == std::string::npos ? t.c_str() : t.substr(c + 2).c_str()); }
+        return 0;
+      }
+    }
+    return 1;
+  }
+  // ops
+  printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\n");
+  for (auto &f : fs) {
+    int nb = f.opBits();
+    for (uint64_t key = 0; key < (1ull << nb); key++) {
+      uint32_t base[8] = {f.value, 0, 0, 0, 0, 0, 0, 0};
+      for (auto &fd : f.fields) setBits(base, fd.b, fd.tpl);
+      uint64_t rem = key;
+      for (int i = int(f.op.size()) - 1; i >= 0; i--) { int n = f.op[i].hi - f.op[i].lo + 1; setBits(base, f.op[i], rem & ((1ull << n) - 1)); rem >>= n; }
+      if (&fs[owner(fs, base[0])] != &f) continue;
+      // Templates: the base one, then each alternative (field overrides) in order.
+      std::vector<std::vector<std::pair<std::string,long>>> tpls = {{}};
+      for (auto &a : f.alts) tpls.push_back(a);
+      // Then every subset of register fields set to zero (LLVM rejects some unused non-zero fields).
+      std::vector<std::string> regf;
+      for (auto &fd : f.fields) if (fd.kind != "imm") regf.push_back(fd.name);
+      for (unsigned m = 1; m < (1u << regf.size()) && regf.size() <= 8; m++) {
+        std::vector<std::pair<std::string,long>> z;
+        for (size_t i = 0; i < regf.size(); i++) if (m & (1u << i)) z.push_back({regf[i], 0});
+        tpls.push_back(z);
+      }
+      for (auto &tp : tpls) {
+        uint32_t w[8]; std::copy(base, base + 8, w);
+        std::map<std::string,long> vals; for (auto &fd : f.fields) vals[fd.name] = fd.tpl;
+        for (auto &as : tp) for (auto &fd : f.fields) if (fd.name == as.first) { setBits(w, fd.b, as.second); vals[fd.name] = as.second; }
+        if (getenv("ISA_DUMP_TRACE")) { fprintf(stderr, "%s %08x %08x %08x\n", f.name.c_str(), w[0], w[1], w[2]); fflush(stderr); }
+        MCInst MI; int sz = L.decode(w, 8, MI);
+        if (!sz) continue;
+        // Probes.
+        std::vector<std::string> pr;
+        for (size_t p = 0; p < f.probes.size(); p++) {
+          uint32_t w2[8]; std::copy(w, w + 8, w2);
+          for (auto &as : f.probes[p]) for (auto &fd : f.fields) if (fd.name == as.first) setBits(w2, fd.b, as.second);
+          MCInst M2; int s2 = L.decode(w2, 8, M2);
+          pr.push_back(f.probeNames[p] + ":" + (s2 ? std::to_string(s2) : std::string("x")));
+        }
+        const MCInstrDesc &D = L.MII->get(MI.getOpcode());
+        std::vector<std::string> fl;
+        if (D.isBranch()) fl.push_back("branch"); if (D.isConditionalBranch()) fl.push_back("cond");
+        if (D.isIndirectBranch()) fl.push_back("indirect"); if (D.isCall()) fl.push_back("call");
+        if (D.isReturn()) fl.push_back("return"); if (D.isTerminator()) fl.push_back("terminator");
+        if (D.isBarrier()) fl.push_back("barrier"); if (D.mayLoad()) fl.push_back("load");
+        if (D.mayStore()) fl.push_back("store"); if (D.hasUnmodeledSideEffects()) fl.push_back("side");
+        std::vector<std::string> iu, id;
+        for (MCPhysReg r : D.implicit_uses()) iu.push_back(L.MRI->getName(r));
+        for (MCPhysReg r : D.implicit_defs()) id.push_back(L.MRI->getName(r));
+        // Match register operands to fields.
+        std::vector<std::string> ops;
+        std::set<std::string> used;
+        for (unsigned i = 0; i < MI.getNumOperands(); i++) {
+          auto &o = MI.getOperand(i); if (!o.isReg() || !o.getReg()) continue;
+          std::string rn = L.MRI->getName(o.getReg()); char k; int lo, wd; bool half;
+          if (!parseReg(rn, k, lo, wd, half)) continue;
+          bool def = i < D.getNumDefs();
+          for (auto &fd : f.fields) { char fk; int fi;
+            if (used.count(fd.name) || !fieldReg(fd, vals[fd.name], fk, fi)) continue;
+            // A VGPR field may also name an AGPR (acc) or, in VOP3 vdst, an SGPR (v_readlane,
+            // v_cmp_*_e64): record the register file that LLVM decoded.
+            bool kindOk = fk == k || (fd.kind == "v" && (k == 'a' || k == 's' || k == 't'));
+            if (!kindOk || fi != lo) continue;
+            used.insert(fd.name);
+            ops.push_back(fd.name + ":" + (def ? "d" : "u") + ":" + (half ? "h" : std::to_string(wd)) + ":" + std::string(1, k));
+            break; }
+        }
+        std::string t = L.text(MI); auto sp = t.find_first_of(" \t");
+        // VOPD: the second (Y) mnemonic follows "::".
+        std::string my; auto dc = t.find(":: ");
+        if (dc != std::string::npos) { my = t.substr(dc + 3); my = my.substr(0, my.find_first_of(" \t")); }
+        printf("%s\t%llu\t%d\t%s\t%s\t%s\t%s\t%llx\t%s\t%s\t%s\t%s\n", f.name.c_str(), (unsigned long long)key, sz,
+               join(pr, ",").c_str(), L.MII->getName(MI.getOpcode()).str().c_str(),
+               sp == std::string::npos ? t.c_str() : t.substr(0, sp).c_str(), join(fl, ",").c_str(),
+               (unsigned long long)D.TSFlags, join(iu, ",").c_str(), join(id, ",").c_str(), join(ops, ",").c_str(), my.c_str());
+        break;
+      }
+    }
+  }
+  return 0;
+}
