@@ -74,7 +74,7 @@ drain() { while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n; done; wait; }
 
 # one object: compile SOURCE for TARGET with VARIANT into objects/<target>__<source>__<variant>.co
 object() {
-  local target="$1" source="$2" variant="$3" out flags
+  local target="$1" source="$2" variant="$3" out flags f
   out="$OBJ/${target}__${source}__${variant}.co"
   # shellcheck disable=SC2207
   flags=($(variant_flags "$variant"))

@@ -3,7 +3,7 @@
 //! with [`crate::decode`] so the returned [`Instruction`] is fully classified.
 //! Round-trip tests check each against `llvm-mc-22` for every family.
 use crate::decode::{decode, EncodeError, Instruction, MAX_LEN};
-use crate::{Family, Format, Target};
+use crate::{Format, Target};
 
 /// A scalar source/destination operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,19 @@ struct Enc {
     fmt_idx: usize,
     words: [u32; 4],
     literal: Option<u32>,
+}
+
+/// Starts an encoding of the first of `names` that exists on `t` (spellings change across
+/// families, e.g. `s_getpc_b64` became `s_get_pc_i64` on gfx1250).
+fn start_any(t: Target, format: Format, names: &[&'static str]) -> Result<Enc, EncodeError> {
+    let mut err = EncodeError::NoSuchInstruction { mnemonic: names.first().copied().unwrap_or(""), target: t.name() };
+    for n in names {
+        match start(t, format, n) {
+            Ok(e) => return Ok(e),
+            Err(e) => err = e,
+        }
+    }
+    Err(err)
 }
 
 fn start(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, EncodeError> {
@@ -182,16 +195,14 @@ pub fn s_mov_b32(t: Target, dst: Operand, src: Operand) -> Result<Instruction, E
     start(t, Format::Sop1, "s_mov_b32")?.scalar("sdst", dst, true)?.scalar("ssrc0", src, false)?.finish()
 }
 
-/// `s_getpc_b64 s[n:n+1]` (gfx12+: `s_get_pc_i64`).
+/// `s_getpc_b64 s[n:n+1]` (gfx1250: `s_get_pc_i64`).
 pub fn s_getpc_b64(t: Target, sdst: u8) -> Result<Instruction, EncodeError> {
-    let m = if t.family() >= Family::Gfx12 { "s_get_pc_i64" } else { "s_getpc_b64" };
-    start(t, Format::Sop1, m)?.scalar("sdst", Operand::Sgpr(sdst), true)?.finish()
+    start_any(t, Format::Sop1, &["s_getpc_b64", "s_get_pc_i64"])?.scalar("sdst", Operand::Sgpr(sdst), true)?.finish()
 }
 
-/// `s_setpc_b64 s[n:n+1]` (gfx12+: `s_set_pc_i64`).
+/// `s_setpc_b64 s[n:n+1]` (gfx1250: `s_set_pc_i64`).
 pub fn s_setpc_b64(t: Target, ssrc: u8) -> Result<Instruction, EncodeError> {
-    let m = if t.family() >= Family::Gfx12 { "s_set_pc_i64" } else { "s_setpc_b64" };
-    start(t, Format::Sop1, m)?.scalar("ssrc0", Operand::Sgpr(ssrc), false)?.finish()
+    start_any(t, Format::Sop1, &["s_setpc_b64", "s_set_pc_i64"])?.scalar("ssrc0", Operand::Sgpr(ssrc), false)?.finish()
 }
 
 /// gfx1250 `s_get_shader_cycles_u64 s[n:n+1]`.
@@ -220,12 +231,12 @@ pub fn s_cselect_b32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<
 
 /// `s_add_u32` (gfx12+: `s_add_co_u32`): dst = a + b, SCC = carry.
 pub fn s_add_u32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    sop2(t, if t.family() >= Family::Gfx12 { "s_add_co_u32" } else { "s_add_u32" }, dst, a, b)
+    start_any(t, Format::Sop2, &["s_add_u32", "s_add_co_u32"])?.scalar("sdst", dst, true)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
 }
 
 /// `s_addc_u32` (gfx12+: `s_add_co_ci_u32`): dst = a + b + SCC.
 pub fn s_addc_u32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    sop2(t, if t.family() >= Family::Gfx12 { "s_add_co_ci_u32" } else { "s_addc_u32" }, dst, a, b)
+    start_any(t, Format::Sop2, &["s_addc_u32", "s_add_co_ci_u32"])?.scalar("sdst", dst, true)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
 }
 
 /// SOPC compare `s_cmp_<cond>` (e.g. `"s_cmp_eq_u32"`, `"s_cmp_lg_u32"`) and `s_bitcmp1_b32`.

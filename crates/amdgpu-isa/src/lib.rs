@@ -148,3 +148,33 @@ pub enum Special {
     SetPrio,
     Sleep,
 }
+
+/// Test support (not a stable API): the encoding space of a target, used by the random
+/// differential tests and the fuzz target to generate plausible instruction words.
+#[doc(hidden)]
+pub mod testing {
+    use crate::Target;
+
+    /// For every opcode of `t`: dword 0 with the format bits and opcode bits set, and the mask of
+    /// those bits (other bits are free operand/modifier bits).
+    pub fn opcode_words(t: Target) -> Vec<(u32, u32)> {
+        let d = t.def();
+        let mut v = Vec::with_capacity(d.ops.len());
+        for row in d.ops.iter().chain(d.ops_t16.unwrap_or_default()) {
+            let Some(f) = d.formats.get(usize::from(row.fmt)) else { continue };
+            let (mut w, mut m, mut key) = (f.value, f.mask, row.key);
+            // Opcode bits outside dword 0 (gfx10 MTBUF op[3]) are left to the random dwords.
+            for &(dw, hi, lo) in f.op_bits.iter().rev() {
+                let n = u32::from(hi - lo) + 1;
+                if dw == 0 {
+                    let bits = ((1u32 << n) - 1) << lo;
+                    w |= (key << lo) & bits;
+                    m |= bits;
+                }
+                key >>= n;
+            }
+            v.push((w, m));
+        }
+        v
+    }
+}

@@ -45,10 +45,12 @@ mod frame;
 mod info;
 mod line;
 mod lists;
+pub mod locations;
 mod map;
 
 use std::collections::HashMap;
 
+pub use locations::{function_locations, inline_chain, render_chain, LocationIndex, SourceLoc};
 pub use map::AddressMap;
 
 /// Errors; `offset` is a byte offset into the named section of the *original* object.

@@ -45,7 +45,9 @@ impl BundleEntry {
     }
     /// Target ID part after `amdgcn-amd-amdhsa--` (e.g. `gfx942:sramecc+:xnack-`).
     pub fn target_id(&self) -> Option<&str> {
-        self.id.split_once("amdgcn-amd-amdhsa-").map(|(_, t)| t.trim_start_matches('-'))
+        self.id
+            .split_once("amdgcn-amd-amdhsa-")
+            .map(|(_, t)| t.trim_start_matches('-'))
     }
 }
 
@@ -111,12 +113,20 @@ pub fn ccob_hash(data: &[u8]) -> u64 {
 pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
     let magic = slice_at(data, 0, 24, "offload bundle magic").map_err(|e| rebase(e, base))?;
     if magic != BUNDLE_MAGIC {
-        return Err(Error::Malformed { what: "offload bundle", offset: base, detail: "bad magic".into() });
+        return Err(Error::Malformed {
+            what: "offload bundle",
+            offset: base,
+            detail: "bad magic".into(),
+        });
     }
     let n = u64_at(data, 24, "bundle entry count").map_err(|e| rebase(e, base))?;
     // Each entry header is at least 24 bytes: bound the count by the data length.
     if n > (data.len() as u64) / 24 {
-        return Err(Error::Malformed { what: "offload bundle", offset: base + 24, detail: format!("entry count {n} cannot fit") });
+        return Err(Error::Malformed {
+            what: "offload bundle",
+            offset: base + 24,
+            detail: format!("entry count {n} cannot fit"),
+        });
     }
     let mut p = 32u64;
     let mut entries = Vec::new();
@@ -128,7 +138,9 @@ pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
         let id = slice_at(data, p + 24, idlen, "bundle entry id").map_err(|e| rebase(e, base))?;
         let id = String::from_utf8_lossy(id).into_owned();
         p += 24 + idlen;
-        let in_range = off.checked_add(size).is_some_and(|e| e <= data.len() as u64);
+        let in_range = off
+            .checked_add(size)
+            .is_some_and(|e| e <= data.len() as u64);
         if !in_range {
             return Err(Error::OutOfBounds {
                 what: format!("offload bundle entry {i} ({id})"),
@@ -138,21 +150,43 @@ pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
             });
         }
         end = end.max(off + size);
-        entries.push(BundleEntry { id, offset: off, data: data[off as usize..(off + size) as usize].to_vec() });
+        entries.push(BundleEntry {
+            id,
+            offset: off,
+            data: data[off as usize..(off + size) as usize].to_vec(),
+        });
     }
-    Ok(Bundle { offset: base, stored_size: end.max(p), storage: Storage::Plain, entries })
+    Ok(Bundle {
+        offset: base,
+        stored_size: end.max(p),
+        storage: Storage::Plain,
+        entries,
+    })
 }
 
 fn rebase(e: Error, base: u64) -> Error {
     match e {
-        Error::Truncated { what, offset, need, len } => Error::Truncated { what, offset: offset + base, need, len: len + base },
+        Error::Truncated {
+            what,
+            offset,
+            need,
+            len,
+        } => Error::Truncated {
+            what,
+            offset: offset + base,
+            need,
+            len: len + base,
+        },
         other => other,
     }
 }
 
 /// Parses a CCOB header at `data[0]`.
 pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
-    let bad = |detail: String| Error::Ccob { offset: base, detail };
+    let bad = |detail: String| Error::Ccob {
+        offset: base,
+        detail,
+    };
     let magic = slice_at(data, 0, 4, "CCOB magic").map_err(|e| rebase(e, base))?;
     if magic != CCOB_MAGIC {
         return Err(bad("bad magic".into()));
@@ -165,7 +199,12 @@ pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
     };
     let r = |e| rebase(e, base);
     let (header_len, total_size, uncompressed_size, hash) = match version {
-        1 => (20, None, u64::from(u32_at(data, 8, "CCOB size").map_err(r)?), u64_at(data, 12, "CCOB hash").map_err(r)?),
+        1 => (
+            20,
+            None,
+            u64::from(u32_at(data, 8, "CCOB size").map_err(r)?),
+            u64_at(data, 12, "CCOB hash").map_err(r)?,
+        ),
         2 => (
             24,
             Some(u64::from(u32_at(data, 8, "CCOB total size").map_err(r)?)),
@@ -182,10 +221,20 @@ pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
     };
     if let Some(t) = total_size {
         if t < header_len || t > data.len() as u64 {
-            return Err(bad(format!("total size {t} is outside [{header_len}, {}] (bytes available)", data.len())));
+            return Err(bad(format!(
+                "total size {t} is outside [{header_len}, {}] (bytes available)",
+                data.len()
+            )));
         }
     }
-    Ok(CcobHeader { version, method, header_len, total_size, uncompressed_size, hash })
+    Ok(CcobHeader {
+        version,
+        method,
+        header_len,
+        total_size,
+        uncompressed_size,
+        hash,
+    })
 }
 
 /// Decompresses a CCOB at `data[0]` with output bounded by the declared uncompressed size and by
@@ -193,9 +242,15 @@ pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
 /// size that differs from the real one is an [`Error::Ccob`]; no allocation exceeds the bound.
 pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader, Vec<u8>, u64)> {
     let h = parse_ccob_header(data, base)?;
-    let bad = |detail: String| Error::Ccob { offset: base, detail };
+    let bad = |detail: String| Error::Ccob {
+        offset: base,
+        detail,
+    };
     if h.uncompressed_size > limit {
-        return Err(bad(format!("declared uncompressed size {} exceeds the limit of {limit} bytes", h.uncompressed_size)));
+        return Err(bad(format!(
+            "declared uncompressed size {} exceeds the limit of {limit} bytes",
+            h.uncompressed_size
+        )));
     }
     let extent = match h.total_size {
         Some(t) => t,
@@ -206,7 +261,9 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     let cap = h.uncompressed_size;
     let mut out = Vec::with_capacity(cap.min(64 << 20) as usize);
     let read = match h.method {
-        Method::Zlib => flate2::read::ZlibDecoder::new(payload).take(cap + 1).read_to_end(&mut out),
+        Method::Zlib => flate2::read::ZlibDecoder::new(payload)
+            .take(cap + 1)
+            .read_to_end(&mut out),
         Method::Zstd => match ruzstd::decoding::StreamingDecoder::new(payload) {
             Ok(d) => d.take(cap + 1).read_to_end(&mut out),
             Err(e) => return Err(bad(format!("zstd frame header: {e}"))),
@@ -216,7 +273,11 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     if out.len() as u64 != cap {
         return Err(bad(format!(
             "declared uncompressed size {cap} but the payload decompresses to {}{} bytes",
-            if out.len() as u64 > cap { "more than " } else { "" },
+            if out.len() as u64 > cap {
+                "more than "
+            } else {
+                ""
+            },
             out.len().min(cap as usize + 1) - usize::from(out.len() as u64 > cap)
         )));
     }
@@ -239,8 +300,16 @@ fn next_magic(data: &[u8], align: u64) -> Option<u64> {
 pub fn parse_one(data: &[u8], base: u64, limit: u64) -> Result<Bundle> {
     if data.starts_with(CCOB_MAGIC) {
         let (h, plain, extent) = decompress_ccob(data, base, limit)?;
-        let inner = parse_plain(&plain, 0).map_err(|e| Error::Ccob { offset: base, detail: format!("decompressed bundle: {e}") })?;
-        Ok(Bundle { offset: base, stored_size: extent, storage: Storage::Compressed(h), entries: inner.entries })
+        let inner = parse_plain(&plain, 0).map_err(|e| Error::Ccob {
+            offset: base,
+            detail: format!("decompressed bundle: {e}"),
+        })?;
+        Ok(Bundle {
+            offset: base,
+            stored_size: extent,
+            storage: Storage::Compressed(h),
+            entries: inner.entries,
+        })
     } else {
         parse_plain(data, base)
     }
@@ -271,7 +340,10 @@ pub fn parse_all(data: &[u8], base: u64, limit: u64) -> Result<Vec<Bundle>> {
         }
         let next = (p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN;
         let pad_end = next.min(len);
-        if let Some(i) = data[p as usize..pad_end as usize].iter().position(|&b| b != 0) {
+        if let Some(i) = data[p as usize..pad_end as usize]
+            .iter()
+            .position(|&b| b != 0)
+        {
             return Err(Error::Malformed {
                 what: "offload bundle region",
                 offset: base + p + i as u64,
@@ -285,7 +357,11 @@ pub fn parse_all(data: &[u8], base: u64, limit: u64) -> Result<Vec<Bundle>> {
 
 /// Writes a plain bundle with entries at 4096-aligned offsets (as clang does).
 pub fn write_plain(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let header_len: u64 = 32 + entries.iter().map(|(id, _)| 24 + id.len() as u64).sum::<u64>();
+    let header_len: u64 = 32
+        + entries
+            .iter()
+            .map(|(id, _)| 24 + id.len() as u64)
+            .sum::<u64>();
     let mut offsets = Vec::new();
     let mut p = header_len;
     for (_, d) in entries {
@@ -318,10 +394,14 @@ pub fn write_ccob(plain: &[u8], version: u16, method: Method) -> Result<Vec<u8>>
     let payload = match method {
         Method::Zlib => {
             let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
-            std::io::Write::write_all(&mut e, plain).map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?;
-            e.finish().map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?
+            std::io::Write::write_all(&mut e, plain)
+                .map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?;
+            e.finish()
+                .map_err(|e| Error::InvalidEdit(format!("zlib: {e}")))?
         }
-        Method::Zstd => ruzstd::encoding::compress_to_vec(plain, ruzstd::encoding::CompressionLevel::Fastest),
+        Method::Zstd => {
+            ruzstd::encoding::compress_to_vec(plain, ruzstd::encoding::CompressionLevel::Fastest)
+        }
     };
     let m: u16 = match method {
         Method::Zlib => 0,
@@ -329,7 +409,11 @@ pub fn write_ccob(plain: &[u8], version: u16, method: Method) -> Result<Vec<u8>>
     };
     let hash = ccob_hash(plain);
     let u = plain.len() as u64;
-    let too_big = || Error::InvalidEdit(format!("bundle of {u} bytes does not fit CCOB v{version}: use v3"));
+    let too_big = || {
+        Error::InvalidEdit(format!(
+            "bundle of {u} bytes does not fit CCOB v{version}: use v3"
+        ))
+    };
     let mut out = Vec::new();
     out.extend_from_slice(CCOB_MAGIC);
     out.extend_from_slice(&version.to_le_bytes());

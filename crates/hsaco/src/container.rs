@@ -37,8 +37,21 @@ impl Embedded {
     /// File name used by `sqtt-patch extract`: `<bundle-index>-<id sanitized>.co` (characters
     /// outside `[A-Za-z0-9._-]` become `_`).
     pub fn file_name(&self) -> String {
-        let id = if self.id.is_empty() { "code-object" } else { &self.id };
-        let clean: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+        let id = if self.id.is_empty() {
+            "code-object"
+        } else {
+            &self.id
+        };
+        let clean: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         format!("{}-{}.co", self.bundle_index, clean)
     }
 }
@@ -58,21 +71,38 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
     match e.header.e_machine {
         elf::EM_AMDGPU => Ok((
             InputKind::CodeObject,
-            vec![Embedded { bundle_index: 0, id: String::new(), bundle_offset: 0, storage: None, wrapper_offset: None, data: data.to_vec() }],
+            vec![Embedded {
+                bundle_index: 0,
+                id: String::new(),
+                bundle_offset: 0,
+                storage: None,
+                wrapper_offset: None,
+                data: data.to_vec(),
+            }],
         )),
         elf::EM_X86_64 => {
             let mut out = Vec::new();
-            for (bi, f) in crate::host::find_fatbins(data, limit)?.into_iter().enumerate() {
+            for (bi, f) in crate::host::find_fatbins(data, limit)?
+                .into_iter()
+                .enumerate()
+            {
                 push_entries(&mut out, bi, &f.bundle, f.wrapper_offset);
             }
             Ok((InputKind::Host, out))
         }
-        m => Err(Error::WrongMachine { found: m, expected: elf::EM_AMDGPU }),
+        m => Err(Error::WrongMachine {
+            found: m,
+            expected: elf::EM_AMDGPU,
+        }),
     }
 }
 
 fn push_entries(out: &mut Vec<Embedded>, bi: usize, b: &bundle::Bundle, wrapper: Option<u64>) {
-    for en in b.entries.iter().filter(|en| en.is_amdgcn() && !en.data.is_empty()) {
+    for en in b
+        .entries
+        .iter()
+        .filter(|en| en.is_amdgcn() && !en.data.is_empty())
+    {
         out.push(Embedded {
             bundle_index: bi,
             id: en.id.clone(),

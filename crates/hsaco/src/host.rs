@@ -47,22 +47,43 @@ pub struct HostFatbin {
 pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
     let e = Elf::parse(data)?;
     if e.header.e_machine != elf::EM_X86_64 {
-        return Err(Error::WrongMachine { found: e.header.e_machine, expected: elf::EM_X86_64 });
+        return Err(Error::WrongMachine {
+            found: e.header.e_machine,
+            expected: elf::EM_X86_64,
+        });
     }
     let relas = e.relas(data)?;
     let mut out = Vec::new();
-    let wrappers = e.sections.iter().filter(|s| s.name == ".hipFatBinSegment" || s.name == ".nvFatBinSegment");
+    let wrappers = e
+        .sections
+        .iter()
+        .filter(|s| s.name == ".hipFatBinSegment" || s.name == ".nvFatBinSegment");
     for ws in wrappers {
         for i in 0..ws.size / 24 {
             let o = ws.offset + 24 * i;
             let magic = u32_at(data, o, "fat binary wrapper magic")?;
             if magic != HIPF_MAGIC {
-                return Err(Error::Malformed { what: "fat binary wrapper", offset: o, detail: format!("magic {magic:#x} is not HIPF") });
+                return Err(Error::Malformed {
+                    what: "fat binary wrapper",
+                    offset: o,
+                    detail: format!("magic {magic:#x} is not HIPF"),
+                });
             }
             let addr_field = ws.addr + 24 * i + 8;
-            let (ptr, kind) = match relas.iter().find(|r| r.r_offset == addr_field && r.r_type == R_X86_64_RELATIVE) {
-                Some(r) => (r.addend as u64, PointerKind::Relative { rela_entry_offset: r.entry_offset }),
-                None => (u64_at(data, o + 8, "fat binary wrapper pointer")?, PointerKind::Absolute),
+            let (ptr, kind) = match relas
+                .iter()
+                .find(|r| r.r_offset == addr_field && r.r_type == R_X86_64_RELATIVE)
+            {
+                Some(r) => (
+                    r.addend as u64,
+                    PointerKind::Relative {
+                        rela_entry_offset: r.entry_offset,
+                    },
+                ),
+                None => (
+                    u64_at(data, o + 8, "fat binary wrapper pointer")?,
+                    PointerKind::Absolute,
+                ),
             };
             let off = e.addr_to_offset(ptr).ok_or_else(|| Error::Malformed {
                 what: "fat binary wrapper",
@@ -70,12 +91,22 @@ pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
                 detail: format!("bundle pointer {ptr:#x} is not inside a file-backed section"),
             })?;
             let bundle = parse_one(&data[off as usize..], off, limit)?;
-            out.push(HostFatbin { wrapper_offset: Some(o), pointer: kind, bundle_addr: ptr, bundle_offset: off, bundle });
+            out.push(HostFatbin {
+                wrapper_offset: Some(o),
+                pointer: kind,
+                bundle_addr: ptr,
+                bundle_offset: off,
+                bundle,
+            });
         }
     }
     if out.is_empty() {
         // New offload driver: `.fatbin_wrapper` is a different struct; read the image section.
-        for s in e.sections.iter().filter(|s| s.name == ".hip_fatbin" || s.name == ".fatbin_image") {
+        for s in e
+            .sections
+            .iter()
+            .filter(|s| s.name == ".hip_fatbin" || s.name == ".fatbin_image")
+        {
             let d = e.section_data(data, s);
             for b in crate::bundle::parse_all(d, s.offset, limit)? {
                 let off = b.offset;

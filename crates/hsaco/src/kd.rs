@@ -226,7 +226,11 @@ impl KernelDescriptor {
     /// `decodeKernelDescriptor`) prints them for this target, name without the `.amdhsa_` prefix.
     /// Directives LLVM prints only as comments are omitted; `uses_dynamic_stack` and kernarg
     /// preload exist from code object v5.
-    pub fn directives(&self, target: &Target, version: CodeObjectVersion) -> Vec<(&'static str, u64)> {
+    pub fn directives(
+        &self,
+        target: &Target,
+        version: CodeObjectVersion,
+    ) -> Vec<(&'static str, u64)> {
         let gen = target.generation();
         let arch_fs = has_architected_flat_scratch(target);
         let r1 = self.compute_pgm_rsrc1;
@@ -274,7 +278,8 @@ impl KernelDescriptor {
             d.push(("reserve_flat_scratch", 0));
         }
         // LLVM 22 prints 1 on gfx12.5 targets with an XNACK setting (observed), else 0.
-        let xnack_default = gen == Generation::Gfx125 && target.xnack != crate::target::FeatureSetting::Unsupported;
+        let xnack_default =
+            gen == Generation::Gfx125 && target.xnack != crate::target::FeatureSetting::Unsupported;
         d.push(("reserve_xnack_mask", u64::from(xnack_default)));
         d.push((
             "next_free_sgpr",

@@ -9,7 +9,11 @@ use std::process::Command;
 pub fn corpus() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let c = root.join("../shared/corpus");
-    assert!(c.join("MANIFEST.tsv").exists(), "corpus not found at {} (expected <workspace>/../shared/corpus)", c.display());
+    assert!(
+        c.join("MANIFEST.tsv").exists(),
+        "corpus not found at {} (expected <workspace>/../shared/corpus)",
+        c.display()
+    );
     c
 }
 
@@ -50,7 +54,10 @@ pub fn llvm_tool(tool: &str) -> PathBuf {
 
 /// Runs a tool, returns (exit ok, stdout, stderr).
 pub fn run(tool: &str, args: &[&std::ffi::OsStr]) -> (bool, String, String) {
-    let out = Command::new(llvm_tool(tool)).args(args).output().expect("spawn LLVM tool");
+    let out = Command::new(llvm_tool(tool))
+        .args(args)
+        .output()
+        .expect("spawn LLVM tool");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -64,6 +71,11 @@ pub fn manifest() -> Vec<std::collections::HashMap<String, String>> {
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().expect("header").split('\t').collect();
     lines
-        .map(|l| head.iter().map(|h| h.to_string()).zip(l.split('\t').map(str::to_string)).collect())
+        .map(|l| {
+            head.iter()
+                .map(|h| h.to_string())
+                .zip(l.split('\t').map(str::to_string))
+                .collect()
+        })
         .collect()
 }

@@ -16,7 +16,11 @@ fn identity_rewrite_is_byte_equal_for_every_bare_object() {
         // Re-encoding an unchanged metadata tree is byte-identical too.
         let mut ed = CodeObjectEditor::new(&co);
         ed.set_metadata(co.metadata.clone().expect("metadata"));
-        assert!(ed.write().expect("write") == bytes, "{}: metadata re-encode differs", path.display());
+        assert!(
+            ed.write().expect("write") == bytes,
+            "{}: metadata re-encode differs",
+            path.display()
+        );
         n += 1;
     }
     assert!(n >= 100, "only {n} objects");
@@ -28,7 +32,8 @@ fn symbols(tool_out: &str) -> Vec<(String, String, String)> {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 8 && f[0].ends_with(':') && f[1].len() == 16).then(|| (f[7].to_string(), f[1].to_string(), f[3].to_string()))
+            (f.len() >= 8 && f[0].ends_with(':') && f[1].len() == 16)
+                .then(|| (f[7].to_string(), f[1].to_string(), f[3].to_string()))
         })
         .collect()
 }
@@ -62,7 +67,11 @@ fn grow(path: &std::path::Path, extra: usize) {
         return;
     }
     let (ok, ra, err) = common::run("llvm-readelf", &["-a".as_ref(), p.as_os_str()]);
-    assert!(ok && !err.contains("warning") && !err.contains("error"), "{}: readelf: {err}", path.display());
+    assert!(
+        ok && !err.contains("warning") && !err.contains("error"),
+        "{}: readelf: {err}",
+        path.display()
+    );
     let (_, orig_ra, _) = common::run("llvm-readelf", &["-a".as_ref(), path.as_os_str()]);
     // Same symbol names and types; values equal for symbols before .text's end, shifted after.
     let (s1, s2) = (symbols(&orig_ra), symbols(&ra));
@@ -76,13 +85,31 @@ fn grow(path: &std::path::Path, extra: usize) {
         }
     }
     let (ok, dis, err) = common::run("llvm-objdump", &["-d".as_ref(), p.as_os_str()]);
-    assert!(ok && !err.contains("warning"), "{}: objdump: {err}", path.display());
-    let nops = dis.lines().filter(|l| l.trim_start().starts_with("s_nop 0")).count();
-    assert!(nops >= extra / 4, "{}: only {nops} s_nop in disassembly", path.display());
+    assert!(
+        ok && !err.contains("warning"),
+        "{}: objdump: {err}",
+        path.display()
+    );
+    let nops = dis
+        .lines()
+        .filter(|l| l.trim_start().starts_with("s_nop 0"))
+        .count();
+    assert!(
+        nops >= extra / 4,
+        "{}: only {nops} s_nop in disassembly",
+        path.display()
+    );
     for k in &co.kernels {
-        assert!(dis.contains(&format!("<{}>:", k.name)), "kernel {} label missing", k.name);
+        assert!(
+            dis.contains(&format!("<{}>:", k.name)),
+            "kernel {} label missing",
+            k.name
+        );
     }
-    let (ok, _, err) = common::run("llvm-readelf", &["-d".as_ref(), "-r".as_ref(), "-l".as_ref(), p.as_os_str()]);
+    let (ok, _, err) = common::run(
+        "llvm-readelf",
+        &["-d".as_ref(), "-r".as_ref(), "-l".as_ref(), p.as_os_str()],
+    );
     assert!(ok && err.is_empty(), "{err}");
 }
 
@@ -110,14 +137,19 @@ fn grown_metadata_note_and_new_funcmap_section() {
     let mut md = co.metadata.clone().expect("metadata");
     let k = md.kernel_index("vadd.kd").expect("vadd in metadata");
     md.set_kernel_u64(k, ".vgpr_count", 77).expect("set");
-    md.set_kernel_u64(k, ".sqtt_test_key_with_a_long_name_to_grow_the_note", 1).expect("set");
+    md.set_kernel_u64(k, ".sqtt_test_key_with_a_long_name_to_grow_the_note", 1)
+        .expect("set");
     let mut ed = CodeObjectEditor::new(&co);
     ed.set_metadata(md);
-    ed.add_or_replace_section(".sqtt_funcmap", 1, 0, 1, b"F:1:foo\n\0".to_vec()).expect("add");
+    ed.add_or_replace_section(".sqtt_funcmap", 1, 0, 1, b"F:1:foo\n\0".to_vec())
+        .expect("add");
     let out = ed.write().expect("write");
     let co2 = CodeObject::parse(&out).expect("re-parse");
     let md2 = co2.metadata.as_ref().expect("metadata");
-    assert_eq!(md2.kernel_u64(md2.kernel_index("vadd.kd").expect("vadd"), ".vgpr_count"), Some(77));
+    assert_eq!(
+        md2.kernel_u64(md2.kernel_index("vadd.kd").expect("vadd"), ".vgpr_count"),
+        Some(77)
+    );
     assert_eq!(co2.funcmap(), Some(&b"F:1:foo\n\0"[..]));
     for (a, b) in co.kernels.iter().zip(&co2.kernels) {
         assert_eq!(a.entry, b.entry);
@@ -128,9 +160,15 @@ fn grown_metadata_note_and_new_funcmap_section() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("md.co");
     std::fs::write(&p, &out).expect("write");
-    let (ok, ra, err) = common::run("llvm-readelf", &["-a".as_ref(), "--notes".as_ref(), p.as_os_str()]);
+    let (ok, ra, err) = common::run(
+        "llvm-readelf",
+        &["-a".as_ref(), "--notes".as_ref(), p.as_os_str()],
+    );
     assert!(ok && err.is_empty(), "{err}");
-    assert!(ra.contains(".vgpr_count:     77"), "readelf does not show the new vgpr count");
+    assert!(
+        ra.contains(".vgpr_count:     77"),
+        "readelf does not show the new vgpr count"
+    );
     assert!(ra.contains(".sqtt_funcmap"));
     let (ok, _, err) = common::run("llvm-objdump", &["-d".as_ref(), p.as_os_str()]);
     assert!(ok && err.is_empty(), "{err}");

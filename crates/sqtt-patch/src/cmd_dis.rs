@@ -1,13 +1,101 @@
-//! `sqtt-patch dis` (placeholder until implemented).
+//! `sqtt-patch dis`: disassemble the executable sections of an AMDGPU code object with the
+//! pure-Rust decoder (`amdgpu-isa`), in LLVM syntax.
+//!
+//! `--format=compare` prints `<hex address>\t<length in bytes>\t<text>` per instruction (text as
+//! `llvm-objdump-22 -d` prints it, without raw words or trailing comments), for diffing against
+//! LLVM.
+use amdgpu_isa::{decode_all, Target};
+use anyhow::{bail, Context};
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
+
+/// Output style of `dis`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DisFormat {
+    /// Symbol headers and `text // address: words`, like llvm-objdump.
+    Text,
+    /// `<hex address>\t<length>\t<text>` per instruction.
+    Compare,
+}
 
 /// Arguments of `sqtt-patch dis`.
 #[derive(clap::Args)]
 pub struct DisArgs {
-    /// Input file.
+    /// Input code object (ELF, EM_AMDGPU).
     pub file: std::path::PathBuf,
+    /// Only disassemble this function/kernel symbol (`.symtab`/`.dynsym` name).
+    #[arg(long)]
+    pub symbol: Option<String>,
+    /// Output style.
+    #[arg(long, value_enum, default_value_t = DisFormat::Text)]
+    pub format: DisFormat,
+    /// Processor override (default: from ELF e_flags EF_AMDGPU_MACH).
+    #[arg(long)]
+    pub mcpu: Option<String>,
+    /// Print gfx11/gfx12 16-bit operands in real-true16 syntax (as `--mattr=+real-true16`).
+    #[arg(long)]
+    pub true16: bool,
 }
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: DisArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("{}: 'dis' is not implemented yet", args.file.display())
+    let data = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let file = object::File::parse(&*data).with_context(|| format!("{}: not an ELF file", args.file.display()))?;
+    let target = match &args.mcpu {
+        Some(m) => Target::from_name(m).with_context(|| format!("unknown processor {m}"))?,
+        None => {
+            let flags = match file.flags() {
+                object::FileFlags::Elf { e_flags, .. } => e_flags.0,
+                _ => bail!("{}: not an ELF code object", args.file.display()),
+            };
+            Target::from_elf_mach(flags & 0xff).with_context(|| format!("{}: unsupported EF_AMDGPU_MACH {:#x}", args.file.display(), flags & 0xff))?
+        }
+    }
+    .with_true16(args.true16);
+    let mut syms: Vec<(u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .collect();
+    syms.sort();
+    syms.dedup();
+    let range = match &args.symbol {
+        Some(name) => {
+            let s = syms.iter().find(|s| &s.2 == name).with_context(|| format!("{}: no function symbol {name}", args.file.display()))?;
+            Some((s.0, s.0 + s.1))
+        }
+        None => None,
+    };
+    let mut out = String::new();
+    for sec in file.sections() {
+        let SectionFlags::Elf { sh_flags, .. } = sec.flags() else { continue };
+        if sh_flags.0 & object::elf::SHF_EXECINSTR.0 == 0 {
+            continue;
+        }
+        let base = sec.address();
+        let bytes = sec.data().with_context(|| format!("{}: reading section data", args.file.display()))?;
+        let (start, end) = match range {
+            Some((a, b)) if a >= base && b <= base + bytes.len() as u64 => (a, b),
+            Some(_) => continue,
+            None => (base, base + bytes.len() as u64),
+        };
+        let slice = bytes.get((start - base) as usize..(end - base) as usize).context("symbol outside its section")?;
+        let insts = decode_all(slice, target).map_err(|e| anyhow::anyhow!("{}: at {:#x}: {}", args.file.display(), start + e.offset as u64, e.kind))?;
+        let mut pc = start;
+        for i in insts {
+            match args.format {
+                DisFormat::Compare => out.push_str(&format!("{pc:x}\t{}\t{i}\n", i.len())),
+                DisFormat::Text => {
+                    for s in syms.iter().filter(|s| s.0 == pc) {
+                        out.push_str(&format!("\n{:016x} <{}>:\n", s.0, s.2));
+                    }
+                    let words: Vec<String> = (0..i.len() / 4).map(|k| format!("{:08X}", i.word(k))).collect();
+                    out.push_str(&format!("\t{i:<58} // {pc:012X}: {}\n", words.join(" ")));
+                }
+            }
+            pc += i.len() as u64;
+        }
+    }
+    print!("{out}");
+    Ok(0)
 }

@@ -19,12 +19,15 @@ pub struct ExtractArgs {
 pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
     let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
-    let (_, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
-    std::fs::create_dir_all(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+    let (_, cos) =
+        open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    let mut report = String::new();
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
     for e in &cos {
         let p = args.output.join(e.file_name());
         std::fs::write(&p, &e.data).with_context(|| format!("cannot write {}", p.display()))?;
-        println!("{} ({} bytes)", p.display(), e.data.len());
+        report.push_str(&format!("{} ({} bytes)\n", p.display(), e.data.len()));
     }
-    Ok(0)
+    crate::cmd_info::write_stdout(&report)
 }

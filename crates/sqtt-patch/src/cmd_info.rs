@@ -2,6 +2,8 @@
 //! version, kernels with descriptor fields, register counts, occupancy, device functions, DWARF
 //! and `.sqtt_funcmap` presence). Works on bare code objects, bundles and host ELFs.
 
+use std::fmt::Write as _;
+
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
 use hsaco::container::{open, Embedded};
@@ -63,15 +65,16 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
     })
 }
 
-fn print_text(v: &Value) {
+fn print_text(out: &mut String, v: &Value) {
     let s = |k: &str| v[k].to_string();
-    println!("code object {} {} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
+    let _ = writeln!(out, "code object {} {} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
         s("bundle_index"), v["entry_id"].as_str().unwrap_or(""), s("bundle_index"), s("code_object_version"),
         v["target"].as_str().unwrap_or(""), s("text_size"), s("dwarf"), s("sqtt_funcmap"));
     for k in v["kernels"].as_array().into_iter().flatten() {
         let d = &k["descriptor"];
         let m = &k["metadata"];
-        println!(
+        let _ = writeln!(
+            out,
             "  kernel {} entry {:#x} wave{} vgprs {} (arch {}, agprs {}) sgprs {} [note: sgpr {} vgpr {} agpr {}] lds {} scratch {} kernarg {} preload {} dyn_stack {} occupancy {} waves/SIMD",
             k["name"].as_str().unwrap_or(""), k["entry"].as_u64().unwrap_or(0), k["wave_size"], d["vgprs_allocated"],
             d["arch_vgprs"], d["agprs"], d["sgprs"], m["sgpr_count"], m["vgpr_count"], m["agpr_count"],
@@ -80,8 +83,14 @@ fn print_text(v: &Value) {
         );
     }
     for f in v["device_functions"].as_array().into_iter().flatten() {
-        println!("  function {} at {:#x} size {}{}", f["name"].as_str().unwrap_or(""), f["address"].as_u64().unwrap_or(0),
-            f["size"], if f["local"] == true { " (local)" } else { "" });
+        let _ = writeln!(
+            out,
+            "  function {} at {:#x} size {}{}",
+            f["name"].as_str().unwrap_or(""),
+            f["address"].as_u64().unwrap_or(0),
+            f["size"],
+            if f["local"] == true { " (local)" } else { "" }
+        );
     }
 }
 
@@ -89,17 +98,32 @@ fn print_text(v: &Value) {
 pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
     let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
-    let (kind, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    let (kind, cos) =
+        open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
     let mut blocks = Vec::new();
     for e in &cos {
-        let co = CodeObject::parse(&e.data).with_context(|| format!("{name}: code object {}", e.file_name()))?;
+        let co = CodeObject::parse(&e.data)
+            .with_context(|| format!("{name}: code object {}", e.file_name()))?;
         blocks.push(describe(e, &co));
     }
+    let mut out = String::new();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({"file": name, "kind": kind, "code_objects": blocks}))?);
+        out = serde_json::to_string_pretty(
+            &json!({"file": name, "kind": kind, "code_objects": blocks}),
+        )?;
+        out.push('\n');
     } else {
-        println!("{name}: {kind:?}, {} code object(s)", blocks.len());
-        blocks.iter().for_each(print_text);
+        let _ = writeln!(out, "{name}: {kind:?}, {} code object(s)", blocks.len());
+        blocks.iter().for_each(|b| print_text(&mut out, b));
     }
-    Ok(0)
+    write_stdout(&out)
+}
+
+/// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.
+pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(s.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
 }

@@ -6,15 +6,24 @@
 mod cmd_dis;
 mod cmd_extract;
 mod cmd_info;
+mod cmd_patch;
+mod cmd_verify;
 
 use clap::{Parser, Subcommand};
 
 /// Command line of `sqtt-patch`.
 #[derive(Parser)]
-#[command(name = "sqtt-patch", version, about = "Insert SQTT markers into finished AMDGPU code objects")]
+#[command(
+    name = "sqtt-patch",
+    version,
+    about = "Insert SQTT markers into finished AMDGPU code objects"
+)]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    patch: cmd_patch::PatchArgs,
 }
 
 #[derive(Subcommand)]
@@ -25,20 +34,24 @@ enum Command {
     Info(cmd_info::InfoArgs),
     /// Write every embedded code object of a bundle or host binary to a directory.
     Extract(cmd_extract::ExtractArgs),
+    /// Check a rewritten code object against its original (translation validation).
+    Verify(cmd_verify::VerifyArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Dis(a) => cmd_dis::run(a),
-        Command::Info(a) => cmd_info::run(a),
-        Command::Extract(a) => cmd_extract::run(a),
+        None => cmd_patch::run(cli.patch),
+        Some(Command::Verify(a)) => cmd_verify::run(a),
+        Some(Command::Dis(a)) => cmd_dis::run(a),
+        Some(Command::Info(a)) => cmd_info::run(a),
+        Some(Command::Extract(a)) => cmd_extract::run(a),
     };
     match outcome {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("sqtt-patch: error: {e:#}");
-            std::process::exit(2);
+            std::process::exit(cmd_patch::EXIT_INPUT);
         }
     }
 }

@@ -376,7 +376,7 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
                 }
             }
             (Special::EndPgm, _) => f.exits.push((i, Exit::EndPgm)),
-            (_, Flow::Return) | (_, Flow::Trap) => f.problems.push(Problem {
+            (_, Flow::Return) => f.problems.push(Problem {
                 addr: a,
                 why: format!("{} is not supported", inst.mnemonic()),
             }),
@@ -430,8 +430,10 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
                 }
                 conditional
             }
-            Flow::EndProgram | Flow::IndirectJump | Flow::Return | Flow::Trap => false,
-            Flow::Call | Flow::Fallthrough => true,
+            Flow::EndProgram | Flow::IndirectJump | Flow::Return => false,
+            // s_trap: the trap handler resumes at the next instruction (its saved PC is taken
+            // at run time, so moving the code is safe).
+            Flow::Call | Flow::Fallthrough | Flow::Trap => true,
         };
         if falls {
             if i + 1 < n {

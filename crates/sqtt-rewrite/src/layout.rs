@@ -60,6 +60,11 @@ pub enum Reloc {
         /// Original absolute target (bytes).
         target: u64,
     },
+    /// `s_call_b64` to a function entry: lands on the entry's inserted block (entry marker runs).
+    Call {
+        /// Original absolute target (bytes).
+        target: u64,
+    },
     /// Low 32 bits of idiom `idiom`'s offset, in this instruction's 32-bit literal.
     PcRelLo {
         /// Index into [`TextPlan::pcrels`].
@@ -350,6 +355,12 @@ fn relocate(
         Reloc::Branch { target } => {
             let t = layout
                 .map_branch(target)
+                .ok_or(LayoutError::BadTarget { at: old, target })?;
+            inst.with_branch_target(new_pc, t).map_err(enc)
+        }
+        Reloc::Call { target } => {
+            let t = layout
+                .map_addr(target)
                 .ok_or(LayoutError::BadTarget { at: old, target })?;
             inst.with_branch_target(new_pc, t).map_err(enc)
         }

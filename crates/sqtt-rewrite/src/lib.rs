@@ -1,9 +1,14 @@
 //! Post-link SQTT instrumentation of AMDGPU code objects.
 //!
 //! Data flows one way: load (crate `hsaco`) → decode (crate `amdgpu-isa`) → analyse
-//! ([`analysis`]) → instrument ([`plan`]) → lay out and encode ([`layout`]) → verify ([`verify`])
-//! → write. The behaviour reproduced is the compile-time SQTT Instrument Pass
-//! (`shared/seeds/000_df2c860dad9fe6b4.txt`).
+//! ([`analysis`]) → instrument ([`plan`]) → lay out and encode ([`layout`]) → write
+//! ([`rewrite`]); the independent verifier (crate `sqtt-verify`) checks every output. The behaviour
+//! reproduced is the compile-time SQTT Instrument Pass (`shared/seeds/000_df2c860dad9fe6b4.txt`).
 
+pub mod analysis;
 pub mod config;
 pub mod funcmap;
+mod idiom;
+pub mod rewrite;
+pub mod layout;
+pub mod plan;

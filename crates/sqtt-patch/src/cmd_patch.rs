@@ -1,0 +1,186 @@
+//! The main job: `sqtt-patch IN -o OUT [flags]` rewrites one code object with SQTT markers.
+//!
+//! Options default to the seed spec's `SQTT_*` environment variables; flags win. The output is
+//! verified by the independent translation validator before it is written, and written
+//! atomically (temporary file in the output directory, renamed when complete).
+
+use anyhow::{Context, Result};
+use sqtt_rewrite::config::{self, Options};
+use sqtt_rewrite::rewrite::{rewrite, Report, Status};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Exit code: success (instrumented, or nothing to instrument).
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the output failed verification (nothing written) — an internal error.
+pub const EXIT_VERIFY: i32 = 1;
+/// Exit code: bad input or usage.
+pub const EXIT_INPUT: i32 = 2;
+/// Exit code: `--strict` and some kernel failed closed or some site was skipped.
+pub const EXIT_COVERAGE: i32 = 3;
+
+/// Flags of the main job.
+#[derive(clap::Args, Debug, Default)]
+pub struct PatchArgs {
+    /// Input code object (`.co`, `.hsaco`).
+    pub input: Option<PathBuf>,
+    /// Output path.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Function entry/exit markers: N (instructions) or cost:N (weighted); 0 = off.
+    /// Default: $SQTT_INSTRUMENT_FUNCTIONS.
+    #[arg(long, value_name = "N|cost:N")]
+    pub functions: Option<String>,
+    /// Barrier markers (0/1). Default: $SQTT_INSTRUMENT_BARRIERS.
+    #[arg(long, value_name = "0|1")]
+    pub barriers: Option<String>,
+    /// Enter/exit markers around every kernel (post-link extra, off by default like the pass).
+    #[arg(long)]
+    pub kernel_scopes: bool,
+    /// Memory-op markers N:M. Default: $SQTT_INSTRUMENT_MEMORY.
+    #[arg(long, value_name = "N:M")]
+    pub memory: Option<String>,
+    /// Reorder boundary (accepted for compatibility; no effect post-link). Default: $SQTT_MEM_BARRIER.
+    #[arg(long, value_name = "none|asm|fence")]
+    pub mem_barrier: Option<String>,
+    /// gfx12 shader-clock bits. Default: $SQTT_SHADER_CLOCK_BITS.
+    #[arg(long)]
+    pub shader_clock_bits: Option<u32>,
+    /// gfx12 shader-clock shift. Default: $SQTT_SHADER_CLOCK_SHIFT.
+    #[arg(long)]
+    pub shader_clock_shift: Option<u32>,
+    /// Instrument an input that sqtt-patch already instrumented.
+    #[arg(long)]
+    pub force: bool,
+    /// Exit with code 3 when any site was skipped or the object failed closed.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the human report to stderr.
+    #[arg(long)]
+    pub report: bool,
+    /// Write the JSON report to this file (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+}
+
+/// Builds the options: environment first, then flags.
+pub fn options(args: &PatchArgs) -> Result<Options> {
+    let mut o = Options::from_env(|k| std::env::var(k).ok())?;
+    if let Some(f) = &args.functions {
+        o.functions = config::parse_functions(f)?;
+    }
+    if let Some(b) = &args.barriers {
+        o.barriers = config::parse_toggle("--barriers", b)?;
+    }
+    if args.kernel_scopes {
+        o.kernel_scopes = true;
+    }
+    if let Some(m) = &args.memory {
+        o.memory = config::parse_memory(m)?;
+    }
+    if let Some(m) = &args.mem_barrier {
+        o.mem_barrier = config::parse_mem_barrier(m)?;
+    }
+    if let Some(b) = args.shader_clock_bits {
+        o.shader_clock_bits = b;
+    }
+    if let Some(s) = args.shader_clock_shift {
+        o.shader_clock_shift = s;
+    }
+    o.force_reinstrument = args.force;
+    o.validate()?;
+    Ok(o)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(())
+}
+
+/// Human-readable report.
+pub fn render_report(r: &Report) -> String {
+    let mut s = format!(
+        "target {}: {:?}; .text {} -> {} bytes; {} funcmap rows\n",
+        r.target, r.status, r.text_size_before, r.text_size_after, r.funcmap_rows
+    );
+    for why in &r.reasons {
+        s += &format!("  failed closed: {why}\n");
+    }
+    for f in r.functions.iter().filter(|f| f.inserted_instructions > 0) {
+        let sites: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s += &format!(
+            "  {} {}: {} (+{} instructions, +{} bytes{})\n",
+            if f.kernel { "kernel" } else { "function" },
+            f.name,
+            sites.join(" "),
+            f.inserted_instructions,
+            f.inserted_bytes,
+            f.scope_id.map(|i| format!(", id {i}")).unwrap_or_default()
+        );
+    }
+    for k in &r.kernels {
+        s += &format!(
+            "  kernel {}: wave{} vgprs {} sgprs {:?}->{:?} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
+            k.name, k.wave_size, k.vgprs, k.sgprs_before, k.sgprs_after, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
+        );
+    }
+    for sk in &r.skipped {
+        s += &format!("  skipped {:?} in {} at {:#x}: {}\n", sk.kind, sk.function, sk.addr, sk.why);
+    }
+    for m in &r.existing_markers {
+        s += &format!("  existing marker kept: {m}\n");
+    }
+    s
+}
+
+/// Runs the main job; returns the exit code.
+pub fn run(args: PatchArgs) -> Result<i32> {
+    let input = args.input.clone().context("missing input file (usage: sqtt-patch IN -o OUT)")?;
+    let output = args.output.clone().context("missing -o OUT")?;
+    let opts = options(&args)?;
+    if !opts.any_enabled() {
+        anyhow::bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+    }
+    let bytes = std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
+    let outcome = rewrite(&bytes, &opts).with_context(|| input.display().to_string())?;
+    let out_bytes = match &outcome.bytes {
+        Some(b) => {
+            let v = sqtt_verify::verify(&bytes, b).with_context(|| format!("{}: internal error: the verifier could not check the output", input.display()))?;
+            if !v.findings.is_empty() {
+                eprintln!("sqtt-patch: {}: the rewritten object FAILED verification; nothing written:", input.display());
+                for f in v.findings.iter().take(20) {
+                    eprintln!("  {f}");
+                }
+                return Ok(EXIT_VERIFY);
+            }
+            b.as_slice()
+        }
+        None => bytes.as_slice(),
+    };
+    write_atomic(&output, out_bytes)?;
+    if args.report {
+        eprint!("{}", render_report(&outcome.report));
+    }
+    if let Some(p) = &args.report_json {
+        let text = serde_json::to_string_pretty(&outcome.report)? + "\n";
+        if p.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            write_atomic(p, text.as_bytes())?;
+        }
+    }
+    let lost = outcome.report.status == Status::FailedClosed || !outcome.report.skipped.is_empty();
+    if outcome.report.status == Status::FailedClosed {
+        eprintln!(
+            "sqtt-patch: {}: left unchanged (failed closed): {}",
+            input.display(),
+            outcome.report.reasons.join("; ")
+        );
+    }
+    Ok(if args.strict && lost { EXIT_COVERAGE } else { EXIT_OK })
+}

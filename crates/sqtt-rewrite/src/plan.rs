@@ -1,0 +1,429 @@
+//! Instrumentation planning: which sites get which marker, marker ids, and the instruction
+//! snippet each site needs.
+//!
+//! Spec facts (seed `000_df2c860dad9fe6b4.txt`): marker word `(id << 2) | flags` with
+//! EXIT_PREV = 1 and ENTER = 2; function entry `(id << 2) | 2`, exit `0x1`; barrier placement
+//! ("Barrier marker placement"); `s_ttracedata_imm` only on gfx10+ for words <= 0xFF, otherwise
+//! `s_mov_b32 m0, <value>`, `s_nop 0`, `s_ttracedata` ("Instruction selection").
+
+use crate::analysis::{m0_facts, Exit, Func, Program};
+use crate::config::{FunctionThreshold, Options};
+use crate::layout::Landing;
+use amdgpu_isa::build::{self, Operand};
+use amdgpu_isa::{Instruction, InstClass, Special, Target};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a marker id stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MarkerKey {
+    /// A device function's scope (index into [`Program::funcs`]).
+    Function(usize),
+    /// A kernel's scope (kernel-scope option).
+    Kernel(usize),
+    /// `barrier_signal` point.
+    BarrierSignal,
+    /// `barrier_wait` point.
+    BarrierWait,
+    /// `barrier` point (`s_barrier`, or a signal+wait pair).
+    Barrier,
+}
+
+impl MarkerKey {
+    /// Rank used to break emission-count ties: the spec's allocation order (functions, then
+    /// barrier_signal, barrier_wait, barrier).
+    fn rank(self) -> u8 {
+        match self {
+            MarkerKey::Function(_) | MarkerKey::Kernel(_) => 0,
+            MarkerKey::BarrierSignal => 1,
+            MarkerKey::BarrierWait => 2,
+            MarkerKey::Barrier => 3,
+        }
+    }
+}
+
+/// The 32-bit word a site emits, before ids are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Word {
+    /// `(id << 2) | 2`.
+    Enter(MarkerKey),
+    /// `id << 2`.
+    Point(MarkerKey),
+    /// `0x1`.
+    Exit,
+}
+
+/// Kind of site, for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteKind {
+    /// Device function entry.
+    FunctionEntry,
+    /// Before a device function's return or tail call.
+    FunctionExit,
+    /// Kernel entry (kernel-scope option).
+    KernelEntry,
+    /// Before `s_endpgm` (kernel-scope option).
+    KernelExit,
+    /// Before `s_barrier`.
+    Barrier,
+    /// After an unpaired `s_barrier_signal`.
+    BarrierSignal,
+    /// Before an unpaired `s_barrier_wait`.
+    BarrierWait,
+    /// Between `s_barrier_signal` and its `s_barrier_wait`.
+    BarrierPair,
+}
+
+/// One requested marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Site {
+    /// Function index.
+    pub func: usize,
+    /// Insert in front of this instruction index.
+    pub before: usize,
+    /// Marker word.
+    pub word: Word,
+    /// Branch landing rule for the snippet.
+    pub landing: Landing,
+    /// Kind.
+    pub kind: SiteKind,
+    /// Original address of the instruction the site describes (bytes).
+    pub addr: u64,
+}
+
+/// A site that was requested but not instrumented, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// Function name.
+    pub function: String,
+    /// Original address (bytes).
+    pub addr: u64,
+    /// Kind.
+    pub kind: SiteKind,
+    /// Why.
+    pub why: String,
+}
+
+/// Weighted cost of one machine instruction, the spec's "Cost Model" mapped to machine classes:
+/// MFMA/WMMA 16, LDS 4, global/flat/buffer/image memory 10, everything else 1; `s_nop`,
+/// waits and other no-op scheduling instructions 0 (the IR model's "debug"/"lifetime" weight).
+pub fn cost(inst: &Instruction) -> u64 {
+    let m = inst.mnemonic();
+    match inst.special() {
+        Special::Nop | Special::Waitcnt | Special::WaitAlu | Special::DelayAlu | Special::Clause | Special::CodeEnd => {
+            return 0
+        }
+        _ => {}
+    }
+    if m.contains("_mfma_") || m.contains("_wmma_") || m.contains("_swmmac_") || m.contains("_smfmac_") {
+        return 16;
+    }
+    match inst.class() {
+        InstClass::Ds => 4,
+        InstClass::Flat | InstClass::Global | InstClass::Buffer | InstClass::Image => 10,
+        _ => 1,
+    }
+}
+
+/// Size of a function against the threshold, in machine instructions (`Count`) or weighted
+/// cost (`Cost`); padding `s_nop`/`s_code_end` is never counted in `Count` mode either.
+pub fn function_size(f: &Func, mode: FunctionThreshold) -> u64 {
+    let counted = |i: &Instruction| !matches!(i.special(), Special::Nop | Special::CodeEnd);
+    match mode {
+        FunctionThreshold::Off => 0,
+        FunctionThreshold::Count(_) => f.insts.iter().filter(|(_, i)| counted(i)).count() as u64,
+        FunctionThreshold::Cost(_) => f.insts.iter().map(|(_, i)| cost(i)).sum(),
+    }
+}
+
+/// Insertion points (instruction indices `p`: "insert before `p`") that would split an
+/// `s_clause` group, separate an `s_delay_alu` from the instructions it covers, fall inside an
+/// address-builder sequence, or fall inside a kernarg-preload prologue.
+pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let n = f.insts.len();
+    for (d, (_, inst)) in f.insts.iter().enumerate() {
+        match inst.special() {
+            Special::Clause => {
+                // s_clause simm16[5:0] = instructions in the clause - 1 (ISA manuals, "S_CLAUSE").
+                let len = (inst.field("simm16").unwrap_or(0) & 0x3f) as usize + 1;
+                out.extend(d + 1..=(d + len).min(n));
+            }
+            Special::DelayAlu => {
+                // simm16: instid0 [3:0], instskip [6:4], instid1 [10:7] (ISA manuals, "S_DELAY_ALU").
+                let v = inst.field("simm16").unwrap_or(0);
+                let skip = ((v >> 4) & 7) as usize;
+                let last = if (v >> 7) & 0xf != 0 { d + 1 + skip } else { d + 1 };
+                out.extend(d + 1..=last.min(n));
+            }
+            _ => {}
+        }
+    }
+    // Address builders: between the getpc and the instruction that completes it.
+    for (i, r) in f.relocs.iter().enumerate() {
+        if let crate::layout::Reloc::PcRelHi { .. } | crate::layout::Reloc::PcRel64 { .. } = r {
+            let mut g = i;
+            while g > 0 && f.insts[g].1.special() != Special::GetPc {
+                g -= 1;
+            }
+            out.extend(g + 1..=i);
+        }
+    }
+    if let Some(k) = f.spec.kernel {
+        if k.preload {
+            let limit = f.spec.start + 256;
+            for (p, (a, _)) in f.insts.iter().enumerate() {
+                if *a < limit {
+                    out.insert(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Moves an insertion point to the nearest allowed one in `dir` (-1 earlier, +1 later) without
+/// crossing a branch target or a control-flow instruction; `None` when impossible.
+fn settle(f: &Func, forbidden: &BTreeSet<usize>, p: usize, earlier: bool) -> Option<usize> {
+    let mut q = p;
+    while forbidden.contains(&q) {
+        if earlier {
+            if q == 0 || f.leaders.contains(&q) {
+                return None;
+            }
+            q -= 1;
+            if f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough {
+                return None;
+            }
+        } else {
+            if q >= f.insts.len() || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough {
+                return None;
+            }
+            q += 1;
+            if f.leaders.contains(&q) {
+                return None;
+            }
+        }
+    }
+    Some(q)
+}
+
+/// Sites per function for the options, plus the sites that had to be skipped.
+pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>, Vec<Skipped>) {
+    let mut sites = Vec::new();
+    let mut skipped = Vec::new();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if !ok[fi] {
+            continue;
+        }
+        let forbidden = forbidden_points(f);
+        let mut want: Vec<(usize, bool, Word, Landing, SiteKind)> = Vec::new();
+        let kernel = f.spec.kernel;
+        // Function / kernel scopes.
+        let scoped = match kernel {
+            None => match opts.functions {
+                FunctionThreshold::Off => false,
+                FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => function_size(f, opts.functions) >= n,
+            },
+            Some(_) => opts.kernel_scopes,
+        };
+        if scoped {
+            let (key, ek, xk) = match kernel {
+                None => (MarkerKey::Function(fi), SiteKind::FunctionEntry, SiteKind::FunctionExit),
+                Some(_) => (MarkerKey::Kernel(fi), SiteKind::KernelEntry, SiteKind::KernelExit),
+            };
+            let entry = match kernel {
+                Some(k) if k.preload => f.insts.iter().position(|(a, _)| *a == f.spec.start + 256),
+                _ => Some(0),
+            };
+            let entry_landing = match kernel {
+                Some(k) if k.preload => Landing::Before,
+                _ => Landing::After,
+            };
+            match entry {
+                Some(e) if kernel.is_some_and(|k| k.preload) && f.leaders.contains(&e) && e != 0 => {
+                    // The prologue branch targets it by design; any other branch would re-enter.
+                    let other = f.relocs.iter().enumerate().any(|(i, r)| {
+                        matches!(r, crate::layout::Reloc::Branch { target } if *target == f.insts[e].0)
+                            && f.insts[i].0 >= f.spec.start + 256
+                    });
+                    if other {
+                        skipped.push(Skipped {
+                            function: f.spec.name.clone(),
+                            addr: f.insts[e].0,
+                            kind: ek,
+                            why: "a loop branches back to the kernel's first instruction".into(),
+                        });
+                    } else {
+                        want.push((e, true, Word::Enter(key), entry_landing, ek));
+                    }
+                }
+                Some(e) => want.push((e, true, Word::Enter(key), entry_landing, ek)),
+                None => skipped.push(Skipped {
+                    function: f.spec.name.clone(),
+                    addr: f.spec.start,
+                    kind: ek,
+                    why: "no instruction at the kernarg-preload entry (entry + 256)".into(),
+                }),
+            }
+            for &(i, e) in &f.exits {
+                let is_exit = match (kernel, e) {
+                    (None, Exit::Return | Exit::TailCall(_)) => true,
+                    (Some(_), Exit::EndPgm) => true,
+                    _ => false,
+                };
+                if is_exit {
+                    want.push((i, true, Word::Exit, Landing::Before, xk));
+                }
+            }
+        }
+        // Barriers.
+        if opts.barriers {
+            let n = f.insts.len();
+            let mut i = 0;
+            while i < n {
+                match f.insts[i].1.special() {
+                    Special::SBarrier => want.push((i, true, Word::Point(MarkerKey::Barrier), Landing::Before, SiteKind::Barrier)),
+                    Special::SBarrierSignal | Special::SBarrierSignalIsFirst => {
+                        // Pair: the next barrier instruction in the same block is a wait.
+                        let mut j = i + 1;
+                        let mut pair = None;
+                        while j < n && !f.leaders.contains(&j) && f.insts[j - 1].1.flow() == amdgpu_isa::Flow::Fallthrough {
+                            match f.insts[j].1.special() {
+                                Special::SBarrierWait => {
+                                    pair = Some(j);
+                                    break;
+                                }
+                                Special::SBarrier | Special::SBarrierSignal | Special::SBarrierSignalIsFirst => break,
+                                _ => j += 1,
+                            }
+                        }
+                        match pair {
+                            Some(_) => want.push((i + 1, false, Word::Point(MarkerKey::Barrier), Landing::Before, SiteKind::BarrierPair)),
+                            None => want.push((i + 1, false, Word::Point(MarkerKey::BarrierSignal), Landing::Before, SiteKind::BarrierSignal)),
+                        }
+                        if let Some(j) = pair {
+                            i = j; // the wait is covered by the pair marker
+                        }
+                    }
+                    Special::SBarrierWait => want.push((i, true, Word::Point(MarkerKey::BarrierWait), Landing::Before, SiteKind::BarrierWait)),
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        for (p, earlier, word, landing, kind) in want {
+            let addr = f.insts.get(p).map_or(f.spec.end, |(a, _)| *a);
+            match settle(f, &forbidden, p, earlier) {
+                Some(q) if q < f.insts.len() => sites.push(Site {
+                    func: fi,
+                    before: q,
+                    word,
+                    landing,
+                    kind,
+                    addr,
+                }),
+                _ => skipped.push(Skipped {
+                    function: f.spec.name.clone(),
+                    addr,
+                    kind,
+                    why: "no safe insertion point (s_clause / s_delay_alu window, address builder or preload prologue up to a branch boundary)".into(),
+                }),
+            }
+        }
+    }
+    (sites, skipped)
+}
+
+/// Marker ids: every key used by a site gets one, compacted by static emission count (most
+/// frequent first, so they get the `s_ttracedata_imm` form), ties broken by the spec's category
+/// order and then first use; ids in `reserved` (markers already present in the input) are skipped.
+pub fn allocate_ids(sites: &[Site], reserved: &BTreeSet<u32>) -> BTreeMap<MarkerKey, u32> {
+    let mut count: BTreeMap<MarkerKey, (u64, usize)> = BTreeMap::new();
+    for (n, s) in sites.iter().enumerate() {
+        if let Word::Enter(k) | Word::Point(k) = s.word {
+            let e = count.entry(k).or_insert((0, n));
+            e.0 += 1;
+        }
+    }
+    let mut keys: Vec<(MarkerKey, u64, usize)> = count.into_iter().map(|(k, (c, first))| (k, c, first)).collect();
+    keys.sort_by_key(|&(k, c, first)| (std::cmp::Reverse(c), k.rank(), first));
+    let mut ids = BTreeMap::new();
+    let mut next = 1u32;
+    for (k, _, _) in keys {
+        while reserved.contains(&next) {
+            next += 1;
+        }
+        ids.insert(k, next);
+        next += 1;
+    }
+    ids
+}
+
+/// The 32-bit marker value of a word.
+pub fn encode_word(word: Word, ids: &BTreeMap<MarkerKey, u32>) -> Option<u32> {
+    match word {
+        Word::Exit => Some(1),
+        Word::Enter(k) => ids.get(&k).map(|id| (id << 2) | 2),
+        Word::Point(k) => ids.get(&k).map(|id| id << 2),
+    }
+}
+
+/// How M0 is preserved around a snippet that writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum M0Keep {
+    /// M0 is dead here: clobber it.
+    Dead,
+    /// M0 holds this constant on every path: re-materialise it.
+    Constant(u32),
+    /// Save to and restore from this SGPR.
+    Save(u8),
+}
+
+/// Builds the snippet for one marker value. Instruction sequences (seed spec "Instruction
+/// selection"; M0 wait state: ISA manuals' "Manually inserted wait states", SALU write of M0
+/// followed by `s_ttracedata` / LDS / `s_sendmsg` / `s_movrel` needs one wait state):
+/// - `s_ttracedata_imm v` on gfx10+ when `v <= 0xFF`;
+/// - otherwise `[s_mov_b32 sR, m0]`, `s_mov_b32 m0, v`, `s_nop 0`, `s_ttracedata`, then if M0 was
+///   live `s_mov_b32 m0, K|sR` and `s_nop 0` (M0 may be read by the next original instruction).
+pub fn snippet(t: Target, value: u32, keep: M0Keep) -> Result<Vec<Instruction>, String> {
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    if t.has_ttracedata_imm() && value <= 0xff {
+        return Ok(vec![build::s_ttracedata_imm(t, value as u8).map_err(e)?]);
+    }
+    let mut out = Vec::new();
+    if let M0Keep::Save(r) = keep {
+        out.push(build::s_mov_b32(t, Operand::Sgpr(r), Operand::M0).map_err(e)?);
+    }
+    out.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(value)).map_err(e)?);
+    out.push(build::s_nop(t, 0).map_err(e)?);
+    out.push(build::s_ttracedata(t).map_err(e)?);
+    match keep {
+        M0Keep::Dead => {}
+        M0Keep::Constant(k) => {
+            out.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(k)).map_err(e)?);
+            out.push(build::s_nop(t, 0).map_err(e)?);
+        }
+        M0Keep::Save(r) => {
+            out.push(build::s_mov_b32(t, Operand::M0, Operand::Sgpr(r)).map_err(e)?);
+            out.push(build::s_nop(t, 0).map_err(e)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Decides how M0 is kept at every site of function `f`: dead, a known constant, or saved in
+/// `reserve` (an SGPR proven free); `Err` with the reason when none applies.
+pub fn m0_keep_for(prog: &Program, fi: usize, before: usize, reserve: Option<u8>, facts: &mut BTreeMap<usize, crate::analysis::M0Facts>) -> Result<M0Keep, String> {
+    let f = &prog.funcs[fi];
+    let facts = facts.entry(fi).or_insert_with(|| m0_facts(f));
+    if !facts.live[before] {
+        return Ok(M0Keep::Dead);
+    }
+    if let Some(k) = facts.constant[before] {
+        return Ok(M0Keep::Constant(k));
+    }
+    reserve
+        .map(M0Keep::Save)
+        .ok_or_else(|| "M0 is live with an unknown value and no SGPR is provably free to save it".to_string())
+}

@@ -1,0 +1,657 @@
+//! One code object end to end: load → decode → analyse → plan → lay out → write.
+//!
+//! Fail-closed policy: a function we cannot move safely (undecodable word, unresolved branch or
+//! PC-relative sequence, indirect jump in a kernel) makes the WHOLE code object stay
+//! byte-identical, because relayout moves every function; the report lists every reason.
+//! Individual sites that cannot be instrumented safely are skipped and reported.
+
+use crate::analysis::{analyse, FnSpec, KernelSpec, Program};
+use crate::config::Options;
+use crate::funcmap::{self, Row};
+use crate::layout::{lay_out, Landing, Layout, PcRelUse, Piece, TextPlan, PAD_WORD};
+use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
+use amdgpu_isa::{Family, Special, Target};
+use hsaco::{CodeObject, CodeObjectEditor};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use thiserror::Error;
+
+/// Name of the non-alloc section that records that (and how) sqtt-patch rewrote an object.
+pub const PATCH_SECTION: &str = ".sqtt_patch";
+/// Name of the funcmap section (seed spec, "Funcmap format").
+pub const FUNCMAP_SECTION: &str = ".sqtt_funcmap";
+
+/// Errors that stop the run for this input (bad input or an internal inconsistency).
+#[derive(Debug, Error)]
+pub enum RewriteError {
+    /// The input is not a usable code object.
+    #[error("{0}")]
+    Input(#[from] hsaco::Error),
+    /// The processor is not supported by our ISA tables.
+    #[error("unsupported target {0}")]
+    Target(String),
+    /// The input already carries sqtt-patch instrumentation.
+    #[error("already instrumented by sqtt-patch (section {PATCH_SECTION}); pass --force to instrument again")]
+    AlreadyInstrumented,
+    /// Invalid options.
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+}
+
+/// What happened to the code object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Markers inserted.
+    Instrumented,
+    /// Nothing to instrument with these options; output equals input.
+    NothingToDo,
+    /// Unsafe to rewrite; output equals input; see `reasons`.
+    FailedClosed,
+}
+
+/// Per-function line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct FunctionReport {
+    /// Symbol name.
+    pub name: String,
+    /// Kernel or device function.
+    pub kernel: bool,
+    /// Original address (bytes).
+    pub address: u64,
+    /// Original size (bytes).
+    pub size: u64,
+    /// New size (bytes), including inserted code.
+    pub new_size: u64,
+    /// Instrumented sites by kind.
+    pub sites: BTreeMap<String, u32>,
+    /// Instructions inserted.
+    pub inserted_instructions: u32,
+    /// Bytes inserted (excluding alignment padding).
+    pub inserted_bytes: u32,
+    /// Marker id of this function's scope, if it has one.
+    pub scope_id: Option<u32>,
+}
+
+/// Per-kernel register and occupancy line.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    /// Kernel name.
+    pub name: String,
+    /// Wave size.
+    pub wave_size: u32,
+    /// SGPRs allocated before/after (gfx9 only; gfx10+ waves get the full SGPR file).
+    pub sgprs_before: Option<u32>,
+    /// See `sgprs_before`.
+    pub sgprs_after: Option<u32>,
+    /// VGPRs allocated (never changed by markers).
+    pub vgprs: u32,
+    /// Waves per SIMD before.
+    pub occupancy_before: u32,
+    /// Waves per SIMD after.
+    pub occupancy_after: u32,
+    /// Instructions inserted in the kernel and every function it reaches.
+    pub inserted_instructions_reachable: u32,
+}
+
+/// Report of one code object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Processor.
+    pub target: String,
+    /// Outcome.
+    pub status: Status,
+    /// Why the object failed closed (empty otherwise).
+    pub reasons: Vec<String>,
+    /// `.text` size before (bytes).
+    pub text_size_before: u64,
+    /// `.text` size after (bytes).
+    pub text_size_after: u64,
+    /// Functions, by address.
+    pub functions: Vec<FunctionReport>,
+    /// Kernels.
+    pub kernels: Vec<KernelReport>,
+    /// Sites that could not be instrumented.
+    pub skipped: Vec<Skipped>,
+    /// Marker values already present in the input (kept; their ids are never reused).
+    pub existing_markers: Vec<String>,
+    /// Funcmap rows written.
+    pub funcmap_rows: usize,
+    /// Marker ids allocated, by name.
+    pub ids: BTreeMap<String, u32>,
+    /// SGPR reserved to save M0, if one was needed.
+    pub reserved_sgpr: Option<u8>,
+    /// DWARF sections remapped.
+    pub dwarf_sections_remapped: usize,
+}
+
+/// Result of [`rewrite`].
+#[derive(Debug)]
+pub struct Outcome {
+    /// New code object bytes (`None`: output must equal the input).
+    pub bytes: Option<Vec<u8>>,
+    /// What was done.
+    pub report: Report,
+}
+
+fn isa_target(co: &CodeObject) -> Result<Target, RewriteError> {
+    Target::from_elf_mach(u32::from(co.target.mach))
+        .ok_or_else(|| RewriteError::Target(co.target.processor.clone()))
+}
+
+/// Function ranges from the descriptors and symbols, sorted, ends clipped to the next start.
+fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec> {
+    let mut specs: Vec<FnSpec> = Vec::new();
+    for k in &co.kernels {
+        specs.push(FnSpec {
+            name: k.name.clone(),
+            start: k.entry,
+            end: k.code_size.map_or(0, |s| k.entry + s),
+            kernel: Some(KernelSpec {
+                preload: k.descriptor.kernarg_preload_length() > 0,
+                wave_size: k.descriptor.wave_size(),
+            }),
+        });
+    }
+    for f in &co.functions {
+        if f.address >= text_addr && f.address < text_end && !specs.iter().any(|s| s.start == f.address) {
+            specs.push(FnSpec {
+                name: f.name.clone(),
+                start: f.address,
+                end: if f.size > 0 { f.address + f.size } else { 0 },
+                kernel: None,
+            });
+        }
+    }
+    specs.retain(|s| s.start >= text_addr && s.start < text_end);
+    specs.sort_by_key(|s| s.start);
+    for i in 0..specs.len() {
+        let next = specs.get(i + 1).map_or(text_end, |s| s.start);
+        if specs[i].end == 0 || specs[i].end > next {
+            specs[i].end = next;
+        }
+    }
+    specs
+}
+
+fn is_padding(bytes: &[u8]) -> bool {
+    bytes.len() % 4 == 0
+        && bytes.chunks_exact(4).all(|w| {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            v == PAD_WORD || v == 0
+        })
+}
+
+/// Alignment to keep for a function starting at `addr` (kernels: 256, AMDGPUUsage "Kernel
+/// Descriptor": entries 256-byte aligned; others: the largest power of two dividing the original
+/// address, between 4 and 256).
+fn alignment_of(addr: u64, kernel: bool) -> u64 {
+    if kernel {
+        return 256;
+    }
+    let tz = addr.trailing_zeros().min(8);
+    (1u64 << tz).max(4)
+}
+
+fn marker_name(prog: &Program, k: MarkerKey) -> String {
+    match k {
+        MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
+        MarkerKey::Barrier => "barrier".into(),
+        MarkerKey::BarrierSignal => "barrier_signal".into(),
+        MarkerKey::BarrierWait => "barrier_wait".into(),
+    }
+}
+
+/// SGPRs usable by code: s0..s101 on gfx9 (s102..s107 hold FLAT_SCRATCH, XNACK_MASK, VCC),
+/// s0..s105 on gfx10+ (AMDGPUUsage / ISA manuals "SGPR allocation").
+fn sgpr_limit(t: Target) -> u16 {
+    match t.family() {
+        Family::Gfx9 => 102,
+        _ => 106,
+    }
+}
+
+fn kind_name(k: SiteKind) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Rewrites one code object. `Ok` with `bytes: None` means the output must equal the input
+/// (nothing to do, or failed closed: see the report).
+pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
+    opts.validate()?;
+    let co = CodeObject::parse(input)?;
+    if co.section(PATCH_SECTION).is_some() && !opts.force_reinstrument {
+        return Err(RewriteError::AlreadyInstrumented);
+    }
+    let mut target = isa_target(&co)?;
+    let text = co
+        .text()
+        .ok_or_else(|| hsaco::Error::NotFound(".text section".into()))?
+        .clone();
+    let text_bytes = co.section_data(&text).to_vec();
+    let text_addr = text.addr;
+    let text_end = text.addr + text_bytes.len() as u64;
+    let mut report = Report {
+        target: co.target.processor.clone(),
+        status: Status::NothingToDo,
+        reasons: Vec::new(),
+        text_size_before: text_bytes.len() as u64,
+        text_size_after: text_bytes.len() as u64,
+        functions: Vec::new(),
+        kernels: Vec::new(),
+        skipped: Vec::new(),
+        existing_markers: Vec::new(),
+        funcmap_rows: 0,
+        ids: BTreeMap::new(),
+        reserved_sgpr: None,
+        dwarf_sections_remapped: 0,
+    };
+    if co.exec_sections().count() > 1 {
+        report.status = Status::FailedClosed;
+        report.reasons.push("more than one executable section".into());
+        return Ok(Outcome { bytes: None, report });
+    }
+    let specs = function_specs(&co, text_addr, text_end);
+    let mut prog = analyse(target, &text_bytes, text_addr, specs.clone());
+    if matches!(target.family(), Family::Gfx11 | Family::Gfx12 | Family::Gfx1250)
+        && prog.funcs.iter().any(|f| !f.problems.is_empty())
+    {
+        let alt = analyse(target.with_true16(!target.true16()), &text_bytes, text_addr, specs);
+        let bad = |p: &Program| p.funcs.iter().filter(|f| !f.problems.is_empty()).count();
+        if bad(&alt) < bad(&prog) {
+            target = alt.target;
+            prog = alt;
+        }
+    }
+    // Whole-object safety.
+    for f in &prog.funcs {
+        for p in &f.problems {
+            report.reasons.push(format!("{} at {:#x}: {}", f.spec.name, p.addr, p.why));
+        }
+    }
+    let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
+    if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize]) {
+        report.reasons.push(format!("code before the first function at {text_addr:#x}"));
+    }
+    if !report.reasons.is_empty() {
+        report.status = Status::FailedClosed;
+        return Ok(Outcome { bytes: None, report });
+    }
+    // Existing markers and funcmap: keep, never reuse their ids.
+    let mut reserved: BTreeSet<u32> = BTreeSet::new();
+    let existing_rows = co.funcmap().map(funcmap::parse).unwrap_or_default();
+    for r in &existing_rows.rows {
+        if let Some(id) = r.id() {
+            reserved.insert(id);
+        }
+    }
+    for f in &prog.funcs {
+        let facts = crate::analysis::m0_facts(f);
+        for (i, (a, inst)) in f.insts.iter().enumerate() {
+            match inst.special() {
+                Special::TtraceDataImm(v) => {
+                    reserved.insert(u32::from(v) >> 2);
+                    report.existing_markers.push(format!("{}+{:#x}: s_ttracedata_imm {v:#x}", f.spec.name, a - f.spec.start));
+                }
+                Special::TtraceData => match facts.constant[i] {
+                    Some(v) => {
+                        reserved.insert(v >> 2);
+                        report.existing_markers.push(format!("{}+{:#x}: s_ttracedata m0={v:#x}", f.spec.name, a - f.spec.start));
+                    }
+                    None => report.existing_markers.push(format!("{}+{:#x}: s_ttracedata with an unknown M0 value", f.spec.name, a - f.spec.start)),
+                },
+                _ => {}
+            }
+        }
+    }
+    // Sites and ids.
+    let ok = vec![true; prog.funcs.len()];
+    let (sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
+    let ids = plan::allocate_ids(&sites, &reserved);
+    if ids.values().any(|&id| id >= 1 << 30) {
+        report.status = Status::FailedClosed;
+        report.reasons.push("more than 2^30 marker ids".into());
+        return Ok(Outcome { bytes: None, report });
+    }
+    // Snippets, with M0 preserved where live.
+    let mut facts = BTreeMap::new();
+    let reserve = free_sgpr(&prog, &co);
+    let mut used_reserve = false;
+    let mut snippets: BTreeMap<(usize, usize), Vec<(Site, Vec<amdgpu_isa::Instruction>)>> = BTreeMap::new();
+    for s in &sites {
+        let value = match plan::encode_word(s.word, &ids) {
+            Some(v) => v,
+            None => continue,
+        };
+        let needs_m0 = !(target.has_ttracedata_imm() && value <= 0xff);
+        let keep = if needs_m0 {
+            match plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts) {
+                Ok(k) => k,
+                Err(why) => {
+                    skipped.push(Skipped {
+                        function: prog.funcs[s.func].spec.name.clone(),
+                        addr: s.addr,
+                        kind: s.kind,
+                        why,
+                    });
+                    continue;
+                }
+            }
+        } else {
+            M0Keep::Dead
+        };
+        if let M0Keep::Save(_) = keep {
+            used_reserve = true;
+        }
+        match plan::snippet(target, value, keep) {
+            Ok(code) => snippets.entry((s.func, s.before)).or_default().push((*s, code)),
+            Err(why) => skipped.push(Skipped {
+                function: prog.funcs[s.func].spec.name.clone(),
+                addr: s.addr,
+                kind: s.kind,
+                why,
+            }),
+        }
+    }
+    // Entry snippets first at a shared point (they are skipped by branches).
+    for v in snippets.values_mut() {
+        v.sort_by_key(|(s, _)| s.landing != Landing::After);
+    }
+    report.skipped = skipped;
+    if snippets.is_empty() {
+        return Ok(Outcome { bytes: None, report });
+    }
+    report.reserved_sgpr = if used_reserve { reserve } else { None };
+    // Text plan.
+    let mut tp = TextPlan {
+        text_addr,
+        pieces: Vec::new(),
+        pcrels: prog.pcrels.clone(),
+    };
+    let mut cursor = text_addr;
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.spec.start > cursor {
+            let gap = &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
+            if !is_padding(gap) {
+                tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
+                tp.pieces.push(Piece::Raw { addr: cursor, bytes: gap.to_vec() });
+            }
+        }
+        tp.pieces.push(Piece::Align(alignment_of(f.spec.start, f.spec.kernel.is_some())));
+        for (i, (a, inst)) in f.insts.iter().enumerate() {
+            if let Some(list) = snippets.get(&(fi, i)) {
+                for (s, code) in list {
+                    for c in code {
+                        tp.pieces.push(Piece::Insert { inst: *c, landing: s.landing });
+                    }
+                }
+            }
+            tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: f.relocs[i] });
+        }
+        cursor = f.spec.end;
+    }
+    if cursor < text_end {
+        tp.pieces.push(Piece::Raw {
+            addr: cursor,
+            bytes: text_bytes[(cursor - text_addr) as usize..].to_vec(),
+        });
+    }
+    let layout = match lay_out(&tp, text_end) {
+        Ok(l) => l,
+        Err(e) => {
+            report.status = Status::FailedClosed;
+            report.reasons.push(e.to_string());
+            return Ok(Outcome { bytes: None, report });
+        }
+    };
+    // Edit the ELF.
+    let mut ed = CodeObjectEditor::new(&co);
+    let fail = |report: &mut Report, why: String| {
+        report.status = Status::FailedClosed;
+        report.reasons.push(why);
+    };
+    ed.set_text(layout.bytes.clone())?;
+    let map: BTreeMap<u64, u64> = layout.placed.iter().map(|p| (p.old, p.block_start)).collect();
+    ed.set_text_address_map(map);
+    for k in &co.kernels {
+        if let Some(n) = layout.map_addr(k.entry) {
+            ed.set_kernel_entry(&k.name, n)?;
+        }
+    }
+    for s in &co.symbols {
+        let sym = &s.symbol;
+        if sym.value < text_addr || sym.value >= text_end || sym.shndx == 0 || sym.shndx >= 0xff00 {
+            continue;
+        }
+        let Some(nv) = layout.map_addr(sym.value) else { continue };
+        let size = if sym.size > 0 {
+            layout
+                .map_end(sym.value + sym.size, text_end)
+                .map(|e| e - nv)
+        } else {
+            None
+        };
+        ed.set_symbol(sym.table, sym.index, Some(nv), size)?;
+    }
+    // Data targets of address builders move when `.text` outgrows its gap: map them and redo.
+    let placement = ed.layout()?;
+    if placement.map_address(text_addr) != text_addr {
+        fail(&mut report, "the rewritten metadata note moves .text".into());
+        return Ok(Outcome { bytes: None, report });
+    }
+    let mut layout = layout;
+    if tp.pcrels.iter().any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target) {
+        for p in &mut tp.pcrels {
+            if p.use_kind == PcRelUse::Data {
+                p.target = placement.map_address(p.target);
+            }
+        }
+        layout = match lay_out(&tp, text_end) {
+            Ok(l) => l,
+            Err(e) => {
+                fail(&mut report, e.to_string());
+                return Ok(Outcome { bytes: None, report });
+            }
+        };
+        ed.set_text(layout.bytes.clone())?;
+    }
+    // DWARF.
+    if co.has_dwarf() {
+        let moved_data = co
+            .elf
+            .sections
+            .iter()
+            .any(|s| s.is_alloc() && s.addr > text_end && placement.map_address(s.addr) != s.addr);
+        if moved_data {
+            fail(&mut report, "DWARF present and data sections move: data addresses in DWARF are not remapped".into());
+            return Ok(Outcome { bytes: None, report });
+        }
+        let mut sections = HashMap::new();
+        for s in &co.elf.sections {
+            if s.name.starts_with(".debug_") {
+                sections.insert(s.name.clone(), co.section_data(s).to_vec());
+            }
+        }
+        let mut pairs: Vec<(u64, u64)> = layout.placed.iter().map(|p| (p.old, p.block_start)).collect();
+        for &(o, len, n) in &layout.raws {
+            pairs.push((o, n));
+            let _ = len;
+        }
+        pairs.sort();
+        pairs.dedup_by_key(|p| p.0);
+        pairs.push((text_end, layout.new_end));
+        let amap = dwarf_remap::AddressMap::new(pairs)
+            .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
+            .and_then(|m| Ok(m.with_identity_outside()));
+        let changed = amap.and_then(|m| dwarf_remap::remap_dwarf(&sections, &m).map_err(|e| hsaco::Error::InvalidEdit(e.to_string())));
+        match changed {
+            Ok(changed) => {
+                report.dwarf_sections_remapped = changed.len();
+                for (name, data) in changed {
+                    let idx = ed.section_index(&name)?;
+                    ed.set_section_data(idx, data)?;
+                }
+            }
+            Err(e) => {
+                fail(&mut report, format!("DWARF cannot be remapped: {e}"));
+                return Ok(Outcome { bytes: None, report });
+            }
+        }
+    }
+    // Descriptors: gfx11+ instruction prefetch follows the new code size.
+    let gen = co.target.generation();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let Some(k) = co.kernels.iter().find(|k| k.entry == f.spec.start) else { continue };
+        let _ = fi;
+        if let Some(old) = k.descriptor.inst_pref_size(gen) {
+            let new_start = layout.map_addr(f.spec.start).unwrap_or(f.spec.start);
+            let new_end = layout.map_end(f.spec.end, text_end).unwrap_or(new_start);
+            let old_lines = (f.spec.end - f.spec.start).div_ceil(128) as u32;
+            if old == old_lines.min(old) && old != 0 {
+                let mut kd = k.descriptor.clone();
+                let max = if gen == hsaco::Generation::Gfx11 { 63 } else { 255 };
+                kd.set_inst_pref_size(gen, ((new_end - new_start).div_ceil(128) as u32).min(max).max(old));
+                ed.set_kernel_descriptor(&k.name, &kd)?;
+            }
+        }
+    }
+    // Funcmap and the run record.
+    let mut rows = existing_rows.rows.clone();
+    for k in &co.kernels {
+        if !rows.iter().any(|r| matches!(r, Row::Kernel { name, .. } if *name == k.name)) {
+            rows.push(Row::Kernel { name: k.name.clone(), loc: None });
+        }
+    }
+    let locs = if co.has_dwarf() { function_locs(&co) } else { HashMap::new() };
+    for (&k, &id) in &ids {
+        let name = marker_name(&prog, k);
+        report.ids.insert(name.clone(), id);
+        rows.push(match k {
+            MarkerKey::Function(_) | MarkerKey::Kernel(_) => Row::Function {
+                id,
+                loc: locs.get(&name).cloned().filter(|l| !l.contains('@')),
+                name,
+            },
+            _ => Row::Point { id, name, loc: None },
+        });
+    }
+    report.funcmap_rows = rows.len();
+    ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
+    let record = serde_json::json!({
+        "tool": "sqtt-patch",
+        "version": env!("CARGO_PKG_VERSION"),
+        "options": format!("{opts:?}"),
+    });
+    ed.add_or_replace_section(PATCH_SECTION, 1, 0, 1, format!("{record}\n").into_bytes())?;
+    let bytes = ed.write()?;
+    // Report.
+    fill_function_reports(&mut report, &prog, &layout, &snippets, &ids, text_end);
+    fill_kernel_reports(&mut report, &co, &prog);
+    report.text_size_after = layout.bytes.len() as u64;
+    report.status = Status::Instrumented;
+    Ok(Outcome { bytes: Some(bytes), report })
+}
+
+fn function_locs(co: &CodeObject) -> HashMap<String, String> {
+    let mut sections = HashMap::new();
+    for s in &co.elf.sections {
+        if s.name.starts_with(".debug_") {
+            sections.insert(s.name.clone(), co.section_data(s).to_vec());
+        }
+    }
+    dwarf_remap::function_locations(&sections)
+        .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
+        .unwrap_or_default()
+}
+
+type Snippets = BTreeMap<(usize, usize), Vec<(Site, Vec<amdgpu_isa::Instruction>)>>;
+
+fn fill_function_reports(report: &mut Report, prog: &Program, layout: &Layout, snippets: &Snippets, ids: &BTreeMap<MarkerKey, u32>, text_end: u64) {
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let mut fr = FunctionReport {
+            name: f.spec.name.clone(),
+            kernel: f.spec.kernel.is_some(),
+            address: f.spec.start,
+            size: f.spec.end - f.spec.start,
+            new_size: 0,
+            sites: BTreeMap::new(),
+            inserted_instructions: 0,
+            inserted_bytes: 0,
+            scope_id: ids
+                .get(&MarkerKey::Function(fi))
+                .or_else(|| ids.get(&MarkerKey::Kernel(fi)))
+                .copied(),
+        };
+        let ns = layout.map_addr(f.spec.start).unwrap_or(0);
+        fr.new_size = layout.map_end(f.spec.end, text_end).unwrap_or(ns) - ns;
+        for ((sf, _), list) in snippets.range((fi, 0)..(fi + 1, 0)) {
+            let _ = sf;
+            for (s, code) in list {
+                *fr.sites.entry(kind_name(s.kind)).or_default() += 1;
+                fr.inserted_instructions += code.len() as u32;
+                fr.inserted_bytes += code.iter().map(|c| c.len() as u32).sum::<u32>();
+            }
+        }
+        report.functions.push(fr);
+    }
+}
+
+fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
+    for k in &co.kernels {
+        let Some(fi) = prog.funcs.iter().position(|f| f.spec.start == k.entry) else { continue };
+        let regs = k.descriptor.registers(&co.target);
+        let lds = k.descriptor.group_segment_fixed_size;
+        let occ = hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, regs.sgprs.unwrap_or(0), lds);
+        let reach = prog.reachable(fi);
+        let inserted = report
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| reach.contains(i))
+            .map(|(_, f)| f.inserted_instructions)
+            .sum();
+        report.kernels.push(KernelReport {
+            name: k.name.clone(),
+            wave_size: k.descriptor.wave_size(),
+            sgprs_before: regs.sgprs,
+            sgprs_after: regs.sgprs,
+            vgprs: regs.vgprs_allocated,
+            occupancy_before: occ.waves_per_simd,
+            occupancy_after: occ.waves_per_simd,
+            inserted_instructions_reachable: inserted,
+        });
+    }
+}
+
+/// An SGPR no code of the object uses, usable to save M0 without changing any descriptor: above
+/// the highest SGPR any function reads or writes, and (gfx9) inside every kernel's allocated SGPR
+/// block minus the 6 SGPRs that hold VCC, FLAT_SCRATCH and XNACK_MASK.
+fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
+    let mut max: Option<u16> = None;
+    for f in &prog.funcs {
+        for (_, i) in &f.insts {
+            for set in [i.reads(), i.writes()] {
+                if let Some(m) = set.max_sgpr() {
+                    max = Some(max.map_or(m, |x| x.max(m)));
+                }
+            }
+        }
+    }
+    let cand = max.map_or(0, |m| m + 1);
+    if cand >= sgpr_limit(prog.target) {
+        return None;
+    }
+    if prog.target.family() == Family::Gfx9 {
+        for k in &co.kernels {
+            let regs = k.descriptor.registers(&co.target);
+            let alloc = regs.sgprs.unwrap_or(0) as u16;
+            if cand + 1 + 6 > alloc {
+                return None;
+            }
+        }
+    }
+    u8::try_from(cand).ok()
+}

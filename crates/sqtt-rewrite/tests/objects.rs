@@ -1,0 +1,123 @@
+//! End-to-end rewrite of every bare code object in `fixtures/` (and `../shared/corpus` when
+//! present) with function (threshold 1) and barrier markers, checked by LLVM 22 oracles:
+//! llvm-objdump-22 disassembles the output with no unknown word and shows the inserted markers,
+//! llvm-readelf-22 -a prints no warning, llvm-dwarfdump-22 --verify is clean where DWARF exists.
+
+use sqtt_rewrite::config::{FunctionThreshold, Options};
+use sqtt_rewrite::funcmap;
+use sqtt_rewrite::rewrite::{rewrite, Status};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn llvm(tool: &str) -> PathBuf {
+    let p = PathBuf::from(format!("/usr/lib/llvm-22/bin/{tool}"));
+    assert!(p.exists() || std::env::var("SQTT_NO_LLVM").is_ok(), "LLVM 22 tool {} missing (apt-get install llvm-22)", p.display());
+    p
+}
+
+fn objects() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root().join("fixtures/objects")];
+    let corpus = root().join("../shared/corpus");
+    if corpus.exists() {
+        dirs.push(corpus.join("compiled"));
+        dirs.push(corpus.join("triton"));
+    }
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if matches!(p.extension().and_then(|x| x.to_str()), Some("co" | "hsaco")) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn run(tool: &str, args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(llvm(tool)).args(args).output().expect("run llvm tool");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn rewrite_every_object_and_check_with_llvm() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let opts = Options {
+        functions: FunctionThreshold::Count(1),
+        barriers: true,
+        ..Options::default()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let objs = objects();
+    assert!(objs.len() >= 290, "fixtures missing: found {} objects", objs.len());
+    let mut failures = Vec::new();
+    let (mut instrumented, mut closed, mut nothing) = (0, 0, 0);
+    for (n, path) in objs.iter().enumerate() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let input = std::fs::read(path).unwrap();
+        let out = match rewrite(&input, &opts) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{name}: error {e}"));
+                continue;
+            }
+        };
+        match out.report.status {
+            Status::FailedClosed => {
+                closed += 1;
+                eprintln!("{name}: failed closed: {:?}", out.report.reasons);
+                continue;
+            }
+            Status::NothingToDo => {
+                nothing += 1;
+                continue;
+            }
+            Status::Instrumented => instrumented += 1,
+        }
+        let bytes = out.bytes.unwrap();
+        let file = tmp.path().join(format!("{n}.co"));
+        std::fs::write(&file, &bytes).unwrap();
+        let f = file.to_str().unwrap();
+        let (ok, dis, err) = run("llvm-objdump", &["-d", f]);
+        if !ok || dis.contains("<unknown>") || !err.is_empty() {
+            failures.push(format!("{name}: llvm-objdump: ok={ok} unknown={} {err}", dis.contains("<unknown>")));
+        }
+        let markers = dis.lines().filter(|l| l.contains("s_ttracedata")).count();
+        let orig_dis = run("llvm-objdump", &["-d", path.to_str().unwrap()]).1;
+        let orig_markers = orig_dis.lines().filter(|l| l.contains("s_ttracedata")).count();
+        let sites: u32 = out.report.functions.iter().map(|f| f.sites.values().sum::<u32>()).sum();
+        if markers != orig_markers + sites as usize {
+            failures.push(format!("{name}: {markers} s_ttracedata in output, expected {} + {sites}", orig_markers));
+        }
+        let (ok, _, err) = run("llvm-readelf", &["-a", f]);
+        if !ok || err.contains("warning") || err.contains("error") {
+            failures.push(format!("{name}: llvm-readelf -a: {err}"));
+        }
+        if name.contains("-g") {
+            let (ok, o, _) = run("llvm-dwarfdump", &["--verify", f]);
+            if !ok {
+                failures.push(format!("{name}: llvm-dwarfdump --verify: {}", o.lines().rev().take(5).collect::<Vec<_>>().join(" | ")));
+            }
+        }
+        let (_, fm, _) = run("llvm-objcopy", &["--dump-section=.sqtt_funcmap=/dev/stdout", f, "/dev/null"]);
+        let parsed = funcmap::parse(fm.as_bytes());
+        if !parsed.warnings.is_empty() || parsed.rows.is_empty() {
+            failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
+        }
+    }
+    eprintln!("instrumented {instrumented}, failed closed {closed}, nothing to do {nothing}, failures {}", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(instrumented > 200, "only {instrumented} objects instrumented");
+}

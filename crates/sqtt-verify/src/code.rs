@@ -1,0 +1,524 @@
+//! Function discovery in both code objects, decoding and instruction alignment (the address map
+//! from original instructions to their rewritten copies and the inserted runs in front of them).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use amdgpu_isa::{decode, Instruction, Special, Target};
+use hsaco::CodeObject;
+
+use crate::insn::{allowed, is_padding, scalar_const};
+use crate::{Check, Finding, FunctionKind, VerifyError};
+
+/// The executable `.text` section of one code object.
+pub(crate) struct Text {
+    /// Virtual address (bytes).
+    pub addr: u64,
+    /// File offset (bytes).
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Text {
+    fn of(co: &CodeObject, which: &'static str) -> Result<Text, VerifyError> {
+        let execs: Vec<_> = co.exec_sections().collect();
+        let [sec] = execs.as_slice() else {
+            return Err(VerifyError::Text {
+                which,
+                detail: format!("expected exactly one executable section, found {}", execs.len()),
+            });
+        };
+        Ok(Text { addr: sec.addr, offset: sec.offset, bytes: co.section_data(sec).to_vec() })
+    }
+
+    pub fn end(&self) -> u64 {
+        self.addr + self.bytes.len() as u64
+    }
+
+    pub fn contains(&self, a: u64) -> bool {
+        a >= self.addr && a < self.end()
+    }
+
+    fn slice(&self, start: u64, end: u64) -> &[u8] {
+        let s = start.saturating_sub(self.addr) as usize;
+        let e = (end.saturating_sub(self.addr) as usize).min(self.bytes.len());
+        self.bytes.get(s..e).unwrap_or_default()
+    }
+}
+
+/// An instruction of the rewritten text.
+#[derive(Clone, Copy)]
+pub(crate) struct NInst {
+    pub addr: u64,
+    pub inst: Instruction,
+}
+
+/// An original instruction and where it went.
+pub(crate) struct OInst {
+    pub addr: u64,
+    pub inst: Instruction,
+    /// Its copy in the rewritten text, when found.
+    pub new: Option<NInst>,
+    /// Indices into [`Func::inserted`] of the run inserted in front of it.
+    pub run: Range<usize>,
+}
+
+/// A `s_getpc_b64`/`s_get_pc_i64` address builder of the original (rewriting.md "Layout and
+/// relocation"): instruction indices of the getpc and of the adds carrying the offset.
+pub(crate) struct Builder {
+    pub getpc: usize,
+    /// First SGPR of the pair holding the address.
+    pub dst: u16,
+    /// `s_add_u32`/`s_add_co_u32` (low half), or the single gfx1250 `s_add_nc_u64`.
+    pub lo: usize,
+    /// `s_addc_u32`/`s_add_co_ci_u32` (high half); `None` for `s_add_nc_u64`.
+    pub hi: Option<usize>,
+}
+
+impl Builder {
+    /// Byte offset added to `getpc address + 4`, from the given instructions of the builder.
+    pub fn offset(&self, lo: &Instruction, hi: Option<&Instruction>) -> Option<i64> {
+        match hi {
+            None => {
+                let l = lo.literal()?;
+                Some(if lo.len() == 8 { i64::from(l as u32 as i32) } else { l as i64 })
+            }
+            Some(h) => {
+                let l = scalar_const(lo, "ssrc1").or_else(|| scalar_const(lo, "ssrc0"))?;
+                let hv = scalar_const(h, "ssrc1").or_else(|| scalar_const(h, "ssrc0"))?;
+                Some(((u64::from(hv) << 32) | u64::from(l)) as i64)
+            }
+        }
+    }
+}
+
+/// One kernel or device function.
+pub(crate) struct Func {
+    pub name: String,
+    pub kind: FunctionKind,
+    pub orig_start: u64,
+    /// End of the original body (bytes, exclusive).
+    pub orig_end: u64,
+    /// Rewritten entry (symbol value, or descriptor entry for kernels without a symbol).
+    pub new_start: Option<u64>,
+    /// End of the rewritten region (next function's start or end of `.text`).
+    pub new_region_end: u64,
+    pub orig: Vec<OInst>,
+    pub inserted: Vec<NInst>,
+    /// Words after the last original instruction up to the next function.
+    pub padding: Vec<NInst>,
+    pub builders: Vec<Builder>,
+}
+
+impl Func {
+    /// New address just after the last original instruction (end of the rewritten body).
+    pub fn new_body_end(&self) -> Option<u64> {
+        let last = self.orig.last()?.new?;
+        Some(last.addr + last.inst.len() as u64)
+    }
+
+    fn finding(&self, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
+        Finding { check, function: Some(self.name.clone()), original_address: o, new_address: n, message }
+    }
+}
+
+/// Both texts and every function, aligned.
+pub(crate) struct Program {
+    pub isa: Target,
+    pub otext: Text,
+    pub ntext: Text,
+    pub funcs: Vec<Func>,
+    /// Original instruction address -> (function index, instruction index).
+    pub omap: BTreeMap<u64, (usize, usize)>,
+    /// Allocated non-executable sections: (original address, original end, rewritten address).
+    pub secmap: Vec<(u64, u64, u64)>,
+}
+
+struct Seed {
+    name: String,
+    kind: FunctionKind,
+    size: Option<u64>,
+}
+
+/// Pairs same-named entries of two lists in address order (static functions may share names).
+fn pair_by_name<'a>(names: impl Iterator<Item = (&'a str, u64)>, key: &str, n: usize) -> Option<u64> {
+    let mut v: Vec<u64> = names.filter(|(nm, _)| *nm == key).map(|(_, a)| a).collect();
+    v.sort_unstable();
+    v.get(n).copied()
+}
+
+impl Program {
+    pub fn build(orig: &CodeObject, new: &CodeObject, isa: Target, findings: &mut Vec<Finding>) -> Result<Program, VerifyError> {
+        let otext = Text::of(orig, "original")?;
+        let ntext = Text::of(new, "rewritten")?;
+
+        // Original functions: kernels through their descriptors, device functions through
+        // STT_FUNC symbols; one entry per start address.
+        let mut seeds: BTreeMap<u64, Seed> = BTreeMap::new();
+        for k in &orig.kernels {
+            if otext.contains(k.entry) {
+                seeds.entry(k.entry).or_insert(Seed { name: k.name.clone(), kind: FunctionKind::Kernel, size: k.code_size });
+            }
+        }
+        for f in &orig.functions {
+            if otext.contains(f.address) {
+                seeds.entry(f.address).or_insert(Seed { name: f.name.clone(), kind: FunctionKind::Function, size: Some(f.size) });
+            }
+        }
+        let starts: Vec<u64> = seeds.keys().copied().collect();
+
+        // Occurrence number of each name (for duplicated local names).
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut funcs = Vec::new();
+        for (i, (&start, seed)) in seeds.iter().enumerate() {
+            let occ = seen.entry(seed.name.as_str()).or_insert(0);
+            let n = *occ;
+            *occ += 1;
+            let region_end = starts.get(i + 1).copied().unwrap_or(otext.end());
+            let orig_end = match seed.size {
+                Some(s) if s > 0 => start.saturating_add(s).min(region_end),
+                _ => trim_padding(&otext, start, region_end, isa),
+            };
+            let new_start = match seed.kind {
+                FunctionKind::Kernel => {
+                    let sym = new
+                        .symbols
+                        .iter()
+                        .filter(|s| s.kind == hsaco::SymbolKind::KernelEntry || s.symbol.st_type == hsaco::elf::STT_FUNC)
+                        .filter(|s| s.symbol.name == seed.name && s.symbol.shndx != hsaco::elf::SHN_UNDEF)
+                        .map(|s| s.symbol.value)
+                        .min();
+                    sym.or_else(|| pair_by_name(new.kernels.iter().map(|k| (k.name.as_str(), k.entry)), &seed.name, n))
+                }
+                FunctionKind::Function => pair_by_name(new.functions.iter().map(|f| (f.name.as_str(), f.address)), &seed.name, n),
+            };
+            if new_start.is_none() {
+                findings.push(Finding {
+                    check: Check::Functions,
+                    function: Some(seed.name.clone()),
+                    original_address: Some(start),
+                    new_address: None,
+                    message: "function is missing from the rewritten code object".into(),
+                });
+            }
+            funcs.push(Func {
+                name: seed.name.clone(),
+                kind: seed.kind,
+                orig_start: start,
+                orig_end,
+                new_start,
+                new_region_end: ntext.end(),
+                orig: Vec::new(),
+                inserted: Vec::new(),
+                padding: Vec::new(),
+                builders: Vec::new(),
+            });
+        }
+        check_new_only(orig, new, findings);
+
+        let mut new_starts: Vec<u64> = funcs.iter().filter_map(|f| f.new_start).collect();
+        new_starts.sort_unstable();
+        new_starts.dedup();
+        for f in &mut funcs {
+            if let Some(s) = f.new_start {
+                f.new_region_end = new_starts.iter().copied().find(|&x| x > s).unwrap_or(ntext.end()).min(ntext.end());
+            }
+        }
+
+        let mut omap = BTreeMap::new();
+        for (fi, f) in funcs.iter_mut().enumerate() {
+            let body = decode_original(&otext, f, isa)?;
+            f.builders = find_builders(&body);
+            for (k, (a, _)) in body.iter().enumerate() {
+                omap.insert(*a, (fi, k));
+            }
+            align(f, body, &ntext, isa, findings);
+        }
+        let secmap = orig
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.is_alloc() && !s.is_exec())
+            .filter_map(|s| new.section(&s.name).map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr)))
+            .collect();
+        let program = Program { isa, otext, ntext, funcs, omap, secmap };
+        program.check_tail(findings);
+        Ok(program)
+    }
+
+    /// Landing addresses allowed for a jump to original address `target`: every instruction start
+    /// of the inserted run in front of the original instruction, and the instruction itself.
+    pub fn landing(&self, target: u64) -> Option<(usize, usize, Vec<u64>)> {
+        let &(fi, k) = self.omap.get(&target)?;
+        let f = self.funcs.get(fi)?;
+        let o = f.orig.get(k)?;
+        let mut v: Vec<u64> = f.inserted.get(o.run.clone()).unwrap_or_default().iter().map(|n| n.addr).collect();
+        v.push(o.new?.addr);
+        Some((fi, k, v))
+    }
+
+    /// Rewritten address of a data address `a` outside `.text` (moves with its section; addresses in
+    /// no allocated section stay put).
+    pub fn map_data(&self, a: u64) -> u64 {
+        self.secmap
+            .iter()
+            .find(|(s, e, _)| a >= *s && a <= *e)
+            .map_or(a, |(s, _, n)| n.wrapping_add(a - s))
+    }
+
+    /// Original function index whose entry is `addr`.
+    pub fn func_at(&self, addr: u64) -> Option<usize> {
+        self.funcs.iter().position(|f| f.orig_start == addr)
+    }
+
+    /// The tail `s_code_end` padding after the last function is copied (same count).
+    fn check_tail(&self, findings: &mut Vec<Finding>) {
+        let Some(last_o) = self.funcs.iter().max_by_key(|f| f.orig_start) else { return };
+        let otail = count_code_end(self.otext.slice(last_o.orig_end, self.otext.end()), self.isa);
+        let Some(last_n) = self.funcs.iter().filter(|f| f.new_start.is_some()).max_by_key(|f| f.new_start) else { return };
+        let ntail = last_n.padding.iter().filter(|p| p.inst.special() == Special::CodeEnd).count();
+        if otail != ntail {
+            findings.push(last_n.finding(
+                Check::Padding,
+                Some(last_o.orig_end),
+                last_n.new_body_end(),
+                format!("tail padding has {ntail} s_code_end words, the original has {otail}"),
+            ));
+        }
+        for f in &self.funcs {
+            if f.new_start == last_n.new_start {
+                continue;
+            }
+            if let Some(p) = f.padding.iter().find(|p| p.inst.special() == Special::CodeEnd) {
+                findings.push(f.finding(Check::Padding, None, Some(p.addr), "s_code_end inside the text (only allowed as tail padding)".into()));
+            }
+        }
+    }
+}
+
+fn check_new_only(orig: &CodeObject, new: &CodeObject, findings: &mut Vec<Finding>) {
+    for k in &new.kernels {
+        if !orig.kernels.iter().any(|o| o.name == k.name) {
+            findings.push(Finding {
+                check: Check::Functions,
+                function: Some(k.name.clone()),
+                original_address: None,
+                new_address: Some(k.entry),
+                message: "kernel exists only in the rewritten code object".into(),
+            });
+        }
+    }
+    for f in &new.functions {
+        if !orig.functions.iter().any(|o| o.name == f.name) {
+            findings.push(Finding {
+                check: Check::Functions,
+                function: Some(f.name.clone()),
+                original_address: None,
+                new_address: Some(f.address),
+                message: "device function exists only in the rewritten code object".into(),
+            });
+        }
+    }
+}
+
+fn count_code_end(bytes: &[u8], isa: Target) -> usize {
+    let mut off = 0;
+    let mut n = 0;
+    while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
+        let Ok(i) = decode(rest, isa) else { break };
+        if i.special() == Special::CodeEnd {
+            n += 1;
+        }
+        off += i.len();
+    }
+    n
+}
+
+/// End of a symbol-less (or zero-sized) function: its region minus trailing padding words.
+fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
+    let mut off = 0;
+    let bytes = t.slice(start, end);
+    let mut last_real = 0;
+    while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
+        let Ok(i) = decode(rest, isa) else { return end };
+        off += i.len();
+        if !is_padding(&i) {
+            last_real = off;
+        }
+    }
+    start + last_real as u64
+}
+
+fn decode_original(t: &Text, f: &Func, isa: Target) -> Result<Vec<(u64, Instruction)>, VerifyError> {
+    let bytes = t.slice(f.orig_start, f.orig_end);
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
+        let addr = f.orig_start + off as u64;
+        let i = decode(rest, isa).map_err(|e| VerifyError::OriginalDecode {
+            function: f.name.clone(),
+            address: addr,
+            offset: t.offset + (addr - t.addr),
+            detail: e.kind.to_string(),
+        })?;
+        off += i.len();
+        out.push((addr, i));
+    }
+    Ok(out)
+}
+
+fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
+    let mut out = Vec::new();
+    for (k, (_, g)) in body.iter().enumerate() {
+        if g.special() != Special::GetPc {
+            continue;
+        }
+        let Some(hi_reg) = g.writes().max_sgpr() else { continue };
+        let dst = hi_reg.saturating_sub(1);
+        let mut lo = None;
+        for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(8) {
+            let (r, w) = (i.reads(), i.writes());
+            let m = i.mnemonic();
+            if m == "s_add_nc_u64" && w.contains_sgpr(dst) && r.contains_sgpr(dst) {
+                out.push(Builder { getpc: k, dst, lo: j, hi: None });
+                break;
+            }
+            if matches!(m, "s_add_u32" | "s_add_co_u32") && w.contains_sgpr(dst) && r.contains_sgpr(dst) && lo.is_none() {
+                lo = Some(j);
+                continue;
+            }
+            if matches!(m, "s_addc_u32" | "s_add_co_ci_u32") && w.contains_sgpr(dst + 1) && r.contains_sgpr(dst + 1) {
+                if let Some(l) = lo {
+                    out.push(Builder { getpc: k, dst, lo: l, hi: Some(j) });
+                }
+                break;
+            }
+            let sext_hi = m == "s_sext_i32_i16" && w.contains_sgpr(dst + 1) && !w.contains_sgpr(dst);
+            if !sext_hi && (w.contains_sgpr(dst) || w.contains_sgpr(dst + 1)) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Equality of an original and a rewritten instruction, ignoring the PC-relative field: simm16
+/// of SOPP branches / `s_call_b64`, the literal of address-builder adds.
+fn same(o: &Instruction, n: &Instruction, pcrel_literal: bool) -> bool {
+    if o.len() != n.len() || o.target() != n.target() {
+        return false;
+    }
+    if o.branch_target(0).is_some() {
+        return o.bytes().get(2..) == n.bytes().get(2..);
+    }
+    if pcrel_literal {
+        if let (Ok(a), Ok(b)) = (o.with_literal(0), n.with_literal(0)) {
+            return a.bytes() == b.bytes();
+        }
+    }
+    o.bytes() == n.bytes()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            format!("{:08x}", u32::from_le_bytes(w))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Forward greedy alignment of the original body against the rewritten region. Inserted
+/// instructions go in front of originals, so an original is matched at the first rewritten
+/// instruction equal to it.
+fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target, findings: &mut Vec<Finding>) {
+    let pcrel: Vec<usize> = f.builders.iter().flat_map(|b| std::iter::once(b.lo).chain(b.hi)).collect();
+    let Some(start) = f.new_start else {
+        f.orig = body.into_iter().map(|(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }).collect();
+        return;
+    };
+    if !ntext.contains(start) {
+        findings.push(f.finding(Check::Functions, Some(f.orig_start), Some(start), "rewritten entry is outside .text".into()));
+        f.orig = body.into_iter().map(|(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }).collect();
+        return;
+    }
+    // Decode the rewritten region; stop at the first word that does not decode.
+    let bytes = ntext.slice(start, f.new_region_end);
+    let mut new = Vec::new();
+    let mut off = 0usize;
+    while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
+        let addr = start + off as u64;
+        match decode(rest, isa) {
+            Ok(i) => {
+                off += i.len();
+                new.push(NInst { addr, inst: i });
+            }
+            Err(e) => {
+                findings.push(f.finding(Check::Decode, None, Some(addr), format!("rewritten text does not decode: {}", e.kind)));
+                break;
+            }
+        }
+    }
+    let (mut i, mut j) = (0usize, 0usize);
+    let mut run_start = 0usize;
+    let mut orig = Vec::with_capacity(body.len());
+    while i < body.len() && j < new.len() {
+        let (oa, oi) = body[i];
+        let n = new[j];
+        let lit = pcrel.contains(&i);
+        if same(&oi, &n.inst, lit) {
+            orig.push(OInst { addr: oa, inst: oi, new: Some(n), run: run_start..f.inserted.len() });
+            run_start = f.inserted.len();
+            i += 1;
+            j += 1;
+            continue;
+        }
+        if allowed(&n.inst).is_some() {
+            f.inserted.push(n);
+            j += 1;
+            continue;
+        }
+        if new.get(j + 1).is_some_and(|m| same(&oi, &m.inst, lit)) {
+            // A foreign instruction inserted in front of the original: `check_inserted` reports it.
+            f.inserted.push(n);
+            j += 1;
+            continue;
+        }
+        findings.push(f.finding(
+            Check::Alignment,
+            Some(oa),
+            Some(n.addr),
+            format!(
+                "original instruction changed: expected {} [{}], found {} [{}]",
+                oi.mnemonic(),
+                hex(oi.bytes()),
+                n.inst.mnemonic(),
+                hex(n.inst.bytes())
+            ),
+        ));
+        orig.push(OInst { addr: oa, inst: oi, new: Some(n), run: run_start..f.inserted.len() });
+        run_start = f.inserted.len();
+        i += 1;
+        j += 1;
+    }
+    if i < body.len() {
+        let (oa, oi) = body[i];
+        findings.push(f.finding(
+            Check::Alignment,
+            Some(oa),
+            new.get(j).map(|n| n.addr),
+            format!("{} original instructions missing from the rewritten function, first {}", body.len() - i, oi.mnemonic()),
+        ));
+        orig.extend(body[i..].iter().map(|&(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }));
+    }
+    for n in new.get(j..).unwrap_or_default() {
+        if is_padding(&n.inst) {
+            f.padding.push(*n);
+        } else {
+            findings.push(f.finding(Check::Padding, None, Some(n.addr), format!("{} after the end of the function (padding must be s_nop 0)", n.inst.mnemonic())));
+        }
+    }
+    f.orig = orig;
+}

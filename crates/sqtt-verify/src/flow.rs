@@ -1,0 +1,517 @@
+//! Per-function analyses over the ORIGINAL control-flow graph with the inserted runs attached:
+//! whitelist of inserted instructions, relocated jump targets, M0 liveness and reaching
+//! constants, marker words and enter/exit balance.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use amdgpu_isa::{Flow, RegSet, SpecialReg};
+
+use crate::code::{Func, NInst, Program};
+use crate::elfcheck::FuncmapInfo;
+use crate::insn::{allowed, marker_kind, reads_m0, Allowed, MarkerKind};
+use crate::{Check, Finding};
+
+/// Marker counts of one function (instructions).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MarkerCounts {
+    pub enter: usize,
+    pub exit: usize,
+    pub point: usize,
+}
+
+pub(crate) struct Analysis {
+    pub reserved_sgpr: Option<u16>,
+    /// Parallel to `Program::funcs`.
+    pub markers: Vec<MarkerCounts>,
+}
+
+/// Abstract value of M0 inside an inserted run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Val {
+    /// The value the original program has there.
+    Orig,
+    Const(u32),
+    Unknown,
+}
+
+/// Effect of executing (a suffix of) an inserted run.
+struct Effect {
+    m0: Val,
+    /// The last instruction of the run writes M0.
+    last_writes_m0: bool,
+    /// Net scope depth change and lowest relative depth reached.
+    delta: i32,
+    low: i32,
+    markers: Vec<(u64, u32)>,
+    problems: Vec<(Check, u64, String)>,
+}
+
+fn simulate(run: &[NInst]) -> Effect {
+    let mut e = Effect { m0: Val::Orig, last_writes_m0: false, delta: 0, low: 0, markers: Vec::new(), problems: Vec::new() };
+    let mut sr = Val::Unknown;
+    for n in run {
+        let mut writes_m0 = false;
+        let mut value = None;
+        match allowed(&n.inst) {
+            Some(Allowed::SetM0(k)) => {
+                e.m0 = Val::Const(k);
+                writes_m0 = true;
+            }
+            Some(Allowed::SaveM0(_)) => sr = e.m0,
+            Some(Allowed::RestoreM0(r)) => {
+                if sr == Val::Unknown {
+                    e.problems.push((Check::M0, n.addr, format!("M0 restored from s{r}, which this run did not save")));
+                }
+                e.m0 = sr;
+                writes_m0 = true;
+            }
+            Some(Allowed::Ttrace) => {
+                if e.last_writes_m0 {
+                    e.problems.push((Check::M0, n.addr, "s_ttracedata directly after an M0 write (needs s_nop 0)".into()));
+                }
+                match e.m0 {
+                    Val::Const(k) => value = Some(k),
+                    _ => e.problems.push((Check::Markers, n.addr, "s_ttracedata without an M0 constant set in the same run".into())),
+                }
+            }
+            Some(Allowed::TtraceImm(v)) => value = Some(u32::from(v)),
+            Some(Allowed::Nop0) => {}
+            None => {
+                if n.inst.writes().contains(SpecialReg::M0) {
+                    e.m0 = Val::Unknown;
+                    writes_m0 = true;
+                }
+            }
+        }
+        e.last_writes_m0 = writes_m0;
+        if let Some(v) = value {
+            e.markers.push((n.addr, v));
+            match marker_kind(v) {
+                MarkerKind::Enter(_) => e.delta += 1,
+                MarkerKind::Exit => {
+                    e.delta -= 1;
+                    e.low = e.low.min(e.delta);
+                }
+                MarkerKind::Fused(_) => {
+                    e.low = e.low.min(e.delta - 1);
+                }
+                MarkerKind::Point(_) | MarkerKind::Reserved => {}
+            }
+        }
+    }
+    e
+}
+
+/// Successor of an original instruction: index and, for jumps, the rewritten landing address
+/// (`None`: falls through into the whole run).
+type Succ = (usize, Option<u64>);
+
+struct Cfg {
+    succs: Vec<Vec<Succ>>,
+    /// Function exits (end of program, return, tail call) that must leave no open scope.
+    exits: Vec<usize>,
+}
+
+pub(crate) fn analyse(p: &Program, fm: &FuncmapInfo, findings: &mut Vec<Finding>) -> Analysis {
+    let reserved = reserved_sgpr(p, findings);
+    let mut markers = Vec::with_capacity(p.funcs.len());
+    for (fi, f) in p.funcs.iter().enumerate() {
+        check_inserted(f, reserved, p.isa.has_ttracedata_imm(), findings);
+        check_windows(f, findings);
+        let cfg = build_cfg(p, fi, findings);
+        markers.push(check_runs(f, &cfg, fm, findings));
+    }
+    Analysis { reserved_sgpr: reserved, markers }
+}
+
+fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
+    Finding { check, function: Some(f.name.clone()), original_address: o, new_address: n, message }
+}
+
+/// The one SGPR inserted code uses to save M0; it must be unused by every original instruction.
+fn reserved_sgpr(p: &Program, findings: &mut Vec<Finding>) -> Option<u16> {
+    let mut regs = BTreeSet::new();
+    for f in &p.funcs {
+        for n in &f.inserted {
+            if let Some(Allowed::SaveM0(r) | Allowed::RestoreM0(r)) = allowed(&n.inst) {
+                regs.insert(r);
+            }
+        }
+    }
+    let r = regs.first().copied()?;
+    if regs.len() > 1 {
+        findings.push(Finding {
+            check: Check::Inserted,
+            function: None,
+            original_address: None,
+            new_address: None,
+            message: format!("inserted code saves M0 in more than one SGPR: {regs:?}"),
+        });
+    }
+    for f in &p.funcs {
+        for o in &f.orig {
+            if o.inst.reads().contains_sgpr(r) || o.inst.writes().contains_sgpr(r) {
+                findings.push(fnd(f, Check::M0, Some(o.addr), o.new.map(|n| n.addr), format!("reserved SGPR s{r} is used by original {}", o.inst.mnemonic())));
+                return Some(r);
+            }
+        }
+    }
+    Some(r)
+}
+
+fn check_inserted(f: &Func, reserved: Option<u16>, has_imm: bool, findings: &mut Vec<Finding>) {
+    let mut ok_writes = RegSet::new();
+    ok_writes.add(SpecialReg::M0);
+    if let Some(r) = reserved {
+        ok_writes.add_sgpr(r);
+    }
+    for n in &f.inserted {
+        let m = n.inst.mnemonic();
+        match allowed(&n.inst) {
+            None => findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} is not allowed"))),
+            Some(Allowed::TtraceImm(_)) if !has_imm => findings.push(fnd(f, Check::Inserted, None, Some(n.addr), "s_ttracedata_imm before gfx10".into())),
+            Some(_) => {}
+        }
+        if n.inst.memory().is_some() {
+            findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} accesses memory")));
+        }
+        if n.inst.writes().union(&ok_writes) != ok_writes {
+            findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} writes registers other than M0 and the reserved SGPR")));
+        }
+    }
+}
+
+/// No insertion inside an `s_clause` window or between `s_delay_alu` and what it covers.
+fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
+    for (k, o) in f.orig.iter().enumerate() {
+        let imm = o.inst.field("simm16").unwrap_or(0);
+        let last = match o.inst.mnemonic() {
+            // simm16[5:0] = clause length - 1 (instructions following the s_clause).
+            "s_clause" => k + 1 + (imm & 0x3f) as usize,
+            // instid0 covers the next instruction; instid1 (bits 10:7), when set, the one
+            // instskip (bits 6:4) instructions later.
+            "s_delay_alu" if (imm >> 7) & 0xf != 0 => k + 1 + ((imm >> 4) & 7) as usize,
+            "s_delay_alu" => k + 1,
+            _ => continue,
+        };
+        for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
+            if let Some(x) = f.orig.get(m).filter(|x| !x.run.is_empty()) {
+                findings.push(fnd(f, Check::Inserted, Some(x.addr), x.new.map(|n| n.addr), format!("instrumentation inside the {} window of orig {:#x}", o.inst.mnemonic(), o.addr)));
+            }
+        }
+    }
+}
+
+/// Checks one relocated jump and returns the landing if it is inside the same function.
+fn check_target(p: &Program, fi: usize, o_addr: u64, t_o: u64, t_n: Option<u64>, what: &str, findings: &mut Vec<Finding>) -> Option<Succ> {
+    let f = &p.funcs[fi];
+    let n_addr = f.orig.iter().find(|x| x.addr == o_addr).and_then(|x| x.new.map(|n| n.addr));
+    let t_n = t_n?;
+    if !p.otext.contains(t_o) {
+        let want = p.map_data(t_o);
+        if t_n != want {
+            findings.push(fnd(f, Check::Branch, Some(o_addr), n_addr, format!("{what} data target {t_o:#x} should become {want:#x}, reaches {t_n:#x}")));
+        }
+        return None;
+    }
+    let Some((tfi, tk, lands)) = p.landing(t_o) else {
+        findings.push(fnd(f, Check::Branch, Some(o_addr), n_addr, format!("{what} target {t_o:#x} is not a mapped original instruction")));
+        return None;
+    };
+    let entry_of_other = tk == 0 && tfi != fi;
+    let ok = if entry_of_other { lands.first() == Some(&t_n) } else { lands.contains(&t_n) };
+    if !ok {
+        findings.push(fnd(
+            f,
+            Check::Branch,
+            Some(o_addr),
+            n_addr,
+            format!("{what} to orig {t_o:#x} reaches {t_n:#x}, allowed {}", lands.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>().join(",")),
+        ));
+    }
+    (tfi == fi).then_some((tk, Some(t_n)))
+}
+
+fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
+    let f = &p.funcs[fi];
+    let n = f.orig.len();
+    let mut succs: Vec<Vec<Succ>> = vec![Vec::new(); n];
+    let mut exits = Vec::new();
+    // Address builders: their targets, and the intra-function ones by destination pair.
+    let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
+    for b in &f.builders {
+        let get = |k: usize| f.orig.get(k);
+        let (Some(g), Some(lo)) = (get(b.getpc), get(b.lo)) else { continue };
+        let hi = b.hi.and_then(get);
+        let Some(off_o) = b.offset(&lo.inst, hi.map(|h| &h.inst)) else { continue };
+        let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
+        let t_n = match (g.new, lo.new, hi.map(|h| h.new)) {
+            (Some(gn), Some(ln), None) => b.offset(&ln.inst, None).map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
+            (Some(gn), Some(ln), Some(Some(hn))) => b.offset(&ln.inst, Some(&hn.inst)).map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
+            _ => None,
+        };
+        let edge = check_target(p, fi, g.addr, t_o, t_n, "address builder", findings);
+        builder_edges.insert(b.getpc, (b.dst, edge));
+    }
+    for (k, o) in f.orig.iter().enumerate() {
+        let next = (k + 1 < n).then_some((k + 1, None));
+        match o.inst.flow() {
+            Flow::Fallthrough | Flow::Call => succs[k].extend(next),
+            Flow::Branch { conditional } => {
+                if conditional {
+                    succs[k].extend(next);
+                }
+                if let Some(t_o) = o.inst.branch_target(o.addr) {
+                    let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                    if let Some(s) = check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings) {
+                        succs[k].push(s);
+                    }
+                }
+            }
+            Flow::IndirectJump => {
+                // A long branch: the latest builder before k producing the register pair.
+                let src = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                let edge = builder_edges.range(..k).rev().find(|(_, (d, _))| Some(*d) == src).and_then(|(_, (_, e))| *e);
+                match edge {
+                    Some(s) => succs[k].push(s),
+                    None => exits.push(k),
+                }
+            }
+            Flow::EndProgram | Flow::Return => exits.push(k),
+            Flow::Trap => {}
+        }
+        if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
+            if let Some(t_o) = o.inst.branch_target(o.addr) {
+                let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings);
+            }
+        }
+    }
+    Cfg { succs, exits }
+}
+
+/// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
+fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+    let n = f.orig.len();
+    let mut live_in = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            let o = &f.orig[k];
+            let out = cfg.succs[k].iter().any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
+            let kills = o.inst.writes().contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
+            let v = reads_m0(&o.inst) || (out && !kills);
+            if v != live_in[k] {
+                live_in[k] = v;
+                changed = true;
+            }
+        }
+    }
+    live_in
+}
+
+/// Forward reaching constant of M0 before each original instruction (`None`: unreached).
+fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
+    let n = f.orig.len();
+    let mut val_in: Vec<Option<Val>> = vec![None; n];
+    if n == 0 {
+        return val_in;
+    }
+    val_in[0] = Some(Val::Unknown);
+    let mut work: VecDeque<usize> = VecDeque::from([0]);
+    while let Some(k) = work.pop_front() {
+        let o = &f.orig[k];
+        let Some(vin) = val_in[k] else { continue };
+        let out = if o.inst.flow() == Flow::Call {
+            Val::Unknown
+        } else if o.inst.writes().contains(SpecialReg::M0) {
+            match allowed(&o.inst) {
+                Some(Allowed::SetM0(c)) => Val::Const(c),
+                _ => Val::Unknown,
+            }
+        } else {
+            vin
+        };
+        for &(s, _) in &cfg.succs[k] {
+            let merged = match val_in[s] {
+                None => out,
+                Some(v) if v == out => v,
+                Some(_) => Val::Unknown,
+            };
+            if val_in[s] != Some(merged) {
+                val_in[s] = Some(merged);
+                work.push_back(s);
+            }
+        }
+    }
+    val_in
+}
+
+/// Normalised entry into the run of original `k`: `None` when the landing executes the whole run.
+fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
+    let start = f.orig.get(k).and_then(|o| o.run.clone().next()).and_then(|i| f.inserted.get(i)).map(|x| x.addr);
+    match (land, start) {
+        (None, _) => None,
+        (Some(l), Some(s)) if l == s => None,
+        // No run in front: every landing executes the (empty) whole run.
+        (Some(_), None) => None,
+        (Some(l), _) => Some(l),
+    }
+}
+
+fn run_from<'a>(f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
+    let run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
+    match landing {
+        None => run,
+        Some(a) => {
+            let skip = run.iter().take_while(|n| n.addr < a).count();
+            run.get(skip..).unwrap_or_default()
+        }
+    }
+}
+
+fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>) -> MarkerCounts {
+    let mut counts = MarkerCounts::default();
+    let n = f.orig.len();
+    if n == 0 {
+        return counts;
+    }
+    let live = m0_liveness(f, cfg);
+    let consts = m0_constants(f, cfg);
+    // Entries into each run: whole run (entry, fall-through) and each branch landing.
+    let mut entries: Vec<BTreeSet<Option<u64>>> = vec![BTreeSet::new(); n];
+    entries[0].insert(None);
+    for ss in &cfg.succs {
+        for &(s, land) in ss {
+            entries[s].insert(entry_key(f, s, land));
+        }
+    }
+    let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
+    for (k, es) in entries.iter().enumerate() {
+        let o = &f.orig[k];
+        let na = o.new.map(|x| x.addr);
+        for &land in es {
+            let e = simulate(run_from(f, k, land));
+            let clobbered = match e.m0 {
+                Val::Orig => false,
+                Val::Const(c) => live[k] && consts[k] != Some(Val::Const(c)),
+                Val::Unknown => live[k],
+            };
+            if clobbered {
+                findings.push(fnd(f, Check::M0, Some(o.addr), na, format!("M0 is live here and the inserted run leaves it {:?}", e.m0)));
+            }
+            if e.last_writes_m0 && reads_m0(&o.inst) {
+                findings.push(fnd(f, Check::M0, Some(o.addr), na, format!("M0 written directly before {}, which reads it (needs s_nop 0)", o.inst.mnemonic())));
+            }
+            for (c, a, msg) in &e.problems {
+                if land.is_none() || *c == Check::M0 {
+                    findings.push(fnd(f, *c, Some(o.addr), Some(*a), msg.clone()));
+                }
+            }
+            if land.is_none() {
+                for &(a, v) in &e.markers {
+                    check_marker(f, o.addr, a, v, fm, &mut counts, findings);
+                }
+            }
+            effects.insert((k, land), e);
+        }
+    }
+    check_f_entry(f, fm, effects.get(&(0, None)), findings);
+    check_balance(f, cfg, &effects, findings);
+    counts
+}
+
+fn check_marker(f: &Func, o_addr: u64, a: u64, v: u32, fm: &FuncmapInfo, counts: &mut MarkerCounts, findings: &mut Vec<Finding>) {
+    let kind = marker_kind(v);
+    let id = match kind {
+        MarkerKind::Enter(id) => {
+            counts.enter += 1;
+            Some(id)
+        }
+        MarkerKind::Fused(id) => {
+            counts.exit += 1;
+            Some(id)
+        }
+        MarkerKind::Point(id) => {
+            counts.point += 1;
+            Some(id)
+        }
+        MarkerKind::Exit => {
+            counts.exit += 1;
+            None
+        }
+        MarkerKind::Reserved => {
+            findings.push(fnd(f, Check::Markers, Some(o_addr), Some(a), format!("marker value {v:#x} uses the reserved id 0")));
+            None
+        }
+    };
+    if let Some(id) = id {
+        if !fm.new.as_ref().is_some_and(|m| m.by_id.contains_key(&id)) {
+            findings.push(fnd(f, Check::Markers, Some(o_addr), Some(a), format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row")));
+        }
+    }
+}
+
+/// A function with an F row added by the rewrite enters its scope at the entry.
+fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &mut Vec<Finding>) {
+    let Some(map) = &fm.new else { return };
+    for r in map.rows.iter().filter(|r| r.kind == 'F' && r.name == f.name) {
+        let Some(id) = r.id else { continue };
+        if fm.orig_rows.contains(r) {
+            continue;
+        }
+        let first = entry.and_then(|e| e.markers.first()).map(|(_, v)| *v);
+        if first != Some((id << 2) | 2) {
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(f.orig_start),
+                f.new_start,
+                format!("F row id {id}: the entry has no enter marker {:#x} (first marker {first:?})", (id << 2) | 2),
+            ));
+        }
+    }
+}
+
+/// Scope depth before each original instruction must be the same on every path, never negative,
+/// and zero at every function exit (seed spec: enter/exit "properly nested").
+fn check_balance(f: &Func, cfg: &Cfg, effects: &BTreeMap<(usize, Option<u64>), Effect>, findings: &mut Vec<Finding>) {
+    let n = f.orig.len();
+    let mut depth: Vec<Option<i32>> = vec![None; n];
+    let mut reported = BTreeSet::new();
+    let eff = |k: usize, land: Option<u64>| effects.get(&(k, entry_key(f, k, land))).map_or((0, 0), |e| (e.delta, e.low));
+    let (d0, low0) = eff(0, None);
+    if low0 < 0 {
+        findings.push(fnd(f, Check::Markers, Some(f.orig_start), f.new_start, "exit marker at function entry with no open scope".into()));
+    }
+    depth[0] = Some(d0);
+    let mut work = VecDeque::from([0usize]);
+    while let Some(k) = work.pop_front() {
+        let Some(d) = depth[k] else { continue };
+        for &(s, land) in &cfg.succs[k] {
+            let (delta, low) = eff(s, land);
+            let o = &f.orig[s];
+            if d + low < 0 && reported.insert(s) {
+                findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), "exit marker with no open scope on some path".into()));
+            }
+            let nd = d + delta;
+            match depth[s] {
+                None => {
+                    depth[s] = Some(nd);
+                    work.push_back(s);
+                }
+                Some(old) if old != nd && reported.insert(s) => {
+                    findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), format!("unbalanced markers: scope depth {old} and {nd} meet here")));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    for &k in &cfg.exits {
+        if let Some(d) = depth[k].filter(|d| *d != 0) {
+            let o = &f.orig[k];
+            findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), format!("{d} marker scope(s) still open at {}", o.inst.mnemonic())));
+        }
+    }
+}

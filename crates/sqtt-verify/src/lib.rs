@@ -1,0 +1,271 @@
+//! `sqtt-verify`: an independent translation validator for the outputs of `sqtt-patch`.
+//!
+//! [`verify`] compares an ORIGINAL code object with its REWRITTEN (instrumented) version and
+//! reports every way the rewrite could change the program's behaviour, following the
+//! "Verification of every output" rules of `shared/notes/rewriting.md` and the marker rules of the
+//! seed spec ("Marker Encoding", "Funcmap format", "Function entry/exit markers"). It only reads
+//! the two files: it does not use the rewriter, so a rewriter bug cannot hide itself.
+//!
+//! Checks (each [`Finding`] carries its [`Check`]):
+//! 1. [`Check::Header`], [`Check::Functions`], [`Check::Sections`]: same target/`e_flags`, same
+//!    kernels and device functions, identical non-text sections except the ones a rewrite may edit.
+//! 2. [`Check::Alignment`], [`Check::Inserted`], [`Check::Decode`], [`Check::Padding`]: every
+//!    original instruction appears in order with identical bytes (PC-relative fields excepted);
+//!    inserted instructions are whitelisted, touch no memory and write only M0 / the reserved SGPR.
+//! 3. [`Check::Branch`]: relocated branches, calls and `s_getpc` address builders reach the mapped
+//!    targets.
+//! 4. [`Check::M0`]: M0 is dead or restored after every inserted run; wait state before
+//!    `s_ttracedata`.
+//! 5. [`Check::Markers`], [`Check::Funcmap`]: marker words have funcmap rows; F-row functions have
+//!    balanced enter/exit markers on every path.
+//! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note.
+//! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
+//!    addends follow the moved code.
+
+mod code;
+mod elfcheck;
+mod flow;
+pub mod funcmap;
+mod insn;
+
+use serde::Serialize;
+
+/// Which verification rule a [`Finding`] violates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// ELF header: `e_flags`, OS ABI, ABI version.
+    Header,
+    /// Set of kernels and device functions.
+    Functions,
+    /// Non-text sections and their contents.
+    Sections,
+    /// Original instructions missing, changed or reordered.
+    Alignment,
+    /// An inserted instruction that is not allowed.
+    Inserted,
+    /// Rewritten `.text` does not decode.
+    Decode,
+    /// Padding between functions and the tail `s_code_end` padding.
+    Padding,
+    /// Relocated branch, call or address builder does not reach its mapped target.
+    Branch,
+    /// M0 clobbered while live, or missing wait state.
+    M0,
+    /// Marker words and enter/exit balance.
+    Markers,
+    /// `.sqtt_funcmap` section format.
+    Funcmap,
+    /// Kernel descriptor fields.
+    Descriptor,
+    /// Metadata note (`amdhsa.kernels`).
+    Metadata,
+    /// Symbol table entries.
+    Symbols,
+    /// `.rela.dyn` entries.
+    Relocations,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            Check::Header => "header",
+            Check::Functions => "functions",
+            Check::Sections => "sections",
+            Check::Alignment => "alignment",
+            Check::Inserted => "inserted",
+            Check::Decode => "decode",
+            Check::Padding => "padding",
+            Check::Branch => "branch",
+            Check::M0 => "m0",
+            Check::Markers => "markers",
+            Check::Funcmap => "funcmap",
+            Check::Descriptor => "descriptor",
+            Check::Metadata => "metadata",
+            Check::Symbols => "symbols",
+            Check::Relocations => "relocations",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One violation: the rule, the function (kernel or device function) it is in, the original and
+/// rewritten addresses (bytes, ELF virtual addresses) when they apply, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Rule violated.
+    pub check: Check,
+    /// Kernel or device function name, when the finding is inside one.
+    pub function: Option<String>,
+    /// Address in the original code object (bytes).
+    pub original_address: Option<u64>,
+    /// Address in the rewritten code object (bytes).
+    pub new_address: Option<u64>,
+    /// Human-readable description (stable text; tests pin it).
+    pub message: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}]", self.check)?;
+        if let Some(n) = &self.function {
+            write!(f, " {n}")?;
+        }
+        if let Some(a) = self.original_address {
+            write!(f, " orig {a:#x}")?;
+        }
+        if let Some(a) = self.new_address {
+            write!(f, " new {a:#x}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Whether a verified function is a kernel (has a descriptor) or a device function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FunctionKind {
+    Kernel,
+    Function,
+}
+
+/// Per-function counts (instructions, not bytes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionReport {
+    /// Symbol name (kernels: the kernel name without `.kd`).
+    pub name: String,
+    pub kind: FunctionKind,
+    /// Entry address in the original (bytes).
+    pub original_address: u64,
+    /// Entry address in the rewritten object (bytes); `None` when the function was not found.
+    pub new_address: Option<u64>,
+    /// Original instructions in the function body.
+    pub original_instructions: usize,
+    /// Instructions inserted by the rewriter (not counting inter-function padding).
+    pub inserted_instructions: usize,
+    /// Inserted marker instructions (`s_ttracedata_imm` and `s_ttracedata`).
+    pub markers: usize,
+    /// Of those: enter markers (`(id<<2)|2`).
+    pub enter_markers: usize,
+    /// Of those: exit markers (`0x1`) and fused exit+enter (`(id<<2)|3`).
+    pub exit_markers: usize,
+    /// Of those: point markers (`id<<2`).
+    pub point_markers: usize,
+}
+
+/// Result of a verification run. `findings` is empty when the rewrite is valid.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// Processor name from `e_flags` (e.g. `gfx942`).
+    pub target: String,
+    /// Every kernel and device function of the original, in address order.
+    pub functions: Vec<FunctionReport>,
+    /// SGPR the rewriter reserved for saving M0, if any inserted code uses one.
+    pub reserved_sgpr: Option<u16>,
+    /// Violations found.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// True when no finding was recorded.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// Total inserted instructions over all functions.
+    pub fn inserted_instructions(&self) -> usize {
+        self.functions.iter().map(|f| f.inserted_instructions).sum()
+    }
+
+    /// Total inserted marker instructions over all functions.
+    pub fn markers(&self) -> usize {
+        self.functions.iter().map(|f| f.markers).sum()
+    }
+}
+
+/// Inputs the verifier cannot work on at all (as opposed to [`Finding`]s about the rewrite).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// A file is not a readable code object (`which` is `original` or `rewritten`).
+    #[error("{which}: not a readable code object: {source}")]
+    Parse {
+        which: &'static str,
+        #[source]
+        source: hsaco::Error,
+    },
+    /// The processor in `e_flags` is unknown to the decoder.
+    #[error("{which}: processor {processor} (e_flags {e_flags:#x} at offset 0x30) is not supported by the decoder")]
+    UnsupportedTarget {
+        which: &'static str,
+        processor: String,
+        e_flags: u32,
+    },
+    /// A code object has no `.text` section or more than one executable section.
+    #[error("{which}: {detail}")]
+    Text { which: &'static str, detail: String },
+    /// An original instruction does not decode: the original cannot be validated against.
+    #[error("original: function {function}: instruction at address {address:#x} (file offset {offset:#x}) does not decode: {detail}")]
+    OriginalDecode {
+        function: String,
+        address: u64,
+        offset: u64,
+        detail: String,
+    },
+}
+
+/// Verifies that `rewritten` is a faithful instrumentation of `original` (both whole ELF code
+/// objects, as bytes). Returns a [`Report`] whose `findings` list every violation (empty when the
+/// rewrite is valid). Errors: [`VerifyError`] when either input cannot be analysed at all.
+pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> {
+    let orig = hsaco::CodeObject::parse(original).map_err(|source| VerifyError::Parse {
+        which: "original",
+        source,
+    })?;
+    let new = hsaco::CodeObject::parse(rewritten).map_err(|source| VerifyError::Parse {
+        which: "rewritten",
+        source,
+    })?;
+    let mut findings = Vec::new();
+    elfcheck::check_header(&orig, &new, &mut findings);
+    let isa = isa_target(&orig, "original")?;
+    let program = code::Program::build(&orig, &new, isa, &mut findings)?;
+    let fm = elfcheck::check_funcmap(&orig, &new, &mut findings);
+    let analysis = flow::analyse(&program, &fm, &mut findings);
+    elfcheck::check_sections(&orig, &new, &mut findings);
+    elfcheck::check_symbols(&orig, &new, &program, &mut findings);
+    elfcheck::check_relocations(&orig, &new, &program, &mut findings);
+    elfcheck::check_descriptors(&orig, &new, &program, analysis.reserved_sgpr, &mut findings);
+    let functions = program
+        .funcs
+        .iter()
+        .zip(&analysis.markers)
+        .map(|(f, m)| FunctionReport {
+            name: f.name.clone(),
+            kind: f.kind,
+            original_address: f.orig_start,
+            new_address: f.new_start,
+            original_instructions: f.orig.len(),
+            inserted_instructions: f.inserted.len(),
+            markers: m.enter + m.exit + m.point,
+            enter_markers: m.enter,
+            exit_markers: m.exit,
+            point_markers: m.point,
+        })
+        .collect();
+    Ok(Report {
+        target: orig.target.processor.clone(),
+        functions,
+        reserved_sgpr: analysis.reserved_sgpr,
+        findings,
+    })
+}
+
+/// The decoder's target for a code object's `e_flags` (low byte `EF_AMDGPU_MACH_*`).
+fn isa_target(co: &hsaco::CodeObject, which: &'static str) -> Result<amdgpu_isa::Target, VerifyError> {
+    let e_flags = co.elf.header.e_flags;
+    amdgpu_isa::Target::from_elf_mach(e_flags & 0xff).ok_or_else(|| VerifyError::UnsupportedTarget {
+        which,
+        processor: co.target.processor.clone(),
+        e_flags,
+    })
+}

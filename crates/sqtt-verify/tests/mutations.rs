@@ -1,0 +1,202 @@
+//! Mutations of real corpus objects that the verifier must catch, each with its pinned finding,
+//! and the allowed edits it must accept. Mutations are made at the byte level with the helpers of
+//! `common` (never with the rewriter).
+mod common;
+
+use amdgpu_isa::build::{self, Operand};
+use amdgpu_isa::{InstClass, MemSpace};
+use common::*;
+use hsaco::CodeObject;
+use sqtt_verify::{verify, Check, Finding, Report};
+
+const GFX942: &str = "gfx942__hip-mini__O3.co";
+const GFX1100: &str = "gfx1100__hip-mini__O3.co";
+const GFX900: &str = "gfx900__hip-mini__O3.co";
+const GFX1201: &str = "gfx1201__hip-mini__O3.co";
+const GFX1250: &str = "gfx1250__hip-mini__O3.co";
+
+fn run(orig: &[u8], new: &[u8]) -> Report {
+    verify(orig, new).expect("verifier runs")
+}
+
+fn has(r: &Report, check: Check, text: &str) -> bool {
+    r.findings.iter().any(|f| f.check == check && f.message.contains(text))
+}
+
+fn show(r: &Report) -> String {
+    r.findings.iter().map(Finding::to_string).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn flipped_bit_in_an_original_instruction_is_caught() {
+    for name in [GFX942, GFX1100] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let (addr, inst) = find_inst(&co, |i| i.class() == InstClass::Valu && i.len() == 4).expect("a VOP instruction");
+        let mut new = orig.clone();
+        new[text_off(&co, addr)] ^= 1; // low bit of src0
+        let r = run(&orig, &new);
+        let f = r.findings.iter().find(|f| f.check == Check::Alignment).unwrap_or_else(|| panic!("{name}: not caught:\n{}", show(&r)));
+        assert_eq!(f.original_address, Some(addr));
+        assert_eq!(f.new_address, Some(addr));
+        assert!(f.message.starts_with(&format!("original instruction changed: expected {}", inst.mnemonic())), "{f}");
+    }
+}
+
+#[test]
+fn inserted_s_nop_0_is_allowed() {
+    for name in [GFX942, GFX1100, GFX900] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let nop = build::s_nop(isa(&co), 0).expect("s_nop");
+        let entry = shiftable_entry(&orig, 4);
+        let new = insert_before(&orig, entry, nop.bytes());
+        let r = run(&orig, &new);
+        assert!(r.is_clean(), "{name}:\n{}", show(&r));
+        assert_eq!(r.inserted_instructions(), 1);
+    }
+}
+
+#[test]
+fn inserted_memory_instructions_are_rejected() {
+    for name in [GFX942, GFX1100] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let is_global_load = |i: &amdgpu_isa::Instruction| i.mnemonic().starts_with("global_load");
+        let is_smem = |i: &amdgpu_isa::Instruction| i.memory().is_some_and(|m| m.space == MemSpace::Scalar);
+        for pred in [&is_global_load as &dyn Fn(&amdgpu_isa::Instruction) -> bool, &is_smem] {
+            let (_, mem) = find_inst(&co, pred).expect("memory instruction in the object");
+            let entry = shiftable_entry(&orig, mem.len() as u64);
+            let new = insert_before(&orig, entry, mem.bytes());
+            let r = run(&orig, &new);
+            let m = mem.mnemonic();
+            assert!(has(&r, Check::Inserted, &format!("inserted instruction {m} is not allowed")), "{name} {m}:\n{}", show(&r));
+            assert!(has(&r, Check::Inserted, &format!("inserted instruction {m} accesses memory")), "{name} {m}:\n{}", show(&r));
+            assert!(r.findings.iter().all(|f| f.check == Check::Inserted), "only the insertion is wrong:\n{}", show(&r));
+        }
+    }
+}
+
+#[test]
+fn branch_off_by_one_is_caught() {
+    for name in [GFX942, GFX1100, GFX1201] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let (addr, inst) = find_inst(&co, |i| i.mnemonic().starts_with("s_cbranch")).expect("a conditional branch");
+        let target = inst.branch_target(addr).expect("target");
+        let mut new = orig.clone();
+        let off = text_off(&co, addr);
+        let simm = u16::from_le_bytes([orig[off], orig[off + 1]]).wrapping_add(1);
+        new[off..off + 2].copy_from_slice(&simm.to_le_bytes());
+        let r = run(&orig, &new);
+        let want = format!("{} to orig {target:#x} reaches {:#x}, allowed {target:#x}", inst.mnemonic(), target + 4);
+        assert!(has(&r, Check::Branch, &want), "{name}: want {want}\n{}", show(&r));
+    }
+}
+
+#[test]
+fn shifted_address_builder_literal_is_caught() {
+    for name in [GFX942, GFX1201, GFX1250] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let (addr, inst) = find_inst(&co, |i| matches!(i.mnemonic(), "s_add_u32" | "s_add_co_u32" | "s_add_nc_u64") && i.literal().is_some())
+            .expect("an address builder add");
+        let mut new = orig.clone();
+        let lit = inst.with_literal(inst.literal().expect("literal").wrapping_add(4)).expect("re-encode");
+        let off = text_off(&co, addr);
+        new[off..off + lit.len()].copy_from_slice(lit.bytes());
+        let r = run(&orig, &new);
+        assert!(has(&r, Check::Branch, "address builder to orig"), "{name}:\n{}", show(&r));
+    }
+}
+
+#[test]
+fn marker_without_funcmap_row_is_caught_and_with_row_accepted() {
+    let orig = load(GFX1100);
+    let co = CodeObject::parse(&orig).expect("parse");
+    let t = isa(&co);
+    let marker = build::s_ttracedata_imm(t, 5 << 2).expect("s_ttracedata_imm");
+    let entry = shiftable_entry(&orig, 4);
+    let new = insert_before(&orig, entry, marker.bytes());
+    let r = run(&orig, &new);
+    assert!(has(&r, Check::Markers, "marker value 0x14 (id 5) has no .sqtt_funcmap row"), "{}", show(&r));
+
+    let with_row = with_funcmap(&new, "P:5:barrier");
+    let r = run(&orig, &with_row);
+    assert!(r.is_clean(), "{}", show(&r));
+    assert_eq!(r.markers(), 1);
+
+    let wrong_row = with_funcmap(&new, "P:6:barrier");
+    let r = run(&orig, &wrong_row);
+    assert!(has(&r, Check::Markers, "(id 5) has no .sqtt_funcmap row"), "{}", show(&r));
+}
+
+#[test]
+fn m0_marker_sequence_needs_the_wait_state_and_a_row() {
+    let orig = load(GFX900);
+    let co = CodeObject::parse(&orig).expect("parse");
+    let t = isa(&co);
+    let set = build::s_mov_b32(t, Operand::M0, Operand::Literal(0x114)).expect("s_mov_b32");
+    let nop = build::s_nop(t, 0).expect("s_nop");
+    let td = build::s_ttracedata(t).expect("s_ttracedata");
+    let entry = shiftable_entry(&orig, 16);
+    let good = with_funcmap(&insert_before(&orig, entry, &cat(&[set, nop, td])), "P:69:vmem_load");
+    let r = run(&orig, &good);
+    assert!(r.is_clean(), "{}", show(&r));
+    assert_eq!(r.markers(), 1);
+    let bad = with_funcmap(&insert_before(&orig, entry, &cat(&[set, td])), "P:69:vmem_load");
+    let r = run(&orig, &bad);
+    assert!(has(&r, Check::M0, "s_ttracedata directly after an M0 write (needs s_nop 0)"), "{}", show(&r));
+}
+
+#[test]
+fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
+    let orig = load(GFX900);
+    let co = CodeObject::parse(&orig).expect("parse");
+    let t = isa(&co);
+    // An original M0 reader (gfx9 LDS access) whose M0 was set in the same shiftable kernel.
+    let kernels = shiftable_kernels(&co, 32);
+    let (reader, konst) = kernels
+        .iter()
+        .find_map(|(_, s, e)| {
+            let body = decode_range(&co, *s, *e);
+            let k = body.iter().position(|(_, i)| i.reads().contains(amdgpu_isa::SpecialReg::M0))?;
+            let setter = body[..k].iter().rev().find(|(_, i)| i.writes().contains(amdgpu_isa::SpecialReg::M0))?;
+            Some((body[k].0, setter.1.literal().map_or(-1i32, |l| l as i32)))
+        })
+        .expect("a kernel reading M0");
+    let set = build::s_mov_b32(t, Operand::M0, Operand::Literal(0x114)).expect("set");
+    let nop = build::s_nop(t, 0).expect("nop");
+    let td = build::s_ttracedata(t).expect("td");
+    let clobber = with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), "P:69:vmem_load");
+    let r = run(&orig, &clobber);
+    assert!(has(&r, Check::M0, "M0 is live here and the inserted run leaves it Const(276)"), "{}", show(&r));
+
+    let save = build::s_mov_b32(t, Operand::Sgpr(101), Operand::M0).expect("save");
+    let restore = build::s_mov_b32(t, Operand::M0, Operand::Sgpr(101)).expect("restore");
+    let saved = with_funcmap(&insert_before(&orig, reader, &cat(&[save, set, nop, td, restore, nop])), "P:69:vmem_load");
+    let r = run(&orig, &saved);
+    assert!(r.findings.iter().all(|f| f.check == Check::Descriptor || f.check == Check::Metadata), "{}", show(&r));
+    assert_eq!(r.reserved_sgpr, Some(101));
+
+    let remat = build::s_mov_b32(t, Operand::M0, Operand::Imm(konst)).expect("remat");
+    let rematerialised = with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, remat, nop])), "P:69:vmem_load");
+    let r = run(&orig, &rematerialised);
+    assert!(r.is_clean(), "{}", show(&r));
+}
+
+#[test]
+fn descriptor_entry_offset_off_by_256_is_caught() {
+    for name in [GFX942, GFX1100] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let k = &co.kernels[0];
+        let mut new = orig.clone();
+        let off = k.kd_offset as usize + 0x10;
+        let v = k.descriptor.kernel_code_entry_byte_offset + 256;
+        new[off..off + 8].copy_from_slice(&v.to_le_bytes());
+        let r = run(&orig, &new);
+        let want = format!("kernel_code_entry_byte_offset points at {:#x}, the kernel starts at {:#x}", k.entry + 256, k.entry);
+        assert!(has(&r, Check::Descriptor, &want), "{name}: want {want}\n{}", show(&r));
+    }
+}
