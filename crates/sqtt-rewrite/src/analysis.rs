@@ -320,10 +320,25 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
         let special = inst.special();
         // Consumers first (they read the pair).
         match (special, inst.flow()) {
-            (_, Flow::IndirectJump) if special == Special::AddPcI64 => f.problems.push(Problem {
-                addr: a,
-                why: "s_add_pc_i64 relative jump is not relocated yet".into(),
-            }),
+            (_, Flow::IndirectJump) if special == Special::AddPcI64 => {
+                // gfx1250 long branch: PC of the next instruction + signed 64-bit literal.
+                // Only the 64-bit literal form is relocated (its width is unambiguous).
+                let t = inst
+                    .literal()
+                    .filter(|_| inst.len() == 12)
+                    .map(|l| (a + inst.len() as u64).wrapping_add(l));
+                match t.and_then(|t| index.get(&t).map(|&ti| (t, ti))) {
+                    Some((t, ti)) if in_fn(t) => {
+                        f.leaders.insert(ti);
+                        f.succs[i].push(ti);
+                        f.relocs[i] = Reloc::AddPc { target: t };
+                    }
+                    _ => f.problems.push(Problem {
+                        addr: a,
+                        why: format!("s_add_pc_i64 target {t:x?} is not an instruction of this function"),
+                    }),
+                }
+            }
             (_, Flow::IndirectJump) => {
                 let src = pc_source(&inst);
                 match src.and_then(|p| holder.get(&p)) {

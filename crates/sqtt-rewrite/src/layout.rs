@@ -65,6 +65,11 @@ pub enum Reloc {
         /// Original absolute target (bytes).
         target: u64,
     },
+    /// gfx1250 `s_add_pc_i64` with a 64-bit literal: offset from the next instruction.
+    AddPc {
+        /// Original absolute target (bytes).
+        target: u64,
+    },
     /// Low 32 bits of idiom `idiom`'s offset, in this instruction's 32-bit literal.
     PcRelLo {
         /// Index into [`TextPlan::pcrels`].
@@ -363,6 +368,13 @@ fn relocate(
                 .map_addr(target)
                 .ok_or(LayoutError::BadTarget { at: old, target })?;
             inst.with_branch_target(new_pc, t).map_err(enc)
+        }
+        Reloc::AddPc { target } => {
+            let t = layout
+                .map_branch(target)
+                .ok_or(LayoutError::BadTarget { at: old, target })?;
+            let off = t.wrapping_sub(new_pc + inst.len() as u64);
+            inst.with_literal(off).map_err(enc)
         }
         Reloc::PcRelLo { idiom } => {
             let off = pcrel_offset(idiom)?;

@@ -460,15 +460,6 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // DWARF.
     if co.has_dwarf() {
-        let moved_data = co
-            .elf
-            .sections
-            .iter()
-            .any(|s| s.is_alloc() && s.addr > text_end && placement.map_address(s.addr) != s.addr);
-        if moved_data {
-            fail(&mut report, "DWARF present and data sections move: data addresses in DWARF are not remapped".into());
-            return Ok(Outcome { bytes: None, report });
-        }
         let mut sections = HashMap::new();
         for s in &co.elf.sections {
             if s.name.starts_with(".debug_") {
@@ -483,6 +474,13 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         pairs.sort();
         pairs.dedup_by_key(|p| p.0);
         pairs.push((text_end, layout.new_end));
+        // Alloc sections after .text move when it outgrows its gap: DWARF addresses of data
+        // (variables) follow their section, offset preserved from the section start.
+        for s in co.elf.sections.iter().filter(|s| s.is_alloc() && s.addr > text_end) {
+            pairs.push((s.addr, placement.map_address(s.addr)));
+        }
+        pairs.sort();
+        pairs.dedup_by_key(|p| p.0);
         let amap = dwarf_remap::AddressMap::new(pairs)
             .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
             .and_then(|m| Ok(m.with_identity_outside()));

@@ -149,40 +149,85 @@ fn m0_marker_sequence_needs_the_wait_state_and_a_row() {
     assert!(has(&r, Check::M0, "s_ttracedata directly after an M0 write (needs s_nop 0)"), "{}", show(&r));
 }
 
+/// A gfx1100 kernel in which M0 holds the constant 5 at both `s_sendmsg` (which read M0), with a
+/// branch to the second one's block.
+const M0_KERNEL: &str = "
+.amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"
+.text
+.globl m0_kernel
+.p2align 8
+.type m0_kernel,@function
+m0_kernel:
+  s_mov_b32 m0, 5
+  s_cmp_eq_u32 s0, 0
+  s_cbranch_scc1 .Lskip
+  s_nop 0
+  s_sendmsg sendmsg(MSG_INTERRUPT)
+.Lskip:
+  s_nop 0
+  s_sendmsg sendmsg(MSG_INTERRUPT)
+  s_endpgm
+.Lend:
+.size m0_kernel, .Lend-m0_kernel
+.p2align 8
+  s_nop 0
+.rodata
+.p2align 6
+.amdhsa_kernel m0_kernel
+  .amdhsa_next_free_vgpr 1
+  .amdhsa_next_free_sgpr 8
+.end_amdhsa_kernel
+";
+
 #[test]
 fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
-    let orig = load(GFX900);
+    let Some(orig) = assemble("m0", "gfx1100", M0_KERNEL) else { return };
     let co = CodeObject::parse(&orig).expect("parse");
     let t = isa(&co);
-    // An original M0 reader (gfx9 LDS access) whose M0 was set in the same shiftable kernel.
-    let kernels = shiftable_kernels(&co, 32);
-    let (reader, konst) = kernels
-        .iter()
-        .find_map(|(_, s, e)| {
-            let body = decode_range(&co, *s, *e);
-            let k = body.iter().position(|(_, i)| i.reads().contains(amdgpu_isa::SpecialReg::M0))?;
-            let setter = body[..k].iter().rev().find(|(_, i)| i.writes().contains(amdgpu_isa::SpecialReg::M0))?;
-            Some((body[k].0, setter.1.literal().map_or(-1i32, |l| l as i32)))
-        })
-        .expect("a kernel reading M0");
+    let sends: Vec<u64> = find_all(&co, "s_sendmsg");
+    let skip = find_all(&co, "s_nop")[1]; // .Lskip: the second s_nop 0 of the body
+    let reader = sends[1];
     let set = build::s_mov_b32(t, Operand::M0, Operand::Literal(0x114)).expect("set");
     let nop = build::s_nop(t, 0).expect("nop");
     let td = build::s_ttracedata(t).expect("td");
-    let clobber = with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), "P:69:vmem_load");
-    let r = run(&orig, &clobber);
+    let fm = "P:69:vmem_load";
+    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), fm));
     assert!(has(&r, Check::M0, "M0 is live here and the inserted run leaves it Const(276)"), "{}", show(&r));
+
+    let remat = build::s_mov_b32(t, Operand::M0, Operand::Imm(5)).expect("remat");
+    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, remat, nop])), fm));
+    assert!(r.is_clean(), "re-materialising the reaching constant 5 is allowed:\n{}", show(&r));
+
+    let wrong = build::s_mov_b32(t, Operand::M0, Operand::Imm(6)).expect("wrong remat");
+    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, wrong, nop])), fm));
+    assert!(has(&r, Check::M0, "M0 is live here and the inserted run leaves it Const(6)"), "{}", show(&r));
 
     let save = build::s_mov_b32(t, Operand::Sgpr(101), Operand::M0).expect("save");
     let restore = build::s_mov_b32(t, Operand::M0, Operand::Sgpr(101)).expect("restore");
-    let saved = with_funcmap(&insert_before(&orig, reader, &cat(&[save, set, nop, td, restore, nop])), "P:69:vmem_load");
-    let r = run(&orig, &saved);
-    assert!(r.findings.iter().all(|f| f.check == Check::Descriptor || f.check == Check::Metadata), "{}", show(&r));
-    assert_eq!(r.reserved_sgpr, Some(101));
+    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[save, set, nop, td, restore])), fm));
+    assert!(has(&r, Check::M0, "M0 written directly before s_sendmsg, which reads it (needs s_nop 0)"), "{}", show(&r));
 
-    let remat = build::s_mov_b32(t, Operand::M0, Operand::Imm(konst)).expect("remat");
-    let rematerialised = with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, remat, nop])), "P:69:vmem_load");
-    let r = run(&orig, &rematerialised);
+    let saved = with_funcmap(&insert_before(&orig, skip, &cat(&[save, set, nop, td, restore])), fm);
+    let r = run(&orig, &saved);
     assert!(r.is_clean(), "{}", show(&r));
+    assert_eq!(r.reserved_sgpr, Some(101));
+    assert_eq!(r.inserted_instructions(), 5);
+
+    // The branch to .Lskip now lands after the save: the restore reads a stale s101.
+    let nco = CodeObject::parse(&saved).expect("parse");
+    let (baddr, br) = find_inst(&nco, |i| i.mnemonic() == "s_cbranch_scc1").expect("branch");
+    let tgt = br.branch_target(baddr).expect("target");
+    let moved = br.with_branch_target(baddr, tgt + 4).expect("re-encode");
+    let mut bad = saved.clone();
+    let off = text_off(&nco, baddr);
+    bad[off..off + 4].copy_from_slice(moved.bytes());
+    let r = run(&orig, &bad);
+    assert!(has(&r, Check::M0, "M0 restored from s101, which this run did not save"), "{}", show(&r));
+}
+
+fn find_all(co: &CodeObject, mnemonic: &str) -> Vec<u64> {
+    let k = &co.kernels[0];
+    decode_range(co, k.entry, k.entry + k.code_size.expect("size")).into_iter().filter(|(_, i)| i.mnemonic() == mnemonic).map(|(a, _)| a).collect()
 }
 
 #[test]

@@ -151,3 +151,32 @@ pub fn with_funcmap(bytes: &[u8], rows: &str) -> Vec<u8> {
     ed.add_or_replace_section(".sqtt_funcmap", 1, 0, 1, data).expect("add section");
     ed.write().expect("write")
 }
+
+/// Assembles and links a hand-written kernel with `llvm-mc-22` and `ld.lld-22` (LLVM is an oracle
+/// here, never a run-time dependency of the verifier). Returns `None` only when LLVM is missing
+/// and `SQTT_NO_LLVM=1`; panics when it is missing otherwise.
+pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
+    let bin = std::path::Path::new("/usr/lib/llvm-22/bin");
+    if !bin.join("llvm-mc").exists() {
+        assert!(std::env::var("SQTT_NO_LLVM").as_deref() == Ok("1"), "LLVM 22 not found in {} (set SQTT_NO_LLVM=1 to skip)", bin.display());
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("sqtt-verify-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (s, o, co) = (dir.join("k.s"), dir.join("k.o"), dir.join("k.co"));
+    std::fs::write(&s, src).expect("write asm");
+    let ok = std::process::Command::new(bin.join("llvm-mc"))
+        .args(["-triple", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-filetype=obj"])
+        .arg(&s)
+        .arg("-o")
+        .arg(&o)
+        .status()
+        .expect("run llvm-mc")
+        .success();
+    assert!(ok, "llvm-mc failed on {name}");
+    let ok = std::process::Command::new(bin.join("ld.lld")).arg("-shared").arg(&o).arg("-o").arg(&co).status().expect("run ld.lld").success();
+    assert!(ok, "ld.lld failed on {name}");
+    let bytes = std::fs::read(&co).expect("read linked object");
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(bytes)
+}
