@@ -148,6 +148,17 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     }
     let bytes = std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
     let outcome = rewrite(&bytes, &opts).with_context(|| input.display().to_string())?;
+    if args.report {
+        eprint!("{}", render_report(&outcome.report));
+    }
+    if let Some(p) = &args.report_json {
+        let text = serde_json::to_string_pretty(&outcome.report)? + "\n";
+        if p.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            write_atomic(p, text.as_bytes())?;
+        }
+    }
     let out_bytes = match &outcome.bytes {
         Some(b) => {
             let v = sqtt_verify::verify(&bytes, b).with_context(|| format!("{}: internal error: the verifier could not check the output", input.display()))?;
@@ -163,17 +174,6 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         None => bytes.as_slice(),
     };
     write_atomic(&output, out_bytes)?;
-    if args.report {
-        eprint!("{}", render_report(&outcome.report));
-    }
-    if let Some(p) = &args.report_json {
-        let text = serde_json::to_string_pretty(&outcome.report)? + "\n";
-        if p.as_os_str() == "-" {
-            print!("{text}");
-        } else {
-            write_atomic(p, text.as_bytes())?;
-        }
-    }
     let lost = outcome.report.status == Status::FailedClosed || !outcome.report.skipped.is_empty();
     if outcome.report.status == Status::FailedClosed {
         eprintln!(

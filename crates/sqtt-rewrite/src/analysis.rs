@@ -489,6 +489,35 @@ impl Program {
     }
 }
 
+/// Whether `inst` reads M0.
+///
+/// LLVM 22's disassembler decodes gfx9 DS instructions to the `*_vi` MC opcodes it shares with
+/// gfx8, whose descriptors list an implicit M0 use (gfx8 clamps LDS addresses with M0). From gfx9
+/// on, plain LDS instructions do not use M0 (LLVM `GCNSubtarget::ldsRequiresM0Init`: gfx8 and
+/// older only). DS instructions that still use M0 on every generation are kept: GDS (the `gds`
+/// bit: dword 0 bit 16 on gfx9, bit 17 on gfx10/gfx11), GWS, `ds_ordered_count`,
+/// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
+/// base address or counter there).
+pub fn reads_m0(inst: &Instruction) -> bool {
+    if !inst.reads().contains(SpecialReg::M0) {
+        return false;
+    }
+    let m = inst.mnemonic();
+    if !m.starts_with("ds_") {
+        return true;
+    }
+    let special_ds = ["gws", "ordered_count", "append", "consume", "addtid"]
+        .iter()
+        .any(|k| m.contains(k));
+    let gds_bit = match inst.target().family() {
+        amdgpu_isa::Family::Gfx9 => Some(16),
+        amdgpu_isa::Family::Gfx10 | amdgpu_isa::Family::Gfx11 => Some(17),
+        _ => None,
+    };
+    let gds = gds_bit.is_some_and(|b| inst.word(0) >> b & 1 == 1);
+    special_ds || gds
+}
+
 /// M0 facts at each instruction of a function: whether M0 is live before it, and the constant it
 /// holds there if every path wrote the same `s_mov_b32 m0, K`.
 #[derive(Debug, Clone)]
@@ -503,7 +532,7 @@ pub struct M0Facts {
 /// convention, LLVM `SIRegisterInfo` CSR lists); returns and `s_endpgm` leave it dead.
 pub fn m0_facts(f: &Func) -> M0Facts {
     let n = f.insts.len();
-    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| i.reads().contains(SpecialReg::M0)).collect();
+    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| reads_m0(i)).collect();
     let writes: Vec<bool> = f
         .insts
         .iter()

@@ -307,55 +307,82 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             }
         }
     }
-    // Sites and ids.
+    // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
+    // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
-    let (sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
-    let ids = plan::allocate_ids(&sites, &reserved);
-    if ids.values().any(|&id| id >= 1 << 30) {
-        report.status = Status::FailedClosed;
-        report.reasons.push("more than 2^30 marker ids".into());
-        return Ok(Outcome { bytes: None, report });
-    }
-    // Snippets, with M0 preserved where live.
-    let mut facts = BTreeMap::new();
+    let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
     let reserve = free_sgpr(&prog, &co);
-    let mut used_reserve = false;
-    let mut snippets: BTreeMap<(usize, usize), Vec<(Site, Vec<amdgpu_isa::Instruction>)>> = BTreeMap::new();
-    for s in &sites {
-        let value = match plan::encode_word(s.word, &ids) {
-            Some(v) => v,
-            None => continue,
-        };
-        let needs_m0 = !(target.has_ttracedata_imm() && value <= 0xff);
-        let keep = if needs_m0 {
-            match plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts) {
-                Ok(k) => k,
+    let mut facts = BTreeMap::new();
+    let scope_kinds = [SiteKind::FunctionEntry, SiteKind::FunctionExit, SiteKind::KernelEntry, SiteKind::KernelExit];
+    let (ids, snippets, used_reserve) = loop {
+        let ids = plan::allocate_ids(&sites, &reserved);
+        let mut used_reserve = false;
+        let mut snippets: Snippets = BTreeMap::new();
+        let mut bad_scopes: BTreeSet<usize> = skipped
+            .iter()
+            .filter(|k| scope_kinds.contains(&k.kind))
+            .filter_map(|k| prog.funcs.iter().position(|f| f.spec.name == k.function))
+            .collect();
+        let mut new_skips = Vec::new();
+        for s in &sites {
+            let Some(value) = plan::encode_word(s.word, &ids) else { continue };
+            let needs_m0 = !(target.has_ttracedata_imm() && value <= 0xff);
+            let keep = if needs_m0 {
+                plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts)
+            } else {
+                Ok(M0Keep::Dead)
+            };
+            let code = keep.and_then(|k| {
+                if let M0Keep::Save(_) = k {
+                    used_reserve = true;
+                }
+                plan::snippet(target, value, k)
+            });
+            match code {
+                Ok(code) => snippets.entry((s.func, s.before)).or_default().push((*s, code)),
                 Err(why) => {
-                    skipped.push(Skipped {
+                    if scope_kinds.contains(&s.kind) {
+                        bad_scopes.insert(s.func);
+                    }
+                    new_skips.push(Skipped {
                         function: prog.funcs[s.func].spec.name.clone(),
                         addr: s.addr,
                         kind: s.kind,
                         why,
                     });
-                    continue;
                 }
             }
-        } else {
-            M0Keep::Dead
-        };
-        if let M0Keep::Save(_) = keep {
-            used_reserve = true;
         }
-        match plan::snippet(target, value, keep) {
-            Ok(code) => snippets.entry((s.func, s.before)).or_default().push((*s, code)),
-            Err(why) => skipped.push(Skipped {
-                function: prog.funcs[s.func].spec.name.clone(),
-                addr: s.addr,
-                kind: s.kind,
-                why,
-            }),
+        let dropped: Vec<Site> = sites
+            .iter()
+            .filter(|s| scope_kinds.contains(&s.kind) && bad_scopes.contains(&s.func))
+            .copied()
+            .collect();
+        let dropped_ok: Vec<&Site> = dropped
+            .iter()
+            .filter(|d| !new_skips.iter().any(|k| k.addr == d.addr && k.kind == d.kind && k.function == prog.funcs[d.func].spec.name))
+            .collect();
+        if dropped.is_empty() {
+            skipped.extend(new_skips);
+            break (ids, snippets, used_reserve);
         }
+        for d in dropped_ok {
+            skipped.push(Skipped {
+                function: prog.funcs[d.func].spec.name.clone(),
+                addr: d.addr,
+                kind: d.kind,
+                why: "scope dropped: another enter/exit site of this scope cannot be instrumented".into(),
+            });
+        }
+        skipped.extend(new_skips.into_iter().filter(|k| scope_kinds.contains(&k.kind)));
+        sites.retain(|s| !(scope_kinds.contains(&s.kind) && bad_scopes.contains(&s.func)));
+    };
+    if ids.values().any(|&id| id >= 1 << 30) {
+        report.status = Status::FailedClosed;
+        report.reasons.push("more than 2^30 marker ids".into());
+        return Ok(Outcome { bytes: None, report });
     }
+    let mut snippets = snippets;
     // Entry snippets first at a shared point (they are skipped by branches).
     for v in snippets.values_mut() {
         v.sort_by_key(|(s, _)| s.landing != Landing::After);

@@ -25,10 +25,17 @@ impl Text {
         let [sec] = execs.as_slice() else {
             return Err(VerifyError::Text {
                 which,
-                detail: format!("expected exactly one executable section, found {}", execs.len()),
+                detail: format!(
+                    "expected exactly one executable section, found {}",
+                    execs.len()
+                ),
             });
         };
-        Ok(Text { addr: sec.addr, offset: sec.offset, bytes: co.section_data(sec).to_vec() })
+        Ok(Text {
+            addr: sec.addr,
+            offset: sec.offset,
+            bytes: co.section_data(sec).to_vec(),
+        })
     }
 
     pub fn end(&self) -> u64 {
@@ -81,7 +88,11 @@ impl Builder {
         match hi {
             None => {
                 let l = lo.literal()?;
-                Some(if lo.len() == 8 { i64::from(l as u32 as i32) } else { l as i64 })
+                Some(if lo.len() == 8 {
+                    i64::from(l as u32 as i32)
+                } else {
+                    l as i64
+                })
             }
             Some(h) => {
                 let l = scalar_const(lo, "ssrc1").or_else(|| scalar_const(lo, "ssrc0"))?;
@@ -118,7 +129,13 @@ impl Func {
     }
 
     fn finding(&self, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
-        Finding { check, function: Some(self.name.clone()), original_address: o, new_address: n, message }
+        Finding {
+            check,
+            function: Some(self.name.clone()),
+            original_address: o,
+            new_address: n,
+            message,
+        }
     }
 }
 
@@ -141,14 +158,23 @@ struct Seed {
 }
 
 /// Pairs same-named entries of two lists in address order (static functions may share names).
-fn pair_by_name<'a>(names: impl Iterator<Item = (&'a str, u64)>, key: &str, n: usize) -> Option<u64> {
+fn pair_by_name<'a>(
+    names: impl Iterator<Item = (&'a str, u64)>,
+    key: &str,
+    n: usize,
+) -> Option<u64> {
     let mut v: Vec<u64> = names.filter(|(nm, _)| *nm == key).map(|(_, a)| a).collect();
     v.sort_unstable();
     v.get(n).copied()
 }
 
 impl Program {
-    pub fn build(orig: &CodeObject, new: &CodeObject, isa: Target, findings: &mut Vec<Finding>) -> Result<Program, VerifyError> {
+    pub fn build(
+        orig: &CodeObject,
+        new: &CodeObject,
+        isa: Target,
+        findings: &mut Vec<Finding>,
+    ) -> Result<Program, VerifyError> {
         let otext = Text::of(orig, "original")?;
         let ntext = Text::of(new, "rewritten")?;
 
@@ -157,12 +183,20 @@ impl Program {
         let mut seeds: BTreeMap<u64, Seed> = BTreeMap::new();
         for k in &orig.kernels {
             if otext.contains(k.entry) {
-                seeds.entry(k.entry).or_insert(Seed { name: k.name.clone(), kind: FunctionKind::Kernel, size: k.code_size });
+                seeds.entry(k.entry).or_insert(Seed {
+                    name: k.name.clone(),
+                    kind: FunctionKind::Kernel,
+                    size: k.code_size,
+                });
             }
         }
         for f in &orig.functions {
             if otext.contains(f.address) {
-                seeds.entry(f.address).or_insert(Seed { name: f.name.clone(), kind: FunctionKind::Function, size: Some(f.size) });
+                seeds.entry(f.address).or_insert(Seed {
+                    name: f.name.clone(),
+                    kind: FunctionKind::Function,
+                    size: Some(f.size),
+                });
             }
         }
         let starts: Vec<u64> = seeds.keys().copied().collect();
@@ -184,13 +218,28 @@ impl Program {
                     let sym = new
                         .symbols
                         .iter()
-                        .filter(|s| s.kind == hsaco::SymbolKind::KernelEntry || s.symbol.st_type == hsaco::elf::STT_FUNC)
-                        .filter(|s| s.symbol.name == seed.name && s.symbol.shndx != hsaco::elf::SHN_UNDEF)
+                        .filter(|s| {
+                            s.kind == hsaco::SymbolKind::KernelEntry
+                                || s.symbol.st_type == hsaco::elf::STT_FUNC
+                        })
+                        .filter(|s| {
+                            s.symbol.name == seed.name && s.symbol.shndx != hsaco::elf::SHN_UNDEF
+                        })
                         .map(|s| s.symbol.value)
                         .min();
-                    sym.or_else(|| pair_by_name(new.kernels.iter().map(|k| (k.name.as_str(), k.entry)), &seed.name, n))
+                    sym.or_else(|| {
+                        pair_by_name(
+                            new.kernels.iter().map(|k| (k.name.as_str(), k.entry)),
+                            &seed.name,
+                            n,
+                        )
+                    })
                 }
-                FunctionKind::Function => pair_by_name(new.functions.iter().map(|f| (f.name.as_str(), f.address)), &seed.name, n),
+                FunctionKind::Function => pair_by_name(
+                    new.functions.iter().map(|f| (f.name.as_str(), f.address)),
+                    &seed.name,
+                    n,
+                ),
             };
             if new_start.is_none() {
                 findings.push(Finding {
@@ -221,7 +270,12 @@ impl Program {
         new_starts.dedup();
         for f in &mut funcs {
             if let Some(s) = f.new_start {
-                f.new_region_end = new_starts.iter().copied().find(|&x| x > s).unwrap_or(ntext.end()).min(ntext.end());
+                f.new_region_end = new_starts
+                    .iter()
+                    .copied()
+                    .find(|&x| x > s)
+                    .unwrap_or(ntext.end())
+                    .min(ntext.end());
             }
         }
 
@@ -239,9 +293,19 @@ impl Program {
             .sections
             .iter()
             .filter(|s| s.is_alloc() && !s.is_exec())
-            .filter_map(|s| new.section(&s.name).map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr)))
+            .filter_map(|s| {
+                new.section(&s.name)
+                    .map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr))
+            })
             .collect();
-        let program = Program { isa, otext, ntext, funcs, omap, secmap };
+        let program = Program {
+            isa,
+            otext,
+            ntext,
+            funcs,
+            omap,
+            secmap,
+        };
         program.check_tail(findings);
         Ok(program)
     }
@@ -252,7 +316,13 @@ impl Program {
         let &(fi, k) = self.omap.get(&target)?;
         let f = self.funcs.get(fi)?;
         let o = f.orig.get(k)?;
-        let mut v: Vec<u64> = f.inserted.get(o.run.clone()).unwrap_or_default().iter().map(|n| n.addr).collect();
+        let mut v: Vec<u64> = f
+            .inserted
+            .get(o.run.clone())
+            .unwrap_or_default()
+            .iter()
+            .map(|n| n.addr)
+            .collect();
         v.push(o.new?.addr);
         Some((fi, k, v))
     }
@@ -273,10 +343,26 @@ impl Program {
 
     /// The tail `s_code_end` padding after the last function is copied (same count).
     fn check_tail(&self, findings: &mut Vec<Finding>) {
-        let Some(last_o) = self.funcs.iter().max_by_key(|f| f.orig_start) else { return };
-        let otail = count_code_end(self.otext.slice(last_o.orig_end, self.otext.end()), self.isa);
-        let Some(last_n) = self.funcs.iter().filter(|f| f.new_start.is_some()).max_by_key(|f| f.new_start) else { return };
-        let ntail = last_n.padding.iter().filter(|p| p.inst.special() == Special::CodeEnd).count();
+        let Some(last_o) = self.funcs.iter().max_by_key(|f| f.orig_start) else {
+            return;
+        };
+        let otail = count_code_end(
+            self.otext.slice(last_o.orig_end, self.otext.end()),
+            self.isa,
+        );
+        let Some(last_n) = self
+            .funcs
+            .iter()
+            .filter(|f| f.new_start.is_some())
+            .max_by_key(|f| f.new_start)
+        else {
+            return;
+        };
+        let ntail = last_n
+            .padding
+            .iter()
+            .filter(|p| p.inst.special() == Special::CodeEnd)
+            .count();
         if otail != ntail {
             findings.push(last_n.finding(
                 Check::Padding,
@@ -289,8 +375,17 @@ impl Program {
             if f.new_start == last_n.new_start {
                 continue;
             }
-            if let Some(p) = f.padding.iter().find(|p| p.inst.special() == Special::CodeEnd) {
-                findings.push(f.finding(Check::Padding, None, Some(p.addr), "s_code_end inside the text (only allowed as tail padding)".into()));
+            if let Some(p) = f
+                .padding
+                .iter()
+                .find(|p| p.inst.special() == Special::CodeEnd)
+            {
+                findings.push(f.finding(
+                    Check::Padding,
+                    None,
+                    Some(p.addr),
+                    "s_code_end inside the text (only allowed as tail padding)".into(),
+                ));
             }
         }
     }
@@ -349,7 +444,11 @@ fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
     start + last_real as u64
 }
 
-fn decode_original(t: &Text, f: &Func, isa: Target) -> Result<Vec<(u64, Instruction)>, VerifyError> {
+fn decode_original(
+    t: &Text,
+    f: &Func,
+    isa: Target,
+) -> Result<Vec<(u64, Instruction)>, VerifyError> {
     let bytes = t.slice(f.orig_start, f.orig_end);
     let mut out = Vec::new();
     let mut off = 0usize;
@@ -373,27 +472,47 @@ fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
         if g.special() != Special::GetPc {
             continue;
         }
-        let Some(hi_reg) = g.writes().max_sgpr() else { continue };
+        let Some(hi_reg) = g.writes().max_sgpr() else {
+            continue;
+        };
         let dst = hi_reg.saturating_sub(1);
         let mut lo = None;
         for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(8) {
             let (r, w) = (i.reads(), i.writes());
             let m = i.mnemonic();
             if m == "s_add_nc_u64" && w.contains_sgpr(dst) && r.contains_sgpr(dst) {
-                out.push(Builder { getpc: k, dst, lo: j, hi: None });
+                out.push(Builder {
+                    getpc: k,
+                    dst,
+                    lo: j,
+                    hi: None,
+                });
                 break;
             }
-            if matches!(m, "s_add_u32" | "s_add_co_u32") && w.contains_sgpr(dst) && r.contains_sgpr(dst) && lo.is_none() {
+            if matches!(m, "s_add_u32" | "s_add_co_u32")
+                && w.contains_sgpr(dst)
+                && r.contains_sgpr(dst)
+                && lo.is_none()
+            {
                 lo = Some(j);
                 continue;
             }
-            if matches!(m, "s_addc_u32" | "s_add_co_ci_u32") && w.contains_sgpr(dst + 1) && r.contains_sgpr(dst + 1) {
+            if matches!(m, "s_addc_u32" | "s_add_co_ci_u32")
+                && w.contains_sgpr(dst + 1)
+                && r.contains_sgpr(dst + 1)
+            {
                 if let Some(l) = lo {
-                    out.push(Builder { getpc: k, dst, lo: l, hi: Some(j) });
+                    out.push(Builder {
+                        getpc: k,
+                        dst,
+                        lo: l,
+                        hi: Some(j),
+                    });
                 }
                 break;
             }
-            let sext_hi = m == "s_sext_i32_i16" && w.contains_sgpr(dst + 1) && !w.contains_sgpr(dst);
+            let sext_hi =
+                m == "s_sext_i32_i16" && w.contains_sgpr(dst + 1) && !w.contains_sgpr(dst);
             if !sext_hi && (w.contains_sgpr(dst) || w.contains_sgpr(dst + 1)) {
                 break;
             }
@@ -430,18 +549,63 @@ fn hex(b: &[u8]) -> String {
         .join(" ")
 }
 
+/// Positions in `new` of a subsequence equal to `orig`, each matched as late as possible.
+fn match_late(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> {
+    let mut pos = vec![0usize; orig.len()];
+    let mut hi = new.len();
+    for (t, (_, o)) in orig.iter().enumerate().rev() {
+        let p = new[..hi]
+            .iter()
+            .rposition(|n| n.inst.bytes() == o.bytes())?;
+        pos[t] = p;
+        hi = p;
+    }
+    Some(pos)
+}
+
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
 /// instruction equal to it.
-fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target, findings: &mut Vec<Finding>) {
-    let pcrel: Vec<usize> = f.builders.iter().flat_map(|b| std::iter::once(b.lo).chain(b.hi)).collect();
+fn align(
+    f: &mut Func,
+    body: Vec<(u64, Instruction)>,
+    ntext: &Text,
+    isa: Target,
+    findings: &mut Vec<Finding>,
+) {
+    let pcrel: Vec<usize> = f
+        .builders
+        .iter()
+        .flat_map(|b| std::iter::once(b.lo).chain(b.hi))
+        .collect();
     let Some(start) = f.new_start else {
-        f.orig = body.into_iter().map(|(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }).collect();
+        f.orig = body
+            .into_iter()
+            .map(|(addr, inst)| OInst {
+                addr,
+                inst,
+                new: None,
+                run: 0..0,
+            })
+            .collect();
         return;
     };
     if !ntext.contains(start) {
-        findings.push(f.finding(Check::Functions, Some(f.orig_start), Some(start), "rewritten entry is outside .text".into()));
-        f.orig = body.into_iter().map(|(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }).collect();
+        findings.push(f.finding(
+            Check::Functions,
+            Some(f.orig_start),
+            Some(start),
+            "rewritten entry is outside .text".into(),
+        ));
+        f.orig = body
+            .into_iter()
+            .map(|(addr, inst)| OInst {
+                addr,
+                inst,
+                new: None,
+                run: 0..0,
+            })
+            .collect();
         return;
     }
     // Decode the rewritten region; stop at the first word that does not decode.
@@ -456,7 +620,12 @@ fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target,
                 new.push(NInst { addr, inst: i });
             }
             Err(e) => {
-                findings.push(f.finding(Check::Decode, None, Some(addr), format!("rewritten text does not decode: {}", e.kind)));
+                findings.push(f.finding(
+                    Check::Decode,
+                    None,
+                    Some(addr),
+                    format!("rewritten text does not decode: {}", e.kind),
+                ));
                 break;
             }
         }
@@ -465,11 +634,50 @@ fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target,
     let mut run_start = 0usize;
     let mut orig = Vec::with_capacity(body.len());
     while i < body.len() && j < new.len() {
+        // A stretch of insertable instructions in front of a non-insertable one holds every
+        // insertable-looking original up to that point: match them as late as possible (inserted
+        // code goes in front of originals), so an inserted `s_nop 0` is not taken for an
+        // original one.
+        if allowed(&new[j].inst).is_some() {
+            let e = (j..new.len())
+                .find(|&x| allowed(&new[x].inst).is_none())
+                .unwrap_or(new.len());
+            let m = body[i..]
+                .iter()
+                .take_while(|(_, x)| allowed(x).is_some())
+                .count();
+            if e < new.len() {
+                if let Some(pos) = match_late(&body[i..i + m], &new[j..e]) {
+                    for (q, n) in new[j..e].iter().enumerate() {
+                        if let Some(t) = pos.iter().position(|&p| p == q) {
+                            let (oa, oi) = body[i + t];
+                            orig.push(OInst {
+                                addr: oa,
+                                inst: oi,
+                                new: Some(*n),
+                                run: run_start..f.inserted.len(),
+                            });
+                            run_start = f.inserted.len();
+                        } else {
+                            f.inserted.push(*n);
+                        }
+                    }
+                    i += m;
+                    j = e;
+                    continue;
+                }
+            }
+        }
         let (oa, oi) = body[i];
         let n = new[j];
         let lit = pcrel.contains(&i);
         if same(&oi, &n.inst, lit) {
-            orig.push(OInst { addr: oa, inst: oi, new: Some(n), run: run_start..f.inserted.len() });
+            orig.push(OInst {
+                addr: oa,
+                inst: oi,
+                new: Some(n),
+                run: run_start..f.inserted.len(),
+            });
             run_start = f.inserted.len();
             i += 1;
             j += 1;
@@ -498,7 +706,12 @@ fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target,
                 hex(n.inst.bytes())
             ),
         ));
-        orig.push(OInst { addr: oa, inst: oi, new: Some(n), run: run_start..f.inserted.len() });
+        orig.push(OInst {
+            addr: oa,
+            inst: oi,
+            new: Some(n),
+            run: run_start..f.inserted.len(),
+        });
         run_start = f.inserted.len();
         i += 1;
         j += 1;
@@ -509,15 +722,32 @@ fn align(f: &mut Func, body: Vec<(u64, Instruction)>, ntext: &Text, isa: Target,
             Check::Alignment,
             Some(oa),
             new.get(j).map(|n| n.addr),
-            format!("{} original instructions missing from the rewritten function, first {}", body.len() - i, oi.mnemonic()),
+            format!(
+                "{} original instructions missing from the rewritten function, first {}",
+                body.len() - i,
+                oi.mnemonic()
+            ),
         ));
-        orig.extend(body[i..].iter().map(|&(addr, inst)| OInst { addr, inst, new: None, run: 0..0 }));
+        orig.extend(body[i..].iter().map(|&(addr, inst)| OInst {
+            addr,
+            inst,
+            new: None,
+            run: 0..0,
+        }));
     }
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {
             f.padding.push(*n);
         } else {
-            findings.push(f.finding(Check::Padding, None, Some(n.addr), format!("{} after the end of the function (padding must be s_nop 0)", n.inst.mnemonic())));
+            findings.push(f.finding(
+                Check::Padding,
+                None,
+                Some(n.addr),
+                format!(
+                    "{} after the end of the function (padding must be s_nop 0)",
+                    n.inst.mnemonic()
+                ),
+            ));
         }
     }
     f.orig = orig;

@@ -23,7 +23,13 @@ pub(crate) struct FuncmapInfo {
 }
 
 fn glob(check: Check, message: String) -> Finding {
-    Finding { check, function: None, original_address: None, new_address: None, message }
+    Finding {
+        check,
+        function: None,
+        original_address: None,
+        new_address: None,
+        message,
+    }
 }
 
 pub(crate) fn check_header(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
@@ -31,21 +37,40 @@ pub(crate) fn check_header(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Fi
     let pairs = [
         ("e_flags", u64::from(a.e_flags), u64::from(b.e_flags)),
         ("EI_OSABI", u64::from(a.os_abi), u64::from(b.os_abi)),
-        ("EI_ABIVERSION", u64::from(a.abi_version), u64::from(b.abi_version)),
+        (
+            "EI_ABIVERSION",
+            u64::from(a.abi_version),
+            u64::from(b.abi_version),
+        ),
         ("e_type", u64::from(a.e_type), u64::from(b.e_type)),
         ("e_machine", u64::from(a.e_machine), u64::from(b.e_machine)),
     ];
     for (name, x, y) in pairs {
         if x != y {
-            findings.push(glob(Check::Header, format!("{name} changed from {x:#x} to {y:#x}")));
+            findings.push(glob(
+                Check::Header,
+                format!("{name} changed from {x:#x} to {y:#x}"),
+            ));
         }
     }
 }
 
-pub(crate) fn check_funcmap(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> FuncmapInfo {
-    let count = n.elf.sections.iter().filter(|s| s.name == ".sqtt_funcmap").count();
+pub(crate) fn check_funcmap(
+    o: &CodeObject,
+    n: &CodeObject,
+    findings: &mut Vec<Finding>,
+) -> FuncmapInfo {
+    let count = n
+        .elf
+        .sections
+        .iter()
+        .filter(|s| s.name == ".sqtt_funcmap")
+        .count();
     if count > 1 {
-        findings.push(glob(Check::Funcmap, format!("{count} sections named .sqtt_funcmap (consumers read only the first)")));
+        findings.push(glob(
+            Check::Funcmap,
+            format!("{count} sections named .sqtt_funcmap (consumers read only the first)"),
+        ));
     }
     let (od, nd) = (o.funcmap(), n.funcmap());
     let orig_rows = od.map(|d| funcmap::parse(d).rows).unwrap_or_default();
@@ -54,33 +79,64 @@ pub(crate) fn check_funcmap(o: &CodeObject, n: &CodeObject, findings: &mut Vec<F
         return FuncmapInfo { new, orig_rows };
     }
     let (Some(data), Some(fm)) = (nd, new.as_ref()) else {
-        findings.push(glob(Check::Funcmap, "the original .sqtt_funcmap was removed".into()));
+        findings.push(glob(
+            Check::Funcmap,
+            "the original .sqtt_funcmap was removed".into(),
+        ));
         return FuncmapInfo { new, orig_rows };
     };
     let nuls = data.iter().rev().take_while(|b| **b == 0).count();
     if nuls != 1 {
-        findings.push(glob(Check::Funcmap, format!("section must end with exactly one NUL, found {nuls}")));
+        findings.push(glob(
+            Check::Funcmap,
+            format!("section must end with exactly one NUL, found {nuls}"),
+        ));
     }
     if data.iter().rev().skip(nuls).any(|b| *b == 0) {
-        findings.push(glob(Check::Funcmap, "NUL inside the rows (rows must be separated by \\n)".into()));
+        findings.push(glob(
+            Check::Funcmap,
+            "NUL inside the rows (rows must be separated by \\n)".into(),
+        ));
     }
     for id in &fm.duplicate_ids {
-        findings.push(glob(Check::Funcmap, format!("id {id} is used by more than one row")));
+        findings.push(glob(
+            Check::Funcmap,
+            format!("id {id} is used by more than one row"),
+        ));
     }
     for (line, text) in &fm.rejected_lines {
-        findings.push(glob(Check::Funcmap, format!("line {line} is not a valid row: {text:?}")));
+        findings.push(glob(
+            Check::Funcmap,
+            format!("line {line} is not a valid row: {text:?}"),
+        ));
     }
     if fm.by_id.contains_key(&0) {
         findings.push(glob(Check::Funcmap, "id 0 is reserved".into()));
     }
     for r in &orig_rows {
         if !fm.rows.contains(r) {
-            findings.push(glob(Check::Funcmap, format!("original row {}:{:?}:{} lost in the merge", r.kind, r.id, r.name)));
+            findings.push(glob(
+                Check::Funcmap,
+                format!(
+                    "original row {}:{:?}:{} lost in the merge",
+                    r.kind, r.id, r.name
+                ),
+            ));
         }
     }
-    for r in fm.rows.iter().filter(|r| r.kind == 'F' && !orig_rows.contains(r)) {
+    for r in fm
+        .rows
+        .iter()
+        .filter(|r| r.kind == 'F' && !orig_rows.contains(r))
+    {
         if !n.functions.iter().any(|f| f.name == r.name) {
-            findings.push(glob(Check::Funcmap, format!("F row {:?} names no device function of the code object", r.name)));
+            findings.push(glob(
+                Check::Funcmap,
+                format!(
+                    "F row {:?} names no device function of the code object",
+                    r.name
+                ),
+            ));
         }
     }
     FuncmapInfo { new, orig_rows }
@@ -88,7 +144,10 @@ pub(crate) fn check_funcmap(o: &CodeObject, n: &CodeObject, findings: &mut Vec<F
 
 fn is_skipped_content(s: &Section) -> bool {
     s.is_exec()
-        || matches!(s.sh_type, elf::SHT_SYMTAB | elf::SHT_DYNSYM | elf::SHT_RELA | SHT_STRTAB)
+        || matches!(
+            s.sh_type,
+            elf::SHT_SYMTAB | elf::SHT_DYNSYM | elf::SHT_RELA | SHT_STRTAB
+        )
         || s.name.starts_with(".debug_")
         || s.name == ".sqtt_funcmap"
         || s.name == ".sqtt_patch"
@@ -97,29 +156,48 @@ fn is_skipped_content(s: &Section) -> bool {
 pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
     for s in o.elf.sections.iter().skip(1) {
         let Some(ns) = n.section(&s.name) else {
-            findings.push(glob(Check::Sections, format!("section {} is missing", s.name)));
+            findings.push(glob(
+                Check::Sections,
+                format!("section {} is missing", s.name),
+            ));
             continue;
         };
         if s.sh_type != ns.sh_type || s.flags != ns.flags {
-            findings.push(glob(Check::Sections, format!("section {} type/flags changed", s.name)));
+            findings.push(glob(
+                Check::Sections,
+                format!("section {} type/flags changed", s.name),
+            ));
         }
         if is_skipped_content(s) {
             continue;
         }
         if s.sh_type == elf::SHT_NOBITS {
             if s.size != ns.size {
-                findings.push(glob(Check::Sections, format!("section {} size changed from {:#x} to {:#x}", s.name, s.size, ns.size)));
+                findings.push(glob(
+                    Check::Sections,
+                    format!(
+                        "section {} size changed from {:#x} to {:#x}",
+                        s.name, s.size, ns.size
+                    ),
+                ));
             }
             continue;
         }
         let (a, b) = (o.section_data(s), n.section_data(ns));
         if s.sh_type == elf::SHT_NOTE {
             let notes = |co: &CodeObject, sec: &Section| {
-                hsaco::metadata::parse_notes(co.section_data(sec), sec.offset)
-                    .map(|v| v.into_iter().filter(|x| x.n_type != hsaco::metadata::NT_AMDGPU_METADATA).map(|x| (x.name, x.n_type, x.desc)).collect::<Vec<_>>())
+                hsaco::metadata::parse_notes(co.section_data(sec), sec.offset).map(|v| {
+                    v.into_iter()
+                        .filter(|x| x.n_type != hsaco::metadata::NT_AMDGPU_METADATA)
+                        .map(|x| (x.name, x.n_type, x.desc))
+                        .collect::<Vec<_>>()
+                })
             };
             if notes(o, s).ok() != notes(n, ns).ok() {
-                findings.push(glob(Check::Sections, format!("notes other than the AMDGPU metadata changed in {}", s.name)));
+                findings.push(glob(
+                    Check::Sections,
+                    format!("notes other than the AMDGPU metadata changed in {}", s.name),
+                ));
             }
             continue;
         }
@@ -128,24 +206,46 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
             .kernels
             .iter()
             .filter(|k| k.kd_offset >= s.offset && k.kd_offset < s.offset + s.size)
-            .map(|k| ((k.kd_offset - s.offset) as usize, (k.kd_offset - s.offset) as usize + 64))
+            .map(|k| {
+                (
+                    (k.kd_offset - s.offset) as usize,
+                    (k.kd_offset - s.offset) as usize + 64,
+                )
+            })
             .collect();
         let in_kd = |i: usize| kd_ranges.iter().any(|(x, y)| i >= *x && i < *y);
         if a.len() != b.len() {
-            findings.push(glob(Check::Sections, format!("section {} size changed from {:#x} to {:#x}", s.name, a.len(), b.len())));
+            findings.push(glob(
+                Check::Sections,
+                format!(
+                    "section {} size changed from {:#x} to {:#x}",
+                    s.name,
+                    a.len(),
+                    b.len()
+                ),
+            ));
         } else if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i] && !in_kd(i)) {
-            findings.push(glob(Check::Sections, format!("section {} contents changed at offset {i:#x}", s.name)));
+            findings.push(glob(
+                Check::Sections,
+                format!("section {} contents changed at offset {i:#x}", s.name),
+            ));
         }
     }
     for s in n.elf.sections.iter().skip(1) {
         if o.section(&s.name).is_none() && s.name != ".sqtt_funcmap" && s.name != ".sqtt_patch" {
-            findings.push(glob(Check::Sections, format!("unexpected new section {}", s.name)));
+            findings.push(glob(
+                Check::Sections,
+                format!("unexpected new section {}", s.name),
+            ));
         }
     }
 }
 
 fn section_name(co: &CodeObject, idx: u16) -> Option<&str> {
-    co.elf.sections.get(usize::from(idx)).map(|s| s.name.as_str())
+    co.elf
+        .sections
+        .get(usize::from(idx))
+        .map(|s| s.name.as_str())
 }
 
 /// Maps an original code address: function entries to the rewritten entry (so the entry run
@@ -157,15 +257,31 @@ fn code_targets(p: &Program, a: u64) -> Option<Vec<u64>> {
     if let Some((_, _, v)) = p.landing(a) {
         return Some(v);
     }
-    p.funcs.iter().find(|f| f.orig_end == a).and_then(|f| f.new_body_end()).map(|e| vec![e])
+    p.funcs
+        .iter()
+        .find(|f| f.orig_end == a)
+        .and_then(|f| f.new_body_end())
+        .map(|e| vec![e])
 }
 
-pub(crate) fn check_symbols(o: &CodeObject, n: &CodeObject, p: &Program, findings: &mut Vec<Finding>) {
+pub(crate) fn check_symbols(
+    o: &CodeObject,
+    n: &CodeObject,
+    p: &Program,
+    findings: &mut Vec<Finding>,
+) {
     for table in [elf::SymbolTable::Symtab, elf::SymbolTable::Dynsym] {
         let os: Vec<_> = o.table_symbols(table).map(|s| &s.symbol).collect();
         let ns: Vec<_> = n.table_symbols(table).map(|s| &s.symbol).collect();
         if os.len() != ns.len() {
-            findings.push(glob(Check::Symbols, format!("{table:?} has {} symbols, the original {}", ns.len(), os.len())));
+            findings.push(glob(
+                Check::Symbols,
+                format!(
+                    "{table:?} has {} symbols, the original {}",
+                    ns.len(),
+                    os.len()
+                ),
+            ));
             continue;
         }
         for (a, b) in os.iter().zip(&ns) {
@@ -176,18 +292,35 @@ pub(crate) fn check_symbols(o: &CodeObject, n: &CodeObject, p: &Program, finding
                 new_address: Some(b.value),
                 message,
             };
-            if a.name != b.name || a.st_type != b.st_type || a.bind != b.bind || a.other != b.other || section_name(o, a.shndx) != section_name(n, b.shndx) {
-                findings.push(sym(format!("{table:?} entry {} changed name, type, binding, visibility or section", a.index)));
+            if a.name != b.name
+                || a.st_type != b.st_type
+                || a.bind != b.bind
+                || a.other != b.other
+                || section_name(o, a.shndx) != section_name(n, b.shndx)
+            {
+                findings.push(sym(format!(
+                    "{table:?} entry {} changed name, type, binding, visibility or section",
+                    a.index
+                )));
                 continue;
             }
             if a.shndx == elf::SHN_ABS || a.shndx == elf::SHN_UNDEF {
                 continue;
             }
             let in_text = p.otext.contains(a.value) || (a.value == p.otext.end() && a.value > 0);
-            let in_exec = o.elf.sections.get(usize::from(a.shndx)).is_some_and(Section::is_exec);
+            let in_exec = o
+                .elf
+                .sections
+                .get(usize::from(a.shndx))
+                .is_some_and(Section::is_exec);
             if !in_exec {
                 if b.value != p.map_data(a.value) || a.size != b.size {
-                    findings.push(sym(format!("data symbol should be at {:#x} size {:#x}, is size {:#x}", p.map_data(a.value), a.size, b.size)));
+                    findings.push(sym(format!(
+                        "data symbol should be at {:#x} size {:#x}, is size {:#x}",
+                        p.map_data(a.value),
+                        a.size,
+                        b.size
+                    )));
                 }
                 continue;
             }
@@ -202,14 +335,24 @@ pub(crate) fn check_symbols(o: &CodeObject, n: &CodeObject, p: &Program, finding
             }
             match code_targets(p, a.value) {
                 Some(v) if v.contains(&b.value) => {}
-                Some(v) => findings.push(sym(format!("value should be {:#x}", v.first().copied().unwrap_or_default()))),
+                Some(v) => findings.push(sym(format!(
+                    "value should be {:#x}",
+                    v.first().copied().unwrap_or_default()
+                ))),
                 None => findings.push(sym("value is not an original instruction address".into())),
             }
             if a.st_type == elf::STT_FUNC && a.size > 0 {
                 if let Some(f) = p.funcs.iter().find(|f| f.orig_start == a.value) {
-                    let (Some(start), Some(end)) = (f.new_start, f.new_body_end()) else { continue };
-                    if b.value.saturating_add(b.size) < end || start.saturating_add(b.size) > f.new_region_end {
-                        findings.push(sym(format!("size {:#x} does not cover the rewritten body {:#x}..{end:#x}", b.size, start)));
+                    let (Some(start), Some(end)) = (f.new_start, f.new_body_end()) else {
+                        continue;
+                    };
+                    if b.value.saturating_add(b.size) < end
+                        || start.saturating_add(b.size) > f.new_region_end
+                    {
+                        findings.push(sym(format!(
+                            "size {:#x} does not cover the rewritten body {:#x}..{end:#x}",
+                            b.size, start
+                        )));
                     }
                 }
             }
@@ -217,13 +360,24 @@ pub(crate) fn check_symbols(o: &CodeObject, n: &CodeObject, p: &Program, finding
     }
 }
 
-pub(crate) fn check_relocations(o: &CodeObject, n: &CodeObject, p: &Program, findings: &mut Vec<Finding>) {
+pub(crate) fn check_relocations(
+    o: &CodeObject,
+    n: &CodeObject,
+    p: &Program,
+    findings: &mut Vec<Finding>,
+) {
     let (Ok(or), Ok(nr)) = (o.elf.relas(&o.bytes), n.elf.relas(&n.bytes)) else {
-        findings.push(glob(Check::Relocations, "relocation sections do not parse".into()));
+        findings.push(glob(
+            Check::Relocations,
+            "relocation sections do not parse".into(),
+        ));
         return;
     };
     if or.len() != nr.len() {
-        findings.push(glob(Check::Relocations, format!("{} relocations, the original has {}", nr.len(), or.len())));
+        findings.push(glob(
+            Check::Relocations,
+            format!("{} relocations, the original has {}", nr.len(), or.len()),
+        ));
         return;
     }
     for (a, b) in or.iter().zip(&nr) {
@@ -235,7 +389,10 @@ pub(crate) fn check_relocations(o: &CodeObject, n: &CodeObject, p: &Program, fin
             message,
         };
         if a.r_type != b.r_type || a.r_sym != b.r_sym || b.r_offset != p.map_data(a.r_offset) {
-            findings.push(rel(format!("relocation at file offset {:#x} changed type, symbol or offset", b.entry_offset)));
+            findings.push(rel(format!(
+                "relocation at file offset {:#x} changed type, symbol or offset",
+                b.entry_offset
+            )));
             continue;
         }
         if a.r_type != R_AMDGPU_RELATIVE64 {
@@ -245,9 +402,15 @@ pub(crate) fn check_relocations(o: &CodeObject, n: &CodeObject, p: &Program, fin
             continue;
         }
         let (x, y) = (a.addend as u64, b.addend as u64);
-        let ok = if p.otext.contains(x) { code_targets(p, x).is_some_and(|v| v.first() == Some(&y)) } else { y == p.map_data(x) };
+        let ok = if p.otext.contains(x) {
+            code_targets(p, x).is_some_and(|v| v.first() == Some(&y))
+        } else {
+            y == p.map_data(x)
+        };
         if !ok {
-            findings.push(rel(format!("R_AMDGPU_RELATIVE64 addend {x:#x} not mapped: found {y:#x}")));
+            findings.push(rel(format!(
+                "R_AMDGPU_RELATIVE64 addend {x:#x} not mapped: found {y:#x}"
+            )));
         }
     }
 }
@@ -272,7 +435,9 @@ fn callees(p: &Program, root: usize) -> BTreeSet<usize> {
         let f = &p.funcs[fi];
         let mut next = Vec::new();
         for b in &f.builders {
-            let (Some(g), Some(lo)) = (f.orig.get(b.getpc), f.orig.get(b.lo)) else { continue };
+            let (Some(g), Some(lo)) = (f.orig.get(b.getpc), f.orig.get(b.lo)) else {
+                continue;
+            };
             let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
             if let Some(off) = b.offset(&lo.inst, hi) {
                 next.extend(p.func_at(g.addr.wrapping_add(4).wrapping_add(off as u64)));
@@ -296,11 +461,21 @@ fn callees(p: &Program, root: usize) -> BTreeSet<usize> {
     seen
 }
 
-pub(crate) fn check_descriptors(o: &CodeObject, n: &CodeObject, p: &Program, reserved: Option<u16>, findings: &mut Vec<Finding>) {
+pub(crate) fn check_descriptors(
+    o: &CodeObject,
+    n: &CodeObject,
+    p: &Program,
+    reserved: Option<u16>,
+    findings: &mut Vec<Finding>,
+) {
     let gen = n.target.generation();
     for ok in &o.kernels {
-        let Some(nk) = n.kernels.iter().find(|k| k.name == ok.name) else { continue };
-        let Some(fi) = p.func_at(ok.entry) else { continue };
+        let Some(nk) = n.kernels.iter().find(|k| k.name == ok.name) else {
+            continue;
+        };
+        let Some(fi) = p.func_at(ok.entry) else {
+            continue;
+        };
         let f = &p.funcs[fi];
         let kf = |message: String| Finding {
             check: Check::Descriptor,
@@ -310,7 +485,11 @@ pub(crate) fn check_descriptors(o: &CodeObject, n: &CodeObject, p: &Program, res
             message,
         };
         if Some(nk.entry) != f.new_start {
-            findings.push(kf(format!("kernel_code_entry_byte_offset points at {:#x}, the kernel starts at {:#x}", nk.entry, f.new_start.unwrap_or_default())));
+            findings.push(kf(format!(
+                "kernel_code_entry_byte_offset points at {:#x}, the kernel starts at {:#x}",
+                nk.entry,
+                f.new_start.unwrap_or_default()
+            )));
         }
         if nk.entry % 256 != 0 {
             findings.push(kf("kernel entry is not 256-byte aligned".into()));
@@ -324,73 +503,150 @@ pub(crate) fn check_descriptors(o: &CodeObject, n: &CodeObject, p: &Program, res
         }
         if want.encode() != nk.descriptor.encode() {
             let (a, b) = (want.encode(), nk.descriptor.encode());
-            let at = a.iter().zip(b.iter()).position(|(x, y)| x != y).unwrap_or_default();
+            let at = a
+                .iter()
+                .zip(b.iter())
+                .position(|(x, y)| x != y)
+                .unwrap_or_default();
             findings.push(kf(format!("descriptor byte {at:#x} changed (only the entry offset, SGPR granule and INST_PREF_SIZE may change)")));
         }
         if ok.descriptor.kernarg_preload_length() > 0 {
-            let a = p.otext.bytes.get((ok.entry - p.otext.addr) as usize..).map(|s| &s[..s.len().min(256)]);
-            let b = nk.entry.checked_sub(p.ntext.addr).and_then(|x| p.ntext.bytes.get(x as usize..)).map(|s| &s[..s.len().min(256)]);
+            let a = p
+                .otext
+                .bytes
+                .get((ok.entry - p.otext.addr) as usize..)
+                .map(|s| &s[..s.len().min(256)]);
+            let b = nk
+                .entry
+                .checked_sub(p.ntext.addr)
+                .and_then(|x| p.ntext.bytes.get(x as usize..))
+                .map(|s| &s[..s.len().min(256)]);
             if a != b {
-                findings.push(kf("kernarg-preload kernel: the first 256 bytes differ from the original".into()));
+                findings.push(kf(
+                    "kernarg-preload kernel: the first 256 bytes differ from the original".into(),
+                ));
             }
         }
         // Register coverage of the kernel and its callees.
         let set = callees(p, fi);
-        let orig_use = usage(set.iter().flat_map(|&i| p.funcs[i].orig.iter().map(|x| &x.inst)));
+        let orig_use = usage(
+            set.iter()
+                .flat_map(|&i| p.funcs[i].orig.iter().map(|x| &x.inst)),
+        );
         let new_use = usage(set.iter().flat_map(|&i| {
             let g = &p.funcs[i];
-            g.orig.iter().filter_map(|x| x.new.as_ref().map(|n| &n.inst)).chain(g.inserted.iter().map(|n| &n.inst))
+            g.orig
+                .iter()
+                .filter_map(|x| x.new.as_ref().map(|n| &n.inst))
+                .chain(g.inserted.iter().map(|n| &n.inst))
         }));
         let regs = nk.descriptor.registers(&n.target);
-        let vgpr_cap = if n.target.has_gfx90a_insts() { regs.arch_vgprs } else { regs.vgprs_allocated };
-        let agpr_cap = if n.target.has_gfx90a_insts() { regs.agprs } else { regs.vgprs_allocated };
+        let vgpr_cap = if n.target.has_gfx90a_insts() {
+            regs.arch_vgprs
+        } else {
+            regs.vgprs_allocated
+        };
+        let agpr_cap = if n.target.has_gfx90a_insts() {
+            regs.agprs
+        } else {
+            regs.vgprs_allocated
+        };
         if new_use.1 > vgpr_cap && new_use.1 > orig_use.1 {
-            findings.push(kf(format!("descriptor allocates {vgpr_cap} VGPRs, code uses {}", new_use.1)));
+            findings.push(kf(format!(
+                "descriptor allocates {vgpr_cap} VGPRs, code uses {}",
+                new_use.1
+            )));
         }
         if new_use.2 > agpr_cap && new_use.2 > orig_use.2 {
-            findings.push(kf(format!("descriptor allocates {agpr_cap} AGPRs, code uses {}", new_use.2)));
+            findings.push(kf(format!(
+                "descriptor allocates {agpr_cap} AGPRs, code uses {}",
+                new_use.2
+            )));
         }
         if let Some(s) = regs.sgprs {
             if new_use.0 > s && new_use.0 > orig_use.0 {
-                findings.push(kf(format!("descriptor allocates {s} SGPRs, code uses {}", new_use.0)));
+                findings.push(kf(format!(
+                    "descriptor allocates {s} SGPRs, code uses {}",
+                    new_use.0
+                )));
             }
         }
-        check_metadata(o, n, ok, nk, reserved.filter(|_| new_use.0 > orig_use.0), findings);
+        check_metadata(
+            o,
+            n,
+            ok,
+            nk,
+            reserved.filter(|_| new_use.0 > orig_use.0),
+            findings,
+        );
     }
 }
 
-fn check_metadata(o: &CodeObject, n: &CodeObject, ok: &hsaco::Kernel, nk: &hsaco::Kernel, reserved: Option<u16>, findings: &mut Vec<Finding>) {
-    let (Some(om), Some(nm)) = (&o.metadata, &n.metadata) else { return };
+fn check_metadata(
+    o: &CodeObject,
+    n: &CodeObject,
+    ok: &hsaco::Kernel,
+    nk: &hsaco::Kernel,
+    reserved: Option<u16>,
+    findings: &mut Vec<Finding>,
+) {
+    let (Some(om), Some(nm)) = (&o.metadata, &n.metadata) else {
+        return;
+    };
     let (Some(oi), Some(ni)) = (ok.metadata_index, nk.metadata_index) else {
         if ok.metadata_index.is_some() {
-            findings.push(Finding { check: Check::Metadata, function: Some(ok.name.clone()), original_address: None, new_address: None, message: "kernel missing from the metadata note".into() });
+            findings.push(Finding {
+                check: Check::Metadata,
+                function: Some(ok.name.clone()),
+                original_address: None,
+                new_address: None,
+                message: "kernel missing from the metadata note".into(),
+            });
         }
         return;
     };
-    let mf = |message: String| Finding { check: Check::Metadata, function: Some(ok.name.clone()), original_address: None, new_address: None, message };
+    let mf = |message: String| Finding {
+        check: Check::Metadata,
+        function: Some(ok.name.clone()),
+        original_address: None,
+        new_address: None,
+        message,
+    };
     let d = &nk.descriptor;
-    for (key, desc) in [(".group_segment_fixed_size", d.group_segment_fixed_size), (".private_segment_fixed_size", d.private_segment_fixed_size)] {
+    for (key, desc) in [
+        (".group_segment_fixed_size", d.group_segment_fixed_size),
+        (".private_segment_fixed_size", d.private_segment_fixed_size),
+    ] {
         let (a, b) = (om.kernel_u64(oi, key), nm.kernel_u64(ni, key));
         if a != b {
             findings.push(mf(format!("{key} changed from {a:?} to {b:?}")));
         }
         if b.is_some_and(|b| b != u64::from(desc)) {
-            findings.push(mf(format!("{key} {b:?} disagrees with the descriptor ({desc})")));
+            findings.push(mf(format!(
+                "{key} {b:?} disagrees with the descriptor ({desc})"
+            )));
         }
     }
     let regs = d.registers(&n.target);
-    for (key, cap) in [(".sgpr_count", regs.sgprs), (".vgpr_count", Some(regs.vgprs_allocated))] {
+    for (key, cap) in [
+        (".sgpr_count", regs.sgprs),
+        (".vgpr_count", Some(regs.vgprs_allocated)),
+    ] {
         let (a, b) = (om.kernel_u64(oi, key), nm.kernel_u64(ni, key));
         if let (Some(a), Some(b)) = (a, b) {
             if b < a {
                 findings.push(mf(format!("{key} decreased from {a} to {b}")));
             }
             if cap.is_some_and(|c| b > u64::from(c)) && b != a {
-                findings.push(mf(format!("{key} {b} exceeds the descriptor allocation {cap:?}")));
+                findings.push(mf(format!(
+                    "{key} {b} exceeds the descriptor allocation {cap:?}"
+                )));
             }
             if key == ".sgpr_count" {
                 if let Some(r) = reserved.filter(|r| b < u64::from(*r) + 1) {
-                    findings.push(mf(format!(".sgpr_count {b} does not cover the reserved SGPR s{r}")));
+                    findings.push(mf(format!(
+                        ".sgpr_count {b} does not cover the reserved SGPR s{r}"
+                    )));
                 }
             }
         }

@@ -47,7 +47,14 @@ struct Effect {
 }
 
 fn simulate(run: &[NInst]) -> Effect {
-    let mut e = Effect { m0: Val::Orig, last_writes_m0: false, delta: 0, low: 0, markers: Vec::new(), problems: Vec::new() };
+    let mut e = Effect {
+        m0: Val::Orig,
+        last_writes_m0: false,
+        delta: 0,
+        low: 0,
+        markers: Vec::new(),
+        problems: Vec::new(),
+    };
     let mut sr = Val::Unknown;
     for n in run {
         let mut writes_m0 = false;
@@ -60,18 +67,30 @@ fn simulate(run: &[NInst]) -> Effect {
             Some(Allowed::SaveM0(_)) => sr = e.m0,
             Some(Allowed::RestoreM0(r)) => {
                 if sr == Val::Unknown {
-                    e.problems.push((Check::M0, n.addr, format!("M0 restored from s{r}, which this run did not save")));
+                    e.problems.push((
+                        Check::M0,
+                        n.addr,
+                        format!("M0 restored from s{r}, which this run did not save"),
+                    ));
                 }
                 e.m0 = sr;
                 writes_m0 = true;
             }
             Some(Allowed::Ttrace) => {
                 if e.last_writes_m0 {
-                    e.problems.push((Check::M0, n.addr, "s_ttracedata directly after an M0 write (needs s_nop 0)".into()));
+                    e.problems.push((
+                        Check::M0,
+                        n.addr,
+                        "s_ttracedata directly after an M0 write (needs s_nop 0)".into(),
+                    ));
                 }
                 match e.m0 {
                     Val::Const(k) => value = Some(k),
-                    _ => e.problems.push((Check::Markers, n.addr, "s_ttracedata without an M0 constant set in the same run".into())),
+                    _ => e.problems.push((
+                        Check::Markers,
+                        n.addr,
+                        "s_ttracedata without an M0 constant set in the same run".into(),
+                    )),
                 }
             }
             Some(Allowed::TtraceImm(v)) => value = Some(u32::from(v)),
@@ -121,11 +140,20 @@ pub(crate) fn analyse(p: &Program, fm: &FuncmapInfo, findings: &mut Vec<Finding>
         let cfg = build_cfg(p, fi, findings);
         markers.push(check_runs(f, &cfg, fm, findings));
     }
-    Analysis { reserved_sgpr: reserved, markers }
+    Analysis {
+        reserved_sgpr: reserved,
+        markers,
+    }
 }
 
 fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
-    Finding { check, function: Some(f.name.clone()), original_address: o, new_address: n, message }
+    Finding {
+        check,
+        function: Some(f.name.clone()),
+        original_address: o,
+        new_address: n,
+        message,
+    }
 }
 
 /// The one SGPR inserted code uses to save M0; it must be unused by every original instruction.
@@ -151,7 +179,16 @@ fn reserved_sgpr(p: &Program, findings: &mut Vec<Finding>) -> Option<u16> {
     for f in &p.funcs {
         for o in &f.orig {
             if o.inst.reads().contains_sgpr(r) || o.inst.writes().contains_sgpr(r) {
-                findings.push(fnd(f, Check::M0, Some(o.addr), o.new.map(|n| n.addr), format!("reserved SGPR s{r} is used by original {}", o.inst.mnemonic())));
+                findings.push(fnd(
+                    f,
+                    Check::M0,
+                    Some(o.addr),
+                    o.new.map(|n| n.addr),
+                    format!(
+                        "reserved SGPR s{r} is used by original {}",
+                        o.inst.mnemonic()
+                    ),
+                ));
                 return Some(r);
             }
         }
@@ -168,15 +205,41 @@ fn check_inserted(f: &Func, reserved: Option<u16>, has_imm: bool, findings: &mut
     for n in &f.inserted {
         let m = n.inst.mnemonic();
         match allowed(&n.inst) {
-            None => findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} is not allowed"))),
-            Some(Allowed::TtraceImm(_)) if !has_imm => findings.push(fnd(f, Check::Inserted, None, Some(n.addr), "s_ttracedata_imm before gfx10".into())),
+            None => findings.push(fnd(
+                f,
+                Check::Inserted,
+                None,
+                Some(n.addr),
+                format!("inserted instruction {m} is not allowed"),
+            )),
+            Some(Allowed::TtraceImm(_)) if !has_imm => findings.push(fnd(
+                f,
+                Check::Inserted,
+                None,
+                Some(n.addr),
+                "s_ttracedata_imm before gfx10".into(),
+            )),
             Some(_) => {}
         }
         if n.inst.memory().is_some() {
-            findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} accesses memory")));
+            findings.push(fnd(
+                f,
+                Check::Inserted,
+                None,
+                Some(n.addr),
+                format!("inserted instruction {m} accesses memory"),
+            ));
         }
         if n.inst.writes().union(&ok_writes) != ok_writes {
-            findings.push(fnd(f, Check::Inserted, None, Some(n.addr), format!("inserted instruction {m} writes registers other than M0 and the reserved SGPR")));
+            findings.push(fnd(
+                f,
+                Check::Inserted,
+                None,
+                Some(n.addr),
+                format!(
+                    "inserted instruction {m} writes registers other than M0 and the reserved SGPR"
+                ),
+            ));
         }
     }
 }
@@ -196,37 +259,82 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
         };
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
             if let Some(x) = f.orig.get(m).filter(|x| !x.run.is_empty()) {
-                findings.push(fnd(f, Check::Inserted, Some(x.addr), x.new.map(|n| n.addr), format!("instrumentation inside the {} window of orig {:#x}", o.inst.mnemonic(), o.addr)));
+                findings.push(fnd(
+                    f,
+                    Check::Inserted,
+                    Some(x.addr),
+                    x.new.map(|n| n.addr),
+                    format!(
+                        "instrumentation inside the {} window of orig {:#x}",
+                        o.inst.mnemonic(),
+                        o.addr
+                    ),
+                ));
             }
         }
     }
 }
 
 /// Checks one relocated jump and returns the landing if it is inside the same function.
-fn check_target(p: &Program, fi: usize, o_addr: u64, t_o: u64, t_n: Option<u64>, what: &str, findings: &mut Vec<Finding>) -> Option<Succ> {
+fn check_target(
+    p: &Program,
+    fi: usize,
+    o_addr: u64,
+    t_o: u64,
+    t_n: Option<u64>,
+    what: &str,
+    findings: &mut Vec<Finding>,
+) -> Option<Succ> {
     let f = &p.funcs[fi];
-    let n_addr = f.orig.iter().find(|x| x.addr == o_addr).and_then(|x| x.new.map(|n| n.addr));
+    let n_addr = f
+        .orig
+        .iter()
+        .find(|x| x.addr == o_addr)
+        .and_then(|x| x.new.map(|n| n.addr));
     let t_n = t_n?;
     if !p.otext.contains(t_o) {
         let want = p.map_data(t_o);
         if t_n != want {
-            findings.push(fnd(f, Check::Branch, Some(o_addr), n_addr, format!("{what} data target {t_o:#x} should become {want:#x}, reaches {t_n:#x}")));
+            findings.push(fnd(
+                f,
+                Check::Branch,
+                Some(o_addr),
+                n_addr,
+                format!("{what} data target {t_o:#x} should become {want:#x}, reaches {t_n:#x}"),
+            ));
         }
         return None;
     }
     let Some((tfi, tk, lands)) = p.landing(t_o) else {
-        findings.push(fnd(f, Check::Branch, Some(o_addr), n_addr, format!("{what} target {t_o:#x} is not a mapped original instruction")));
+        findings.push(fnd(
+            f,
+            Check::Branch,
+            Some(o_addr),
+            n_addr,
+            format!("{what} target {t_o:#x} is not a mapped original instruction"),
+        ));
         return None;
     };
     let entry_of_other = tk == 0 && tfi != fi;
-    let ok = if entry_of_other { lands.first() == Some(&t_n) } else { lands.contains(&t_n) };
+    let ok = if entry_of_other {
+        lands.first() == Some(&t_n)
+    } else {
+        lands.contains(&t_n)
+    };
     if !ok {
         findings.push(fnd(
             f,
             Check::Branch,
             Some(o_addr),
             n_addr,
-            format!("{what} to orig {t_o:#x} reaches {t_n:#x}, allowed {}", lands.iter().map(|a| format!("{a:#x}")).collect::<Vec<_>>().join(",")),
+            format!(
+                "{what} to orig {t_o:#x} reaches {t_n:#x}, allowed {}",
+                lands
+                    .iter()
+                    .map(|a| format!("{a:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
         ));
     }
     (tfi == fi).then_some((tk, Some(t_n)))
@@ -241,13 +349,21 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
     for b in &f.builders {
         let get = |k: usize| f.orig.get(k);
-        let (Some(g), Some(lo)) = (get(b.getpc), get(b.lo)) else { continue };
+        let (Some(g), Some(lo)) = (get(b.getpc), get(b.lo)) else {
+            continue;
+        };
         let hi = b.hi.and_then(get);
-        let Some(off_o) = b.offset(&lo.inst, hi.map(|h| &h.inst)) else { continue };
+        let Some(off_o) = b.offset(&lo.inst, hi.map(|h| &h.inst)) else {
+            continue;
+        };
         let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
         let t_n = match (g.new, lo.new, hi.map(|h| h.new)) {
-            (Some(gn), Some(ln), None) => b.offset(&ln.inst, None).map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
-            (Some(gn), Some(ln), Some(Some(hn))) => b.offset(&ln.inst, Some(&hn.inst)).map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
+            (Some(gn), Some(ln), None) => b
+                .offset(&ln.inst, None)
+                .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
+            (Some(gn), Some(ln), Some(Some(hn))) => b
+                .offset(&ln.inst, Some(&hn.inst))
+                .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
             _ => None,
         };
         let edge = check_target(p, fi, g.addr, t_o, t_n, "address builder", findings);
@@ -263,7 +379,9 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
                     let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
-                    if let Some(s) = check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings) {
+                    if let Some(s) =
+                        check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings)
+                    {
                         succs[k].push(s);
                     }
                 }
@@ -271,7 +389,11 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             Flow::IndirectJump => {
                 // A long branch: the latest builder before k producing the register pair.
                 let src = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
-                let edge = builder_edges.range(..k).rev().find(|(_, (d, _))| Some(*d) == src).and_then(|(_, (_, e))| *e);
+                let edge = builder_edges
+                    .range(..k)
+                    .rev()
+                    .find(|(_, (d, _))| Some(*d) == src)
+                    .and_then(|(_, (_, e))| *e);
                 match edge {
                     Some(s) => succs[k].push(s),
                     None => exits.push(k),
@@ -299,7 +421,9 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
         changed = false;
         for k in (0..n).rev() {
             let o = &f.orig[k];
-            let out = cfg.succs[k].iter().any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
+            let out = cfg.succs[k]
+                .iter()
+                .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
             let kills = o.inst.writes().contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
             let v = reads_m0(&o.inst) || (out && !kills);
             if v != live_in[k] {
@@ -350,7 +474,12 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
 
 /// Normalised entry into the run of original `k`: `None` when the landing executes the whole run.
 fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
-    let start = f.orig.get(k).and_then(|o| o.run.clone().next()).and_then(|i| f.inserted.get(i)).map(|x| x.addr);
+    let start = f
+        .orig
+        .get(k)
+        .and_then(|o| o.run.clone().next())
+        .and_then(|i| f.inserted.get(i))
+        .map(|x| x.addr);
     match (land, start) {
         (None, _) => None,
         (Some(l), Some(s)) if l == s => None,
@@ -360,7 +489,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
     }
 }
 
-fn run_from<'a>(f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
+fn run_from(f: &Func, k: usize, landing: Option<u64>) -> &[NInst] {
     let run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
     match landing {
         None => run,
@@ -399,10 +528,25 @@ fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>
                 Val::Unknown => live[k],
             };
             if clobbered {
-                findings.push(fnd(f, Check::M0, Some(o.addr), na, format!("M0 is live here and the inserted run leaves it {:?}", e.m0)));
+                findings.push(fnd(
+                    f,
+                    Check::M0,
+                    Some(o.addr),
+                    na,
+                    format!("M0 is live here and the inserted run leaves it {:?}", e.m0),
+                ));
             }
             if e.last_writes_m0 && reads_m0(&o.inst) {
-                findings.push(fnd(f, Check::M0, Some(o.addr), na, format!("M0 written directly before {}, which reads it (needs s_nop 0)", o.inst.mnemonic())));
+                findings.push(fnd(
+                    f,
+                    Check::M0,
+                    Some(o.addr),
+                    na,
+                    format!(
+                        "M0 written directly before {}, which reads it (needs s_nop 0)",
+                        o.inst.mnemonic()
+                    ),
+                ));
             }
             for (c, a, msg) in &e.problems {
                 if land.is_none() || *c == Check::M0 {
@@ -422,7 +566,15 @@ fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>
     counts
 }
 
-fn check_marker(f: &Func, o_addr: u64, a: u64, v: u32, fm: &FuncmapInfo, counts: &mut MarkerCounts, findings: &mut Vec<Finding>) {
+fn check_marker(
+    f: &Func,
+    o_addr: u64,
+    a: u64,
+    v: u32,
+    fm: &FuncmapInfo,
+    counts: &mut MarkerCounts,
+    findings: &mut Vec<Finding>,
+) {
     let kind = marker_kind(v);
     let id = match kind {
         MarkerKind::Enter(id) => {
@@ -442,13 +594,25 @@ fn check_marker(f: &Func, o_addr: u64, a: u64, v: u32, fm: &FuncmapInfo, counts:
             None
         }
         MarkerKind::Reserved => {
-            findings.push(fnd(f, Check::Markers, Some(o_addr), Some(a), format!("marker value {v:#x} uses the reserved id 0")));
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(o_addr),
+                Some(a),
+                format!("marker value {v:#x} uses the reserved id 0"),
+            ));
             None
         }
     };
     if let Some(id) = id {
         if !fm.new.as_ref().is_some_and(|m| m.by_id.contains_key(&id)) {
-            findings.push(fnd(f, Check::Markers, Some(o_addr), Some(a), format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row")));
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(o_addr),
+                Some(a),
+                format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row"),
+            ));
         }
     }
 }
@@ -456,7 +620,11 @@ fn check_marker(f: &Func, o_addr: u64, a: u64, v: u32, fm: &FuncmapInfo, counts:
 /// A function with an F row added by the rewrite enters its scope at the entry.
 fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &mut Vec<Finding>) {
     let Some(map) = &fm.new else { return };
-    for r in map.rows.iter().filter(|r| r.kind == 'F' && r.name == f.name) {
+    for r in map
+        .rows
+        .iter()
+        .filter(|r| r.kind == 'F' && r.name == f.name)
+    {
         let Some(id) = r.id else { continue };
         if fm.orig_rows.contains(r) {
             continue;
@@ -468,7 +636,10 @@ fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &
                 Check::Markers,
                 Some(f.orig_start),
                 f.new_start,
-                format!("F row id {id}: the entry has no enter marker {:#x} (first marker {first:?})", (id << 2) | 2),
+                format!(
+                    "F row id {id}: the entry has no enter marker {:#x} (first marker {first:?})",
+                    (id << 2) | 2
+                ),
             ));
         }
     }
@@ -476,14 +647,29 @@ fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &
 
 /// Scope depth before each original instruction must be the same on every path, never negative,
 /// and zero at every function exit (seed spec: enter/exit "properly nested").
-fn check_balance(f: &Func, cfg: &Cfg, effects: &BTreeMap<(usize, Option<u64>), Effect>, findings: &mut Vec<Finding>) {
+fn check_balance(
+    f: &Func,
+    cfg: &Cfg,
+    effects: &BTreeMap<(usize, Option<u64>), Effect>,
+    findings: &mut Vec<Finding>,
+) {
     let n = f.orig.len();
     let mut depth: Vec<Option<i32>> = vec![None; n];
     let mut reported = BTreeSet::new();
-    let eff = |k: usize, land: Option<u64>| effects.get(&(k, entry_key(f, k, land))).map_or((0, 0), |e| (e.delta, e.low));
+    let eff = |k: usize, land: Option<u64>| {
+        effects
+            .get(&(k, entry_key(f, k, land)))
+            .map_or((0, 0), |e| (e.delta, e.low))
+    };
     let (d0, low0) = eff(0, None);
     if low0 < 0 {
-        findings.push(fnd(f, Check::Markers, Some(f.orig_start), f.new_start, "exit marker at function entry with no open scope".into()));
+        findings.push(fnd(
+            f,
+            Check::Markers,
+            Some(f.orig_start),
+            f.new_start,
+            "exit marker at function entry with no open scope".into(),
+        ));
     }
     depth[0] = Some(d0);
     let mut work = VecDeque::from([0usize]);
@@ -493,7 +679,13 @@ fn check_balance(f: &Func, cfg: &Cfg, effects: &BTreeMap<(usize, Option<u64>), E
             let (delta, low) = eff(s, land);
             let o = &f.orig[s];
             if d + low < 0 && reported.insert(s) {
-                findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), "exit marker with no open scope on some path".into()));
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o.addr),
+                    o.new.map(|x| x.addr),
+                    "exit marker with no open scope on some path".into(),
+                ));
             }
             let nd = d + delta;
             match depth[s] {
@@ -502,7 +694,13 @@ fn check_balance(f: &Func, cfg: &Cfg, effects: &BTreeMap<(usize, Option<u64>), E
                     work.push_back(s);
                 }
                 Some(old) if old != nd && reported.insert(s) => {
-                    findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), format!("unbalanced markers: scope depth {old} and {nd} meet here")));
+                    findings.push(fnd(
+                        f,
+                        Check::Markers,
+                        Some(o.addr),
+                        o.new.map(|x| x.addr),
+                        format!("unbalanced markers: scope depth {old} and {nd} meet here"),
+                    ));
                 }
                 Some(_) => {}
             }
@@ -511,7 +709,13 @@ fn check_balance(f: &Func, cfg: &Cfg, effects: &BTreeMap<(usize, Option<u64>), E
     for &k in &cfg.exits {
         if let Some(d) = depth[k].filter(|d| *d != 0) {
             let o = &f.orig[k];
-            findings.push(fnd(f, Check::Markers, Some(o.addr), o.new.map(|x| x.addr), format!("{d} marker scope(s) still open at {}", o.inst.mnemonic())));
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(o.addr),
+                o.new.map(|x| x.addr),
+                format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
+            ));
         }
     }
 }

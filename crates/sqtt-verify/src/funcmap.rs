@@ -45,7 +45,8 @@ pub fn parse(data: &[u8]) -> Funcmap {
         match parse_line(line) {
             Some(row) => {
                 if let (Some(id), true) = (row.id, matches!(row.kind, 'F' | 'U' | 'P')) {
-                    if fm.by_id.insert(id, row.clone()).is_some() && !fm.duplicate_ids.contains(&id) {
+                    if fm.by_id.insert(id, row.clone()).is_some() && !fm.duplicate_ids.contains(&id)
+                    {
                         fm.duplicate_ids.push(id);
                     }
                 }
@@ -78,14 +79,33 @@ fn parse_line(line: &str) -> Option<Row> {
         'F' | 'U' | 'P' | 'R' => {
             let (id, body) = rest.split_once(':')?;
             let id = parse_id(id)?;
-            let (name, location) = if kind == 'R' { (body.to_string(), None) } else { split_loc(body) };
-            (!name.is_empty()).then_some(Row { kind, id: Some(id), name, location })
+            let (name, location) = if kind == 'R' {
+                (body.to_string(), None)
+            } else {
+                split_loc(body)
+            };
+            (!name.is_empty()).then_some(Row {
+                kind,
+                id: Some(id),
+                name,
+                location,
+            })
         }
         'K' => {
             let (name, location) = split_loc(rest);
-            (!name.is_empty()).then_some(Row { kind, id: None, name, location })
+            (!name.is_empty()).then_some(Row {
+                kind,
+                id: None,
+                name,
+                location,
+            })
         }
-        'W' | 'M' => Some(Row { kind, id: None, name: rest.to_string(), location: None }),
+        'W' | 'M' => Some(Row {
+            kind,
+            id: None,
+            name: rest.to_string(),
+            location: None,
+        }),
         _ => None,
     }
 }

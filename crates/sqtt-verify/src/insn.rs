@@ -82,7 +82,8 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
 
 /// Padding word between functions (`s_nop 0`) or at the end of `.text` (`s_code_end`).
 pub(crate) fn is_padding(inst: &Instruction) -> bool {
-    matches!(inst.special(), Special::CodeEnd) || (inst.special() == Special::Nop && inst.field("simm16") == Some(0))
+    matches!(inst.special(), Special::CodeEnd)
+        || (inst.special() == Special::Nop && inst.field("simm16") == Some(0))
 }
 
 /// Effect of a marker word on the scope stack (seed spec "Semantic rules").
@@ -123,10 +124,16 @@ pub(crate) fn reads_m0(inst: &Instruction) -> bool {
     if !inst.reads().contains(SpecialReg::M0) {
         return false;
     }
-    if inst.target().family() != amdgpu_isa::Family::Gfx9 || inst.format() != amdgpu_isa::Format::Ds {
+    if inst.target().family() != amdgpu_isa::Family::Gfx9 || inst.format() != amdgpu_isa::Format::Ds
+    {
         return true;
     }
     let m = inst.mnemonic();
-    let keeps_m0 = m.starts_with("ds_gws") || m.contains("addtid") || matches!(m, "ds_ordered_count" | "ds_append" | "ds_consume");
-    keeps_m0 || inst.memory().is_some_and(|a| a.space == amdgpu_isa::MemSpace::Gds)
+    let keeps_m0 = m.starts_with("ds_gws")
+        || m.contains("addtid")
+        || matches!(m, "ds_ordered_count" | "ds_append" | "ds_consume");
+    keeps_m0
+        || inst
+            .memory()
+            .is_some_and(|a| a.space == amdgpu_isa::MemSpace::Gds)
 }

@@ -187,11 +187,10 @@ impl Report {
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
     /// A file is not a readable code object (`which` is `original` or `rewritten`).
-    #[error("{which}: not a readable code object: {source}")]
+    #[error("{which}: not a readable code object: {error}")]
     Parse {
         which: &'static str,
-        #[source]
-        source: hsaco::Error,
+        error: hsaco::Error,
     },
     /// The processor in `e_flags` is unknown to the decoder.
     #[error("{which}: processor {processor} (e_flags {e_flags:#x} at offset 0x30) is not supported by the decoder")]
@@ -217,13 +216,13 @@ pub enum VerifyError {
 /// objects, as bytes). Returns a [`Report`] whose `findings` list every violation (empty when the
 /// rewrite is valid). Errors: [`VerifyError`] when either input cannot be analysed at all.
 pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> {
-    let orig = hsaco::CodeObject::parse(original).map_err(|source| VerifyError::Parse {
+    let orig = hsaco::CodeObject::parse(original).map_err(|error| VerifyError::Parse {
         which: "original",
-        source,
+        error,
     })?;
-    let new = hsaco::CodeObject::parse(rewritten).map_err(|source| VerifyError::Parse {
+    let new = hsaco::CodeObject::parse(rewritten).map_err(|error| VerifyError::Parse {
         which: "rewritten",
-        source,
+        error,
     })?;
     let mut findings = Vec::new();
     elfcheck::check_header(&orig, &new, &mut findings);
@@ -261,11 +260,16 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
 }
 
 /// The decoder's target for a code object's `e_flags` (low byte `EF_AMDGPU_MACH_*`).
-fn isa_target(co: &hsaco::CodeObject, which: &'static str) -> Result<amdgpu_isa::Target, VerifyError> {
+fn isa_target(
+    co: &hsaco::CodeObject,
+    which: &'static str,
+) -> Result<amdgpu_isa::Target, VerifyError> {
     let e_flags = co.elf.header.e_flags;
-    amdgpu_isa::Target::from_elf_mach(e_flags & 0xff).ok_or_else(|| VerifyError::UnsupportedTarget {
-        which,
-        processor: co.target.processor.clone(),
-        e_flags,
+    amdgpu_isa::Target::from_elf_mach(e_flags & 0xff).ok_or_else(|| {
+        VerifyError::UnsupportedTarget {
+            which,
+            processor: co.target.processor.clone(),
+            e_flags,
+        }
     })
 }

@@ -20,11 +20,17 @@ fn run(orig: &[u8], new: &[u8]) -> Report {
 }
 
 fn has(r: &Report, check: Check, text: &str) -> bool {
-    r.findings.iter().any(|f| f.check == check && f.message.contains(text))
+    r.findings
+        .iter()
+        .any(|f| f.check == check && f.message.contains(text))
 }
 
 fn show(r: &Report) -> String {
-    r.findings.iter().map(Finding::to_string).collect::<Vec<_>>().join("\n")
+    r.findings
+        .iter()
+        .map(Finding::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -32,14 +38,25 @@ fn flipped_bit_in_an_original_instruction_is_caught() {
     for name in [GFX942, GFX1100] {
         let orig = load(name);
         let co = CodeObject::parse(&orig).expect("parse");
-        let (addr, inst) = find_inst(&co, |i| i.class() == InstClass::Valu && i.len() == 4).expect("a VOP instruction");
+        let (addr, inst) = find_inst(&co, |i| i.class() == InstClass::Valu && i.len() == 4)
+            .expect("a VOP instruction");
         let mut new = orig.clone();
         new[text_off(&co, addr)] ^= 1; // low bit of src0
         let r = run(&orig, &new);
-        let f = r.findings.iter().find(|f| f.check == Check::Alignment).unwrap_or_else(|| panic!("{name}: not caught:\n{}", show(&r)));
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.check == Check::Alignment)
+            .unwrap_or_else(|| panic!("{name}: not caught:\n{}", show(&r)));
         assert_eq!(f.original_address, Some(addr));
         assert_eq!(f.new_address, Some(addr));
-        assert!(f.message.starts_with(&format!("original instruction changed: expected {}", inst.mnemonic())), "{f}");
+        assert!(
+            f.message.starts_with(&format!(
+                "original instruction changed: expected {}",
+                inst.mnemonic()
+            )),
+            "{f}"
+        );
     }
 }
 
@@ -63,16 +80,40 @@ fn inserted_memory_instructions_are_rejected() {
         let orig = load(name);
         let co = CodeObject::parse(&orig).expect("parse");
         let is_global_load = |i: &amdgpu_isa::Instruction| i.mnemonic().starts_with("global_load");
-        let is_smem = |i: &amdgpu_isa::Instruction| i.memory().is_some_and(|m| m.space == MemSpace::Scalar);
-        for pred in [&is_global_load as &dyn Fn(&amdgpu_isa::Instruction) -> bool, &is_smem] {
+        let is_smem =
+            |i: &amdgpu_isa::Instruction| i.memory().is_some_and(|m| m.space == MemSpace::Scalar);
+        for pred in [
+            &is_global_load as &dyn Fn(&amdgpu_isa::Instruction) -> bool,
+            &is_smem,
+        ] {
             let (_, mem) = find_inst(&co, pred).expect("memory instruction in the object");
             let entry = shiftable_entry(&orig, mem.len() as u64);
             let new = insert_before(&orig, entry, mem.bytes());
             let r = run(&orig, &new);
             let m = mem.mnemonic();
-            assert!(has(&r, Check::Inserted, &format!("inserted instruction {m} is not allowed")), "{name} {m}:\n{}", show(&r));
-            assert!(has(&r, Check::Inserted, &format!("inserted instruction {m} accesses memory")), "{name} {m}:\n{}", show(&r));
-            assert!(r.findings.iter().all(|f| f.check == Check::Inserted), "only the insertion is wrong:\n{}", show(&r));
+            assert!(
+                has(
+                    &r,
+                    Check::Inserted,
+                    &format!("inserted instruction {m} is not allowed")
+                ),
+                "{name} {m}:\n{}",
+                show(&r)
+            );
+            assert!(
+                has(
+                    &r,
+                    Check::Inserted,
+                    &format!("inserted instruction {m} accesses memory")
+                ),
+                "{name} {m}:\n{}",
+                show(&r)
+            );
+            assert!(
+                r.findings.iter().all(|f| f.check == Check::Inserted),
+                "only the insertion is wrong:\n{}",
+                show(&r)
+            );
         }
     }
 }
@@ -82,15 +123,24 @@ fn branch_off_by_one_is_caught() {
     for name in [GFX942, GFX1100, GFX1201] {
         let orig = load(name);
         let co = CodeObject::parse(&orig).expect("parse");
-        let (addr, inst) = find_inst(&co, |i| i.mnemonic().starts_with("s_cbranch")).expect("a conditional branch");
+        let (addr, inst) = find_inst(&co, |i| i.mnemonic().starts_with("s_cbranch"))
+            .expect("a conditional branch");
         let target = inst.branch_target(addr).expect("target");
         let mut new = orig.clone();
         let off = text_off(&co, addr);
         let simm = u16::from_le_bytes([orig[off], orig[off + 1]]).wrapping_add(1);
         new[off..off + 2].copy_from_slice(&simm.to_le_bytes());
         let r = run(&orig, &new);
-        let want = format!("{} to orig {target:#x} reaches {:#x}, allowed {target:#x}", inst.mnemonic(), target + 4);
-        assert!(has(&r, Check::Branch, &want), "{name}: want {want}\n{}", show(&r));
+        let want = format!(
+            "{} to orig {target:#x} reaches {:#x}, allowed {target:#x}",
+            inst.mnemonic(),
+            target + 4
+        );
+        assert!(
+            has(&r, Check::Branch, &want),
+            "{name}: want {want}\n{}",
+            show(&r)
+        );
     }
 }
 
@@ -99,14 +149,23 @@ fn shifted_address_builder_literal_is_caught() {
     for name in [GFX942, GFX1201, GFX1250] {
         let orig = load(name);
         let co = CodeObject::parse(&orig).expect("parse");
-        let (addr, inst) = find_inst(&co, |i| matches!(i.mnemonic(), "s_add_u32" | "s_add_co_u32" | "s_add_nc_u64") && i.literal().is_some())
-            .expect("an address builder add");
+        let (addr, inst) = find_inst(&co, |i| {
+            matches!(i.mnemonic(), "s_add_u32" | "s_add_co_u32" | "s_add_nc_u64")
+                && i.literal().is_some()
+        })
+        .expect("an address builder add");
         let mut new = orig.clone();
-        let lit = inst.with_literal(inst.literal().expect("literal").wrapping_add(4)).expect("re-encode");
+        let lit = inst
+            .with_literal(inst.literal().expect("literal").wrapping_add(4))
+            .expect("re-encode");
         let off = text_off(&co, addr);
         new[off..off + lit.len()].copy_from_slice(lit.bytes());
         let r = run(&orig, &new);
-        assert!(has(&r, Check::Branch, "address builder to orig"), "{name}:\n{}", show(&r));
+        assert!(
+            has(&r, Check::Branch, "address builder to orig"),
+            "{name}:\n{}",
+            show(&r)
+        );
     }
 }
 
@@ -119,7 +178,15 @@ fn marker_without_funcmap_row_is_caught_and_with_row_accepted() {
     let entry = shiftable_entry(&orig, 4);
     let new = insert_before(&orig, entry, marker.bytes());
     let r = run(&orig, &new);
-    assert!(has(&r, Check::Markers, "marker value 0x14 (id 5) has no .sqtt_funcmap row"), "{}", show(&r));
+    assert!(
+        has(
+            &r,
+            Check::Markers,
+            "marker value 0x14 (id 5) has no .sqtt_funcmap row"
+        ),
+        "{}",
+        show(&r)
+    );
 
     let with_row = with_funcmap(&new, "P:5:barrier");
     let r = run(&orig, &with_row);
@@ -128,7 +195,11 @@ fn marker_without_funcmap_row_is_caught_and_with_row_accepted() {
 
     let wrong_row = with_funcmap(&new, "P:6:barrier");
     let r = run(&orig, &wrong_row);
-    assert!(has(&r, Check::Markers, "(id 5) has no .sqtt_funcmap row"), "{}", show(&r));
+    assert!(
+        has(&r, Check::Markers, "(id 5) has no .sqtt_funcmap row"),
+        "{}",
+        show(&r)
+    );
 }
 
 #[test]
@@ -140,13 +211,27 @@ fn m0_marker_sequence_needs_the_wait_state_and_a_row() {
     let nop = build::s_nop(t, 0).expect("s_nop");
     let td = build::s_ttracedata(t).expect("s_ttracedata");
     let entry = shiftable_entry(&orig, 16);
-    let good = with_funcmap(&insert_before(&orig, entry, &cat(&[set, nop, td])), "P:69:vmem_load");
+    let good = with_funcmap(
+        &insert_before(&orig, entry, &cat(&[set, nop, td])),
+        "P:69:vmem_load",
+    );
     let r = run(&orig, &good);
     assert!(r.is_clean(), "{}", show(&r));
     assert_eq!(r.markers(), 1);
-    let bad = with_funcmap(&insert_before(&orig, entry, &cat(&[set, td])), "P:69:vmem_load");
+    let bad = with_funcmap(
+        &insert_before(&orig, entry, &cat(&[set, td])),
+        "P:69:vmem_load",
+    );
     let r = run(&orig, &bad);
-    assert!(has(&r, Check::M0, "s_ttracedata directly after an M0 write (needs s_nop 0)"), "{}", show(&r));
+    assert!(
+        has(
+            &r,
+            Check::M0,
+            "s_ttracedata directly after an M0 write (needs s_nop 0)"
+        ),
+        "{}",
+        show(&r)
+    );
 }
 
 /// A gfx1100 kernel in which M0 holds the constant 5 at both `s_sendmsg` (which read M0), with a
@@ -181,7 +266,9 @@ m0_kernel:
 
 #[test]
 fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
-    let Some(orig) = assemble("m0", "gfx1100", M0_KERNEL) else { return };
+    let Some(orig) = assemble("m0", "gfx1100", M0_KERNEL) else {
+        return;
+    };
     let co = CodeObject::parse(&orig).expect("parse");
     let t = isa(&co);
     let sends: Vec<u64> = find_all(&co, "s_sendmsg");
@@ -191,23 +278,75 @@ fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
     let nop = build::s_nop(t, 0).expect("nop");
     let td = build::s_ttracedata(t).expect("td");
     let fm = "P:69:vmem_load";
-    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), fm));
-    assert!(has(&r, Check::M0, "M0 is live here and the inserted run leaves it Const(276)"), "{}", show(&r));
+    let r = run(
+        &orig,
+        &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), fm),
+    );
+    assert!(
+        has(
+            &r,
+            Check::M0,
+            "M0 is live here and the inserted run leaves it Const(276)"
+        ),
+        "{}",
+        show(&r)
+    );
 
     let remat = build::s_mov_b32(t, Operand::M0, Operand::Imm(5)).expect("remat");
-    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, remat, nop])), fm));
-    assert!(r.is_clean(), "re-materialising the reaching constant 5 is allowed:\n{}", show(&r));
+    let r = run(
+        &orig,
+        &with_funcmap(
+            &insert_before(&orig, reader, &cat(&[set, nop, td, remat, nop])),
+            fm,
+        ),
+    );
+    assert!(
+        r.is_clean(),
+        "re-materialising the reaching constant 5 is allowed:\n{}",
+        show(&r)
+    );
 
     let wrong = build::s_mov_b32(t, Operand::M0, Operand::Imm(6)).expect("wrong remat");
-    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td, wrong, nop])), fm));
-    assert!(has(&r, Check::M0, "M0 is live here and the inserted run leaves it Const(6)"), "{}", show(&r));
+    let r = run(
+        &orig,
+        &with_funcmap(
+            &insert_before(&orig, reader, &cat(&[set, nop, td, wrong, nop])),
+            fm,
+        ),
+    );
+    assert!(
+        has(
+            &r,
+            Check::M0,
+            "M0 is live here and the inserted run leaves it Const(6)"
+        ),
+        "{}",
+        show(&r)
+    );
 
     let save = build::s_mov_b32(t, Operand::Sgpr(101), Operand::M0).expect("save");
     let restore = build::s_mov_b32(t, Operand::M0, Operand::Sgpr(101)).expect("restore");
-    let r = run(&orig, &with_funcmap(&insert_before(&orig, reader, &cat(&[save, set, nop, td, restore])), fm));
-    assert!(has(&r, Check::M0, "M0 written directly before s_sendmsg, which reads it (needs s_nop 0)"), "{}", show(&r));
+    let r = run(
+        &orig,
+        &with_funcmap(
+            &insert_before(&orig, reader, &cat(&[save, set, nop, td, restore])),
+            fm,
+        ),
+    );
+    assert!(
+        has(
+            &r,
+            Check::M0,
+            "M0 written directly before s_sendmsg, which reads it (needs s_nop 0)"
+        ),
+        "{}",
+        show(&r)
+    );
 
-    let saved = with_funcmap(&insert_before(&orig, skip, &cat(&[save, set, nop, td, restore])), fm);
+    let saved = with_funcmap(
+        &insert_before(&orig, skip, &cat(&[save, set, nop, td, restore])),
+        fm,
+    );
     let r = run(&orig, &saved);
     assert!(r.is_clean(), "{}", show(&r));
     assert_eq!(r.reserved_sgpr, Some(101));
@@ -222,12 +361,24 @@ fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
     let off = text_off(&nco, baddr);
     bad[off..off + 4].copy_from_slice(moved.bytes());
     let r = run(&orig, &bad);
-    assert!(has(&r, Check::M0, "M0 restored from s101, which this run did not save"), "{}", show(&r));
+    assert!(
+        has(
+            &r,
+            Check::M0,
+            "M0 restored from s101, which this run did not save"
+        ),
+        "{}",
+        show(&r)
+    );
 }
 
 fn find_all(co: &CodeObject, mnemonic: &str) -> Vec<u64> {
     let k = &co.kernels[0];
-    decode_range(co, k.entry, k.entry + k.code_size.expect("size")).into_iter().filter(|(_, i)| i.mnemonic() == mnemonic).map(|(a, _)| a).collect()
+    decode_range(co, k.entry, k.entry + k.code_size.expect("size"))
+        .into_iter()
+        .filter(|(_, i)| i.mnemonic() == mnemonic)
+        .map(|(a, _)| a)
+        .collect()
 }
 
 #[test]
@@ -241,7 +392,109 @@ fn descriptor_entry_offset_off_by_256_is_caught() {
         let v = k.descriptor.kernel_code_entry_byte_offset + 256;
         new[off..off + 8].copy_from_slice(&v.to_le_bytes());
         let r = run(&orig, &new);
-        let want = format!("kernel_code_entry_byte_offset points at {:#x}, the kernel starts at {:#x}", k.entry + 256, k.entry);
-        assert!(has(&r, Check::Descriptor, &want), "{name}: want {want}\n{}", show(&r));
+        let want = format!(
+            "kernel_code_entry_byte_offset points at {:#x}, the kernel starts at {:#x}",
+            k.entry + 256,
+            k.entry
+        );
+        assert!(
+            has(&r, Check::Descriptor, &want),
+            "{name}: want {want}\n{}",
+            show(&r)
+        );
     }
+}
+
+/// A gfx1100 device function with padding behind it and `s_setpc_b64` returns: (bytes, name,
+/// entry, return addresses).
+fn function_site() -> (Vec<u8>, String, u64, Vec<u64>) {
+    for p in corpus_files()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("gfx11"))
+    {
+        let bytes = std::fs::read(&p).expect("read");
+        let Ok(co) = CodeObject::parse(&bytes) else {
+            continue;
+        };
+        for (name, s, e) in shiftable_functions(&co, 16) {
+            let rets: Vec<u64> = decode_range(&co, s, e)
+                .into_iter()
+                .filter(|(_, i)| i.mnemonic() == "s_setpc_b64")
+                .map(|(a, _)| a)
+                .collect();
+            if !rets.is_empty() {
+                return (bytes, name, s, rets);
+            }
+        }
+    }
+    panic!("no shiftable gfx11 device function in the corpus");
+}
+
+#[test]
+fn function_enter_exit_markers_must_balance() {
+    let (orig, name, entry, rets) = function_site();
+    let co = CodeObject::parse(&orig).expect("parse");
+    let t = isa(&co);
+    let enter = build::s_ttracedata_imm(t, (1 << 2) | 2).expect("enter");
+    let exit = build::s_ttracedata_imm(t, 1).expect("exit");
+    let row = format!("F:1:{name}");
+    // Insert the exits first (highest address first), then the enter at the entry.
+    let mut exits_only = orig.clone();
+    for r in rets.iter().rev() {
+        exits_only = insert_before(&exits_only, *r, exit.bytes());
+    }
+    let good = with_funcmap(&insert_before(&exits_only, entry, enter.bytes()), &row);
+    let r = run(&orig, &good);
+    assert!(r.is_clean(), "{name}:\n{}", show(&r));
+    let f = r
+        .functions
+        .iter()
+        .find(|f| f.name == name)
+        .expect("function report");
+    assert_eq!((f.enter_markers, f.exit_markers), (1, rets.len()));
+
+    let no_exit = with_funcmap(&insert_before(&orig, entry, enter.bytes()), &row);
+    let r = run(&orig, &no_exit);
+    assert!(
+        has(
+            &r,
+            Check::Markers,
+            "1 marker scope(s) still open at s_setpc_b64"
+        ),
+        "{}",
+        show(&r)
+    );
+
+    let no_enter = with_funcmap(&exits_only, &row);
+    let r = run(&orig, &no_enter);
+    assert!(
+        has(
+            &r,
+            Check::Markers,
+            "F row id 1: the entry has no enter marker 0x6"
+        ),
+        "{}",
+        show(&r)
+    );
+    assert!(
+        has(
+            &r,
+            Check::Markers,
+            "exit marker with no open scope on some path"
+        ),
+        "{}",
+        show(&r)
+    );
+
+    let unknown = with_funcmap(&good, "F:1:no_such_function");
+    let r = run(&orig, &unknown);
+    assert!(
+        has(
+            &r,
+            Check::Funcmap,
+            "F row \"no_such_function\" names no device function"
+        ),
+        "{}",
+        show(&r)
+    );
 }

@@ -11,7 +11,11 @@ use hsaco::CodeObject;
 pub fn corpus_dir() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = root.join("../shared/corpus/compiled");
-    assert!(dir.is_dir(), "corpus not found at {} (expected <workspace root>/../shared/corpus/compiled)", dir.display());
+    assert!(
+        dir.is_dir(),
+        "corpus not found at {} (expected <workspace root>/../shared/corpus/compiled)",
+        dir.display()
+    );
     dir
 }
 
@@ -60,28 +64,65 @@ pub fn decode_range(co: &CodeObject, start: u64, end: u64) -> Vec<(u64, Instruct
 /// fix), no branch leaves it, no kernarg preload, and at least `room` bytes of `s_nop 0` padding
 /// follow it. Returns (kernel name, entry, body end) in descriptor order.
 pub fn shiftable_kernels(co: &CodeObject, room: u64) -> Vec<(String, u64, u64)> {
-    let Some(text) = co.text() else { return Vec::new() };
-    let mut starts: Vec<u64> = co.kernels.iter().map(|k| k.entry).chain(co.functions.iter().map(|f| f.address)).collect();
+    let kernels: Vec<(String, u64, u64)> = co
+        .kernels
+        .iter()
+        .filter(|k| k.descriptor.kernarg_preload_length() == 0)
+        .filter_map(|k| Some((k.name.clone(), k.entry, k.code_size?)))
+        .collect();
+    shiftable(co, kernels, room)
+}
+
+/// Device functions fit for insertion by shifting (same conditions as [`shiftable_kernels`]).
+pub fn shiftable_functions(co: &CodeObject, room: u64) -> Vec<(String, u64, u64)> {
+    shiftable(
+        co,
+        co.functions
+            .iter()
+            .map(|f| (f.name.clone(), f.address, f.size))
+            .collect(),
+        room,
+    )
+}
+
+fn shiftable(
+    co: &CodeObject,
+    cands: Vec<(String, u64, u64)>,
+    room: u64,
+) -> Vec<(String, u64, u64)> {
+    let Some(text) = co.text() else {
+        return Vec::new();
+    };
+    let mut starts: Vec<u64> = co
+        .kernels
+        .iter()
+        .map(|k| k.entry)
+        .chain(co.functions.iter().map(|f| f.address))
+        .collect();
     starts.sort_unstable();
     let mut out = Vec::new();
-    for k in &co.kernels {
-        let Some(size) = k.code_size else { continue };
-        if k.descriptor.kernarg_preload_length() > 0 {
+    for (name, entry, size) in cands {
+        let end = entry + size;
+        let next = starts
+            .iter()
+            .copied()
+            .find(|&s| s > entry)
+            .unwrap_or(text.addr + text.size);
+        if size == 0 || next < end + room {
             continue;
         }
-        let end = k.entry + size;
-        let next = starts.iter().copied().find(|&s| s > k.entry).unwrap_or(text.addr + text.size);
-        if next < end + room {
-            continue;
-        }
-        let body = decode_range(co, k.entry, end);
+        let body = decode_range(co, entry, end);
         let pad = decode_range(co, end, end + room);
-        let pad_ok = pad.iter().all(|(_, i)| i.mnemonic() == "s_nop" && i.field("simm16") == Some(0));
+        let pad_ok = pad
+            .iter()
+            .all(|(_, i)| i.mnemonic() == "s_nop" && i.field("simm16") == Some(0));
         let self_contained = body.iter().all(|(a, i)| {
-            i.mnemonic() != "s_getpc_b64" && i.mnemonic() != "s_get_pc_i64" && i.branch_target(*a).is_none_or(|t| t >= k.entry && t < end)
+            i.mnemonic() != "s_getpc_b64"
+                && i.mnemonic() != "s_get_pc_i64"
+                && i.branch_target(*a).is_none_or(|t| t >= entry && t < end)
         });
         if pad_ok && self_contained {
-            out.push((k.name.clone(), k.entry, end));
+            out.push((name, entry, end));
         }
     }
     out
@@ -96,6 +137,7 @@ pub fn insert_before(bytes: &[u8], at: u64, insert: &[u8]) -> Vec<u8> {
     let len = insert.len() as u64;
     let (name, entry, end) = shiftable_kernels(&co, len)
         .into_iter()
+        .chain(shiftable_functions(&co, len))
         .find(|(_, s, e)| at >= *s && at < *e)
         .expect("instruction inside a shiftable kernel");
     let body = decode_range(&co, entry, end);
@@ -109,13 +151,19 @@ pub fn insert_before(bytes: &[u8], at: u64, insert: &[u8]) -> Vec<u8> {
         }
         let na = if *a >= at { a + len } else { *a };
         let i = match i.branch_target(*a) {
-            Some(tgt) => i.with_branch_target(na, moved(tgt)).expect("branch re-encodes"),
+            Some(tgt) => i
+                .with_branch_target(na, moved(tgt))
+                .expect("branch re-encodes"),
             None => *i,
         };
         out[cursor..cursor + i.len()].copy_from_slice(i.bytes());
         cursor += i.len();
     }
-    for sym in co.symbols.iter().filter(|x| x.symbol.name == name && x.symbol.st_type == hsaco::elf::STT_FUNC) {
+    for sym in co
+        .symbols
+        .iter()
+        .filter(|x| x.symbol.name == name && x.symbol.st_type == hsaco::elf::STT_FUNC)
+    {
         let off = sym.symbol.entry_offset as usize + 16;
         let size = sym.symbol.size + len;
         out[off..off + 8].copy_from_slice(&size.to_le_bytes());
@@ -126,7 +174,10 @@ pub fn insert_before(bytes: &[u8], at: u64, insert: &[u8]) -> Vec<u8> {
 /// Entry of the first shiftable kernel with `room` bytes of padding.
 pub fn shiftable_entry(bytes: &[u8], room: u64) -> u64 {
     let co = CodeObject::parse(bytes).expect("parse");
-    shiftable_kernels(&co, room).first().expect("a shiftable kernel").1
+    shiftable_kernels(&co, room)
+        .first()
+        .expect("a shiftable kernel")
+        .1
 }
 
 /// Concatenated encodings.
@@ -135,11 +186,21 @@ pub fn cat(insts: &[Instruction]) -> Vec<u8> {
 }
 
 /// First instruction of the object's functions for which `pred` holds: (address, instruction).
-pub fn find_inst(co: &CodeObject, pred: impl Fn(&Instruction) -> bool) -> Option<(u64, Instruction)> {
-    let mut regions: Vec<(u64, u64)> = co.kernels.iter().filter_map(|k| Some((k.entry, k.entry + k.code_size?))).collect();
+pub fn find_inst(
+    co: &CodeObject,
+    pred: impl Fn(&Instruction) -> bool,
+) -> Option<(u64, Instruction)> {
+    let mut regions: Vec<(u64, u64)> = co
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.entry, k.entry + k.code_size?)))
+        .collect();
     regions.extend(co.functions.iter().map(|f| (f.address, f.address + f.size)));
     regions.sort_unstable();
-    regions.into_iter().flat_map(|(s, e)| decode_range(co, s, e)).find(|(_, i)| pred(i))
+    regions
+        .into_iter()
+        .flat_map(|(s, e)| decode_range(co, s, e))
+        .find(|(_, i)| pred(i))
 }
 
 /// Adds a non-alloc `.sqtt_funcmap` section with `rows` (hsaco's editor; not the rewriter).
@@ -148,7 +209,8 @@ pub fn with_funcmap(bytes: &[u8], rows: &str) -> Vec<u8> {
     let mut ed = hsaco::CodeObjectEditor::new(&co);
     let mut data = rows.as_bytes().to_vec();
     data.push(0);
-    ed.add_or_replace_section(".sqtt_funcmap", 1, 0, 1, data).expect("add section");
+    ed.add_or_replace_section(".sqtt_funcmap", 1, 0, 1, data)
+        .expect("add section");
     ed.write().expect("write")
 }
 
@@ -158,7 +220,11 @@ pub fn with_funcmap(bytes: &[u8], rows: &str) -> Vec<u8> {
 pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
     let bin = std::path::Path::new("/usr/lib/llvm-22/bin");
     if !bin.join("llvm-mc").exists() {
-        assert!(std::env::var("SQTT_NO_LLVM").as_deref() == Ok("1"), "LLVM 22 not found in {} (set SQTT_NO_LLVM=1 to skip)", bin.display());
+        assert!(
+            std::env::var("SQTT_NO_LLVM").as_deref() == Ok("1"),
+            "LLVM 22 not found in {} (set SQTT_NO_LLVM=1 to skip)",
+            bin.display()
+        );
         return None;
     }
     let dir = std::env::temp_dir().join(format!("sqtt-verify-{}-{name}", std::process::id()));
@@ -166,7 +232,12 @@ pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
     let (s, o, co) = (dir.join("k.s"), dir.join("k.o"), dir.join("k.co"));
     std::fs::write(&s, src).expect("write asm");
     let ok = std::process::Command::new(bin.join("llvm-mc"))
-        .args(["-triple", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-filetype=obj"])
+        .args([
+            "-triple",
+            "amdgcn-amd-amdhsa",
+            &format!("-mcpu={mcpu}"),
+            "-filetype=obj",
+        ])
         .arg(&s)
         .arg("-o")
         .arg(&o)
@@ -174,7 +245,14 @@ pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
         .expect("run llvm-mc")
         .success();
     assert!(ok, "llvm-mc failed on {name}");
-    let ok = std::process::Command::new(bin.join("ld.lld")).arg("-shared").arg(&o).arg("-o").arg(&co).status().expect("run ld.lld").success();
+    let ok = std::process::Command::new(bin.join("ld.lld"))
+        .arg("-shared")
+        .arg(&o)
+        .arg("-o")
+        .arg(&co)
+        .status()
+        .expect("run ld.lld")
+        .success();
     assert!(ok, "ld.lld failed on {name}");
     let bytes = std::fs::read(&co).expect("read linked object");
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,0 +1,80 @@
+//! `sqtt-patch verify ORIGINAL REWRITTEN [--json]`: independent translation validation of a
+//! rewritten code object against its original (crate `sqtt-verify`). Exit codes: 0 clean,
+//! 1 findings, 2 input error (unreadable file, not a code object, original does not decode).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use anyhow::Context;
+
+/// Arguments of `sqtt-patch verify`.
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    /// The original (uninstrumented) bare code object.
+    pub original: std::path::PathBuf,
+    /// The rewritten code object produced from it.
+    pub rewritten: std::path::PathBuf,
+    /// Print the whole report as JSON (functions, counts, findings) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the verifier; returns the process exit code (0 clean, 1 findings). Input errors are
+/// returned as `Err` (the caller maps them to exit code 2).
+pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
+    let orig = std::fs::read(&args.original)
+        .with_context(|| format!("reading {}", args.original.display()))?;
+    let new = std::fs::read(&args.rewritten)
+        .with_context(|| format!("reading {}", args.rewritten.display()))?;
+    let report = sqtt_verify::verify(&orig, &new).context("verification could not run")?;
+    let mut out = String::new();
+    if args.json {
+        out = serde_json::to_string_pretty(&report)?;
+        out.push('\n');
+    } else {
+        writeln!(
+            out,
+            "{}: {} functions, {} inserted instructions, {} markers, reserved SGPR {}",
+            report.target,
+            report.functions.len(),
+            report.inserted_instructions(),
+            report.markers(),
+            report
+                .reserved_sgpr
+                .map_or("none".to_string(), |r| format!("s{r}"))
+        )?;
+        for f in report
+            .functions
+            .iter()
+            .filter(|f| f.inserted_instructions > 0)
+        {
+            writeln!(
+                out,
+                "  {} {:#x} -> {}: {} inserted, markers enter {} exit {} point {}",
+                f.name,
+                f.original_address,
+                f.new_address
+                    .map_or("missing".to_string(), |a| format!("{a:#x}")),
+                f.inserted_instructions,
+                f.enter_markers,
+                f.exit_markers,
+                f.point_markers
+            )?;
+        }
+        for finding in &report.findings {
+            writeln!(out, "{finding}")?;
+        }
+        let verdict = if report.is_clean() {
+            "OK".to_string()
+        } else {
+            format!("FAILED: {} findings", report.findings.len())
+        };
+        writeln!(out, "{verdict}")?;
+    }
+    // A closed stdout (e.g. piped into `head`) is not an error of the verification.
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    Ok(if report.is_clean() { 0 } else { 1 })
+}
