@@ -138,6 +138,38 @@ pub fn render_report(r: &Report) -> String {
     s
 }
 
+/// One code object after rewriting and verification.
+#[derive(Debug)]
+pub struct Patched {
+    /// Bytes to write: the verified rewrite, or the input unchanged.
+    pub bytes: Vec<u8>,
+    /// What was done (status `failed_closed` with the findings when verification rejected it).
+    pub report: Report,
+    /// True when the rewrite was produced but rejected by the verifier (an internal error).
+    pub verifier_rejected: bool,
+}
+
+/// Rewrites one code object and verifies the result with the independent translation validator
+/// (crate `sqtt-verify`). Never returns unverified bytes: a rejected rewrite becomes "unchanged,
+/// failed closed" with the findings as reasons. Errors: bad input (named by `name`).
+pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Patched> {
+    let outcome = rewrite(input, opts).with_context(|| name.to_string())?;
+    let mut report = outcome.report;
+    let Some(out) = outcome.bytes else {
+        return Ok(Patched { bytes: input.to_vec(), report, verifier_rejected: false });
+    };
+    let findings: Vec<String> = match sqtt_verify::verify(input, &out) {
+        Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
+        Err(e) => vec![format!("verifier error: {e}")],
+    };
+    if findings.is_empty() {
+        return Ok(Patched { bytes: out, report, verifier_rejected: false });
+    }
+    report.status = Status::FailedClosed;
+    report.reasons = findings.into_iter().map(|f| format!("verifier: {f}")).collect();
+    Ok(Patched { bytes: input.to_vec(), report, verifier_rejected: true })
+}
+
 /// Runs the main job; returns the exit code.
 pub fn run(args: PatchArgs) -> Result<i32> {
     let input = args.input.clone().context("missing input file (usage: sqtt-patch IN -o OUT)")?;
@@ -147,40 +179,31 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     let bytes = std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
-    let outcome = rewrite(&bytes, &opts).with_context(|| input.display().to_string())?;
+    let name = input.display().to_string();
+    let patched = patch_code_object(&name, &bytes, &opts)?;
     if args.report {
-        eprint!("{}", render_report(&outcome.report));
+        eprint!("{}", render_report(&patched.report));
     }
     if let Some(p) = &args.report_json {
-        let text = serde_json::to_string_pretty(&outcome.report)? + "\n";
+        let text = serde_json::to_string_pretty(&patched.report)? + "\n";
         if p.as_os_str() == "-" {
             print!("{text}");
         } else {
             write_atomic(p, text.as_bytes())?;
         }
     }
-    let out_bytes = match &outcome.bytes {
-        Some(b) => {
-            let v = sqtt_verify::verify(&bytes, b).with_context(|| format!("{}: internal error: the verifier could not check the output", input.display()))?;
-            if !v.findings.is_empty() {
-                eprintln!("sqtt-patch: {}: the rewritten object FAILED verification; nothing written:", input.display());
-                for f in v.findings.iter().take(20) {
-                    eprintln!("  {f}");
-                }
-                return Ok(EXIT_VERIFY);
-            }
-            b.as_slice()
+    if patched.verifier_rejected {
+        eprintln!("sqtt-patch: {name}: the rewritten object FAILED verification; nothing written:");
+        for r in patched.report.reasons.iter().take(20) {
+            eprintln!("  {r}");
         }
-        None => bytes.as_slice(),
-    };
-    write_atomic(&output, out_bytes)?;
-    let lost = outcome.report.status == Status::FailedClosed || !outcome.report.skipped.is_empty();
-    if outcome.report.status == Status::FailedClosed {
-        eprintln!(
-            "sqtt-patch: {}: left unchanged (failed closed): {}",
-            input.display(),
-            outcome.report.reasons.join("; ")
-        );
+        return Ok(EXIT_VERIFY);
     }
+    write_atomic(&output, &patched.bytes)?;
+    let report = &patched.report;
+    if report.status == Status::FailedClosed {
+        eprintln!("sqtt-patch: {name}: left unchanged (failed closed): {}", report.reasons.join("; "));
+    }
+    let lost = report.status == Status::FailedClosed || !report.skipped.is_empty();
     Ok(if args.strict && lost { EXIT_COVERAGE } else { EXIT_OK })
 }

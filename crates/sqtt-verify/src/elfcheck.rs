@@ -510,21 +510,25 @@ pub(crate) fn check_descriptors(
                 .unwrap_or_default();
             findings.push(kf(format!("descriptor byte {at:#x} changed (only the entry offset, SGPR granule and INST_PREF_SIZE may change)")));
         }
+        // Kernarg preload (AMDGPUUsage "Preloaded Kernel Arguments"): firmware may enter at
+        // entry + 256, so the kernel's first 256 bytes keep their layout: no insertion there and
+        // every original instruction at its original offset. Bytes are compared by the alignment
+        // check (relocated PC-relative fields may differ); bytes past a shorter body belong to
+        // other functions.
         if ok.descriptor.kernarg_preload_length() > 0 {
-            let a = p
-                .otext
-                .bytes
-                .get((ok.entry - p.otext.addr) as usize..)
-                .map(|s| &s[..s.len().min(256)]);
-            let b = nk
-                .entry
-                .checked_sub(p.ntext.addr)
-                .and_then(|x| p.ntext.bytes.get(x as usize..))
-                .map(|s| &s[..s.len().min(256)]);
-            if a != b {
-                findings.push(kf(
-                    "kernarg-preload kernel: the first 256 bytes differ from the original".into(),
-                ));
+            let moved = f
+                .orig
+                .iter()
+                .take_while(|x| x.addr - ok.entry < 256)
+                .find(|x| {
+                    x.new
+                        .is_none_or(|n| n.addr.wrapping_sub(nk.entry) != x.addr - ok.entry)
+                });
+            if let Some(x) = moved {
+                let at = x.new.map_or("nowhere".to_string(), |n| {
+                    format!("+{:#x}", n.addr.wrapping_sub(nk.entry))
+                });
+                findings.push(kf(format!("kernarg-preload kernel: instruction at +{:#x} of the first 256 bytes moved to {at}", x.addr - ok.entry)));
             }
         }
         // Register coverage of the kernel and its callees.

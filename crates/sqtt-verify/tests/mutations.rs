@@ -498,3 +498,77 @@ fn function_enter_exit_markers_must_balance() {
         show(&r)
     );
 }
+
+#[test]
+fn insertion_into_a_kernarg_preload_prologue_is_caught() {
+    let mut tried = 0;
+    for name in [
+        "gfx942__hip-mini__O3-kernarg-preload.co",
+        "gfx950__hip-mini__O3-kernarg-preload.co",
+        "gfx90a__hip-mini__O3-kernarg-preload.co",
+    ] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let preload: Vec<u64> = co
+            .kernels
+            .iter()
+            .filter(|k| k.descriptor.kernarg_preload_length() > 0)
+            .map(|k| k.entry)
+            .collect();
+        let all = co
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k.name.clone(), k.entry, k.code_size?)));
+        let Some(entry) = preload
+            .into_iter()
+            .find(|e| all.clone().any(|(_, s, _)| s == *e) && can_shift(&co, *e))
+        else {
+            continue;
+        };
+        tried += 1;
+        let nop = build::s_nop(isa(&co), 0).expect("s_nop");
+        let r = run(&orig, &insert_before(&orig, entry, nop.bytes()));
+        assert!(
+            has(
+                &r,
+                Check::Descriptor,
+                "kernarg-preload kernel: instruction at +0x0 of the first 256 bytes moved to +0x4"
+            ),
+            "{name}:\n{}",
+            show(&r)
+        );
+    }
+    assert!(
+        tried > 0,
+        "no shiftable kernarg-preload kernel in the corpus"
+    );
+}
+
+/// Whether the kernel at `entry` qualifies for [`insert_before`] (ignoring kernarg preload).
+fn can_shift(co: &CodeObject, entry: u64) -> bool {
+    let Some(k) = co.kernels.iter().find(|k| k.entry == entry) else {
+        return false;
+    };
+    let Some(size) = k.code_size else {
+        return false;
+    };
+    let Some(text) = co.text() else { return false };
+    let next = co
+        .kernels
+        .iter()
+        .map(|k| k.entry)
+        .chain(co.functions.iter().map(|f| f.address))
+        .filter(|&s| s > entry)
+        .min()
+        .unwrap_or(text.addr + text.size);
+    let body = decode_range(co, entry, entry + size);
+    next >= entry + size + 4
+        && decode_range(co, entry + size, entry + size + 4)
+            .iter()
+            .all(|(_, i)| i.mnemonic() == "s_nop")
+        && body.iter().all(|(a, i)| {
+            i.mnemonic() != "s_getpc_b64"
+                && i.branch_target(*a)
+                    .is_none_or(|t| t >= entry && t < entry + size)
+        })
+}

@@ -135,7 +135,12 @@ fn shiftable(
 pub fn insert_before(bytes: &[u8], at: u64, insert: &[u8]) -> Vec<u8> {
     let co = CodeObject::parse(bytes).expect("parse");
     let len = insert.len() as u64;
-    let (name, entry, end) = shiftable_kernels(&co, len)
+    let all_kernels = co
+        .kernels
+        .iter()
+        .filter_map(|k| Some((k.name.clone(), k.entry, k.code_size?)))
+        .collect();
+    let (name, entry, end) = shiftable(&co, all_kernels, len)
         .into_iter()
         .chain(shiftable_functions(&co, len))
         .find(|(_, s, e)| at >= *s && at < *e)
