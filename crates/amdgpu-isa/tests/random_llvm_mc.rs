@@ -24,16 +24,30 @@ impl Rng {
     }
 }
 
-enum Outcome {
-    /// LLVM decoded every line as one instruction of our length.
+/// Verdict of llvm-mc on one line (our bytes followed by the line's sentinel `s_nop <i>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// LLVM decoded exactly one instruction of our length.
     Agree,
-    /// llvm-mc crashed (signal).
+    /// LLVM rejects the word at its first byte (invalid operands): not a length disagreement.
+    LlvmRejects,
+    /// llvm-mc crashed on this line (isolated by bisection).
     Crash,
-    /// Some line disagreed or was rejected.
-    Disagree,
+    /// LLVM decoded a different length.
+    LengthDiffers,
 }
 
-fn run_batch(mcpu: &str, lines: &[String]) -> Outcome {
+fn sentinel(i: usize) -> [u8; 4] {
+    [(i & 0xff) as u8, ((i >> 8) & 0xff) as u8, 0x80, 0xbf]
+}
+
+fn parse_encoding(l: &str) -> Option<Vec<u8>> {
+    let e = l.split("encoding: [").nth(1)?.trim_end().trim_end_matches(']');
+    e.split(',').map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).ok()).collect()
+}
+
+/// Runs one llvm-mc process over `lines` (byte strings); `None` if it crashed.
+fn run_batch(mcpu: &str, lines: &[Vec<u8>]) -> Option<Vec<Verdict>> {
     let mut child = Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
         .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "--disassemble", "-show-encoding"])
         .stdin(Stdio::piped())
@@ -41,36 +55,56 @@ fn run_batch(mcpu: &str, lines: &[String]) -> Outcome {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run llvm-mc");
-    let input = lines.join("\n");
+    let input: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| l.iter().chain(&sentinel(i)).map(|b| format!("{b:#04x}")).collect::<Vec<_>>().join(" ") + "\n")
+        .collect();
     let mut stdin = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().expect("llvm-mc output");
     writer.join().expect("writer thread").expect("write stdin");
-    if out.status.code().is_none() {
-        return Outcome::Crash;
+    out.status.code()?;
+    // First warning column per line (1-based line numbers).
+    let mut warn_col: Vec<Option<usize>> = vec![None; lines.len()];
+    for l in String::from_utf8_lossy(&out.stderr).lines() {
+        let mut p = l.split(':');
+        if p.next() != Some("<stdin>") {
+            continue;
+        }
+        let (Some(Ok(n)), Some(Ok(c))) = (p.next().map(str::parse::<usize>), p.next().map(str::parse::<usize>)) else { continue };
+        if let Some(w) = warn_col.get_mut(n.wrapping_sub(1)) {
+            w.get_or_insert(c);
+        }
     }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("warning") || stderr.contains("error") {
-        return Outcome::Disagree;
+    let encs: Vec<Vec<u8>> = String::from_utf8_lossy(&out.stdout).lines().filter_map(parse_encoding).collect();
+    let mut pos = 0;
+    let mut verdicts = Vec::with_capacity(lines.len());
+    for (i, _) in lines.iter().enumerate() {
+        let s = sentinel(i);
+        let found = encs[pos..].iter().take(12).position(|e| e[..] == s[..]);
+        let v = match (warn_col[i], found) {
+            (Some(1), _) => Verdict::LlvmRejects,
+            (Some(_), _) => Verdict::LengthDiffers,
+            (None, Some(1)) => Verdict::Agree,
+            (None, _) => Verdict::LengthDiffers,
+        };
+        if let Some(f) = found {
+            pos += f + 1;
+        }
+        verdicts.push(v);
     }
-    let encs: Vec<usize> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split("encoding: [").nth(1)).map(|e| e.split(',').count()).collect();
-    let texts: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("encoding: [")).map(|l| l.trim().to_string()).collect();
-    if encs.len() != 2 * lines.len() || texts.iter().skip(1).step_by(2).any(|t| !t.starts_with("s_nop 0")) {
-        return Outcome::Disagree;
-    }
-    Outcome::Agree
+    Some(verdicts)
 }
 
-/// Returns (agreeing lines, crashing lines, disagreeing lines with their text).
-fn check(mcpu: &str, lines: &[String]) -> (usize, usize, Vec<String>) {
+/// Verdicts for `lines`, bisecting batches that crash llvm-mc.
+fn check(mcpu: &str, lines: &[Vec<u8>]) -> Vec<Verdict> {
     match run_batch(mcpu, lines) {
-        Outcome::Agree => (lines.len(), 0, Vec::new()),
-        Outcome::Crash if lines.len() == 1 => (0, 1, Vec::new()),
-        Outcome::Disagree if lines.len() == 1 => (0, 0, lines.to_vec()),
-        _ => {
+        Some(v) => v,
+        None if lines.len() == 1 => vec![Verdict::Crash],
+        None => {
             let (a, b) = lines.split_at(lines.len() / 2);
-            let (x, y) = (check(mcpu, a), check(mcpu, b));
-            (x.0 + y.0, x.1 + y.1, [x.2, y.2].concat())
+            [check(mcpu, a), check(mcpu, b)].concat()
         }
     }
 }
@@ -101,24 +135,33 @@ fn random_words_lengths_agree_with_llvm_mc() {
                 rejected += 1;
                 continue;
             };
-            let mut line: Vec<String> = i.bytes().iter().map(|b| format!("{b:#04x}")).collect();
-            line.extend(["0x00", "0x00", "0x80", "0xbf"].map(String::from));
-            lines.push(line.join(" "));
+            lines.push(i.bytes().to_vec());
         }
-        let mut agree = 0;
-        let mut crashes = 0;
-        let mut bad = Vec::new();
+        let mut verdicts = Vec::new();
         for chunk in lines.chunks(500) {
-            let (a, c, b) = check(name, chunk);
-            agree += a;
-            crashes += c;
-            bad.extend(b);
+            verdicts.extend(check(name, chunk));
         }
-        eprintln!("{name}: {} decoded by us ({rejected} rejected by us), {agree} agree with llvm-mc, {crashes} crash llvm-mc, {} disagree", lines.len(), bad.len());
-        for b in bad.iter().take(5) {
-            eprintln!("  {name} disagree: {b}");
+        // Output alignment after a rejected line is ambiguous in a batch: re-check every
+        // non-agreeing line alone.
+        for (l, v) in lines.iter().zip(verdicts.iter_mut()) {
+            if *v == Verdict::LengthDiffers {
+                *v = check(name, std::slice::from_ref(l))[0];
+            }
+        }
+        let count = |v: Verdict| verdicts.iter().filter(|x| **x == v).count();
+        let bad: Vec<String> = lines.iter().zip(&verdicts).filter(|(_, v)| **v == Verdict::LengthDiffers).map(|(l, _)| format!("{l:02x?}")).collect();
+        eprintln!(
+            "{name}: {} decoded by us ({rejected} rejected by us); llvm-mc: {} same length, {} rejects operands, {} crashes, {} length differs",
+            lines.len(),
+            count(Verdict::Agree),
+            count(Verdict::LlvmRejects),
+            count(Verdict::Crash),
+            bad.len()
+        );
+        for b in bad.iter().take(8) {
+            eprintln!("  {name} length differs: {b}");
         }
         failures.extend(bad.into_iter().map(|b| format!("{name}: {b}")));
     }
-    assert!(failures.is_empty(), "{} lines disagree with llvm-mc", failures.len());
+    assert!(failures.is_empty(), "{} words decode to a different length in llvm-mc", failures.len());
 }

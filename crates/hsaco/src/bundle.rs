@@ -284,7 +284,7 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     Ok((h, out, extent))
 }
 
-fn next_magic(data: &[u8], align: u64) -> Option<u64> {
+pub(crate) fn next_magic(data: &[u8], align: u64) -> Option<u64> {
     let mut p = align;
     while p < data.len() as u64 {
         let rest = &data[p as usize..];

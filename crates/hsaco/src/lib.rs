@@ -1,7 +1,7 @@
 //! `hsaco`: reading and writing AMDGPU HSA code objects (v4/v5/v6), kernel descriptors, the
 //! metadata note, offload bundles (plain and compressed) and the HIP fat binaries of host ELFs.
 //!
-//! Entry points: [`CodeObject::parse`], [`CodeObjectEditor`], [`bundle`], [`host`],
+//! Entry points: [`CodeObject::parse`], [`CodeObjectEditor`], [`bundle`], [`host`], [`hostwrite`],
 //! [`container::open`].
 
 pub mod bundle;
@@ -11,6 +11,7 @@ pub mod editor;
 pub mod elf;
 pub mod error;
 pub mod host;
+pub mod hostwrite;
 pub mod kd;
 pub mod metadata;
 pub mod target;

@@ -25,7 +25,8 @@ pub struct FnSpec {
 /// Facts about a kernel from its descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelSpec {
-    /// Kernarg preload: the first 256 bytes are the backward-compatible prologue.
+    /// The kernel starts with the 256-byte kernarg-preload backward-compatible prologue (set from
+    /// the descriptor's preload length, then confirmed by [`analyse`] from the code).
     pub preload: bool,
     /// Wave size (32 or 64).
     pub wave_size: u32,
@@ -432,6 +433,19 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
             }
         }
         i += 1;
+    }
+    // A kernarg-preload kernel has the 256-byte backward-compatible prologue only where the
+    // compiler emitted it: an `s_branch` in the first 256 bytes to entry + 256 (gfx90a/gfx942/
+    // gfx950 do; gfx1250 preloads without one).
+    if let Some(k) = f.spec.kernel.as_mut() {
+        if k.preload {
+            let limit = f.spec.start + 256;
+            k.preload = f.insts.iter().any(|(a, inst)| {
+                *a < limit
+                    && matches!(inst.flow(), Flow::Branch { conditional: false })
+                    && inst.branch_target(*a) == Some(limit)
+            });
+        }
     }
     // Pass 3: successors.
     for i in 0..n {

@@ -182,21 +182,42 @@ pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
     out
 }
 
-/// Moves an insertion point to the nearest allowed one in `dir` (-1 earlier, +1 later) without
-/// crossing a branch target or a control-flow instruction; `None` when impossible.
+/// Largest distance (instructions) a site may move to leave a forbidden window; clause and
+/// `s_delay_alu` windows are at most a few instructions.
+const MAX_SETTLE: usize = 8;
+
+/// Moves an insertion point to the nearest allowed one, earlier or later, without crossing a
+/// branch target, a control-flow instruction, another barrier or marker, or more than
+/// [`MAX_SETTLE`] instructions; `None` when impossible (the site is then skipped and reported).
 fn settle(f: &Func, forbidden: &BTreeSet<usize>, p: usize, earlier: bool) -> Option<usize> {
+    let pinned = |i: usize| {
+        matches!(
+            f.insts[i].1.special(),
+            Special::SBarrier
+                | Special::SBarrierSignal
+                | Special::SBarrierSignalIsFirst
+                | Special::SBarrierWait
+                | Special::TtraceData
+                | Special::TtraceDataImm(_)
+        )
+    };
     let mut q = p;
+    let mut moved = 0;
     while forbidden.contains(&q) {
+        moved += 1;
+        if moved > MAX_SETTLE {
+            return None;
+        }
         if earlier {
             if q == 0 || f.leaders.contains(&q) {
                 return None;
             }
             q -= 1;
-            if f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough {
+            if f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
         } else {
-            if q >= f.insts.len() || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough {
+            if q >= f.insts.len() || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
             q += 1;

@@ -1,0 +1,667 @@
+//! Writing HIP fat binaries back: rebuilding offload bundles (plain or CCOB) and writing an
+//! x86-64 host ELF (executable, PIE or shared library) whose bundles changed.
+//!
+//! Facts used (see `../shared/notes/code-objects.md`, "Host executables and shared libraries
+//! with HIP fat binaries", clang's `ClangOffloadBundler` documentation and the System V gABI):
+//! - `.hip_fatbin` holds one bundle per translation unit, each starting 4096-aligned with zero
+//!   padding between (one bundle with the new offload driver and `-fgpu-rdc`).
+//! - `.hipFatBinSegment` holds one 24-byte wrapper per bundle, `{u32 "HIPF", u32 1, u64 pointer,
+//!   u64 0}`; the pointer is the addend of an `R_X86_64_RELATIVE` at wrapper+8 in PIE and shared
+//!   objects, or absolute bytes in non-PIE executables. The runtime reads the bundle header from
+//!   the pointer only.
+//! - `llvm-objdump --offloading` reads the contents of every section that starts with a bundle
+//!   magic (LLVM `llvm/lib/Object/OffloadBundle.cpp`), not the wrappers.
+//!
+//! Writing strategy ([`write_host`]): when every rebuilt bundle fits the slot of the bundle it
+//! replaces, it is written in place and the rest of the slot zeroed. Otherwise the write is
+//! append-only: every original byte is kept, a new read-only `PT_LOAD` is appended at the end of
+//! the file holding a new program-header table and every bundle (rebuilt or copied), the
+//! `.hip_fatbin` section header is pointed at the new bundles (so the stale originals are in no
+//! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, every
+//! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
+//! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
+
+use crate::bundle::{self, Method, Storage, BUNDLE_ALIGN, BUNDLE_MAGIC, CCOB_MAGIC};
+use crate::elf::{self, Elf};
+use crate::error::{slice_at, u32_at, u64_at, Error, Result};
+use crate::host::{PointerKind, HIPF_MAGIC, R_X86_64_RELATIVE};
+
+/// `ET_REL`: relocatable object.
+const ET_REL: u16 = 1;
+/// `PT_INTERP`: the file is a program run by the kernel (gABI "Program Header").
+const PT_INTERP: u32 = 3;
+/// `PF_R`.
+const PF_R: u32 = 4;
+/// Page size assumed for file/address congruence of the appended segment (bytes).
+const PAGE: u64 = 4096;
+/// Size of one program header (bytes).
+const PHDR_SIZE: u64 = 56;
+/// Size of one `.hipFatBinSegment` wrapper (bytes).
+const WRAPPER_SIZE: u64 = 24;
+/// Largest zero padding accepted to keep the appended segment's address congruent with the
+/// first `PT_LOAD` (older kernels compute `AT_PHDR` that way); beyond it only `PT_PHDR` is
+/// relied upon (bytes).
+const MAX_CONGRUENCE_PAD: u64 = 64 << 20;
+
+/// Output format of a rebuilt bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BundleFormat {
+    /// Same as the input: plain stays plain, a CCOB keeps its version and method.
+    #[default]
+    Keep,
+    /// Uncompressed `__CLANG_OFFLOAD_BUNDLE__`.
+    Plain,
+    /// CCOB of this header version (1, 2, 3) and method.
+    Compressed {
+        /// Header version.
+        version: u16,
+        /// Compression method.
+        method: Method,
+    },
+}
+
+/// Rebuilds a bundle from its entries (id, contents) in the given order: entries at
+/// 4096-aligned offsets like clang ([`bundle::write_plain`]); compressed per `format` relative
+/// to the `original` storage, with sizes and the MD5-based hash recomputed.
+/// Errors: [`Error::InvalidEdit`] when the bundle does not fit the CCOB version's size fields.
+pub fn rebuild_bundle(
+    entries: &[(String, Vec<u8>)],
+    original: &Storage,
+    format: BundleFormat,
+) -> Result<Vec<u8>> {
+    let plain = bundle::write_plain(entries);
+    match (format, original) {
+        (BundleFormat::Keep, Storage::Plain) | (BundleFormat::Plain, _) => Ok(plain),
+        (BundleFormat::Keep, Storage::Compressed(h)) => {
+            bundle::write_ccob(&plain, h.version, h.method)
+        }
+        (BundleFormat::Compressed { version, method }, _) => {
+            bundle::write_ccob(&plain, version, method)
+        }
+    }
+}
+
+/// Where one bundle lies in a region (a `.hip_fatbin` section or a bundle file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundleLocation {
+    /// File offset of the bundle (bytes).
+    pub offset: u64,
+    /// Bytes the bundle occupies (plain: end of its header or last entry; CCOB v2/v3:
+    /// `total_size`; v1: up to the next 4096-aligned magic or the region end).
+    pub extent: u64,
+    /// Bytes available in place: up to the next bundle or the region end (>= `extent`).
+    pub slot: u64,
+}
+
+/// Extent (bytes) of the bundle at `data[0]` read from its size fields only (nothing is
+/// decompressed or copied); `base` is its file offset for errors.
+/// Errors: [`Error::Truncated`], [`Error::OutOfBounds`] (an entry past the end),
+/// [`Error::Ccob`], [`Error::Malformed`] (no bundle magic).
+pub fn bundle_extent(data: &[u8], base: u64) -> Result<u64> {
+    let rebase = |e: Error| match e {
+        Error::Truncated {
+            what,
+            offset,
+            need,
+            len,
+        } => Error::Truncated {
+            what,
+            offset: offset + base,
+            need,
+            len: len + base,
+        },
+        other => other,
+    };
+    if data.starts_with(CCOB_MAGIC) {
+        let h = bundle::parse_ccob_header(data, base)?;
+        return Ok(match h.total_size {
+            Some(t) => t,
+            None => bundle::next_magic(data, BUNDLE_ALIGN).unwrap_or(data.len() as u64),
+        });
+    }
+    if !data.starts_with(BUNDLE_MAGIC) {
+        return Err(Error::Malformed {
+            what: "offload bundle",
+            offset: base,
+            detail: "no __CLANG_OFFLOAD_BUNDLE__ or CCOB magic".into(),
+        });
+    }
+    let n = u64_at(data, 24, "bundle entry count").map_err(rebase)?;
+    if n > (data.len() as u64) / 24 {
+        return Err(Error::Malformed {
+            what: "offload bundle",
+            offset: base + 24,
+            detail: format!("entry count {n} cannot fit"),
+        });
+    }
+    let mut p = 32u64;
+    let mut end = 32u64;
+    for i in 0..n {
+        let off = u64_at(data, p, "bundle entry offset").map_err(rebase)?;
+        let size = u64_at(data, p + 8, "bundle entry size").map_err(rebase)?;
+        let idlen = u64_at(data, p + 16, "bundle entry id length").map_err(rebase)?;
+        slice_at(data, p + 24, idlen, "bundle entry id").map_err(rebase)?;
+        p += 24 + idlen;
+        match off.checked_add(size) {
+            Some(e) if e <= data.len() as u64 => end = end.max(e),
+            _ => {
+                return Err(Error::OutOfBounds {
+                    what: format!("offload bundle entry {i}"),
+                    offset: base.saturating_add(off),
+                    size,
+                    len: base + data.len() as u64,
+                })
+            }
+        }
+    }
+    Ok(end.max(p))
+}
+
+/// Locates every bundle of a region of concatenated bundles (each next one right after the
+/// previous extent or at the next 4096-aligned offset relative to the region start, zero
+/// padding between), from size fields only. `base` is the region's file offset.
+/// Errors: those of [`bundle_extent`]; [`Error::Malformed`] for non-zero bytes where a bundle or
+/// padding is expected, or a region without any bundle.
+pub fn locate_bundles(data: &[u8], base: u64) -> Result<Vec<BundleLocation>> {
+    let mut out: Vec<BundleLocation> = Vec::new();
+    let len = data.len() as u64;
+    let mut p = 0u64;
+    while p < len {
+        let rest = &data[p as usize..];
+        if bundle::is_bundle(rest) {
+            let extent = bundle_extent(rest, base + p)?.max(1);
+            out.push(BundleLocation {
+                offset: base + p,
+                extent,
+                slot: extent,
+            });
+            p += extent;
+            continue;
+        }
+        let pad_end = ((p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN).min(len);
+        if let Some(i) = data[p as usize..pad_end as usize]
+            .iter()
+            .position(|&b| b != 0)
+        {
+            return Err(Error::Malformed {
+                what: "offload bundle region",
+                offset: base + p + i as u64,
+                detail: "non-zero bytes where a bundle or zero padding was expected".into(),
+            });
+        }
+        p = pad_end;
+    }
+    if out.is_empty() {
+        return Err(Error::Malformed {
+            what: "offload bundle region",
+            offset: base,
+            detail: "no offload bundle found".into(),
+        });
+    }
+    let ends: Vec<u64> = out
+        .iter()
+        .skip(1)
+        .map(|b| b.offset)
+        .chain(std::iter::once(base + len))
+        .collect();
+    for (b, end) in out.iter_mut().zip(ends) {
+        b.slot = end - b.offset;
+    }
+    Ok(out)
+}
+
+/// Concatenates bundles into a bundle file: each bundle after the first starts at the next
+/// 4096-aligned offset, zero padding between (the layout [`locate_bundles`] reads).
+pub fn write_bundle_file(bundles: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        bundles
+            .iter()
+            .map(|b| b.len() + BUNDLE_ALIGN as usize)
+            .sum(),
+    );
+    for (i, b) in bundles.iter().enumerate() {
+        if i > 0 {
+            out.resize(align_up(out.len() as u64, BUNDLE_ALIGN) as usize, 0);
+        }
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// One bundle of a host's `.hip_fatbin`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostBundle {
+    /// Location in the file (offsets in bytes).
+    pub location: BundleLocation,
+    /// Virtual address of the bundle.
+    pub addr: u64,
+}
+
+/// One `.hipFatBinSegment` wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostWrapper {
+    /// File offset of the 24-byte wrapper.
+    pub offset: u64,
+    /// How its bundle pointer is stored (`Absolute` or `Relative`).
+    pub pointer: PointerKind,
+    /// Index into [`HostImage::bundles`] of the bundle it points to.
+    pub bundle: usize,
+}
+
+/// The fat-binary structure of a host ELF, located without decompressing anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostImage {
+    /// Parsed ELF headers.
+    pub elf: Elf,
+    /// Index of the `.hip_fatbin` section.
+    pub fatbin_section: usize,
+    /// Bundles of `.hip_fatbin` in file order.
+    pub bundles: Vec<HostBundle>,
+    /// Wrappers in file order (may be empty; several may share a bundle).
+    pub wrappers: Vec<HostWrapper>,
+}
+
+/// Locates `.hip_fatbin`, its bundles and the wrappers pointing to them in an x86-64 host ELF.
+/// Errors: ELF errors; [`Error::WrongMachine`]; [`Error::Malformed`] for a relocatable object, a
+/// missing or empty `.hip_fatbin`, a wrapper with a bad magic, or a wrapper whose pointer is
+/// outside the file or not the start of a bundle of `.hip_fatbin` (offsets name the wrapper's
+/// pointer field); bundle errors of [`locate_bundles`].
+pub fn scan_host(data: &[u8]) -> Result<HostImage> {
+    let e = Elf::parse(data)?;
+    if e.header.e_machine != elf::EM_X86_64 {
+        return Err(Error::WrongMachine {
+            found: e.header.e_machine,
+            expected: elf::EM_X86_64,
+        });
+    }
+    if e.header.e_type == ET_REL {
+        let detail = if e.section_by_name(".llvm.offloading").is_some() {
+            "relocatable object with .llvm.offloading (new offload driver, device code not yet \
+             linked into code objects): instrument the linked executable or library"
+        } else {
+            "relocatable object: instrument the linked executable or library"
+        };
+        return Err(Error::Malformed {
+            what: "host ELF",
+            offset: 0x10,
+            detail: detail.into(),
+        });
+    }
+    let fatbins: Vec<&elf::Section> = e
+        .sections
+        .iter()
+        .filter(|s| s.name == ".hip_fatbin")
+        .collect();
+    let sec = match fatbins.as_slice() {
+        [] => {
+            return Err(Error::Malformed {
+                what: "host ELF",
+                offset: e.header.e_shoff,
+                detail: "no .hip_fatbin section in the section header table: not a HIP host \
+                         binary (or its section headers were stripped)"
+                    .into(),
+            })
+        }
+        [s] => *s,
+        [_, s, ..] => {
+            return Err(Error::Malformed {
+                what: "host ELF",
+                offset: e.header.e_shoff + 64 * s.index as u64,
+                detail: "more than one .hip_fatbin section".into(),
+            })
+        }
+    };
+    if sec.file_size() == 0 {
+        return Err(Error::Malformed {
+            what: "host ELF",
+            offset: e.header.e_shoff + 64 * sec.index as u64,
+            detail: ".hip_fatbin is empty or SHT_NOBITS".into(),
+        });
+    }
+    let region = e.section_data(data, sec);
+    let bundles: Vec<HostBundle> = locate_bundles(region, sec.offset)?
+        .into_iter()
+        .map(|l| HostBundle {
+            addr: sec.addr + (l.offset - sec.offset),
+            location: l,
+        })
+        .collect();
+    let relas = e.relas(data)?;
+    let mut wrappers = Vec::new();
+    for ws in e
+        .sections
+        .iter()
+        .filter(|s| s.name == ".hipFatBinSegment" && s.file_size() > 0)
+    {
+        for i in 0..ws.size / WRAPPER_SIZE {
+            let o = ws.offset + WRAPPER_SIZE * i;
+            let magic = u32_at(data, o, "fat binary wrapper magic")?;
+            if magic != HIPF_MAGIC {
+                return Err(Error::Malformed {
+                    what: "fat binary wrapper",
+                    offset: o,
+                    detail: format!("magic {magic:#x} is not HIPF (0x48495046)"),
+                });
+            }
+            let field = ws.addr + WRAPPER_SIZE * i + 8;
+            let (ptr, pointer) = match relas
+                .iter()
+                .find(|r| r.r_offset == field && r.r_type == R_X86_64_RELATIVE)
+            {
+                Some(r) => (
+                    r.addend as u64,
+                    PointerKind::Relative {
+                        rela_entry_offset: r.entry_offset,
+                    },
+                ),
+                None => (
+                    u64_at(data, o + 8, "fat binary wrapper pointer")?,
+                    PointerKind::Absolute,
+                ),
+            };
+            let Some(bi) = bundles.iter().position(|b| b.addr == ptr) else {
+                let detail = match e.addr_to_offset(ptr) {
+                    None => format!(
+                        "bundle pointer {ptr:#x} points outside the file (no file-backed \
+                         section holds it)"
+                    ),
+                    Some(off) => format!(
+                        "bundle pointer {ptr:#x} (file offset {off:#x}) is not the start of a \
+                         bundle in .hip_fatbin"
+                    ),
+                };
+                return Err(Error::Malformed {
+                    what: "fat binary wrapper",
+                    offset: o + 8,
+                    detail,
+                });
+            };
+            wrappers.push(HostWrapper {
+                offset: o,
+                pointer,
+                bundle: bi,
+            });
+        }
+    }
+    Ok(HostImage {
+        fatbin_section: sec.index,
+        elf: e,
+        bundles,
+        wrappers,
+    })
+}
+
+/// How [`write_host`] wrote the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum HostWriteMode {
+    /// No bundle changed: the output is the input.
+    Unchanged,
+    /// Every changed bundle fit its old slot.
+    InPlace,
+    /// New bundles appended in a new `PT_LOAD`.
+    Appended {
+        /// File offset of the new segment (new program-header table first; bytes).
+        segment_offset: u64,
+        /// Virtual address of the new segment.
+        segment_vaddr: u64,
+        /// File offset of the new `.hip_fatbin` contents (bytes).
+        fatbin_offset: u64,
+        /// Wrappers repointed.
+        wrappers_repointed: usize,
+        /// Other `R_X86_64_RELATIVE` addends and symbols that followed a bundle.
+        references_moved: usize,
+    },
+}
+
+/// Writes `data` with bundle `i` of `img` replaced by `new[i]` (`None`: unchanged). See the
+/// module documentation for the strategy. The output keeps every original byte except the
+/// ELF header's `e_phoff`/`e_phnum`, the `.hip_fatbin` section header, wrapper pointers,
+/// RELATIVE addends and symbol values/sizes that named a moved bundle, and (in place) the
+/// replaced slots. Errors: [`Error::InvalidEdit`] when `new` has the wrong length or the program
+/// header count would overflow.
+pub fn write_host(
+    data: &[u8],
+    img: &HostImage,
+    new: Vec<Option<Vec<u8>>>,
+) -> Result<(Vec<u8>, HostWriteMode)> {
+    if new.len() != img.bundles.len() {
+        return Err(Error::InvalidEdit(format!(
+            "{} replacement bundles for {} bundles",
+            new.len(),
+            img.bundles.len()
+        )));
+    }
+    if new.iter().all(Option::is_none) {
+        return Ok((data.to_vec(), HostWriteMode::Unchanged));
+    }
+    let fits = new
+        .iter()
+        .zip(&img.bundles)
+        .all(|(n, b)| n.as_ref().is_none_or(|n| n.len() as u64 <= b.location.slot));
+    if fits {
+        let mut out = data.to_vec();
+        for (n, b) in new.iter().zip(&img.bundles) {
+            if let Some(n) = n {
+                let start = b.location.offset as usize;
+                let end = start + b.location.slot as usize;
+                out[start..start + n.len()].copy_from_slice(n);
+                out[start + n.len()..end].fill(0);
+            }
+        }
+        return Ok((out, HostWriteMode::InPlace));
+    }
+    append(data, img, new)
+}
+
+fn align_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+fn put_u64(out: &mut [u8], off: u64, v: u64) {
+    out[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn append(
+    data: &[u8],
+    img: &HostImage,
+    new: Vec<Option<Vec<u8>>>,
+) -> Result<(Vec<u8>, HostWriteMode)> {
+    let e = &img.elf;
+    let loads: Vec<&elf::Segment> = e
+        .segments
+        .iter()
+        .filter(|s| s.p_type == elf::PT_LOAD)
+        .collect();
+    let align = loads
+        .iter()
+        .map(|s| s.align)
+        .max()
+        .unwrap_or(PAGE)
+        .max(PAGE);
+    if !align.is_power_of_two() {
+        return Err(Error::Malformed {
+            what: "program header table",
+            offset: e.header.e_phoff,
+            detail: format!("PT_LOAD alignment {align:#x} is not a power of two"),
+        });
+    }
+    let max_vend = loads
+        .iter()
+        .map(|s| s.vaddr.saturating_add(s.memsz))
+        .max()
+        .unwrap_or(0);
+    let mut seg_off = align_up(data.len() as u64, PAGE);
+    let vaddr_for = |off: u64| align_up(max_vend, align) + off % align;
+    // Executables: keep vaddr - offset equal to the first PT_LOAD's so that kernels that derive
+    // AT_PHDR from e_phoff and the first PT_LOAD find the new table.
+    let interp = e.segments.iter().any(|s| s.p_type == PT_INTERP);
+    let delta = loads
+        .first()
+        .and_then(|s| s.vaddr.checked_sub(s.offset))
+        .filter(|d| d % align == 0);
+    let seg_vaddr = match delta {
+        Some(d) if interp => {
+            let need = max_vend.saturating_sub(seg_off.saturating_add(d));
+            let pad = align_up(need, align);
+            if pad <= MAX_CONGRUENCE_PAD {
+                seg_off += pad;
+                seg_off + d
+            } else {
+                vaddr_for(seg_off)
+            }
+        }
+        _ => vaddr_for(seg_off),
+    };
+    let phnum = u64::from(e.header.e_phnum) + 1;
+    if phnum >= 0xffff {
+        return Err(Error::InvalidEdit(format!(
+            "{phnum} program headers do not fit e_phnum"
+        )));
+    }
+    let phdr_bytes = PHDR_SIZE * phnum;
+    // New bundle placement.
+    let mut cursor = align_up(seg_off + phdr_bytes, BUNDLE_ALIGN);
+    let fatbin_off = cursor;
+    let mut placed = Vec::with_capacity(new.len());
+    for (n, b) in new.iter().zip(&img.bundles) {
+        let len = n.as_ref().map_or(b.location.extent, |n| n.len() as u64);
+        cursor = align_up(cursor, BUNDLE_ALIGN);
+        placed.push((cursor, len));
+        cursor += len;
+    }
+    let seg_end = cursor;
+    let to_addr = |off: u64| seg_vaddr + (off - seg_off);
+
+    let mut out = Vec::with_capacity(seg_end as usize);
+    out.extend_from_slice(data);
+    out.resize(seg_end as usize, 0);
+    // Program-header table: the old entries (PT_PHDR updated) plus the new PT_LOAD after the
+    // last PT_LOAD (gABI: loadable entries sorted by p_vaddr).
+    let last_load = e.segments.iter().rposition(|s| s.p_type == elf::PT_LOAD);
+    let mut table = Vec::with_capacity(phdr_bytes as usize);
+    let push = |t: &mut Vec<u8>, s: &elf::Segment| {
+        t.extend_from_slice(&s.p_type.to_le_bytes());
+        t.extend_from_slice(&s.p_flags.to_le_bytes());
+        for v in [s.offset, s.vaddr, s.paddr, s.filesz, s.memsz, s.align] {
+            t.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+    let new_load = elf::Segment {
+        p_type: elf::PT_LOAD,
+        p_flags: PF_R,
+        offset: seg_off,
+        vaddr: seg_vaddr,
+        paddr: seg_vaddr,
+        filesz: seg_end - seg_off,
+        memsz: seg_end - seg_off,
+        align,
+    };
+    if last_load.is_none() {
+        push(&mut table, &new_load);
+    }
+    for (i, s) in e.segments.iter().enumerate() {
+        if s.p_type == elf::PT_PHDR {
+            let p = elf::Segment {
+                offset: seg_off,
+                vaddr: seg_vaddr,
+                paddr: seg_vaddr,
+                filesz: phdr_bytes,
+                memsz: phdr_bytes,
+                ..s.clone()
+            };
+            push(&mut table, &p);
+        } else {
+            push(&mut table, s);
+        }
+        if Some(i) == last_load {
+            push(&mut table, &new_load);
+        }
+    }
+    out[seg_off as usize..(seg_off + phdr_bytes) as usize].copy_from_slice(&table);
+    // Bundles.
+    for ((n, b), (off, len)) in new.into_iter().zip(&img.bundles).zip(&placed) {
+        let dst = *off as usize..(*off + *len) as usize;
+        match n {
+            Some(n) => out[dst].copy_from_slice(&n),
+            None => {
+                let src = b.location.offset as usize;
+                out[dst].copy_from_slice(&data[src..src + *len as usize]);
+            }
+        }
+    }
+    // ELF header.
+    put_u64(&mut out, 0x20, seg_off);
+    out[0x38..0x3a].copy_from_slice(&(phnum as u16).to_le_bytes());
+    // .hip_fatbin section header: sh_addr, sh_offset, sh_size.
+    let sec = &e.sections[img.fatbin_section];
+    let sh = e.header.e_shoff + 64 * img.fatbin_section as u64;
+    let new_sec_size = seg_end - fatbin_off;
+    put_u64(&mut out, sh + 16, to_addr(fatbin_off));
+    put_u64(&mut out, sh + 24, fatbin_off);
+    put_u64(&mut out, sh + 32, new_sec_size);
+    // Wrappers.
+    let moved = |addr: u64| -> Option<u64> {
+        img.bundles
+            .iter()
+            .position(|b| b.addr == addr)
+            .map(|i| to_addr(placed[i].0))
+    };
+    let mut done_relas = Vec::new();
+    for w in &img.wrappers {
+        let old = img.bundles[w.bundle].addr;
+        let new_addr = to_addr(placed[w.bundle].0);
+        if let PointerKind::Relative { rela_entry_offset } = w.pointer {
+            put_u64(&mut out, rela_entry_offset + 16, new_addr);
+            done_relas.push(rela_entry_offset);
+            // Linkers may also store the value in place (-z apply-dynamic-relocs).
+            if u64_at(data, w.offset + 8, "fat binary wrapper pointer")? == old {
+                put_u64(&mut out, w.offset + 8, new_addr);
+            }
+        } else {
+            put_u64(&mut out, w.offset + 8, new_addr);
+        }
+    }
+    // Other RELATIVE relocations and symbols naming a bundle start (or the section end).
+    let mut references = 0;
+    for r in e.relas(data)? {
+        if r.r_type == R_X86_64_RELATIVE && !done_relas.contains(&r.entry_offset) {
+            if let Some(n) = moved(r.addend as u64) {
+                put_u64(&mut out, r.entry_offset + 16, n);
+                references += 1;
+            }
+        }
+    }
+    for s in e.symbols(data)? {
+        if usize::from(s.shndx) != img.fatbin_section {
+            continue;
+        }
+        let (value, size) = if let Some(i) = img.bundles.iter().position(|b| b.addr == s.value) {
+            let nv = to_addr(placed[i].0);
+            let size = if s.value == sec.addr && s.size == sec.size {
+                new_sec_size
+            } else if s.size == img.bundles[i].location.extent {
+                placed[i].1
+            } else {
+                s.size
+            };
+            (nv, size)
+        } else if s.value == sec.addr + sec.size {
+            (to_addr(seg_end), s.size)
+        } else {
+            continue;
+        };
+        put_u64(&mut out, s.entry_offset + 8, value);
+        put_u64(&mut out, s.entry_offset + 16, size);
+        references += 1;
+    }
+    Ok((
+        out,
+        HostWriteMode::Appended {
+            segment_offset: seg_off,
+            segment_vaddr: seg_vaddr,
+            fatbin_offset: fatbin_off,
+            wrappers_repointed: img.wrappers.len(),
+            references_moved: references,
+        },
+    ))
+}

@@ -1,0 +1,444 @@
+//! `sqtt-patch --fatbin IN -o OUT`: instruments every code object inside an offload bundle file
+//! (plain or CCOB v1/v2/v3, zlib or zstd) or an x86-64 host executable / shared library with
+//! HIP fat binaries (`.hip_fatbin` + `.hipFatBinSegment`, classic and new offload driver).
+//!
+//! Every selected code object goes through [`crate::cmd_patch::patch_code_object`] (rewrite and
+//! independent verification), in parallel with rayon; bundles are rebuilt in their input format
+//! ([`hsaco::hostwrite::rebuild_bundle`]) and the host ELF is written back in place or
+//! append-only ([`hsaco::hostwrite::write_host`]). Bundles are processed one at a time (its
+//! entries in parallel), so at most one decompressed bundle and its rewritten entries are held
+//! besides the input and the output.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{bail, Context, Result};
+use hsaco::bundle::{self, Bundle, DEFAULT_DECOMPRESS_LIMIT};
+use hsaco::hostwrite::{self, BundleFormat, BundleLocation, HostWriteMode};
+use rayon::prelude::*;
+use serde::Serialize;
+use sqtt_rewrite::config::Options;
+use sqtt_rewrite::rewrite::{Report, Status};
+
+use crate::cmd_patch::{self, PatchArgs};
+
+/// Flags of `--fatbin` mode (besides [`PatchArgs`]).
+#[derive(clap::Args, Debug, Default)]
+pub struct FatbinArgs {
+    /// Only instrument code objects for this target (repeatable): a processor (`gfx942`) or a
+    /// full target ID (`gfx942:sramecc+:xnack-`); others are copied unchanged. Default: all.
+    #[arg(long = "offload-arch", value_name = "TARGET")]
+    pub offload_arch: Vec<String>,
+}
+
+/// `--offload-arch` style target filter. An entry matches a filter item when the item equals
+/// the entry's target ID (the part of the bundle entry id after `amdgcn-amd-amdhsa--`), or names
+/// the same processor and every feature setting it lists (`gfx90a:xnack+`) appears in the
+/// entry's target ID. An empty filter matches every entry.
+#[derive(Debug, Clone, Default)]
+pub struct ArchFilter {
+    items: Vec<String>,
+}
+
+impl ArchFilter {
+    /// Builds a filter. Errors: an item that is not `gfx<...>` or `gfx<...>-generic` optionally
+    /// followed by `:feature+`/`:feature-` settings.
+    pub fn new(items: &[String]) -> Result<ArchFilter> {
+        for i in items {
+            let mut parts = i.split(':');
+            let proc_ok = parts.next().is_some_and(|p| {
+                p.starts_with("gfx")
+                    && p.len() > 3
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            let feats_ok = parts.all(|f| f.len() > 1 && (f.ends_with('+') || f.ends_with('-')));
+            if !proc_ok || !feats_ok {
+                bail!("--offload-arch {i:?}: expected a target such as gfx942 or gfx90a:xnack+");
+            }
+        }
+        Ok(ArchFilter {
+            items: items.to_vec(),
+        })
+    }
+
+    /// True when the entry with this target ID is selected.
+    pub fn matches(&self, target_id: &str) -> bool {
+        if self.items.is_empty() {
+            return true;
+        }
+        let mut have = target_id.split(':');
+        let proc = have.next().unwrap_or_default();
+        let feats: Vec<&str> = have.collect();
+        self.items.iter().any(|item| {
+            if item == target_id {
+                return true;
+            }
+            let mut want = item.split(':');
+            want.next() == Some(proc) && want.all(|f| feats.contains(&f))
+        })
+    }
+}
+
+/// Result of one code object of a container.
+#[derive(Debug, Serialize)]
+pub struct ObjectOutcome {
+    /// Index of the bundle in the container (file order; 0 for a bare code object).
+    pub bundle_index: usize,
+    /// Bundle entry id (`hipv4-amdgcn-amd-amdhsa--gfx942`; empty for a bare code object).
+    pub entry_id: String,
+    /// Target ID of the entry (`gfx942:sramecc+:xnack-`).
+    pub target: String,
+    /// What `patch_code_object` did (or, for an object it could not parse, status
+    /// `failed_closed` with the error as reason).
+    pub report: Report,
+    /// True when the rewrite was rejected by the verifier (the object was kept unchanged).
+    pub verifier_rejected: bool,
+}
+
+/// Result of [`instrument_container`].
+#[derive(Debug)]
+pub struct ContainerOutcome {
+    /// The rewritten container (equal to the input when nothing changed).
+    pub bytes: Vec<u8>,
+    /// Every selected code object, in container order.
+    pub objects: Vec<ObjectOutcome>,
+    /// AMDGPU code objects left out by the target filter (copied unchanged).
+    pub filtered_out: usize,
+    /// How a host ELF was written (`None` for bundle files and bare code objects).
+    pub host_write: Option<HostWriteMode>,
+}
+
+/// Progress callback: (bundles done, bundles total).
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// Instruments every code object of a bundle file, a host ELF or a bare code object with the
+/// same options. See [`instrument_container_with_progress`].
+pub fn instrument_container(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    filter: &ArchFilter,
+) -> Result<ContainerOutcome> {
+    instrument_container_with_progress(name, input, opts, filter, BundleFormat::Keep, &|_, _| {})
+}
+
+/// Instruments every code object of `input` (named `name` in messages): a bundle file (one or
+/// more concatenated plain/CCOB bundles), an x86-64 host ELF, or a bare code object. Objects
+/// passing `filter` go through `patch_code_object` in parallel; a failed-closed or unparsable
+/// object stays original and is reported. Changed bundles are rebuilt in `format`; unchanged
+/// bundles keep their bytes. Errors (no partial output): container structure errors of
+/// `hsaco` (missing `.hip_fatbin`, wrapper pointing outside the file, truncated bundles, bad
+/// CCOB), each naming the file and the offset.
+pub fn instrument_container_with_progress(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    filter: &ArchFilter,
+    format: BundleFormat,
+    progress: Progress,
+) -> Result<ContainerOutcome> {
+    if bundle::is_bundle(input) {
+        let locs = hostwrite::locate_bundles(input, 0).with_context(|| name.to_string())?;
+        let mut objects = Vec::new();
+        let mut filtered_out = 0;
+        let mut out = Vec::with_capacity(locs.len());
+        for (bi, loc) in locs.iter().enumerate() {
+            let r = process_bundle(name, bi, input, loc, opts, filter, format)?;
+            objects.extend(r.objects);
+            filtered_out += r.filtered_out;
+            out.push(r.bytes.unwrap_or_else(|| slice(input, loc).to_vec()));
+            progress(bi + 1, locs.len());
+        }
+        let bytes = if out.len() == 1 {
+            out.pop().unwrap_or_default()
+        } else {
+            hostwrite::write_bundle_file(&out)
+        };
+        return Ok(ContainerOutcome {
+            bytes,
+            objects,
+            filtered_out,
+            host_write: None,
+        });
+    }
+    let e = hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
+    if e.header.e_machine == hsaco::elf::EM_AMDGPU {
+        return bare_object(name, input, opts, filter);
+    }
+    let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
+    let mut objects = Vec::new();
+    let mut filtered_out = 0;
+    let mut new = Vec::with_capacity(img.bundles.len());
+    for (bi, b) in img.bundles.iter().enumerate() {
+        let r = process_bundle(name, bi, input, &b.location, opts, filter, format)?;
+        objects.extend(r.objects);
+        filtered_out += r.filtered_out;
+        new.push(r.bytes);
+        progress(bi + 1, img.bundles.len());
+    }
+    let (bytes, mode) = hostwrite::write_host(input, &img, new)
+        .with_context(|| format!("{name}: cannot write the host ELF"))?;
+    Ok(ContainerOutcome {
+        bytes,
+        objects,
+        filtered_out,
+        host_write: Some(mode),
+    })
+}
+
+fn slice<'a>(input: &'a [u8], loc: &BundleLocation) -> &'a [u8] {
+    &input[loc.offset as usize..(loc.offset + loc.extent) as usize]
+}
+
+struct BundleResult {
+    /// Rebuilt bundle, `None` when no entry changed.
+    bytes: Option<Vec<u8>>,
+    objects: Vec<ObjectOutcome>,
+    filtered_out: usize,
+}
+
+/// One entry after processing: new contents and the outcome (None: not selected).
+type EntryResult = (Vec<u8>, Option<ObjectOutcome>, bool);
+
+fn process_bundle(
+    name: &str,
+    bi: usize,
+    input: &[u8],
+    loc: &BundleLocation,
+    opts: &Options,
+    filter: &ArchFilter,
+    format: BundleFormat,
+) -> Result<BundleResult> {
+    let b: Bundle = bundle::parse_one(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
+        .with_context(|| format!("{name}: bundle {bi}"))?;
+    let results: Vec<EntryResult> = b
+        .entries
+        .par_iter()
+        .map(|en| {
+            let target = en.target_id().unwrap_or_default().to_string();
+            if !en.is_amdgcn() || en.data.is_empty() {
+                return (en.data.clone(), None, false);
+            }
+            if !filter.matches(&target) {
+                return (en.data.clone(), None, true);
+            }
+            let what = format!("{name}: bundle {bi} entry {}", en.id);
+            let (bytes, report, verifier_rejected) =
+                match cmd_patch::patch_code_object(&what, &en.data, opts) {
+                    Ok(p) => (p.bytes, p.report, p.verifier_rejected),
+                    Err(err) => (en.data.clone(), unparsable(&target, &err), false),
+                };
+            let o = ObjectOutcome {
+                bundle_index: bi,
+                entry_id: en.id.clone(),
+                target,
+                report,
+                verifier_rejected,
+            };
+            (bytes, Some(o), false)
+        })
+        .collect();
+    let changed = results
+        .iter()
+        .zip(&b.entries)
+        .any(|((bytes, _, _), en)| *bytes != en.data);
+    let filtered_out = results.iter().filter(|r| r.2).count();
+    let mut entries = Vec::with_capacity(results.len());
+    let mut objects = Vec::new();
+    for ((bytes, o, _), en) in results.into_iter().zip(&b.entries) {
+        entries.push((en.id.clone(), bytes));
+        objects.extend(o);
+    }
+    let bytes = if changed || format != BundleFormat::Keep {
+        Some(
+            hostwrite::rebuild_bundle(&entries, &b.storage, format)
+                .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?,
+        )
+    } else {
+        None
+    };
+    Ok(BundleResult {
+        bytes,
+        objects,
+        filtered_out,
+    })
+}
+
+/// Report of an object `patch_code_object` could not read: failed closed, kept unchanged.
+fn unparsable(target: &str, err: &anyhow::Error) -> Report {
+    Report {
+        target: target.split(':').next().unwrap_or_default().to_string(),
+        status: Status::FailedClosed,
+        reasons: vec![format!("cannot instrument: {err:#}")],
+        text_size_before: 0,
+        text_size_after: 0,
+        functions: Vec::new(),
+        kernels: Vec::new(),
+        skipped: Vec::new(),
+        existing_markers: Vec::new(),
+        funcmap_rows: 0,
+        ids: Default::default(),
+        reserved_sgpr: None,
+        dwarf_sections_remapped: 0,
+    }
+}
+
+fn bare_object(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    filter: &ArchFilter,
+) -> Result<ContainerOutcome> {
+    let co = hsaco::CodeObject::parse(input).with_context(|| name.to_string())?;
+    let target = co.target.target_id();
+    if !filter.matches(&target) {
+        return Ok(ContainerOutcome {
+            bytes: input.to_vec(),
+            objects: Vec::new(),
+            filtered_out: 1,
+            host_write: None,
+        });
+    }
+    let p = cmd_patch::patch_code_object(name, input, opts)?;
+    Ok(ContainerOutcome {
+        bytes: p.bytes,
+        objects: vec![ObjectOutcome {
+            bundle_index: 0,
+            entry_id: String::new(),
+            target,
+            report: p.report,
+            verifier_rejected: p.verifier_rejected,
+        }],
+        filtered_out: 0,
+        host_write: None,
+    })
+}
+
+/// One line per code object for stdout.
+pub fn summary_line(o: &ObjectOutcome) -> String {
+    let r = &o.report;
+    let id = if o.entry_id.is_empty() {
+        "code object".to_string()
+    } else {
+        o.entry_id.clone()
+    };
+    let inserted: u64 = r
+        .functions
+        .iter()
+        .map(|f| u64::from(f.inserted_instructions))
+        .sum();
+    let status = match r.status {
+        Status::Instrumented => format!(
+            "instrumented: .text {} -> {} bytes, +{inserted} instructions, {} sites skipped",
+            r.text_size_before,
+            r.text_size_after,
+            r.skipped.len()
+        ),
+        Status::NothingToDo => "nothing to instrument".to_string(),
+        Status::FailedClosed => format!(
+            "{}left unchanged (failed closed): {}",
+            if o.verifier_rejected {
+                "VERIFIER REJECTED the rewrite; "
+            } else {
+                ""
+            },
+            r.reasons.join("; ")
+        ),
+    };
+    format!("bundle {} {id}: {status}", o.bundle_index)
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    input: String,
+    output: String,
+    host_write: Option<HostWriteMode>,
+    filtered_out: usize,
+    objects: &'a [ObjectOutcome],
+}
+
+/// Runs `--fatbin` mode: reads `args.input`, instruments it with [`instrument_container`]
+/// (targets limited by `arch`, `--offload-arch` values), writes `args.output` atomically,
+/// prints one summary line per code object on stdout, the human reports on stderr with
+/// `--report`, the merged JSON report to `--report-json`, and bundle progress on stderr when
+/// it is a terminal. Returns the exit code: [`cmd_patch::EXIT_COVERAGE`] with `--strict` when
+/// any object failed closed or skipped a site (nothing written), [`cmd_patch::EXIT_VERIFY`]
+/// when the verifier rejected some rewrite (that object kept unchanged, output written),
+/// otherwise [`cmd_patch::EXIT_OK`].
+pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
+    let input = args
+        .input
+        .clone()
+        .context("missing input file (usage: sqtt-patch --fatbin IN -o OUT)")?;
+    let output = args.output.clone().context("missing -o OUT")?;
+    let opts = cmd_patch::options(args)?;
+    if !opts.any_enabled() {
+        bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+    }
+    let filter = ArchFilter::new(arch)?;
+    let name = input.display().to_string();
+    let bytes = std::fs::read(&input).with_context(|| format!("{name}: cannot read"))?;
+    let tty = std::io::stderr().is_terminal();
+    let shown = AtomicUsize::new(0);
+    let progress = |done: usize, total: usize| {
+        if tty && shown.swap(done, Ordering::Relaxed) != done {
+            eprint!("\r{name}: bundle {done}/{total}");
+            if done == total {
+                eprintln!();
+            }
+        }
+    };
+    let outcome = instrument_container_with_progress(
+        &name,
+        &bytes,
+        &opts,
+        &filter,
+        BundleFormat::Keep,
+        &progress,
+    )?;
+    drop(bytes);
+    let mut lines = String::new();
+    for o in &outcome.objects {
+        lines += &summary_line(o);
+        lines.push('\n');
+        if args.report {
+            eprint!("{}", cmd_patch::render_report(&o.report));
+        }
+    }
+    if outcome.filtered_out > 0 {
+        lines += &format!(
+            "{} code object(s) not selected by --offload-arch (copied unchanged)\n",
+            outcome.filtered_out
+        );
+    }
+    print!("{lines}");
+    if let Some(p) = &args.report_json {
+        let j = JsonReport {
+            input: name.clone(),
+            output: output.display().to_string(),
+            host_write: outcome.host_write,
+            filtered_out: outcome.filtered_out,
+            objects: &outcome.objects,
+        };
+        let text = serde_json::to_string_pretty(&j)? + "\n";
+        if p.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            cmd_patch::write_atomic(p, text.as_bytes())?;
+        }
+    }
+    let lost = outcome
+        .objects
+        .iter()
+        .any(|o| o.report.status == Status::FailedClosed || !o.report.skipped.is_empty());
+    if args.strict && lost {
+        eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
+        return Ok(cmd_patch::EXIT_COVERAGE);
+    }
+    cmd_patch::write_atomic(&output, &outcome.bytes)?;
+    if outcome.objects.iter().any(|o| o.verifier_rejected) {
+        eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
+        return Ok(cmd_patch::EXIT_VERIFY);
+    }
+    Ok(cmd_patch::EXIT_OK)
+}
