@@ -10,25 +10,51 @@ fn read(p: &Path) -> String {
 }
 
 fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
-    text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).map(|l| l.split('\t').collect())
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split('\t').collect())
 }
 
 fn format_variant(name: &str) -> &'static str {
     match name {
-        "SOP1" => "Sop1", "SOP2" => "Sop2", "SOPK" => "Sopk", "SOPC" => "Sopc", "SOPP" => "Sopp",
-        "SMEM" => "Smem", "VOP1" => "Vop1", "VOP2" => "Vop2", "VOPC" => "Vopc", "VOP3" => "Vop3",
-        "VOP3P" => "Vop3p", "VOPD" => "Vopd", "VOPD3" => "Vopd3", "VINTRP" => "Vintrp",
-        "VINTERP" => "Vinterp", "LDSDIR" => "Ldsdir", "DS" => "Ds", "FLAT" => "Flat",
-        "VFLAT" => "Flat", "MUBUF" => "Mubuf", "MTBUF" => "Mtbuf", "MIMG" => "Mimg",
-        "VBUFFER" => "Vbuffer", "VIMAGE" => "Vimage", "VSAMPLE" => "Vsample", "EXP" => "Exp",
+        "SOP1" => "Sop1",
+        "SOP2" => "Sop2",
+        "SOPK" => "Sopk",
+        "SOPC" => "Sopc",
+        "SOPP" => "Sopp",
+        "SMEM" => "Smem",
+        "VOP1" => "Vop1",
+        "VOP2" => "Vop2",
+        "VOPC" => "Vopc",
+        "VOP3" => "Vop3",
+        "VOP3P" => "Vop3p",
+        "VOPD" => "Vopd",
+        "VOPD3" => "Vopd3",
+        "VINTRP" => "Vintrp",
+        "VINTERP" => "Vinterp",
+        "LDSDIR" => "Ldsdir",
+        "DS" => "Ds",
+        "FLAT" => "Flat",
+        "VFLAT" => "Flat",
+        "MUBUF" => "Mubuf",
+        "MTBUF" => "Mtbuf",
+        "MIMG" => "Mimg",
+        "VBUFFER" => "Vbuffer",
+        "VIMAGE" => "Vimage",
+        "VSAMPLE" => "Vsample",
+        "EXP" => "Exp",
         other => panic!("unknown format {other}"),
     }
 }
 
 fn family_variant(f: &str) -> &'static str {
     match f {
-        "gfx9" => "Gfx9", "gfx10" => "Gfx10", "gfx11" => "Gfx11", "gfx12" => "Gfx12",
-        "gfx1250" => "Gfx1250", other => panic!("unknown family {other}"),
+        "gfx9" => "Gfx9",
+        "gfx10" => "Gfx10",
+        "gfx11" => "Gfx11",
+        "gfx12" => "Gfx12",
+        "gfx1250" => "Gfx1250",
+        other => panic!("unknown family {other}"),
     }
 }
 
@@ -40,7 +66,10 @@ struct Fmt {
 }
 
 fn bits(s: &str) -> (u8, u8, u8) {
-    let p: Vec<u8> = s.split(':').map(|x| x.parse().expect("bit range")).collect();
+    let p: Vec<u8> = s
+        .split(':')
+        .map(|x| x.parse().expect("bit range"))
+        .collect();
     (p[0], p[1], p[2])
 }
 
@@ -56,7 +85,11 @@ fn main() {
         let (mask, value) = c[3].split_once('/').expect("mask/value");
         let mask = u32::from_str_radix(mask, 16).expect("mask");
         let value = u32::from_str_radix(value, 16).expect("value");
-        let op: Vec<_> = c[4].split(',').filter(|s| !s.is_empty()).map(bits).collect();
+        let op: Vec<_> = c[4]
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(bits)
+            .collect();
         let mut fields = Vec::new();
         let mut fcode = String::new();
         for f in c[5].split(',').filter(|s| !s.is_empty()) {
@@ -64,13 +97,32 @@ fn main() {
             let rest = rest.split('=').next().expect("field");
             let p: Vec<&str> = rest.split(':').collect();
             let kind = match p[3] {
-                "s" => "S8", "s7" => "S7", "v9" => "V9", "v" => "V8", "sx2" => "Sx2", "sx4" => "Sx4",
-                "imm" => "Imm", k => panic!("kind {k}"),
+                "s" => "S8",
+                "s7" => "S7",
+                "v9" => "V9",
+                "v" => "V8",
+                "sx2" => "Sx2",
+                "sx4" => "Sx4",
+                "imm" => "Imm",
+                k => panic!("kind {k}"),
             };
-            write!(fcode, "FieldDef {{ name: {name:?}, dw: {}, hi: {}, lo: {}, kind: FieldKind::{kind} }},", p[0], p[1], p[2]).ok();
+            write!(
+                fcode,
+                "FieldDef {{ name: {name:?}, dw: {}, hi: {}, lo: {}, kind: FieldKind::{kind} }},",
+                p[0], p[1], p[2]
+            )
+            .ok();
             fields.push((name.to_string(), kind.to_string()));
         }
-        let probes: Vec<String> = c.get(6).map(|s| s.split(',').filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default();
+        let probes: Vec<String> = c
+            .get(6)
+            .map(|s| {
+                s.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut pcode = String::new();
         for p in &probes {
             pcode.push_str("&[");
@@ -86,38 +138,72 @@ fn main() {
             e => {
                 let (k, b) = e.split_once('@').expect("extra");
                 let (dw, hi, lo) = bits(b);
-                let k = match k { "nsa_dwords" => "NsaDwords", "nsa_flag" => "NsaFlag", k => panic!("extra {k}") };
+                let k = match k {
+                    "nsa_dwords" => "NsaDwords",
+                    "nsa_flag" => "NsaFlag",
+                    k => panic!("extra {k}"),
+                };
                 format!("Extra::{k}({dw}, {hi}, {lo})")
             }
         };
-        let opcode: String = op.iter().map(|(d, h, l)| format!("({d}, {h}, {l}),")).collect();
+        let opcode: String = op
+            .iter()
+            .map(|(d, h, l)| format!("({d}, {h}, {l}),"))
+            .collect();
         let code = format!(
             "FormatDef {{ name: {:?}, format: Format::{}, dwords: {}, mask: {mask:#010x}, value: {value:#010x}, op_bits: &[{opcode}], fields: &[{fcode}], probes: &[{pcode}], extra: {extra} }},",
             c[1], format_variant(c[1]), c[2]
         );
-        fams.entry(c[0].to_string()).or_default().push(Fmt { name: c[1].to_string(), fields, probes, code });
+        fams.entry(c[0].to_string()).or_default().push(Fmt {
+            name: c[1].to_string(),
+            fields,
+            probes,
+            code,
+        });
     }
     for (fam, fs) in fams.iter_mut() {
         fs.sort_by_key(|f| {
-            let m = f.code.split("mask: ").nth(1).and_then(|s| s.get(..10)).map(|s| u32::from_str_radix(&s[2..], 16).unwrap_or(0)).unwrap_or(0);
+            let m = f
+                .code
+                .split("mask: ")
+                .nth(1)
+                .and_then(|s| s.get(..10))
+                .map(|s| u32::from_str_radix(&s[2..], 16).unwrap_or(0))
+                .unwrap_or(0);
             std::cmp::Reverse(m.count_ones())
         });
-        write!(out, "pub(crate) static FORMATS_{}: &[FormatDef] = &[", fam.to_uppercase()).ok();
-        for f in fs.iter() { out.push_str(&f.code); out.push('\n'); }
+        write!(
+            out,
+            "pub(crate) static FORMATS_{}: &[FormatDef] = &[",
+            fam.to_uppercase()
+        )
+        .ok();
+        for f in fs.iter() {
+            out.push_str(&f.code);
+            out.push('\n');
+        }
         out.push_str("];\n");
     }
 
     // Overrides.
     let ov = read(&tables.join("overrides.tsv"));
     let mut overrides: HashMap<String, (String, String)> = HashMap::new();
-    for c in rows(&ov) { overrides.insert(c[0].to_string(), (c[1].to_string(), c[2].to_string())); }
+    for c in rows(&ov) {
+        overrides.insert(c[0].to_string(), (c[1].to_string(), c[2].to_string()));
+    }
 
     // Scalar operand names per family.
     for fam in fams.keys() {
         let t = read(&tables.join(format!("sregs/{fam}.tsv")));
         let names: Vec<String> = rows(&t).map(|c| c[1].to_string()).collect();
         assert_eq!(names.len(), 256, "sregs/{fam}.tsv");
-        write!(out, "pub(crate) static SREGS_{}: [&str; 256] = {:?};\n", fam.to_uppercase(), names).ok();
+        writeln!(
+            out,
+            "pub(crate) static SREGS_{}: [&str; 256] = {:?};",
+            fam.to_uppercase(),
+            names
+        )
+        .ok();
     }
 
     // Opcode tables, deduplicated by content.
@@ -126,70 +212,178 @@ fn main() {
     let mut contents: HashMap<String, usize> = HashMap::new();
     let mut tcode = String::new();
     for c in rows(&targets_txt) {
-        let (name, fam, table, mach, t16) = (c[0], c[1], c[2], c[3], c.get(4).copied().unwrap_or("-"));
-        let main_id = emit_table(&tables, table, &fams[fam], &overrides, &mut table_ids, &mut contents, &mut out);
-        let t16_id = if t16 == "-" { None } else { Some(emit_table(&tables, t16, &fams[fam], &overrides, &mut table_ids, &mut contents, &mut out)) };
-        let mach = if mach == "-" { "None".to_string() } else { format!("Some({mach})") };
+        let (name, fam, table, mach, t16) =
+            (c[0], c[1], c[2], c[3], c.get(4).copied().unwrap_or("-"));
+        let main_id = emit_table(
+            &tables,
+            table,
+            &fams[fam],
+            &overrides,
+            &mut table_ids,
+            &mut contents,
+            &mut out,
+        );
+        let t16_id = if t16 == "-" {
+            None
+        } else {
+            Some(emit_table(
+                &tables,
+                t16,
+                &fams[fam],
+                &overrides,
+                &mut table_ids,
+                &mut contents,
+                &mut out,
+            ))
+        };
+        let mach = if mach == "-" {
+            "None".to_string()
+        } else {
+            format!("Some({mach})")
+        };
         let t16 = t16_id.map_or("None".to_string(), |i| format!("Some(OPS_{i})"));
-        write!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_t16: {t16}, formats: FORMATS_{}, sregs: &SREGS_{} }},\n",
+        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_t16: {t16}, formats: FORMATS_{}, sregs: &SREGS_{} }},",
             family_variant(fam), fam.to_uppercase(), fam.to_uppercase()).ok();
     }
-    write!(out, "pub(crate) static TARGETS: &[TargetDef] = &[{tcode}];\n").ok();
+    writeln!(out, "pub(crate) static TARGETS: &[TargetDef] = &[{tcode}];").ok();
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("tables.rs");
     std::fs::write(dest, out).expect("write tables.rs");
 }
 
-fn emit_table(tables: &Path, table: &str, fs: &[Fmt], overrides: &HashMap<String, (String, String)>, table_ids: &mut HashMap<String, usize>, contents: &mut HashMap<String, usize>, out: &mut String) -> usize {
+fn emit_table(
+    tables: &Path,
+    table: &str,
+    fs: &[Fmt],
+    overrides: &HashMap<String, (String, String)>,
+    table_ids: &mut HashMap<String, usize>,
+    contents: &mut HashMap<String, usize>,
+    out: &mut String,
+) -> usize {
     if !table_ids.contains_key(table) {
-            let text = read(&tables.join(format!("ops/{table}.tsv")));
-            let next = contents.len();
-            let id = *contents.entry(text.clone()).or_insert(next);
-            if id == next {
-                let mut rows_v: Vec<(usize, u32, String)> = Vec::new();
-                for r in rows(&text) {
-                    let fi = fs.iter().position(|f| f.name == r[0]).expect("format of op row");
-                    let key: u32 = r[1].parse().expect("key");
-                    let probes: HashMap<&str, &str> = r[3].split(',').filter(|s| !s.is_empty()).map(|p| p.rsplit_once(':').expect("probe")).collect();
-                    let psizes: Vec<String> = fs[fi].probes.iter().map(|p| match probes.get(p.as_str()) { Some(&"x") | None => "0".to_string(), Some(s) => s.to_string() }).collect();
-                    let mut mcid = Vec::new();
-                    for f in r[6].split(',').filter(|s| !s.is_empty()) {
-                        mcid.push(match f { "branch" => "MCID_BRANCH", "cond" => "MCID_COND", "indirect" => "MCID_INDIRECT", "call" => "MCID_CALL", "return" => "MCID_RETURN", "terminator" => "MCID_TERMINATOR", "barrier" => "MCID_BARRIER", "load" => "MCID_LOAD", "store" => "MCID_STORE", "side" => "MCID_SIDE", o => panic!("mcid {o}") });
-                    }
-                    let mcid = if mcid.is_empty() { "0".to_string() } else { mcid.join("|") };
-                    let imp = |s: &str| -> String {
-                        let v: Vec<&str> = s.split(',').filter(|s| !s.is_empty()).filter_map(|n| match n {
-                            "EXEC" => Some("IMP_EXEC"), "VCC" => Some("IMP_VCC"), "SCC" => Some("IMP_SCC"), "M0" => Some("IMP_M0"),
-                            "MODE" => Some("IMP_MODE"), "FLAT_SCR" => Some("IMP_FLAT_SCR"), "EXEC_LO" => Some("IMP_EXEC_LO"), "VCC_LO" => Some("IMP_VCC_LO"),
+        let text = read(&tables.join(format!("ops/{table}.tsv")));
+        let next = contents.len();
+        let id = *contents.entry(text.clone()).or_insert(next);
+        if id == next {
+            let mut rows_v: Vec<(usize, u32, String)> = Vec::new();
+            for r in rows(&text) {
+                let fi = fs
+                    .iter()
+                    .position(|f| f.name == r[0])
+                    .expect("format of op row");
+                let key: u32 = r[1].parse().expect("key");
+                let probes: HashMap<&str, &str> = r[3]
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(|p| p.rsplit_once(':').expect("probe"))
+                    .collect();
+                let psizes: Vec<String> = fs[fi]
+                    .probes
+                    .iter()
+                    .map(|p| match probes.get(p.as_str()) {
+                        Some(&"x") | None => "0".to_string(),
+                        Some(s) => s.to_string(),
+                    })
+                    .collect();
+                let mut mcid = Vec::new();
+                for f in r[6].split(',').filter(|s| !s.is_empty()) {
+                    mcid.push(match f {
+                        "branch" => "MCID_BRANCH",
+                        "cond" => "MCID_COND",
+                        "indirect" => "MCID_INDIRECT",
+                        "call" => "MCID_CALL",
+                        "return" => "MCID_RETURN",
+                        "terminator" => "MCID_TERMINATOR",
+                        "barrier" => "MCID_BARRIER",
+                        "load" => "MCID_LOAD",
+                        "store" => "MCID_STORE",
+                        "side" => "MCID_SIDE",
+                        o => panic!("mcid {o}"),
+                    });
+                }
+                let mcid = if mcid.is_empty() {
+                    "0".to_string()
+                } else {
+                    mcid.join("|")
+                };
+                let imp = |s: &str| -> String {
+                    let v: Vec<&str> = s
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .filter_map(|n| match n {
+                            "EXEC" => Some("IMP_EXEC"),
+                            "VCC" => Some("IMP_VCC"),
+                            "SCC" => Some("IMP_SCC"),
+                            "M0" => Some("IMP_M0"),
+                            "MODE" => Some("IMP_MODE"),
+                            "FLAT_SCR" => Some("IMP_FLAT_SCR"),
+                            "EXEC_LO" => Some("IMP_EXEC_LO"),
+                            "VCC_LO" => Some("IMP_VCC_LO"),
                             _ => None, // ASYNCcnt/TENSORcnt are counters, not registers
-                        }).collect();
-                        if v.is_empty() { "0".into() } else { v.join("|") }
-                    };
-                    let mut ops = String::new();
-                    for o in r[10].split(',').filter(|s| !s.is_empty()) {
-                        let p: Vec<&str> = o.split(':').collect();
-                        let fidx = fs[fi].fields.iter().position(|f| f.0 == p[0]).expect("operand field");
-                        let width = if p[2] == "h" { 0 } else { p[2].parse::<u8>().expect("width") };
-                        let file = match p[3] { "v" => "RegFile::Vgpr", "a" => "RegFile::Agpr", _ => "RegFile::Scalar" };
-                        write!(ops, "OperandDef {{ field: {fidx}, def: {}, width: {width}, file: {file} }},", p[1] == "d").ok();
+                        })
+                        .collect();
+                    if v.is_empty() {
+                        "0".into()
+                    } else {
+                        v.join("|")
                     }
-                    let mn = r[5];
-                    let (special, flow) = match overrides.get(mn) {
-                        Some((s, f)) => (s.clone(), if f == "-" { "None".to_string() } else { format!("Some(Flow::{f})") }),
-                        None => ("None".to_string(), "None".to_string()),
+                };
+                let mut ops = String::new();
+                for o in r[10].split(',').filter(|s| !s.is_empty()) {
+                    let p: Vec<&str> = o.split(':').collect();
+                    let fidx = fs[fi]
+                        .fields
+                        .iter()
+                        .position(|f| f.0 == p[0])
+                        .expect("operand field");
+                    let width = if p[2] == "h" {
+                        0
+                    } else {
+                        p[2].parse::<u8>().expect("width")
                     };
-                    let special = match special.as_str() { "TtraceDataImm" => "TtraceDataImm(0)".to_string(), s => s.to_string() };
-                    let my = r.get(11).copied().unwrap_or("");
-                    rows_v.push((fi, key, format!(
-                        "OpRow {{ fmt: {fi}, key: {key}, size: {}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow} }},",
+                    let file = match p[3] {
+                        "v" => "RegFile::Vgpr",
+                        "a" => "RegFile::Agpr",
+                        _ => "RegFile::Scalar",
+                    };
+                    write!(
+                        ops,
+                        "OperandDef {{ field: {fidx}, def: {}, width: {width}, file: {file} }},",
+                        p[1] == "d"
+                    )
+                    .ok();
+                }
+                let mn = r[5];
+                let (special, flow) = match overrides.get(mn) {
+                    Some((s, f)) => (
+                        s.clone(),
+                        if f == "-" {
+                            "None".to_string()
+                        } else {
+                            format!("Some(Flow::{f})")
+                        },
+                    ),
+                    None => ("None".to_string(), "None".to_string()),
+                };
+                let special = match special.as_str() {
+                    "TtraceDataImm" => "TtraceDataImm(0)".to_string(),
+                    s => s.to_string(),
+                };
+                let my = r.get(11).copied().unwrap_or("");
+                let asm = r.get(12).copied().unwrap_or("");
+                rows_v.push((fi, key, format!(
+                        "OpRow {{ fmt: {fi}, key: {key}, size: {}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
                         r[2], psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
                     )));
-                }
-                rows_v.sort_by_key(|r| (r.0, r.1));
-                write!(out, "static OPS_{id}: &[OpRow] = &[").ok();
-                for r in rows_v { out.push_str(&r.2); out.push('\n'); }
-                out.push_str("];\n");
             }
-            table_ids.insert(table.to_string(), id);
+            rows_v.sort_by_key(|r| (r.0, r.1));
+            write!(out, "static OPS_{id}: &[OpRow] = &[").ok();
+            for r in rows_v {
+                out.push_str(&r.2);
+                out.push('\n');
+            }
+            out.push_str("];\n");
         }
+        table_ids.insert(table.to_string(), id);
+    }
     table_ids[table]
 }

@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   // ops
-  printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\n");
+  printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\tasm\n");
   for (auto &f : fs) {
     int nb = f.opBits();
     for (uint64_t key = 0; key < (1ull << nb); key++) {
@@ -262,6 +262,7 @@ int main(int argc, char **argv) {
         // Match register operands to fields.
         std::vector<std::string> ops;
         std::set<std::string> used;
+        std::vector<std::pair<std::string, std::string>> subst; // register text -> field
         for (unsigned i = 0; i < MI.getNumOperands(); i++) {
           auto &o = MI.getOperand(i); if (!o.isReg() || !o.getReg()) continue;
           std::string rn = L.MRI->getName(o.getReg()); char k; int lo, wd; bool half;
@@ -271,20 +272,46 @@ int main(int argc, char **argv) {
             if (used.count(fd.name) || !fieldReg(fd, vals[fd.name], fk, fi)) continue;
             // A VGPR field may also name an AGPR (acc) or, in VOP3 vdst, an SGPR (v_readlane,
             // v_cmp_*_e64): record the register file that LLVM decoded.
-            bool kindOk = fk == k || (fd.kind == "v" && (k == 'a' || k == 's' || k == 't'));
+            bool kindOk = fk == k || (fd.kind == "v" && (k == 'a' || k == 's' || k == 't')) || (fd.kind == "v9" && fk == 'v' && k == 'a');
             if (!kindOk || fi != lo) continue;
             used.insert(fd.name);
+            {
+              std::string pre = k == 't' ? "ttmp" : std::string(1, k), rt;
+              if (wd <= 1) rt = pre + std::to_string(lo); else rt = pre + "[" + std::to_string(lo) + ":" + std::to_string(lo + wd - 1) + "]";
+              // true16 halves print as v8.l / v8.h: the suffix belongs to the operand.
+              if (half) { std::string hn = L.MRI->getName(o.getReg()); rt += hn.find("HI16") != std::string::npos ? ".h" : ".l"; }
+              subst.push_back({rt, fd.name});
+            }
             ops.push_back(fd.name + ":" + (def ? "d" : "u") + ":" + (half ? "h" : std::to_string(wd)) + ":" + std::string(1, k));
             break; }
         }
         std::string t = L.text(MI); auto sp = t.find_first_of(" \t");
+        // Operand text template: register texts of matched fields become {field}.
+        std::string tpl = t;
+        for (auto &su : subst) {
+          size_t from = tpl.find_first_of(" \t");
+          while (from != std::string::npos) {
+            size_t at = tpl.find(su.first, from);
+            if (at == std::string::npos) break;
+            size_t end = at + su.first.size();
+            auto word = [](char c) { return isalnum((unsigned char)c) || c == '_' || c == '[' || c == ':'; };
+            bool lb = at == 0 || !word(tpl[at - 1]);
+            bool rb = end >= tpl.size() || !(isalnum((unsigned char)tpl[end]) || tpl[end] == '_' || tpl[end] == ':' || tpl[end] == '[' || tpl[end] == '.');
+            if (lb && rb) { tpl = tpl.substr(0, at) + "{" + su.second + "}" + tpl.substr(end); break; }
+            from = at + 1;
+          }
+        }
+        for (auto &c : tpl) if (c == '\t') c = ' ';
+        for (size_t a; (a = tpl.find("/*")) != std::string::npos;) {
+          size_t b = tpl.find("*/", a); tpl.erase(a, b == std::string::npos ? std::string::npos : b + 2 - a);
+        }
         // VOPD: the second (Y) mnemonic follows "::".
         std::string my; auto dc = t.find(":: ");
         if (dc != std::string::npos) { my = t.substr(dc + 3); my = my.substr(0, my.find_first_of(" \t")); }
-        printf("%s\t%llu\t%d\t%s\t%s\t%s\t%s\t%llx\t%s\t%s\t%s\t%s\n", f.name.c_str(), (unsigned long long)key, sz,
+        printf("%s\t%llu\t%d\t%s\t%s\t%s\t%s\t%llx\t%s\t%s\t%s\t%s\t%s\n", f.name.c_str(), (unsigned long long)key, sz,
                join(pr, ",").c_str(), L.MII->getName(MI.getOpcode()).str().c_str(),
                sp == std::string::npos ? t.c_str() : t.substr(0, sp).c_str(), join(fl, ",").c_str(),
-               (unsigned long long)D.TSFlags, join(iu, ",").c_str(), join(id, ",").c_str(), join(ops, ",").c_str(), my.c_str());
+               (unsigned long long)D.TSFlags, join(iu, ",").c_str(), join(id, ",").c_str(), join(ops, ",").c_str(), my.c_str(), tpl.c_str());
         break;
       }
     }

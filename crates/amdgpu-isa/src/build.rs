@@ -45,7 +45,10 @@ struct Enc {
 /// Starts an encoding of the first of `names` that exists on `t` (spellings change across
 /// families, e.g. `s_getpc_b64` became `s_get_pc_i64` on gfx1250).
 fn start_any(t: Target, format: Format, names: &[&'static str]) -> Result<Enc, EncodeError> {
-    let mut err = EncodeError::NoSuchInstruction { mnemonic: names.first().copied().unwrap_or(""), target: t.name() };
+    let mut err = EncodeError::NoSuchInstruction {
+        mnemonic: names.first().copied().unwrap_or(""),
+        target: t.name(),
+    };
     for n in names {
         match start(t, format, n) {
             Ok(e) => return Ok(e),
@@ -61,8 +64,17 @@ fn start(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, Encod
         if f.format != format {
             continue;
         }
-        if let Some(row) = def.ops.iter().find(|r| usize::from(r.fmt) == fi && r.mnemonic == mnemonic) {
-            let mut e = Enc { target: t, fmt_idx: fi, words: [f.value, 0, 0, 0], literal: None };
+        if let Some(row) = def
+            .ops
+            .iter()
+            .find(|r| usize::from(r.fmt) == fi && r.mnemonic == mnemonic)
+        {
+            let mut e = Enc {
+                target: t,
+                fmt_idx: fi,
+                words: [f.value, 0, 0, 0],
+                literal: None,
+            };
             let mut key = row.key;
             for &(dw, hi, lo) in f.op_bits.iter().rev() {
                 let n = hi - lo + 1;
@@ -72,20 +84,34 @@ fn start(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, Encod
             return Ok(e);
         }
     }
-    Err(EncodeError::NoSuchInstruction { mnemonic, target: t.name() })
+    Err(EncodeError::NoSuchInstruction {
+        mnemonic,
+        target: t.name(),
+    })
 }
 
 impl Enc {
     fn set_bits(&mut self, dw: u8, hi: u8, lo: u8, v: u32) {
         let n = u32::from(hi - lo) + 1;
-        let m = if n >= 32 { u32::MAX } else { ((1u32 << n) - 1) << lo };
+        let m = if n >= 32 {
+            u32::MAX
+        } else {
+            ((1u32 << n) - 1) << lo
+        };
         if let Some(w) = self.words.get_mut(usize::from(dw)) {
             *w = (*w & !m) | ((v << lo) & m);
         }
     }
 
     fn field(mut self, name: &str, v: u32) -> Result<Enc, EncodeError> {
-        let f = self.target.def().formats[self.fmt_idx].fields.iter().find(|f| f.name == name).ok_or_else(|| EncodeError::BadOperand { what: name.to_string(), target: self.target.name() })?;
+        let f = self.target.def().formats[self.fmt_idx]
+            .fields
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| EncodeError::BadOperand {
+                what: name.to_string(),
+                target: self.target.name(),
+            })?;
         let (dw, hi, lo) = (f.dw, f.hi, f.lo);
         self.set_bits(dw, hi, lo, v);
         Ok(self)
@@ -95,7 +121,10 @@ impl Enc {
         let t = self.target;
         let sregs = t.def().sregs;
         let by_name = |n: &str| sregs.iter().position(|s| *s == n).map(|p| p as u32);
-        let bad = || EncodeError::BadOperand { what: format!("{op:?}"), target: t.name() };
+        let bad = || EncodeError::BadOperand {
+            what: format!("{op:?}"),
+            target: t.name(),
+        };
         let v = match op {
             Operand::Sgpr(n) => by_name(&format!("s{n}")).ok_or_else(bad)?,
             Operand::VccLo => by_name("vcc_lo").ok_or_else(bad)?,
@@ -137,7 +166,9 @@ impl Enc {
 }
 
 fn sopp(t: Target, m: &'static str, imm: u16) -> Result<Instruction, EncodeError> {
-    start(t, Format::Sopp, m)?.field("simm16", u32::from(imm))?.finish()
+    start(t, Format::Sopp, m)?
+        .field("simm16", u32::from(imm))?
+        .finish()
 }
 
 /// `s_nop n` (n + 1 wait states, 0..=15 on gfx9/10, 0..=127 later; only low bits kept by hardware).
@@ -192,56 +223,116 @@ pub fn s_waitcnt_depctr(t: Target, imm: u16) -> Result<Instruction, EncodeError>
 
 /// `s_mov_b32 dst, src` (dst: SGPR, M0, EXEC_LO/HI, VCC_LO/HI; src also inline or literal).
 pub fn s_mov_b32(t: Target, dst: Operand, src: Operand) -> Result<Instruction, EncodeError> {
-    start(t, Format::Sop1, "s_mov_b32")?.scalar("sdst", dst, true)?.scalar("ssrc0", src, false)?.finish()
+    start(t, Format::Sop1, "s_mov_b32")?
+        .scalar("sdst", dst, true)?
+        .scalar("ssrc0", src, false)?
+        .finish()
 }
 
 /// `s_getpc_b64 s[n:n+1]` (gfx1250: `s_get_pc_i64`).
 pub fn s_getpc_b64(t: Target, sdst: u8) -> Result<Instruction, EncodeError> {
-    start_any(t, Format::Sop1, &["s_getpc_b64", "s_get_pc_i64"])?.scalar("sdst", Operand::Sgpr(sdst), true)?.finish()
+    start_any(t, Format::Sop1, &["s_getpc_b64", "s_get_pc_i64"])?
+        .scalar("sdst", Operand::Sgpr(sdst), true)?
+        .finish()
 }
 
 /// `s_setpc_b64 s[n:n+1]` (gfx1250: `s_set_pc_i64`).
 pub fn s_setpc_b64(t: Target, ssrc: u8) -> Result<Instruction, EncodeError> {
-    start_any(t, Format::Sop1, &["s_setpc_b64", "s_set_pc_i64"])?.scalar("ssrc0", Operand::Sgpr(ssrc), false)?.finish()
+    start_any(t, Format::Sop1, &["s_setpc_b64", "s_set_pc_i64"])?
+        .scalar("ssrc0", Operand::Sgpr(ssrc), false)?
+        .finish()
 }
 
 /// gfx1250 `s_get_shader_cycles_u64 s[n:n+1]`.
 pub fn s_get_shader_cycles_u64(t: Target, sdst: u8) -> Result<Instruction, EncodeError> {
-    start(t, Format::Sop1, "s_get_shader_cycles_u64")?.scalar("sdst", Operand::Sgpr(sdst), true)?.finish()
+    start(t, Format::Sop1, "s_get_shader_cycles_u64")?
+        .scalar("sdst", Operand::Sgpr(sdst), true)?
+        .finish()
 }
 
-fn sop2(t: Target, m: &'static str, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    start(t, Format::Sop2, m)?.scalar("sdst", dst, true)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
+fn sop2(
+    t: Target,
+    m: &'static str,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    start(t, Format::Sop2, m)?
+        .scalar("sdst", dst, true)?
+        .scalar("ssrc0", a, false)?
+        .scalar("ssrc1", b, false)?
+        .finish()
 }
 
 /// `s_and_b32 dst, a, b`.
-pub fn s_and_b32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
+pub fn s_and_b32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
     sop2(t, "s_and_b32", dst, a, b)
 }
 
 /// `s_lshr_b32 dst, a, b`.
-pub fn s_lshr_b32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
+pub fn s_lshr_b32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
     sop2(t, "s_lshr_b32", dst, a, b)
 }
 
 /// `s_cselect_b32 dst, a, b` (dst = SCC ? a : b).
-pub fn s_cselect_b32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
+pub fn s_cselect_b32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
     sop2(t, "s_cselect_b32", dst, a, b)
 }
 
 /// `s_add_u32` (gfx12+: `s_add_co_u32`): dst = a + b, SCC = carry.
-pub fn s_add_u32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    start_any(t, Format::Sop2, &["s_add_u32", "s_add_co_u32"])?.scalar("sdst", dst, true)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
+pub fn s_add_u32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    start_any(t, Format::Sop2, &["s_add_u32", "s_add_co_u32"])?
+        .scalar("sdst", dst, true)?
+        .scalar("ssrc0", a, false)?
+        .scalar("ssrc1", b, false)?
+        .finish()
 }
 
 /// `s_addc_u32` (gfx12+: `s_add_co_ci_u32`): dst = a + b + SCC.
-pub fn s_addc_u32(t: Target, dst: Operand, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    start_any(t, Format::Sop2, &["s_addc_u32", "s_add_co_ci_u32"])?.scalar("sdst", dst, true)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
+pub fn s_addc_u32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    start_any(t, Format::Sop2, &["s_addc_u32", "s_add_co_ci_u32"])?
+        .scalar("sdst", dst, true)?
+        .scalar("ssrc0", a, false)?
+        .scalar("ssrc1", b, false)?
+        .finish()
 }
 
 /// SOPC compare `s_cmp_<cond>` (e.g. `"s_cmp_eq_u32"`, `"s_cmp_lg_u32"`) and `s_bitcmp1_b32`.
-pub fn s_cmp(t: Target, mnemonic: &'static str, a: Operand, b: Operand) -> Result<Instruction, EncodeError> {
-    start(t, Format::Sopc, mnemonic)?.scalar("ssrc0", a, false)?.scalar("ssrc1", b, false)?.finish()
+pub fn s_cmp(
+    t: Target,
+    mnemonic: &'static str,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    start(t, Format::Sopc, mnemonic)?
+        .scalar("ssrc0", a, false)?
+        .scalar("ssrc1", b, false)?
+        .finish()
 }
 
 /// `s_bitcmp1_b32 a, bit` (SCC = bit `bit` of `a` is 1).
@@ -251,16 +342,33 @@ pub fn s_bitcmp1_b32(t: Target, a: Operand, bit: Operand) -> Result<Instruction,
 
 /// `s_getreg_b32 sdst, hwreg(id, offset, size)`: simm16 = id | offset << 6 | (size - 1) << 11
 /// (ISA manuals, SOPK "S_GETREG_B32"). `size` is 1..=32 bits.
-pub fn s_getreg_b32(t: Target, sdst: Operand, hwreg_id: u8, offset: u8, size: u8) -> Result<Instruction, EncodeError> {
+pub fn s_getreg_b32(
+    t: Target,
+    sdst: Operand,
+    hwreg_id: u8,
+    offset: u8,
+    size: u8,
+) -> Result<Instruction, EncodeError> {
     if !(1..=32).contains(&size) || offset > 31 || hwreg_id > 63 {
-        return Err(EncodeError::BadOperand { what: format!("hwreg({hwreg_id}, {offset}, {size})"), target: t.name() });
+        return Err(EncodeError::BadOperand {
+            what: format!("hwreg({hwreg_id}, {offset}, {size})"),
+            target: t.name(),
+        });
     }
     let imm = u32::from(hwreg_id) | u32::from(offset) << 6 | u32::from(size - 1) << 11;
-    start(t, Format::Sopk, "s_getreg_b32")?.scalar("sdst", sdst, true)?.field("simm16", imm)?.finish()
+    start(t, Format::Sopk, "s_getreg_b32")?
+        .scalar("sdst", sdst, true)?
+        .field("simm16", imm)?
+        .finish()
 }
 
 /// `v_readlane_b32 sdst, v<vsrc>, lane` (VOP3; lane: SGPR/M0 or inline constant).
-pub fn v_readlane_b32(t: Target, sdst: Operand, vsrc: u16, lane: Operand) -> Result<Instruction, EncodeError> {
+pub fn v_readlane_b32(
+    t: Target,
+    sdst: Operand,
+    vsrc: u16,
+    lane: Operand,
+) -> Result<Instruction, EncodeError> {
     let e = start(t, Format::Vop3, "v_readlane_b32")?;
     let e = e.scalar("vdst", sdst, true)?;
     let e = e.scalar("src0", Operand::Vgpr(vsrc), false)?;

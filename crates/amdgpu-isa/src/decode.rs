@@ -18,7 +18,11 @@ pub enum DecodeErrorKind {
     UnknownFormat { word: u32 },
     /// The format is known but the opcode does not exist on this target.
     #[error("unknown {format} opcode {opcode} (word {word:#010x})")]
-    UnknownOpcode { format: &'static str, opcode: u32, word: u32 },
+    UnknownOpcode {
+        format: &'static str,
+        opcode: u32,
+        word: u32,
+    },
     /// LLVM rejects this operand combination (e.g. DPP on an opcode without a DPP form).
     #[error("invalid operand encoding for {mnemonic} (word {word:#010x})")]
     InvalidOperands { mnemonic: &'static str, word: u32 },
@@ -47,7 +51,10 @@ pub enum EncodeError {
     #[error("value {value:#x} does not fit a {bytes}-byte literal")]
     LiteralTooWide { value: u64, bytes: usize },
     #[error("{mnemonic} does not exist on {target}")]
-    NoSuchInstruction { mnemonic: &'static str, target: &'static str },
+    NoSuchInstruction {
+        mnemonic: &'static str,
+        target: &'static str,
+    },
     #[error("operand {what} cannot be encoded on {target}")]
     BadOperand { what: String, target: &'static str },
     #[error("encoded instruction does not decode back: {0}")]
@@ -61,7 +68,10 @@ pub enum MemSpace {
     Global,
     Scratch,
     /// MUBUF/MTBUF/VBUFFER with the address-mode bits (gfx12: from `vaddr` use).
-    Buffer { offen: bool, idxen: bool },
+    Buffer {
+        offen: bool,
+        idxen: bool,
+    },
     Image,
     Lds,
     Gds,
@@ -112,7 +122,12 @@ pub struct Instruction {
 
 impl std::fmt::Debug for Instruction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Instruction({} {:02x?})", self.row.mnemonic, self.bytes())
+        write!(
+            f,
+            "Instruction({} {:02x?})",
+            self.row.mnemonic,
+            self.bytes()
+        )
     }
 }
 
@@ -133,7 +148,11 @@ fn word(b: &[u8], i: usize) -> u32 {
 fn field_bits(b: &[u8], dw: u8, hi: u8, lo: u8) -> u32 {
     let n = u32::from(hi - lo) + 1;
     let w = word(b, usize::from(dw)) >> lo;
-    if n >= 32 { w } else { w & ((1u32 << n) - 1) }
+    if n >= 32 {
+        w
+    } else {
+        w & ((1u32 << n) - 1)
+    }
 }
 
 pub(crate) fn find_format(target: Target, w0: u32) -> Option<&'static FormatDef> {
@@ -141,11 +160,15 @@ pub(crate) fn find_format(target: Target, w0: u32) -> Option<&'static FormatDef>
 }
 
 pub(crate) fn opcode_key(f: &FormatDef, b: &[u8]) -> u32 {
-    f.op_bits.iter().fold(0u32, |k, &(dw, hi, lo)| (k << (hi - lo + 1)) | field_bits(b, dw, hi, lo))
+    f.op_bits.iter().fold(0u32, |k, &(dw, hi, lo)| {
+        (k << (hi - lo + 1)) | field_bits(b, dw, hi, lo)
+    })
 }
 
 fn search(ops: &'static [OpRow], fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
-    ops.binary_search_by(|r| (r.fmt, r.key).cmp(&(fmt_idx, key))).ok().and_then(|i| ops.get(i))
+    ops.binary_search_by(|r| (r.fmt, r.key).cmp(&(fmt_idx, key)))
+        .ok()
+        .and_then(|i| ops.get(i))
 }
 
 /// Opcode row of (format, key). The selected mode's table is searched first; the other mode's
@@ -166,31 +189,51 @@ pub fn decode(bytes: &[u8], target: Target) -> Result<Instruction, DecodeError> 
 
 fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKind> {
     if bytes.len() < 4 {
-        return Err(DecodeErrorKind::Truncated { needed: 4, available: bytes.len() });
+        return Err(DecodeErrorKind::Truncated {
+            needed: 4,
+            available: bytes.len(),
+        });
     }
     let w0 = word(bytes, 0);
     let fmt = find_format(target, w0).ok_or(DecodeErrorKind::UnknownFormat { word: w0 })?;
     let nominal = usize::from(fmt.dwords) * 4;
     if bytes.len() < nominal {
-        return Err(DecodeErrorKind::Truncated { needed: nominal, available: bytes.len() });
+        return Err(DecodeErrorKind::Truncated {
+            needed: nominal,
+            available: bytes.len(),
+        });
     }
-    let fmt_idx = target.def().formats.iter().position(|f| std::ptr::eq(f, fmt)).unwrap_or(0) as u8;
+    let fmt_idx = target
+        .def()
+        .formats
+        .iter()
+        .position(|f| std::ptr::eq(f, fmt))
+        .unwrap_or(0) as u8;
     let key = opcode_key(fmt, bytes);
-    let row = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode { format: fmt.name, opcode: key, word: w0 })?;
+    let row = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
+        format: fmt.name,
+        opcode: key,
+        word: w0,
+    })?;
     let mut len = usize::from(row.size);
     // A literal is present when the table size exceeds the nominal size (fixed literal: madmk,
     // s_setreg_imm32_b32, ...) or a literal probe (field value 255, gfx1250 254 = 64-bit) matches.
     let mut lit: Option<(u8, u8)> = (len > nominal).then(|| (nominal as u8, (len - nominal) as u8));
     for (i, probe) in fmt.probes.iter().enumerate() {
         let hit = probe.iter().all(|&(fi, v)| {
-            fmt.fields.get(usize::from(fi)).is_some_and(|f| field_bits(bytes, f.dw, f.hi, f.lo) == u32::from(v))
+            fmt.fields
+                .get(usize::from(fi))
+                .is_some_and(|f| field_bits(bytes, f.dw, f.hi, f.lo) == u32::from(v))
         });
         if !hit {
             continue;
         }
         let ps = usize::from(row.probe_sizes.get(i).copied().unwrap_or(0));
         if ps == 0 {
-            return Err(DecodeErrorKind::InvalidOperands { mnemonic: row.mnemonic, word: w0 });
+            return Err(DecodeErrorKind::InvalidOperands {
+                mnemonic: row.mnemonic,
+                word: w0,
+            });
         }
         let is_lit = probe.iter().any(|&(_, v)| v == 255 || v == 254);
         if is_lit && ps > nominal && lit.is_none() {
@@ -204,14 +247,27 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         Extra::NsaFlag(dw, hi, lo) => len += 4 * field_bits(bytes, dw, hi, lo) as usize,
     }
     if bytes.len() < len {
-        return Err(DecodeErrorKind::Truncated { needed: len, available: bytes.len() });
+        return Err(DecodeErrorKind::Truncated {
+            needed: len,
+            available: bytes.len(),
+        });
     }
     if len > MAX_LEN {
-        return Err(DecodeErrorKind::InvalidOperands { mnemonic: row.mnemonic, word: w0 });
+        return Err(DecodeErrorKind::InvalidOperands {
+            mnemonic: row.mnemonic,
+            word: w0,
+        });
     }
     let mut raw = [0u8; MAX_LEN];
     raw[..len].copy_from_slice(&bytes[..len]);
-    Ok(Instruction { raw, len: len as u8, target, fmt, row, lit })
+    Ok(Instruction {
+        raw,
+        len: len as u8,
+        target,
+        fmt,
+        row,
+        lit,
+    })
 }
 
 /// Decodes a whole code range; the first failure is returned with its byte offset.
@@ -275,7 +331,11 @@ impl Instruction {
 
     /// Value of the format field `name` (e.g. `"src0"`, `"simm16"`), if the format has it.
     pub fn field(&self, name: &str) -> Option<u32> {
-        self.fmt.fields.iter().find(|f| f.name == name).map(|f| field_bits(self.bytes(), f.dw, f.hi, f.lo))
+        self.fmt
+            .fields
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| field_bits(self.bytes(), f.dw, f.hi, f.lo))
     }
 
     /// Encoding format; FLAT-family instructions report Flat/Global/Scratch.
@@ -306,7 +366,15 @@ impl Instruction {
                 }
             }
             Format::Smem => InstClass::Smem,
-            Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p | Format::Vopd | Format::Vopd3 | Format::Vintrp | Format::Vinterp => InstClass::Valu,
+            Format::Vop1
+            | Format::Vop2
+            | Format::Vopc
+            | Format::Vop3
+            | Format::Vop3p
+            | Format::Vopd
+            | Format::Vopd3
+            | Format::Vintrp
+            | Format::Vinterp => InstClass::Valu,
             Format::Ds | Format::Ldsdir => InstClass::Ds,
             Format::Flat => InstClass::Flat,
             Format::Global => InstClass::Global,
@@ -323,13 +391,16 @@ impl Instruction {
             return f;
         }
         if self.row.mcid & MCID_BRANCH != 0 && self.row.mcid & MCID_INDIRECT == 0 {
-            return Flow::Branch { conditional: self.row.mcid & MCID_COND != 0 };
+            return Flow::Branch {
+                conditional: self.row.mcid & MCID_COND != 0,
+            };
         }
         Flow::Fallthrough
     }
 
     fn has_simm16_target(&self) -> bool {
-        matches!(self.fmt.format, Format::Sopp | Format::Sopk) && (matches!(self.flow(), Flow::Branch { .. }) || self.row.special == Special::Call)
+        matches!(self.fmt.format, Format::Sopp | Format::Sopk)
+            && (matches!(self.flow(), Flow::Branch { .. }) || self.row.special == Special::Call)
     }
 
     /// Target of a PC-relative SOPP branch or `s_call_b64`: `pc + 4 + simm16 * 4` (bytes;
@@ -394,24 +465,42 @@ impl Instruction {
         let sregs = self.target.def().sregs;
         let b = self.bytes();
         for o in self.row.operands.iter().filter(|o| o.def == defs) {
-            let Some(f) = self.fmt.fields.get(usize::from(o.field)) else { continue };
+            let Some(f) = self.fmt.fields.get(usize::from(o.field)) else {
+                continue;
+            };
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
             let mut width = o.width.max(1);
             // FLAT/GLOBAL address: 64-bit VGPR pair unless a scalar base is used.
             if (f.name == "addr") && matches!(self.format(), Format::Flat | Format::Global) {
-                let off = self.field("saddr").is_none_or(|s| !sregs.get(s as usize).is_some_and(|n| n.starts_with('s') && !n.starts_with("src")));
-                width = if off || self.format() == Format::Flat { 2 } else { 1 };
+                let off = self.field("saddr").is_none_or(|s| {
+                    !sregs
+                        .get(s as usize)
+                        .is_some_and(|n| n.starts_with('s') && !n.starts_with("src"))
+                });
+                width = if off || self.format() == Format::Flat {
+                    2
+                } else {
+                    1
+                };
             }
             match (f.kind, o.file) {
                 (FieldKind::Sx2, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 2 + i)),
                 (FieldKind::Sx4, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 4 + i)),
                 (FieldKind::V9, _) if v >= 256 => {
                     for i in 0..u16::from(width) {
-                        if o.file == RegFile::Agpr { set.add_agpr(v - 256 + i) } else { set.add_vgpr(v - 256 + i) }
+                        if o.file == RegFile::Agpr {
+                            set.add_agpr(v - 256 + i)
+                        } else {
+                            set.add_vgpr(v - 256 + i)
+                        }
                     }
                 }
-                (FieldKind::V8, RegFile::Vgpr) => (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i)),
-                (FieldKind::V8, RegFile::Agpr) => (0..u16::from(width)).for_each(|i| set.add_agpr(v + i)),
+                (FieldKind::V8, RegFile::Vgpr) => {
+                    (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i))
+                }
+                (FieldKind::V8, RegFile::Agpr) => {
+                    (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
+                }
                 (FieldKind::Imm, _) => {}
                 _ => set.add_scalar(sregs, v, width),
             }
@@ -422,7 +511,11 @@ impl Instruction {
                 set.add_vgpr(((y << 1) | (!x & 1)) as u16);
             }
         }
-        let imp = if defs { self.row.imp_defs } else { self.row.imp_uses };
+        let imp = if defs {
+            self.row.imp_defs
+        } else {
+            self.row.imp_uses
+        };
         let wave32_vcc = self.target.family() >= Family::Gfx10 && imp & IMP_VCC_LO != 0;
         if imp & IMP_EXEC != 0 {
             set.add(SpecialReg::ExecLo);
@@ -467,7 +560,11 @@ impl Instruction {
 
     fn operand_reg(&self, name: &str) -> Option<(u16, u8)> {
         let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
-        let o = self.row.operands.iter().find(|o| usize::from(o.field) == fi)?;
+        let o = self
+            .row
+            .operands
+            .iter()
+            .find(|o| usize::from(o.field) == fi)?;
         let f = &self.fmt.fields[fi];
         let v = field_bits(self.bytes(), f.dw, f.hi, f.lo) as u16;
         let v = match f.kind {
@@ -476,6 +573,18 @@ impl Instruction {
             _ => v,
         };
         Some((v, o.width.max(1)))
+    }
+
+    /// Buffer `(offen, idxen)` bits: gfx9/gfx10 dword0 bits 12/13, gfx11 dword1 bits 22/23,
+    /// gfx12 VBUFFER dword1 bits 30/31 (ISA manuals, MUBUF/VBUFFER microcode formats).
+    pub(crate) fn buffer_addr_mode(&self) -> (bool, bool) {
+        match self.target.family() {
+            Family::Gfx9 | Family::Gfx10 => {
+                (self.word(0) & (1 << 12) != 0, self.word(0) & (1 << 13) != 0)
+            }
+            Family::Gfx11 => (self.word(1) & (1 << 22) != 0, self.word(1) & (1 << 23) != 0),
+            _ => (self.word(1) & (1 << 30) != 0, self.word(1) & (1 << 31) != 0),
+        }
     }
 
     /// Memory access of DS, FLAT/GLOBAL/SCRATCH, buffer, image and SMEM instructions.
@@ -491,11 +600,25 @@ impl Instruction {
             Format::Flat => MemSpace::Flat,
             Format::Global => MemSpace::Global,
             Format::Scratch => MemSpace::Scratch,
-            Format::Mubuf | Format::Mtbuf => MemSpace::Buffer { offen: self.word(0) & (1 << 12) != 0, idxen: self.word(0) & (1 << 13) != 0 },
-            Format::Vbuffer => MemSpace::Buffer { offen: self.word(2) & (1 << 30) != 0, idxen: self.word(2) & (1 << 31) != 0 },
+            Format::Mubuf | Format::Mtbuf => MemSpace::Buffer {
+                offen: self.word(0) & (1 << 12) != 0,
+                idxen: self.word(0) & (1 << 13) != 0,
+            },
+            Format::Vbuffer => MemSpace::Buffer {
+                offen: self.word(2) & (1 << 30) != 0,
+                idxen: self.word(2) & (1 << 31) != 0,
+            },
             Format::Mimg | Format::Vimage | Format::Vsample => MemSpace::Image,
             Format::Ds => {
-                if self.target.family() <= Family::Gfx10 && self.word(0) & (1 << if self.target.family() == Family::Gfx9 { 16 } else { 17 }) != 0 {
+                if self.target.family() <= Family::Gfx10
+                    && self.word(0)
+                        & (1 << if self.target.family() == Family::Gfx9 {
+                            16
+                        } else {
+                            17
+                        })
+                        != 0
+                {
                     MemSpace::Gds
                 } else {
                     MemSpace::Lds
@@ -505,18 +628,37 @@ impl Instruction {
             Format::Smem => MemSpace::Scalar,
             _ => return None,
         };
-        let vaddr = self.operand_reg("addr").or_else(|| self.operand_reg("vaddr")).or_else(|| self.operand_reg("vaddr0")).map(|(v, w)| {
-            if matches!(space, MemSpace::Flat | MemSpace::Global) {
-                let r = self.reads();
-                (v, if r.contains_vgpr(v + 1) { 2 } else { w })
-            } else {
-                (v, w)
-            }
-        });
-        let saddr = self.operand_reg("saddr").or_else(|| self.operand_reg("sbase"));
+        let vaddr = self
+            .operand_reg("addr")
+            .or_else(|| self.operand_reg("vaddr"))
+            .or_else(|| self.operand_reg("vaddr0"))
+            .map(|(v, w)| {
+                if matches!(space, MemSpace::Flat | MemSpace::Global) {
+                    let r = self.reads();
+                    (v, if r.contains_vgpr(v + 1) { 2 } else { w })
+                } else {
+                    (v, w)
+                }
+            });
+        let saddr = self
+            .operand_reg("saddr")
+            .or_else(|| self.operand_reg("sbase"));
         let soffset = self.operand_reg("soffset").map(|(v, _)| v);
         let srsrc = self.operand_reg("srsrc");
-        let ds_offsets = (self.fmt.format == Format::Ds).then(|| ((self.word(0) & 0xff) as u8, ((self.word(0) >> 8) & 0xff) as u8));
-        Some(MemAccess { space, kind, vaddr, saddr, soffset, srsrc, ds_offsets })
+        let ds_offsets = (self.fmt.format == Format::Ds).then(|| {
+            (
+                (self.word(0) & 0xff) as u8,
+                ((self.word(0) >> 8) & 0xff) as u8,
+            )
+        });
+        Some(MemAccess {
+            space,
+            kind,
+            vaddr,
+            saddr,
+            soffset,
+            srsrc,
+            ds_offsets,
+        })
     }
 }

@@ -31,7 +31,10 @@ mod regs;
 mod tables;
 mod target;
 
-pub use decode::{decode, decode_all, DecodeError, DecodeErrorKind, EncodeError, Instruction, MemAccess, MemKind, MemSpace};
+pub use decode::{
+    decode, decode_all, DecodeError, DecodeErrorKind, EncodeError, Instruction, MemAccess, MemKind,
+    MemSpace,
+};
 pub use regs::{RegSet, SpecialReg};
 pub use target::{Family, Target};
 
@@ -103,7 +106,9 @@ pub enum InstClass {
 pub enum Flow {
     Fallthrough,
     /// PC-relative branch (`s_branch`, `s_cbranch_*`, gfx10 `s_subvector_loop_*`).
-    Branch { conditional: bool },
+    Branch {
+        conditional: bool,
+    },
     /// `s_endpgm*`, `s_code_end`.
     EndProgram,
     /// `s_setpc_b64` / `s_set_pc_i64`, and gfx1250 `s_add_pc_i64` (target from registers or a literal).
@@ -161,7 +166,9 @@ pub mod testing {
         let d = t.def();
         let mut v = Vec::with_capacity(d.ops.len());
         for row in d.ops.iter().chain(d.ops_t16.unwrap_or_default()) {
-            let Some(f) = d.formats.get(usize::from(row.fmt)) else { continue };
+            let Some(f) = d.formats.get(usize::from(row.fmt)) else {
+                continue;
+            };
             let (mut w, mut m, mut key) = (f.value, f.mask, row.key);
             // Opcode bits outside dword 0 (gfx10 MTBUF op[3]) are left to the random dwords.
             for &(dw, hi, lo) in f.op_bits.iter().rev() {

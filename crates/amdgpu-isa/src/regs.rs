@@ -70,7 +70,11 @@ fn get(bits: &[u64], n: usize) -> bool {
 }
 
 fn max_bit(bits: &[u64]) -> Option<u16> {
-    bits.iter().enumerate().rev().find(|(_, w)| **w != 0).map(|(i, w)| (i * 64 + 63 - w.leading_zeros() as usize) as u16)
+    bits.iter()
+        .enumerate()
+        .rev()
+        .find(|(_, w)| **w != 0)
+        .map(|(i, w)| (i * 64 + 63 - w.leading_zeros() as usize) as u16)
 }
 
 impl RegSet {
@@ -176,11 +180,20 @@ impl RegSet {
 
     /// Members in a fixed order: SGPRs, VGPRs, AGPRs, TTMPs, specials.
     pub fn iter(&self) -> impl Iterator<Item = Reg> + '_ {
-        let s = (0..106u16).filter(|n| self.contains_sgpr(*n)).map(Reg::Sgpr);
-        let v = (0..512u16).filter(|n| self.contains_vgpr(*n)).map(Reg::Vgpr);
-        let a = (0..256u16).filter(|n| self.contains_agpr(*n)).map(Reg::Agpr);
+        let s = (0..106u16)
+            .filter(|n| self.contains_sgpr(*n))
+            .map(Reg::Sgpr);
+        let v = (0..512u16)
+            .filter(|n| self.contains_vgpr(*n))
+            .map(Reg::Vgpr);
+        let a = (0..256u16)
+            .filter(|n| self.contains_agpr(*n))
+            .map(Reg::Agpr);
         let t = (0..16u16).filter(|n| self.contains_ttmp(*n)).map(Reg::Ttmp);
-        let x = SpecialReg::ALL.into_iter().filter(|r| self.contains(*r)).map(Reg::Special);
+        let x = SpecialReg::ALL
+            .into_iter()
+            .filter(|r| self.contains(*r))
+            .map(Reg::Special);
         s.chain(v).chain(a).chain(t).chain(x)
     }
 
@@ -189,7 +202,9 @@ impl RegSet {
     /// `src_execz` add SCC, VCC and EXEC.
     pub(crate) fn add_scalar(&mut self, sregs: &[&str; 256], enc: u16, width: u8) {
         for i in 0..u16::from(width.max(1)) {
-            let Some(name) = sregs.get(usize::from(enc + i)) else { return };
+            let Some(name) = sregs.get(usize::from(enc + i)) else {
+                return;
+            };
             self.add_scalar_name(name);
         }
     }

@@ -114,6 +114,8 @@ pub(crate) struct OpRow {
     pub operands: &'static [OperandDef],
     pub special: Special,
     pub flow: Option<Flow>,
+    /// LLVM's text of the template decode with register fields replaced by `{field}`.
+    pub asm: &'static str,
 }
 
 /// A processor with its tables.

@@ -24,19 +24,31 @@ impl Target {
     /// suffixes (`":xnack+"`, `":sramecc-"`) are ignored.
     pub fn from_name(mcpu: &str) -> Option<Target> {
         let base = mcpu.split(':').next().unwrap_or(mcpu);
-        TARGETS.iter().position(|t| t.name == base).map(|i| Target { idx: i as u8, true16: false })
+        TARGETS.iter().position(|t| t.name == base).map(Target::at)
     }
 
     /// The processor of an `EF_AMDGPU_MACH_*` value (low 8 bits of ELF `e_flags`; higher bits are
     /// masked off here).
     pub fn from_elf_mach(ef_amdgpu_mach: u32) -> Option<Target> {
         let m = ef_amdgpu_mach & 0xff;
-        TARGETS.iter().position(|t| t.mach == Some(m)).map(|i| Target { idx: i as u8, true16: false })
+        TARGETS
+            .iter()
+            .position(|t| t.mach == Some(m))
+            .map(Target::at)
     }
 
     /// All processors this crate knows.
     pub fn all() -> impl Iterator<Item = Target> {
-        (0..TARGETS.len()).map(|i| Target { idx: i as u8, true16: false })
+        (0..TARGETS.len()).map(Target::at)
+    }
+
+    /// Target at table index `i`, in LLVM 22's default 16-bit mode: real-true16 on gfx11,
+    /// fake16 on gfx12/gfx1250 (llvm-objdump-22 without `--mattr`).
+    fn at(i: usize) -> Target {
+        Target {
+            idx: i as u8,
+            true16: TARGETS[i].family == Family::Gfx11,
+        }
     }
 
     pub(crate) fn def(&self) -> &'static TargetDef {
@@ -57,7 +69,8 @@ impl Target {
         self.def().family
     }
 
-    /// Selects real-true16 operand printing (`v1.l`/`v1.h`) on gfx11/gfx12, as LLVM's
+    /// Selects real-true16 operand printing (default: on for gfx11, off for gfx12+, matching
+    /// LLVM 22 defaults) (`v1.l`/`v1.h`) on gfx11/gfx12, as LLVM's
     /// `--mattr=+real-true16`. Lengths and classification do not depend on it.
     pub fn with_true16(self, on: bool) -> Target {
         Target { true16: on, ..self }

@@ -24,8 +24,12 @@ pub struct AddressMap {
 impl AddressMap {
     /// Builds the map from `pairs` sorted by old address.
     ///
-    /// Errors: [`Error::EmptyMap`] without pairs; [`Error::NotMonotonic`] when the old or the new
-    /// addresses are not strictly increasing (the pair index is reported).
+    /// Old addresses must be strictly increasing, new addresses non-decreasing: two old
+    /// addresses may map to one new address when the bytes between them (padding the layout
+    /// dropped, e.g. between a function's end and the next function) have no new counterpart.
+    ///
+    /// Errors: [`Error::EmptyMap`] without pairs; [`Error::NotMonotonic`] when the old addresses
+    /// are not strictly increasing or the new ones decrease (the pair index is reported).
     pub fn new(pairs: Vec<(u64, u64)>) -> Result<Self, Error> {
         if pairs.is_empty() {
             return Err(Error::EmptyMap);
@@ -34,7 +38,7 @@ impl AddressMap {
         let mut new = Vec::with_capacity(pairs.len());
         for (index, &(o, n)) in pairs.iter().enumerate() {
             if let (Some(&po), Some(&pn)) = (old.last(), new.last()) {
-                if o <= po || n <= pn {
+                if o <= po || n < pn {
                     return Err(Error::NotMonotonic {
                         index,
                         old: o,
@@ -93,6 +97,9 @@ impl AddressMap {
         }
         let i = self.old.partition_point(|&o| o <= old).checked_sub(1)?;
         let (o, n) = (*self.old.get(i)?, *self.new.get(i)?);
+        if old == o {
+            return Some(n);
+        }
         let mapped = n.checked_add(old - o)?;
         match self.new.get(i + 1) {
             Some(&next) if mapped >= next => None,
@@ -136,9 +143,13 @@ mod tests {
             Err(Error::NotMonotonic { index: 1, .. })
         ));
         assert!(matches!(
-            AddressMap::new(vec![(0x100, 0x100), (0x104, 0x100)]),
+            AddressMap::new(vec![(0x100, 0x100), (0x104, 0xfc)]),
             Err(Error::NotMonotonic { index: 1, .. })
         ));
+        // Dropped padding: two old addresses, one new address; the gap maps nowhere.
+        let m = AddressMap::new(vec![(0x100, 0x100), (0x104, 0x100), (0x108, 0x104)]).unwrap();
+        assert_eq!(m.map(0x104), Some(0x100));
+        assert_eq!(m.map(0x102), None);
         assert!(matches!(AddressMap::new(vec![]), Err(Error::EmptyMap)));
     }
 

@@ -237,9 +237,38 @@ pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
     })
 }
 
+/// Largest output one byte of a zlib (deflate) stream can produce: a 258-byte match coded in
+/// 2 bits gives 1032:1 (zlib FAQ, "maximum compression factor").
+pub const ZLIB_MAX_RATIO: u64 = 1032;
+/// Largest output one byte of a zstd frame can produce: an RLE block is a 3-byte header plus 1
+/// byte and regenerates at most `Block_Maximum_Size` = 128 KiB (RFC 8878 section 3.1.1.2), so
+/// 32768:1.
+pub const ZSTD_MAX_RATIO: u64 = 32768;
+/// Declared sizes up to this many bytes are decompressed in one pass into a buffer of the
+/// declared size; larger ones are first decompressed into a counter, so that a lying size never
+/// allocates more than this (bytes).
+pub const SINGLE_PASS_MAX: u64 = 64 << 20;
+
+fn decoder<'a>(method: Method, payload: &'a [u8], base: u64) -> Result<Box<dyn Read + 'a>> {
+    Ok(match method {
+        Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(payload)),
+        Method::Zstd => Box::new(
+            ruzstd::decoding::StreamingDecoder::new(payload).map_err(|e| Error::Ccob {
+                offset: base,
+                detail: format!("zstd frame header: {e}"),
+            })?,
+        ),
+    })
+}
+
 /// Decompresses a CCOB at `data[0]` with output bounded by the declared uncompressed size and by
-/// `limit` bytes. Returns the header, the plain bundle bytes and the stored extent. A declared
-/// size that differs from the real one is an [`Error::Ccob`]; no allocation exceeds the bound.
+/// `limit` bytes. Returns the header, the plain bundle bytes and the stored extent (bytes).
+///
+/// A declared size that differs from the real one is an [`Error::Ccob`], and never costs more
+/// memory than [`SINGLE_PASS_MAX`] bytes: sizes above `limit` or above what the payload can
+/// expand to ([`ZLIB_MAX_RATIO`], [`ZSTD_MAX_RATIO`] times the payload length) are refused
+/// before decompressing; sizes above [`SINGLE_PASS_MAX`] are verified by a counting pass before
+/// the output buffer is allocated.
 pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader, Vec<u8>, u64)> {
     let h = parse_ccob_header(data, base)?;
     let bad = |detail: String| Error::Ccob {
@@ -259,27 +288,43 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     };
     let payload = &data[h.header_len as usize..extent as usize];
     let cap = h.uncompressed_size;
-    let mut out = Vec::with_capacity(cap.min(64 << 20) as usize);
-    let read = match h.method {
-        Method::Zlib => flate2::read::ZlibDecoder::new(payload)
-            .take(cap + 1)
-            .read_to_end(&mut out),
-        Method::Zstd => match ruzstd::decoding::StreamingDecoder::new(payload) {
-            Ok(d) => d.take(cap + 1).read_to_end(&mut out),
-            Err(e) => return Err(bad(format!("zstd frame header: {e}"))),
-        },
+    let ratio = match h.method {
+        Method::Zlib => ZLIB_MAX_RATIO,
+        Method::Zstd => ZSTD_MAX_RATIO,
     };
-    read.map_err(|e| bad(format!("decompression failed: {e}")))?;
-    if out.len() as u64 != cap {
+    let most = (payload.len() as u64).saturating_mul(ratio);
+    if cap > most {
         return Err(bad(format!(
-            "declared uncompressed size {cap} but the payload decompresses to {}{} bytes",
-            if out.len() as u64 > cap {
-                "more than "
-            } else {
-                ""
-            },
-            out.len().min(cap as usize + 1) - usize::from(out.len() as u64 > cap)
+            "declared uncompressed size {cap} bytes is more than a {}-byte {:?} payload can expand to ({most} bytes)",
+            payload.len(),
+            h.method
         )));
+    }
+    let size_lie = |got: u64| {
+        bad(format!(
+            "declared uncompressed size {cap} but the payload decompresses to {}{} bytes",
+            if got > cap { "more than " } else { "" },
+            got.min(cap)
+        ))
+    };
+    let failed = |e: std::io::Error| bad(format!("decompression failed: {e}"));
+    if cap > SINGLE_PASS_MAX {
+        let got = std::io::copy(
+            &mut decoder(h.method, payload, base)?.take(cap + 1),
+            &mut std::io::sink(),
+        )
+        .map_err(failed)?;
+        if got != cap {
+            return Err(size_lie(got));
+        }
+    }
+    let mut out = Vec::with_capacity(cap as usize);
+    decoder(h.method, payload, base)?
+        .take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(failed)?;
+    if out.len() as u64 != cap {
+        return Err(size_lie(out.len() as u64));
     }
     Ok((h, out, extent))
 }

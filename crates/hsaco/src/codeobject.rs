@@ -113,6 +113,7 @@ impl CodeObject {
         }
         let version = CodeObjectVersion::from_abi_version(h.abi_version, h.e_flags)?;
         let target = Target::from_e_flags(h.e_flags)?;
+        check_address_space(&elf, bytes.len() as u64)?;
         let raw_syms = elf.symbols(bytes)?;
 
         let mut metadata = None;
@@ -137,7 +138,7 @@ impl CodeObject {
             let sec = elf.sections.get(usize::from(s.shndx)).filter(|sec| {
                 sec.sh_type != elf::SHT_NOBITS
                     && s.value >= sec.addr
-                    && s.value + KD_SIZE as u64 <= sec.addr + sec.size
+                    && s.value.checked_add(KD_SIZE as u64) <= Some(sec.addr + sec.size)
             });
             let Some(sec) = sec else {
                 return Err(Error::Malformed {
@@ -289,4 +290,95 @@ impl CodeObject {
     pub fn table_symbols(&self, table: SymbolTable) -> impl Iterator<Item = &ClassifiedSymbol> {
         self.symbols.iter().filter(move |s| s.symbol.table == table)
     }
+}
+
+/// Largest virtual address (exclusive) a code object section or segment may reach: the 48-bit
+/// virtual address space of AMDGPU (AMDGPUUsage "Address Spaces": 64-bit flat pointers whose
+/// hardware virtual addresses are 48 bits).
+pub const MAX_VIRTUAL_ADDRESS: u64 = 1 << 48;
+/// Largest `sh_addralign` / `p_align` accepted (bytes); lld uses at most the page size.
+pub const MAX_ALIGN: u64 = 1 << 32;
+
+/// Rejects file-backed sections overlapping the ELF header or the program or section header
+/// tables (the writer re-emits those tables), section and segment address ranges outside
+/// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
+/// and alignments
+/// that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0 and positive
+/// integral powers of two are allowed"). Errors: [`Error::Malformed`] at the offset of the
+/// section or program header.
+fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
+    let bad_align = |a: u64| a != 0 && (!a.is_power_of_two() || a > MAX_ALIGN);
+    let past = |addr: u64, size: u64| {
+        addr.checked_add(size)
+            .is_none_or(|end| end > MAX_VIRTUAL_ADDRESS)
+    };
+    let h = &elf.header;
+    let tables = [
+        ("ELF header", 0, 64),
+        ("program header table", h.e_phoff, 56 * u64::from(h.e_phnum)),
+        ("section header table", h.e_shoff, 64 * u64::from(h.e_shnum)),
+    ];
+    for s in &elf.sections {
+        let offset = elf.header.e_shoff + 64 * s.index as u64;
+        let (start, end) = (s.offset, s.offset + s.file_size());
+        if let Some((table, ..)) = tables
+            .iter()
+            .find(|(_, o, n)| *n > 0 && start < o + n && *o < end)
+        {
+            return Err(Error::Malformed {
+                what: "section header",
+                offset,
+                detail: format!(
+                    "section {} at file offset {start:#x} with size {:#x} overlaps the {table}",
+                    s.name,
+                    s.file_size()
+                ),
+            });
+        }
+        if bad_align(s.addralign) {
+            return Err(Error::Malformed {
+                what: "section header",
+                offset,
+                detail: format!("sh_addralign {:#x} of section {} is not a power of two up to 2^32", s.addralign, s.name),
+            });
+        }
+        if past(s.addr, s.size) {
+            return Err(Error::Malformed {
+                what: "section header",
+                offset,
+                detail: format!("section {} at address {:#x} with size {:#x} is outside the 48-bit address space", s.name, s.addr, s.size),
+            });
+        }
+    }
+    for (i, p) in elf.segments.iter().enumerate() {
+        let offset = elf.header.e_phoff + 56 * i as u64;
+        if bad_align(p.align) {
+            return Err(Error::Malformed {
+                what: "program header",
+                offset,
+                detail: format!("p_align {:#x} is not a power of two up to 2^32", p.align),
+            });
+        }
+        if past(p.vaddr, p.memsz) {
+            return Err(Error::Malformed {
+                what: "program header",
+                offset,
+                detail: format!(
+                    "segment at address {:#x} with size {:#x} is outside the 48-bit address space",
+                    p.vaddr, p.memsz
+                ),
+            });
+        }
+        if p.filesz > 0 && p.offset.checked_add(p.filesz).is_none_or(|end| end > file_len) {
+            return Err(Error::Malformed {
+                what: "program header",
+                offset,
+                detail: format!(
+                    "segment file range at offset {:#x} with size {:#x} extends past the end of the file ({file_len:#x} bytes)",
+                    p.offset, p.filesz
+                ),
+            });
+        }
+    }
+    Ok(())
 }

@@ -100,6 +100,10 @@ pub struct CodeObjectEditor<'a> {
     metadata: Option<Metadata>,
 }
 
+/// Alignment padding the writer may add beyond the input and edited contents (bytes): far above
+/// what page-aligned (4 KiB) segments of real code objects need.
+pub const MAX_LAYOUT_SLACK: u64 = 16 << 20;
+
 fn align_up(x: u64, a: u64) -> u64 {
     if a <= 1 {
         x
@@ -531,6 +535,27 @@ impl<'a> CodeObjectEditor<'a> {
         let layout = self.layout_for(&contents);
         let secs = &co.elf.sections;
         let h = &co.elf.header;
+        // Output can only exceed input + new contents by alignment padding (at most MAX_LAYOUT_SLACK
+        // bytes); a larger layout comes from inconsistent input addresses, not from the edits.
+        let budget = (co.bytes.len() as u64)
+            .saturating_add(contents.iter().map(|c| c.len() as u64).sum::<u64>())
+            .saturating_add(MAX_LAYOUT_SLACK);
+        if layout.file_size > budget {
+            let worst = layout
+                .sections
+                .iter()
+                .max_by_key(|p| p.new_offset)
+                .map_or(0, |p| p.index as u64);
+            return Err(Error::Malformed {
+                what: "section header",
+                offset: h.e_shoff + 64 * worst,
+                detail: format!(
+                    "section addresses and alignments would place the output at {} bytes (input {} bytes): inconsistent layout",
+                    layout.file_size,
+                    co.bytes.len()
+                ),
+            });
+        }
         let mut out = vec![0u8; layout.file_size as usize];
         // ELF header, program headers and whatever precedes the first section.
         let first_sec_off = secs
@@ -602,7 +627,10 @@ impl<'a> CodeObjectEditor<'a> {
                 .map(|pl| pl.new_addr + pl.new_size)
                 .max()
                 .unwrap_or(vaddr);
-            let memsz = (new_mem_end - vaddr) + (p.vaddr + p.memsz).saturating_sub(old_mem_end);
+            // Saturating: a segment whose addresses disagree with its sections (mutated input) must not
+            // underflow; consistent inputs never reach the saturation.
+            let memsz = new_mem_end.saturating_sub(vaddr)
+                + (p.vaddr + p.memsz).saturating_sub(old_mem_end);
             let files: Vec<&&Placement> = inside
                 .iter()
                 .filter(|pl| secs[pl.index].sh_type != SHT_NOBITS)
@@ -620,7 +648,7 @@ impl<'a> CodeObjectEditor<'a> {
                     .map(|pl| pl.new_offset + pl.new_size)
                     .max()
                     .unwrap_or(off);
-                (new_end - off) + (p.offset + p.filesz).saturating_sub(old_end)
+                new_end.saturating_sub(off) + (p.offset + p.filesz).saturating_sub(old_end)
             };
             w64(&mut out, o + 8, off);
             w64(&mut out, o + 16, vaddr);

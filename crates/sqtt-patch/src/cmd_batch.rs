@@ -114,10 +114,10 @@ pub struct BatchArgs {
     /// instructions), in percent of the baseline value.
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub max_overhead_growth: f64,
-    /// Only instrument code objects for these targets (`--offload-arch`, repeatable); others
-    /// are copied unchanged and left out of the report.
-    #[command(flatten)]
-    pub arch: fatbin::FatbinArgs,
+    /// Only instrument code objects for this target (repeatable; same syntax as the
+    /// single-file `--offload-arch`); others are copied unchanged and left out of the report.
+    #[arg(long = "offload-arch", value_name = "TARGET")]
+    pub offload_arch: Vec<String>,
     /// Instrumentation flags.
     #[command(flatten)]
     pub flags: InstrumentFlags,
@@ -162,7 +162,8 @@ pub struct ObjectReport {
     pub target: String,
     /// `instrumented`, `nothing_to_do`, `failed_closed` or `error` (could not be read).
     pub status: String,
-    /// Why it failed closed or could not be read.
+    /// Why it failed closed or could not be read (omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<String>,
     /// Translation validation of the rewrite: `passed`, `rejected` (left unchanged; exit 1) or
     /// `not_run` (nothing was rewritten).
@@ -187,7 +188,8 @@ pub struct KernelRow {
     pub status: String,
     /// Instrumented sites in the kernel's own code, by kind (`barrier`, `function_entry`, ...).
     pub sites: BTreeMap<String, u32>,
-    /// Requested sites not instrumented, by `<kind>: <reason>`.
+    /// Requested sites not instrumented, by `<kind>: <reason>` (omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, u32>,
     /// Instructions inserted in the kernel's own code.
     pub inserted_instructions: u32,
@@ -216,7 +218,8 @@ pub struct FunctionRow {
     pub name: String,
     /// Instrumented sites by kind.
     pub sites: BTreeMap<String, u32>,
-    /// Requested sites not instrumented, by `<kind>: <reason>`.
+    /// Requested sites not instrumented, by `<kind>: <reason>` (omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, u32>,
     /// Instructions inserted.
     pub inserted_instructions: u32,
@@ -292,7 +295,13 @@ pub struct Regression {
 
 impl std::fmt::Display for Regression {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:<13} {}: {}", self.class.label(), self.location, self.detail)
+        write!(
+            f,
+            "{:<13} {}: {}",
+            self.class.label(),
+            self.location,
+            self.detail
+        )
     }
 }
 
@@ -316,20 +325,29 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     if !opts.any_enabled() {
         bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
-    let filter = ArchFilter::new(&args.arch.offload_arch)?;
+    let filter = ArchFilter::new(&args.offload_arch)?;
     let baseline = match &args.baseline {
         Some(p) if p.exists() || !args.update_baseline => Some(read_baseline(p)?),
         _ => None,
     };
     let started = Instant::now();
     let (found, mut input_errors) = discover(&args.paths)?;
-    let out_dir = if args.check { None } else { args.output.as_deref() };
+    let out_dir = if args.check {
+        None
+    } else {
+        args.output.as_deref()
+    };
     let mut files: Vec<FileReport> = found
         .par_iter()
         .filter_map(|f| process_file(f, &opts, &filter, out_dir))
         .collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut report = BatchReport { schema: SCHEMA, options: options_map(&opts), files, totals: Totals::default() };
+    let mut report = BatchReport {
+        schema: SCHEMA,
+        options: options_map(&opts),
+        files,
+        totals: Totals::default(),
+    };
     report.totals = totals(&report.files);
     report.totals.time_ms = Some(started.elapsed().as_millis() as u64);
 
@@ -345,10 +363,16 @@ pub fn run(args: BatchArgs) -> Result<i32> {
                 p.display(),
                 option_diff(&old.options, &report.options)
             ));
-            eprintln!("sqtt-patch batch: input error: {}", input_errors[input_errors.len() - 1]);
+            eprintln!(
+                "sqtt-patch batch: input error: {}",
+                input_errors[input_errors.len() - 1]
+            );
         } else {
             regressions = compare(old, &report, args.max_overhead_growth);
-            eprint!("{}", render_regressions(&p.display().to_string(), &regressions));
+            eprint!(
+                "{}",
+                render_regressions(&p.display().to_string(), &regressions)
+            );
         }
     }
     if let Some(p) = &args.report_json {
@@ -365,12 +389,18 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         || report.totals.objects.get("error").copied().unwrap_or(0) > 0;
     if args.update_baseline {
         if let Some(p) = &args.baseline {
-            if rejected || bad_input {
-                eprintln!("sqtt-patch batch: baseline {} NOT updated (errors above)", p.display());
+            if bad_input {
+                eprintln!(
+                    "sqtt-patch batch: baseline {} NOT updated (input errors above)",
+                    p.display()
+                );
             } else {
                 let text = serde_json::to_string_pretty(&without_times(&report))? + "\n";
                 cmd_patch::write_atomic(p, text.as_bytes())?;
                 eprintln!("sqtt-patch batch: baseline {} updated", p.display());
+                if rejected {
+                    eprintln!("sqtt-patch batch: warning: it records {} verifier-rejected code object(s) as failed closed", report.totals.verifier_rejected);
+                }
             }
         }
     }
@@ -386,11 +416,16 @@ pub fn run(args: BatchArgs) -> Result<i32> {
 }
 
 fn read_baseline(p: &Path) -> Result<BatchReport> {
-    let text = std::fs::read_to_string(p).with_context(|| format!("{}: cannot read the baseline", p.display()))?;
-    let b: BatchReport =
-        serde_json::from_str(&text).with_context(|| format!("{}: not a sqtt-patch batch report", p.display()))?;
+    let text = std::fs::read_to_string(p)
+        .with_context(|| format!("{}: cannot read the baseline", p.display()))?;
+    let b: BatchReport = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a sqtt-patch batch report", p.display()))?;
     if b.schema != SCHEMA {
-        bail!("{}: baseline schema {} (this sqtt-patch reads {SCHEMA})", p.display(), b.schema);
+        bail!(
+            "{}: baseline schema {} (this sqtt-patch reads {SCHEMA})",
+            p.display(),
+            b.schema
+        );
     }
     Ok(b)
 }
@@ -443,12 +478,23 @@ fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
     for p in paths {
         let text = p.to_string_lossy();
         if p.is_file() {
-            let key = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| text.to_string());
-            found.push(Found { path: p.clone(), key, explicit: true });
+            let key = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| text.to_string());
+            found.push(Found {
+                path: p.clone(),
+                key,
+                explicit: true,
+            });
         } else if p.is_dir() {
             let root = root_name(p);
             walk(p, &root, 0, &mut |path, rel| {
-                found.push(Found { path, key: rel, explicit: false });
+                found.push(Found {
+                    path,
+                    key: rel,
+                    explicit: false,
+                });
             })
             .with_context(|| format!("{}: cannot list", p.display()))?;
         } else if text.contains(['*', '?', '[']) {
@@ -467,7 +513,11 @@ fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
         if seen.insert(f.key.clone()) {
             true
         } else {
-            errors.push(format!("{}: report path {} given twice", f.path.display(), f.key));
+            errors.push(format!(
+                "{}: report path {} given twice",
+                f.path.display(),
+                f.key
+            ));
             false
         }
     });
@@ -479,21 +529,39 @@ fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
 fn root_name(p: &Path) -> String {
     let named = p.file_name().map(|n| n.to_string_lossy().into_owned());
     named
-        .or_else(|| std::fs::canonicalize(p).ok().and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned())))
+        .or_else(|| {
+            std::fs::canonicalize(p)
+                .ok()
+                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        })
         .unwrap_or_else(|| "root".into())
 }
 
 /// Visits every regular file below `dir` (following symbolic links, at most [`MAX_DEPTH`] levels)
 /// in name order, with its key `<prefix>/<relative path>`.
-fn walk(dir: &Path, prefix: &str, depth: usize, visit: &mut dyn FnMut(PathBuf, String)) -> std::io::Result<()> {
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    visit: &mut dyn FnMut(PathBuf, String),
+) -> std::io::Result<()> {
     if depth > MAX_DEPTH {
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<std::io::Result<_>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
     entries.sort();
     for e in entries {
-        let name = e.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let key = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+        let name = e
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let key = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
         if e.is_dir() {
             walk(&e, &key, depth + 1, visit)?;
         } else if e.is_file() {
@@ -507,9 +575,19 @@ fn walk(dir: &Path, prefix: &str, depth: usize, visit: &mut dyn FnMut(PathBuf, S
 /// matched against paths below it (`*` and `?` within one component, `[..]` sets, `**` any number
 /// of components).
 fn expand_glob(pattern: &Path, found: &mut Vec<Found>) -> Result<()> {
-    let comps: Vec<String> = pattern.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-    let split = comps.iter().position(|c| c.contains(['*', '?', '['])).unwrap_or(comps.len());
-    let base: PathBuf = if split == 0 { PathBuf::from(".") } else { comps[..split].iter().collect() };
+    let comps: Vec<String> = pattern
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let split = comps
+        .iter()
+        .position(|c| c.contains(['*', '?', '[']))
+        .unwrap_or(comps.len());
+    let base: PathBuf = if split == 0 {
+        PathBuf::from(".")
+    } else {
+        comps[..split].iter().collect()
+    };
     let pat: Vec<&str> = comps[split..].iter().map(String::as_str).collect();
     if !base.is_dir() {
         return Ok(());
@@ -518,7 +596,11 @@ fn expand_glob(pattern: &Path, found: &mut Vec<Found>) -> Result<()> {
     walk(&base, "", 0, &mut |path, rel| {
         let parts: Vec<&str> = rel.split('/').collect();
         if match_components(&pat, &parts) {
-            found.push(Found { path, key: format!("{root}/{rel}"), explicit: false });
+            found.push(Found {
+                path,
+                key: format!("{root}/{rel}"),
+                explicit: false,
+            });
         }
     })
     .with_context(|| format!("{}: cannot list", base.display()))
@@ -529,7 +611,9 @@ fn match_components(pat: &[&str], parts: &[&str]) -> bool {
         None => parts.is_empty(),
         Some((&"**", rest)) => (0..=parts.len()).any(|i| match_components(rest, &parts[i..])),
         Some((p, rest)) => match parts.split_first() {
-            Some((first, tail)) => match_name(p.as_bytes(), first.as_bytes()) && match_components(rest, tail),
+            Some((first, tail)) => {
+                match_name(p.as_bytes(), first.as_bytes()) && match_components(rest, tail)
+            }
             None => false,
         },
     }
@@ -595,9 +679,20 @@ fn sniff(data: &[u8]) -> Option<InputKind> {
 
 /// Processes one file; `None` for files found by a directory walk or glob that are not inputs
 /// (no bundle magic, not an AMDGPU or x86-64 ELF, or a host ELF without device code).
-fn process_file(f: &Found, opts: &Options, filter: &ArchFilter, out_dir: Option<&Path>) -> Option<FileReport> {
+fn process_file(
+    f: &Found,
+    opts: &Options,
+    filter: &ArchFilter,
+    out_dir: Option<&Path>,
+) -> Option<FileReport> {
     let started = Instant::now();
-    let mut rep = FileReport { path: f.key.clone(), kind: String::new(), error: None, objects: Vec::new(), time_ms: None };
+    let mut rep = FileReport {
+        path: f.key.clone(),
+        kind: String::new(),
+        error: None,
+        objects: Vec::new(),
+        time_ms: None,
+    };
     let data = match std::fs::read(&f.path) {
         Ok(d) => d,
         Err(e) => {
@@ -613,7 +708,8 @@ fn process_file(f: &Found, opts: &Options, filter: &ArchFilter, out_dir: Option<
         }
         Some(InputKind::Host)
             if !f.explicit
-                && hsaco::container::open(&data, DECOMPRESS_LIMIT).map_or(true, |(_, e)| e.is_empty()) =>
+                && hsaco::container::open(&data, DECOMPRESS_LIMIT)
+                    .map_or(true, |(_, e)| e.is_empty()) =>
         {
             return None
         }
@@ -670,7 +766,12 @@ fn process_objects(
         }
         return match cmd_patch::patch_code_object(name, data, opts) {
             Ok(p) => {
-                rep.objects.push(object_row(String::new(), Some(data), Some(&p.report), p.verifier_rejected));
+                rep.objects.push(object_row(
+                    String::new(),
+                    Some(data),
+                    Some(&p.report),
+                    p.verifier_rejected,
+                ));
                 Some(p.bytes)
             }
             Err(e) => {
@@ -690,15 +791,28 @@ fn process_objects(
     };
     // Kernel lists of objects the rewriter reported nothing about (failed closed) come from the
     // embedded objects themselves.
-    let need_data = outcome.objects.iter().any(|o| o.report.status != Status::Instrumented);
+    let need_data = outcome
+        .objects
+        .iter()
+        .any(|o| o.report.status != Status::Instrumented);
     let embedded = if need_data {
-        hsaco::container::open(data, DECOMPRESS_LIMIT).map(|(_, e)| e).unwrap_or_default()
+        hsaco::container::open(data, DECOMPRESS_LIMIT)
+            .map(|(_, e)| e)
+            .unwrap_or_default()
     } else {
         Vec::new()
     };
     for o in &outcome.objects {
-        let bytes = embedded.iter().find(|e| e.bundle_index == o.bundle_index && e.id == o.entry_id).map(|e| e.data.as_slice());
-        let mut row = object_row(format!("{}:{}", o.bundle_index, o.entry_id), bytes, Some(&o.report), o.verifier_rejected);
+        let bytes = embedded
+            .iter()
+            .find(|e| e.bundle_index == o.bundle_index && e.id == o.entry_id)
+            .map(|e| e.data.as_slice());
+        let mut row = object_row(
+            format!("{}:{}", o.bundle_index, o.entry_id),
+            bytes,
+            Some(&o.report),
+            o.verifier_rejected,
+        );
         row.target.clone_from(&o.target);
         rep.objects.push(row);
     }
@@ -716,12 +830,20 @@ fn status_name(s: Status) -> &'static str {
 
 /// Builds the row of one code object from the rewriter's report (`None`: it could not be read)
 /// and the object itself (kernel list, registers and occupancy of kernels the report omits).
-fn object_row(entry: String, data: Option<&[u8]>, report: Option<&Report>, rejected: bool) -> ObjectReport {
+fn object_row(
+    entry: String,
+    data: Option<&[u8]>,
+    report: Option<&Report>,
+    rejected: bool,
+) -> ObjectReport {
     let co = data.and_then(|d| hsaco::CodeObject::parse(d).ok());
     let status = report.map_or("error", |r| status_name(r.status));
     let mut row = ObjectReport {
         entry,
-        target: report.map(|r| r.target.clone()).or_else(|| co.as_ref().map(|c| c.target.processor.clone())).unwrap_or_default(),
+        target: report
+            .map(|r| r.target.clone())
+            .or_else(|| co.as_ref().map(|c| c.target.processor.clone()))
+            .unwrap_or_default(),
         status: status.into(),
         reasons: report.map(|r| r.reasons.clone()).unwrap_or_default(),
         verifier: match (rejected, report.map(|r| r.status)) {
@@ -741,7 +863,13 @@ fn object_row(entry: String, data: Option<&[u8]>, report: Option<&Report>, rejec
         for k in &co.kernels {
             let regs = k.descriptor.registers(&co.target);
             let lds = k.descriptor.group_segment_fixed_size;
-            let occ = hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, regs.sgprs.unwrap_or(0), lds);
+            let occ = hsaco::kd::occupancy(
+                &co.target,
+                regs.wave32,
+                regs.vgprs_allocated,
+                regs.sgprs.unwrap_or(0),
+                lds,
+            );
             let mut kr = empty_kernel(&k.name, status);
             kr.wave_size = Some(k.descriptor.wave_size());
             kr.vgprs = Some(regs.vgprs_allocated);
@@ -754,7 +882,9 @@ fn object_row(entry: String, data: Option<&[u8]>, report: Option<&Report>, rejec
     }
     if let Some(r) = report {
         for k in &r.kernels {
-            let kr = kernels.entry(k.name.clone()).or_insert_with(|| empty_kernel(&k.name, status));
+            let kr = kernels
+                .entry(k.name.clone())
+                .or_insert_with(|| empty_kernel(&k.name, status));
             kr.wave_size = Some(k.wave_size);
             kr.vgprs = Some(k.vgprs);
             kr.sgprs_before = k.sgprs_before;
@@ -765,12 +895,22 @@ fn object_row(entry: String, data: Option<&[u8]>, report: Option<&Report>, rejec
         }
         for f in &r.functions {
             if f.kernel || kernels.contains_key(&f.name) {
-                let kr = kernels.entry(f.name.clone()).or_insert_with(|| empty_kernel(&f.name, status));
+                let kr = kernels
+                    .entry(f.name.clone())
+                    .or_insert_with(|| empty_kernel(&f.name, status));
                 kr.sites = f.sites.clone();
                 kr.inserted_instructions = f.inserted_instructions;
                 kr.inserted_bytes = f.inserted_bytes;
             } else if !f.sites.is_empty() {
-                functions.insert(f.name.clone(), function_row(&f.name, f.sites.clone(), f.inserted_instructions, f.inserted_bytes));
+                functions.insert(
+                    f.name.clone(),
+                    function_row(
+                        &f.name,
+                        f.sites.clone(),
+                        f.inserted_instructions,
+                        f.inserted_bytes,
+                    ),
+                );
             }
         }
         for s in &r.skipped {
@@ -788,9 +928,14 @@ fn object_row(entry: String, data: Option<&[u8]>, report: Option<&Report>, rejec
         }
     }
     for k in kernels.values_mut() {
-        if k.status == "nothing_to_do" && (k.inserted_instructions > 0 || k.inserted_instructions_reachable > 0) {
+        if k.status == "nothing_to_do"
+            && (k.inserted_instructions > 0 || k.inserted_instructions_reachable > 0)
+        {
             k.status = "instrumented".into();
-        } else if k.status == "instrumented" && k.inserted_instructions == 0 && k.inserted_instructions_reachable == 0 {
+        } else if k.status == "instrumented"
+            && k.inserted_instructions == 0
+            && k.inserted_instructions_reachable == 0
+        {
             k.status = "nothing_to_do".into();
         }
     }
@@ -818,7 +963,13 @@ fn empty_kernel(name: &str, status: &str) -> KernelRow {
 }
 
 fn function_row(name: &str, sites: BTreeMap<String, u32>, insts: u32, bytes: u32) -> FunctionRow {
-    FunctionRow { name: name.into(), sites, skipped: BTreeMap::new(), inserted_instructions: insts, inserted_bytes: bytes }
+    FunctionRow {
+        name: name.into(),
+        sites,
+        skipped: BTreeMap::new(),
+        inserted_instructions: insts,
+        inserted_bytes: bytes,
+    }
 }
 
 fn site_kind_name<T: Serialize + std::fmt::Debug>(k: &T) -> String {
@@ -835,7 +986,10 @@ fn reason_class(r: &str) -> String {
         // `verifier: [check] function orig 0x.. new 0x..: message: details`
         let check = v.split(']').next().unwrap_or_default();
         let msg = v.find(": ").map_or("", |i| &v[i + 2..]);
-        format!("verifier: [{check}] {}", msg.split(": ").next().unwrap_or_default())
+        format!(
+            "verifier: [{check}] {}",
+            msg.split(": ").next().unwrap_or_default()
+        )
     } else {
         match r.find(" at 0x") {
             Some(i) => r[i..].find(": ").map_or(r, |j| &r[i + j + 2..]).to_string(),
@@ -848,7 +1002,9 @@ fn reason_class(r: &str) -> String {
         out.push_str(&rest[..i]);
         out.push_str("0x_");
         let tail = &rest[i + 2..];
-        let n = tail.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(tail.len());
+        let n = tail
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len());
         rest = &tail[n..];
     }
     out.push_str(rest);
@@ -856,7 +1012,10 @@ fn reason_class(r: &str) -> String {
 }
 
 fn totals(files: &[FileReport]) -> Totals {
-    let mut t = Totals { files: files.len() as u32, ..Totals::default() };
+    let mut t = Totals {
+        files: files.len() as u32,
+        ..Totals::default()
+    };
     for f in files {
         t.file_errors += u32::from(f.error.is_some());
         for o in &f.objects {
@@ -871,8 +1030,22 @@ fn totals(files: &[FileReport]) -> Totals {
             let rows = o
                 .kernels
                 .iter()
-                .map(|k| (&k.sites, &k.skipped, k.inserted_instructions, k.inserted_bytes))
-                .chain(o.functions.iter().map(|f| (&f.sites, &f.skipped, f.inserted_instructions, f.inserted_bytes)));
+                .map(|k| {
+                    (
+                        &k.sites,
+                        &k.skipped,
+                        k.inserted_instructions,
+                        k.inserted_bytes,
+                    )
+                })
+                .chain(o.functions.iter().map(|f| {
+                    (
+                        &f.sites,
+                        &f.skipped,
+                        f.inserted_instructions,
+                        f.inserted_bytes,
+                    )
+                }));
             for (sites, skipped, insts, bytes) in rows {
                 for (k, v) in sites {
                     *t.sites.entry(k.clone()).or_default() += v;
@@ -894,7 +1067,10 @@ fn map_text(m: &BTreeMap<String, u32>) -> String {
     if m.is_empty() {
         return "-".into();
     }
-    m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    m.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn opt(v: Option<u32>) -> String {
@@ -906,12 +1082,21 @@ pub fn render(r: &BatchReport) -> String {
     let mut s = String::new();
     for f in &r.files {
         let time = f.time_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
-        let _ = writeln!(s, "{} [{}]{time}", f.path, if f.kind.is_empty() { "?" } else { &f.kind });
+        let _ = writeln!(
+            s,
+            "{} [{}]{time}",
+            f.path,
+            if f.kind.is_empty() { "?" } else { &f.kind }
+        );
         if let Some(e) = &f.error {
             let _ = writeln!(s, "  error: {e}");
         }
         for o in &f.objects {
-            let entry = if o.entry.is_empty() { String::new() } else { format!("{} ", o.entry) };
+            let entry = if o.entry.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", o.entry)
+            };
             let _ = writeln!(
                 s,
                 "  {entry}{} {}: verifier {}, .text {} -> {} bytes",
@@ -961,12 +1146,23 @@ pub fn render(r: &BatchReport) -> String {
         }
     }
     let t = &r.totals;
-    let time = t.time_ms.map(|ms| format!(" in {:.1} s", ms as f64 / 1000.0)).unwrap_or_default();
-    let _ = writeln!(s, "total: {} files ({} errors){time}", t.files, t.file_errors);
+    let time = t
+        .time_ms
+        .map(|ms| format!(" in {:.1} s", ms as f64 / 1000.0))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "total: {} files ({} errors){time}",
+        t.files, t.file_errors
+    );
     let _ = writeln!(s, "  code objects: {}", map_text(&t.objects));
     let _ = writeln!(s, "  kernels: {}", map_text(&t.kernels));
     let _ = writeln!(s, "  sites: {}", map_text(&t.sites));
-    let _ = writeln!(s, "  inserted: {} instructions, {} bytes", t.inserted_instructions, t.inserted_bytes);
+    let _ = writeln!(
+        s,
+        "  inserted: {} instructions, {} bytes",
+        t.inserted_instructions, t.inserted_bytes
+    );
     let _ = writeln!(s, "  verifier rejected: {}", t.verifier_rejected);
     for (why, n) in &t.skipped {
         let _ = writeln!(s, "  skipped {n}x {why}");
@@ -988,12 +1184,18 @@ pub fn render_regressions(baseline: &str, regs: &[Regression]) -> String {
 
 // ---------------------------------------------------------------- comparison
 
-fn location(file: &str, entry: &str, what: &str, name: &str) -> String {
+/// `<path>` or `<path> [<entry>]`.
+fn object_location(file: &str, entry: &str) -> String {
     if entry.is_empty() {
-        format!("{file}: {what} {name}")
+        file.to_string()
     } else {
-        format!("{file} [{entry}]: {what} {name}")
+        format!("{file} [{entry}]")
     }
+}
+
+/// `<object location>: <kernel|function> <name>`.
+fn location(file: &str, entry: &str, what: &str, name: &str) -> String {
+    format!("{}: {what} {name}", object_location(file, entry))
 }
 
 /// Compares a run with its baseline. Times are ignored. Classes: a baseline kernel that was
@@ -1015,10 +1217,15 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
                     None => "file missing",
                     Some(_) => "kernel missing",
                 };
-                out.push(Regression { location: loc, class: Class::LostKernel, detail: why.into() });
+                out.push(Regression {
+                    location: loc,
+                    class: Class::LostKernel,
+                    detail: why.into(),
+                });
                 continue;
             };
-            if k.status == "instrumented" && matches!(nk.status.as_str(), "failed_closed" | "error") {
+            if k.status == "instrumented" && matches!(nk.status.as_str(), "failed_closed" | "error")
+            {
                 let reasons = n.map(|n| n.reasons.join("; ")).unwrap_or_default();
                 out.push(Regression {
                     location: loc,
@@ -1029,9 +1236,23 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
             }
             coverage(&mut out, &loc, &k.sites, &nk.sites);
             let sites = (total(&k.sites), total(&nk.sites));
-            overhead(&mut out, &loc, "inserted bytes", (k.inserted_bytes, nk.inserted_bytes), sites, max_growth_pct);
+            overhead(
+                &mut out,
+                &loc,
+                "inserted bytes",
+                (k.inserted_bytes, nk.inserted_bytes),
+                sites,
+                max_growth_pct,
+            );
             let insts = (k.inserted_instructions, nk.inserted_instructions);
-            overhead(&mut out, &loc, "inserted instructions", insts, sites, max_growth_pct);
+            overhead(
+                &mut out,
+                &loc,
+                "inserted instructions",
+                insts,
+                sites,
+                max_growth_pct,
+            );
             if let (Some(a), Some(b)) = (k.occupancy_after, nk.occupancy_after) {
                 if b < a {
                     out.push(Regression {
@@ -1043,6 +1264,20 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
             }
         }
         let Some(n) = n else { continue };
+        if o.status == "instrumented" && matches!(n.status.as_str(), "failed_closed" | "error") {
+            // The object as a whole regressed: its kernels say so; function rows would only repeat it.
+            if !out.iter().any(|r| {
+                r.class == Class::FailedClosed
+                    && r.location.starts_with(&location(file, entry, "kernel", ""))
+            }) {
+                out.push(Regression {
+                    location: object_location(file, entry),
+                    class: Class::FailedClosed,
+                    detail: format!("{} -> {} ({})", o.status, n.status, n.reasons.join("; ")),
+                });
+            }
+            continue;
+        }
         for f in &o.functions {
             let loc = location(file, entry, "function", &f.name);
             let empty = BTreeMap::new();
@@ -1050,9 +1285,23 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
             coverage(&mut out, &loc, &f.sites, nf.map_or(&empty, |x| &x.sites));
             if let Some(nf) = nf {
                 let sites = (total(&f.sites), total(&nf.sites));
-                overhead(&mut out, &loc, "inserted bytes", (f.inserted_bytes, nf.inserted_bytes), sites, max_growth_pct);
+                overhead(
+                    &mut out,
+                    &loc,
+                    "inserted bytes",
+                    (f.inserted_bytes, nf.inserted_bytes),
+                    sites,
+                    max_growth_pct,
+                );
                 let insts = (f.inserted_instructions, nf.inserted_instructions);
-                overhead(&mut out, &loc, "inserted instructions", insts, sites, max_growth_pct);
+                overhead(
+                    &mut out,
+                    &loc,
+                    "inserted instructions",
+                    insts,
+                    sites,
+                    max_growth_pct,
+                );
             }
         }
     }
@@ -1062,14 +1311,30 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
 
 /// Every object of a report by (file path, entry).
 fn index_objects(r: &BatchReport) -> BTreeMap<(&str, &str), &ObjectReport> {
-    r.files.iter().flat_map(|f| f.objects.iter().map(move |o| ((f.path.as_str(), o.entry.as_str()), o))).collect()
+    r.files
+        .iter()
+        .flat_map(|f| {
+            f.objects
+                .iter()
+                .map(move |o| ((f.path.as_str(), o.entry.as_str()), o))
+        })
+        .collect()
 }
 
-fn coverage(out: &mut Vec<Regression>, loc: &str, old: &BTreeMap<String, u32>, new: &BTreeMap<String, u32>) {
+fn coverage(
+    out: &mut Vec<Regression>,
+    loc: &str,
+    old: &BTreeMap<String, u32>,
+    new: &BTreeMap<String, u32>,
+) {
     for (kind, &a) in old {
         let b = new.get(kind).copied().unwrap_or(0);
         if b < a {
-            out.push(Regression { location: loc.into(), class: Class::Coverage, detail: format!("{kind} sites {a} -> {b}") });
+            out.push(Regression {
+                location: loc.into(),
+                class: Class::Coverage,
+                detail: format!("{kind} sites {a} -> {b}"),
+            });
         }
     }
 }
@@ -1081,15 +1346,30 @@ fn total(m: &BTreeMap<String, u32>) -> u32 {
 /// Static overhead check of one row. `(old, new)` values and `(old, new)` site counts. A row
 /// without overhead in the baseline is new coverage, never a regression; when the row gained
 /// sites the allowance grows in proportion (same cost per site is not a regression).
-fn overhead(out: &mut Vec<Regression>, loc: &str, what: &str, (old, new): (u32, u32), sites: (u32, u32), max_pct: f64) {
+fn overhead(
+    out: &mut Vec<Regression>,
+    loc: &str,
+    what: &str,
+    (old, new): (u32, u32),
+    sites: (u32, u32),
+    max_pct: f64,
+) {
     if old == 0 || new <= old {
         return;
     }
-    let scale = if sites.1 > sites.0 && sites.0 > 0 { f64::from(sites.1) / f64::from(sites.0) } else { 1.0 };
+    let scale = if sites.1 > sites.0 && sites.0 > 0 {
+        f64::from(sites.1) / f64::from(sites.0)
+    } else {
+        1.0
+    };
     let expected = f64::from(old) * scale;
     let growth = (f64::from(new) - expected) * 100.0 / expected;
     if growth > max_pct {
-        let per_site = if scale > 1.0 { format!(" for {} -> {} sites", sites.0, sites.1) } else { String::new() };
+        let per_site = if scale > 1.0 {
+            format!(" for {} -> {} sites", sites.0, sites.1)
+        } else {
+            String::new()
+        };
         out.push(Regression {
             location: loc.into(),
             class: Class::Overhead,
@@ -1115,8 +1395,14 @@ mod tests {
 
     #[test]
     fn reason_classes_drop_names_and_addresses() {
-        assert_eq!(reason_class("_Z3fooi at 0x1a0: s_setpc_b64 to 0x200 not a return"), "s_setpc_b64 to 0x_ not a return");
-        assert_eq!(reason_class("more than one executable section"), "more than one executable section");
+        assert_eq!(
+            reason_class("_Z3fooi at 0x1a0: s_setpc_b64 to 0x200 not a return"),
+            "s_setpc_b64 to 0x_ not a return"
+        );
+        assert_eq!(
+            reason_class("more than one executable section"),
+            "more than one executable section"
+        );
         assert_eq!(
             reason_class("verifier: [alignment] k orig 0x10 new 0x14: original instruction changed: expected x"),
             "verifier: [alignment] original instruction changed"

@@ -38,8 +38,10 @@ pub struct DisArgs {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: DisArgs) -> anyhow::Result<i32> {
-    let data = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let file = object::File::parse(&*data).with_context(|| format!("{}: not an ELF file", args.file.display()))?;
+    let data =
+        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let file = object::File::parse(&*data)
+        .with_context(|| format!("{}: not an ELF file", args.file.display()))?;
     let target = match &args.mcpu {
         Some(m) => Target::from_name(m).with_context(|| format!("unknown processor {m}"))?,
         None => {
@@ -47,7 +49,13 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
                 object::FileFlags::Elf { e_flags, .. } => e_flags.0,
                 _ => bail!("{}: not an ELF code object", args.file.display()),
             };
-            Target::from_elf_mach(flags & 0xff).with_context(|| format!("{}: unsupported EF_AMDGPU_MACH {:#x}", args.file.display(), flags & 0xff))?
+            Target::from_elf_mach(flags & 0xff).with_context(|| {
+                format!(
+                    "{}: unsupported EF_AMDGPU_MACH {:#x}",
+                    args.file.display(),
+                    flags & 0xff
+                )
+            })?
         }
     }
     .with_true16(args.true16);
@@ -61,26 +69,42 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
     syms.dedup();
     let range = match &args.symbol {
         Some(name) => {
-            let s = syms.iter().find(|s| &s.2 == name).with_context(|| format!("{}: no function symbol {name}", args.file.display()))?;
+            let s = syms
+                .iter()
+                .find(|s| &s.2 == name)
+                .with_context(|| format!("{}: no function symbol {name}", args.file.display()))?;
             Some((s.0, s.0 + s.1))
         }
         None => None,
     };
     let mut out = String::new();
     for sec in file.sections() {
-        let SectionFlags::Elf { sh_flags, .. } = sec.flags() else { continue };
+        let SectionFlags::Elf { sh_flags, .. } = sec.flags() else {
+            continue;
+        };
         if sh_flags.0 & object::elf::SHF_EXECINSTR.0 == 0 {
             continue;
         }
         let base = sec.address();
-        let bytes = sec.data().with_context(|| format!("{}: reading section data", args.file.display()))?;
+        let bytes = sec
+            .data()
+            .with_context(|| format!("{}: reading section data", args.file.display()))?;
         let (start, end) = match range {
             Some((a, b)) if a >= base && b <= base + bytes.len() as u64 => (a, b),
             Some(_) => continue,
             None => (base, base + bytes.len() as u64),
         };
-        let slice = bytes.get((start - base) as usize..(end - base) as usize).context("symbol outside its section")?;
-        let insts = decode_all(slice, target).map_err(|e| anyhow::anyhow!("{}: at {:#x}: {}", args.file.display(), start + e.offset as u64, e.kind))?;
+        let slice = bytes
+            .get((start - base) as usize..(end - base) as usize)
+            .context("symbol outside its section")?;
+        let insts = decode_all(slice, target).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: at {:#x}: {}",
+                args.file.display(),
+                start + e.offset as u64,
+                e.kind
+            )
+        })?;
         let mut pc = start;
         for i in insts {
             match args.format {
@@ -89,8 +113,14 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
                     for s in syms.iter().filter(|s| s.0 == pc) {
                         out.push_str(&format!("\n{:016x} <{}>:\n", s.0, s.2));
                     }
-                    let words: Vec<String> = (0..i.len() / 4).map(|k| format!("{:08X}", i.word(k))).collect();
-                    out.push_str(&format!("\t{i:<58} // {pc:012X}: {}\n", words.join(" ")));
+                    let words: Vec<String> = (0..i.len() / 4)
+                        .map(|k| format!("{:08X}", i.word(k)))
+                        .collect();
+                    out.push_str(&format!(
+                        "\t{:<58} // {pc:012X}: {}\n",
+                        i.to_string(),
+                        words.join(" ")
+                    ));
                 }
             }
             pc += i.len() as u64;

@@ -22,7 +22,7 @@ pub const EXIT_COVERAGE: i32 = 3;
 /// Flags of the main job.
 #[derive(clap::Args, Debug, Default)]
 pub struct PatchArgs {
-    /// Input code object (`.co`, `.hsaco`).
+    /// Input code object (`.co`, `.hsaco`); with `--fatbin`, a bundle or a host executable / shared library.
     pub input: Option<PathBuf>,
     /// Output path.
     #[arg(short, long)]
@@ -94,11 +94,16 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
     Ok(())
 }
 
@@ -130,7 +135,10 @@ pub fn render_report(r: &Report) -> String {
         );
     }
     for sk in &r.skipped {
-        s += &format!("  skipped {:?} in {} at {:#x}: {}\n", sk.kind, sk.function, sk.addr, sk.why);
+        s += &format!(
+            "  skipped {:?} in {} at {:#x}: {}\n",
+            sk.kind, sk.function, sk.addr, sk.why
+        );
     }
     for m in &r.existing_markers {
         s += &format!("  existing marker kept: {m}\n");
@@ -156,29 +164,48 @@ pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Pat
     let outcome = rewrite(input, opts).with_context(|| name.to_string())?;
     let mut report = outcome.report;
     let Some(out) = outcome.bytes else {
-        return Ok(Patched { bytes: input.to_vec(), report, verifier_rejected: false });
+        return Ok(Patched {
+            bytes: input.to_vec(),
+            report,
+            verifier_rejected: false,
+        });
     };
     let findings: Vec<String> = match sqtt_verify::verify(input, &out) {
         Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
         Err(e) => vec![format!("verifier error: {e}")],
     };
     if findings.is_empty() {
-        return Ok(Patched { bytes: out, report, verifier_rejected: false });
+        return Ok(Patched {
+            bytes: out,
+            report,
+            verifier_rejected: false,
+        });
     }
     report.status = Status::FailedClosed;
-    report.reasons = findings.into_iter().map(|f| format!("verifier: {f}")).collect();
-    Ok(Patched { bytes: input.to_vec(), report, verifier_rejected: true })
+    report.reasons = findings
+        .into_iter()
+        .map(|f| format!("verifier: {f}"))
+        .collect();
+    Ok(Patched {
+        bytes: input.to_vec(),
+        report,
+        verifier_rejected: true,
+    })
 }
 
 /// Runs the main job; returns the exit code.
 pub fn run(args: PatchArgs) -> Result<i32> {
-    let input = args.input.clone().context("missing input file (usage: sqtt-patch IN -o OUT)")?;
+    let input = args
+        .input
+        .clone()
+        .context("missing input file (usage: sqtt-patch IN -o OUT)")?;
     let output = args.output.clone().context("missing -o OUT")?;
     let opts = options(&args)?;
     if !opts.any_enabled() {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
-    let bytes = std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
+    let bytes =
+        std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
     let patched = patch_code_object(&name, &bytes, &opts)?;
     if args.report {
@@ -202,8 +229,15 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     write_atomic(&output, &patched.bytes)?;
     let report = &patched.report;
     if report.status == Status::FailedClosed {
-        eprintln!("sqtt-patch: {name}: left unchanged (failed closed): {}", report.reasons.join("; "));
+        eprintln!(
+            "sqtt-patch: {name}: left unchanged (failed closed): {}",
+            report.reasons.join("; ")
+        );
     }
     let lost = report.status == Status::FailedClosed || !report.skipped.is_empty();
-    Ok(if args.strict && lost { EXIT_COVERAGE } else { EXIT_OK })
+    Ok(if args.strict && lost {
+        EXIT_COVERAGE
+    } else {
+        EXIT_OK
+    })
 }

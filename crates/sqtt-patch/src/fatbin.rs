@@ -25,6 +25,10 @@ use crate::cmd_patch::{self, PatchArgs};
 /// Flags of `--fatbin` mode (besides [`PatchArgs`]).
 #[derive(clap::Args, Debug, Default)]
 pub struct FatbinArgs {
+    /// Input is an offload bundle file or a host executable / shared library with HIP fat
+    /// binaries: instrument every code object inside it (see [`run`]).
+    #[arg(long)]
+    pub fatbin: bool,
     /// Only instrument code objects for this target (repeatable): a processor (`gfx942`) or a
     /// full target ID (`gfx942:sramecc+:xnack-`); others are copied unchanged. Default: all.
     #[arg(long = "offload-arch", value_name = "TARGET")]
@@ -161,7 +165,8 @@ pub fn instrument_container_with_progress(
             host_write: None,
         });
     }
-    let e = hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
+    let e =
+        hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
         return bare_object(name, input, opts, filter);
     }
@@ -381,21 +386,25 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
     let tty = std::io::stderr().is_terminal();
     let shown = AtomicUsize::new(0);
     let progress = |done: usize, total: usize| {
-        if tty && shown.swap(done, Ordering::Relaxed) != done {
+        if shown.swap(done, Ordering::Relaxed) != done {
             eprint!("\r{name}: bundle {done}/{total}");
             if done == total {
                 eprintln!();
             }
         }
     };
-    let outcome = instrument_container_with_progress(
-        &name,
-        &bytes,
-        &opts,
-        &filter,
-        BundleFormat::Keep,
-        &progress,
-    )?;
+    let outcome = if tty {
+        instrument_container_with_progress(
+            &name,
+            &bytes,
+            &opts,
+            &filter,
+            BundleFormat::Keep,
+            &progress,
+        )?
+    } else {
+        instrument_container(&name, &bytes, &opts, &filter)?
+    };
     drop(bytes);
     let mut lines = String::new();
     for o in &outcome.objects {

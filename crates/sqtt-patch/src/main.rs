@@ -3,11 +3,13 @@
 //! Each subcommand lives in its own module; `main` only parses the command line and maps the
 //! outcome to a documented exit code (see `README.md`, "Exit codes").
 
+mod cmd_batch;
 mod cmd_dis;
 mod cmd_extract;
 mod cmd_info;
 mod cmd_patch;
 mod cmd_verify;
+mod fatbin;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +26,8 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     patch: cmd_patch::PatchArgs,
+    #[command(flatten)]
+    fatbin: fatbin::FatbinArgs,
 }
 
 #[derive(Subcommand)]
@@ -34,6 +38,8 @@ enum Command {
     Info(cmd_info::InfoArgs),
     /// Write every embedded code object of a bundle or host binary to a directory.
     Extract(cmd_extract::ExtractArgs),
+    /// Instrument every code object, bundle and host binary under PATHs; compare with a baseline.
+    Batch(cmd_batch::BatchArgs),
     /// Check a rewritten code object against its original (translation validation).
     Verify(cmd_verify::VerifyArgs),
 }
@@ -41,8 +47,10 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        None if cli.fatbin.fatbin => fatbin::run(&cli.patch, &cli.fatbin.offload_arch),
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
+        Some(Command::Batch(a)) => cmd_batch::run(a),
         Some(Command::Dis(a)) => cmd_dis::run(a),
         Some(Command::Info(a)) => cmd_info::run(a),
         Some(Command::Extract(a)) => cmd_extract::run(a),

@@ -206,13 +206,6 @@ impl Options {
                 "gfx12 shader-clock packing is not implemented post-link yet; use 0",
             ));
         }
-        if let Some(m) = self.memory {
-            return Err(err(
-                "SQTT_INSTRUMENT_MEMORY",
-                &format!("{}:{}", m.ops_per_marker, m.max_gap),
-                "memory-op markers are not implemented post-link yet",
-            ));
-        }
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use crate::analysis::{m0_facts, Exit, Func, Program};
 use crate::config::{FunctionThreshold, Options};
 use crate::layout::Landing;
 use amdgpu_isa::build::{self, Operand};
-use amdgpu_isa::{Instruction, InstClass, Special, Target};
+use amdgpu_isa::{InstClass, Instruction, MemKind, MemSpace, Special, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a marker id stands for.
@@ -26,6 +26,10 @@ pub enum MarkerKey {
     BarrierWait,
     /// `barrier` point (`s_barrier`, or a signal+wait pair).
     Barrier,
+    /// `vmem_load` point (memory-op markers).
+    VmemLoad,
+    /// `vmem_store` point (memory-op markers; atomics count as stores).
+    VmemStore,
 }
 
 impl MarkerKey {
@@ -37,6 +41,8 @@ impl MarkerKey {
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
             MarkerKey::Barrier => 3,
+            MarkerKey::VmemLoad => 4,
+            MarkerKey::VmemStore => 5,
         }
     }
 }
@@ -72,6 +78,10 @@ pub enum SiteKind {
     BarrierWait,
     /// Between `s_barrier_signal` and its `s_barrier_wait`.
     BarrierPair,
+    /// Before the first load of a chunk of VMEM loads.
+    MemoryLoad,
+    /// Before the first store/atomic of a chunk of VMEM stores.
+    MemoryStore,
 }
 
 /// One requested marker.
@@ -333,6 +343,16 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 i += 1;
             }
         }
+        if let Some(chunking) = opts.memory {
+            for (first, is_store) in memory_chunks(f, chunking) {
+                let (key, kind) = if is_store {
+                    (MarkerKey::VmemStore, SiteKind::MemoryStore)
+                } else {
+                    (MarkerKey::VmemLoad, SiteKind::MemoryLoad)
+                };
+                want.push((first, true, Word::Point(key), Landing::Before, kind));
+            }
+        }
         for (p, earlier, word, landing, kind) in want {
             let addr = f.insts.get(p).map_or(f.spec.end, |(a, _)| *a);
             match settle(f, &forbidden, p, earlier) {
@@ -354,6 +374,56 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
         }
     }
     (sites, skipped)
+}
+
+/// VMEM class of an instruction for memory-op markers: `Some(true)` for stores and atomics,
+/// `Some(false)` for loads, `None` otherwise. Global, flat and buffer operations count; LDS,
+/// GDS, scratch, image and scalar memory do not (seed spec, "Memory operation markers").
+pub fn vmem_kind(inst: &Instruction) -> Option<bool> {
+    let m = inst.memory()?;
+    match m.space {
+        MemSpace::Global | MemSpace::Flat | MemSpace::Buffer { .. } => {}
+        _ => return None,
+    }
+    match m.kind {
+        MemKind::Load => Some(false),
+        MemKind::Store | MemKind::Atomic => Some(true),
+        MemKind::Other => None,
+    }
+}
+
+/// Chunks of VMEM operations for `SQTT_INSTRUMENT_MEMORY=N:M`: within one basic block, a
+/// sequence continues while the next operation has the same kind (load vs store/atomic) and at
+/// most `max_gap` instructions lie between the two; every `ops_per_marker` operations close a
+/// chunk and a sequence's remainder is a chunk too. Returns (index of the chunk's first
+/// operation, is_store); the marker goes in front of that operation.
+pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, bool)> {
+    let mut out = Vec::new();
+    // (first op index, kind, ops in chunk, index of last op)
+    let mut cur: Option<(usize, bool, u32, usize)> = None;
+    for (i, (_, inst)) in f.insts.iter().enumerate() {
+        let block_start = f.leaders.contains(&i)
+            || (i > 0 && f.insts[i - 1].1.flow() != amdgpu_isa::Flow::Fallthrough);
+        if block_start {
+            cur = None;
+        }
+        let Some(store) = vmem_kind(inst) else { continue };
+        cur = match cur {
+            Some((first, kind, n, last)) if kind == store && (i - last - 1) as u64 <= u64::from(c.max_gap) => {
+                if n < c.ops_per_marker {
+                    Some((first, kind, n + 1, i))
+                } else {
+                    out.push((i, store));
+                    Some((i, store, 1, i))
+                }
+            }
+            _ => {
+                out.push((i, store));
+                Some((i, store, 1, i))
+            }
+        };
+    }
+    out
 }
 
 /// Marker ids: every key used by a site gets one, compacted by static emission count (most

@@ -146,7 +146,7 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
         specs.push(FnSpec {
             name: k.name.clone(),
             start: k.entry,
-            end: k.code_size.map_or(0, |s| k.entry + s),
+            end: k.code_size.filter(|&s| s > 0).map_or(0, |s| k.entry + s),
             kernel: Some(KernelSpec {
                 preload: k.descriptor.kernarg_preload_length() > 0,
                 wave_size: k.descriptor.wave_size(),
@@ -174,11 +174,15 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
     specs
 }
 
-fn is_padding(bytes: &[u8]) -> bool {
+/// True when `bytes` hold only padding: `s_nop`, `s_code_end` or zero dwords.
+fn is_padding(bytes: &[u8], target: Target) -> bool {
     bytes.len() % 4 == 0
         && bytes.chunks_exact(4).all(|w| {
             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            v == PAD_WORD || v == 0
+            v == 0
+                || v == PAD_WORD
+                || amdgpu_isa::decode(w, target)
+                    .is_ok_and(|i| matches!(i.special(), Special::Nop | Special::CodeEnd))
         })
 }
 
@@ -199,6 +203,8 @@ fn marker_name(prog: &Program, k: MarkerKey) -> String {
         MarkerKey::Barrier => "barrier".into(),
         MarkerKey::BarrierSignal => "barrier_signal".into(),
         MarkerKey::BarrierWait => "barrier_wait".into(),
+        MarkerKey::VmemLoad => "vmem_load".into(),
+        MarkerKey::VmemStore => "vmem_store".into(),
     }
 }
 
@@ -273,7 +279,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     }
     let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
-    if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize]) {
+    if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
         report.reasons.push(format!("code before the first function at {text_addr:#x}"));
     }
     if !report.reasons.is_empty() {
@@ -399,10 +405,20 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         pcrels: prog.pcrels.clone(),
     };
     let mut cursor = text_addr;
+    if let Some(first) = prog.funcs.first() {
+        if first.spec.start > text_addr {
+            // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
+            tp.pieces.push(Piece::Raw {
+                addr: text_addr,
+                bytes: text_bytes[..(first.spec.start - text_addr) as usize].to_vec(),
+            });
+            cursor = first.spec.start;
+        }
+    }
     for (fi, f) in prog.funcs.iter().enumerate() {
         if f.spec.start > cursor {
             let gap = &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
-            if !is_padding(gap) {
+            if !is_padding(gap, target) {
                 tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
                 tp.pieces.push(Piece::Raw { addr: cursor, bytes: gap.to_vec() });
             }
@@ -498,8 +514,16 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             pairs.push((o, n));
             let _ = len;
         }
+        // Function ends (DW_AT_high_pc, range ends) may fall on padding that the layout drops:
+        // map each to the new end of its function.
+        for f in &prog.funcs {
+            if let Some(e) = layout.map_end(f.spec.end, text_end) {
+                pairs.push((f.spec.end, e));
+            }
+        }
         pairs.sort();
         pairs.dedup_by_key(|p| p.0);
+        pairs.retain(|p| p.0 < text_end);
         pairs.push((text_end, layout.new_end));
         // Alloc sections after .text move when it outgrows its gap: DWARF addresses of data
         // (variables) follow their section, offset preserved from the section start.

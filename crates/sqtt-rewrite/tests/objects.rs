@@ -3,7 +3,7 @@
 //! llvm-objdump-22 disassembles the output with no unknown word and shows the inserted markers,
 //! llvm-readelf-22 -a prints no warning, llvm-dwarfdump-22 --verify is clean where DWARF exists.
 
-use sqtt_rewrite::config::{FunctionThreshold, Options};
+use sqtt_rewrite::config::{FunctionThreshold, MemoryChunking, Options};
 use sqtt_rewrite::funcmap;
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::path::{Path, PathBuf};
@@ -49,16 +49,31 @@ fn run(tool: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+fn option_sets() -> Vec<(&'static str, Options)> {
+    let chunk = Some(MemoryChunking { ops_per_marker: 2, max_gap: 5 });
+    vec![
+        ("functions=1 barriers", Options { functions: FunctionThreshold::Count(1), barriers: true, ..Options::default() }),
+        ("functions=cost:1", Options { functions: FunctionThreshold::Cost(1), ..Options::default() }),
+        ("memory=2:5", Options { memory: chunk, ..Options::default() }),
+        ("kernel scopes", Options { kernel_scopes: true, ..Options::default() }),
+        (
+            "all",
+            Options { functions: FunctionThreshold::Count(1), barriers: true, kernel_scopes: true, memory: chunk, ..Options::default() },
+        ),
+    ]
+}
+
 #[test]
 fn rewrite_every_object_and_check_with_llvm() {
     if std::env::var("SQTT_NO_LLVM").is_ok() {
         return;
     }
-    let opts = Options {
-        functions: FunctionThreshold::Count(1),
-        barriers: true,
-        ..Options::default()
-    };
+    for (label, opts) in option_sets() {
+        check_all(label, &opts);
+    }
+}
+
+fn check_all(label: &str, opts: &Options) {
     let tmp = tempfile::tempdir().unwrap();
     let objs = objects();
     assert!(objs.len() >= 290, "fixtures missing: found {} objects", objs.len());
@@ -67,7 +82,7 @@ fn rewrite_every_object_and_check_with_llvm() {
     for (n, path) in objs.iter().enumerate() {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let input = std::fs::read(path).unwrap();
-        let out = match rewrite(&input, &opts) {
+        let out = match rewrite(&input, opts) {
             Ok(o) => o,
             Err(e) => {
                 failures.push(format!("{name}: error {e}"));
@@ -77,7 +92,7 @@ fn rewrite_every_object_and_check_with_llvm() {
         match out.report.status {
             Status::FailedClosed => {
                 closed += 1;
-                eprintln!("{name}: failed closed: {:?}", out.report.reasons);
+                failures.push(format!("{name}: failed closed: {:?}", out.report.reasons));
                 continue;
             }
             Status::NothingToDo => {
@@ -87,6 +102,11 @@ fn rewrite_every_object_and_check_with_llvm() {
             Status::Instrumented => instrumented += 1,
         }
         let bytes = out.bytes.unwrap();
+        match sqtt_verify::verify(&input, &bytes) {
+            Ok(v) if v.findings.is_empty() => {}
+            Ok(v) => failures.push(format!("{name}: verifier: {}", v.findings.iter().map(|f| f.to_string()).take(3).collect::<Vec<_>>().join("; "))),
+            Err(e) => failures.push(format!("{name}: verifier error {e}")),
+        }
         let file = tmp.path().join(format!("{n}.co"));
         std::fs::write(&file, &bytes).unwrap();
         let f = file.to_str().unwrap();
@@ -117,7 +137,7 @@ fn rewrite_every_object_and_check_with_llvm() {
             failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
         }
     }
-    eprintln!("instrumented {instrumented}, failed closed {closed}, nothing to do {nothing}, failures {}", failures.len());
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(instrumented > 200, "only {instrumented} objects instrumented");
+    eprintln!("[{label}] instrumented {instrumented}, failed closed {closed}, nothing to do {nothing}, failures {}", failures.len());
+    assert!(failures.is_empty(), "[{label}] {}", failures.join("\n"));
+    assert!(instrumented > 200, "[{label}] only {instrumented} objects instrumented");
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
 
-use crate::insn::{allowed, is_padding, scalar_const};
+use crate::insn::{allowed, is_padding, scalar_const, Allowed};
 use crate::{Check, Finding, FunctionKind, VerifyError};
 
 /// The executable `.text` section of one code object.
@@ -530,7 +530,7 @@ fn same(o: &Instruction, n: &Instruction, pcrel_literal: bool) -> bool {
     if o.branch_target(0).is_some() {
         return o.bytes().get(2..) == n.bytes().get(2..);
     }
-    if pcrel_literal {
+    if pcrel_literal || o.special() == amdgpu_isa::Special::AddPcI64 {
         if let (Ok(a), Ok(b)) = (o.with_literal(0), n.with_literal(0)) {
             return a.bytes() == b.bytes();
         }
@@ -561,6 +561,40 @@ fn match_late(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> 
         hi = p;
     }
     Some(pos)
+}
+
+/// Positions in `new` of a subsequence equal to `orig`, each matched as early as possible.
+fn match_early(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> {
+    let mut pos = Vec::with_capacity(orig.len());
+    let mut lo = 0usize;
+    for (_, o) in orig {
+        let p = lo + new[lo..].iter().position(|n| n.inst.bytes() == o.bytes())?;
+        pos.push(p);
+        lo = p + 1;
+    }
+    Some(pos)
+}
+
+/// How implausible an alignment is: the number of inserted runs (maximal stretches of
+/// unmatched rewritten instructions) that begin in the middle of a snippet. Every snippet the
+/// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K` or an M0 save, never
+/// with `s_nop 0`, `s_ttracedata` or an M0 restore.
+fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
+    let mut bad = 0;
+    let mut prev_matched = true;
+    for (q, n) in new.iter().enumerate() {
+        let matched = pos.contains(&q);
+        if !matched && prev_matched {
+            if matches!(
+                allowed(&n.inst),
+                Some(Allowed::Nop0 | Allowed::Ttrace | Allowed::RestoreM0(_))
+            ) {
+                bad += 1;
+            }
+        }
+        prev_matched = matched;
+    }
+    bad
 }
 
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
@@ -647,7 +681,19 @@ fn align(
                 .take_while(|(_, x)| allowed(x).is_some())
                 .count();
             if e < new.len() {
-                if let Some(pos) = match_late(&body[i..i + m], &new[j..e]) {
+                let late = match_late(&body[i..i + m], &new[j..e]);
+                let early = match_early(&body[i..i + m], &new[j..e]);
+                let pick = match (late, early) {
+                    (Some(l), Some(r)) => {
+                        if misaligned_runs(&r, &new[j..e]) < misaligned_runs(&l, &new[j..e]) {
+                            Some(r)
+                        } else {
+                            Some(l)
+                        }
+                    }
+                    (l, r) => l.or(r),
+                };
+                if let Some(pos) = pick {
                     for (q, n) in new[j..e].iter().enumerate() {
                         if let Some(t) = pos.iter().position(|&p| p == q) {
                             let (oa, oi) = body[i + t];

@@ -515,7 +515,15 @@ pub(crate) fn check_descriptors(
         // every original instruction at its original offset. Bytes are compared by the alignment
         // check (relocated PC-relative fields may differ); bytes past a shorter body belong to
         // other functions.
-        if ok.descriptor.kernarg_preload_length() > 0 {
+        // Only kernels that carry the prologue: an `s_branch` inside the first 256 bytes to
+        // entry + 256 (gfx90a/gfx942/gfx950 emit it; gfx1250 preloads without one).
+        let has_prologue = f.orig.iter().any(|x| {
+            x.addr >= ok.entry
+                && x.addr - ok.entry < 256
+                && matches!(x.inst.flow(), Flow::Branch { conditional: false })
+                && x.inst.branch_target(x.addr) == Some(ok.entry + 256)
+        });
+        if ok.descriptor.kernarg_preload_length() > 0 && has_prologue {
             let moved = f
                 .orig
                 .iter()

@@ -386,6 +386,21 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     }
                 }
             }
+            Flow::IndirectJump if o.inst.special() == amdgpu_isa::Special::AddPcI64 => {
+                // gfx1250 long branch: next instruction's address + 64-bit literal.
+                let target_of = |i: &amdgpu_isa::Instruction, at: u64| {
+                    i.literal().map(|l| (at + i.len() as u64).wrapping_add(l))
+                };
+                if let Some(t_o) = target_of(&o.inst, o.addr) {
+                    let t_n = o.new.and_then(|nn| target_of(&nn.inst, nn.addr));
+                    match check_target(p, fi, o.addr, t_o, t_n, "s_add_pc_i64", findings) {
+                        Some(s) => succs[k].push(s),
+                        None => exits.push(k),
+                    }
+                } else {
+                    exits.push(k);
+                }
+            }
             Flow::IndirectJump => {
                 // A long branch: the latest builder before k producing the register pair.
                 let src = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));

@@ -13,14 +13,21 @@ pub fn no_llvm() -> bool {
     if std::env::var("SQTT_NO_LLVM").is_ok_and(|v| v == "1") {
         return true;
     }
-    assert!(Path::new(LLVM_BIN).join("llvm-mc").exists(), "LLVM 22 not found in {LLVM_BIN} (set SQTT_NO_LLVM=1 to skip)");
+    assert!(
+        Path::new(LLVM_BIN).join("llvm-mc").exists(),
+        "LLVM 22 not found in {LLVM_BIN} (set SQTT_NO_LLVM=1 to skip)"
+    );
     false
 }
 
 /// `<workspace root>/../shared/corpus`.
 pub fn corpus_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    assert!(d.is_dir(), "corpus not found at {} (needs /work/shared/corpus)", d.display());
+    assert!(
+        d.is_dir(),
+        "corpus not found at {} (needs /work/shared/corpus)",
+        d.display()
+    );
     d
 }
 
@@ -29,7 +36,12 @@ pub fn corpus_files() -> Vec<PathBuf> {
     let mut v = Vec::new();
     for sub in ["compiled", "triton"] {
         let d = corpus_dir().join(sub);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
         files.sort();
         v.extend(files);
     }
@@ -46,8 +58,18 @@ pub struct ObjdumpInst {
 
 /// Runs `llvm-objdump-22 -d --mcpu=<mcpu> [extra] file` and parses its instruction lines.
 pub fn objdump(file: &Path, mcpu: &str, extra: &[&str]) -> Vec<ObjdumpInst> {
-    let out = Command::new(Path::new(LLVM_BIN).join("llvm-objdump")).arg("-d").arg(format!("--mcpu={mcpu}")).args(extra).arg(file).output().expect("run llvm-objdump");
-    assert!(out.status.success(), "llvm-objdump failed on {}", file.display());
+    let out = Command::new(Path::new(LLVM_BIN).join("llvm-objdump"))
+        .arg("-d")
+        .arg(format!("--mcpu={mcpu}"))
+        .args(extra)
+        .arg(file)
+        .output()
+        .expect("run llvm-objdump");
+    assert!(
+        out.status.success(),
+        "llvm-objdump failed on {}",
+        file.display()
+    );
     parse_objdump(&String::from_utf8_lossy(&out.stdout))
 }
 
@@ -59,11 +81,19 @@ pub fn parse_objdump(s: &str) -> Vec<ObjdumpInst> {
         }
         let Some(p) = line.rfind("// ") else { continue };
         let rest = &line[p + 3..];
-        let Some((addr, words)) = rest.split_once(": ") else { continue };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+        let Some((addr, words)) = rest.split_once(": ") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
         let words = words.split(" <").next().unwrap_or("");
         let len = words.split_whitespace().count() * 4;
-        v.push(ObjdumpInst { addr, len, text: line[..p].trim().to_string() });
+        v.push(ObjdumpInst {
+            addr,
+            len,
+            text: line[..p].trim().to_string(),
+        });
     }
     v
 }

@@ -1,0 +1,415 @@
+//! `sqtt-patch batch`: regression classes against an edited baseline (pinned diff text), exit
+//! codes, stable reports, mirrored outputs, and the project's own CI check on `fixtures/`.
+//!
+//! Inputs are real code objects from `fixtures/objects` (built by clang/LLVM 22, see
+//! `fixtures/README.md`); the fail-closed input is a real object whose `.rodata` section header
+//! was given `SHF_EXECINSTR`, which the rewriter must refuse ("more than one executable section").
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+const OPTS: [&str; 4] = ["--functions", "1", "--barriers", "1"];
+/// Small real inputs: one gfx9 object with barriers and calls, one gfx11 object with calls.
+const SMALL: [&str; 2] = ["gfx942__barriers__O3.co", "gfx1100__calls__O3.co"];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    workspace().join("fixtures/objects").join(name)
+}
+
+/// Runs `sqtt-patch batch ARGS` with a clean environment (no `SQTT_*` defaults) in `cwd`.
+fn batch(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .arg("batch")
+        .args(args)
+        .output()
+        .expect("run sqtt-patch")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The regression block of the human report (header line and its indented lines).
+fn diff_block(o: &Output) -> String {
+    let err = stderr(o);
+    let start = err
+        .find("regressions against baseline")
+        .unwrap_or_else(|| panic!("no diff in:\n{err}"));
+    err[start..]
+        .lines()
+        .take_while(|l| !l.starts_with("sqtt-patch"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A temporary tree `root/lib/<files>` holding copies of the small inputs.
+fn small_tree() -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(t.path().join("lib")).expect("mkdir");
+    for f in SMALL {
+        std::fs::copy(fixture(f), t.path().join("lib").join(f)).expect("copy fixture");
+    }
+    t
+}
+
+/// Runs the small tree and returns the JSON report.
+fn baseline_of(t: &Path) -> Value {
+    let o = batch(
+        t,
+        &[
+            &["lib", "--check", "--report-json", "base.json"][..],
+            &OPTS[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(t.join("base.json")).expect("report"))
+        .expect("json")
+}
+
+/// Writes an edited baseline and compares the small tree with it.
+fn compare_with(t: &Path, base: &Value, extra: &[&str]) -> Output {
+    std::fs::write(
+        t.join("edited.json"),
+        serde_json::to_string_pretty(base).expect("json"),
+    )
+    .expect("write");
+    batch(
+        t,
+        &[
+            &["lib", "--check", "--baseline", "edited.json"][..],
+            &OPTS[..],
+            extra,
+        ]
+        .concat(),
+    )
+}
+
+/// The kernel row `name` of file `lib/<file>` in a report.
+fn kernel<'a>(r: &'a mut Value, file: &str, name: &str) -> &'a mut Value {
+    let files = r["files"].as_array_mut().expect("files");
+    let f = files
+        .iter_mut()
+        .find(|f| f["path"] == format!("lib/{file}"))
+        .expect("file in report");
+    let ks = f["objects"][0]["kernels"].as_array_mut().expect("kernels");
+    ks.iter_mut()
+        .find(|k| k["name"] == name)
+        .expect("kernel in report")
+}
+
+#[test]
+fn unchanged_inputs_compare_clean_and_reports_are_stable() {
+    let t = small_tree();
+    let base = baseline_of(t.path());
+    // The report is sorted and, without times, identical between runs.
+    let o = compare_with(t.path(), &base, &["--report-json", "again.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        diff_block(&o),
+        "regressions against baseline edited.json: 0\n"
+    );
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("again.json")).expect("read"))
+            .expect("json");
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v["totals"]
+            .as_object_mut()
+            .expect("totals")
+            .remove("time_ms");
+        for f in v["files"].as_array_mut().expect("files") {
+            f.as_object_mut().expect("file").remove("time_ms");
+        }
+        v
+    };
+    assert_eq!(strip(&base), strip(&again));
+    let paths: Vec<&str> = base["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(
+        paths,
+        ["lib/gfx1100__calls__O3.co", "lib/gfx942__barriers__O3.co"]
+    );
+    // Real content: the gfx942 barrier kernel is instrumented and verified.
+    let mut b = base.clone();
+    let k = kernel(&mut b, SMALL[0], "k_bar_reduce").clone();
+    assert_eq!(k["status"], "instrumented");
+    assert!(k["sites"]["barrier"].as_u64().expect("barrier sites") > 0);
+    assert_eq!(b["files"][1]["objects"][0]["verifier"], "passed");
+}
+
+#[test]
+fn instrumented_kernel_now_failing_closed_is_a_regression() {
+    let t = small_tree();
+    let base = baseline_of(t.path());
+    // Same file, now with a second executable section: the rewriter must fail closed.
+    let p = t.path().join("lib").join(SMALL[0]);
+    let mut d = std::fs::read(&p).expect("read");
+    mark_rodata_executable(&mut d);
+    std::fs::write(&p, d).expect("write");
+    let o = compare_with(t.path(), &base, &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        diff_block(&o),
+        "regressions against baseline edited.json: 3\n\
+         \x20 failed-closed lib/gfx942__barriers__O3.co: kernel k_bar_branches: instrumented -> failed_closed (more than one executable section)\n\
+         \x20 failed-closed lib/gfx942__barriers__O3.co: kernel k_bar_in_call: instrumented -> failed_closed (more than one executable section)\n\
+         \x20 failed-closed lib/gfx942__barriers__O3.co: kernel k_bar_reduce: instrumented -> failed_closed (more than one executable section)\n"
+    );
+}
+
+/// Sets `SHF_EXECINSTR` (0x4) on the `.rodata` section header (ELF64 little-endian layout:
+/// `e_shoff` at 0x28, `e_shentsize/e_shnum/e_shstrndx` at 0x3a; `sh_flags` at +8).
+fn mark_rodata_executable(d: &mut [u8]) {
+    let u16_at = |d: &[u8], o: usize| u16::from_le_bytes([d[o], d[o + 1]]) as usize;
+    let u64_at =
+        |d: &[u8], o: usize| u64::from_le_bytes(d[o..o + 8].try_into().expect("8 bytes")) as usize;
+    let (shoff, size, num, strndx) = (
+        u64_at(d, 0x28),
+        u16_at(d, 0x3a),
+        u16_at(d, 0x3c),
+        u16_at(d, 0x3e),
+    );
+    let strtab = u64_at(d, shoff + strndx * size + 0x18);
+    for i in 0..num {
+        let h = shoff + i * size;
+        let name = strtab + u32::from_le_bytes(d[h..h + 4].try_into().expect("4 bytes")) as usize;
+        if d[name..].starts_with(b".rodata\0") {
+            d[h + 8] |= 4;
+            return;
+        }
+    }
+    panic!("no .rodata section");
+}
+
+#[test]
+fn lost_kernels_and_files_are_regressions() {
+    let t = small_tree();
+    let mut base = baseline_of(t.path());
+    let mut extra = kernel(&mut base, SMALL[1], "k_call_chain").clone();
+    extra["name"] = "k_renamed_away".into();
+    base["files"][0]["objects"][0]["kernels"]
+        .as_array_mut()
+        .expect("kernels")
+        .push(extra);
+    let mut gone = base["files"][1].clone();
+    gone["path"] = "lib/removed.co".into();
+    base["files"].as_array_mut().expect("files").push(gone);
+    let o = compare_with(t.path(), &base, &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        diff_block(&o),
+        "regressions against baseline edited.json: 4\n\
+         \x20 lost-kernel   lib/gfx1100__calls__O3.co: kernel k_renamed_away: kernel missing\n\
+         \x20 lost-kernel   lib/removed.co: kernel k_bar_branches: file missing\n\
+         \x20 lost-kernel   lib/removed.co: kernel k_bar_in_call: file missing\n\
+         \x20 lost-kernel   lib/removed.co: kernel k_bar_reduce: file missing\n"
+    );
+}
+
+#[test]
+fn fewer_sites_is_a_coverage_regression() {
+    let t = small_tree();
+    let mut base = baseline_of(t.path());
+    let k = kernel(&mut base, SMALL[0], "k_bar_reduce");
+    let n = k["sites"]["barrier"].as_u64().expect("barrier sites");
+    k["sites"]["barrier"] = (n + 1).into();
+    k["sites"]["memory"] = 2.into();
+    let o = compare_with(t.path(), &base, &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        diff_block(&o),
+        format!(
+            "regressions against baseline edited.json: 2\n\
+             \x20 coverage      lib/gfx942__barriers__O3.co: kernel k_bar_reduce: barrier sites {} -> {n}\n\
+             \x20 coverage      lib/gfx942__barriers__O3.co: kernel k_bar_reduce: memory sites 2 -> 0\n",
+            n + 1
+        )
+    );
+}
+
+#[test]
+fn more_inserted_bytes_is_an_overhead_regression_unless_allowed() {
+    let t = small_tree();
+    let mut base = baseline_of(t.path());
+    let k = kernel(&mut base, SMALL[0], "k_bar_reduce");
+    let bytes = k["inserted_bytes"].as_u64().expect("bytes");
+    assert!(bytes >= 16, "expected instrumented code, got {bytes} bytes");
+    // Baseline 3/4 of today's bytes: today's run grew by 33.3 %.
+    let old = bytes * 3 / 4;
+    k["inserted_bytes"] = old.into();
+    let o = compare_with(t.path(), &base, &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let growth = (bytes - old) as f64 * 100.0 / old as f64;
+    assert_eq!(
+        diff_block(&o),
+        format!(
+            "regressions against baseline edited.json: 1\n\
+             \x20 overhead      lib/gfx942__barriers__O3.co: kernel k_bar_reduce: inserted bytes {old} -> {bytes} (+{growth:.1}% > 0%)\n"
+        )
+    );
+    let allowed = compare_with(t.path(), &base, &["--max-overhead-growth", "40"]);
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    let tight = compare_with(t.path(), &base, &["--max-overhead-growth", "30"]);
+    assert_eq!(tight.status.code(), Some(4), "{}", stderr(&tight));
+}
+
+#[test]
+fn lower_occupancy_is_a_regression() {
+    let t = small_tree();
+    let mut base = baseline_of(t.path());
+    let k = kernel(&mut base, SMALL[1], "k_call_chain");
+    let occ = k["occupancy_after"].as_u64().expect("occupancy");
+    k["occupancy_after"] = (occ + 2).into();
+    let o = compare_with(t.path(), &base, &[]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        diff_block(&o),
+        format!(
+            "regressions against baseline edited.json: 1\n\
+             \x20 occupancy     lib/gfx1100__calls__O3.co: kernel k_call_chain: occupancy after {} -> {occ} waves/SIMD\n",
+            occ + 2
+        )
+    );
+}
+
+#[test]
+fn update_baseline_accepts_and_other_options_are_an_input_error() {
+    let t = small_tree();
+    let mut base = baseline_of(t.path());
+    kernel(&mut base, SMALL[1], "k_call_chain")["occupancy_after"] = 99.into();
+    let o = compare_with(t.path(), &base, &["--update-baseline"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("edited.json")).expect("read"))
+            .expect("json");
+    assert!(
+        written["totals"].get("time_ms").is_none(),
+        "baselines carry no times"
+    );
+    let o = batch(
+        t.path(),
+        &[
+            "lib",
+            "--check",
+            "--baseline",
+            "edited.json",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = batch(
+        t.path(),
+        &[
+            "lib",
+            "--check",
+            "--baseline",
+            "edited.json",
+            "--barriers",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("baseline made with other options: functions Count(1) -> Off"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn outputs_mirror_the_tree_and_input_errors_exit_2() {
+    let t = small_tree();
+    std::fs::create_dir_all(t.path().join("lib/sub")).expect("mkdir");
+    std::fs::rename(
+        t.path().join("lib").join(SMALL[1]),
+        t.path().join("lib/sub").join(SMALL[1]),
+    )
+    .expect("mv");
+    std::fs::write(t.path().join("lib/README.txt"), "not an input").expect("write");
+    let o = batch(t.path(), &[&["lib", "-o", "out"][..], &OPTS[..]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for f in [
+        format!("out/lib/{}", SMALL[0]),
+        format!("out/lib/sub/{}", SMALL[1]),
+    ] {
+        let bytes = std::fs::read(t.path().join(&f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(
+            bytes.windows(12).any(|w| w == b".sqtt_patch\0"),
+            "{f} is not instrumented"
+        );
+    }
+    assert!(!t.path().join("out/lib/README.txt").exists());
+    // Glob: only the matching file; an explicit non-code-object file and a missing path: exit 2.
+    let o = batch(
+        t.path(),
+        &[
+            &["lib/**/gfx1100*.co", "--check", "--report-json", "-"][..],
+            &OPTS[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
+    assert_eq!(r["files"][0]["path"], format!("lib/sub/{}", SMALL[1]));
+    assert_eq!(r["files"].as_array().map(Vec::len), Some(1));
+    let o = batch(
+        t.path(),
+        &[&["lib/README.txt", "missing.co", "--check"][..], &OPTS[..]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("missing.co: no such file or directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("error: not an AMDGPU code object, offload bundle or x86-64 host ELF"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The project's own CI check: every fixture against the committed baseline.
+#[test]
+fn fixtures_match_the_committed_baseline() {
+    let ws = workspace();
+    let o = batch(
+        &ws.join("fixtures"),
+        &[
+            &[
+                "objects",
+                "bundles",
+                "hosts",
+                "--check",
+                "--baseline",
+                "baseline.json",
+            ][..],
+            &OPTS[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        diff_block(&o),
+        "regressions against baseline baseline.json: 0\n",
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -1,0 +1,227 @@
+//! `sqtt-patch info` on every malformed-input class of issue 3 (truncated files, wrong
+//! `e_machine`, ELF32, HSAIL-era ABI-0 objects, corrupt descriptors, overlapping sections, bundle
+//! offsets past the end, lying CCOB sizes): exit code 2 (`EXIT_INPUT`), no panic, and a message
+//! on stderr naming the file and the offset, pinned here.
+//!
+//! Inputs are real objects and bundles from `fixtures/` (clang/LLVM 22, see
+//! `fixtures/README.md`) with one field changed; offsets of descriptors and section headers come
+//! from `hsaco` on the unmodified file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn object() -> Vec<u8> {
+    fixture("objects/gfx1100__calls__O3.co")
+}
+
+/// Writes `bytes` as `name` in a temporary directory, runs `sqtt-patch info FILE` (and with
+/// `--json`), checks exit code 2 and no panic, and returns the stderr line.
+fn info_fails(name: &str, bytes: &[u8]) -> (PathBuf, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(name);
+    std::fs::write(&file, bytes).expect("write input");
+    let mut first = None;
+    for json in [false, true] {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("info").arg(&file);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().expect("run sqtt-patch");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{name}: stderr {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}: output on stdout");
+        first.get_or_insert(err);
+    }
+    let err = first.expect("ran");
+    // Keep the directory alive until the caller has compared paths.
+    let kept = dir.keep();
+    let file = kept.join(name);
+    (file, err.trim_end().to_string())
+}
+
+/// Asserts the stderr line is exactly `sqtt-patch: error: FILE: CONTEXT: MESSAGE`.
+fn check(name: &str, bytes: &[u8], context: &str, message: &str) {
+    let (file, err) = info_fails(name, bytes);
+    assert_eq!(
+        err,
+        format!(
+            "sqtt-patch: error: {}: {context}: {message}",
+            file.display()
+        )
+    );
+    let _ = std::fs::remove_dir_all(file.parent().expect("dir"));
+}
+
+const PARSE: &str = "cannot parse";
+const CO: &str = "code object 0-code-object.co";
+
+#[test]
+fn truncated_files() {
+    let b = object();
+    check(
+        "short.co",
+        &b[..10],
+        PARSE,
+        "truncated input: ELF identification needs 16 bytes at offset 0x0, but the data is 10 bytes long",
+    );
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let n = co.elf.header.e_shoff as usize + 100;
+    check(
+        "cut.co",
+        &b[..n],
+        PARSE,
+        &format!(
+            "section header table at offset {:#x} with size {:#x} extends past the end of the data ({n:#x} bytes)",
+            co.elf.header.e_shoff,
+            64 * co.elf.header.e_shnum
+        ),
+    );
+    let bundle = fixture("bundles/calls-4arch__plain.hipfb");
+    check(
+        "short.hipfb",
+        &bundle[..30],
+        PARSE,
+        "truncated input: bundle entry count needs 8 bytes at offset 0x18, but the data is 30 bytes long",
+    );
+}
+
+#[test]
+fn wrong_machine_elf32_and_abi0() {
+    let mut b = object();
+    b[0x12] = 40; // EM_ARM
+    check(
+        "arm.co",
+        &b,
+        PARSE,
+        "wrong e_machine 40 at offset 0x12: expected 224",
+    );
+    let mut b = object();
+    b[4] = 1;
+    check(
+        "elf32.co",
+        &b,
+        PARSE,
+        "ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64",
+    );
+    let mut b = object();
+    let flags = u32::from_le_bytes(b[0x30..0x34].try_into().expect("4 bytes"));
+    b[8] = 0;
+    check(
+        "abi0.co",
+        &b,
+        CO,
+        &format!("legacy HSAIL-era code object (EI_ABIVERSION 0 at offset 0x8, e_flags {flags:#x}) is not supported: only code object v4, v5 and v6 are"),
+    );
+}
+
+#[test]
+fn corrupt_descriptor() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let k = &co.kernels[0];
+    let mut b2 = b.clone();
+    let o = k.kd_offset as usize + 0x10; // kernel_code_entry_byte_offset
+    b2[o..o + 8].copy_from_slice(&0x4000_0000i64.to_le_bytes());
+    check(
+        "bad-kd.co",
+        &b2,
+        CO,
+        &format!(
+            "kernel descriptor {}.kd at offset {:#x}: entry address {:#x} (kernel_code_entry_byte_offset 1073741824) is outside every executable section",
+            k.name,
+            k.kd_offset,
+            k.kd_address + 0x4000_0000
+        ),
+    );
+}
+
+#[test]
+fn overlapping_sections() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let rodata = co.section(".rodata").expect(".rodata");
+    let text = co.section(".text").expect(".text");
+    let mut b2 = b.clone();
+    let sh = co.elf.header.e_shoff as usize + 64 * rodata.index + 24; // sh_offset
+    b2[sh..sh + 8].copy_from_slice(&(text.offset - 16).to_le_bytes());
+    check(
+        "overlap.co",
+        &b2,
+        PARSE,
+        &format!(
+            "sections .rodata and .text overlap in the file at offset {:#x}",
+            text.offset
+        ),
+    );
+}
+
+#[test]
+fn bundle_offset_past_the_end() {
+    let mut b = fixture("bundles/calls-4arch__plain.hipfb");
+    let id0 = u64::from_le_bytes(b[48..56].try_into().expect("8 bytes")) as usize;
+    let e1 = 56 + id0; // entry 1: offset field
+    let id1_len = u64::from_le_bytes(b[e1 + 16..e1 + 24].try_into().expect("8")) as usize;
+    let id1 = String::from_utf8_lossy(&b[e1 + 24..e1 + 24 + id1_len]).into_owned();
+    let size = u64::from_le_bytes(b[e1 + 8..e1 + 16].try_into().expect("8"));
+    let len = b.len() as u64;
+    b[e1..e1 + 8].copy_from_slice(&len.to_le_bytes());
+    check(
+        "past-end.hipfb",
+        &b,
+        PARSE,
+        &format!("offload bundle entry 1 ({id1}) at offset {len:#x} with size {size:#x} extends past the end of the data ({len:#x} bytes)"),
+    );
+}
+
+#[test]
+fn lying_ccob_sizes() {
+    let ccob = fixture("bundles/calls-4arch__ccob-v3-zstd.hipfb");
+    let real = u64::from_le_bytes(ccob[16..24].try_into().expect("8 bytes"));
+    let mut small = ccob.clone();
+    small[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    check(
+        "small.hipfb",
+        &small,
+        PARSE,
+        "compressed offload bundle at offset 0x0: declared uncompressed size 1000 but the payload decompresses to more than 1000 bytes",
+    );
+    let mut big = ccob.clone();
+    big[16..24].copy_from_slice(&(real + 1).to_le_bytes());
+    check(
+        "big.hipfb",
+        &big,
+        PARSE,
+        &format!("compressed offload bundle at offset 0x0: declared uncompressed size {} but the payload decompresses to {real} bytes", real + 1),
+    );
+    let mut huge = ccob.clone();
+    huge[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    check(
+        "huge.hipfb",
+        &huge,
+        PARSE,
+        "compressed offload bundle at offset 0x0: declared uncompressed size 1099511627776 exceeds the limit of 4294967296 bytes",
+    );
+    let mut long = ccob.clone();
+    long[8..16].copy_from_slice(&(ccob.len() as u64 + 1).to_le_bytes());
+    check(
+        "long.hipfb",
+        &long,
+        PARSE,
+        &format!(
+            "compressed offload bundle at offset 0x0: total size {} is outside [32, {}] (bytes available)",
+            ccob.len() + 1,
+            ccob.len()
+        ),
+    );
+}

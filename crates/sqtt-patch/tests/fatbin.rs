@@ -1,0 +1,474 @@
+//! `--fatbin`: every code object inside bundle files and host ELFs goes through the bare-object
+//! path. Oracles: the bare path itself (`patch_code_object` on each original object extracted
+//! with hsaco), llvm-objdump-22 --offloading, llvm-readelf-22 -a, clang-offload-bundler-22
+//! -list/-unbundle, and the fixture host programs (stub HIP runtime) run after rewriting.
+
+#[allow(dead_code)]
+#[path = "../src/cmd_patch.rs"]
+mod cmd_patch;
+#[path = "../src/fatbin.rs"]
+mod fatbin;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fatbin::{instrument_container, ArchFilter};
+use hsaco::bundle::{Storage, DEFAULT_DECOMPRESS_LIMIT};
+use hsaco::container::{open, Embedded, InputKind};
+use hsaco::hostwrite::{scan_host, HostWriteMode};
+use sqtt_rewrite::config::{FunctionThreshold, Options};
+use sqtt_rewrite::rewrite::Status;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn corpus() -> PathBuf {
+    let c = root().join("../shared/corpus");
+    assert!(
+        c.join("MANIFEST.tsv").exists(),
+        "corpus not found at {} (expected <workspace>/../shared/corpus)",
+        c.display()
+    );
+    c
+}
+
+fn no_llvm() -> bool {
+    std::env::var("SQTT_NO_LLVM").is_ok_and(|v| v == "1")
+}
+
+fn tool(name: &str) -> Option<PathBuf> {
+    if no_llvm() {
+        return None;
+    }
+    let p = PathBuf::from("/usr/lib/llvm-22/bin").join(name);
+    assert!(
+        p.exists(),
+        "{} missing (set SQTT_NO_LLVM=1 to skip)",
+        p.display()
+    );
+    Some(p)
+}
+
+/// Functions threshold 1 and barriers on.
+fn opts() -> Options {
+    Options {
+        functions: FunctionThreshold::Count(1),
+        barriers: true,
+        ..Options::default()
+    }
+}
+
+fn files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            exts.is_empty() || exts.iter().any(|x| n.ends_with(x))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn hosts() -> Vec<PathBuf> {
+    let mut v = files(&root().join("fixtures/hosts"), &[".elf", ".so"]);
+    v.extend(files(&corpus().join("hosts"), &[".elf", ".so"]));
+    v
+}
+
+fn bundle_files() -> Vec<PathBuf> {
+    let mut v = files(&root().join("fixtures/bundles"), &[]);
+    v.extend(files(&corpus().join("bundles"), &[]));
+    v
+}
+
+/// What the bare-object path produces for every original code object of `input`.
+fn expected(name: &str, input: &[u8]) -> Vec<(Embedded, Vec<u8>)> {
+    let (_, cos) = open(input, DEFAULT_DECOMPRESS_LIMIT).expect("open original");
+    cos.into_iter()
+        .map(|e| {
+            let p = cmd_patch::patch_code_object(name, &e.data, &opts()).expect("bare path");
+            (e, p.bytes)
+        })
+        .collect()
+}
+
+fn unbundle(cob: &Path, bundle: &[u8], want: &[(&str, &[u8])], what: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("b");
+    std::fs::write(&f, bundle).expect("write");
+    let o = Command::new(cob)
+        .args(["-list", "-type=o"])
+        .arg(format!("-input={}", f.display()))
+        .output()
+        .expect("clang-offload-bundler");
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    for (id, bytes) in want {
+        assert!(listed.lines().any(|l| l == *id), "{what}: {id} not listed");
+        let t = dir.path().join("t");
+        let o = Command::new(cob)
+            .args(["-unbundle", "-type=o"])
+            .arg(format!("-targets={id}"))
+            .arg(format!("-input={}", f.display()))
+            .arg(format!("-output={}", t.display()))
+            .output()
+            .expect("clang-offload-bundler");
+        assert!(
+            o.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            std::fs::read(&t).expect("unbundled") == *bytes,
+            "{what}: {id} differs"
+        );
+    }
+}
+
+/// Checks one rewritten container against the bare path and the LLVM oracles.
+fn check(path: &Path, input: &[u8], out: &[u8], want: &[(Embedded, Vec<u8>)]) {
+    let what = path.display().to_string();
+    let (kind, got) = open(out, DEFAULT_DECOMPRESS_LIMIT).expect("open output");
+    assert_eq!(got.len(), want.len(), "{what}: code object count");
+    for (g, (w, bytes)) in got.iter().zip(want) {
+        assert_eq!((g.bundle_index, &g.id), (w.bundle_index, &w.id), "{what}");
+        assert!(
+            g.data == *bytes,
+            "{what}: {} differs from the bare path",
+            g.id
+        );
+        // Same bundle format: plain stays plain, a CCOB keeps version and method.
+        match (&g.storage, &w.storage) {
+            (Some(Storage::Compressed(a)), Some(Storage::Compressed(b))) => {
+                assert_eq!((a.version, a.method), (b.version, b.method), "{what}")
+            }
+            (Some(Storage::Plain), Some(Storage::Plain)) => {}
+            (a, b) => panic!("{what}: storage {b:?} became {a:?}"),
+        }
+    }
+    let (Some(objdump), Some(readelf), Some(cob)) = (
+        tool("llvm-objdump"),
+        tool("llvm-readelf"),
+        tool("clang-offload-bundler"),
+    ) else {
+        return;
+    };
+    let bundle_ranges: Vec<(u64, u64)> = if kind == InputKind::Host {
+        scan_host(out)
+            .expect("rescan")
+            .bundles
+            .iter()
+            .map(|b| (b.location.offset, b.location.extent))
+            .collect()
+    } else {
+        hsaco::hostwrite::locate_bundles(out, 0)
+            .expect("locate")
+            .iter()
+            .map(|b| (b.offset, b.extent))
+            .collect()
+    };
+    for (bi, (off, len)) in bundle_ranges.iter().enumerate() {
+        let entries: Vec<(&str, &[u8])> = want
+            .iter()
+            .filter(|(e, _)| e.bundle_index == bi)
+            .map(|(e, b)| (e.id.as_str(), b.as_slice()))
+            .collect();
+        unbundle(
+            &cob,
+            &out[*off as usize..(*off + *len) as usize],
+            &entries,
+            &what,
+        );
+    }
+    if kind != InputKind::Host {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("out"), out).expect("write");
+    let o = Command::new(&readelf)
+        .args(["-a", "-W"])
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("llvm-readelf");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && err.trim().is_empty(),
+        "{what}: llvm-readelf -a: {err}"
+    );
+    let o = Command::new(&objdump)
+        .args(["--offloading", "out"])
+        .current_dir(dir.path())
+        .output()
+        .expect("llvm-objdump");
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // llvm-objdump-22 walks the bundles of the first bundle's kind (it searches for that magic)
+    // and, for compressed bundles, gets names and sizes right but copies bytes from the host
+    // file at decompressed offsets (also on clang's own output): compare contents of plain
+    // bundles, names and sizes of all. clang-offload-bundler checked every byte above.
+    let (_, orig_bundles) = open(input, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    let kind_of = |bi: usize| {
+        orig_bundles
+            .iter()
+            .find(|e| e.bundle_index == bi)
+            .is_some_and(|e| matches!(e.storage, Some(Storage::Compressed(_))))
+    };
+    let first = kind_of(0);
+    let visible: Vec<usize> = (0..bundle_ranges.len())
+        .filter(|&b| kind_of(b) == first)
+        .collect();
+    let mut n = 0;
+    for (vi, bi) in visible.iter().enumerate() {
+        for (e, bytes) in want.iter().filter(|(e, _)| e.bundle_index == *bi) {
+            let f = dir.path().join(format!("out.{vi}.{}", e.id));
+            let got = std::fs::read(&f)
+                .unwrap_or_else(|_| panic!("{what}: llvm-objdump did not extract {}", f.display()));
+            assert_eq!(got.len(), bytes.len(), "{what}: {}", f.display());
+            assert!(first || got == *bytes, "{what}: {} differs", f.display());
+            n += 1;
+        }
+    }
+    assert!(n > 0, "{what}: llvm-objdump extracted nothing");
+}
+
+#[test]
+fn every_container_matches_the_bare_object_path_and_llvm_tools() {
+    let (mut n, mut instrumented) = (0, 0);
+    for p in hosts().into_iter().chain(bundle_files()) {
+        let input = std::fs::read(&p).expect("read");
+        let name = p.display().to_string();
+        let out = instrument_container(&name, &input, &opts(), &ArchFilter::default())
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let want = expected(&name, &input);
+        assert_eq!(out.objects.len(), want.len(), "{name}");
+        assert!(out.objects.iter().all(|o| !o.verifier_rejected), "{name}");
+        let any = out
+            .objects
+            .iter()
+            .any(|o| o.report.status == Status::Instrumented);
+        // No change at all: the container is copied byte for byte.
+        assert_eq!(out.bytes == input, !any, "{name}");
+        check(&p, &input, &out.bytes, &want);
+        n += 1;
+        instrumented += usize::from(any);
+    }
+    assert!(n >= 23, "only {n} containers");
+    assert!(
+        instrumented >= 20,
+        "only {instrumented} containers instrumented"
+    );
+}
+
+#[test]
+fn rewritten_fixture_programs_run_and_register_every_fat_binary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hd = root().join("fixtures/hosts");
+    for f in [
+        "libfx_hip.so",
+        "x86_64__fx-app__pie.elf",
+        "x86_64__fx-app__nopie.elf",
+    ] {
+        let input = std::fs::read(hd.join(f)).expect("read");
+        let out =
+            instrument_container(f, &input, &opts(), &ArchFilter::default()).expect("instrument");
+        assert!(
+            matches!(out.host_write, Some(HostWriteMode::Appended { .. })),
+            "{f}: {:?}",
+            out.host_write
+        );
+        let p = dir.path().join(f);
+        std::fs::write(&p, &out.bytes).expect("write");
+        let mut perm = std::fs::metadata(&p).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm).expect("chmod");
+    }
+    for exe in ["x86_64__fx-app__pie", "x86_64__fx-app__nopie"] {
+        let o = Command::new(dir.path().join(format!("{exe}.elf")))
+            .output()
+            .expect("run");
+        assert!(
+            o.status.success(),
+            "{exe}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let got = String::from_utf8_lossy(&o.stdout).into_owned();
+        let want =
+            std::fs::read_to_string(hd.join(format!("{exe}.expected-stdout"))).expect("expected");
+        assert_eq!(got.lines().next(), want.lines().next(), "{exe}");
+        let starts = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter(|l| l.starts_with("fatbin "))
+                .map(|l| l[..l.find("starts").unwrap_or(0)].to_string())
+                .collect()
+        };
+        assert_eq!(starts(&got), starts(&want), "{exe}");
+        assert_ne!(
+            got, want,
+            "{exe}: the runtime must see the rewritten (larger) entries"
+        );
+    }
+}
+
+#[test]
+fn offload_arch_filter_limits_the_instrumented_targets() {
+    let p = root().join("fixtures/hosts/x86_64__fx-app__pie.elf");
+    let input = std::fs::read(&p).expect("read");
+    let f = ArchFilter::new(&["gfx942".to_string()]).expect("filter");
+    let out = instrument_container("pie", &input, &opts(), &f).expect("instrument");
+    assert_eq!(out.objects.len(), 2);
+    assert!(out.objects.iter().all(|o| o.target.starts_with("gfx942")));
+    assert_eq!(out.filtered_out, 2);
+    let (_, before) = open(&input, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    let (_, after) = open(&out.bytes, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(b.id, a.id);
+        assert_eq!(b.data == a.data, !b.id.ends_with("gfx942"), "{}", b.id);
+    }
+    assert!(ArchFilter::new(&["sm_90".to_string()]).is_err());
+    assert!(ArchFilter::new(&["gfx90a:xnack+".to_string()])
+        .expect("ok")
+        .matches("gfx90a:sramecc-:xnack+"));
+    assert!(!ArchFilter::new(&["gfx90a:xnack+".to_string()])
+        .expect("ok")
+        .matches("gfx90a:xnack-"));
+}
+
+#[test]
+fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
+    let hd = root().join("fixtures/hosts");
+    let err = |name: &str, d: &[u8]| {
+        format!(
+            "{:#}",
+            instrument_container(name, d, &opts(), &ArchFilter::default()).expect_err(name)
+        )
+    };
+    let mut d = std::fs::read(hd.join("x86_64__fx-app__pie.elf")).expect("read");
+    let i = d
+        .windows(12)
+        .position(|w| w == b".hip_fatbin\0")
+        .expect("name");
+    d[i + 10] = b'X';
+    let e = err("nofat.elf", &d);
+    assert!(
+        e.starts_with("nofat.elf: malformed host ELF at offset 0x"),
+        "{e}"
+    );
+    assert!(e.contains("no .hip_fatbin section"), "{e}");
+
+    let mut d = std::fs::read(hd.join("x86_64__fx-app__nopie.elf")).expect("read");
+    let w = scan_host(&d).expect("scan").wrappers[0].offset as usize;
+    d[w + 8..w + 16].copy_from_slice(&0x7fff_0000_0000u64.to_le_bytes());
+    assert_eq!(
+        err("wrap.elf", &d),
+        format!("wrap.elf: malformed fat binary wrapper at offset {:#x}: bundle pointer 0x7fff00000000 points outside the file (no file-backed section holds it)", w + 8)
+    );
+
+    let b = std::fs::read(root().join("fixtures/bundles/calls-4arch__plain.hipfb")).expect("read");
+    let e = err("trunc.hipfb", &b[..b.len() - 100]);
+    assert!(
+        e.starts_with("trunc.hipfb: offload bundle entry 4 at offset 0x"),
+        "{e}"
+    );
+    assert!(e.contains("extends past the end of the data"), "{e}");
+
+    let c = std::fs::read(root().join("fixtures/bundles/calls-4arch__ccob-v3-zstd.hipfb"))
+        .expect("read");
+    let e = err("trunc.ccob", &c[..c.len() - 1]);
+    assert!(
+        e.starts_with("trunc.ccob: compressed offload bundle at offset 0x0: total size"),
+        "{e}"
+    );
+
+    let o = std::fs::read(corpus().join("hosts/x86_64__app-mini__4arch-newdriver-rdc.o"))
+        .expect("read");
+    let e = err("rdc.o", &o);
+    assert!(
+        e.contains(
+            "rdc.o: malformed host ELF at offset 0x10: relocatable object with .llvm.offloading"
+        ),
+        "{e}"
+    );
+
+    // run(): no partial output on error.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.hipfb");
+    std::fs::write(&bad, &b[..b.len() - 100]).expect("write");
+    let args = cmd_patch::PatchArgs {
+        input: Some(bad),
+        output: Some(dir.path().join("out")),
+        functions: Some("1".into()),
+        barriers: Some("1".into()),
+        ..Default::default()
+    };
+    assert!(fatbin::run(&args, &[]).is_err());
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn run_writes_the_container_and_one_merged_json_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = root().join("fixtures/hosts/libfx_hip.so");
+    let args = cmd_patch::PatchArgs {
+        input: Some(input.clone()),
+        output: Some(dir.path().join("lib.so")),
+        functions: Some("1".into()),
+        barriers: Some("1".into()),
+        report_json: Some(dir.path().join("r.json")),
+        ..Default::default()
+    };
+    assert_eq!(
+        fatbin::run(&args, &["gfx1030".to_string()]).expect("run"),
+        cmd_patch::EXIT_OK
+    );
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).expect("json"))
+            .expect("parse");
+    let objs = j["objects"].as_array().expect("objects");
+    assert_eq!(objs.len(), 2);
+    assert_eq!(j["filtered_out"], 4);
+    assert!(
+        objs.iter()
+            .all(|o| o["target"] == "gfx1030" && o["report"]["status"] == "instrumented"),
+        "{j}"
+    );
+    let out = std::fs::read(dir.path().join("lib.so")).expect("output");
+    let want = expected("lib", &std::fs::read(&input).expect("read"));
+    let (_, got) = open(&out, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    for (g, (w, _)) in got.iter().zip(&want) {
+        assert_eq!(g.data == w.data, !g.id.ends_with("gfx1030"), "{}", g.id);
+    }
+}
+
+/// Benchmark hook (ignored by default): instruments `$SQTT_FATBIN_BENCH` with functions 1 and
+/// barriers on and writes `$SQTT_FATBIN_BENCH_OUT`; run under `/usr/bin/time -v`.
+#[test]
+#[ignore]
+fn bench_instrument_env_file() {
+    let p = std::env::var("SQTT_FATBIN_BENCH").expect("SQTT_FATBIN_BENCH");
+    let o = std::env::var("SQTT_FATBIN_BENCH_OUT").expect("SQTT_FATBIN_BENCH_OUT");
+    let input = std::fs::read(&p).expect("read");
+    let out =
+        instrument_container(&p, &input, &opts(), &ArchFilter::default()).expect("instrument");
+    drop(input);
+    let count = |s: Status| out.objects.iter().filter(|o| o.report.status == s).count();
+    eprintln!(
+        "{} objects: {} instrumented, {} nothing to do, {} failed closed, {} verifier-rejected; {:?}",
+        out.objects.len(),
+        count(Status::Instrumented),
+        count(Status::NothingToDo),
+        count(Status::FailedClosed),
+        out.objects.iter().filter(|o| o.verifier_rejected).count(),
+        out.host_write
+    );
+    std::fs::write(&o, &out.bytes).expect("write");
+}
