@@ -228,7 +228,16 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         if !hit {
             continue;
         }
-        let ps = usize::from(row.probe_sizes.get(i).copied().unwrap_or(0));
+        let mut ps = usize::from(row.probe_sizes.get(i).copied().unwrap_or(0));
+        // The table generator's single SDWA/DPP probe template can be rejected by LLVM for an
+        // opcode that still has SDWA/DPP forms with other selects (e.g. gfx942
+        // `v_cvt_pk_f32_fp8_sdwa ... src0_sel:WORD_0` in hand-written assembly). SDWA (src0 =
+        // 249), DPP16 (250) and DPP8 (233/234) always add exactly one dword to a 32-bit VOP1/
+        // VOP2/VOPC encoding (ISA manuals, "VOP_SDWA"/"VOP_DPP" microcode formats).
+        let sdwa_dpp = probe.iter().all(|&(_, v)| matches!(v, 249 | 250 | 233 | 234));
+        if ps == 0 && sdwa_dpp && nominal == 4 {
+            ps = nominal + 4;
+        }
         if ps == 0 {
             return Err(DecodeErrorKind::InvalidOperands {
                 mnemonic: row.mnemonic,

@@ -24,14 +24,15 @@ fn main() {
                 continue;
             }
         };
-        let (kind, objects) = match hsaco::container::open(&data, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("{f}: {e}");
-                failed = true;
-                continue;
-            }
-        };
+        let (kind, objects) =
+            match hsaco::container::open(&data, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("{f}: {e}");
+                    failed = true;
+                    continue;
+                }
+            };
         let listed = t0.elapsed().as_secs_f64();
         let mut targets: BTreeMap<String, usize> = BTreeMap::new();
         let mut kernels = 0;

@@ -252,12 +252,12 @@ pub const SINGLE_PASS_MAX: u64 = 64 << 20;
 fn decoder<'a>(method: Method, payload: &'a [u8], base: u64) -> Result<Box<dyn Read + 'a>> {
     Ok(match method {
         Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(payload)),
-        Method::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(payload).map_err(|e| Error::Ccob {
+        Method::Zstd => Box::new(ruzstd::decoding::StreamingDecoder::new(payload).map_err(
+            |e| Error::Ccob {
                 offset: base,
                 detail: format!("zstd frame header: {e}"),
-            })?,
-        ),
+            },
+        )?),
     })
 }
 

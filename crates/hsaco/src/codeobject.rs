@@ -323,7 +323,7 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
         let (start, end) = (s.offset, s.offset + s.file_size());
         if let Some((table, ..)) = tables
             .iter()
-            .find(|(_, o, n)| *n > 0 && start < o + n && *o < end)
+            .find(|(_, o, n)| end > start && *n > 0 && start < o + n && *o < end)
         {
             return Err(Error::Malformed {
                 what: "section header",
@@ -339,7 +339,10 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
             return Err(Error::Malformed {
                 what: "section header",
                 offset,
-                detail: format!("sh_addralign {:#x} of section {} is not a power of two up to 2^32", s.addralign, s.name),
+                detail: format!(
+                    "sh_addralign {:#x} of section {} is not a power of two up to 2^32",
+                    s.addralign, s.name
+                ),
             });
         }
         if past(s.addr, s.size) {
@@ -369,7 +372,11 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
                 ),
             });
         }
-        if p.filesz > 0 && p.offset.checked_add(p.filesz).is_none_or(|end| end > file_len) {
+        if p.filesz > 0
+            && p.offset
+                .checked_add(p.filesz)
+                .is_none_or(|end| end > file_len)
+        {
             return Err(Error::Malformed {
                 what: "program header",
                 offset,

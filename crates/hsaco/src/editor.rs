@@ -629,8 +629,8 @@ impl<'a> CodeObjectEditor<'a> {
                 .unwrap_or(vaddr);
             // Saturating: a segment whose addresses disagree with its sections (mutated input) must not
             // underflow; consistent inputs never reach the saturation.
-            let memsz = new_mem_end.saturating_sub(vaddr)
-                + (p.vaddr + p.memsz).saturating_sub(old_mem_end);
+            let memsz =
+                new_mem_end.saturating_sub(vaddr) + (p.vaddr + p.memsz).saturating_sub(old_mem_end);
             let files: Vec<&&Placement> = inside
                 .iter()
                 .filter(|pl| secs[pl.index].sh_type != SHT_NOBITS)

@@ -214,7 +214,10 @@ fn bomb_larger_than_declared_is_refused_without_allocating_it() {
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
     // zlib: 1 + 258 * 500_000 = ~123 MiB from ~800 KiB.
     let (e, peak) = fails(&ccob_v2(Method::Zlib, declared as u32, &zlib_bomb(500_000)));
-    assert!(e.ends_with("decompresses to more than 104857600 bytes"), "{e}");
+    assert!(
+        e.ends_with("decompresses to more than 104857600 bytes"),
+        "{e}"
+    );
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
 }
 
@@ -231,6 +234,9 @@ fn bomb_smaller_than_declared_is_refused_without_allocating_the_declared_size() 
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
     // zlib: 1 + 258 * 100_000 bytes (~25 MiB) real from ~160 KiB, 120 MiB declared.
     let (e, peak) = fails(&ccob_v2(Method::Zlib, declared as u32, &zlib_bomb(100_000)));
-    assert!(e.ends_with(&format!("decompresses to {} bytes", 1 + 258 * 100_000)), "{e}");
+    assert!(
+        e.ends_with(&format!("decompresses to {} bytes", 1 + 258 * 100_000)),
+        "{e}"
+    );
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
 }

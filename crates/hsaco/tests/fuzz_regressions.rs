@@ -53,7 +53,9 @@ fn every_regression_input_is_handled() {
 fn huge_layout_is_an_error() {
     let data = read("code_object-huge-layout.bin");
     let co = CodeObject::parse(&data).expect("parses");
-    let e = CodeObjectEditor::new(&co).write().expect_err("inconsistent layout");
+    let e = CodeObjectEditor::new(&co)
+        .write()
+        .expect_err("inconsistent layout");
     assert_eq!(
         e.to_string(),
         "malformed section header at offset 0x1488: section addresses and alignments would place the output at 1099511626672 bytes (input 5896 bytes): inconsistent layout"

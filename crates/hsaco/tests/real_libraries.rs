@@ -148,7 +148,11 @@ fn real_libraries_match_llvm_objdump_offloading() {
         assert_eq!(ours.len(), theirs.len(), "{}: entry count", lib.path);
         assert_eq!(ours, theirs, "{}: entry lists differ", lib.path);
         // Byte equality of every 37th entry with the extracted file.
-        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         let all: Vec<(usize, &hsaco::bundle::BundleEntry)> = fatbins
             .iter()
             .enumerate()

@@ -567,6 +567,22 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             }
         }
     }
+    // The metadata note must cover the SGPR reserved to save M0 (descriptor allocation was
+    // checked by `free_sgpr`): `.sgpr_count` counts VCC, FLAT_SCRATCH and XNACK_MASK on gfx9.
+    if let (Some(r), Some(meta)) = (report.reserved_sgpr, co.metadata.as_ref()) {
+        let mut meta = meta.clone();
+        let extra = if target.family() == Family::Gfx9 { 6 } else { 0 };
+        let need = u64::from(r) + 1 + extra;
+        for k in &co.kernels {
+            if let Some(i) = meta.kernel_index(&k.name) {
+                let old = meta.kernel_u64(i, ".sgpr_count").unwrap_or(0);
+                if old < need {
+                    meta.set_kernel_u64(i, ".sgpr_count", need)?;
+                }
+            }
+        }
+        ed.set_metadata(meta);
+    }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
     for k in &co.kernels {

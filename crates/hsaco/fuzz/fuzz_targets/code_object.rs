@@ -27,6 +27,10 @@ fuzz_target!(|data: &[u8]| {
         let names = |c: &hsaco::CodeObject| -> Vec<String> {
             c.kernels.iter().map(|k| k.name.clone()).collect()
         };
-        assert_eq!(names(&again), names(&co), "edit-free write changed the kernels");
+        assert_eq!(
+            names(&again),
+            names(&co),
+            "edit-free write changed the kernels"
+        );
     }
 });
