@@ -12,3 +12,4 @@ mod idiom;
 pub mod rewrite;
 pub mod layout;
 pub mod plan;
+pub mod snippets;
