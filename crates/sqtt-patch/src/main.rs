@@ -6,6 +6,7 @@
 mod cmd_batch;
 mod cmd_dis;
 mod cmd_extract;
+mod cmd_funcmap;
 mod cmd_info;
 mod cmd_patch;
 mod cmd_verify;
@@ -40,6 +41,8 @@ enum Command {
     Extract(cmd_extract::ExtractArgs),
     /// Instrument every code object, bundle and host binary under PATHs; compare with a baseline.
     Batch(cmd_batch::BatchArgs),
+    /// Print the `.sqtt_funcmap` of a code object (marker ids, kinds, names, locations).
+    Funcmap(cmd_funcmap::FuncmapArgs),
     /// Check a rewritten code object against its original (translation validation).
     Verify(cmd_verify::VerifyArgs),
 }
@@ -51,6 +54,7 @@ fn main() {
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
         Some(Command::Batch(a)) => cmd_batch::run(a),
+        Some(Command::Funcmap(a)) => cmd_funcmap::run(a),
         Some(Command::Dis(a)) => cmd_dis::run(a),
         Some(Command::Info(a)) => cmd_info::run(a),
         Some(Command::Extract(a)) => cmd_extract::run(a),

@@ -585,12 +585,15 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
+    let locs = if co.has_dwarf() { function_locs(&co) } else { HashMap::new() };
     for k in &co.kernels {
         if !rows.iter().any(|r| matches!(r, Row::Kernel { name, .. } if *name == k.name)) {
-            rows.push(Row::Kernel { name: k.name.clone(), loc: None });
+            rows.push(Row::Kernel {
+                name: k.name.clone(),
+                loc: locs.get(&k.name).cloned().filter(|l| !l.contains('@')),
+            });
         }
     }
-    let locs = if co.has_dwarf() { function_locs(&co) } else { HashMap::new() };
     for (&k, &id) in &ids {
         let name = marker_name(&prog, k);
         report.ids.insert(name.clone(), id);

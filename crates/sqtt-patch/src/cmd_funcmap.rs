@@ -1,0 +1,85 @@
+//! `sqtt-patch funcmap FILE [--demangle] [--json]`: prints the `.sqtt_funcmap` of a code object as
+//! a table (id, kind, name, source location, payload words), parsed with the consumers' rules
+//! (shared/notes/funcmap-contract.md) — the post-link counterpart of the spec's
+//! `sqtt_decode_funcmap.py`.
+
+use anyhow::{Context, Result};
+use sqtt_rewrite::funcmap::{self, Row};
+use std::path::PathBuf;
+
+/// Arguments of `sqtt-patch funcmap`.
+#[derive(clap::Args)]
+pub struct FuncmapArgs {
+    /// Code object to read.
+    pub file: PathBuf,
+    /// Demangle C++ names (Itanium ABI).
+    #[arg(long)]
+    pub demangle: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn demangle(name: &str) -> String {
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// Runs the subcommand; returns the process exit code (0, or 1 when the object has no funcmap).
+pub fn run(args: FuncmapArgs) -> Result<i32> {
+    let bytes = std::fs::read(&args.file).with_context(|| format!("{}: cannot read", args.file.display()))?;
+    let co = hsaco::CodeObject::parse(&bytes).with_context(|| args.file.display().to_string())?;
+    let Some(section) = co.funcmap() else {
+        eprintln!("{}: no .sqtt_funcmap section", args.file.display());
+        return Ok(1);
+    };
+    let parsed = funcmap::parse(section);
+    let name = |n: &str| if args.demangle { demangle(n) } else { n.to_string() };
+    let mut rows = Vec::new();
+    for r in &parsed.rows {
+        let (id, kind, n, loc) = match r {
+            Row::Function { id, name: n, loc } => (Some(*id), "function", name(n), loc.clone()),
+            Row::Kernel { name: n, loc } => (None, "kernel", name(n), loc.clone()),
+            Row::User { id, name: n } => (Some(*id), "user", name(n), None),
+            Row::Point { id, name: n, loc } => (Some(*id), "point", n.clone(), loc.clone()),
+            _ => continue,
+        };
+        let payload = id.map_or(0, |i| parsed.payload_count(i));
+        rows.push((id, kind, n, loc, payload));
+    }
+    let extra: Vec<String> = parsed
+        .rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::WaveSize(w) => Some(format!("wave size {w}")),
+            Row::Encoding(kv) => Some(format!("marker encoding {kv}")),
+            _ => None,
+        })
+        .collect();
+    if args.json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(id, kind, n, loc, payload)| {
+                serde_json::json!({"id": id, "kind": kind, "name": n, "location": loc, "extra_payload_count": payload})
+            })
+            .collect();
+        let doc = serde_json::json!({"rows": list, "metadata": extra, "warnings": parsed.warnings});
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
+    println!("{:>6}  {:<8}  {:>7}  name [@location]", "id", "kind", "payload");
+    for (id, kind, n, loc, payload) in &rows {
+        let id = id.map_or("-".to_string(), |i| i.to_string());
+        let loc = loc.as_ref().map(|l| format!("  @{l}")).unwrap_or_default();
+        println!("{id:>6}  {kind:<8}  {payload:>7}  {n}{loc}");
+    }
+    for e in &extra {
+        println!("# {e}");
+    }
+    for w in &parsed.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,177 @@
+//! One test per construct the rewriter refuses to move: each kernel is assembled with clang-22
+//! and linked with ld.lld-22 (real code objects), run through `sqtt-patch`, and the diagnostic is
+//! pinned. A failed-closed object is written byte-identical to the input (exit 0), or not written
+//! with `--strict` (exit 3).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+const TEMPLATE: &str = r#".amdgcn_target "amdgcn-amd-amdhsa--gfx1100"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+BODY
+  s_endpgm
+.Lk_end:
+.size k, .Lk_end-k
+.globl f
+.p2align 2
+.type f,@function
+f:
+  s_setpc_b64 s[30:31]
+.Lf_end:
+.size f, .Lf_end-f
+EXTRA
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_next_free_vgpr 8
+  .amdhsa_next_free_sgpr 16
+.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.version: [1, 2]
+amdhsa.kernels:
+  - .name: k
+    .symbol: k.kd
+    .kernarg_segment_size: 0
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .kernarg_segment_align: 4
+    .wavefront_size: 32
+    .sgpr_count: 16
+    .vgpr_count: 8
+    .max_flat_workgroup_size: 256
+...
+.end_amdgpu_metadata
+"#;
+
+/// Assembles and links a gfx1100 code object whose kernel `k` has `body` before `s_endpgm`.
+fn build(dir: &Path, name: &str, body: &str, extra: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.s"));
+    let obj = dir.join(format!("{name}.o"));
+    let co = dir.join(format!("{name}.co"));
+    std::fs::write(&src, TEMPLATE.replace("BODY", body).replace("EXTRA", extra)).unwrap();
+    let ok = std::process::Command::new("/usr/lib/llvm-22/bin/clang")
+        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("clang-22 (apt-get install clang-22)")
+        .success();
+    assert!(ok, "assembling {name}");
+    let ok = std::process::Command::new("/usr/lib/llvm-22/bin/ld.lld")
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&co)
+        .status()
+        .expect("ld.lld-22 (apt-get install lld-22)")
+        .success();
+    assert!(ok, "linking {name}");
+    co
+}
+
+/// Runs the main job and returns (exit code, stderr); asserts the output equals the input.
+fn run_closed(co: &Path, strict: bool) -> (i32, String) {
+    let out = co.with_extension("out.co");
+    let mut cmd = Command::cargo_bin("sqtt-patch").unwrap();
+    cmd.arg(co).arg("-o").arg(&out).args(["--functions", "1", "--barriers", "1"]);
+    cmd.env_remove("SQTT_INSTRUMENT_FUNCTIONS").env_remove("SQTT_INSTRUMENT_BARRIERS");
+    if strict {
+        cmd.arg("--strict");
+    }
+    let o = cmd.output().unwrap();
+    let code = o.status.code().unwrap_or(-1);
+    if code == 0 {
+        assert_eq!(std::fs::read(co).unwrap(), std::fs::read(&out).unwrap(), "failed-closed output must be byte-identical");
+    }
+    (code, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn expect(name: &str, body: &str, extra: &str, diagnostic: &str) {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let co = build(dir.path(), name, body, extra);
+    let (code, err) = run_closed(&co, false);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("left unchanged (failed closed)") && err.contains(diagnostic), "{name}: got {err:?}, want {diagnostic:?}");
+    let (code, _) = run_closed(&co, true);
+    assert_eq!(code, 3, "--strict must exit 3 on lost coverage");
+}
+
+#[test]
+fn control_kernel_is_instrumented() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let co = build(dir.path(), "ok", "  s_barrier", "");
+    let out = dir.path().join("ok.out.co");
+    Command::cargo_bin("sqtt-patch").unwrap().arg(&co).arg("-o").arg(&out).args(["--barriers", "1"]).assert().success();
+    assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
+    // Our own output is recognised and refused unless --force.
+    let again = dir.path().join("again.co");
+    let o = Command::cargo_bin("sqtt-patch").unwrap().arg(&out).arg("-o").arg(&again).args(["--barriers", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already instrumented by sqtt-patch (section .sqtt_patch); pass --force"));
+    // Deterministic: the same input and flags give the same bytes.
+    let twice = dir.path().join("twice.co");
+    Command::cargo_bin("sqtt-patch").unwrap().arg(&co).arg("-o").arg(&twice).args(["--barriers", "1"]).assert().success();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&twice).unwrap());
+}
+
+#[test]
+fn undecodable_word() {
+    expect("undecodable", "  .long 0xd7ffffff\n  s_barrier", "", "k at 0x1400: cannot decode: unknown VOP3 opcode 1023 (word 0xd7ffffff)");
+}
+
+#[test]
+fn indirect_jump_in_kernel() {
+    expect("indirect", "  s_barrier\n  s_setpc_b64 s[4:5]", "", "k at 0x1404: indirect jump through a register in a kernel");
+}
+
+#[test]
+fn branch_leaving_the_function() {
+    expect("leave", "  s_barrier\n  s_cbranch_scc0 .Lf_end", "", "branch leaves the function (target 0x");
+}
+
+#[test]
+fn unrecognised_getpc_use() {
+    expect(
+        "getpc",
+        "  s_barrier\n  s_getpc_b64 s[0:1]\n  s_mov_b32 s2, s0",
+        "",
+        "unrecognised PC-relative sequence from s_getpc at 0x1404: s_mov_b32 uses the PC register pair",
+    );
+}
+
+#[test]
+fn getpc_sequence_running_into_a_branch() {
+    expect(
+        "getpc_branch",
+        "  s_barrier\n  s_getpc_b64 s[0:1]\n  s_branch 0\n  s_add_u32 s0, s0, 0x10",
+        "",
+        "unrecognised PC-relative sequence from s_getpc at 0x1404: control flow before the adds complete",
+    );
+}
+
+#[test]
+fn return_from_exception() {
+    expect("rfe", "  s_barrier\n  s_rfe_b64 s[0:1]", "", "s_rfe_b64 is not supported");
+}
+
+#[test]
+fn second_executable_section() {
+    expect(
+        "twosections",
+        "  s_barrier",
+        ".section .other_code,\"ax\",@progbits\n  s_nop 0\n",
+        "more than one executable section",
+    );
+}
