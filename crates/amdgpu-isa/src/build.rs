@@ -221,6 +221,16 @@ pub fn s_waitcnt_depctr(t: Target, imm: u16) -> Result<Instruction, EncodeError>
     sopp(t, "s_waitcnt_depctr", imm)
 }
 
+/// gfx10/gfx11 `s_waitcnt_vscnt null, imm` (SOPK; waits until at most `imm` vector stores are
+/// outstanding). gfx1010..gfx1013 need `s_waitcnt_vscnt null, 0` between an LDS access, a branch and
+/// a VMEM access (LLVM 22 `GCNHazardRecognizer`, "LdsBranchVmemWARHazard").
+pub fn s_waitcnt_vscnt(t: Target, imm: u16) -> Result<Instruction, EncodeError> {
+    start(t, Format::Sopk, "s_waitcnt_vscnt")?
+        .scalar("sdst", Operand::Null, true)?
+        .field("simm16", u32::from(imm))?
+        .finish()
+}
+
 /// `s_mov_b32 dst, src` (dst: SGPR, M0, EXEC_LO/HI, VCC_LO/HI; src also inline or literal).
 pub fn s_mov_b32(t: Target, dst: Operand, src: Operand) -> Result<Instruction, EncodeError> {
     start(t, Format::Sop1, "s_mov_b32")?
@@ -282,6 +292,26 @@ pub fn s_lshr_b32(
     b: Operand,
 ) -> Result<Instruction, EncodeError> {
     sop2(t, "s_lshr_b32", dst, a, b)
+}
+
+/// `s_or_b32 dst, a, b` (SCC = result != 0).
+pub fn s_or_b32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    sop2(t, "s_or_b32", dst, a, b)
+}
+
+/// `s_lshl_b32 dst, a, b` (shift count `b[4:0]`; SCC = result != 0).
+pub fn s_lshl_b32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    sop2(t, "s_lshl_b32", dst, a, b)
 }
 
 /// `s_cselect_b32 dst, a, b` (dst = SCC ? a : b).
@@ -373,4 +403,15 @@ pub fn v_readlane_b32(
     let e = e.scalar("vdst", sdst, true)?;
     let e = e.scalar("src0", Operand::Vgpr(vsrc), false)?;
     e.scalar("src1", lane, false)?.finish()
+}
+
+/// gfx1250 `s_add_pc_i64 lit64(offset)`: PC of the next instruction + `offset` (bytes), always
+/// encoded with the 64-bit literal (scalar source 254, as LLVM 22 encodes it), 12 bytes.
+pub fn s_add_pc_i64(t: Target, offset: i64) -> Result<Instruction, EncodeError> {
+    const LIT64: u32 = 254;
+    let e = start(t, Format::Sop1, "s_add_pc_i64")?.field("ssrc0", LIT64)?;
+    let mut b = [0u8; 12];
+    b[..4].copy_from_slice(&e.words[0].to_le_bytes());
+    b[4..].copy_from_slice(&(offset as u64).to_le_bytes());
+    Ok(decode(&b, t)?)
 }

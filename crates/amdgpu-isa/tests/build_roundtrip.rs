@@ -116,6 +116,16 @@ fn snippets(t: Target) -> Vec<(Instruction, String)> {
             "s_lshr_b32 s1, s2, 4".into(),
         ),
         (
+            build::s_or_b32(t, Operand::M0, Operand::M0, Operand::Literal(0x1234))
+                .expect("or"),
+            "s_or_b32 m0, m0, 0x1234".into(),
+        ),
+        (
+            build::s_lshl_b32(t, Operand::M0, Operand::Sgpr(2), Operand::Imm(20))
+                .expect("lshl"),
+            "s_lshl_b32 m0, s2, 20".into(),
+        ),
+        (
             build::s_cselect_b32(t, Operand::M0, Operand::Sgpr(2), Operand::Imm(0))
                 .expect("cselect"),
             "s_cselect_b32 m0, s2, 0".into(),
@@ -185,6 +195,10 @@ fn snippets(t: Target) -> Vec<(Instruction, String)> {
         v.push((
             build::s_waitcnt_depctr(t, 0xfffe).expect("depctr"),
             "s_waitcnt_depctr 0xfffe".into(),
+        ));
+        v.push((
+            build::s_waitcnt_vscnt(t, 0).expect("vscnt"),
+            "s_waitcnt_vscnt null, 0x0".into(),
         ));
     }
     if f == Family::Gfx1250 {

@@ -104,25 +104,25 @@ pub struct CodeObjectEditor<'a> {
 /// what page-aligned (4 KiB) segments of real code objects need.
 pub const MAX_LAYOUT_SLACK: u64 = 16 << 20;
 
-fn align_up(x: u64, a: u64) -> u64 {
+fn align_up(x: u64, a: u64) -> Option<u64> {
     if a <= 1 {
-        x
+        Some(x)
     } else {
-        x.div_ceil(a) * a
+        x.div_ceil(a).checked_mul(a)
     }
 }
 
 /// Smallest `x >= min` with `x % p == target % p`.
-fn congruent_at_least(min: u64, target: u64, p: u64) -> u64 {
+fn congruent_at_least(min: u64, target: u64, p: u64) -> Option<u64> {
     if p <= 1 {
-        return min;
+        return Some(min);
     }
     let want = target % p;
-    let base = min - min % p + want;
+    let base = (min - min % p).checked_add(want)?;
     if base >= min {
-        base
+        Some(base)
     } else {
-        base + p
+        base.checked_add(p)
     }
 }
 
@@ -382,10 +382,20 @@ impl<'a> CodeObjectEditor<'a> {
     /// Computes the output layout for the current edits (see module documentation).
     pub fn layout(&self) -> Result<Layout> {
         let (contents, _) = self.final_contents()?;
-        Ok(self.layout_for(&contents))
+        self.layout_for(&contents)
     }
 
-    fn layout_for(&self, contents: &[Vec<u8>]) -> Layout {
+    /// Places every section; [`Error::Malformed`] when the input's addresses, offsets and
+    /// alignments make a position overflow 64 bits (only possible for inconsistent input).
+    fn layout_for(&self, contents: &[Vec<u8>]) -> Result<Layout> {
+        self.try_layout(contents).ok_or_else(|| Error::Malformed {
+            what: "section header table",
+            offset: self.co.elf.header.e_shoff,
+            detail: "section addresses, offsets and alignments overflow 64-bit positions".into(),
+        })
+    }
+
+    fn try_layout(&self, contents: &[Vec<u8>]) -> Option<Layout> {
         let co = self.co;
         let secs = &co.elf.sections;
         let h = &co.elf.header;
@@ -460,30 +470,30 @@ impl<'a> CodeObjectEditor<'a> {
             let (new_addr, new_off);
             if starts {
                 let p = load.map_or(a, |l| loads[l].align.max(1)).max(1);
-                let mut na = s.addr + page_addr;
+                let mut na = s.addr.checked_add(page_addr)?;
                 if na < need_addr {
-                    na += align_up(need_addr - na, p);
+                    na = na.checked_add(align_up(need_addr - na, p)?)?;
                 }
-                na = align_up(na, a);
+                na = align_up(na, a)?;
                 new_addr = na;
-                new_off = congruent_at_least(need_off.max(s.offset + page_off), na, p);
+                new_off = congruent_at_least(need_off.max(s.offset.checked_add(page_off)?), na, p)?;
                 page_addr = new_addr - s.addr;
                 page_off = new_off.saturating_sub(s.offset);
                 k_seg = new_addr.wrapping_sub(new_off);
                 cur_load = load;
             } else {
-                let cand = s.addr + d_addr;
+                let cand = s.addr.checked_add(d_addr)?;
                 let mut req = need_addr;
                 if !nobits {
                     req = req.max(need_off.wrapping_add(k_seg));
                 }
-                new_addr = align_up(cand.max(req), a);
+                new_addr = align_up(cand.max(req), a)?;
                 new_off = new_addr.wrapping_sub(k_seg);
             }
             d_addr = new_addr - s.addr;
-            need_addr = new_addr + size;
+            need_addr = new_addr.checked_add(size)?;
             if !nobits {
-                need_off = need_off.max(new_off + size);
+                need_off = need_off.max(new_off.checked_add(size)?);
             }
             place[s.index].new_addr = new_addr;
             place[s.index].new_offset = new_off;
@@ -497,26 +507,26 @@ impl<'a> CodeObjectEditor<'a> {
         let mut d_na = 0u64;
         for s in rest {
             let a = s.addralign.max(1);
-            let no = align_up((s.offset + d_na).max(need_off), a);
+            let no = align_up(s.offset.checked_add(d_na)?.max(need_off), a)?;
             d_na = no - s.offset;
             place[s.index].new_offset = no;
             if s.sh_type != SHT_NOBITS {
-                need_off = no + size_of(s.index);
+                need_off = no.checked_add(size_of(s.index))?;
             }
         }
         for (j, n) in self.new_sections.iter().enumerate() {
             let i = secs.len() + j;
-            let no = align_up(need_off, n.align.max(1));
+            let no = align_up(need_off, n.align.max(1))?;
             place[i].new_offset = no;
-            need_off = no + contents[i].len() as u64;
+            need_off = no.checked_add(contents[i].len() as u64)?;
         }
-        let shoff = align_up((h.e_shoff + d_na).max(need_off), 8);
-        let file_size = shoff + 64 * contents.len() as u64;
-        Layout {
+        let shoff = align_up(h.e_shoff.checked_add(d_na)?.max(need_off), 8)?;
+        let file_size = shoff.checked_add(64 * contents.len() as u64)?;
+        Some(Layout {
             sections: place,
             shoff,
             file_size,
-        }
+        })
     }
 
     /// Maps an input address to its output address: explicit text map first (exact match), else
@@ -532,7 +542,7 @@ impl<'a> CodeObjectEditor<'a> {
     pub fn write(&self) -> Result<Vec<u8>> {
         let co = self.co;
         let (contents, new_names) = self.final_contents()?;
-        let layout = self.layout_for(&contents);
+        let layout = self.layout_for(&contents)?;
         let secs = &co.elf.sections;
         let h = &co.elf.header;
         // Output can only exceed input + new contents by alignment padding (at most MAX_LAYOUT_SLACK

@@ -111,3 +111,17 @@ fn segment_past_the_file_is_an_error() {
         "malformed program header at offset 0xb0: segment file range at offset 0x9d0000000800 with size 0x268 extends past the end of the file (0x1070 bytes)"
     );
 }
+
+/// Found by `code_object` after 141,455 runs: section addresses below their file offsets made
+/// the writer's layout wrap (`k_seg`) and then overflow an addition (arithmetic overflow panic).
+/// The layout arithmetic is now checked and reports a typed error.
+#[test]
+fn layout_overflow_is_an_error() {
+    let data = read("code_object-layout-overflow.bin");
+    let co = CodeObject::parse(&data).expect("parses");
+    let e = CodeObjectEditor::new(&co).write().expect_err("overflow");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header table at offset 0x11c8: section addresses, offsets and alignments overflow 64-bit positions"
+    );
+}

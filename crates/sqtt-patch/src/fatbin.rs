@@ -285,6 +285,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         ids: Default::default(),
         reserved_sgpr: None,
         dwarf_sections_remapped: 0,
+        relaxed_branches: 0,
     }
 }
 

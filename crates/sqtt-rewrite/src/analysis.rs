@@ -623,3 +623,29 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         .collect();
     M0Facts { live, constant }
 }
+
+/// SCC live before each instruction of `f` (backward liveness from the ISA tables' explicit and
+/// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
+pub fn scc_live(f: &Func) -> Vec<bool> {
+    let n = f.insts.len();
+    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| i.reads().contains(SpecialReg::Scc)).collect();
+    let writes: Vec<bool> = f
+        .insts
+        .iter()
+        .map(|(_, i)| i.writes().contains(SpecialReg::Scc) || i.flow() == Flow::Call)
+        .collect();
+    let mut live = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in (0..n).rev() {
+            let out = f.succs[i].iter().any(|&s| live[s]);
+            let v = reads[i] || (out && !writes[i]);
+            if v != live[i] {
+                live[i] = v;
+                changed = true;
+            }
+        }
+    }
+    live
+}

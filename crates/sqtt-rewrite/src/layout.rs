@@ -12,7 +12,8 @@
 //! with [`Landing::After`] (function entry markers), which a branch skips: a loop back to a
 //! function's first instruction must not enter the scope twice.
 
-use amdgpu_isa::Instruction;
+use amdgpu_isa::build::{self, Operand};
+use amdgpu_isa::{Family, Instruction, Target};
 use thiserror::Error;
 
 /// `s_nop 0`: the padding word lld writes between functions (same on gfx9..gfx12; checked with
@@ -65,6 +66,12 @@ pub enum Reloc {
         /// Original absolute target (bytes).
         target: u64,
     },
+    /// A relaxed SOPP branch: it now targets long-branch island `island` (see
+    /// [`Piece::Island`]), which jumps to the original target.
+    ToIsland {
+        /// Index of the island among the plan's [`Piece::Island`]s, in output order.
+        island: usize,
+    },
     /// gfx1250 `s_add_pc_i64` with a 64-bit literal: offset from the next instruction.
     AddPc {
         /// Original absolute target (bytes).
@@ -107,6 +114,19 @@ pub enum Piece {
         inst: Instruction,
         /// Field to recompute.
         reloc: Reloc,
+    },
+    /// Long-branch island for a relaxed branch: an unconditional jump to the original address
+    /// `target` (mapped with the landing rule) through SGPR pair `pair` ([`island_code`]).
+    Island {
+        /// Original absolute target (bytes).
+        target: u64,
+        /// First SGPR of the even-aligned pair the island may clobber (unused on gfx1250).
+        pair: u8,
+        /// Target processor (encodings).
+        isa: Target,
+        /// Start with `s_branch` over the island (the relaxed branch was conditional and its
+        /// fall-through path must skip the island).
+        skip: bool,
     },
     /// Original bytes copied verbatim (padding tails, data islands); addresses inside map by offset.
     Raw {
@@ -167,7 +187,13 @@ pub enum LayoutError {
         /// Its target.
         target: u64,
     },
-    /// Re-encoding failed (e.g. a branch out of simm16 range after insertion).
+    /// A SOPP branch no longer reaches its target (simm16, about ±128 KiB): relax it.
+    #[error("branch at {at:#x} is out of simm16 range after insertion")]
+    OutOfRange {
+        /// Original address of the branch.
+        at: u64,
+    },
+    /// Re-encoding failed.
     #[error("cannot re-encode instruction at {at:#x}: {why}")]
     Encode {
         /// Original address.
@@ -233,6 +259,51 @@ impl Layout {
     }
 }
 
+/// Placeholder that forces a 32-bit literal when an island is first built (inline constants would
+/// change the island's size between layout passes).
+const FORCE_LITERAL: u32 = 0x1234_5678;
+
+/// Code of a long-branch island at `at` jumping to `dest` (bytes), the same sequences LLVM 22's
+/// branch relaxation emits (checked against the corpus' long-branch fixtures):
+/// - gfx9/gfx10/gfx11: `s_getpc_b64 s[p:p+1]`, `s_add_u32 sp, sp, lo`, `s_addc_u32 sp+1, sp+1,
+///   hi`, `s_setpc_b64 s[p:p+1]` (offset relative to the getpc address + 4);
+/// - gfx12: the same with `s_add_co_u32`/`s_add_co_ci_u32` and `s_wait_alu depctr_sa_sdst(0)`
+///   after the getpc and before the setpc;
+/// - gfx1250: one `s_add_pc_i64` with a 64-bit literal (offset from the next instruction).
+///
+/// Clobbers SCC and the pair (not on gfx1250). The size never depends on `at`/`dest`.
+pub fn island_code(t: Target, at: u64, dest: u64, pair: u8) -> Result<Vec<Instruction>, String> {
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    if t.family() == Family::Gfx1250 {
+        let add = build::s_add_pc_i64(t, 0).map_err(e)?;
+        let off = dest.wrapping_sub(at + add.len() as u64);
+        return Ok(vec![add.with_literal(off).map_err(e)?]);
+    }
+    let gfx12 = t.family() == Family::Gfx12;
+    // s_wait_alu depctr_sa_sdst(0): SALU SGPR write read by the next SALU (gfx12; llc-22 output).
+    const SA_SDST0: u16 = 0xff9e;
+    let off = dest.wrapping_sub(at + 4);
+    let p = Operand::Sgpr(pair);
+    let p1 = Operand::Sgpr(pair + 1);
+    let mut code = vec![build::s_getpc_b64(t, pair).map_err(e)?];
+    if gfx12 {
+        code.push(build::s_wait_alu(t, SA_SDST0).map_err(e)?);
+    }
+    let lo = build::s_add_u32(t, p, p, Operand::Literal(FORCE_LITERAL)).map_err(e)?;
+    code.push(lo.with_literal(off & 0xffff_ffff).map_err(e)?);
+    let hi = build::s_addc_u32(t, p1, p1, Operand::Literal(FORCE_LITERAL)).map_err(e)?;
+    code.push(hi.with_literal(off >> 32).map_err(e)?);
+    if gfx12 {
+        code.push(build::s_wait_alu(t, SA_SDST0).map_err(e)?);
+    }
+    code.push(build::s_setpc_b64(t, pair).map_err(e)?);
+    Ok(code)
+}
+
+fn code_len(code: &[Instruction]) -> u64 {
+    code.iter().map(|i| i.len() as u64).sum()
+}
+
 fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
@@ -249,6 +320,7 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
     let mut raws = Vec::new();
     let mut run_start: Option<u64> = None;
     let mut landing: Option<u64> = None;
+    let mut islands: Vec<u64> = Vec::new();
     for piece in &plan.pieces {
         match piece {
             Piece::Align(a) => {
@@ -278,6 +350,14 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                     new: addr,
                 });
                 addr += inst.len() as u64;
+            }
+            Piece::Island { pair, isa, skip, .. } => {
+                // Trails the relaxed branch: not part of the next instruction's block.
+                new_addrs.push(addr);
+                let code = island_code(*isa, 0, 0, *pair).map_err(|why| LayoutError::Encode { at: 0, why })?;
+                let over = if *skip { 4 } else { 0 };
+                islands.push(addr + over);
+                addr += over + code_len(&code);
             }
             Piece::Raw { addr: old, bytes } => {
                 new_addrs.push(addr);
@@ -309,8 +389,21 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
             }
             Piece::Insert { inst, .. } => out.extend_from_slice(inst.bytes()),
             Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
+            Piece::Island { target, pair, isa, skip } => {
+                let dest = layout.map_branch(*target).ok_or(LayoutError::BadTarget { at, target: *target })?;
+                let start = if *skip { at + 4 } else { at };
+                let code = island_code(*isa, start, dest, *pair).map_err(|why| LayoutError::Encode { at, why })?;
+                if *skip {
+                    let dwords = (code_len(&code) / 4) as i16;
+                    let over = build::s_branch(*isa, dwords).map_err(|e| LayoutError::Encode { at, why: e.to_string() })?;
+                    out.extend_from_slice(over.bytes());
+                }
+                for c in &code {
+                    out.extend_from_slice(c.bytes());
+                }
+            }
             Piece::Orig { addr: old, inst, reloc } => {
-                let fixed = relocate(&layout, plan, *old, at, inst, *reloc, text_old_end)?;
+                let fixed = relocate(&layout, plan, &islands, *old, at, inst, *reloc, text_old_end)?;
                 out.extend_from_slice(fixed.bytes());
             }
         }
@@ -328,9 +421,11 @@ fn pcrel_new_target(layout: &Layout, p: &PcRel) -> Option<u64> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn relocate(
     layout: &Layout,
     plan: &TextPlan,
+    islands: &[u64],
     old: u64,
     new_pc: u64,
     inst: &Instruction,
@@ -361,6 +456,13 @@ fn relocate(
             let t = layout
                 .map_branch(target)
                 .ok_or(LayoutError::BadTarget { at: old, target })?;
+            inst.with_branch_target(new_pc, t).map_err(|e| match e {
+                amdgpu_isa::EncodeError::BranchOutOfRange { .. } => LayoutError::OutOfRange { at: old },
+                e => enc(e),
+            })
+        }
+        Reloc::ToIsland { island } => {
+            let t = *islands.get(island).ok_or(LayoutError::BadTarget { at: old, target: 0 })?;
             inst.with_branch_target(new_pc, t).map_err(enc)
         }
         Reloc::Call { target } => {

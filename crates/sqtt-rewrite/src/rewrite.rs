@@ -8,7 +8,7 @@
 use crate::analysis::{analyse, FnSpec, KernelSpec, Program};
 use crate::config::Options;
 use crate::funcmap::{self, Row};
-use crate::layout::{lay_out, Landing, Layout, PcRelUse, Piece, TextPlan, PAD_WORD};
+use crate::layout::{lay_out, Landing, Layout, LayoutError, PcRelUse, Piece, Reloc, TextPlan, PAD_WORD};
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use amdgpu_isa::{Family, Special, Target};
 use hsaco::{CodeObject, CodeObjectEditor};
@@ -123,6 +123,8 @@ pub struct Report {
     pub reserved_sgpr: Option<u8>,
     /// DWARF sections remapped.
     pub dwarf_sections_remapped: usize,
+    /// SOPP branches relaxed into long-branch islands (pushed out of simm16 range by inserted code).
+    pub relaxed_branches: usize,
 }
 
 /// Result of [`rewrite`].
@@ -254,6 +256,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         ids: BTreeMap::new(),
         reserved_sgpr: None,
         dwarf_sections_remapped: 0,
+        relaxed_branches: 0,
     };
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
@@ -398,58 +401,35 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         return Ok(Outcome { bytes: None, report });
     }
     report.reserved_sgpr = if used_reserve { reserve } else { None };
-    // Text plan.
-    let mut tp = TextPlan {
-        text_addr,
-        pieces: Vec::new(),
-        pcrels: prog.pcrels.clone(),
-    };
-    let mut cursor = text_addr;
-    if let Some(first) = prog.funcs.first() {
-        if first.spec.start > text_addr {
-            // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
-            tp.pieces.push(Piece::Raw {
-                addr: text_addr,
-                bytes: text_bytes[..(first.spec.start - text_addr) as usize].to_vec(),
-            });
-            cursor = first.spec.start;
-        }
-    }
-    for (fi, f) in prog.funcs.iter().enumerate() {
-        if f.spec.start > cursor {
-            let gap = &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
-            if !is_padding(gap, target) {
-                tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
-                tp.pieces.push(Piece::Raw { addr: cursor, bytes: gap.to_vec() });
-            }
-        }
-        tp.pieces.push(Piece::Align(alignment_of(f.spec.start, f.spec.kernel.is_some())));
-        for (i, (a, inst)) in f.insts.iter().enumerate() {
-            if let Some(list) = snippets.get(&(fi, i)) {
-                for (s, code) in list {
-                    for c in code {
-                        tp.pieces.push(Piece::Insert { inst: *c, landing: s.landing });
+    // Text plan; branches pushed out of simm16 range are relaxed through long-branch islands and
+    // the layout is redone.
+    let mut relax: BTreeMap<u64, bool> = BTreeMap::new();
+    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
+    let island_pair = free_pair(&prog, &co, report.reserved_sgpr);
+    let (mut tp, layout) = loop {
+        let tp = text_plan(&prog, &snippets, &text_bytes, text_addr, text_end, target, &relax, island_pair);
+        match lay_out(&tp, text_end) {
+            Ok(l) => break (tp, l),
+            Err(LayoutError::OutOfRange { at }) if !relax.contains_key(&at) && relax.len() < 10_000 => {
+                match relaxable(&prog, &scc_facts, at, island_pair, target) {
+                    Ok(conditional) => {
+                        relax.insert(at, conditional);
+                    }
+                    Err(why) => {
+                        report.status = Status::FailedClosed;
+                        report.reasons.push(format!("branch at {at:#x} is out of range after insertion and cannot be relaxed: {why}"));
+                        return Ok(Outcome { bytes: None, report });
                     }
                 }
             }
-            tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: f.relocs[i] });
-        }
-        cursor = f.spec.end;
-    }
-    if cursor < text_end {
-        tp.pieces.push(Piece::Raw {
-            addr: cursor,
-            bytes: text_bytes[(cursor - text_addr) as usize..].to_vec(),
-        });
-    }
-    let layout = match lay_out(&tp, text_end) {
-        Ok(l) => l,
-        Err(e) => {
-            report.status = Status::FailedClosed;
-            report.reasons.push(e.to_string());
-            return Ok(Outcome { bytes: None, report });
+            Err(e) => {
+                report.status = Status::FailedClosed;
+                report.reasons.push(e.to_string());
+                return Ok(Outcome { bytes: None, report });
+            }
         }
     };
+    report.relaxed_branches = relax.len();
     // Edit the ELF.
     let mut ed = CodeObjectEditor::new(&co);
     let fail = |report: &mut Report, why: String| {
@@ -598,7 +578,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         let name = marker_name(&prog, k);
         report.ids.insert(name.clone(), id);
         rows.push(match k {
-            MarkerKey::Function(_) | MarkerKey::Kernel(_) => Row::Function {
+            // Kernel scopes are a post-link extra: a user scope named after the kernel (the
+            // kernel itself keeps its K: row; F: rows are for device functions).
+            MarkerKey::Kernel(_) => Row::User { id, name },
+            MarkerKey::Function(_) => Row::Function {
                 id,
                 loc: locs.get(&name).cloned().filter(|l| !l.contains('@')),
                 name,
@@ -722,4 +705,118 @@ fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
         }
     }
     u8::try_from(cand).ok()
+}
+
+/// Builds the output order of `.text`: each function re-aligned, snippets in front of their
+/// instructions, relaxed branches (original address → conditional) followed by their island.
+#[allow(clippy::too_many_arguments)]
+fn text_plan(
+    prog: &Program,
+    snippets: &Snippets,
+    text_bytes: &[u8],
+    text_addr: u64,
+    text_end: u64,
+    target: Target,
+    relax: &BTreeMap<u64, bool>,
+    island_pair: Option<u8>,
+) -> TextPlan {
+    let mut tp = TextPlan {
+        text_addr,
+        pieces: Vec::new(),
+        pcrels: prog.pcrels.clone(),
+    };
+    let mut cursor = text_addr;
+    if let Some(first) = prog.funcs.first() {
+        if first.spec.start > text_addr {
+            // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
+            tp.pieces.push(Piece::Raw {
+                addr: text_addr,
+                bytes: text_bytes[..(first.spec.start - text_addr) as usize].to_vec(),
+            });
+            cursor = first.spec.start;
+        }
+    }
+    let mut islands = 0usize;
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.spec.start > cursor {
+            let gap = &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
+            if !is_padding(gap, target) {
+                tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
+                tp.pieces.push(Piece::Raw { addr: cursor, bytes: gap.to_vec() });
+            }
+        }
+        tp.pieces.push(Piece::Align(alignment_of(f.spec.start, f.spec.kernel.is_some())));
+        for (i, (a, inst)) in f.insts.iter().enumerate() {
+            if let Some(list) = snippets.get(&(fi, i)) {
+                for (s, code) in list {
+                    for c in code {
+                        tp.pieces.push(Piece::Insert { inst: *c, landing: s.landing });
+                    }
+                }
+            }
+            match (relax.get(a), f.relocs[i], island_pair) {
+                (Some(&conditional), Reloc::Branch { target: t }, Some(pair)) => {
+                    tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: Reloc::ToIsland { island: islands } });
+                    tp.pieces.push(Piece::Island { target: t, pair, isa: target, skip: conditional });
+                    islands += 1;
+                }
+                _ => tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: f.relocs[i] }),
+            }
+        }
+        cursor = f.spec.end;
+    }
+    if cursor < text_end {
+        tp.pieces.push(Piece::Raw {
+            addr: cursor,
+            bytes: text_bytes[(cursor - text_addr) as usize..].to_vec(),
+        });
+    }
+    tp
+}
+
+/// Whether the branch at original address `at` can be relaxed: an SGPR pair is free (not needed
+/// on gfx1250) and SCC is dead at its target (the island's adds clobber SCC; gfx1250's
+/// `s_add_pc_i64` does not). Returns whether the branch is conditional.
+fn relaxable(prog: &Program, scc: &[Vec<bool>], at: u64, pair: Option<u8>, target: Target) -> Result<bool, String> {
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else { continue };
+        let inst = f.insts[i].1;
+        let Reloc::Branch { target: t } = f.relocs[i] else {
+            return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
+        };
+        let conditional = matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true });
+        if target.family() != Family::Gfx1250 {
+            if pair.is_none() {
+                return Err("no SGPR pair is provably free for a long branch".into());
+            }
+            let ti = f.insts.iter().position(|(a, _)| *a == t).ok_or("target is not an instruction")?;
+            if scc[fi][ti] {
+                return Err("SCC is live at the branch target (the long branch clobbers it)".into());
+            }
+        }
+        return Ok(conditional);
+    }
+    Err("not an instruction of any function".into())
+}
+
+/// An even-aligned SGPR pair no code of the object uses (above the highest SGPR used and the
+/// M0-save register), inside every gfx9 kernel's allocation; for long-branch islands.
+fn free_pair(prog: &Program, co: &CodeObject, reserved: Option<u8>) -> Option<u8> {
+    let base = free_sgpr(prog, co)?;
+    let mut p = u16::from(base).max(reserved.map_or(0, |r| u16::from(r) + 1));
+    if p % 2 == 1 {
+        p += 1;
+    }
+    if p + 1 >= sgpr_limit(prog.target) {
+        return None;
+    }
+    if prog.target.family() == Family::Gfx9 {
+        for k in &co.kernels {
+            let alloc = k.descriptor.registers(&co.target).sgprs.unwrap_or(0) as u16;
+            if p + 2 + 6 > alloc {
+                return None;
+            }
+        }
+    }
+    u8::try_from(p).ok()
 }

@@ -1,2 +1,342 @@
-//! Instruction snippets for address tracing, HW_ID scope checks and gfx12 shader-clock packing
-//! (placeholder: being written).
+//! Instruction snippets for per-lane address tracing, HW_ID scope checks and gfx12 shader-clock
+//! packing (seed spec `shared/seeds/000_df2c860dad9fe6b4.txt`, sections "Address Tracing",
+//! "Scope filtering (bitmasks)", "GFX12 Shader Clock Packing", "Instruction Overhead").
+//!
+//! Every snippet is a [`Snippet`]: straight-line code (plus loops and skips whose branches stay
+//! inside it) that is inserted in front of an original instruction and runs before it. A snippet
+//! never touches memory, VGPRs, AGPRs, EXEC or VCC; it writes only M0, SCC and the SGPRs the
+//! caller passes in (proven free by the caller). [`Snippet::new`] re-checks these rules on the
+//! decoded instructions, so the reported clobbers are derived from the code, not hand-kept.
+//!
+//! # Hazards (software wait states), per generation
+//! The waits were taken from what `llc-22` inserts for the equivalent LLVM IR
+//! (`llvm.amdgcn.readlane` loops feeding `llvm.amdgcn.s.ttracedata`, `llvm.amdgcn.s.getreg`,
+//! `llvm.readcyclecounter`) for gfx900, gfx942, gfx1010, gfx1030, gfx1100, gfx1200 and gfx1250,
+//! and from LLVM 22 `AMDGPUWaitSGPRHazards.cpp` / `GCNHazardRecognizer.cpp`:
+//! - all targets: a SALU write of M0 followed by `s_ttracedata` needs one wait state; the spec
+//!   emits `s_mov_b32 m0, x` + `s_nop 0` + `s_ttracedata` everywhere and so do we
+//!   (`llc-22` puts `s_nop 0` or an independent SALU in between on gfx9).
+//! - gfx9 (gfx900..gfx950), gfx10.3, gfx11, gfx1250: `llc-22` inserts no other wait for a SALU
+//!   write of the lane-select SGPR followed by `v_readlane_b32`, nor for a `v_readlane_b32` SGPR
+//!   result read by SALU (gfx11/gfx1250 `s_delay_alu` is a scheduling hint only and is omitted).
+//! - gfx1200/gfx1201 (`AMDGPUWaitSGPRHazards`): an SGPR written by SALU and then read by SALU or
+//!   VALU needs `s_wait_alu depctr_sa_sdst(0)` in between (when the SGPR pair was ever read by a
+//!   VALU; callers' register history is unknown, so we assume it was); an SGPR written by VALU and
+//!   read by VALU needs `s_wait_alu depctr_va_sdst(0)`. A VALU-written SGPR read by SALU needs no
+//!   wait there (`llc-22 -mcpu=gfx1200` emits `v_readlane_b32 s1, ...` then `s_mov_b32 m0, s1`
+//!   with nothing between). M0 and EXEC are not tracked by that model. The snippets place the
+//!   waits automatically (see `Emitter`): one before the loop, one per loop iteration.
+//! - gfx1010..gfx1013 (`GCNHazardRecognizer`, LdsBranchVmemWAR): an LDS access, a branch and a
+//!   VMEM access in either order need `s_waitcnt_vscnt null, 0` between them, so every snippet
+//!   that contains a branch ends with it on those processors.
+//! - Address-trace snippets start with at least nine SALU instructions before their first VALU
+//!   (`v_readlane_b32`), i.e. at least nine wait states after the preceding original VALU; this
+//!   covers the 1..5-wait-state VALU-forwarding hazards of gfx9/gfx90a/gfx940 but not MFMA
+//!   results (up to 19) nor gfx11+ transcendental-result hazards (counted in VALUs): an address
+//!   VGPR written by such an instruction right before the traced op is not handled here.
+//!
+//! Callers must insert a snippet immediately before the traced instruction, after the
+//! `s_waitcnt`/`s_wait_*` that guard its operands (the snippet reads the same VGPRs).
+
+mod addr;
+mod clock;
+mod scope;
+
+pub use addr::{address_trace, payload_count, trace_name, AddrSource, ScalarSrc, TraceKind};
+pub use clock::clock_marker;
+pub use scope::{scope_guard, scope_init, ScopeMasks};
+
+use amdgpu_isa::build::{self, Operand};
+use amdgpu_isa::{EncodeError, Family, Flow, InstClass, Instruction, Target};
+
+/// Why a snippet cannot be built. No variant carries a file offset: snippets are built from
+/// caller-chosen registers; the caller adds the site's offset to its own error.
+#[derive(Debug, thiserror::Error)]
+pub enum SnippetError {
+    #[error("{target}: cannot encode {what}: {source}")]
+    Encode {
+        what: &'static str,
+        target: &'static str,
+        source: EncodeError,
+    },
+    #[error("wave size {wave_size} is not valid on {target} (32 or 64; gfx9 is wave64 only)")]
+    WaveSize {
+        wave_size: u32,
+        target: &'static str,
+    },
+    #[error("v{vgpr} cannot be read by v_readlane_b32 (VGPR source 0..=255)")]
+    VgprRange { vgpr: u32 },
+    #[error("scratch SGPR s{sgpr} overlaps {what}")]
+    RegisterOverlap { sgpr: u8, what: &'static str },
+    #[error("{what} needs an even SGPR (64-bit pair), got s{sgpr}")]
+    UnalignedPair { sgpr: u8, what: &'static str },
+    #[error("{target}: shader-clock packing exists only on gfx1200, gfx1201 and gfx1250")]
+    ClockTarget { target: &'static str },
+    #[error(
+        "shader clock bits {bits} / shift {shift} invalid (need 1 <= bits <= 29, bits + shift <= 32)"
+    )]
+    ClockBits { bits: u32, shift: u32 },
+    #[error("marker value {value:#x} does not fit the {avail} bits left below a {bits}-bit clock field")]
+    ValueTooWide { value: u32, bits: u32, avail: u32 },
+    #[error("internal: snippet breaks its own rule: {0}")]
+    Rule(String),
+}
+
+/// A finished snippet and what it clobbers (derived from the decoded instructions).
+#[derive(Clone, Debug)]
+pub struct Snippet {
+    /// Instructions in execution order (branches are relative and stay inside the snippet).
+    pub code: Vec<Instruction>,
+    /// SCC is written (the caller must save it, or prove it dead, before the insertion point).
+    pub clobbers_scc: bool,
+    /// M0 is written.
+    pub clobbers_m0: bool,
+    /// SGPR numbers written, ascending (only the caller's scratch/flag registers).
+    pub sgprs: Vec<u8>,
+}
+
+impl Snippet {
+    /// Wraps `code` after checking the snippet rules: no memory access, no VGPR/AGPR/EXEC/VCC
+    /// write, only fall-through instructions and PC-relative branches whose targets lie inside
+    /// `[0, size]` bytes (a target equal to the size falls out of the end). Errors:
+    /// [`SnippetError::Rule`] naming the offending instruction.
+    pub fn new(code: Vec<Instruction>) -> Result<Snippet, SnippetError> {
+        use amdgpu_isa::SpecialReg as S;
+        let size: u64 = code.iter().map(|i| i.len() as u64).sum();
+        let mut pc = 0u64;
+        let mut sgprs = Vec::new();
+        let (mut scc, mut m0) = (false, false);
+        for i in &code {
+            let m = i.mnemonic();
+            let mem = matches!(
+                i.class(),
+                InstClass::Smem
+                    | InstClass::Ds
+                    | InstClass::Flat
+                    | InstClass::Global
+                    | InstClass::Scratch
+                    | InstClass::Buffer
+                    | InstClass::Image
+                    | InstClass::Export
+            );
+            if mem || i.memory().is_some() {
+                return Err(SnippetError::Rule(format!("{m} accesses memory")));
+            }
+            match i.flow() {
+                Flow::Fallthrough => {}
+                Flow::Branch { .. } => {
+                    let t = i.branch_target(pc).unwrap_or(u64::MAX);
+                    if t > size {
+                        return Err(SnippetError::Rule(format!(
+                            "{m} at {pc:#x} leaves the snippet (target {t:#x}, size {size:#x})"
+                        )));
+                    }
+                }
+                f => return Err(SnippetError::Rule(format!("{m} has control flow {f:?}"))),
+            }
+            let w = i.writes();
+            if w.max_vgpr().is_some() || w.max_agpr().is_some() {
+                return Err(SnippetError::Rule(format!("{m} writes a vector register")));
+            }
+            if [S::ExecLo, S::ExecHi, S::VccLo, S::VccHi]
+                .iter()
+                .any(|r| w.contains(*r))
+            {
+                return Err(SnippetError::Rule(format!("{m} writes EXEC or VCC")));
+            }
+            scc |= w.contains(S::Scc);
+            m0 |= w.contains(S::M0);
+            for s in 0..=u8::MAX {
+                if w.contains_sgpr(u16::from(s)) && !sgprs.contains(&s) {
+                    sgprs.push(s);
+                }
+            }
+            pc += i.len() as u64;
+        }
+        sgprs.sort_unstable();
+        Ok(Snippet {
+            code,
+            clobbers_scc: scc,
+            clobbers_m0: m0,
+            sgprs,
+        })
+    }
+
+    /// The encoded bytes, in order.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.code.iter().flat_map(|i| i.bytes().to_vec()).collect()
+    }
+
+    /// Size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.code.iter().map(|i| i.len()).sum()
+    }
+}
+
+/// `s_wait_alu depctr_sa_sdst(0)` (gfx12 depctr immediate; `llvm-mc-22` prints 0xfffe so).
+const WAIT_SA_SDST: u16 = 0xfffe;
+/// `s_wait_alu depctr_va_sdst(0)` (`llvm-mc-22` encodes it as 0xf19f).
+const WAIT_VA_SDST: u16 = 0xf19f;
+
+/// Number of SGPR encodings tracked by the gfx12 hazard model (`s0`..`s105`).
+const SGPR_FILE: u16 = 106;
+
+/// Appends instructions and places gfx1200/gfx1201 SGPR-hazard waits automatically: it keeps
+/// the set of SGPRs with an uncommitted SALU write (`sa`) or VALU write (`va`) and, before an
+/// instruction that reads one of them, inserts the wait LLVM's `AMDGPUWaitSGPRHazards` would
+/// (assuming every SGPR pair is tracked). `sa` starts full when the caller's recent writes are
+/// unknown.
+pub(crate) struct Emitter {
+    pub t: Target,
+    pub code: Vec<Instruction>,
+    gfx12: bool,
+    sa: u128,
+    va: u128,
+}
+
+fn sgpr_bits(set: &amdgpu_isa::RegSet) -> u128 {
+    (0..SGPR_FILE)
+        .filter(|s| set.contains_sgpr(*s))
+        .fold(0u128, |acc, s| acc | 1u128 << s)
+}
+
+impl Emitter {
+    /// `caller_unknown`: the caller may have SALU-written any SGPR right before the snippet.
+    pub fn new(t: Target, caller_unknown: bool) -> Emitter {
+        let gfx12 = t.family() == Family::Gfx12;
+        Emitter {
+            t,
+            code: Vec::new(),
+            gfx12,
+            sa: if caller_unknown && gfx12 {
+                (1u128 << SGPR_FILE) - 1
+            } else {
+                0
+            },
+            va: 0,
+        }
+    }
+
+    fn raw(&mut self, what: &'static str, r: Result<Instruction, EncodeError>) -> Result<(), SnippetError> {
+        let i = r.map_err(|source| SnippetError::Encode {
+            what,
+            target: self.t.name(),
+            source,
+        })?;
+        self.code.push(i);
+        Ok(())
+    }
+
+    /// Appends one instruction (after any wait its SGPR reads need).
+    pub fn push(&mut self, what: &'static str, r: Result<Instruction, EncodeError>) -> Result<(), SnippetError> {
+        let i = r.map_err(|source| SnippetError::Encode {
+            what,
+            target: self.t.name(),
+            source,
+        })?;
+        if self.gfx12 {
+            let reads = sgpr_bits(&i.reads());
+            let valu = i.class() == InstClass::Valu;
+            if reads & self.sa != 0 {
+                self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_SA_SDST))?;
+                self.sa = 0;
+            }
+            if valu && reads & self.va != 0 {
+                self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_VA_SDST))?;
+                self.va = 0;
+            }
+            // A SALU read of an SGPR waits for all VALU SGPR writes (LLVM: "SALU reading SGPR
+            // clears VALU hazards").
+            if i.class() == InstClass::Salu && reads != 0 {
+                self.va = 0;
+            }
+            let writes = sgpr_bits(&i.writes());
+            match i.class() {
+                InstClass::Salu => self.sa |= writes,
+                InstClass::Valu => self.va |= writes,
+                _ => {}
+            }
+        }
+        self.code.push(i);
+        Ok(())
+    }
+
+    /// Commits every pending SALU/VALU SGPR write (gfx1200/gfx1201 only; no-op elsewhere).
+    pub fn flush(&mut self) -> Result<(), SnippetError> {
+        if self.sa != 0 {
+            self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_SA_SDST))?;
+            self.sa = 0;
+        }
+        if self.va != 0 {
+            self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_VA_SDST))?;
+            self.va = 0;
+        }
+        Ok(())
+    }
+
+    /// Whether SGPR writes are still uncommitted (gfx1200/gfx1201).
+    pub fn pending(&self) -> bool {
+        self.sa != 0 || self.va != 0
+    }
+
+    /// `s_nop 0` + `s_ttracedata` (M0 was just written: one wait state).
+    pub fn trace_m0(&mut self) -> Result<(), SnippetError> {
+        self.push("s_nop", build::s_nop(self.t, 0))?;
+        self.push("s_ttracedata", build::s_ttracedata(self.t))
+    }
+
+    /// `s_mov_b32 m0, src` + `s_nop 0` + `s_ttracedata`: one shaderdata word.
+    pub fn word(&mut self, src: Operand) -> Result<(), SnippetError> {
+        self.push("s_mov_b32 m0", build::s_mov_b32(self.t, Operand::M0, src))?;
+        self.trace_m0()
+    }
+
+    /// Byte size of `code[from..]`.
+    pub fn bytes_since(&self, from: usize) -> usize {
+        self.code.get(from..).unwrap_or_default().iter().map(|i| i.len()).sum()
+    }
+
+    /// Appends `s_waitcnt_vscnt null, 0` on gfx1010..gfx1013 (snippets with branches).
+    pub fn branch_tail(&mut self) -> Result<(), SnippetError> {
+        if lds_branch_vmem_hazard(self.t) {
+            self.push("s_waitcnt_vscnt", build::s_waitcnt_vscnt(self.t, 0))?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<Snippet, SnippetError> {
+        Snippet::new(self.code)
+    }
+}
+
+/// gfx1010..gfx1013 (and gfx10-1-generic) have the LDS-branch-VMEM WAR hazard (LLVM 22
+/// `GCNSubtarget::hasLdsBranchVmemWARHazard`: GFX10 except gfx10.3).
+fn lds_branch_vmem_hazard(t: Target) -> bool {
+    matches!(
+        t.name(),
+        "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+    )
+}
+
+/// Branch displacement (dwords, `simm16`) from the end of a branch to `target_bytes` before it
+/// (negative) or after it (positive).
+fn simm16(delta_bytes: i64) -> Result<i16, SnippetError> {
+    let d = delta_bytes / 4;
+    i16::try_from(d).map_err(|_| SnippetError::Rule(format!("branch of {d} dwords")))
+}
+
+/// Checks a wave size for `t` (gfx9: 64; gfx10+: 32 or 64).
+fn check_wave(t: Target, wave_size: u32) -> Result<(), SnippetError> {
+    let ok = match t.family() {
+        Family::Gfx9 => wave_size == 64,
+        _ => wave_size == 32 || wave_size == 64,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(SnippetError::WaveSize {
+            wave_size,
+            target: t.name(),
+        })
+    }
+}

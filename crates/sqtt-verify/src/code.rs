@@ -7,7 +7,8 @@ use std::ops::Range;
 use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
 
-use crate::insn::{allowed, is_padding, scalar_const, Allowed};
+use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
+use amdgpu_isa::RegSet;
 use crate::{Check, Finding, FunctionKind, VerifyError};
 
 /// The executable `.text` section of one code object.
@@ -46,7 +47,8 @@ impl Text {
         a >= self.addr && a < self.end()
     }
 
-    fn slice(&self, start: u64, end: u64) -> &[u8] {
+    /// Bytes of `[start, end)` clipped to the section.
+    pub fn slice(&self, start: u64, end: u64) -> &[u8] {
         let s = start.saturating_sub(self.addr) as usize;
         let e = (end.saturating_sub(self.addr) as usize).min(self.bytes.len());
         self.bytes.get(s..e).unwrap_or_default()
@@ -149,6 +151,9 @@ pub(crate) struct Program {
     pub omap: BTreeMap<u64, (usize, usize)>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
     pub secmap: Vec<(u64, u64, u64)>,
+    /// SGPRs no original instruction of the object reads or writes (the only SGPRs inserted code
+    /// may write).
+    pub free_sgprs: RegSet,
 }
 
 struct Seed {
@@ -280,13 +285,28 @@ impl Program {
         }
 
         let mut omap = BTreeMap::new();
-        for (fi, f) in funcs.iter_mut().enumerate() {
+        let mut bodies = Vec::with_capacity(funcs.len());
+        let mut used = RegSet::new();
+        for f in &funcs {
             let body = decode_original(&otext, f, isa)?;
+            for (_, i) in &body {
+                used.union_with(&i.reads());
+                used.union_with(&i.writes());
+            }
+            bodies.push(body);
+        }
+        let mut free_sgprs = RegSet::new();
+        for r in 0..sqtt_interp::NUM_SGPRS as u16 {
+            if !used.contains_sgpr(r) {
+                free_sgprs.add_sgpr(r);
+            }
+        }
+        for (fi, (f, body)) in funcs.iter_mut().zip(bodies).enumerate() {
             f.builders = find_builders(&body);
             for (k, (a, _)) in body.iter().enumerate() {
                 omap.insert(*a, (fi, k));
             }
-            align(f, body, &ntext, isa, findings);
+            align(f, body, &ntext, isa, &free_sgprs, findings);
         }
         let secmap = orig
             .elf
@@ -305,6 +325,7 @@ impl Program {
             funcs,
             omap,
             secmap,
+            free_sgprs,
         };
         program.check_tail(findings);
         Ok(program)
@@ -549,14 +570,37 @@ fn hex(b: &[u8]) -> String {
         .join(" ")
 }
 
+/// Address windows of a stretch: the original instructions `[first, end]` and the rewritten
+/// instructions `[first, end]` (ends inclusive: an inserted branch may target the end of its run).
+#[derive(Clone, Copy)]
+struct Windows {
+    orig: (u64, u64),
+    new: (u64, u64),
+}
+
+/// Whether original `o` (at `o_addr`) and rewritten `n` can be the same instruction: equal up to
+/// PC-relative fields, and a branch whose rewritten target stays inside the inserted stretch
+/// (an instrumentation-internal branch) is not taken for an original branch whose target lies
+/// outside the original stretch.
+fn matches(o_addr: u64, o: &Instruction, n: &NInst, w: Windows, pcrel_literal: bool) -> bool {
+    if !same(o, &n.inst, pcrel_literal) {
+        return false;
+    }
+    let (Some(to), Some(tn)) = (o.branch_target(o_addr), n.inst.branch_target(n.addr)) else {
+        return true;
+    };
+    let inside = |t: u64, (a, b): (u64, u64)| t >= a && t <= b;
+    !inside(tn, w.new) || inside(to, w.orig)
+}
+
 /// Positions in `new` of a subsequence equal to `orig`, each matched as late as possible.
-fn match_late(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> {
+fn match_late(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option<Vec<usize>> {
     let mut pos = vec![0usize; orig.len()];
     let mut hi = new.len();
-    for (t, (_, o)) in orig.iter().enumerate().rev() {
+    for (t, (a, o)) in orig.iter().enumerate().rev() {
         let p = new[..hi]
             .iter()
-            .rposition(|n| n.inst.bytes() == o.bytes())?;
+            .rposition(|n| matches(*a, o, n, w, false))?;
         pos[t] = p;
         hi = p;
     }
@@ -564,11 +608,13 @@ fn match_late(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> 
 }
 
 /// Positions in `new` of a subsequence equal to `orig`, each matched as early as possible.
-fn match_early(orig: &[(u64, Instruction)], new: &[NInst]) -> Option<Vec<usize>> {
+fn match_early(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option<Vec<usize>> {
     let mut pos = Vec::with_capacity(orig.len());
     let mut lo = 0usize;
-    for (_, o) in orig {
-        let p = lo + new[lo..].iter().position(|n| n.inst.bytes() == o.bytes())?;
+    for (a, o) in orig {
+        let p = lo + new[lo..]
+            .iter()
+            .position(|n| matches(*a, o, n, w, false))?;
         pos.push(p);
         lo = p + 1;
     }
@@ -605,8 +651,10 @@ fn align(
     body: Vec<(u64, Instruction)>,
     ntext: &Text,
     isa: Target,
+    free: &RegSet,
     findings: &mut Vec<Finding>,
 ) {
+    let ins = |i: &Instruction| insertable(i, free);
     let pcrel: Vec<usize> = f
         .builders
         .iter()
@@ -672,17 +720,21 @@ fn align(
         // insertable-looking original up to that point: match them as late as possible (inserted
         // code goes in front of originals), so an inserted `s_nop 0` is not taken for an
         // original one.
-        if allowed(&new[j].inst).is_some() {
-            let e = (j..new.len())
-                .find(|&x| allowed(&new[x].inst).is_none())
-                .unwrap_or(new.len());
-            let m = body[i..]
-                .iter()
-                .take_while(|(_, x)| allowed(x).is_some())
-                .count();
+        let e = (j..new.len())
+            .find(|&x| !ins(&new[x].inst))
+            .unwrap_or(new.len());
+        let m = body[i..].iter().take_while(|(_, x)| ins(x)).count();
+        let w = Windows {
+            orig: (
+                body[i].0,
+                body.get(i + m).map_or(f.orig_end, |(a, _)| *a),
+            ),
+            new: (new[j].addr, new.get(e).map_or(f.new_region_end, |n| n.addr)),
+        };
+        if ins(&new[j].inst) {
             if e < new.len() {
-                let late = match_late(&body[i..i + m], &new[j..e]);
-                let early = match_early(&body[i..i + m], &new[j..e]);
+                let late = match_late(&body[i..i + m], &new[j..e], w);
+                let early = match_early(&body[i..i + m], &new[j..e], w);
                 let pick = match (late, early) {
                     (Some(l), Some(r)) => {
                         if misaligned_runs(&r, &new[j..e]) < misaligned_runs(&l, &new[j..e]) {
@@ -717,7 +769,7 @@ fn align(
         let (oa, oi) = body[i];
         let n = new[j];
         let lit = pcrel.contains(&i);
-        if same(&oi, &n.inst, lit) {
+        if matches(oa, &oi, &n, w, lit) {
             orig.push(OInst {
                 addr: oa,
                 inst: oi,
@@ -729,7 +781,7 @@ fn align(
             j += 1;
             continue;
         }
-        if allowed(&n.inst).is_some() {
+        if ins(&n.inst) {
             f.inserted.push(n);
             j += 1;
             continue;

@@ -1,7 +1,7 @@
 //! Container-level checks: ELF header, sections, symbols, `.rela.dyn`, kernel descriptors, the
 //! metadata note and the `.sqtt_funcmap` section.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use amdgpu_isa::{Flow, Instruction};
 use hsaco::elf::{self, Section};
@@ -9,6 +9,7 @@ use hsaco::CodeObject;
 
 use crate::code::Program;
 use crate::funcmap::{self, Funcmap, Row};
+use crate::region::Layout;
 use crate::{Check, Finding};
 
 /// `R_AMDGPU_RELATIVE64` (AMDGPUUsage "Relocation Records").
@@ -20,6 +21,124 @@ const SHT_STRTAB: u32 = 3;
 pub(crate) struct FuncmapInfo {
     pub new: Option<Funcmap>,
     pub orig_rows: Vec<Row>,
+    /// `R:id:extra_payload_count=N` by id (well-formed rows only).
+    pub payload: BTreeMap<u32, u32>,
+    /// Marker row names (`F`/`U`/`P`) by id.
+    pub names: BTreeMap<u32, String>,
+    /// Marker word layout from the `M:` row.
+    pub layout: Layout,
+    /// Wave size of the `W:` row.
+    pub wave: Option<u32>,
+}
+
+/// The 14 address-trace row names of the seed spec ("Address Tracing", funcmap name prefix table).
+pub(crate) const ADDR_TRACE_NAMES: [&str; 14] = [
+    "addr_trace_load",
+    "addr_trace_store",
+    "addr_trace_atomic",
+    "addr_trace_lds_load",
+    "addr_trace_lds_store",
+    "addr_trace_lds_atomic",
+    "addr_trace_buffer_load",
+    "addr_trace_buffer_store",
+    "addr_trace_buffer_atomic",
+    "addr_trace_struct_buffer_load",
+    "addr_trace_struct_buffer_store",
+    "addr_trace_struct_buffer_atomic",
+    "addr_trace_ds_permute",
+    "addr_trace_ds_bpermute",
+];
+
+/// `shader_clock_bits=N;shader_clock_shift=S` (seed spec "GFX12 Shader Clock Packing"); `None`
+/// when malformed.
+fn parse_m(text: &str) -> Option<(u32, u32)> {
+    let (b, s) = text.split_once(';')?;
+    let bits = b.strip_prefix("shader_clock_bits=")?.parse().ok()?;
+    let shift = s.strip_prefix("shader_clock_shift=")?.parse().ok()?;
+    Some((bits, shift))
+}
+
+/// Layout, payload counts, names and wave size of a parsed funcmap, with the consistency rules
+/// of the seed spec ("Funcmap format", "Address Tracing", "GFX12 Shader Clock Packing") checked
+/// when `check` is set (the funcmap was written by the rewrite).
+fn interpret(fm: &Funcmap, kernel_waves: &[u32], check: bool, findings: &mut Vec<Finding>) -> FuncmapInfo {
+    let mut push = |m: String| {
+        if check {
+            findings.push(glob(Check::Funcmap, m));
+        }
+    };
+    let names: BTreeMap<u32, String> = fm.by_id.iter().map(|(k, r)| (*k, r.name.clone())).collect();
+    let mut payload = BTreeMap::new();
+    for r in fm.rows.iter().filter(|r| r.kind == 'R') {
+        let Some(id) = r.id else { continue };
+        match r.name.strip_prefix("extra_payload_count=").and_then(|n| n.parse::<u32>().ok()) {
+            Some(n) => {
+                if payload.insert(id, n).is_some() {
+                    push(format!("id {id} has more than one R: row"));
+                }
+                if !fm.by_id.contains_key(&id) {
+                    push(format!("R: row for id {id}, which has no F/U/P row"));
+                }
+            }
+            None => push(format!("malformed R: row {id}:{}", r.name)),
+        }
+    }
+    let mut layout = Layout::Legacy;
+    let ms: Vec<&Row> = fm.rows.iter().filter(|r| r.kind == 'M').collect();
+    if ms.len() > 1 {
+        push(format!("{} M: rows", ms.len()));
+    }
+    if let Some(m) = ms.first() {
+        match parse_m(&m.name) {
+            Some((0, _)) => {}
+            Some((bits, shift)) if bits < 30 && bits + shift <= 64 => {
+                layout = Layout::Packed { bits, shift };
+            }
+            _ => push(format!("malformed M: row {:?}", m.name)),
+        }
+    }
+    if layout != Layout::Legacy && payload.values().any(|n| *n > 0) {
+        push("M: clock packing together with R: payload rows (payload markers need shader_clock_bits=0)".into());
+    }
+    let ws: Vec<&Row> = fm.rows.iter().filter(|r| r.kind == 'W').collect();
+    let wave = ws.first().and_then(|w| w.name.parse::<u32>().ok());
+    if ws.len() > 1 {
+        push(format!("{} W: rows", ws.len()));
+    }
+    if let Some(w) = ws.first() {
+        match wave {
+            Some(32 | 64) => {}
+            _ => push(format!("malformed W: row {:?}", w.name)),
+        }
+    }
+    let addr_rows: Vec<&Row> = fm.rows.iter().filter(|r| r.name.starts_with("addr_trace_") && r.kind != 'R').collect();
+    for r in &addr_rows {
+        if r.kind != 'P' {
+            push(format!("address-trace row {:?} must be a P: row", r.name));
+        }
+        if !ADDR_TRACE_NAMES.contains(&r.name.as_str()) {
+            push(format!("unknown address-trace name {:?}", r.name));
+        }
+    }
+    if !addr_rows.is_empty() {
+        match wave {
+            None if ws.is_empty() => push("address-trace rows without a W: row".into()),
+            Some(w) => {
+                if let Some(k) = kernel_waves.iter().find(|k| **k != w) {
+                    push(format!("W:{w} disagrees with a kernel's wave size {k}"));
+                }
+            }
+            None => {}
+        }
+    }
+    FuncmapInfo {
+        new: None,
+        orig_rows: Vec::new(),
+        payload,
+        names,
+        layout,
+        wave,
+    }
 }
 
 fn glob(check: Check, message: String) -> Finding {
@@ -58,8 +177,31 @@ pub(crate) fn check_header(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Fi
 pub(crate) fn check_funcmap(
     o: &CodeObject,
     n: &CodeObject,
+    kernel_waves: &[u32],
     findings: &mut Vec<Finding>,
 ) -> FuncmapInfo {
+    let (od, nd) = (o.funcmap(), n.funcmap());
+    let changed = od != nd;
+    let mut info = check_rows(o, n, findings);
+    if let Some(fm) = &info.new {
+        let i = interpret(fm, kernel_waves, changed, findings);
+        info.payload = i.payload;
+        info.names = i.names;
+        info.layout = i.layout;
+        info.wave = i.wave;
+    }
+    info
+}
+
+fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> FuncmapInfo {
+    let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| FuncmapInfo {
+        new,
+        orig_rows,
+        payload: BTreeMap::new(),
+        names: BTreeMap::new(),
+        layout: Layout::Legacy,
+        wave: None,
+    };
     let count = n
         .elf
         .sections
@@ -76,14 +218,14 @@ pub(crate) fn check_funcmap(
     let orig_rows = od.map(|d| funcmap::parse(d).rows).unwrap_or_default();
     let new = nd.map(funcmap::parse);
     if od == nd {
-        return FuncmapInfo { new, orig_rows };
+        return info(new, orig_rows);
     }
     let (Some(data), Some(fm)) = (nd, new.as_ref()) else {
         findings.push(glob(
             Check::Funcmap,
             "the original .sqtt_funcmap was removed".into(),
         ));
-        return FuncmapInfo { new, orig_rows };
+        return info(new, orig_rows);
     };
     let nuls = data.iter().rev().take_while(|b| **b == 0).count();
     if nuls != 1 {
@@ -139,7 +281,7 @@ pub(crate) fn check_funcmap(
             ));
         }
     }
-    FuncmapInfo { new, orig_rows }
+    info(new, orig_rows)
 }
 
 fn is_skipped_content(s: &Section) -> bool {

@@ -4,11 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use amdgpu_isa::{Flow, RegSet, SpecialReg};
+use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
 use crate::code::{Func, NInst, Program};
 use crate::elfcheck::FuncmapInfo;
-use crate::insn::{allowed, marker_kind, reads_m0, Allowed, MarkerKind};
+use crate::insn::{
+    allowed, getreg_allowed, marker_kind, reads_m0, region_class, writes_only, Allowed,
+    MarkerKind, Region,
+};
+use crate::region::{self, Layout};
 use crate::{Check, Finding};
 
 /// Marker counts of one function (instructions).
@@ -21,6 +25,10 @@ pub(crate) struct MarkerCounts {
 
 pub(crate) struct Analysis {
     pub reserved_sgpr: Option<u16>,
+    /// Every SGPR inserted code writes (M0 excluded), ascending.
+    pub reserved_sgprs: Vec<u16>,
+    /// The scope-filter flag SGPR computed at kernel entries, if any.
+    pub scope_flag: Option<u16>,
     /// Parallel to `Program::funcs`.
     pub markers: Vec<MarkerCounts>,
 }
@@ -44,6 +52,8 @@ struct Effect {
     low: i32,
     markers: Vec<(u64, u32)>,
     problems: Vec<(Check, u64, String)>,
+    /// SCC differs after the run in some execution.
+    scc_changed: bool,
 }
 
 fn simulate(run: &[NInst]) -> Effect {
@@ -54,6 +64,7 @@ fn simulate(run: &[NInst]) -> Effect {
         low: 0,
         markers: Vec::new(),
         problems: Vec::new(),
+        scc_changed: false,
     };
     let mut sr = Val::Unknown;
     for n in run {
@@ -131,19 +142,164 @@ struct Cfg {
     exits: Vec<usize>,
 }
 
-pub(crate) fn analyse(p: &Program, fm: &FuncmapInfo, findings: &mut Vec<Finding>) -> Analysis {
-    let reserved = reserved_sgpr(p, findings);
+/// Whether every instruction of each inserted run is a simple marker-snippet instruction, by
+/// original index of the function.
+fn legacy_runs(f: &Func) -> Vec<bool> {
+    f.orig
+        .iter()
+        .map(|o| {
+            f.inserted
+                .get(o.run.clone())
+                .unwrap_or_default()
+                .iter()
+                .all(|n| allowed(&n.inst).is_some())
+        })
+        .collect()
+}
+
+/// `wave_sizes`: lanes of each function of `p` (parallel to `p.funcs`).
+pub(crate) fn analyse(
+    p: &Program,
+    fm: &FuncmapInfo,
+    wave_sizes: &[u32],
+    findings: &mut Vec<Finding>,
+) -> Analysis {
+    let legacy: Vec<Vec<bool>> = p.funcs.iter().map(legacy_runs).collect();
+    let reserved = reserved_sgpr(p, &legacy, findings);
+    let reserved_all = reserved_sgprs(p, reserved, findings);
+    let scope_flag = scope_flag(p, &reserved_all, findings);
+    let packing = fm.layout != Layout::Legacy;
     let mut markers = Vec::with_capacity(p.funcs.len());
     for (fi, f) in p.funcs.iter().enumerate() {
-        check_inserted(f, reserved, p.isa.has_ttracedata_imm(), findings);
+        check_inserted(p, f, scope_flag, packing, findings);
         check_windows(f, findings);
         let cfg = build_cfg(p, fi, findings);
-        markers.push(check_runs(f, &cfg, fm, findings));
+        let env = region::Env {
+            target: p.isa,
+            wave_size: wave_sizes.get(fi).copied().unwrap_or(64),
+            reserved: &reserved_all,
+            scope_flag,
+            layout: fm.layout,
+            payload: &fm.payload,
+            names: &fm.names,
+        };
+        markers.push(check_runs(p, f, &legacy[fi], &cfg, fm, &env, findings));
     }
     Analysis {
         reserved_sgpr: reserved,
+        reserved_sgprs: reserved_all,
+        scope_flag,
         markers,
     }
+}
+
+/// SGPRs written by inserted code (M0 excluded); each must be unused by every original
+/// instruction of the object (the M0 save SGPR is reported by [`reserved_sgpr`]).
+fn reserved_sgprs(p: &Program, m0_save: Option<u16>, findings: &mut Vec<Finding>) -> Vec<u16> {
+    let mut regs = BTreeSet::new();
+    for f in &p.funcs {
+        for n in &f.inserted {
+            for s in sgprs(&n.inst.writes()) {
+                {
+                    if region_class(&n.inst).is_some() && regs.insert(s) && Some(s) != m0_save {
+                        if let Some((g, o)) = p.funcs.iter().find_map(|g| {
+                            g.orig
+                                .iter()
+                                .find(|o| {
+                                    o.inst.reads().contains_sgpr(s)
+                                        || o.inst.writes().contains_sgpr(s)
+                                })
+                                .map(|o| (g, o))
+                        }) {
+                            findings.push(fnd(
+                                g,
+                                Check::Inserted,
+                                Some(o.addr),
+                                o.new.map(|n| n.addr),
+                                format!(
+                                    "reserved SGPR s{s} is used by original {}",
+                                    o.inst.mnemonic()
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    regs.into_iter().collect()
+}
+
+/// SGPR numbers in a register set.
+fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
+    (0..sqtt_interp::NUM_SGPRS as u16).filter(|r| set.contains_sgpr(*r))
+}
+
+/// Reserved SGPRs a run reads before writing them (in layout order).
+fn exposed_reads(run: &[NInst], reserved: &[u16]) -> BTreeSet<u16> {
+    let mut written = BTreeSet::new();
+    let mut out = BTreeSet::new();
+    for n in run {
+        for s in sgprs(&n.inst.reads()) {
+            if reserved.contains(&s) && !written.contains(&s) {
+                out.insert(s);
+            }
+        }
+        written.extend(sgprs(&n.inst.writes()));
+    }
+    out
+}
+
+fn is_hw_id_read(i: &Instruction) -> bool {
+    matches!(region_class(i), Some(Region::Getreg(id)) if matches!(id, 4 | 23 | 24))
+}
+
+/// The scope-filter flag (seed spec "Scope filtering": computed once at kernel entry from
+/// HW_ID / HW_ID1 / HW_ID2 into one reserved SGPR and reused by every marker): a reserved SGPR
+/// written by a kernel's entry run that reads a hardware-ID register, and read before being
+/// written by some other run. Every kernel entry must then compute it.
+fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Option<u16> {
+    let entry_run = |f: &Func| -> Vec<NInst> {
+        f.orig
+            .first()
+            .map(|o| f.inserted.get(o.run.clone()).unwrap_or_default().to_vec())
+            .unwrap_or_default()
+    };
+    let mut computed = BTreeSet::new();
+    for f in p.funcs.iter().filter(|f| f.kind == crate::FunctionKind::Kernel) {
+        let run = entry_run(f);
+        if run.iter().any(|n| is_hw_id_read(&n.inst)) {
+            for n in &run {
+                computed.extend(sgprs(&n.inst.writes()));
+            }
+        }
+    }
+    let mut exposed = BTreeSet::new();
+    for f in &p.funcs {
+        for (k, o) in f.orig.iter().enumerate() {
+            if k == 0 && f.kind == crate::FunctionKind::Kernel {
+                continue;
+            }
+            let run = f.inserted.get(o.run.clone()).unwrap_or_default();
+            exposed.extend(exposed_reads(run, reserved));
+        }
+    }
+    let flag = computed.intersection(&exposed).next().copied()?;
+    for f in p.funcs.iter().filter(|f| f.kind == crate::FunctionKind::Kernel) {
+        let writes = entry_run(f)
+            .iter()
+            .any(|n| n.inst.writes().contains_sgpr(flag));
+        if !writes {
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(f.orig_start),
+                f.new_start,
+                format!("kernel entry does not compute the scope flag s{flag}"),
+            ));
+        }
+    }
+    Some(flag)
 }
 
 fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
@@ -157,12 +313,20 @@ fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) 
 }
 
 /// The one SGPR inserted code uses to save M0; it must be unused by every original instruction.
-fn reserved_sgpr(p: &Program, findings: &mut Vec<Finding>) -> Option<u16> {
+fn reserved_sgpr(p: &Program, legacy: &[Vec<bool>], findings: &mut Vec<Finding>) -> Option<u16> {
     let mut regs = BTreeSet::new();
-    for f in &p.funcs {
-        for n in &f.inserted {
-            if let Some(Allowed::SaveM0(r) | Allowed::RestoreM0(r)) = allowed(&n.inst) {
-                regs.insert(r);
+    for (f, lf) in p.funcs.iter().zip(legacy) {
+        for (o, &l) in f.orig.iter().zip(lf) {
+            for n in f.inserted.get(o.run.clone()).unwrap_or_default() {
+                match allowed(&n.inst) {
+                    Some(Allowed::SaveM0(r)) => {
+                        regs.insert(r);
+                    }
+                    Some(Allowed::RestoreM0(r)) if l => {
+                        regs.insert(r);
+                    }
+                    _ => {}
+                }
             }
         }
     }
@@ -196,50 +360,67 @@ fn reserved_sgpr(p: &Program, findings: &mut Vec<Finding>) -> Option<u16> {
     Some(r)
 }
 
-fn check_inserted(f: &Func, reserved: Option<u16>, has_imm: bool, findings: &mut Vec<Finding>) {
-    let mut ok_writes = RegSet::new();
-    ok_writes.add(SpecialReg::M0);
-    if let Some(r) = reserved {
-        ok_writes.add_sgpr(r);
-    }
-    for n in &f.inserted {
-        let m = n.inst.mnemonic();
-        match allowed(&n.inst) {
-            None => findings.push(fnd(
-                f,
-                Check::Inserted,
-                None,
-                Some(n.addr),
-                format!("inserted instruction {m} is not allowed"),
-            )),
-            Some(Allowed::TtraceImm(_)) if !has_imm => findings.push(fnd(
-                f,
-                Check::Inserted,
-                None,
-                Some(n.addr),
-                "s_ttracedata_imm before gfx10".into(),
-            )),
-            Some(_) => {}
-        }
-        if n.inst.memory().is_some() {
-            findings.push(fnd(
-                f,
-                Check::Inserted,
-                None,
-                Some(n.addr),
-                format!("inserted instruction {m} accesses memory"),
-            ));
-        }
-        if n.inst.writes().union(&ok_writes) != ok_writes {
-            findings.push(fnd(
-                f,
-                Check::Inserted,
-                None,
-                Some(n.addr),
-                format!(
-                    "inserted instruction {m} writes registers other than M0 and the reserved SGPR"
-                ),
-            ));
+/// Static whitelist of every inserted instruction (class, memory, registers written, branch
+/// targets, hardware registers read).
+fn check_inserted(
+    p: &Program,
+    f: &Func,
+    scope_flag: Option<u16>,
+    packing: bool,
+    findings: &mut Vec<Finding>,
+) {
+    let has_imm = p.isa.has_ttracedata_imm();
+    let family = p.isa.family();
+    for (k, o) in f.orig.iter().enumerate() {
+        let run = f.inserted.get(o.run.clone()).unwrap_or_default();
+        let (Some(first), Some(end)) = (run.first(), o.new) else {
+            continue;
+        };
+        let (run_start, run_end) = (first.addr, end.addr);
+        let kernel_entry = k == 0 && f.kind == crate::FunctionKind::Kernel;
+        for n in run {
+            let m = n.inst.mnemonic();
+            let mut bad = |msg: String| {
+                findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
+            };
+            let class = region_class(&n.inst);
+            match class {
+                None => bad(format!("inserted instruction {m} is not allowed")),
+                Some(Region::Legacy(Allowed::TtraceImm(_))) if !has_imm => {
+                    bad("s_ttracedata_imm before gfx10".into())
+                }
+                Some(Region::Legacy(Allowed::TtraceImm(_))) if packing => {
+                    bad("s_ttracedata_imm while shader-clock packing is active".into())
+                }
+                Some(Region::Getreg(id)) if !getreg_allowed(family, id) => {
+                    bad(format!("s_getreg_b32 of hwreg {id} is not allowed"))
+                }
+                Some(Region::Branch) => {
+                    let t = n.inst.branch_target(n.addr);
+                    if !t.is_some_and(|t| t >= run_start && t <= run_end) {
+                        bad(format!(
+                            "inserted {m} leaves its run: target {}, run {run_start:#x}..{run_end:#x}",
+                            t.map_or("unknown".into(), |t| format!("{t:#x}"))
+                        ));
+                    }
+                }
+                _ => {}
+            }
+            if n.inst.memory().is_some() {
+                bad(format!("inserted instruction {m} accesses memory"));
+            }
+            let m0_save = matches!(class, Some(Region::Legacy(Allowed::SaveM0(_))));
+            if !m0_save && !writes_only(&n.inst, &p.free_sgprs) {
+                bad(format!(
+                    "inserted instruction {m} writes registers other than M0, SCC and reserved SGPRs"
+                ));
+            }
+            if (0..16).any(|t| n.inst.reads().contains_ttmp(t)) {
+                bad(format!("inserted instruction {m} reads a TTMP"));
+            }
+            if let Some(r) = scope_flag.filter(|r| !kernel_entry && n.inst.writes().contains_sgpr(*r)) {
+                bad(format!("inserted instruction {m} overwrites the scope flag s{r}"));
+            }
         }
     }
 }
@@ -450,6 +631,31 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
     live_in
 }
 
+/// Backward SCC liveness over the original CFG (reads and writes from the decoder's implicit
+/// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
+/// liveness.
+fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+    let n = f.orig.len();
+    let mut live_in = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for k in (0..n).rev() {
+            let o = &f.orig[k];
+            let out = cfg.succs[k]
+                .iter()
+                .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
+            let kills = o.inst.writes().contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
+            let v = o.inst.reads().contains(SpecialReg::Scc) || (out && !kills);
+            if v != live_in[k] {
+                live_in[k] = v;
+                changed = true;
+            }
+        }
+    }
+    live_in
+}
+
 /// Forward reaching constant of M0 before each original instruction (`None`: unreached).
 fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
     let n = f.orig.len();
@@ -515,13 +721,66 @@ fn run_from(f: &Func, k: usize, landing: Option<u64>) -> &[NInst] {
     }
 }
 
-fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>) -> MarkerCounts {
+/// Effect of a run that is more than a simple marker snippet, from its execution.
+fn executed_effect(run: &[NInst], at: u64, x: region::Exec, layout: Layout) -> Effect {
+    let mut e = Effect {
+        m0: if x.m0_preserved {
+            Val::Orig
+        } else {
+            x.m0_const.map_or(Val::Unknown, Val::Const)
+        },
+        last_writes_m0: run
+            .last()
+            .is_some_and(|n| n.inst.writes().contains(SpecialReg::M0)),
+        delta: 0,
+        low: 0,
+        markers: Vec::new(),
+        problems: x.problems.into_iter().map(|(c, m)| (c, at, m)).collect(),
+        scc_changed: x.scc_changed,
+    };
+    for w in run.windows(2) {
+        if w[1].inst.special() == amdgpu_isa::Special::TtraceData
+            && w[0].inst.writes().contains(SpecialReg::M0)
+        {
+            e.problems.push((
+                Check::M0,
+                w[1].addr,
+                "s_ttracedata directly after an M0 write (needs s_nop 0)".into(),
+            ));
+        }
+    }
+    for v in x.headers {
+        let v = layout.strip(v);
+        e.markers.push((at, v));
+        match marker_kind(v) {
+            MarkerKind::Enter(_) => e.delta += 1,
+            MarkerKind::Exit => {
+                e.delta -= 1;
+                e.low = e.low.min(e.delta);
+            }
+            MarkerKind::Fused(_) => e.low = e.low.min(e.delta - 1),
+            MarkerKind::Point(_) | MarkerKind::Reserved => {}
+        }
+    }
+    e
+}
+
+fn check_runs(
+    p: &Program,
+    f: &Func,
+    legacy: &[bool],
+    cfg: &Cfg,
+    fm: &FuncmapInfo,
+    env: &region::Env,
+    findings: &mut Vec<Finding>,
+) -> MarkerCounts {
     let mut counts = MarkerCounts::default();
     let n = f.orig.len();
     if n == 0 {
         return counts;
     }
     let live = m0_liveness(f, cfg);
+    let scc_live = scc_liveness(f, cfg);
     let consts = m0_constants(f, cfg);
     // Entries into each run: whole run (entry, fall-through) and each branch landing.
     let mut entries: Vec<BTreeSet<Option<u64>>> = vec![BTreeSet::new(); n];
@@ -535,8 +794,56 @@ fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>
     for (k, es) in entries.iter().enumerate() {
         let o = &f.orig[k];
         let na = o.new.map(|x| x.addr);
+        let whole = f.inserted.get(o.run.clone()).unwrap_or_default();
+        let is_legacy = legacy.get(k).copied().unwrap_or(true);
+        let executable = whole.iter().all(|x| {
+            region_class(&x.inst).is_some() && writes_only(&x.inst, &p.free_sgprs)
+                || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
+        });
+        let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
         for &land in es {
-            let e = simulate(run_from(f, k, land));
+            let run = run_from(f, k, land);
+            let exec = match (whole.first(), na) {
+                (Some(first), Some(end)) if executable && !run.is_empty() => {
+                    let landing = run.first().map_or(end, |x| x.addr);
+                    Some((
+                        landing,
+                        region::execute(
+                            env,
+                            &region::Entry {
+                                code: p.ntext.slice(first.addr, end),
+                                start: first.addr,
+                                landing,
+                                frame: land.is_none(),
+                                deterministic: !is_legacy,
+                                trials: if is_legacy { 2 } else { 6 },
+                                vgprs: &vgprs,
+                            },
+                        ),
+                    ))
+                }
+                _ => None,
+            };
+            let e = match exec {
+                Some((at, x)) if !is_legacy => executed_effect(run, at, x, env.layout),
+                Some((at, x)) => {
+                    let mut e = simulate(run);
+                    e.scc_changed = x.scc_changed;
+                    e.problems
+                        .extend(x.problems.into_iter().map(|(c, m)| (c, at, m)));
+                    e
+                }
+                None => simulate(run),
+            };
+            if e.scc_changed && scc_live[k] {
+                findings.push(fnd(
+                    f,
+                    Check::Scc,
+                    Some(o.addr),
+                    na,
+                    "SCC is live here and the inserted run changes it".into(),
+                ));
+            }
             let clobbered = match e.m0 {
                 Val::Orig => false,
                 Val::Const(c) => live[k] && consts[k] != Some(Val::Const(c)),
@@ -564,13 +871,13 @@ fn check_runs(f: &Func, cfg: &Cfg, fm: &FuncmapInfo, findings: &mut Vec<Finding>
                 ));
             }
             for (c, a, msg) in &e.problems {
-                if land.is_none() || *c == Check::M0 {
+                if land.is_none() || *c != Check::Markers || !is_legacy {
                     findings.push(fnd(f, *c, Some(o.addr), Some(*a), msg.clone()));
                 }
             }
             if land.is_none() {
                 for &(a, v) in &e.markers {
-                    check_marker(f, o.addr, a, v, fm, &mut counts, findings);
+                    check_marker(f, o.addr, a, env.layout.strip(v), fm, &mut counts, findings);
                 }
             }
             effects.insert((k, land), e);

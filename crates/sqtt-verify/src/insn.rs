@@ -137,3 +137,157 @@ pub(crate) fn reads_m0(inst: &Instruction) -> bool {
             .memory()
             .is_some_and(|a| a.space == amdgpu_isa::MemSpace::Gds)
 }
+
+/// Class of an instruction allowed inside an instrumentation region (inserted run) beyond the
+/// simple marker snippets of [`Allowed`] (issue 5: address-trace blocks, scope checks, gfx12
+/// clock packing). Register effects are checked separately (writes only reserved SGPRs, M0, SCC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Region {
+    /// One of the simple marker-snippet instructions.
+    Legacy(Allowed),
+    /// SALU arithmetic, logic, move, compare (SOP1/SOP2/SOPC/SOPK).
+    Salu,
+    /// `s_getreg_b32` of HW_ID / HW_ID1 / HW_ID2 / SHADER_CYCLES (hwreg id).
+    Getreg(u8),
+    /// `s_get_shader_cycles_u64` (gfx1250).
+    ShaderCycles,
+    /// `s_branch` / `s_cbranch_{scc,exec,vcc}{z,nz,0,1}` (target must stay in the run).
+    Branch,
+    /// `s_nop N`, `s_wait_alu`, `s_waitcnt_depctr` (hazard waits; no architectural effect).
+    Wait,
+    /// `v_readlane_b32 sX, vN, lane` (reads one lane of a VGPR into an SGPR).
+    Readlane,
+}
+
+/// SALU mnemonic stems whose only effects are their register operands and SCC (ISA manuals,
+/// "Scalar ALU Operations"). Instructions with side effects (messages, barriers, sleeps, PC,
+/// `s_setreg`, `s_movrel*`, `*_saveexec`, indexing) do not match; `*_saveexec` and EXEC moves are
+/// also rejected by the register check.
+const SALU_STEMS: &[&str] = &[
+    "s_mov_b32",
+    "s_mov_b64",
+    "s_cmov_b32",
+    "s_cmov_b64",
+    "s_movk_i32",
+    "s_cmovk_i32",
+    "s_not_b",
+    "s_brev_b",
+    "s_bcnt",
+    "s_ff0_i32",
+    "s_ff1_i32",
+    "s_flbit_i32",
+    "s_sext_i32",
+    "s_bitset",
+    "s_and_b",
+    "s_or_b",
+    "s_xor_b",
+    "s_andn2_b",
+    "s_orn2_b",
+    "s_nand_b",
+    "s_nor_b",
+    "s_xnor_b",
+    "s_and_not1_b",
+    "s_or_not1_b",
+    "s_lshl_b",
+    "s_lshr_b",
+    "s_ashr_i",
+    "s_lshl1_add",
+    "s_lshl2_add",
+    "s_lshl3_add",
+    "s_lshl4_add",
+    "s_bfm_b",
+    "s_bfe_",
+    "s_mul_i32",
+    "s_mul_hi",
+    "s_mulk_i32",
+    "s_add_u32",
+    "s_add_i32",
+    "s_addc_u32",
+    "s_add_co_",
+    "s_addk_",
+    "s_sub_u32",
+    "s_sub_i32",
+    "s_subb_u32",
+    "s_sub_co_",
+    "s_min_",
+    "s_max_",
+    "s_cselect_b",
+    "s_absdiff_i32",
+    "s_abs_i32",
+    "s_pack_",
+    "s_cmp_",
+    "s_cmpk_",
+    "s_bitcmp",
+    "s_ctz_i32",
+    "s_clz_i32",
+    "s_cls_i32",
+];
+
+/// Hardware registers inserted code may read with `s_getreg_b32` (LLVM 22 `SIDefines.h`
+/// `Hwreg::Id`): gfx9 `HW_REG_HW_ID` (4); gfx10+ `HW_REG_HW_ID1` (23), `HW_REG_HW_ID2` (24),
+/// `HW_REG_SHADER_CYCLES` (29; `_LO` on gfx12) and gfx12+ `HW_REG_SHADER_CYCLES_HI` (30).
+pub(crate) fn getreg_allowed(family: amdgpu_isa::Family, id: u8) -> bool {
+    use amdgpu_isa::Family;
+    match family {
+        Family::Gfx9 => id == 4,
+        Family::Gfx10 | Family::Gfx11 => matches!(id, 23 | 24 | 29),
+        Family::Gfx12 | Family::Gfx1250 => matches!(id, 23 | 24 | 29 | 30),
+    }
+}
+
+/// The region class of `inst`, or `None` when it may not be inserted at all.
+pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
+    use amdgpu_isa::{Flow, Format};
+    if let Some(a) = allowed(inst) {
+        return Some(Region::Legacy(a));
+    }
+    if inst.memory().is_some() {
+        return None;
+    }
+    let m = inst.mnemonic();
+    match inst.format() {
+        Format::Sopp => match m {
+            "s_nop" | "s_wait_alu" | "s_waitcnt_depctr" => Some(Region::Wait),
+            "s_branch" | "s_cbranch_scc0" | "s_cbranch_scc1" | "s_cbranch_execz"
+            | "s_cbranch_execnz" | "s_cbranch_vccz" | "s_cbranch_vccnz" => Some(Region::Branch),
+            _ => None,
+        },
+        Format::Sop1 | Format::Sop2 | Format::Sopc | Format::Sopk => {
+            if inst.flow() != Flow::Fallthrough {
+                return None;
+            }
+            if m == "s_getreg_b32" {
+                let id = (inst.field("simm16")? & 0x3f) as u8;
+                return Some(Region::Getreg(id));
+            }
+            if m == "s_get_shader_cycles_u64" {
+                return Some(Region::ShaderCycles);
+            }
+            SALU_STEMS
+                .iter()
+                .any(|s| m.starts_with(s))
+                .then_some(Region::Salu)
+        }
+        Format::Vop3 if m == "v_readlane_b32" => Some(Region::Readlane),
+        _ => None,
+    }
+}
+
+/// Whether `inst` may be part of an inserted run for the aligner: a simple marker-snippet
+/// instruction, or a region instruction whose SGPR writes all lie in `free` (SGPRs no original
+/// instruction of the object uses) and which writes nothing else but M0 and SCC.
+pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
+    match region_class(inst) {
+        None => false,
+        Some(Region::Legacy(_)) => true,
+        Some(_) => writes_only(inst, free),
+    }
+}
+
+/// `inst` writes no register outside `sgprs` ∪ {M0, SCC}.
+pub(crate) fn writes_only(inst: &Instruction, sgprs: &RegSet) -> bool {
+    let mut ok = *sgprs;
+    ok.add(SpecialReg::M0);
+    ok.add(SpecialReg::Scc);
+    inst.writes().union(&ok) == ok
+}

@@ -27,6 +27,7 @@ mod elfcheck;
 mod flow;
 pub mod funcmap;
 mod insn;
+mod region;
 
 use serde::Serialize;
 
@@ -52,6 +53,8 @@ pub enum Check {
     Branch,
     /// M0 clobbered while live, or missing wait state.
     M0,
+    /// SCC changed by an inserted run where the original reads it later.
+    Scc,
     /// Marker words and enter/exit balance.
     Markers,
     /// `.sqtt_funcmap` section format.
@@ -78,6 +81,7 @@ impl std::fmt::Display for Check {
             Check::Padding => "padding",
             Check::Branch => "branch",
             Check::M0 => "m0",
+            Check::Scc => "scc",
             Check::Markers => "markers",
             Check::Funcmap => "funcmap",
             Check::Descriptor => "descriptor",
@@ -162,6 +166,11 @@ pub struct Report {
     pub functions: Vec<FunctionReport>,
     /// SGPR the rewriter reserved for saving M0, if any inserted code uses one.
     pub reserved_sgpr: Option<u16>,
+    /// Every SGPR inserted code writes (M0 save, lane counters, payload temporaries, scope flag),
+    /// ascending.
+    pub reserved_sgprs: Vec<u16>,
+    /// The scope-filter flag SGPR computed at kernel entries (seed spec "Scope filtering").
+    pub scope_flag_sgpr: Option<u16>,
     /// Violations found.
     pub findings: Vec<Finding>,
 }
@@ -228,12 +237,40 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     elfcheck::check_header(&orig, &new, &mut findings);
     let isa = isa_target(&orig, "original")?;
     let program = code::Program::build(&orig, &new, isa, &mut findings)?;
-    let fm = elfcheck::check_funcmap(&orig, &new, &mut findings);
-    let analysis = flow::analyse(&program, &fm, &mut findings);
+    let kernel_waves: Vec<u32> = orig
+        .kernels
+        .iter()
+        .map(|k| wave_size(isa, &k.descriptor))
+        .collect();
+    let fm = elfcheck::check_funcmap(&orig, &new, &kernel_waves, &mut findings);
+    // Device functions run in their callers' waves: the W: row, else the kernels' common size.
+    let fallback = fm.wave.filter(|w| matches!(w, 32 | 64)).unwrap_or_else(|| {
+        match kernel_waves.first() {
+            Some(&w) if kernel_waves.iter().all(|x| *x == w) => w,
+            _ => 64,
+        }
+    });
+    let wave_sizes: Vec<u32> = program
+        .funcs
+        .iter()
+        .map(|f| {
+            orig.kernels
+                .iter()
+                .find(|k| k.entry == f.orig_start && f.kind == FunctionKind::Kernel)
+                .map_or(fallback, |k| wave_size(isa, &k.descriptor))
+        })
+        .collect();
+    let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
     elfcheck::check_sections(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
-    elfcheck::check_descriptors(&orig, &new, &program, analysis.reserved_sgpr, &mut findings);
+    elfcheck::check_descriptors(
+        &orig,
+        &new,
+        &program,
+        analysis.reserved_sgprs.last().copied(),
+        &mut findings,
+    );
     let functions = program
         .funcs
         .iter()
@@ -255,8 +292,20 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         target: orig.target.processor.clone(),
         functions,
         reserved_sgpr: analysis.reserved_sgpr,
+        reserved_sgprs: analysis.reserved_sgprs,
+        scope_flag_sgpr: analysis.scope_flag,
         findings,
     })
+}
+
+/// Lanes of a kernel's waves: 64 on gfx9 (wave64 only), else `ENABLE_WAVEFRONT_SIZE32` of the
+/// descriptor (AMDGPUUsage "Kernel Descriptor", `kernel_code_properties` bit 10).
+fn wave_size(isa: amdgpu_isa::Target, kd: &hsaco::KernelDescriptor) -> u32 {
+    if isa.family() == amdgpu_isa::Family::Gfx9 {
+        64
+    } else {
+        kd.wave_size()
+    }
 }
 
 /// The decoder's target for a code object's `e_flags` (low byte `EF_AMDGPU_MACH_*`).
