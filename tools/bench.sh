@@ -5,8 +5,9 @@
 #        else the biggest fixtures). Needs /usr/bin/time and LLVM 22. Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 cargo build --release -q -p sqtt-patch
-BIN=target/release/sqtt-patch
+BIN="$TARGET_DIR/release/sqtt-patch"
 OBJDUMP=/usr/lib/llvm-22/bin/llvm-objdump
 if [ $# -gt 0 ]; then
   FILES=("$@")

@@ -116,13 +116,11 @@ fn snippets(t: Target) -> Vec<(Instruction, String)> {
             "s_lshr_b32 s1, s2, 4".into(),
         ),
         (
-            build::s_or_b32(t, Operand::M0, Operand::M0, Operand::Literal(0x1234))
-                .expect("or"),
+            build::s_or_b32(t, Operand::M0, Operand::M0, Operand::Literal(0x1234)).expect("or"),
             "s_or_b32 m0, m0, 0x1234".into(),
         ),
         (
-            build::s_lshl_b32(t, Operand::M0, Operand::Sgpr(2), Operand::Imm(20))
-                .expect("lshl"),
+            build::s_lshl_b32(t, Operand::M0, Operand::Sgpr(2), Operand::Imm(20)).expect("lshl"),
             "s_lshl_b32 m0, s2, 20".into(),
         ),
         (

@@ -300,7 +300,8 @@ pub const MAX_VIRTUAL_ADDRESS: u64 = 1 << 48;
 pub const MAX_ALIGN: u64 = 1 << 32;
 
 /// Rejects file-backed sections overlapping the ELF header or the program or section header
-/// tables (the writer re-emits those tables), section and segment address ranges outside
+/// tables (the writer re-emits those tables), alloc sections overlapping each other in memory,
+/// section and segment address ranges outside
 /// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
 /// and alignments
 /// that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0 and positive
@@ -350,6 +351,28 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
                 what: "section header",
                 offset,
                 detail: format!("section {} at address {:#x} with size {:#x} is outside the 48-bit address space", s.name, s.addr, s.size),
+            });
+        }
+    }
+    let mut alloc: Vec<&Section> = elf
+        .sections
+        .iter()
+        .filter(|s| s.is_alloc() && s.size > 0)
+        .collect();
+    alloc.sort_by_key(|s| (s.addr, s.index));
+    for w in alloc.windows(2) {
+        if w[0].addr + w[0].size > w[1].addr {
+            return Err(Error::Malformed {
+                what: "section header",
+                offset: elf.header.e_shoff + 64 * w[1].index as u64,
+                detail: format!(
+                    "section {} at address {:#x} overlaps section {} ({:#x}..{:#x}) in memory",
+                    w[1].name,
+                    w[1].addr,
+                    w[0].name,
+                    w[0].addr,
+                    w[0].addr + w[0].size
+                ),
             });
         }
     }

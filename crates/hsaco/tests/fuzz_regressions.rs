@@ -114,14 +114,25 @@ fn segment_past_the_file_is_an_error() {
 
 /// Found by `code_object` after 141,455 runs: section addresses below their file offsets made
 /// the writer's layout wrap (`k_seg`) and then overflow an addition (arithmetic overflow panic).
-/// The layout arithmetic is now checked and reports a typed error.
+/// The layout arithmetic is now checked (typed error), and since the overlap check added later
+/// the reader already refuses this input (`.relro_padding` moved over `.note` in memory).
 #[test]
-fn layout_overflow_is_an_error() {
-    let data = read("code_object-layout-overflow.bin");
-    let co = CodeObject::parse(&data).expect("parses");
-    let e = CodeObjectEditor::new(&co).write().expect_err("overflow");
+fn layout_overflow_input_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-layout-overflow.bin")).expect_err("bad");
     assert_eq!(
         e.to_string(),
-        "malformed section header table at offset 0x11c8: section addresses, offsets and alignments overflow 64-bit positions"
+        "malformed section header at offset 0x1208: section .note at address 0x200 overlaps section .relro_padding (0x2d..0x2bd) in memory"
+    );
+}
+
+/// Found by `code_object` after 176,402 runs: `.hash` moved to an address inside `.text`; the
+/// writer's address map then sent a kernel entry into `.hash`, and the written object failed to
+/// parse (entry outside every executable section). Overlapping alloc sections are now rejected.
+#[test]
+fn alloc_sections_overlapping_in_memory_are_an_error() {
+    let e = CodeObject::parse(&read("code_object-alloc-overlap.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x2fb8: section .hash at address 0x2420 overlaps section .text (0x1f00..0x3808) in memory"
     );
 }

@@ -127,7 +127,12 @@ struct Decoded {
     insts: Vec<(u64, Instruction)>,
 }
 
-fn decode_fn(target: Target, text: &[u8], text_addr: u64, spec: &FnSpec) -> Result<Decoded, Problem> {
+fn decode_fn(
+    target: Target,
+    text: &[u8],
+    text_addr: u64,
+    spec: &FnSpec,
+) -> Result<Decoded, Problem> {
     let lo = (spec.start - text_addr) as usize;
     let hi = (spec.end - text_addr) as usize;
     let bytes = text.get(lo..hi).ok_or(Problem {
@@ -173,7 +178,11 @@ enum RelocPart {
 /// linker-resolved offset: `s_add_u32`/`s_addc_u32` (gfx9-gfx11), `s_add_co_u32`/
 /// `s_add_co_ci_u32` with `s_sext_i32_i16` and `s_wait_alu` in between (gfx12), or one
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
-fn match_builder(insts: &[(u64, Instruction)], leaders: &BTreeSet<usize>, i: usize) -> Result<Builder, Problem> {
+fn match_builder(
+    insts: &[(u64, Instruction)],
+    leaders: &BTreeSet<usize>,
+    i: usize,
+) -> Result<Builder, Problem> {
     let (addr, gp) = &insts[i];
     let fail = |at: u64, why: &str| Problem {
         addr: at,
@@ -197,7 +206,12 @@ fn match_builder(insts: &[(u64, Instruction)], leaders: &BTreeSet<usize>, i: usi
             continue;
         }
         let m = inst.mnemonic();
-        if m == "s_add_nc_u64" && w.contains_sgpr(a) && w.contains_sgpr(a + 1) && lo.is_none() && hi.is_none() {
+        if m == "s_add_nc_u64"
+            && w.contains_sgpr(a)
+            && w.contains_sgpr(a + 1)
+            && lo.is_none()
+            && hi.is_none()
+        {
             if inst.len() != 12 {
                 return Err(fail(*ja, "64-bit add without a 64-bit literal"));
             }
@@ -211,12 +225,23 @@ fn match_builder(insts: &[(u64, Instruction)], leaders: &BTreeSet<usize>, i: usi
             });
         }
         if ADD_LO.contains(&m) && w.contains_sgpr(a) && !w.contains_sgpr(a + 1) && lo.is_none() {
-            let v = inst.literal().ok_or_else(|| fail(*ja, "low add without a literal"))?;
+            let v = inst
+                .literal()
+                .ok_or_else(|| fail(*ja, "low add without a literal"))?;
             lo = Some((j, v as u32));
-        } else if ADD_HI.contains(&m) && w.contains_sgpr(a + 1) && !w.contains_sgpr(a) && lo.is_some() && hi.is_none() {
+        } else if ADD_HI.contains(&m)
+            && w.contains_sgpr(a + 1)
+            && !w.contains_sgpr(a)
+            && lo.is_some()
+            && hi.is_none()
+        {
             let v = hi_const(inst).ok_or_else(|| fail(*ja, "high add without a constant"))?;
             hi = Some((j, v));
-        } else if m == "s_sext_i32_i16" && w.contains_sgpr(a + 1) && !w.contains_sgpr(a) && lo.is_none() {
+        } else if m == "s_sext_i32_i16"
+            && w.contains_sgpr(a + 1)
+            && !w.contains_sgpr(a)
+            && lo.is_none()
+        {
             // gfx12 canonicalises the PC's high half first; the address is unchanged.
         } else {
             return Err(fail(*ja, &format!("{m} uses the PC register pair")));
@@ -244,7 +269,11 @@ fn pc_source(inst: &Instruction) -> Option<u16> {
 /// Analyses every function. `specs` must be sorted by start and non-overlapping.
 pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> Program {
     let text_end = text_addr + text.len() as u64;
-    let starts: BTreeMap<u64, usize> = specs.iter().enumerate().map(|(i, s)| (s.start, i)).collect();
+    let starts: BTreeMap<u64, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.start, i))
+        .collect();
     let mut pcrels = Vec::new();
     let mut funcs = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -278,9 +307,20 @@ pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) 
     }
 }
 
-fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_end: u64, pcrels: &mut Vec<PcRel>) {
+fn analyse_fn(
+    f: &mut Func,
+    starts: &BTreeMap<u64, usize>,
+    text_addr: u64,
+    text_end: u64,
+    pcrels: &mut Vec<PcRel>,
+) {
     let n = f.insts.len();
-    let index: BTreeMap<u64, usize> = f.insts.iter().enumerate().map(|(i, (a, _))| (*a, i)).collect();
+    let index: BTreeMap<u64, usize> = f
+        .insts
+        .iter()
+        .enumerate()
+        .map(|(i, (a, _))| (*a, i))
+        .collect();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
     f.relocs = vec![Reloc::None; n];
     f.succs = vec![Vec::new(); n];
@@ -336,7 +376,9 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
                     }
                     _ => f.problems.push(Problem {
                         addr: a,
-                        why: format!("s_add_pc_i64 target {t:x?} is not an instruction of this function"),
+                        why: format!(
+                            "s_add_pc_i64 target {t:x?} is not an instruction of this function"
+                        ),
                     }),
                 }
             }
@@ -384,7 +426,10 @@ fn analyse_fn(f: &mut Func, starts: &BTreeMap<u64, usize>, text_addr: u64, text_
                             Some(&fi) => f.calls.push((i, Callee::Direct(fi))),
                             None => f.problems.push(Problem {
                                 addr: a,
-                                why: format!("call to {:#x}, which is not a function entry", pcrels[k].target),
+                                why: format!(
+                                    "call to {:#x}, which is not a function entry",
+                                    pcrels[k].target
+                                ),
                             }),
                         },
                         None => f.calls.push((i, Callee::Indirect)),
@@ -628,7 +673,11 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 /// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
 pub fn scc_live(f: &Func) -> Vec<bool> {
     let n = f.insts.len();
-    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| i.reads().contains(SpecialReg::Scc)).collect();
+    let reads: Vec<bool> = f
+        .insts
+        .iter()
+        .map(|(_, i)| i.reads().contains(SpecialReg::Scc))
+        .collect();
     let writes: Vec<bool> = f
         .insts
         .iter()

@@ -12,13 +12,21 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Row {
     /// `F:id:name[@loc]`: a function scope (enter/exit).
-    Function { id: u32, name: String, loc: Option<String> },
+    Function {
+        id: u32,
+        name: String,
+        loc: Option<String>,
+    },
     /// `K:name[@loc]`: a kernel, for vaddr lookup only.
     Kernel { name: String, loc: Option<String> },
     /// `U:id:name`: a user scope marker.
     User { id: u32, name: String },
     /// `P:id:name[@loc]`: a point marker (barriers, memory ops, address traces).
-    Point { id: u32, name: String, loc: Option<String> },
+    Point {
+        id: u32,
+        name: String,
+        loc: Option<String>,
+    },
     /// `W:N`: wave size (32 or 64).
     WaveSize(u32),
     /// `R:id:extra_payload_count=N`.
@@ -217,10 +225,25 @@ mod tests {
     #[test]
     fn render_follows_pass_order_and_terminates() {
         let rows = vec![
-            Row::Point { id: 3, name: "barrier".into(), loc: None },
-            Row::Kernel { name: "k".into(), loc: None },
-            Row::Function { id: 2, name: "_Z1fv".into(), loc: Some("a.hip:3".into()) },
-            Row::Function { id: 1, name: "_Z1gv".into(), loc: None },
+            Row::Point {
+                id: 3,
+                name: "barrier".into(),
+                loc: None,
+            },
+            Row::Kernel {
+                name: "k".into(),
+                loc: None,
+            },
+            Row::Function {
+                id: 2,
+                name: "_Z1fv".into(),
+                loc: Some("a.hip:3".into()),
+            },
+            Row::Function {
+                id: 1,
+                name: "_Z1gv".into(),
+                loc: None,
+            },
         ];
         let bytes = render(&rows);
         assert_eq!(
@@ -240,7 +263,11 @@ mod tests {
         assert_eq!(p.warnings.len(), 4);
         assert_eq!(
             p.rows[0],
-            Row::Function { id: 5, name: "foo".into(), loc: Some("x.c:1 -> y.c:2".into()) }
+            Row::Function {
+                id: 5,
+                name: "foo".into(),
+                loc: Some("x.c:1 -> y.c:2".into())
+            }
         );
         assert_eq!(p.payload_count(9), 130);
         assert_eq!(p.payload_count(5), 0);

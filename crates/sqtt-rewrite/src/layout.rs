@@ -338,7 +338,9 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                 }
                 addr += inst.len() as u64;
             }
-            Piece::Orig { addr: old, inst, .. } => {
+            Piece::Orig {
+                addr: old, inst, ..
+            } => {
                 new_addrs.push(addr);
                 let block_start = run_start.take().unwrap_or(addr);
                 let land = landing.take().unwrap_or(addr);
@@ -351,10 +353,13 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                 });
                 addr += inst.len() as u64;
             }
-            Piece::Island { pair, isa, skip, .. } => {
+            Piece::Island {
+                pair, isa, skip, ..
+            } => {
                 // Trails the relaxed branch: not part of the next instruction's block.
                 new_addrs.push(addr);
-                let code = island_code(*isa, 0, 0, *pair).map_err(|why| LayoutError::Encode { at: 0, why })?;
+                let code = island_code(*isa, 0, 0, *pair)
+                    .map_err(|why| LayoutError::Encode { at: 0, why })?;
                 let over = if *skip { 4 } else { 0 };
                 islands.push(addr + over);
                 addr += over + code_len(&code);
@@ -389,21 +394,46 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
             }
             Piece::Insert { inst, .. } => out.extend_from_slice(inst.bytes()),
             Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
-            Piece::Island { target, pair, isa, skip } => {
-                let dest = layout.map_branch(*target).ok_or(LayoutError::BadTarget { at, target: *target })?;
+            Piece::Island {
+                target,
+                pair,
+                isa,
+                skip,
+            } => {
+                let dest = layout.map_branch(*target).ok_or(LayoutError::BadTarget {
+                    at,
+                    target: *target,
+                })?;
                 let start = if *skip { at + 4 } else { at };
-                let code = island_code(*isa, start, dest, *pair).map_err(|why| LayoutError::Encode { at, why })?;
+                let code = island_code(*isa, start, dest, *pair)
+                    .map_err(|why| LayoutError::Encode { at, why })?;
                 if *skip {
                     let dwords = (code_len(&code) / 4) as i16;
-                    let over = build::s_branch(*isa, dwords).map_err(|e| LayoutError::Encode { at, why: e.to_string() })?;
+                    let over = build::s_branch(*isa, dwords).map_err(|e| LayoutError::Encode {
+                        at,
+                        why: e.to_string(),
+                    })?;
                     out.extend_from_slice(over.bytes());
                 }
                 for c in &code {
                     out.extend_from_slice(c.bytes());
                 }
             }
-            Piece::Orig { addr: old, inst, reloc } => {
-                let fixed = relocate(&layout, plan, &islands, *old, at, inst, *reloc, text_old_end)?;
+            Piece::Orig {
+                addr: old,
+                inst,
+                reloc,
+            } => {
+                let fixed = relocate(
+                    &layout,
+                    plan,
+                    &islands,
+                    *old,
+                    at,
+                    inst,
+                    *reloc,
+                    text_old_end,
+                )?;
                 out.extend_from_slice(fixed.bytes());
             }
         }
@@ -457,12 +487,16 @@ fn relocate(
                 .map_branch(target)
                 .ok_or(LayoutError::BadTarget { at: old, target })?;
             inst.with_branch_target(new_pc, t).map_err(|e| match e {
-                amdgpu_isa::EncodeError::BranchOutOfRange { .. } => LayoutError::OutOfRange { at: old },
+                amdgpu_isa::EncodeError::BranchOutOfRange { .. } => {
+                    LayoutError::OutOfRange { at: old }
+                }
                 e => enc(e),
             })
         }
         Reloc::ToIsland { island } => {
-            let t = *islands.get(island).ok_or(LayoutError::BadTarget { at: old, target: 0 })?;
+            let t = *islands
+                .get(island)
+                .ok_or(LayoutError::BadTarget { at: old, target: 0 })?;
             inst.with_branch_target(new_pc, t).map_err(enc)
         }
         Reloc::Call { target } => {
@@ -484,9 +518,8 @@ fn relocate(
         }
         Reloc::PcRelHi { idiom } => {
             let off = pcrel_offset(idiom)?;
-            crate::idiom::with_high_offset(inst, (off >> 32) as u32).map_err(|why| {
-                LayoutError::Encode { at: old, why }
-            })
+            crate::idiom::with_high_offset(inst, (off >> 32) as u32)
+                .map_err(|why| LayoutError::Encode { at: old, why })
         }
         Reloc::PcRel64 { idiom } => {
             let off = pcrel_offset(idiom)?;

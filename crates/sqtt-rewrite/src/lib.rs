@@ -9,7 +9,7 @@ pub mod analysis;
 pub mod config;
 pub mod funcmap;
 mod idiom;
-pub mod rewrite;
 pub mod layout;
 pub mod plan;
+pub mod rewrite;
 pub mod snippets;

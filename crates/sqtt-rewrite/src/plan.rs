@@ -120,12 +120,19 @@ pub struct Skipped {
 pub fn cost(inst: &Instruction) -> u64 {
     let m = inst.mnemonic();
     match inst.special() {
-        Special::Nop | Special::Waitcnt | Special::WaitAlu | Special::DelayAlu | Special::Clause | Special::CodeEnd => {
-            return 0
-        }
+        Special::Nop
+        | Special::Waitcnt
+        | Special::WaitAlu
+        | Special::DelayAlu
+        | Special::Clause
+        | Special::CodeEnd => return 0,
         _ => {}
     }
-    if m.contains("_mfma_") || m.contains("_wmma_") || m.contains("_swmmac_") || m.contains("_smfmac_") {
+    if m.contains("_mfma_")
+        || m.contains("_wmma_")
+        || m.contains("_swmmac_")
+        || m.contains("_smfmac_")
+    {
         return 16;
     }
     match inst.class() {
@@ -163,7 +170,11 @@ pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
                 // simm16: instid0 [3:0], instskip [6:4], instid1 [10:7] (ISA manuals, "S_DELAY_ALU").
                 let v = inst.field("simm16").unwrap_or(0);
                 let skip = ((v >> 4) & 7) as usize;
-                let last = if (v >> 7) & 0xf != 0 { d + 1 + skip } else { d + 1 };
+                let last = if (v >> 7) & 0xf != 0 {
+                    d + 1 + skip
+                } else {
+                    d + 1
+                };
                 out.extend(d + 1..=last.min(n));
             }
             _ => {}
@@ -227,7 +238,10 @@ fn settle(f: &Func, forbidden: &BTreeSet<usize>, p: usize, earlier: bool) -> Opt
                 return None;
             }
         } else {
-            if q >= f.insts.len() || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough || pinned(q) {
+            if q >= f.insts.len()
+                || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough
+                || pinned(q)
+            {
                 return None;
             }
             q += 1;
@@ -254,14 +268,24 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
         let scoped = match kernel {
             None => match opts.functions {
                 FunctionThreshold::Off => false,
-                FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => function_size(f, opts.functions) >= n,
+                FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => {
+                    function_size(f, opts.functions) >= n
+                }
             },
             Some(_) => opts.kernel_scopes,
         };
         if scoped {
             let (key, ek, xk) = match kernel {
-                None => (MarkerKey::Function(fi), SiteKind::FunctionEntry, SiteKind::FunctionExit),
-                Some(_) => (MarkerKey::Kernel(fi), SiteKind::KernelEntry, SiteKind::KernelExit),
+                None => (
+                    MarkerKey::Function(fi),
+                    SiteKind::FunctionEntry,
+                    SiteKind::FunctionExit,
+                ),
+                Some(_) => (
+                    MarkerKey::Kernel(fi),
+                    SiteKind::KernelEntry,
+                    SiteKind::KernelExit,
+                ),
             };
             let entry = match kernel {
                 Some(k) if k.preload => f.insts.iter().position(|(a, _)| *a == f.spec.start + 256),
@@ -272,7 +296,9 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 _ => Landing::After,
             };
             match entry {
-                Some(e) if kernel.is_some_and(|k| k.preload) && f.leaders.contains(&e) && e != 0 => {
+                Some(e)
+                    if kernel.is_some_and(|k| k.preload) && f.leaders.contains(&e) && e != 0 =>
+                {
                     // The prologue branch targets it by design; any other branch would re-enter.
                     let other = f.relocs.iter().enumerate().any(|(i, r)| {
                         matches!(r, crate::layout::Reloc::Branch { target } if *target == f.insts[e].0)
@@ -314,30 +340,59 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
             let mut i = 0;
             while i < n {
                 match f.insts[i].1.special() {
-                    Special::SBarrier => want.push((i, true, Word::Point(MarkerKey::Barrier), Landing::Before, SiteKind::Barrier)),
+                    Special::SBarrier => want.push((
+                        i,
+                        true,
+                        Word::Point(MarkerKey::Barrier),
+                        Landing::Before,
+                        SiteKind::Barrier,
+                    )),
                     Special::SBarrierSignal | Special::SBarrierSignalIsFirst => {
                         // Pair: the next barrier instruction in the same block is a wait.
                         let mut j = i + 1;
                         let mut pair = None;
-                        while j < n && !f.leaders.contains(&j) && f.insts[j - 1].1.flow() == amdgpu_isa::Flow::Fallthrough {
+                        while j < n
+                            && !f.leaders.contains(&j)
+                            && f.insts[j - 1].1.flow() == amdgpu_isa::Flow::Fallthrough
+                        {
                             match f.insts[j].1.special() {
                                 Special::SBarrierWait => {
                                     pair = Some(j);
                                     break;
                                 }
-                                Special::SBarrier | Special::SBarrierSignal | Special::SBarrierSignalIsFirst => break,
+                                Special::SBarrier
+                                | Special::SBarrierSignal
+                                | Special::SBarrierSignalIsFirst => break,
                                 _ => j += 1,
                             }
                         }
                         match pair {
-                            Some(_) => want.push((i + 1, false, Word::Point(MarkerKey::Barrier), Landing::Before, SiteKind::BarrierPair)),
-                            None => want.push((i + 1, false, Word::Point(MarkerKey::BarrierSignal), Landing::Before, SiteKind::BarrierSignal)),
+                            Some(_) => want.push((
+                                i + 1,
+                                false,
+                                Word::Point(MarkerKey::Barrier),
+                                Landing::Before,
+                                SiteKind::BarrierPair,
+                            )),
+                            None => want.push((
+                                i + 1,
+                                false,
+                                Word::Point(MarkerKey::BarrierSignal),
+                                Landing::Before,
+                                SiteKind::BarrierSignal,
+                            )),
                         }
                         if let Some(j) = pair {
                             i = j; // the wait is covered by the pair marker
                         }
                     }
-                    Special::SBarrierWait => want.push((i, true, Word::Point(MarkerKey::BarrierWait), Landing::Before, SiteKind::BarrierWait)),
+                    Special::SBarrierWait => want.push((
+                        i,
+                        true,
+                        Word::Point(MarkerKey::BarrierWait),
+                        Landing::Before,
+                        SiteKind::BarrierWait,
+                    )),
                     _ => {}
                 }
                 i += 1;
@@ -407,9 +462,13 @@ pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, 
         if block_start {
             cur = None;
         }
-        let Some(store) = vmem_kind(inst) else { continue };
+        let Some(store) = vmem_kind(inst) else {
+            continue;
+        };
         cur = match cur {
-            Some((first, kind, n, last)) if kind == store && (i - last - 1) as u64 <= u64::from(c.max_gap) => {
+            Some((first, kind, n, last))
+                if kind == store && (i - last - 1) as u64 <= u64::from(c.max_gap) =>
+            {
                 if n < c.ops_per_marker {
                     Some((first, kind, n + 1, i))
                 } else {
@@ -437,7 +496,10 @@ pub fn allocate_ids(sites: &[Site], reserved: &BTreeSet<u32>) -> BTreeMap<Marker
             e.0 += 1;
         }
     }
-    let mut keys: Vec<(MarkerKey, u64, usize)> = count.into_iter().map(|(k, (c, first))| (k, c, first)).collect();
+    let mut keys: Vec<(MarkerKey, u64, usize)> = count
+        .into_iter()
+        .map(|(k, (c, first))| (k, c, first))
+        .collect();
     keys.sort_by_key(|&(k, c, first)| (std::cmp::Reverse(c), k.rank(), first));
     let mut ids = BTreeMap::new();
     let mut next = 1u32;
@@ -505,7 +567,13 @@ pub fn snippet(t: Target, value: u32, keep: M0Keep) -> Result<Vec<Instruction>, 
 
 /// Decides how M0 is kept at every site of function `f`: dead, a known constant, or saved in
 /// `reserve` (an SGPR proven free); `Err` with the reason when none applies.
-pub fn m0_keep_for(prog: &Program, fi: usize, before: usize, reserve: Option<u8>, facts: &mut BTreeMap<usize, crate::analysis::M0Facts>) -> Result<M0Keep, String> {
+pub fn m0_keep_for(
+    prog: &Program,
+    fi: usize,
+    before: usize,
+    reserve: Option<u8>,
+    facts: &mut BTreeMap<usize, crate::analysis::M0Facts>,
+) -> Result<M0Keep, String> {
     let f = &prog.funcs[fi];
     let facts = facts.entry(fi).or_insert_with(|| m0_facts(f));
     if !facts.live[before] {
@@ -514,7 +582,7 @@ pub fn m0_keep_for(prog: &Program, fi: usize, before: usize, reserve: Option<u8>
     if let Some(k) = facts.constant[before] {
         return Ok(M0Keep::Constant(k));
     }
-    reserve
-        .map(M0Keep::Save)
-        .ok_or_else(|| "M0 is live with an unknown value and no SGPR is provably free to save it".to_string())
+    reserve.map(M0Keep::Save).ok_or_else(|| {
+        "M0 is live with an unknown value and no SGPR is provably free to save it".to_string()
+    })
 }

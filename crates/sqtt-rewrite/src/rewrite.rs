@@ -8,7 +8,9 @@
 use crate::analysis::{analyse, FnSpec, KernelSpec, Program};
 use crate::config::Options;
 use crate::funcmap::{self, Row};
-use crate::layout::{lay_out, Landing, Layout, LayoutError, PcRelUse, Piece, Reloc, TextPlan, PAD_WORD};
+use crate::layout::{
+    lay_out, Landing, Layout, LayoutError, PcRelUse, Piece, Reloc, TextPlan, PAD_WORD,
+};
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use amdgpu_isa::{Family, Special, Target};
 use hsaco::{CodeObject, CodeObjectEditor};
@@ -156,7 +158,10 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
         });
     }
     for f in &co.functions {
-        if f.address >= text_addr && f.address < text_end && !specs.iter().any(|s| s.start == f.address) {
+        if f.address >= text_addr
+            && f.address < text_end
+            && !specs.iter().any(|s| s.start == f.address)
+        {
             specs.push(FnSpec {
                 name: f.name.clone(),
                 start: f.address,
@@ -260,15 +265,27 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     };
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
-        report.reasons.push("more than one executable section".into());
-        return Ok(Outcome { bytes: None, report });
+        report
+            .reasons
+            .push("more than one executable section".into());
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     let specs = function_specs(&co, text_addr, text_end);
     let mut prog = analyse(target, &text_bytes, text_addr, specs.clone());
-    if matches!(target.family(), Family::Gfx11 | Family::Gfx12 | Family::Gfx1250)
-        && prog.funcs.iter().any(|f| !f.problems.is_empty())
+    if matches!(
+        target.family(),
+        Family::Gfx11 | Family::Gfx12 | Family::Gfx1250
+    ) && prog.funcs.iter().any(|f| !f.problems.is_empty())
     {
-        let alt = analyse(target.with_true16(!target.true16()), &text_bytes, text_addr, specs);
+        let alt = analyse(
+            target.with_true16(!target.true16()),
+            &text_bytes,
+            text_addr,
+            specs,
+        );
         let bad = |p: &Program| p.funcs.iter().filter(|f| !f.problems.is_empty()).count();
         if bad(&alt) < bad(&prog) {
             target = alt.target;
@@ -278,16 +295,23 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // Whole-object safety.
     for f in &prog.funcs {
         for p in &f.problems {
-            report.reasons.push(format!("{} at {:#x}: {}", f.spec.name, p.addr, p.why));
+            report
+                .reasons
+                .push(format!("{} at {:#x}: {}", f.spec.name, p.addr, p.why));
         }
     }
     let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
     if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
-        report.reasons.push(format!("code before the first function at {text_addr:#x}"));
+        report
+            .reasons
+            .push(format!("code before the first function at {text_addr:#x}"));
     }
     if !report.reasons.is_empty() {
         report.status = Status::FailedClosed;
-        return Ok(Outcome { bytes: None, report });
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     // Existing markers and funcmap: keep, never reuse their ids.
     let mut reserved: BTreeSet<u32> = BTreeSet::new();
@@ -303,14 +327,26 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             match inst.special() {
                 Special::TtraceDataImm(v) => {
                     reserved.insert(u32::from(v) >> 2);
-                    report.existing_markers.push(format!("{}+{:#x}: s_ttracedata_imm {v:#x}", f.spec.name, a - f.spec.start));
+                    report.existing_markers.push(format!(
+                        "{}+{:#x}: s_ttracedata_imm {v:#x}",
+                        f.spec.name,
+                        a - f.spec.start
+                    ));
                 }
                 Special::TtraceData => match facts.constant[i] {
                     Some(v) => {
                         reserved.insert(v >> 2);
-                        report.existing_markers.push(format!("{}+{:#x}: s_ttracedata m0={v:#x}", f.spec.name, a - f.spec.start));
+                        report.existing_markers.push(format!(
+                            "{}+{:#x}: s_ttracedata m0={v:#x}",
+                            f.spec.name,
+                            a - f.spec.start
+                        ));
                     }
-                    None => report.existing_markers.push(format!("{}+{:#x}: s_ttracedata with an unknown M0 value", f.spec.name, a - f.spec.start)),
+                    None => report.existing_markers.push(format!(
+                        "{}+{:#x}: s_ttracedata with an unknown M0 value",
+                        f.spec.name,
+                        a - f.spec.start
+                    )),
                 },
                 _ => {}
             }
@@ -322,7 +358,12 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
     let reserve = free_sgpr(&prog, &co);
     let mut facts = BTreeMap::new();
-    let scope_kinds = [SiteKind::FunctionEntry, SiteKind::FunctionExit, SiteKind::KernelEntry, SiteKind::KernelExit];
+    let scope_kinds = [
+        SiteKind::FunctionEntry,
+        SiteKind::FunctionExit,
+        SiteKind::KernelEntry,
+        SiteKind::KernelExit,
+    ];
     let (ids, snippets, used_reserve) = loop {
         let ids = plan::allocate_ids(&sites, &reserved);
         let mut used_reserve = false;
@@ -334,7 +375,9 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             .collect();
         let mut new_skips = Vec::new();
         for s in &sites {
-            let Some(value) = plan::encode_word(s.word, &ids) else { continue };
+            let Some(value) = plan::encode_word(s.word, &ids) else {
+                continue;
+            };
             let needs_m0 = !(target.has_ttracedata_imm() && value <= 0xff);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts)
@@ -348,7 +391,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 plan::snippet(target, value, k)
             });
             match code {
-                Ok(code) => snippets.entry((s.func, s.before)).or_default().push((*s, code)),
+                Ok(code) => snippets
+                    .entry((s.func, s.before))
+                    .or_default()
+                    .push((*s, code)),
                 Err(why) => {
                     if scope_kinds.contains(&s.kind) {
                         bad_scopes.insert(s.func);
@@ -369,7 +415,13 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             .collect();
         let dropped_ok: Vec<&Site> = dropped
             .iter()
-            .filter(|d| !new_skips.iter().any(|k| k.addr == d.addr && k.kind == d.kind && k.function == prog.funcs[d.func].spec.name))
+            .filter(|d| {
+                !new_skips.iter().any(|k| {
+                    k.addr == d.addr
+                        && k.kind == d.kind
+                        && k.function == prog.funcs[d.func].spec.name
+                })
+            })
             .collect();
         if dropped.is_empty() {
             skipped.extend(new_skips);
@@ -380,16 +432,24 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 function: prog.funcs[d.func].spec.name.clone(),
                 addr: d.addr,
                 kind: d.kind,
-                why: "scope dropped: another enter/exit site of this scope cannot be instrumented".into(),
+                why: "scope dropped: another enter/exit site of this scope cannot be instrumented"
+                    .into(),
             });
         }
-        skipped.extend(new_skips.into_iter().filter(|k| scope_kinds.contains(&k.kind)));
+        skipped.extend(
+            new_skips
+                .into_iter()
+                .filter(|k| scope_kinds.contains(&k.kind)),
+        );
         sites.retain(|s| !(scope_kinds.contains(&s.kind) && bad_scopes.contains(&s.func)));
     };
     if ids.values().any(|&id| id >= 1 << 30) {
         report.status = Status::FailedClosed;
         report.reasons.push("more than 2^30 marker ids".into());
-        return Ok(Outcome { bytes: None, report });
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     let mut snippets = snippets;
     // Entry snippets first at a shared point (they are skipped by branches).
@@ -398,7 +458,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     report.skipped = skipped;
     if snippets.is_empty() {
-        return Ok(Outcome { bytes: None, report });
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     report.reserved_sgpr = if used_reserve { reserve } else { None };
     // Text plan; branches pushed out of simm16 range are relaxed through long-branch islands and
@@ -407,10 +470,21 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
     let island_pair = free_pair(&prog, &co, report.reserved_sgpr);
     let (mut tp, layout) = loop {
-        let tp = text_plan(&prog, &snippets, &text_bytes, text_addr, text_end, target, &relax, island_pair);
+        let tp = text_plan(
+            &prog,
+            &snippets,
+            &text_bytes,
+            text_addr,
+            text_end,
+            target,
+            &relax,
+            island_pair,
+        );
         match lay_out(&tp, text_end) {
             Ok(l) => break (tp, l),
-            Err(LayoutError::OutOfRange { at }) if !relax.contains_key(&at) && relax.len() < 10_000 => {
+            Err(LayoutError::OutOfRange { at })
+                if !relax.contains_key(&at) && relax.len() < 10_000 =>
+            {
                 match relaxable(&prog, &scc_facts, at, island_pair, target) {
                     Ok(conditional) => {
                         relax.insert(at, conditional);
@@ -418,14 +492,20 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                     Err(why) => {
                         report.status = Status::FailedClosed;
                         report.reasons.push(format!("branch at {at:#x} is out of range after insertion and cannot be relaxed: {why}"));
-                        return Ok(Outcome { bytes: None, report });
+                        return Ok(Outcome {
+                            bytes: None,
+                            report,
+                        });
                     }
                 }
             }
             Err(e) => {
                 report.status = Status::FailedClosed;
                 report.reasons.push(e.to_string());
-                return Ok(Outcome { bytes: None, report });
+                return Ok(Outcome {
+                    bytes: None,
+                    report,
+                });
             }
         }
     };
@@ -437,7 +517,11 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         report.reasons.push(why);
     };
     ed.set_text(layout.bytes.clone())?;
-    let map: BTreeMap<u64, u64> = layout.placed.iter().map(|p| (p.old, p.block_start)).collect();
+    let map: BTreeMap<u64, u64> = layout
+        .placed
+        .iter()
+        .map(|p| (p.old, p.block_start))
+        .collect();
     ed.set_text_address_map(map);
     for k in &co.kernels {
         if let Some(n) = layout.map_addr(k.entry) {
@@ -449,7 +533,9 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         if sym.value < text_addr || sym.value >= text_end || sym.shndx == 0 || sym.shndx >= 0xff00 {
             continue;
         }
-        let Some(nv) = layout.map_addr(sym.value) else { continue };
+        let Some(nv) = layout.map_addr(sym.value) else {
+            continue;
+        };
         let size = if sym.size > 0 {
             layout
                 .map_end(sym.value + sym.size, text_end)
@@ -462,11 +548,21 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // Data targets of address builders move when `.text` outgrows its gap: map them and redo.
     let placement = ed.layout()?;
     if placement.map_address(text_addr) != text_addr {
-        fail(&mut report, "the rewritten metadata note moves .text".into());
-        return Ok(Outcome { bytes: None, report });
+        fail(
+            &mut report,
+            "the rewritten metadata note moves .text".into(),
+        );
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     let mut layout = layout;
-    if tp.pcrels.iter().any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target) {
+    if tp
+        .pcrels
+        .iter()
+        .any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target)
+    {
         for p in &mut tp.pcrels {
             if p.use_kind == PcRelUse::Data {
                 p.target = placement.map_address(p.target);
@@ -476,7 +572,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             Ok(l) => l,
             Err(e) => {
                 fail(&mut report, e.to_string());
-                return Ok(Outcome { bytes: None, report });
+                return Ok(Outcome {
+                    bytes: None,
+                    report,
+                });
             }
         };
         ed.set_text(layout.bytes.clone())?;
@@ -489,7 +588,11 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 sections.insert(s.name.clone(), co.section_data(s).to_vec());
             }
         }
-        let mut pairs: Vec<(u64, u64)> = layout.placed.iter().map(|p| (p.old, p.block_start)).collect();
+        let mut pairs: Vec<(u64, u64)> = layout
+            .placed
+            .iter()
+            .map(|p| (p.old, p.block_start))
+            .collect();
         for &(o, len, n) in &layout.raws {
             pairs.push((o, n));
             let _ = len;
@@ -507,7 +610,12 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         pairs.push((text_end, layout.new_end));
         // Alloc sections after .text move when it outgrows its gap: DWARF addresses of data
         // (variables) follow their section, offset preserved from the section start.
-        for s in co.elf.sections.iter().filter(|s| s.is_alloc() && s.addr > text_end) {
+        for s in co
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.is_alloc() && s.addr > text_end)
+        {
             pairs.push((s.addr, placement.map_address(s.addr)));
         }
         pairs.sort();
@@ -515,7 +623,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         let amap = dwarf_remap::AddressMap::new(pairs)
             .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
             .and_then(|m| Ok(m.with_identity_outside()));
-        let changed = amap.and_then(|m| dwarf_remap::remap_dwarf(&sections, &m).map_err(|e| hsaco::Error::InvalidEdit(e.to_string())));
+        let changed = amap.and_then(|m| {
+            dwarf_remap::remap_dwarf(&sections, &m)
+                .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
+        });
         match changed {
             Ok(changed) => {
                 report.dwarf_sections_remapped = changed.len();
@@ -526,14 +637,19 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             }
             Err(e) => {
                 fail(&mut report, format!("DWARF cannot be remapped: {e}"));
-                return Ok(Outcome { bytes: None, report });
+                return Ok(Outcome {
+                    bytes: None,
+                    report,
+                });
             }
         }
     }
     // Descriptors: gfx11+ instruction prefetch follows the new code size.
     let gen = co.target.generation();
     for (fi, f) in prog.funcs.iter().enumerate() {
-        let Some(k) = co.kernels.iter().find(|k| k.entry == f.spec.start) else { continue };
+        let Some(k) = co.kernels.iter().find(|k| k.entry == f.spec.start) else {
+            continue;
+        };
         let _ = fi;
         if let Some(old) = k.descriptor.inst_pref_size(gen) {
             let new_start = layout.map_addr(f.spec.start).unwrap_or(f.spec.start);
@@ -541,8 +657,17 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             let old_lines = (f.spec.end - f.spec.start).div_ceil(128) as u32;
             if old == old_lines.min(old) && old != 0 {
                 let mut kd = k.descriptor.clone();
-                let max = if gen == hsaco::Generation::Gfx11 { 63 } else { 255 };
-                kd.set_inst_pref_size(gen, ((new_end - new_start).div_ceil(128) as u32).min(max).max(old));
+                let max = if gen == hsaco::Generation::Gfx11 {
+                    63
+                } else {
+                    255
+                };
+                kd.set_inst_pref_size(
+                    gen,
+                    ((new_end - new_start).div_ceil(128) as u32)
+                        .min(max)
+                        .max(old),
+                );
                 ed.set_kernel_descriptor(&k.name, &kd)?;
             }
         }
@@ -551,7 +676,11 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // checked by `free_sgpr`): `.sgpr_count` counts VCC, FLAT_SCRATCH and XNACK_MASK on gfx9.
     if let (Some(r), Some(meta)) = (report.reserved_sgpr, co.metadata.as_ref()) {
         let mut meta = meta.clone();
-        let extra = if target.family() == Family::Gfx9 { 6 } else { 0 };
+        let extra = if target.family() == Family::Gfx9 {
+            6
+        } else {
+            0
+        };
         let need = u64::from(r) + 1 + extra;
         for k in &co.kernels {
             if let Some(i) = meta.kernel_index(&k.name) {
@@ -565,9 +694,16 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
-    let locs = if co.has_dwarf() { function_locs(&co) } else { HashMap::new() };
+    let locs = if co.has_dwarf() {
+        function_locs(&co)
+    } else {
+        HashMap::new()
+    };
     for k in &co.kernels {
-        if !rows.iter().any(|r| matches!(r, Row::Kernel { name, .. } if *name == k.name)) {
+        if !rows
+            .iter()
+            .any(|r| matches!(r, Row::Kernel { name, .. } if *name == k.name))
+        {
             rows.push(Row::Kernel {
                 name: k.name.clone(),
                 loc: locs.get(&k.name).cloned().filter(|l| !l.contains('@')),
@@ -586,7 +722,11 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 loc: locs.get(&name).cloned().filter(|l| !l.contains('@')),
                 name,
             },
-            _ => Row::Point { id, name, loc: None },
+            _ => Row::Point {
+                id,
+                name,
+                loc: None,
+            },
         });
     }
     report.funcmap_rows = rows.len();
@@ -603,7 +743,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     fill_kernel_reports(&mut report, &co, &prog);
     report.text_size_after = layout.bytes.len() as u64;
     report.status = Status::Instrumented;
-    Ok(Outcome { bytes: Some(bytes), report })
+    Ok(Outcome {
+        bytes: Some(bytes),
+        report,
+    })
 }
 
 fn function_locs(co: &CodeObject) -> HashMap<String, String> {
@@ -620,7 +763,14 @@ fn function_locs(co: &CodeObject) -> HashMap<String, String> {
 
 type Snippets = BTreeMap<(usize, usize), Vec<(Site, Vec<amdgpu_isa::Instruction>)>>;
 
-fn fill_function_reports(report: &mut Report, prog: &Program, layout: &Layout, snippets: &Snippets, ids: &BTreeMap<MarkerKey, u32>, text_end: u64) {
+fn fill_function_reports(
+    report: &mut Report,
+    prog: &Program,
+    layout: &Layout,
+    snippets: &Snippets,
+    ids: &BTreeMap<MarkerKey, u32>,
+    text_end: u64,
+) {
     for (fi, f) in prog.funcs.iter().enumerate() {
         let mut fr = FunctionReport {
             name: f.spec.name.clone(),
@@ -652,10 +802,18 @@ fn fill_function_reports(report: &mut Report, prog: &Program, layout: &Layout, s
 
 fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
     for k in &co.kernels {
-        let Some(fi) = prog.funcs.iter().position(|f| f.spec.start == k.entry) else { continue };
+        let Some(fi) = prog.funcs.iter().position(|f| f.spec.start == k.entry) else {
+            continue;
+        };
         let regs = k.descriptor.registers(&co.target);
         let lds = k.descriptor.group_segment_fixed_size;
-        let occ = hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, regs.sgprs.unwrap_or(0), lds);
+        let occ = hsaco::kd::occupancy(
+            &co.target,
+            regs.wave32,
+            regs.vgprs_allocated,
+            regs.sgprs.unwrap_or(0),
+            lds,
+        );
         let reach = prog.reachable(fi);
         let inserted = report
             .functions
@@ -739,28 +897,51 @@ fn text_plan(
     let mut islands = 0usize;
     for (fi, f) in prog.funcs.iter().enumerate() {
         if f.spec.start > cursor {
-            let gap = &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
+            let gap =
+                &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
             if !is_padding(gap, target) {
                 tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
-                tp.pieces.push(Piece::Raw { addr: cursor, bytes: gap.to_vec() });
+                tp.pieces.push(Piece::Raw {
+                    addr: cursor,
+                    bytes: gap.to_vec(),
+                });
             }
         }
-        tp.pieces.push(Piece::Align(alignment_of(f.spec.start, f.spec.kernel.is_some())));
+        tp.pieces.push(Piece::Align(alignment_of(
+            f.spec.start,
+            f.spec.kernel.is_some(),
+        )));
         for (i, (a, inst)) in f.insts.iter().enumerate() {
             if let Some(list) = snippets.get(&(fi, i)) {
                 for (s, code) in list {
                     for c in code {
-                        tp.pieces.push(Piece::Insert { inst: *c, landing: s.landing });
+                        tp.pieces.push(Piece::Insert {
+                            inst: *c,
+                            landing: s.landing,
+                        });
                     }
                 }
             }
             match (relax.get(a), f.relocs[i], island_pair) {
                 (Some(&conditional), Reloc::Branch { target: t }, Some(pair)) => {
-                    tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: Reloc::ToIsland { island: islands } });
-                    tp.pieces.push(Piece::Island { target: t, pair, isa: target, skip: conditional });
+                    tp.pieces.push(Piece::Orig {
+                        addr: *a,
+                        inst: *inst,
+                        reloc: Reloc::ToIsland { island: islands },
+                    });
+                    tp.pieces.push(Piece::Island {
+                        target: t,
+                        pair,
+                        isa: target,
+                        skip: conditional,
+                    });
                     islands += 1;
                 }
-                _ => tp.pieces.push(Piece::Orig { addr: *a, inst: *inst, reloc: f.relocs[i] }),
+                _ => tp.pieces.push(Piece::Orig {
+                    addr: *a,
+                    inst: *inst,
+                    reloc: f.relocs[i],
+                }),
             }
         }
         cursor = f.spec.end;
@@ -777,21 +958,40 @@ fn text_plan(
 /// Whether the branch at original address `at` can be relaxed: an SGPR pair is free (not needed
 /// on gfx1250) and SCC is dead at its target (the island's adds clobber SCC; gfx1250's
 /// `s_add_pc_i64` does not). Returns whether the branch is conditional.
-fn relaxable(prog: &Program, scc: &[Vec<bool>], at: u64, pair: Option<u8>, target: Target) -> Result<bool, String> {
+fn relaxable(
+    prog: &Program,
+    scc: &[Vec<bool>],
+    at: u64,
+    pair: Option<u8>,
+    target: Target,
+) -> Result<bool, String> {
     for (fi, f) in prog.funcs.iter().enumerate() {
-        let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else { continue };
+        let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else {
+            continue;
+        };
         let inst = f.insts[i].1;
         let Reloc::Branch { target: t } = f.relocs[i] else {
             return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
         };
         let conditional = matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true });
+        // gfx1010-gfx1013 have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
+        // `checkLdsBranchVmemWARHazard`): new branches would need `s_waitcnt_vscnt null, 0`.
+        if matches!(target.name(), "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic") {
+            return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
+        }
         if target.family() != Family::Gfx1250 {
             if pair.is_none() {
                 return Err("no SGPR pair is provably free for a long branch".into());
             }
-            let ti = f.insts.iter().position(|(a, _)| *a == t).ok_or("target is not an instruction")?;
+            let ti = f
+                .insts
+                .iter()
+                .position(|(a, _)| *a == t)
+                .ok_or("target is not an instruction")?;
             if scc[fi][ti] {
-                return Err("SCC is live at the branch target (the long branch clobbers it)".into());
+                return Err(
+                    "SCC is live at the branch target (the long branch clobbers it)".into(),
+                );
             }
         }
         return Ok(conditional);

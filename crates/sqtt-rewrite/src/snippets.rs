@@ -76,7 +76,9 @@ pub enum SnippetError {
         "shader clock bits {bits} / shift {shift} invalid (need 1 <= bits <= 29, bits + shift <= 32)"
     )]
     ClockBits { bits: u32, shift: u32 },
-    #[error("marker value {value:#x} does not fit the {avail} bits left below a {bits}-bit clock field")]
+    #[error(
+        "marker value {value:#x} does not fit the {avail} bits left below a {bits}-bit clock field"
+    )]
     ValueTooWide { value: u32, bits: u32, avail: u32 },
     #[error("internal: snippet breaks its own rule: {0}")]
     Rule(String),
@@ -217,7 +219,11 @@ impl Emitter {
         }
     }
 
-    fn raw(&mut self, what: &'static str, r: Result<Instruction, EncodeError>) -> Result<(), SnippetError> {
+    fn raw(
+        &mut self,
+        what: &'static str,
+        r: Result<Instruction, EncodeError>,
+    ) -> Result<(), SnippetError> {
         let i = r.map_err(|source| SnippetError::Encode {
             what,
             target: self.t.name(),
@@ -228,7 +234,11 @@ impl Emitter {
     }
 
     /// Appends one instruction (after any wait its SGPR reads need).
-    pub fn push(&mut self, what: &'static str, r: Result<Instruction, EncodeError>) -> Result<(), SnippetError> {
+    pub fn push(
+        &mut self,
+        what: &'static str,
+        r: Result<Instruction, EncodeError>,
+    ) -> Result<(), SnippetError> {
         let i = r.map_err(|source| SnippetError::Encode {
             what,
             target: self.t.name(),
@@ -293,7 +303,12 @@ impl Emitter {
 
     /// Byte size of `code[from..]`.
     pub fn bytes_since(&self, from: usize) -> usize {
-        self.code.get(from..).unwrap_or_default().iter().map(|i| i.len()).sum()
+        self.code
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|i| i.len())
+            .sum()
     }
 
     /// Appends `s_waitcnt_vscnt null, 0` on gfx1010..gfx1013 (snippets with branches).

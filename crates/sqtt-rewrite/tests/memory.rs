@@ -14,7 +14,12 @@ fn assemble(mcpu: &str, asm: &str) -> Vec<u8> {
     let bin = dir.path().join("a.bin");
     std::fs::write(&src, asm).unwrap();
     let ok = Command::new("/usr/lib/llvm-22/bin/llvm-mc")
-        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-filetype=obj", "-o"])
+        .args([
+            "-arch=amdgcn",
+            &format!("-mcpu={mcpu}"),
+            "-filetype=obj",
+            "-o",
+        ])
         .arg(&obj)
         .arg(&src)
         .status()
@@ -35,10 +40,25 @@ fn assemble(mcpu: &str, asm: &str) -> Vec<u8> {
 fn chunks(mcpu: &str, asm: &str, n: u32, m: u32) -> Vec<(usize, bool)> {
     let code = assemble(mcpu, asm);
     let target = amdgpu_isa::Target::from_name(mcpu).unwrap();
-    let spec = FnSpec { name: "f".into(), start: 0x1000, end: 0x1000 + code.len() as u64, kernel: None };
+    let spec = FnSpec {
+        name: "f".into(),
+        start: 0x1000,
+        end: 0x1000 + code.len() as u64,
+        kernel: None,
+    };
     let prog = analyse(target, &code, 0x1000, vec![spec]);
-    assert!(prog.funcs[0].problems.is_empty(), "{:?}", prog.funcs[0].problems);
-    memory_chunks(&prog.funcs[0], MemoryChunking { ops_per_marker: n, max_gap: m })
+    assert!(
+        prog.funcs[0].problems.is_empty(),
+        "{:?}",
+        prog.funcs[0].problems
+    );
+    memory_chunks(
+        &prog.funcs[0],
+        MemoryChunking {
+            ops_per_marker: n,
+            max_gap: m,
+        },
+    )
 }
 
 #[test]
@@ -54,9 +74,15 @@ fn spec_example_gfx1100() {
                flat_load_b32 v7, v[2:3]\n\
                s_setpc_b64 s[30:31]\n";
     // Indices: 0 L, 1 L, 2 S, 3 L, 4 L(buffer), 5 L(flat), 6 return.
-    assert_eq!(chunks("gfx1100", asm, 2, 5), vec![(0, false), (2, true), (3, false), (5, false)]);
+    assert_eq!(
+        chunks("gfx1100", asm, 2, 5),
+        vec![(0, false), (2, true), (3, false), (5, false)]
+    );
     // N=3: the load run 3..5 is one chunk.
-    assert_eq!(chunks("gfx1100", asm, 3, 5), vec![(0, false), (2, true), (3, false)]);
+    assert_eq!(
+        chunks("gfx1100", asm, 3, 5),
+        vec![(0, false), (2, true), (3, false)]
+    );
 }
 
 #[test]
@@ -75,7 +101,10 @@ fn gaps_atomics_lds_and_scratch_gfx942() {
                s_setpc_b64 s[30:31]\n";
     // Gap 2 > M=1 breaks the load sequence; LDS and scratch are not counted (but count as gap);
     // the atomic is a store and chunks with the following store.
-    assert_eq!(chunks("gfx942", asm, 4, 1), vec![(0, false), (3, false), (6, true)]);
+    assert_eq!(
+        chunks("gfx942", asm, 4, 1),
+        vec![(0, false), (3, false), (6, true)]
+    );
     // With M=2 the two loads chain.
     assert_eq!(chunks("gfx942", asm, 4, 2), vec![(0, false), (6, true)]);
 }

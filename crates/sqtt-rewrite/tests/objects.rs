@@ -15,7 +15,11 @@ fn root() -> PathBuf {
 
 fn llvm(tool: &str) -> PathBuf {
     let p = PathBuf::from(format!("/usr/lib/llvm-22/bin/{tool}"));
-    assert!(p.exists() || std::env::var("SQTT_NO_LLVM").is_ok(), "LLVM 22 tool {} missing (apt-get install llvm-22)", p.display());
+    assert!(
+        p.exists() || std::env::var("SQTT_NO_LLVM").is_ok(),
+        "LLVM 22 tool {} missing (apt-get install llvm-22)",
+        p.display()
+    );
     p
 }
 
@@ -28,7 +32,9 @@ fn objects() -> Vec<PathBuf> {
         dirs.push(corpus.join("triton"));
     }
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if matches!(p.extension().and_then(|x| x.to_str()), Some("co" | "hsaco")) {
@@ -41,7 +47,10 @@ fn objects() -> Vec<PathBuf> {
 }
 
 fn run(tool: &str, args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(llvm(tool)).args(args).output().expect("run llvm tool");
+    let o = Command::new(llvm(tool))
+        .args(args)
+        .output()
+        .expect("run llvm tool");
     (
         o.status.success(),
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -50,15 +59,49 @@ fn run(tool: &str, args: &[&str]) -> (bool, String, String) {
 }
 
 fn option_sets() -> Vec<(&'static str, Options)> {
-    let chunk = Some(MemoryChunking { ops_per_marker: 2, max_gap: 5 });
+    let chunk = Some(MemoryChunking {
+        ops_per_marker: 2,
+        max_gap: 5,
+    });
     vec![
-        ("functions=1 barriers", Options { functions: FunctionThreshold::Count(1), barriers: true, ..Options::default() }),
-        ("functions=cost:1", Options { functions: FunctionThreshold::Cost(1), ..Options::default() }),
-        ("memory=2:5", Options { memory: chunk, ..Options::default() }),
-        ("kernel scopes", Options { kernel_scopes: true, ..Options::default() }),
+        (
+            "functions=1 barriers",
+            Options {
+                functions: FunctionThreshold::Count(1),
+                barriers: true,
+                ..Options::default()
+            },
+        ),
+        (
+            "functions=cost:1",
+            Options {
+                functions: FunctionThreshold::Cost(1),
+                ..Options::default()
+            },
+        ),
+        (
+            "memory=2:5",
+            Options {
+                memory: chunk,
+                ..Options::default()
+            },
+        ),
+        (
+            "kernel scopes",
+            Options {
+                kernel_scopes: true,
+                ..Options::default()
+            },
+        ),
         (
             "all",
-            Options { functions: FunctionThreshold::Count(1), barriers: true, kernel_scopes: true, memory: chunk, ..Options::default() },
+            Options {
+                functions: FunctionThreshold::Count(1),
+                barriers: true,
+                kernel_scopes: true,
+                memory: chunk,
+                ..Options::default()
+            },
         ),
     ]
 }
@@ -76,7 +119,11 @@ fn rewrite_every_object_and_check_with_llvm() {
 fn check_all(label: &str, opts: &Options) {
     let tmp = tempfile::tempdir().unwrap();
     let objs = objects();
-    assert!(objs.len() >= 290, "fixtures missing: found {} objects", objs.len());
+    assert!(
+        objs.len() >= 290,
+        "fixtures missing: found {} objects",
+        objs.len()
+    );
     let mut failures = Vec::new();
     let (mut instrumented, mut closed, mut nothing) = (0, 0, 0);
     for (n, path) in objs.iter().enumerate() {
@@ -104,7 +151,15 @@ fn check_all(label: &str, opts: &Options) {
         let bytes = out.bytes.unwrap();
         match sqtt_verify::verify(&input, &bytes) {
             Ok(v) if v.findings.is_empty() => {}
-            Ok(v) => failures.push(format!("{name}: verifier: {}", v.findings.iter().map(|f| f.to_string()).take(3).collect::<Vec<_>>().join("; "))),
+            Ok(v) => failures.push(format!(
+                "{name}: verifier: {}",
+                v.findings
+                    .iter()
+                    .map(|f| f.to_string())
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
             Err(e) => failures.push(format!("{name}: verifier error {e}")),
         }
         let file = tmp.path().join(format!("{n}.co"));
@@ -112,14 +167,28 @@ fn check_all(label: &str, opts: &Options) {
         let f = file.to_str().unwrap();
         let (ok, dis, err) = run("llvm-objdump", &["-d", f]);
         if !ok || dis.contains("<unknown>") || !err.is_empty() {
-            failures.push(format!("{name}: llvm-objdump: ok={ok} unknown={} {err}", dis.contains("<unknown>")));
+            failures.push(format!(
+                "{name}: llvm-objdump: ok={ok} unknown={} {err}",
+                dis.contains("<unknown>")
+            ));
         }
         let markers = dis.lines().filter(|l| l.contains("s_ttracedata")).count();
         let orig_dis = run("llvm-objdump", &["-d", path.to_str().unwrap()]).1;
-        let orig_markers = orig_dis.lines().filter(|l| l.contains("s_ttracedata")).count();
-        let sites: u32 = out.report.functions.iter().map(|f| f.sites.values().sum::<u32>()).sum();
+        let orig_markers = orig_dis
+            .lines()
+            .filter(|l| l.contains("s_ttracedata"))
+            .count();
+        let sites: u32 = out
+            .report
+            .functions
+            .iter()
+            .map(|f| f.sites.values().sum::<u32>())
+            .sum();
         if markers != orig_markers + sites as usize {
-            failures.push(format!("{name}: {markers} s_ttracedata in output, expected {} + {sites}", orig_markers));
+            failures.push(format!(
+                "{name}: {markers} s_ttracedata in output, expected {} + {sites}",
+                orig_markers
+            ));
         }
         let (ok, _, err) = run("llvm-readelf", &["-a", f]);
         if !ok || err.contains("warning") || err.contains("error") {
@@ -128,10 +197,16 @@ fn check_all(label: &str, opts: &Options) {
         if name.contains("-g") {
             let (ok, o, _) = run("llvm-dwarfdump", &["--verify", f]);
             if !ok {
-                failures.push(format!("{name}: llvm-dwarfdump --verify: {}", o.lines().rev().take(5).collect::<Vec<_>>().join(" | ")));
+                failures.push(format!(
+                    "{name}: llvm-dwarfdump --verify: {}",
+                    o.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+                ));
             }
         }
-        let (_, fm, _) = run("llvm-objcopy", &["--dump-section=.sqtt_funcmap=/dev/stdout", f, "/dev/null"]);
+        let (_, fm, _) = run(
+            "llvm-objcopy",
+            &["--dump-section=.sqtt_funcmap=/dev/stdout", f, "/dev/null"],
+        );
         let parsed = funcmap::parse(fm.as_bytes());
         if !parsed.warnings.is_empty() || parsed.rows.is_empty() {
             failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
@@ -139,5 +214,8 @@ fn check_all(label: &str, opts: &Options) {
     }
     eprintln!("[{label}] instrumented {instrumented}, failed closed {closed}, nothing to do {nothing}, failures {}", failures.len());
     assert!(failures.is_empty(), "[{label}] {}", failures.join("\n"));
-    assert!(instrumented > 200, "[{label}] only {instrumented} objects instrumented");
+    assert!(
+        instrumented > 200,
+        "[{label}] only {instrumented} objects instrumented"
+    );
 }

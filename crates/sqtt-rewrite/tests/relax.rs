@@ -18,8 +18,8 @@ fn kernel(mcpu: &str, wave: u32) -> String {
 k:
   s_cmp_eq_u32 s0, 0
   s_cbranch_scc1 .Lfar
-  s_barrier
-  .rept 32765
+  {barrier}
+  .rept {nops}
   s_nop 0
   .endr
 .Lfar:
@@ -50,7 +50,15 @@ amdhsa.kernels:
 ...
 .end_amdgpu_metadata
 "#,
-        w32 = if wave == 32 && !mcpu.starts_with("gfx9") { ".amdhsa_wavefront_size32 1" } else { "" }
+        barrier = if mcpu.starts_with("gfx12") { "s_barrier_signal -1\n  s_barrier_wait -1" } else { "s_barrier" },
+        nops = if mcpu.starts_with("gfx12") { 32764 } else { 32765 },
+        w32 = if wave == 32 && !mcpu.starts_with("gfx9") {
+            ".amdhsa_wavefront_size32 1"
+        } else if mcpu == "gfx942" {
+            ".amdhsa_accum_offset 8"
+        } else {
+            ""
+        }
     )
 }
 
@@ -60,15 +68,22 @@ fn build(mcpu: &str, wave: u32) -> Vec<u8> {
     let o = dir.path().join("k.o");
     let co = dir.path().join("k.co");
     std::fs::write(&s, kernel(mcpu, wave)).unwrap();
-    assert!(Command::new("/usr/lib/llvm-22/bin/clang")
+    let out = Command::new("/usr/lib/llvm-22/bin/clang")
         .args(["-target", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-c"])
         .arg(&s)
         .arg("-o")
         .arg(&o)
+        .output()
+        .expect("clang-22");
+    assert!(out.status.success(), "{mcpu}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(Command::new("/usr/lib/llvm-22/bin/ld.lld")
+        .arg("-shared")
+        .arg(&o)
+        .arg("-o")
+        .arg(&co)
         .status()
-        .expect("clang-22")
+        .expect("ld.lld-22")
         .success());
-    assert!(Command::new("/usr/lib/llvm-22/bin/ld.lld").arg("-shared").arg(&o).arg("-o").arg(&co).status().expect("ld.lld-22").success());
     std::fs::read(co).unwrap()
 }
 
@@ -77,22 +92,47 @@ fn out_of_range_branches_get_islands() {
     if std::env::var("SQTT_NO_LLVM").is_ok() {
         return;
     }
-    for (mcpu, wave) in [("gfx942", 64), ("gfx1100", 32), ("gfx1200", 32), ("gfx1250", 32)] {
+    for (mcpu, wave) in [
+        ("gfx942", 64),
+        ("gfx1100", 32),
+        ("gfx1200", 32),
+        ("gfx1250", 32),
+    ] {
         let input = build(mcpu, wave);
-        let opts = Options { barriers: true, ..Options::default() };
+        let opts = Options {
+            barriers: true,
+            ..Options::default()
+        };
         let out = rewrite(&input, &opts).unwrap();
-        assert_eq!(out.report.status, Status::Instrumented, "{mcpu}: {:?}", out.report.reasons);
+        assert_eq!(
+            out.report.status,
+            Status::Instrumented,
+            "{mcpu}: {:?}",
+            out.report.reasons
+        );
         assert_eq!(out.report.relaxed_branches, 1, "{mcpu}");
         let bytes = out.bytes.unwrap();
         let v = sqtt_verify::verify(&input, &bytes).unwrap();
-        assert!(v.findings.is_empty(), "{mcpu}: {:?}", v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+        assert!(
+            v.findings.is_empty(),
+            "{mcpu}: {:?}",
+            v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>()
+        );
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("out.co");
         std::fs::write(&f, &bytes).unwrap();
-        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump").arg("-d").arg(&f).output().unwrap();
+        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
+            .arg("-d")
+            .arg(&f)
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&dis.stdout);
         assert!(!text.contains("<unknown>"), "{mcpu}");
-        let long = if mcpu == "gfx1250" { "s_add_pc_i64" } else { "s_setpc_b64" };
+        let long = if mcpu == "gfx1250" {
+            "s_add_pc_i64"
+        } else {
+            "s_setpc_b64"
+        };
         assert_eq!(text.matches(long).count(), 1, "{mcpu}: one island expected");
     }
 }

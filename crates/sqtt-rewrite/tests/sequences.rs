@@ -64,7 +64,9 @@ fn marker_ending_at(ins: &[String], j: usize) -> Option<u32> {
         return parse_num(v);
     }
     if prev == "s_ttracedata" && j >= 3 && ins[j - 2] == "s_nop 0" {
-        return ins[j - 3].strip_prefix("s_mov_b32 m0, ").and_then(parse_num);
+        return ins[j - 3]
+            .strip_prefix("s_mov_b32 m0, ")
+            .and_then(parse_num);
     }
     None
 }
@@ -79,7 +81,9 @@ fn marker_after(ins: &[String], i: usize) -> Option<u32> {
     if rest.first()?.starts_with("s_mov_b32 s") {
         k = 1; // M0 save
     }
-    if rest.get(k + 2).map(String::as_str) == Some("s_ttracedata") && rest.get(k + 1).map(String::as_str) == Some("s_nop 0") {
+    if rest.get(k + 2).map(String::as_str) == Some("s_ttracedata")
+        && rest.get(k + 1).map(String::as_str) == Some("s_nop 0")
+    {
         return rest[k].strip_prefix("s_mov_b32 m0, ").and_then(parse_num);
     }
     None
@@ -99,7 +103,11 @@ fn markers_sit_exactly_where_the_spec_says() {
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = (0, 0, 0, 0);
     let mut failures = Vec::new();
-    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     paths.sort();
     for path in paths {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -125,24 +133,41 @@ fn markers_sit_exactly_where_the_spec_says() {
                 _ => None,
             })
             .collect();
-        let pid = |n: &str| rows.iter().find_map(|r| match r {
-            Row::Point { id, name, .. } if name == n => Some(*id),
-            _ => None,
-        });
-        let skipped_barriers = out.report.skipped.iter().filter(|s| format!("{:?}", s.kind).starts_with("Barrier")).count();
+        let pid = |n: &str| {
+            rows.iter().find_map(|r| match r {
+                Row::Point { id, name, .. } if name == n => Some(*id),
+                _ => None,
+            })
+        };
+        let skipped_barriers = out
+            .report
+            .skipped
+            .iter()
+            .filter(|s| format!("{:?}", s.kind).starts_with("Barrier"))
+            .count();
         let mut barrier_markers = 0usize;
         let mut barrier_sites = 0usize;
         for (func, ins) in disassemble(&file) {
             if let Some(&id) = fids.get(&func) {
                 checked.0 += 1;
-                if marker_ending_at(&ins, 1).or_else(|| marker_ending_at(&ins, 3)) != Some((id << 2) | 2) {
-                    failures.push(format!("{name} {func}: entry is not enter({id}): {:?}", &ins[..ins.len().min(4)]));
+                if marker_ending_at(&ins, 1).or_else(|| marker_ending_at(&ins, 3))
+                    != Some((id << 2) | 2)
+                {
+                    failures.push(format!(
+                        "{name} {func}: entry is not enter({id}): {:?}",
+                        &ins[..ins.len().min(4)]
+                    ));
                 }
                 for (i, t) in ins.iter().enumerate() {
-                    if t.starts_with("s_setpc_b64 s[30:31]") || t.starts_with("s_set_pc_i64 s[30:31]") {
+                    if t.starts_with("s_setpc_b64 s[30:31]")
+                        || t.starts_with("s_set_pc_i64 s[30:31]")
+                    {
                         checked.1 += 1;
                         if marker_before(&ins, i) != Some(1) {
-                            failures.push(format!("{name} {func}: return #{i} not preceded by exit: {:?}", &ins[i.saturating_sub(4)..=i]));
+                            failures.push(format!(
+                                "{name} {func}: return #{i} not preceded by exit: {:?}",
+                                &ins[i.saturating_sub(4)..=i]
+                            ));
                         }
                     }
                 }
@@ -152,13 +177,20 @@ fn markers_sit_exactly_where_the_spec_says() {
                 let t = &ins[i];
                 if t == "s_barrier" {
                     barrier_sites += 1;
-                    if marker_before(&ins, i) == pid("barrier").map(|id| id << 2) && pid("barrier").is_some() {
+                    if marker_before(&ins, i) == pid("barrier").map(|id| id << 2)
+                        && pid("barrier").is_some()
+                    {
                         barrier_markers += 1;
                     }
                 } else if t.starts_with("s_barrier_signal") {
                     barrier_sites += 1;
-                    let want = ins[i + 1..].iter().take_while(|x| !x.starts_with("s_barrier")).count();
-                    let paired = ins.get(i + 1 + want).is_some_and(|x| x.starts_with("s_barrier_wait"));
+                    let want = ins[i + 1..]
+                        .iter()
+                        .take_while(|x| !x.starts_with("s_barrier"))
+                        .count();
+                    let paired = ins
+                        .get(i + 1 + want)
+                        .is_some_and(|x| x.starts_with("s_barrier_wait"));
                     let key = if paired { "barrier" } else { "barrier_signal" };
                     if marker_after(&ins, i) == pid(key).map(|id| id << 2) && pid(key).is_some() {
                         barrier_markers += 1;
@@ -168,7 +200,9 @@ fn markers_sit_exactly_where_the_spec_says() {
                     }
                 } else if t.starts_with("s_barrier_wait") {
                     barrier_sites += 1;
-                    if marker_before(&ins, i) == pid("barrier_wait").map(|id| id << 2) && pid("barrier_wait").is_some() {
+                    if marker_before(&ins, i) == pid("barrier_wait").map(|id| id << 2)
+                        && pid("barrier_wait").is_some()
+                    {
                         barrier_markers += 1;
                     }
                 }
@@ -181,7 +215,13 @@ fn markers_sit_exactly_where_the_spec_says() {
             failures.push(format!("{name}: {barrier_sites} barrier sites, {barrier_markers} markers adjacent, {skipped_barriers} skipped"));
         }
     }
-    eprintln!("functions {} returns {} barrier sites {} barrier markers {}", checked.0, checked.1, checked.2, checked.3);
+    eprintln!(
+        "functions {} returns {} barrier sites {} barrier markers {}",
+        checked.0, checked.1, checked.2, checked.3
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(checked.0 > 500 && checked.1 > 500 && checked.3 > 500, "too little checked: {checked:?}");
+    assert!(
+        checked.0 > 500 && checked.1 > 500 && checked.3 > 500,
+        "too little checked: {checked:?}"
+    );
 }

@@ -62,7 +62,7 @@ pub(crate) struct Exec {
     pub m0_const: Option<u32>,
     /// SCC at the end differs from SCC at the start in some trial.
     pub scc_changed: bool,
-    /// Marker headers (payload words removed) of an in-scope trial.
+    /// Marker headers (payload words removed, clock field cleared) of an in-scope trial.
     pub headers: Vec<u32>,
     pub problems: Vec<(Check, String)>,
 }
@@ -147,6 +147,14 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
     for &flag in flags {
         for t in 0..e.trials {
             randomise(&mut w, e.vgprs, t, &mut rng);
+            if t == 1 {
+                // No reserved SGPR value may be assumed on entry: try them all zero once.
+                for &r in env.reserved {
+                    if let Some(x) = w.sgpr.get_mut(usize::from(r)) {
+                        *x = 0;
+                    }
+                }
+            }
             if let (Some(r), Some(v)) = (env.scope_flag, flag) {
                 w.sgpr[usize::from(r)] = v;
             }
@@ -370,7 +378,7 @@ fn frame(env: &Env, before: &Snapshot, words: &[u32]) -> Result<Vec<u32>, String
                 ));
             }
         }
-        headers.push(v);
+        headers.push(legacy);
         prev = (n > 0).then_some((id, n));
         i += 1 + n as usize;
     }

@@ -26,7 +26,11 @@ pub enum AddrSource {
     /// FLAT/GLOBAL with a 64-bit VGPR address: per lane `v[vaddr+1]:v[vaddr] + sext(offset)`.
     Flat64 { vaddr: u16, offset: i32 },
     /// GLOBAL with `saddr`: per lane `s[saddr+1]:s[saddr] + zext(v[voffset]) + sext(offset)`.
-    GlobalSaddr { saddr: u16, voffset: u16, offset: i32 },
+    GlobalSaddr {
+        saddr: u16,
+        voffset: u16,
+        offset: i32,
+    },
     /// LDS (DS): per lane `v[vaddr] + offset` (32-bit, wrapping).
     Lds32 { vaddr: u16, offset: u32 },
     /// MUBUF/VBUFFER: descriptor `s[rsrc..rsrc+3]`; tokens `rsrc_lo`, `rsrc_hi`, `soffset`, per
@@ -133,7 +137,12 @@ fn sgpr(n: u16) -> Result<u8, SnippetError> {
 }
 
 /// Rejects scratch registers that repeat or overlap `[first, first + count)` of a source.
-fn no_overlap(tmp: &[u8; 3], first: u16, count: u16, what: &'static str) -> Result<(), SnippetError> {
+fn no_overlap(
+    tmp: &[u8; 3],
+    first: u16,
+    count: u16,
+    what: &'static str,
+) -> Result<(), SnippetError> {
     for &r in tmp {
         if (first..first + count).contains(&u16::from(r)) {
             return Err(SnippetError::RegisterOverlap { sgpr: r, what });
@@ -214,7 +223,10 @@ pub fn address_trace(
         ..
     } = src
     {
-        e.push("s_mov_b32", build::s_mov_b32(t, Operand::Sgpr(y), Operand::M0))?;
+        e.push(
+            "s_mov_b32",
+            build::s_mov_b32(t, Operand::Sgpr(y), Operand::M0),
+        )?;
     }
     e.word(Operand::Literal(header))?;
     e.word(Operand::ExecLo)?;
@@ -226,16 +238,33 @@ pub fn address_trace(
 
     match *src {
         AddrSource::Flat64 { vaddr, offset } => lane_loop(&mut e, wave_size, c, |e| {
-            e.push("v_readlane_b32", build::v_readlane_b32(t, Operand::Sgpr(x), vaddr, Operand::Sgpr(c)))?;
-            e.push("v_readlane_b32", build::v_readlane_b32(t, Operand::Sgpr(y), vaddr + 1, Operand::Sgpr(c)))?;
+            e.push(
+                "v_readlane_b32",
+                build::v_readlane_b32(t, Operand::Sgpr(x), vaddr, Operand::Sgpr(c)),
+            )?;
+            e.push(
+                "v_readlane_b32",
+                build::v_readlane_b32(t, Operand::Sgpr(y), vaddr + 1, Operand::Sgpr(c)),
+            )?;
             Ok(Box::new(move |e: &mut Emitter| {
                 if offset == 0 {
                     e.word(Operand::Sgpr(x))?;
                     e.word(Operand::Sgpr(y))
                 } else {
-                    e.push("s_add_u32", build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)))?;
+                    e.push(
+                        "s_add_u32",
+                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
+                    )?;
                     e.trace_m0()?;
-                    e.push("s_addc_u32", build::s_addc_u32(t, Operand::M0, Operand::Sgpr(y), Operand::Imm(sext_hi(offset))))?;
+                    e.push(
+                        "s_addc_u32",
+                        build::s_addc_u32(
+                            t,
+                            Operand::M0,
+                            Operand::Sgpr(y),
+                            Operand::Imm(sext_hi(offset)),
+                        ),
+                    )?;
                     e.trace_m0()
                 }
             }))
@@ -245,25 +274,53 @@ pub fn address_trace(
             voffset,
             offset,
         } => lane_loop(&mut e, wave_size, c, |e| {
-            e.push("v_readlane_b32", build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)))?;
+            e.push(
+                "v_readlane_b32",
+                build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)),
+            )?;
             Ok(Box::new(move |e: &mut Emitter| {
                 if offset == 0 {
-                    e.push("s_add_u32", build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), s(saddr)))?;
+                    e.push(
+                        "s_add_u32",
+                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), s(saddr)),
+                    )?;
                     e.trace_m0()?;
-                    e.push("s_addc_u32", build::s_addc_u32(t, Operand::M0, s(saddr + 1), Operand::Imm(0)))?;
+                    e.push(
+                        "s_addc_u32",
+                        build::s_addc_u32(t, Operand::M0, s(saddr + 1), Operand::Imm(0)),
+                    )?;
                     e.trace_m0()
                 } else {
                     // lo = x + s_lo + off, hi = s_hi + sext_hi(off) + both carries.
-                    e.push("s_add_u32", build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)))?;
-                    e.push("s_addc_u32", build::s_addc_u32(t, Operand::Sgpr(y), s(saddr + 1), Operand::Imm(sext_hi(offset))))?;
-                    e.push("s_add_u32", build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)))?;
+                    e.push(
+                        "s_add_u32",
+                        build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)),
+                    )?;
+                    e.push(
+                        "s_addc_u32",
+                        build::s_addc_u32(
+                            t,
+                            Operand::Sgpr(y),
+                            s(saddr + 1),
+                            Operand::Imm(sext_hi(offset)),
+                        ),
+                    )?;
+                    e.push(
+                        "s_add_u32",
+                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
+                    )?;
                     e.trace_m0()?;
-                    e.push("s_addc_u32", build::s_addc_u32(t, Operand::M0, Operand::Sgpr(y), Operand::Imm(0)))?;
+                    e.push(
+                        "s_addc_u32",
+                        build::s_addc_u32(t, Operand::M0, Operand::Sgpr(y), Operand::Imm(0)),
+                    )?;
                     e.trace_m0()
                 }
             }))
         })?,
-        AddrSource::Lds32 { vaddr, offset } => one_word_loop(&mut e, wave_size, c, x, Some(vaddr), offset)?,
+        AddrSource::Lds32 { vaddr, offset } => {
+            one_word_loop(&mut e, wave_size, c, x, Some(vaddr), offset)?
+        }
         AddrSource::Permute { index } => one_word_loop(&mut e, wave_size, c, x, Some(index), 0)?,
         AddrSource::Buffer {
             rsrc,
@@ -310,13 +367,19 @@ fn one_word_loop(
     let t = e.t;
     lane_loop(e, wave_size, c, |e| {
         if let Some(v) = src {
-            e.push("v_readlane_b32", build::v_readlane_b32(t, Operand::Sgpr(x), v, Operand::Sgpr(c)))?;
+            e.push(
+                "v_readlane_b32",
+                build::v_readlane_b32(t, Operand::Sgpr(x), v, Operand::Sgpr(c)),
+            )?;
         }
         Ok(Box::new(move |e: &mut Emitter| match (src, offset) {
             (None, _) => e.word(Operand::Literal(offset)),
             (Some(_), 0) => e.word(Operand::Sgpr(x)),
             (Some(_), _) => {
-                e.push("s_add_u32", build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Literal(offset)))?;
+                e.push(
+                    "s_add_u32",
+                    build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Literal(offset)),
+                )?;
                 e.trace_m0()
             }
         }))
@@ -336,16 +399,27 @@ fn lane_loop<'a>(
     reads: impl FnOnce(&mut Emitter) -> Result<Emit<'a>, SnippetError>,
 ) -> Result<(), SnippetError> {
     let t = e.t;
-    e.push("s_mov_b32", build::s_mov_b32(t, Operand::Sgpr(c), Operand::Imm(0)))?;
+    e.push(
+        "s_mov_b32",
+        build::s_mov_b32(t, Operand::Sgpr(c), Operand::Imm(0)),
+    )?;
     // Commit the counter (and any caller SGPR write) before the loop, not in every iteration.
     e.flush()?;
     let head = e.code.len();
     let emit = reads(e)?;
-    e.push("s_add_u32", build::s_add_u32(t, Operand::Sgpr(c), Operand::Sgpr(c), Operand::Imm(1)))?;
+    e.push(
+        "s_add_u32",
+        build::s_add_u32(t, Operand::Sgpr(c), Operand::Sgpr(c), Operand::Imm(1)),
+    )?;
     emit(e)?;
     e.push(
         "s_cmp_lg_u32",
-        build::s_cmp(t, "s_cmp_lg_u32", Operand::Sgpr(c), Operand::Imm(wave_size as i32)),
+        build::s_cmp(
+            t,
+            "s_cmp_lg_u32",
+            Operand::Sgpr(c),
+            Operand::Imm(wave_size as i32),
+        ),
     )?;
     if e.pending() {
         return Err(SnippetError::Rule(

@@ -263,3 +263,53 @@ pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
     let _ = std::fs::remove_dir_all(&dir);
     Some(bytes)
 }
+
+/// Assembles a label-free instruction sequence with `llvm-mc-22 -show-encoding` (the LLVM oracle
+/// encodes snippets whose instructions `amdgpu_isa::build` has no constructor for). Returns
+/// `None` only when LLVM is missing and `SQTT_NO_LLVM=1`.
+pub fn asm_snippet(mcpu: &str, text: &str) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let mc = std::path::Path::new("/usr/lib/llvm-22/bin/llvm-mc");
+    if !mc.exists() {
+        assert!(
+            std::env::var("SQTT_NO_LLVM").as_deref() == Ok("1"),
+            "LLVM 22 not found at {} (set SQTT_NO_LLVM=1 to skip)",
+            mc.display()
+        );
+        return None;
+    }
+    let mut child = std::process::Command::new(mc)
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            &format!("-mcpu={mcpu}"),
+            "-show-encoding",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn llvm-mc");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write llvm-mc stdin");
+    let out = child.wait_with_output().expect("llvm-mc output");
+    assert!(
+        out.status.success(),
+        "llvm-mc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bytes = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((_, enc)) = l.split_once("encoding: [") else {
+            continue;
+        };
+        for b in enc.trim_end_matches(']').split(',') {
+            let b = b.trim().trim_start_matches("0x");
+            bytes.push(u8::from_str_radix(b, 16).expect("hex byte"));
+        }
+    }
+    Some(bytes)
+}
