@@ -234,7 +234,9 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         // `v_cvt_pk_f32_fp8_sdwa ... src0_sel:WORD_0` in hand-written assembly). SDWA (src0 =
         // 249), DPP16 (250) and DPP8 (233/234) always add exactly one dword to a 32-bit VOP1/
         // VOP2/VOPC encoding (ISA manuals, "VOP_SDWA"/"VOP_DPP" microcode formats).
-        let sdwa_dpp = probe.iter().all(|&(_, v)| matches!(v, 249 | 250 | 233 | 234));
+        let sdwa_dpp = probe
+            .iter()
+            .all(|&(_, v)| matches!(v, 249 | 250 | 233 | 234));
         if ps == 0 && sdwa_dpp && nominal == 4 {
             ps = nominal + 4;
         }

@@ -29,14 +29,21 @@ fn demangle(name: &str) -> String {
 
 /// Runs the subcommand; returns the process exit code (0, or 1 when the object has no funcmap).
 pub fn run(args: FuncmapArgs) -> Result<i32> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("{}: cannot read", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("{}: cannot read", args.file.display()))?;
     let co = hsaco::CodeObject::parse(&bytes).with_context(|| args.file.display().to_string())?;
     let Some(section) = co.funcmap() else {
         eprintln!("{}: no .sqtt_funcmap section", args.file.display());
         return Ok(1);
     };
     let parsed = funcmap::parse(section);
-    let name = |n: &str| if args.demangle { demangle(n) } else { n.to_string() };
+    let name = |n: &str| {
+        if args.demangle {
+            demangle(n)
+        } else {
+            n.to_string()
+        }
+    };
     let mut rows = Vec::new();
     for r in &parsed.rows {
         let (id, kind, n, loc) = match r {
@@ -69,7 +76,10 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(0);
     }
-    println!("{:>6}  {:<8}  {:>7}  name [@location]", "id", "kind", "payload");
+    println!(
+        "{:>6}  {:<8}  {:>7}  name [@location]",
+        "id", "kind", "payload"
+    );
     for (id, kind, n, loc, payload) in &rows {
         let id = id.map_or("-".to_string(), |i| i.to_string());
         let loc = loc.as_ref().map(|l| format!("  @{l}")).unwrap_or_default();

@@ -79,15 +79,23 @@ fn build(dir: &Path, name: &str, body: &str, extra: &str) -> PathBuf {
 fn run_closed(co: &Path, strict: bool) -> (i32, String) {
     let out = co.with_extension("out.co");
     let mut cmd = Command::cargo_bin("sqtt-patch").unwrap();
-    cmd.arg(co).arg("-o").arg(&out).args(["--functions", "1", "--barriers", "1"]);
-    cmd.env_remove("SQTT_INSTRUMENT_FUNCTIONS").env_remove("SQTT_INSTRUMENT_BARRIERS");
+    cmd.arg(co)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1", "--barriers", "1"]);
+    cmd.env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS");
     if strict {
         cmd.arg("--strict");
     }
     let o = cmd.output().unwrap();
     let code = o.status.code().unwrap_or(-1);
     if code == 0 {
-        assert_eq!(std::fs::read(co).unwrap(), std::fs::read(&out).unwrap(), "failed-closed output must be byte-identical");
+        assert_eq!(
+            std::fs::read(co).unwrap(),
+            std::fs::read(&out).unwrap(),
+            "failed-closed output must be byte-identical"
+        );
     }
     (code, String::from_utf8_lossy(&o.stderr).into_owned())
 }
@@ -100,7 +108,10 @@ fn expect(name: &str, body: &str, extra: &str, diagnostic: &str) {
     let co = build(dir.path(), name, body, extra);
     let (code, err) = run_closed(&co, false);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("left unchanged (failed closed)") && err.contains(diagnostic), "{name}: got {err:?}, want {diagnostic:?}");
+    assert!(
+        err.contains("left unchanged (failed closed)") && err.contains(diagnostic),
+        "{name}: got {err:?}, want {diagnostic:?}"
+    );
     let (code, _) = run_closed(&co, true);
     assert_eq!(code, 3, "--strict must exit 3 on lost coverage");
 }
@@ -113,32 +124,69 @@ fn control_kernel_is_instrumented() {
     let dir = tempfile::tempdir().unwrap();
     let co = build(dir.path(), "ok", "  s_barrier", "");
     let out = dir.path().join("ok.out.co");
-    Command::cargo_bin("sqtt-patch").unwrap().arg(&co).arg("-o").arg(&out).args(["--barriers", "1"]).assert().success();
+    Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(&out)
+        .args(["--barriers", "1"])
+        .assert()
+        .success();
     assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
     // Our own output is recognised and refused unless --force.
     let again = dir.path().join("again.co");
-    let o = Command::cargo_bin("sqtt-patch").unwrap().arg(&out).arg("-o").arg(&again).args(["--barriers", "1"]).output().unwrap();
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&out)
+        .arg("-o")
+        .arg(&again)
+        .args(["--barriers", "1"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("already instrumented by sqtt-patch (section .sqtt_patch); pass --force"));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("already instrumented by sqtt-patch (section .sqtt_patch); pass --force"));
     // Deterministic: the same input and flags give the same bytes.
     let twice = dir.path().join("twice.co");
-    Command::cargo_bin("sqtt-patch").unwrap().arg(&co).arg("-o").arg(&twice).args(["--barriers", "1"]).assert().success();
+    Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(&twice)
+        .args(["--barriers", "1"])
+        .assert()
+        .success();
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&twice).unwrap());
 }
 
 #[test]
 fn undecodable_word() {
-    expect("undecodable", "  .long 0xd7ffffff\n  s_barrier", "", "k at 0x1400: cannot decode: unknown VOP3 opcode 1023 (word 0xd7ffffff)");
+    expect(
+        "undecodable",
+        "  .long 0xd7ffffff\n  s_barrier",
+        "",
+        "k at 0x1400: cannot decode: unknown VOP3 opcode 1023 (word 0xd7ffffff)",
+    );
 }
 
 #[test]
 fn indirect_jump_in_kernel() {
-    expect("indirect", "  s_barrier\n  s_setpc_b64 s[4:5]", "", "k at 0x1404: indirect jump through a register in a kernel");
+    expect(
+        "indirect",
+        "  s_barrier\n  s_setpc_b64 s[4:5]",
+        "",
+        "k at 0x1404: indirect jump through a register in a kernel",
+    );
 }
 
 #[test]
 fn branch_leaving_the_function() {
-    expect("leave", "  s_barrier\n  s_cbranch_scc0 .Lf_end", "", "branch leaves the function (target 0x");
+    expect(
+        "leave",
+        "  s_barrier\n  s_cbranch_scc0 .Lf_end",
+        "",
+        "branch leaves the function (target 0x",
+    );
 }
 
 #[test]
@@ -163,7 +211,12 @@ fn getpc_sequence_running_into_a_branch() {
 
 #[test]
 fn return_from_exception() {
-    expect("rfe", "  s_barrier\n  s_rfe_b64 s[0:1]", "", "s_rfe_b64 is not supported");
+    expect(
+        "rfe",
+        "  s_barrier\n  s_rfe_b64 s[0:1]",
+        "",
+        "s_rfe_b64 is not supported",
+    );
 }
 
 #[test]

@@ -189,9 +189,10 @@ fn match_builder(
         why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
     };
     let a = sgpr_pair_written(gp).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
-    let (mut lo, mut hi): (Option<(usize, u32)>, Option<(usize, u32)>) = (None, None);
-    for j in i + 1..insts.len() {
-        let (ja, inst) = &insts[j];
+    // (instruction index, 32-bit constant) of the low and high adds once seen.
+    type Half = Option<(usize, u32)>;
+    let (mut lo, mut hi): (Half, Half) = (None, None);
+    for (j, (ja, inst)) in insts.iter().enumerate().skip(i + 1) {
         if leaders.contains(&j) {
             return Err(fail(*ja, "branch target inside the sequence"));
         }

@@ -481,7 +481,7 @@ fn relocate(
         Ok(target.wrapping_sub(getpc_new + 4) as i64)
     };
     match reloc {
-        Reloc::None => Ok(inst.clone()),
+        Reloc::None => Ok(*inst),
         Reloc::Branch { target } => {
             let t = layout
                 .map_branch(target)

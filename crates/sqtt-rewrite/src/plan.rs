@@ -324,11 +324,10 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 }),
             }
             for &(i, e) in &f.exits {
-                let is_exit = match (kernel, e) {
-                    (None, Exit::Return | Exit::TailCall(_)) => true,
-                    (Some(_), Exit::EndPgm) => true,
-                    _ => false,
-                };
+                let is_exit = matches!(
+                    (kernel, e),
+                    (None, Exit::Return | Exit::TailCall(_)) | (Some(_), Exit::EndPgm)
+                );
                 if is_exit {
                     want.push((i, true, Word::Exit, Landing::Before, xk));
                 }
@@ -467,14 +466,11 @@ pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, 
         };
         cur = match cur {
             Some((first, kind, n, last))
-                if kind == store && (i - last - 1) as u64 <= u64::from(c.max_gap) =>
+                if kind == store
+                    && (i - last - 1) as u64 <= u64::from(c.max_gap)
+                    && n < c.ops_per_marker =>
             {
-                if n < c.ops_per_marker {
-                    Some((first, kind, n + 1, i))
-                } else {
-                    out.push((i, store));
-                    Some((i, store, 1, i))
-                }
+                Some((first, kind, n + 1, i))
             }
             _ => {
                 out.push((i, store));

@@ -183,7 +183,7 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
 
 /// True when `bytes` hold only padding: `s_nop`, `s_code_end` or zero dwords.
 fn is_padding(bytes: &[u8], target: Target) -> bool {
-    bytes.len() % 4 == 0
+    bytes.len().is_multiple_of(4)
         && bytes.chunks_exact(4).all(|w| {
             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             v == 0
@@ -622,7 +622,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         pairs.dedup_by_key(|p| p.0);
         let amap = dwarf_remap::AddressMap::new(pairs)
             .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
-            .and_then(|m| Ok(m.with_identity_outside()));
+            .map(|m| m.with_identity_outside());
         let changed = amap.and_then(|m| {
             dwarf_remap::remap_dwarf(&sections, &m)
                 .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
@@ -976,7 +976,10 @@ fn relaxable(
         let conditional = matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true });
         // gfx1010-gfx1013 have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
         // `checkLdsBranchVmemWARHazard`): new branches would need `s_waitcnt_vscnt null, 0`.
-        if matches!(target.name(), "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic") {
+        if matches!(
+            target.name(),
+            "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+        ) {
             return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
         }
         if target.family() != Family::Gfx1250 {

@@ -50,8 +50,16 @@ amdhsa.kernels:
 ...
 .end_amdgpu_metadata
 "#,
-        barrier = if mcpu.starts_with("gfx12") { "s_barrier_signal -1\n  s_barrier_wait -1" } else { "s_barrier" },
-        nops = if mcpu.starts_with("gfx12") { 32764 } else { 32765 },
+        barrier = if mcpu.starts_with("gfx12") {
+            "s_barrier_signal -1\n  s_barrier_wait -1"
+        } else {
+            "s_barrier"
+        },
+        nops = if mcpu.starts_with("gfx12") {
+            32764
+        } else {
+            32765
+        },
         w32 = if wave == 32 && !mcpu.starts_with("gfx9") {
             ".amdhsa_wavefront_size32 1"
         } else if mcpu == "gfx942" {
@@ -69,13 +77,22 @@ fn build(mcpu: &str, wave: u32) -> Vec<u8> {
     let co = dir.path().join("k.co");
     std::fs::write(&s, kernel(mcpu, wave)).unwrap();
     let out = Command::new("/usr/lib/llvm-22/bin/clang")
-        .args(["-target", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}"), "-c"])
+        .args([
+            "-target",
+            "amdgcn-amd-amdhsa",
+            &format!("-mcpu={mcpu}"),
+            "-c",
+        ])
         .arg(&s)
         .arg("-o")
         .arg(&o)
         .output()
         .expect("clang-22");
-    assert!(out.status.success(), "{mcpu}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{mcpu}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(Command::new("/usr/lib/llvm-22/bin/ld.lld")
         .arg("-shared")
         .arg(&o)

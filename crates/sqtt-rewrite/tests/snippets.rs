@@ -305,7 +305,7 @@ fn address_trace_streams_match_the_framing_lane_by_lane() {
         let t = target(name);
         for &ws in *waves {
             for src in sources(&mut rng) {
-                let header = (rng.below(1 << 20) << 2) | 0; // point marker
+                let header = rng.below(1 << 20) << 2; // point marker: flags 0
                 let tmp = [100, 101, 98];
                 let snip = address_trace(t, ws, header, &src, tmp)
                     .unwrap_or_else(|e| panic!("{name} w{ws} {src:?}: {e}"));
