@@ -8,8 +8,8 @@ use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
 
 use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
-use amdgpu_isa::RegSet;
 use crate::{Check, Finding, FunctionKind, VerifyError};
+use amdgpu_isa::RegSet;
 
 /// The executable `.text` section of one code object.
 pub(crate) struct Text {
@@ -589,6 +589,10 @@ fn matches(o_addr: u64, o: &Instruction, n: &NInst, w: Windows, pcrel_literal: b
     let (Some(to), Some(tn)) = (o.branch_target(o_addr), n.inst.branch_target(n.addr)) else {
         return true;
     };
+    // Relocation keeps the order of instructions, so a branch keeps its direction.
+    if (to > o_addr) != (tn > n.addr) {
+        return false;
+    }
     let inside = |t: u64, (a, b): (u64, u64)| t >= a && t <= b;
     !inside(tn, w.new) || inside(to, w.orig)
 }
@@ -612,9 +616,7 @@ fn match_early(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option
     let mut pos = Vec::with_capacity(orig.len());
     let mut lo = 0usize;
     for (a, o) in orig {
-        let p = lo + new[lo..]
-            .iter()
-            .position(|n| matches(*a, o, n, w, false))?;
+        let p = lo + new[lo..].iter().position(|n| matches(*a, o, n, w, false))?;
         pos.push(p);
         lo = p + 1;
     }
@@ -630,13 +632,14 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
     let mut prev_matched = true;
     for (q, n) in new.iter().enumerate() {
         let matched = pos.contains(&q);
-        if !matched && prev_matched {
-            if matches!(
+        if !matched
+            && prev_matched
+            && matches!(
                 allowed(&n.inst),
                 Some(Allowed::Nop0 | Allowed::Ttrace | Allowed::RestoreM0(_))
-            ) {
-                bad += 1;
-            }
+            )
+        {
+            bad += 1;
         }
         prev_matched = matched;
     }
@@ -725,45 +728,40 @@ fn align(
             .unwrap_or(new.len());
         let m = body[i..].iter().take_while(|(_, x)| ins(x)).count();
         let w = Windows {
-            orig: (
-                body[i].0,
-                body.get(i + m).map_or(f.orig_end, |(a, _)| *a),
-            ),
+            orig: (body[i].0, body.get(i + m).map_or(f.orig_end, |(a, _)| *a)),
             new: (new[j].addr, new.get(e).map_or(f.new_region_end, |n| n.addr)),
         };
-        if ins(&new[j].inst) {
-            if e < new.len() {
-                let late = match_late(&body[i..i + m], &new[j..e], w);
-                let early = match_early(&body[i..i + m], &new[j..e], w);
-                let pick = match (late, early) {
-                    (Some(l), Some(r)) => {
-                        if misaligned_runs(&r, &new[j..e]) < misaligned_runs(&l, &new[j..e]) {
-                            Some(r)
-                        } else {
-                            Some(l)
-                        }
+        if ins(&new[j].inst) && e < new.len() {
+            let late = match_late(&body[i..i + m], &new[j..e], w);
+            let early = match_early(&body[i..i + m], &new[j..e], w);
+            let pick = match (late, early) {
+                (Some(l), Some(r)) => {
+                    if misaligned_runs(&r, &new[j..e]) < misaligned_runs(&l, &new[j..e]) {
+                        Some(r)
+                    } else {
+                        Some(l)
                     }
-                    (l, r) => l.or(r),
-                };
-                if let Some(pos) = pick {
-                    for (q, n) in new[j..e].iter().enumerate() {
-                        if let Some(t) = pos.iter().position(|&p| p == q) {
-                            let (oa, oi) = body[i + t];
-                            orig.push(OInst {
-                                addr: oa,
-                                inst: oi,
-                                new: Some(*n),
-                                run: run_start..f.inserted.len(),
-                            });
-                            run_start = f.inserted.len();
-                        } else {
-                            f.inserted.push(*n);
-                        }
-                    }
-                    i += m;
-                    j = e;
-                    continue;
                 }
+                (l, r) => l.or(r),
+            };
+            if let Some(pos) = pick {
+                for (q, n) in new[j..e].iter().enumerate() {
+                    if let Some(t) = pos.iter().position(|&p| p == q) {
+                        let (oa, oi) = body[i + t];
+                        orig.push(OInst {
+                            addr: oa,
+                            inst: oi,
+                            new: Some(*n),
+                            run: run_start..f.inserted.len(),
+                        });
+                        run_start = f.inserted.len();
+                    } else {
+                        f.inserted.push(*n);
+                    }
+                }
+                i += m;
+                j = e;
+                continue;
             }
         }
         let (oa, oi) = body[i];

@@ -61,7 +61,12 @@ fn parse_m(text: &str) -> Option<(u32, u32)> {
 /// Layout, payload counts, names and wave size of a parsed funcmap, with the consistency rules
 /// of the seed spec ("Funcmap format", "Address Tracing", "GFX12 Shader Clock Packing") checked
 /// when `check` is set (the funcmap was written by the rewrite).
-fn interpret(fm: &Funcmap, kernel_waves: &[u32], check: bool, findings: &mut Vec<Finding>) -> FuncmapInfo {
+fn interpret(
+    fm: &Funcmap,
+    kernel_waves: &[u32],
+    check: bool,
+    findings: &mut Vec<Finding>,
+) -> FuncmapInfo {
     let mut push = |m: String| {
         if check {
             findings.push(glob(Check::Funcmap, m));
@@ -71,7 +76,11 @@ fn interpret(fm: &Funcmap, kernel_waves: &[u32], check: bool, findings: &mut Vec
     let mut payload = BTreeMap::new();
     for r in fm.rows.iter().filter(|r| r.kind == 'R') {
         let Some(id) = r.id else { continue };
-        match r.name.strip_prefix("extra_payload_count=").and_then(|n| n.parse::<u32>().ok()) {
+        match r
+            .name
+            .strip_prefix("extra_payload_count=")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
             Some(n) => {
                 if payload.insert(id, n).is_some() {
                     push(format!("id {id} has more than one R: row"));
@@ -111,7 +120,11 @@ fn interpret(fm: &Funcmap, kernel_waves: &[u32], check: bool, findings: &mut Vec
             _ => push(format!("malformed W: row {:?}", w.name)),
         }
     }
-    let addr_rows: Vec<&Row> = fm.rows.iter().filter(|r| r.name.starts_with("addr_trace_") && r.kind != 'R').collect();
+    let addr_rows: Vec<&Row> = fm
+        .rows
+        .iter()
+        .filter(|r| r.name.starts_with("addr_trace_") && r.kind != 'R')
+        .collect();
     for r in &addr_rows {
         if r.kind != 'P' {
             push(format!("address-trace row {:?} must be a P: row", r.name));

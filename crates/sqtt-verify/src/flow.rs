@@ -9,8 +9,8 @@ use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 use crate::code::{Func, NInst, Program};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
-    allowed, getreg_allowed, marker_kind, reads_m0, region_class, writes_only, Allowed,
-    MarkerKind, Region,
+    allowed, getreg_allowed, marker_kind, reads_m0, region_class, writes_only, Allowed, MarkerKind,
+    Region,
 };
 use crate::region::{self, Layout};
 use crate::{Check, Finding};
@@ -169,6 +169,7 @@ pub(crate) fn analyse(
     let reserved_all = reserved_sgprs(p, reserved, findings);
     let scope_flag = scope_flag(p, &reserved_all, findings);
     let packing = fm.layout != Layout::Legacy;
+    let free: Vec<u16> = sgprs(&p.free_sgprs).collect();
     let mut markers = Vec::with_capacity(p.funcs.len());
     for (fi, f) in p.funcs.iter().enumerate() {
         check_inserted(p, f, scope_flag, packing, findings);
@@ -178,6 +179,7 @@ pub(crate) fn analyse(
             target: p.isa,
             wave_size: wave_sizes.get(fi).copied().unwrap_or(64),
             reserved: &reserved_all,
+            free: &free,
             scope_flag,
             layout: fm.layout,
             payload: &fm.payload,
@@ -266,7 +268,11 @@ fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Opt
             .unwrap_or_default()
     };
     let mut computed = BTreeSet::new();
-    for f in p.funcs.iter().filter(|f| f.kind == crate::FunctionKind::Kernel) {
+    for f in p
+        .funcs
+        .iter()
+        .filter(|f| f.kind == crate::FunctionKind::Kernel)
+    {
         let run = entry_run(f);
         if run.iter().any(|n| is_hw_id_read(&n.inst)) {
             for n in &run {
@@ -285,7 +291,11 @@ fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Opt
         }
     }
     let flag = computed.intersection(&exposed).next().copied()?;
-    for f in p.funcs.iter().filter(|f| f.kind == crate::FunctionKind::Kernel) {
+    for f in p
+        .funcs
+        .iter()
+        .filter(|f| f.kind == crate::FunctionKind::Kernel)
+    {
         let writes = entry_run(f)
             .iter()
             .any(|n| n.inst.writes().contains_sgpr(flag));
@@ -418,8 +428,12 @@ fn check_inserted(
             if (0..16).any(|t| n.inst.reads().contains_ttmp(t)) {
                 bad(format!("inserted instruction {m} reads a TTMP"));
             }
-            if let Some(r) = scope_flag.filter(|r| !kernel_entry && n.inst.writes().contains_sgpr(*r)) {
-                bad(format!("inserted instruction {m} overwrites the scope flag s{r}"));
+            if let Some(r) =
+                scope_flag.filter(|r| !kernel_entry && n.inst.writes().contains_sgpr(*r))
+            {
+                bad(format!(
+                    "inserted instruction {m} overwrites the scope flag s{r}"
+                ));
             }
         }
     }

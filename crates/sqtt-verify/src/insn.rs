@@ -115,7 +115,8 @@ pub(crate) fn marker_kind(v: u32) -> MarkerKind {
     }
 }
 
-/// Whether `inst` reads M0. Works around the decoder reporting an implicit M0 use for every gfx9
+/// Whether `inst` reads M0. Works around the decoder's implicit M0 on FLAT-family memory
+/// instructions other than LDS DMA, and around the decoder reporting an implicit M0 use for every gfx9
 /// DS instruction (it decodes them with LLVM's `*_vi` MC opcodes, which carry the gfx8 M0 use):
 /// from gfx9 on LDS access does not need M0 (LLVM `GCNSubtarget::ldsRequiresM0Init`: before
 /// GFX9 only). GDS, GWS, `ds_ordered_count`, `ds_append`/`ds_consume` and the `addtid` forms
@@ -123,6 +124,14 @@ pub(crate) fn marker_kind(v: u32) -> MarkerKind {
 pub(crate) fn reads_m0(inst: &Instruction) -> bool {
     if !inst.reads().contains(SpecialReg::M0) {
         return false;
+    }
+    // The decoder also reports M0 for FLAT/GLOBAL/SCRATCH stores and loads (seen on gfx11/gfx12
+    // `global_store_b32 ..., off`); only the LDS-DMA forms (`*_lds_*`, M0 = LDS address) read it.
+    if matches!(
+        inst.format(),
+        amdgpu_isa::Format::Flat | amdgpu_isa::Format::Global | amdgpu_isa::Format::Scratch
+    ) {
+        return inst.mnemonic().contains("lds");
     }
     if inst.target().family() != amdgpu_isa::Family::Gfx9 || inst.format() != amdgpu_isa::Format::Ds
     {
@@ -274,11 +283,14 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
 }
 
 /// Whether `inst` may be part of an inserted run for the aligner: a simple marker-snippet
-/// instruction, or a region instruction whose SGPR writes all lie in `free` (SGPRs no original
-/// instruction of the object uses) and which writes nothing else but M0 and SCC.
+/// instruction, a region instruction whose SGPR writes all lie in `free` (SGPRs no original
+/// instruction of the object uses) and which writes nothing else but M0 and SCC, or a
+/// `v_writelane_b32` / `v_readfirstlane_b32` (never allowed, but aligned as inserted).
 pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
     match region_class(inst) {
-        None => false,
+        // Lane movers are what a faulty snippet most plausibly contains: align them as inserted
+        // so that the whitelist reports them instead of a broken alignment.
+        None => matches!(inst.mnemonic(), "v_writelane_b32" | "v_readfirstlane_b32"),
         Some(Region::Legacy(_)) => true,
         Some(_) => writes_only(inst, free),
     }

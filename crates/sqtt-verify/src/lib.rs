@@ -14,10 +14,22 @@
 //!    inserted instructions are whitelisted, touch no memory and write only M0 / the reserved SGPR.
 //! 3. [`Check::Branch`]: relocated branches, calls and `s_getpc` address builders reach the mapped
 //!    targets.
-//! 4. [`Check::M0`]: M0 is dead or restored after every inserted run; wait state before
-//!    `s_ttracedata`.
+//! 4. [`Check::M0`], [`Check::Scc`]: M0 and SCC are dead or restored after every inserted run;
+//!    wait state before `s_ttracedata`.
+//!
+//! Inserted runs ("instrumentation regions") may hold, besides the simple marker snippets,
+//! SALU instructions, `s_getreg_b32` of HW_ID / HW_ID1 / HW_ID2 / SHADER_CYCLES,
+//! `s_get_shader_cycles_u64`, `v_readlane_b32`, hazard waits and branches that stay inside the
+//! run (address-trace blocks, scope checks, gfx12 clock packing: seed spec "Address Tracing",
+//! "Scope filtering", "GFX12 Shader Clock Packing"). They may write only SGPRs no original
+//! instruction uses, M0 and SCC. Each run is EXECUTED on the `sqtt-interp` model wave from every
+//! entry with random register states (and the scope flag 0 and 1): it must fall through to its
+//! end within a step bound, leave everything but reserved SGPRs / M0 / SCC unchanged, and emit a
+//! shaderdata stream framed by the funcmap (`R:` payload counts, address-trace EXEC words,
+//! packed clock field with an `M:` row, nothing when the scope flag is 0).
 //! 5. [`Check::Markers`], [`Check::Funcmap`]: marker words have funcmap rows; F-row functions have
-//!    balanced enter/exit markers on every path.
+//!    balanced enter/exit markers on every path; `W:` / `R:` / `M:` rows and `addr_trace_*` names
+//!    are consistent.
 //! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note.
 //! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
 //!    addends follow the moved code.
@@ -244,12 +256,13 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         .collect();
     let fm = elfcheck::check_funcmap(&orig, &new, &kernel_waves, &mut findings);
     // Device functions run in their callers' waves: the W: row, else the kernels' common size.
-    let fallback = fm.wave.filter(|w| matches!(w, 32 | 64)).unwrap_or_else(|| {
-        match kernel_waves.first() {
-            Some(&w) if kernel_waves.iter().all(|x| *x == w) => w,
-            _ => 64,
-        }
-    });
+    let fallback =
+        fm.wave
+            .filter(|w| matches!(w, 32 | 64))
+            .unwrap_or_else(|| match kernel_waves.first() {
+                Some(&w) if kernel_waves.iter().all(|x| *x == w) => w,
+                _ => 64,
+            });
     let wave_sizes: Vec<u32> = program
         .funcs
         .iter()

@@ -43,8 +43,10 @@ pub(crate) struct Env<'a> {
     pub target: Target,
     /// Lanes of the waves executing the function (32 or 64).
     pub wave_size: u32,
-    /// SGPRs inserted code may write (unused by the original).
+    /// SGPRs inserted code writes (all unused by the original).
     pub reserved: &'a [u16],
+    /// SGPRs no original instruction uses: their values on entry are unknown to a run.
+    pub free: &'a [u16],
     /// The scope-filter flag SGPR, an input of every run (0 and 1 are tried).
     pub scope_flag: Option<u16>,
     pub layout: Layout,
@@ -111,12 +113,12 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
     let (code, base) = if e.landing == e.start {
         (e.code.to_vec(), e.start)
     } else {
-        let simm = ((e.landing - e.start) / 4) as i16;
+        let simm = (e.landing.saturating_sub(e.start) / 4) as i16;
         match build::s_branch(env.target, simm) {
             Ok(b) => {
                 let mut c = b.bytes().to_vec();
                 c.extend_from_slice(e.code);
-                (c, e.start - 4)
+                (c, e.start.wrapping_sub(4))
             }
             Err(err) => {
                 out.problems.push((
@@ -148,8 +150,9 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
         for t in 0..e.trials {
             randomise(&mut w, e.vgprs, t, &mut rng);
             if t == 1 {
-                // No reserved SGPR value may be assumed on entry: try them all zero once.
-                for &r in env.reserved {
+                // No value of an instrumentation-owned SGPR may be assumed on entry: try them all
+                // zero once (the scope flag is set below).
+                for &r in env.free {
                     if let Some(x) = w.sgpr.get_mut(usize::from(r)) {
                         *x = 0;
                     }
@@ -187,10 +190,8 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                 return out;
             }
             if let Some(what) = changed_state(env, &before, &w) {
-                out.problems.push((
-                    Check::Inserted,
-                    format!("inserted run changes {what}"),
-                ));
+                out.problems
+                    .push((Check::Inserted, format!("inserted run changes {what}")));
                 return out;
             }
             if w.m0 != before.m0 {
@@ -294,7 +295,11 @@ fn randomise(w: &mut Wave, vgprs: &[u16], t: usize, rng: &mut Rng) {
         }
     }
     let lanes = w.lane_mask();
-    w.exec = if t == 0 { lanes } else { rng.next_u64() & lanes };
+    w.exec = if t == 0 {
+        lanes
+    } else {
+        rng.next_u64() & lanes
+    };
     w.vcc = rng.next_u64();
     w.scc = t % 2 == 1;
     w.m0 = rng.next_u32();
@@ -319,9 +324,9 @@ fn changed_state(env: &Env, a: &Snapshot, b: &Wave) -> Option<String> {
     if a.vcc != b.vcc {
         return Some("VCC".into());
     }
-    if let Some(r) = (0..a.sgpr.len()).find(|&r| {
-        a.sgpr[r] != b.sgpr[r] && !env.reserved.iter().any(|&x| usize::from(x) == r)
-    }) {
+    if let Some(r) = (0..a.sgpr.len())
+        .find(|&r| a.sgpr[r] != b.sgpr[r] && !env.reserved.iter().any(|&x| usize::from(x) == r))
+    {
         return Some(format!("s{r}, which is not reserved"));
     }
     None

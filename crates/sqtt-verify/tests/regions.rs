@@ -67,7 +67,9 @@ fn site(mcpu: &'static str) -> Option<Site> {
         .replace("{mcpu}", mcpu)
         .replace("{store}", store)
         .replace("{extra}", extra);
-    let orig = assemble(&format!("regions-{mcpu}"), mcpu, &src)?;
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let orig = assemble(&format!("regions-{mcpu}-{n}"), mcpu, &src)?;
     let co = CodeObject::parse(&orig).expect("parse");
     let k = &co.kernels[0];
     let body = decode_range(&co, k.entry, k.entry + k.code_size.expect("size"));
@@ -198,13 +200,11 @@ fn to_writelane(t: Target, rl: &Instruction) -> Instruction {
 
 /// The block wrapped in SCC save (`s_cselect_b32 sS, 1, 0`) and restore (`s_cmp_lg_u32 sS, 0`).
 fn with_scc_saved(t: Target, inner: Vec<Instruction>) -> Vec<Instruction> {
-    let mut v = vec![build::s_cselect_b32(
-        t,
-        Operand::Sgpr(S_SCC),
-        Operand::Imm(1),
-        Operand::Imm(0),
-    )
-    .expect("cselect")];
+    let mut v =
+        vec![
+            build::s_cselect_b32(t, Operand::Sgpr(S_SCC), Operand::Imm(1), Operand::Imm(0))
+                .expect("cselect"),
+        ];
     v.extend(inner);
     v.push(build::s_cmp(t, "s_cmp_lg_u32", Operand::Sgpr(S_SCC), Operand::Imm(0)).expect("cmp"));
     v
@@ -224,24 +224,46 @@ fn address_trace_block_verifies_and_its_mutations_are_rejected() {
         let new = with_funcmap(&insert_before(&s.orig, s.store, &good), &rows(ws, count));
         let r = run(&s.orig, &new);
         assert!(r.is_clean(), "{mcpu}:\n{}", show(&r));
-        assert_eq!(r.markers(), 1, "{mcpu}: one header; payload words are not markers");
-        assert_eq!(r.reserved_sgprs, vec![S_LANE as u16, S_TMP as u16], "{mcpu}");
+        assert_eq!(
+            r.markers(),
+            1,
+            "{mcpu}: one header; payload words are not markers"
+        );
+        assert_eq!(
+            r.reserved_sgprs,
+            vec![S_LANE as u16, S_TMP as u16],
+            "{mcpu}"
+        );
 
         // Payload count one short / one long.
-        let short = with_funcmap(&insert_before(&s.orig, s.store, &good), &rows(ws, count - 1));
+        let short = with_funcmap(
+            &insert_before(&s.orig, s.store, &good),
+            &rows(ws, count - 1),
+        );
         let r = run(&s.orig, &short);
         let want = format!(
             "payload count mismatch: header id 5 declares extra_payload_count={}, word",
             count - 1
         );
-        assert!(has(&r, Check::Markers, &want), "{mcpu}: {want}\n{}", show(&r));
-        let long = with_funcmap(&insert_before(&s.orig, s.store, &good), &rows(ws, count + 1));
+        assert!(
+            has(&r, Check::Markers, &want),
+            "{mcpu}: {want}\n{}",
+            show(&r)
+        );
+        let long = with_funcmap(
+            &insert_before(&s.orig, s.store, &good),
+            &rows(ws, count + 1),
+        );
         let r = run(&s.orig, &long);
         let want = format!(
             "payload count mismatch: header id 5 declares extra_payload_count={}, only {count} word(s) follow",
             count + 1
         );
-        assert!(has(&r, Check::Markers, &want), "{mcpu}: {want}\n{}", show(&r));
+        assert!(
+            has(&r, Check::Markers, &want),
+            "{mcpu}: {want}\n{}",
+            show(&r)
+        );
 
         // v_writelane writes a VGPR.
         let wl = cat(&block(t, ws, 5, LoopEnd::Head, true));
@@ -262,7 +284,11 @@ fn address_trace_block_verifies_and_its_mutations_are_rejected() {
         let new = with_funcmap(&insert_before(&s.orig, s.store, &out), &rows(ws, count));
         let r = run(&s.orig, &new);
         assert!(
-            has(&r, Check::Inserted, "inserted s_cbranch_scc1 leaves its run"),
+            has(
+                &r,
+                Check::Inserted,
+                "inserted s_cbranch_scc1 leaves its run"
+            ),
             "{mcpu}:\n{}",
             show(&r)
         );
@@ -304,7 +330,11 @@ fn live_scc_must_be_saved_and_restored() {
             "{mcpu}:\n{}",
             show(&r)
         );
-        let f = r.findings.iter().find(|f| f.check == Check::Scc).expect("scc");
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.check == Check::Scc)
+            .expect("scc");
         assert_eq!(f.original_address, Some(s.branch));
 
         let saved = cat(&with_scc_saved(t, block(t, ws, 5, LoopEnd::Head, false)));
@@ -380,7 +410,11 @@ fn scope_guard_must_suppress_markers_when_the_flag_is_0() {
     let r = run(&s.orig, &new);
     assert_eq!(r.scope_flag_sgpr, None, "{}", show(&r));
     assert!(
-        has(&r, Check::Markers, "marker headers depend on register values"),
+        has(
+            &r,
+            Check::Markers,
+            "marker headers depend on register values"
+        ),
         "{}",
         show(&r)
     );
@@ -394,7 +428,11 @@ fn reading_a_disallowed_hwreg_is_rejected() {
     let bad = build::s_getreg_b32(t, Operand::Sgpr(S_FLAG), 1, 0, 32).expect("getreg");
     let r = run(&s.orig, &insert_before(&s.orig, s.store, bad.bytes()));
     assert!(
-        has(&r, Check::Inserted, "s_getreg_b32 of hwreg 1 is not allowed"),
+        has(
+            &r,
+            Check::Inserted,
+            "s_getreg_b32 of hwreg 1 is not allowed"
+        ),
         "{}",
         show(&r)
     );
@@ -434,7 +472,11 @@ fn gfx12_clock_packing_is_decoded_with_the_packed_layout() {
         &with_funcmap(&insert_before(&s.orig, s.store, &good), "P:5:barrier"),
     );
     assert!(
-        has(&r, Check::Markers, "marker headers depend on register values"),
+        has(
+            &r,
+            Check::Markers,
+            "marker headers depend on register values"
+        ),
         "{}",
         show(&r)
     );
@@ -459,7 +501,11 @@ fn gfx12_clock_packing_is_decoded_with_the_packed_layout() {
         ),
     );
     assert!(
-        has(&r, Check::Funcmap, "M: clock packing together with R: payload rows"),
+        has(
+            &r,
+            Check::Funcmap,
+            "M: clock packing together with R: payload rows"
+        ),
         "{}",
         show(&r)
     );
@@ -483,7 +529,11 @@ fn gfx12_clock_packing_is_decoded_with_the_packed_layout() {
 fn address_trace_funcmap_rows_are_consistent() {
     let Some(s) = site("gfx1100") else { return };
     let (t, ws) = (s.t, s.ws);
-    let new = insert_before(&s.orig, s.store, &cat(&block(t, ws, 5, LoopEnd::Head, false)));
+    let new = insert_before(
+        &s.orig,
+        s.store,
+        &cat(&block(t, ws, 5, LoopEnd::Head, false)),
+    );
     let cases = [
         (
             "P:5:addr_trace_store\nR:5:extra_payload_count=66".to_string(),
