@@ -300,8 +300,9 @@ pub const MAX_VIRTUAL_ADDRESS: u64 = 1 << 48;
 pub const MAX_ALIGN: u64 = 1 << 32;
 
 /// Rejects file-backed sections overlapping the ELF header or the program or section header
-/// tables (the writer re-emits those tables), alloc sections overlapping each other in memory,
-/// section and segment address ranges outside
+/// tables (the writer re-emits those tables), alloc sections overlapping each other in memory
+/// or placed in a `PT_LOAD` at a file offset that disagrees with their address, `PT_LOAD`s whose
+/// address and offset are not congruent modulo `p_align` (gABI "Program Header"), section and segment address ranges outside
 /// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
 /// and alignments
 /// that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0 and positive
@@ -376,6 +377,30 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
             });
         }
     }
+    // A loaded section's file offset must match its address within its PT_LOAD (gABI "Program
+    // Loading": the segment's file image is mapped at p_vaddr).
+    // Empty and SHT_NOBITS sections included: the writer places them by address like the others
+    // (lld gives them the offset their address implies).
+    for s in elf.sections.iter().filter(|s| s.is_alloc()) {
+        let seg = elf.segments.iter().find(|p| {
+            p.p_type == elf::PT_LOAD
+                && s.addr >= p.vaddr
+                && s.addr - p.vaddr < p.memsz
+                && s.addr - p.vaddr + s.size <= p.memsz
+        });
+        if let Some(p) = seg {
+            if s.offset.wrapping_sub(p.offset) != s.addr - p.vaddr {
+                return Err(Error::Malformed {
+                    what: "section header",
+                    offset: elf.header.e_shoff + 64 * s.index as u64,
+                    detail: format!(
+                        "section {} at address {:#x} and file offset {:#x} disagrees with its PT_LOAD (address {:#x}, file offset {:#x})",
+                        s.name, s.addr, s.offset, p.vaddr, p.offset
+                    ),
+                });
+            }
+        }
+    }
     for (i, p) in elf.segments.iter().enumerate() {
         let offset = elf.header.e_phoff + 56 * i as u64;
         if bad_align(p.align) {
@@ -383,6 +408,16 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
                 what: "program header",
                 offset,
                 detail: format!("p_align {:#x} is not a power of two up to 2^32", p.align),
+            });
+        }
+        if p.p_type == elf::PT_LOAD && p.align > 1 && p.vaddr % p.align != p.offset % p.align {
+            return Err(Error::Malformed {
+                what: "program header",
+                offset,
+                detail: format!(
+                    "PT_LOAD address {:#x} and file offset {:#x} are not congruent modulo p_align {:#x}",
+                    p.vaddr, p.offset, p.align
+                ),
             });
         }
         if past(p.vaddr, p.memsz) {

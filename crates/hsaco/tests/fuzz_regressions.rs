@@ -75,17 +75,40 @@ fn segment_underflow_is_an_error() {
 }
 
 /// Found by `code_object` while the reader also refused empty segments past the end of the
-/// file: the writer legitimately places a segment without file contents (`p_filesz` 0) after the
-/// last byte, so an edit-free write must parse again with the same kernels.
+/// file (the writer legitimately places a segment without file contents after the last byte;
+/// such segments are now exempt). The input itself is now refused by the later PT_LOAD
+/// consistency check.
 #[test]
-fn empty_segment_past_the_end_round_trips() {
-    let data = read("code_object-empty-segment-past-end.bin");
-    let co = CodeObject::parse(&data).expect("parses");
-    let out = CodeObjectEditor::new(&co).write().expect("writes");
-    let again = CodeObject::parse(&out).expect("parses again");
-    let names = |c: &CodeObject| c.kernels.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&again), names(&co));
-    assert!(!co.kernels.is_empty());
+fn empty_segment_input_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-empty-segment-past-end.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x1f48: section .dynamic at address 0x35a0 and file offset 0x15a0 disagrees with its PT_LOAD (address 0x2000, file offset 0x1000)"
+    );
+}
+
+/// Found by `code_object` while the overlap check also refused empty sections (an empty section
+/// inside the section header table is harmless; now exempt). The input itself is refused by the
+/// later PT_LOAD consistency check, which covers empty and SHT_NOBITS sections.
+#[test]
+fn empty_section_input_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-empty-section-in-shdrs.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x5400: section  at address 0x71b0 and file offset 0x41b0 disagrees with its PT_LOAD (address 0x6140, file offset 0x4140)"
+    );
+}
+
+/// Found by `code_object` after 298,085 runs: `.note` at address 0 but file offset 0x200 inside a
+/// PT_LOAD mapping offset 0 at address 0; the writer kept the segment and produced a file range
+/// past the end. Sections must sit in their PT_LOAD at the offset their address implies.
+#[test]
+fn section_offset_disagreeing_with_its_segment_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-segment-offset-mismatch.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x1908: section .note at address 0x0 and file offset 0x200 disagrees with its PT_LOAD (address 0x0, file offset 0x0)"
+    );
 }
 
 /// Found by `code_object`: a section whose file offset lay inside the ELF header was accepted,
@@ -108,7 +131,7 @@ fn segment_past_the_file_is_an_error() {
     let e = CodeObject::parse(&read("code_object-segment-past-file.bin")).expect_err("bad");
     assert_eq!(
         e.to_string(),
-        "malformed program header at offset 0xb0: segment file range at offset 0x9d0000000800 with size 0x268 extends past the end of the file (0x1070 bytes)"
+        "malformed section header at offset 0xeb0: section .text at address 0x1800 and file offset 0x800 disagrees with its PT_LOAD (address 0x1800, file offset 0x9d0000000800)"
     );
 }
 
@@ -134,5 +157,31 @@ fn alloc_sections_overlapping_in_memory_are_an_error() {
     assert_eq!(
         e.to_string(),
         "malformed section header at offset 0x2fb8: section .hash at address 0x2420 overlaps section .text (0x1f00..0x3808) in memory"
+    );
+}
+
+/// Found by `code_object` (from its saved corpus): `.AMDGPU.gpr_maximums` turned into an empty
+/// SHF_ALLOC section at address 0 but file offset 0x2520; the writer placed it first and shifted
+/// every file offset, leaving `.note` outside its PT_LOAD. The PT_LOAD consistency check now
+/// covers empty sections too.
+#[test]
+fn empty_alloc_section_disagreeing_with_its_segment_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-empty-alloc-section.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x30d8: section .AMDGPU.gpr_maximums at address 0x0 and file offset 0x2520 disagrees with its PT_LOAD (address 0x0, file offset 0x0)"
+    );
+}
+
+/// Found by `code_object` after 182,148 runs: `.bss` (SHT_NOBITS) with `sh_offset` 0x3650 in a
+/// PT_LOAD at file offset 0x3850; the writer shifted the segment by the section's offset change
+/// and emitted a PT_LOAD whose address and offset were not congruent modulo `p_align`. The
+/// PT_LOAD consistency check now covers SHT_NOBITS sections too.
+#[test]
+fn nobits_offset_disagreeing_with_its_segment_is_an_error() {
+    let e = CodeObject::parse(&read("code_object-nobits-offset.bin")).expect_err("bad");
+    assert_eq!(
+        e.to_string(),
+        "malformed section header at offset 0x4208: section .bss at address 0x6850 and file offset 0x3650 disagrees with its PT_LOAD (address 0x6850, file offset 0x3850)"
     );
 }

@@ -563,6 +563,14 @@ pub fn reads_m0(inst: &Instruction) -> bool {
         return false;
     }
     let m = inst.mnemonic();
+    // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA
+    // forms (`*_lds_*`: M0 holds the LDS address) read it.
+    if matches!(
+        inst.format(),
+        amdgpu_isa::Format::Flat | amdgpu_isa::Format::Global | amdgpu_isa::Format::Scratch
+    ) {
+        return m.contains("lds");
+    }
     if !m.starts_with("ds_") {
         return true;
     }

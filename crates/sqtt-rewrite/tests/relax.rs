@@ -8,7 +8,6 @@ use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::process::Command;
 
 fn kernel(mcpu: &str, wave: u32) -> String {
-    // 32766 dwords between the branch and its target: in range (max 32767) before insertion.
     format!(
         r#".amdgcn_target "amdgcn-amd-amdhsa--{mcpu}"
 .text
@@ -55,10 +54,12 @@ amdhsa.kernels:
         } else {
             "s_barrier"
         },
+        // Distance in dwords after the branch: barrier instructions + nops = 32767 (the simm16
+        // maximum) before insertion, so one more dword pushes the branch out of range.
         nops = if mcpu.starts_with("gfx12") {
-            32764
-        } else {
             32765
+        } else {
+            32766
         },
         w32 = if wave == 32 && !mcpu.starts_with("gfx9") {
             ".amdhsa_wavefront_size32 1"

@@ -154,6 +154,102 @@ pub(crate) struct Program {
     /// SGPRs no original instruction of the object reads or writes (the only SGPRs inserted code
     /// may write).
     pub free_sgprs: RegSet,
+    /// Long-branch islands found in inserted code, by start address.
+    pub islands: BTreeMap<u64, Island>,
+}
+
+/// A long-branch island the rewriter emits for a relaxed branch: `s_getpc_b64 s[p:p+1]`,
+/// optional `s_wait_alu`, `s_add_u32`/`s_add_co_u32 sp, sp, lit`, `s_addc_u32`/
+/// `s_add_co_ci_u32 sp+1, sp+1, lit`, optional `s_wait_alu`, `s_setpc_b64 s[p:p+1]` (offset
+/// from the getpc address + 4), or one gfx1250 `s_add_pc_i64 lit64` (offset from the next
+/// instruction).
+#[derive(Clone, Debug)]
+pub(crate) struct Island {
+    /// End address (exclusive).
+    pub end: u64,
+    /// Where it jumps.
+    pub dest: u64,
+    /// Registers it writes (the pair and SCC; nothing on gfx1250).
+    pub writes: RegSet,
+}
+
+/// Recognises an island starting at `run[i]` (instructions must be contiguous).
+fn island_at(run: &[NInst], i: usize) -> Option<Island> {
+    let first = run.get(i)?;
+    let m = first.inst.mnemonic();
+    if m == "s_add_pc_i64" && first.inst.len() == 12 {
+        let lit = first.inst.literal()?;
+        let end = first.addr + 12;
+        return Some(Island {
+            end,
+            dest: end.wrapping_add(lit),
+            writes: RegSet::new(),
+        });
+    }
+    if m != "s_getpc_b64" && m != "s_get_pc_i64" {
+        return None;
+    }
+    let pair = first.inst.writes().max_sgpr()?.checked_sub(1)?;
+    let mut j = i + 1;
+    let mut next = first.addr + 4;
+    // Next contiguous instruction if its mnemonic is one of `want`.
+    fn step(run: &[NInst], j: &mut usize, next: &mut u64, want: &[&str]) -> Option<NInst> {
+        let n = *run.get(*j)?;
+        if n.addr != *next || !want.contains(&n.inst.mnemonic()) {
+            return None;
+        }
+        *j += 1;
+        *next = n.addr + n.inst.len() as u64;
+        Some(n)
+    }
+    let _ = step(run, &mut j, &mut next, &["s_wait_alu"]);
+    let lo = step(run, &mut j, &mut next, &["s_add_u32", "s_add_co_u32"])?;
+    let hi = step(run, &mut j, &mut next, &["s_addc_u32", "s_add_co_ci_u32"])?;
+    let _ = step(run, &mut j, &mut next, &["s_wait_alu"]);
+    let set = step(run, &mut j, &mut next, &["s_setpc_b64", "s_set_pc_i64"])?;
+    let (lw, hw) = (lo.inst.writes(), hi.inst.writes());
+    let ok = lw.contains_sgpr(pair)
+        && !lw.contains_sgpr(pair + 1)
+        && hw.contains_sgpr(pair + 1)
+        && set.inst.reads().contains_sgpr(pair)
+        && set.inst.reads().contains_sgpr(pair + 1);
+    if !ok {
+        return None;
+    }
+    let off = (hi.inst.literal()? << 32) | (lo.inst.literal()? & 0xffff_ffff);
+    let mut writes = RegSet::new();
+    writes.add_sgpr(pair);
+    writes.add_sgpr(pair + 1);
+    writes.add(amdgpu_isa::SpecialReg::Scc);
+    Some(Island {
+        end: next,
+        dest: (first.addr + 4).wrapping_add(off),
+        writes,
+    })
+}
+
+/// Every island in the inserted code of `funcs`.
+fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
+    let mut out = BTreeMap::new();
+    for f in funcs {
+        for i in 0..f.inserted.len() {
+            if let Some(isl) = island_at(&f.inserted, i) {
+                out.insert(f.inserted[i].addr, isl);
+            }
+        }
+    }
+    out
+}
+
+impl Program {
+    /// The island containing new address `a`, if any.
+    pub(crate) fn island_containing(&self, a: u64) -> Option<&Island> {
+        self.islands
+            .range(..=a)
+            .next_back()
+            .map(|(_, isl)| isl)
+            .filter(|isl| a < isl.end)
+    }
 }
 
 struct Seed {
@@ -318,6 +414,7 @@ impl Program {
                     .map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr))
             })
             .collect();
+        let islands = find_islands(&funcs);
         let program = Program {
             isa,
             otext,
@@ -326,6 +423,7 @@ impl Program {
             omap,
             secmap,
             free_sgprs,
+            islands,
         };
         program.check_tail(findings);
         Ok(program)
@@ -573,9 +671,12 @@ fn hex(b: &[u8]) -> String {
 /// Address windows of a stretch: the original instructions `[first, end]` and the rewritten
 /// instructions `[first, end]` (ends inclusive: an inserted branch may target the end of its run).
 #[derive(Clone, Copy)]
-struct Windows {
+struct Windows<'a> {
     orig: (u64, u64),
     new: (u64, u64),
+    /// Start addresses of long-branch islands in the rewritten region: a relaxed original branch
+    /// targets one of them.
+    islands: &'a std::collections::BTreeSet<u64>,
 }
 
 /// Whether original `o` (at `o_addr`) and rewritten `n` can be the same instruction: equal up to
@@ -594,7 +695,7 @@ fn matches(o_addr: u64, o: &Instruction, n: &NInst, w: Windows, pcrel_literal: b
         return false;
     }
     let inside = |t: u64, (a, b): (u64, u64)| t >= a && t <= b;
-    !inside(tn, w.new) || inside(to, w.orig)
+    !inside(tn, w.new) || inside(to, w.orig) || w.islands.contains(&tn)
 }
 
 /// Positions in `new` of a subsequence equal to `orig`, each matched as late as possible.
@@ -715,6 +816,15 @@ fn align(
             }
         }
     }
+    let island_starts: std::collections::BTreeSet<u64> = (0..new.len())
+        .filter(|&q| island_at(&new, q).is_some())
+        .map(|q| new[q].addr)
+        .collect();
+    let island_ranges: Vec<(u64, u64)> = (0..new.len())
+        .filter_map(|q| island_at(&new, q).map(|isl| (new[q].addr, isl.end)))
+        .collect();
+    let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
+    let ins_new = |n: &NInst| ins(&n.inst) || in_island(n.addr);
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;
     let mut orig = Vec::with_capacity(body.len());
@@ -724,14 +834,15 @@ fn align(
         // code goes in front of originals), so an inserted `s_nop 0` is not taken for an
         // original one.
         let e = (j..new.len())
-            .find(|&x| !ins(&new[x].inst))
+            .find(|&x| !ins_new(&new[x]))
             .unwrap_or(new.len());
         let m = body[i..].iter().take_while(|(_, x)| ins(x)).count();
         let w = Windows {
             orig: (body[i].0, body.get(i + m).map_or(f.orig_end, |(a, _)| *a)),
             new: (new[j].addr, new.get(e).map_or(f.new_region_end, |n| n.addr)),
+            islands: &island_starts,
         };
-        if ins(&new[j].inst) && e < new.len() {
+        if ins_new(&new[j]) && e < new.len() {
             let late = match_late(&body[i..i + m], &new[j..e], w);
             let early = match_early(&body[i..i + m], &new[j..e], w);
             let pick = match (late, early) {
@@ -779,7 +890,7 @@ fn align(
             j += 1;
             continue;
         }
-        if ins(&n.inst) {
+        if ins_new(&n) {
             f.inserted.push(n);
             j += 1;
             continue;

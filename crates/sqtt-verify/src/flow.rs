@@ -393,6 +393,19 @@ fn check_inserted(
             let mut bad = |msg: String| {
                 findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
             };
+            if let Some(isl) = p.island_containing(n.addr) {
+                // Validated through the branch that uses it (check_target); it may only write
+                // reserved SGPRs and SCC.
+                let only_free = (0..106u16)
+                    .all(|x| !isl.writes.contains_sgpr(x) || p.free_sgprs.contains_sgpr(x));
+                if !only_free {
+                    bad(format!(
+                        "long-branch island at {:#x} writes registers original code uses",
+                        n.addr
+                    ));
+                }
+                continue;
+            }
             let class = region_class(&n.inst);
             match class {
                 None => bad(format!("inserted instruction {m} is not allowed")),
@@ -486,7 +499,8 @@ fn check_target(
         .iter()
         .find(|x| x.addr == o_addr)
         .and_then(|x| x.new.map(|n| n.addr));
-    let t_n = t_n?;
+    // A relaxed branch reaches its target through a long-branch island.
+    let t_n = t_n.map(|t| p.islands.get(&t).map_or(t, |isl| isl.dest))?;
     if !p.otext.contains(t_o) {
         let want = p.map_data(t_o);
         if t_n != want {
@@ -724,8 +738,16 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
     }
 }
 
-fn run_from(f: &Func, k: usize, landing: Option<u64>) -> &[NInst] {
-    let run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
+fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
+    let mut run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
+    // A run that starts with a long-branch island (after a relaxed unconditional branch) is never
+    // entered by fall-through: execution starts after the island.
+    while let Some(first) = run.first() {
+        match p.island_containing(first.addr) {
+            Some(_) if landing.is_none() => run = &run[1..],
+            _ => break,
+        }
+    }
     match landing {
         None => run,
         Some(a) => {
@@ -816,7 +838,7 @@ fn check_runs(
         });
         let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
         for &land in es {
-            let run = run_from(f, k, land);
+            let run = run_from(p, f, k, land);
             let exec = match (whole.first(), na) {
                 (Some(first), Some(end)) if executable && !run.is_empty() => {
                     let landing = run.first().map_or(end, |x| x.addr);

@@ -133,8 +133,9 @@ pub(crate) fn reads_m0(inst: &Instruction) -> bool {
     ) {
         return inst.mnemonic().contains("lds");
     }
-    if inst.target().family() != amdgpu_isa::Family::Gfx9 || inst.format() != amdgpu_isa::Format::Ds
-    {
+    // From gfx9 on, plain LDS access does not use M0 (LLVM `ldsRequiresM0Init`: gfx8 and older);
+    // the MC descriptors shared with gfx8 still list it. Every family we support is gfx9+.
+    if inst.format() != amdgpu_isa::Format::Ds {
         return true;
     }
     let m = inst.mnemonic();
