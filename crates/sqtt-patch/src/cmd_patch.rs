@@ -49,6 +49,22 @@ pub struct PatchArgs {
     /// gfx12 shader-clock shift. Default: $SQTT_SHADER_CLOCK_SHIFT.
     #[arg(long)]
     pub shader_clock_shift: Option<u32>,
+    /// HW_ID scope filtering with the spec's default masks (CU/WGP 0-1, SIMD 0xF); also enabled by
+    /// any $SQTT_SCOPE_* variable or --scope-* flag.
+    #[arg(long)]
+    pub scope: bool,
+    /// Scope mask of wave ids (decimal, 0x hex, -1 = all). Default: $SQTT_SCOPE_WAVE.
+    #[arg(long, value_name = "MASK", allow_hyphen_values = true)]
+    pub scope_wave: Option<String>,
+    /// Scope mask of SIMDs. Default: $SQTT_SCOPE_SIMD (0xF).
+    #[arg(long, value_name = "MASK", allow_hyphen_values = true)]
+    pub scope_simd: Option<String>,
+    /// Scope mask of CUs (gfx9) / WGPs (gfx10+). Default: $SQTT_SCOPE_CU (0x3).
+    #[arg(long, value_name = "MASK", allow_hyphen_values = true)]
+    pub scope_cu: Option<String>,
+    /// Scope mask of workgroup ids. Default: $SQTT_SCOPE_WG.
+    #[arg(long, value_name = "MASK", allow_hyphen_values = true)]
+    pub scope_wg: Option<String>,
     /// Instrument an input that sqtt-patch already instrumented.
     #[arg(long)]
     pub force: bool,
@@ -88,6 +104,17 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
         o.shader_clock_shift = s;
     }
     o.force_reinstrument = args.force;
+    if args.scope {
+        o.scope.get_or_insert_with(Default::default);
+    }
+    let flags = [&args.scope_wave, &args.scope_simd, &args.scope_cu, &args.scope_wg];
+    for ((name, set), value) in config::SCOPE_VARS.iter().zip(flags) {
+        if let Some(v) = value {
+            let mut m = o.scope.unwrap_or_default();
+            set(&mut m, config::parse_mask(name, v)?);
+            o.scope = Some(m);
+        }
+    }
     o.validate()?;
     Ok(o)
 }
@@ -202,7 +229,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     let output = args.output.clone().context("missing -o OUT")?;
     let opts = options(&args)?;
     if !opts.any_enabled() {
-        anyhow::bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+        anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     let bytes =
         std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;

@@ -286,6 +286,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         reserved_sgpr: None,
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
+        reserved_sgprs: Vec::new(),
     }
 }
 

@@ -58,6 +58,9 @@ pub struct Options {
     pub shader_clock_shift: u32,
     /// Instrument an input that already carries a funcmap written by sqtt-patch.
     pub force_reinstrument: bool,
+    /// `SQTT_SCOPE_WAVE/SIMD/CU/WG` scope filtering (None = off). Post-link it is enabled when any
+    /// of the variables (or a `--scope*` flag) is given; absent masks take the spec's defaults.
+    pub scope: Option<crate::snippets::ScopeMasks>,
 }
 
 impl Default for Options {
@@ -71,6 +74,7 @@ impl Default for Options {
             shader_clock_bits: 0,
             shader_clock_shift: 4,
             force_reinstrument: false,
+            scope: None,
         }
     }
 }
@@ -157,6 +161,30 @@ pub fn parse_mem_barrier(text: &str) -> Result<MemBarrier, ConfigError> {
     }
 }
 
+type MaskSetter = fn(&mut crate::snippets::ScopeMasks, Option<u32>);
+
+/// The scope-mask variables (seed spec, "Scope filtering (bitmasks)") and the field each sets.
+pub const SCOPE_VARS: [(&str, MaskSetter); 4] = [
+    ("SQTT_SCOPE_WAVE", |m, v| m.wave = v),
+    ("SQTT_SCOPE_SIMD", |m, v| m.simd = v),
+    ("SQTT_SCOPE_CU", |m, v| m.cu = v),
+    ("SQTT_SCOPE_WG", |m, v| m.wg = v),
+];
+
+/// Parses a scope mask: decimal, `0x` hexadecimal, or `-1`; `-1`/`0xFFFFFFFF` mean unfiltered
+/// (`None`).
+pub fn parse_mask(name: &'static str, text: &str) -> Result<Option<u32>, ConfigError> {
+    let t = text.trim();
+    let v = if t == "-1" {
+        u32::MAX
+    } else if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
+    } else {
+        t.parse().map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
+    };
+    Ok((v != u32::MAX).then_some(v))
+}
+
 /// Parses a decimal `u32` knob such as `SQTT_SHADER_CLOCK_BITS`.
 pub fn parse_u32(name: &'static str, text: &str) -> Result<u32, ConfigError> {
     text.trim()
@@ -187,6 +215,13 @@ impl Options {
         if let Some(v) = lookup("SQTT_SHADER_CLOCK_SHIFT") {
             o.shader_clock_shift = parse_u32("SQTT_SHADER_CLOCK_SHIFT", &v)?;
         }
+        for (name, set) in SCOPE_VARS {
+            if let Some(v) = lookup(name) {
+                let mut m = o.scope.unwrap_or_default();
+                set(&mut m, parse_mask(name, &v)?);
+                o.scope = Some(m);
+            }
+        }
         Ok(o)
     }
 
@@ -197,13 +232,6 @@ impl Options {
                 "SQTT_SHADER_CLOCK_BITS",
                 &self.shader_clock_bits.to_string(),
                 "bits must be <= 29 and bits + shift <= 32",
-            ));
-        }
-        if self.shader_clock_bits != 0 {
-            return Err(err(
-                "SQTT_SHADER_CLOCK_BITS",
-                &self.shader_clock_bits.to_string(),
-                "gfx12 shader-clock packing is not implemented post-link yet; use 0",
             ));
         }
         Ok(())

@@ -82,6 +82,8 @@ pub enum SiteKind {
     MemoryLoad,
     /// Before the first store/atomic of a chunk of VMEM stores.
     MemoryStore,
+    /// Scope-filter flag computed at a kernel's entry.
+    ScopeInit,
 }
 
 /// One requested marker.

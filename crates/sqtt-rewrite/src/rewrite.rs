@@ -123,6 +123,9 @@ pub struct Report {
     pub ids: BTreeMap<String, u32>,
     /// SGPR reserved to save M0, if one was needed.
     pub reserved_sgpr: Option<u8>,
+    /// Every SGPR the inserted code uses (M0 save, scope flag and scratch, SCC save, clock pair,
+    /// long-branch pair); none is used by the original code.
+    pub reserved_sgprs: Vec<u8>,
     /// DWARF sections remapped.
     pub dwarf_sections_remapped: usize,
     /// SOPP branches relaxed into long-branch islands (pushed out of simm16 range by inserted code).
@@ -260,6 +263,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         funcmap_rows: 0,
         ids: BTreeMap::new(),
         reserved_sgpr: None,
+        reserved_sgprs: Vec::new(),
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
     };
@@ -356,8 +360,30 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
     let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
-    let reserve = free_sgpr(&prog, &co);
+    let pool = reg_pool(&prog, &co);
+    let reserve = pool.m0_save;
     let mut facts = BTreeMap::new();
+    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
+    // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
+    // gfx1250 only; other targets keep the legacy layout.
+    let packing = (opts.shader_clock_bits > 0
+        && matches!(target.family(), Family::Gfx12 | Family::Gfx1250))
+    .then_some((opts.shader_clock_bits, opts.shader_clock_shift));
+    let scope = opts.scope.filter(|m| m.filters(target));
+    let mut used_regs: BTreeSet<u8> = BTreeSet::new();
+    if scope.is_some() {
+        match (pool.flag, pool.tmp) {
+            (Some(f), Some(t)) => {
+                used_regs.insert(f);
+                used_regs.insert(t);
+            }
+            _ => {
+                report.status = Status::FailedClosed;
+                report.reasons.push("scope filtering needs two SGPRs no code uses (flag and scratch); none are free".into());
+                return Ok(Outcome { bytes: None, report });
+            }
+        }
+    }
     let scope_kinds = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
@@ -378,17 +404,18 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             let Some(value) = plan::encode_word(s.word, &ids) else {
                 continue;
             };
-            let needs_m0 = !(target.has_ttracedata_imm() && value <= 0xff);
+            let needs_m0 = packing.is_some() || !(target.has_ttracedata_imm() && value <= 0xff);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts)
             } else {
                 Ok(M0Keep::Dead)
             };
+            let scc_live = scc_facts[s.func].get(s.before).copied().unwrap_or(true);
             let code = keep.and_then(|k| {
                 if let M0Keep::Save(_) = k {
                     used_reserve = true;
                 }
-                plan::snippet(target, value, k)
+                site_code(target, value, k, packing, scope, scc_live, &pool, &mut used_regs)
             });
             match code {
                 Ok(code) => snippets
@@ -451,10 +478,54 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             report,
         });
     }
+    if let Some((bits, _)) = packing {
+        if ids.values().any(|&id| u64::from(id) >= 1u64 << (30 - bits)) {
+            report.status = Status::FailedClosed;
+            report.reasons.push(format!("marker ids do not fit the {}-bit id field left by shader-clock packing", 30 - bits));
+            return Ok(Outcome { bytes: None, report });
+        }
+    }
     let mut snippets = snippets;
     // Entry snippets first at a shared point (they are skipped by branches).
     for v in snippets.values_mut() {
         v.sort_by_key(|(s, _)| s.landing != Landing::After);
+    }
+    // Scope filtering: every kernel computes the flag once at its entry, before any marker
+    // (callees read it too, so kernels without markers of their own compute it as well).
+    if let (Some(masks), Some(flag), Some(tmp)) = (scope, pool.flag, pool.tmp) {
+        for (fi, f) in prog.funcs.iter().enumerate() {
+            let Some(k) = f.spec.kernel else { continue };
+            let entry = if k.preload {
+                f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
+            } else {
+                Some(0)
+            };
+            let init = entry.ok_or_else(|| "no instruction at the kernarg-preload entry".to_string()).and_then(|e| {
+                let code = crate::snippets::scope_init(target, &masks, flag, tmp)
+                    .map_err(|x| x.to_string())?
+                    .code;
+                let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
+                Ok((e, save_scc(target, code, scc_live, &pool, &mut used_regs)?))
+            });
+            match init {
+                Ok((e, code)) => {
+                    let site = Site {
+                        func: fi,
+                        before: e,
+                        word: plan::Word::Exit,
+                        landing: if k.preload { Landing::Before } else { Landing::After },
+                        kind: SiteKind::ScopeInit,
+                        addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
+                    };
+                    snippets.entry((fi, e)).or_default().insert(0, (site, code));
+                }
+                Err(why) => {
+                    report.status = Status::FailedClosed;
+                    report.reasons.push(format!("scope filtering: cannot compute the scope flag in kernel {}: {why}", f.spec.name));
+                    return Ok(Outcome { bytes: None, report });
+                }
+            }
+        }
     }
     report.skipped = skipped;
     if snippets.is_empty() {
@@ -467,8 +538,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // Text plan; branches pushed out of simm16 range are relaxed through long-branch islands and
     // the layout is redone.
     let mut relax: BTreeMap<u64, bool> = BTreeMap::new();
-    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
-    let island_pair = free_pair(&prog, &co, report.reserved_sgpr);
+    let island_pair = pool.island;
     let (mut tp, layout) = loop {
         let tp = text_plan(
             &prog,
@@ -510,6 +580,13 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     };
     report.relaxed_branches = relax.len();
+    if let (false, Some(p)) = (relax.is_empty() || target.family() == Family::Gfx1250, island_pair) {
+        used_regs.insert(p);
+        used_regs.insert(p + 1);
+    }
+    if let Some(r) = report.reserved_sgpr {
+        used_regs.insert(r);
+    }
     // Edit the ELF.
     let mut ed = CodeObjectEditor::new(&co);
     let fail = |report: &mut Report, why: String| {
@@ -674,7 +751,11 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // The metadata note must cover the SGPR reserved to save M0 (descriptor allocation was
     // checked by `free_sgpr`): `.sgpr_count` counts VCC, FLAT_SCRATCH and XNACK_MASK on gfx9.
-    if let (Some(r), Some(meta)) = (report.reserved_sgpr, co.metadata.as_ref()) {
+    report.reserved_sgprs = used_regs.iter().copied().collect();
+    let gfx9_needed = (target.family() == Family::Gfx9)
+        .then(|| used_regs.iter().next_back().map(|&r| u32::from(r) + 1 + 6))
+        .flatten();
+    if let (Some(&r), Some(meta)) = (used_regs.iter().next_back(), co.metadata.as_ref()) {
         let mut meta = meta.clone();
         let extra = if target.family() == Family::Gfx9 {
             6
@@ -729,6 +810,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             },
         });
     }
+    if let Some((bits, shift)) = packing {
+        rows.retain(|r| !matches!(r, Row::Encoding(_)));
+        rows.push(Row::Encoding(format!("shader_clock_bits={bits};shader_clock_shift={shift}")));
+    }
     report.funcmap_rows = rows.len();
     ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
     let record = serde_json::json!({
@@ -737,10 +822,19 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         "options": format!("{opts:?}"),
     });
     ed.add_or_replace_section(PATCH_SECTION, 1, 0, 1, format!("{record}\n").into_bytes())?;
+    let bumped = match gfx9_needed {
+        Some(n) => bump_gfx9_sgprs(&co, &mut ed, n)?,
+        None => Vec::new(),
+    };
     let bytes = ed.write()?;
     // Report.
     fill_function_reports(&mut report, &prog, &layout, &snippets, &ids, text_end);
     fill_kernel_reports(&mut report, &co, &prog);
+    for (name, after) in bumped {
+        if let Some(kr) = report.kernels.iter_mut().find(|r| r.name == name) {
+            kr.sgprs_after = after;
+        }
+    }
     report.text_size_after = layout.bytes.len() as u64;
     report.status = Status::Instrumented;
     Ok(Outcome {
@@ -835,9 +929,9 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
     }
 }
 
-/// An SGPR no code of the object uses, usable to save M0 without changing any descriptor: above
-/// the highest SGPR any function reads or writes, and (gfx9) inside every kernel's allocated SGPR
-/// block minus the 6 SGPRs that hold VCC, FLAT_SCRATCH and XNACK_MASK.
+/// The lowest SGPR above every SGPR any function reads or writes, usable by inserted code; on
+/// gfx9 it must fit every kernel's SGPR budget (allocation growth that keeps occupancy, minus the
+/// 6 SGPRs that hold VCC, FLAT_SCRATCH and XNACK_MASK; see [`gfx9_sgpr_budget`]).
 fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
     let mut max: Option<u16> = None;
     for f in &prog.funcs {
@@ -855,8 +949,7 @@ fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
     }
     if prog.target.family() == Family::Gfx9 {
         for k in &co.kernels {
-            let regs = k.descriptor.registers(&co.target);
-            let alloc = regs.sgprs.unwrap_or(0) as u16;
+            let alloc = gfx9_sgpr_budget(co, k) as u16;
             if cand + 1 + 6 > alloc {
                 return None;
             }
@@ -1002,24 +1095,179 @@ fn relaxable(
     Err("not an instruction of any function".into())
 }
 
-/// An even-aligned SGPR pair no code of the object uses (above the highest SGPR used and the
-/// M0-save register), inside every gfx9 kernel's allocation; for long-branch islands.
-fn free_pair(prog: &Program, co: &CodeObject, reserved: Option<u8>) -> Option<u8> {
-    let base = free_sgpr(prog, co)?;
-    let mut p = u16::from(base).max(reserved.map_or(0, |r| u16::from(r) + 1));
-    if p % 2 == 1 {
-        p += 1;
+
+/// SGPRs the inserted code may use, all above every SGPR the original code touches (and, on gfx9,
+/// inside every kernel's allocated SGPR block minus VCC/FLAT_SCRATCH/XNACK_MASK, so descriptors
+/// and occupancy never change). `None` for a role that does not fit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RegPool {
+    /// Saves M0 where it is live with an unknown value.
+    pub m0_save: Option<u8>,
+    /// Scope flag (computed once per kernel).
+    pub flag: Option<u8>,
+    /// Saves SCC around scope guards and clock packing.
+    pub scc_save: Option<u8>,
+    /// Scratch of the scope check.
+    pub tmp: Option<u8>,
+    /// Even-aligned pair for `s_get_shader_cycles_u64` (gfx1250 clock packing).
+    pub clock_pair: Option<u8>,
+    /// Even-aligned pair for long-branch islands.
+    pub island: Option<u8>,
+}
+
+fn reg_pool(prog: &Program, co: &CodeObject) -> RegPool {
+    let Some(base) = free_sgpr(prog, co) else {
+        return RegPool::default();
+    };
+    let limit = sgpr_limit(prog.target);
+    // gfx9: the SGPRs each kernel may use without lowering its occupancy (its allocation can
+    // grow up to there; `bump_gfx9_sgprs` updates the descriptor and note).
+    let gfx9_alloc = (prog.target.family() == Family::Gfx9).then(|| {
+        co.kernels
+            .iter()
+            .map(|k| gfx9_sgpr_budget(co, k) as u16)
+            .min()
+            .unwrap_or(0)
+    });
+    let fits = |r: u16, n: u16| r + n <= limit && gfx9_alloc.is_none_or(|a| r + n + 6 <= a);
+    let one = |r: u16| fits(r, 1).then(|| r as u8);
+    let pair = |r: u16| {
+        let r = r + (r % 2);
+        fits(r, 2).then(|| r as u8)
+    };
+    let b = u16::from(base);
+    RegPool {
+        m0_save: one(b),
+        flag: one(b + 1),
+        scc_save: one(b + 2),
+        tmp: one(b + 3),
+        clock_pair: pair(b + 4),
+        island: pair(b + 6),
     }
-    if p + 1 >= sgpr_limit(prog.target) {
-        return None;
+}
+
+/// Wraps `code` (which clobbers SCC) in an SCC save/restore when SCC is live there:
+/// `s_cselect_b32 sS, 1, 0` before and `s_cmp_lg_u32 sS, 0` after (gfx12: `s_wait_alu
+/// depctr_sa_sdst(0)` before the restore reads the saved SGPR).
+fn save_scc(
+    t: Target,
+    code: Vec<amdgpu_isa::Instruction>,
+    scc_live: bool,
+    pool: &RegPool,
+    used: &mut BTreeSet<u8>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    use amdgpu_isa::build::{self, Operand};
+    if !scc_live {
+        return Ok(code);
     }
-    if prog.target.family() == Family::Gfx9 {
-        for k in &co.kernels {
-            let alloc = k.descriptor.registers(&co.target).sgprs.unwrap_or(0) as u16;
-            if p + 2 + 6 > alloc {
-                return None;
+    let r = pool.scc_save.ok_or("SCC is live and no SGPR is free to save it")?;
+    used.insert(r);
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    let mut out = vec![build::s_cselect_b32(t, Operand::Sgpr(r), Operand::Imm(1), Operand::Imm(0)).map_err(e)?];
+    out.extend(code);
+    if t.family() == Family::Gfx12 {
+        out.push(build::s_wait_alu(t, 0xff9e).map_err(e)?);
+    }
+    out.push(build::s_cmp(t, "s_cmp_lg_u32", Operand::Sgpr(r), Operand::Imm(0)).map_err(e)?);
+    Ok(out)
+}
+
+/// The instructions of one marker site: the marker (plain, or shader-clock packed on gfx12),
+/// M0 kept as `keep` says, inside a scope guard when scope filtering is on, with SCC saved when
+/// the packing or the guard would clobber a live SCC.
+#[allow(clippy::too_many_arguments)]
+fn site_code(
+    t: Target,
+    value: u32,
+    keep: M0Keep,
+    packing: Option<(u32, u32)>,
+    scope: Option<crate::snippets::ScopeMasks>,
+    scc_live: bool,
+    pool: &RegPool,
+    used: &mut BTreeSet<u8>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    use amdgpu_isa::build::{self, Operand};
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    let mut body = match packing {
+        None => plan::snippet(t, value, keep)?,
+        Some((bits, shift)) => {
+            let pair = pool.clock_pair.ok_or("no SGPR pair is free for the shader clock")?;
+            let clock = crate::snippets::clock_marker(t, value, bits, shift, pair).map_err(|x| x.to_string())?;
+            if clock.sgprs.contains(&pair) || clock.sgprs.contains(&(pair + 1)) {
+                used.insert(pair);
+                used.insert(pair + 1);
             }
+            let mut code = Vec::new();
+            if let M0Keep::Save(r) = keep {
+                code.push(build::s_mov_b32(t, Operand::Sgpr(r), Operand::M0).map_err(e)?);
+            }
+            code.extend(clock.code);
+            match keep {
+                M0Keep::Dead => {}
+                M0Keep::Constant(k) => {
+                    code.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(k)).map_err(e)?);
+                    code.push(build::s_nop(t, 0).map_err(e)?);
+                }
+                M0Keep::Save(r) => {
+                    code.push(build::s_mov_b32(t, Operand::M0, Operand::Sgpr(r)).map_err(e)?);
+                    code.push(build::s_nop(t, 0).map_err(e)?);
+                }
+            }
+            code
+        }
+    };
+    if scope.is_some() {
+        let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
+        body = crate::snippets::scope_guard(t, flag, body).map_err(|x| x.to_string())?.code;
+    }
+    if packing.is_some() || scope.is_some() {
+        body = save_scc(t, body, scc_live, pool, used)?;
+    }
+    Ok(body)
+}
+
+/// Largest SGPR allocation (including the 6 SGPRs of VCC, FLAT_SCRATCH and XNACK_MASK) kernel
+/// `k` can have on gfx9 with the same waves per SIMD (hsaco `occupancy`, LLVM
+/// `getOccupancyWithNumSGPRs`); at most 112, the gfx9 addressable maximum plus extras.
+fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
+    let regs = k.descriptor.registers(&co.target);
+    let now = regs.sgprs.unwrap_or(0);
+    let lds = k.descriptor.group_segment_fixed_size;
+    let occ = |s: u32| hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, s, lds).waves_per_simd;
+    let base = occ(now);
+    let mut best = now;
+    let mut s = now;
+    while s + 8 <= 112 {
+        s += 8;
+        if occ(s) == base {
+            best = s;
+        } else {
+            break;
         }
     }
-    u8::try_from(p).ok()
+    best
+}
+
+/// gfx9: grows each kernel's granulated SGPR count (descriptor) so that its allocation covers
+/// `needed` SGPRs (highest reserved + 1 + 6 extras). [`reg_pool`] only hands out registers within
+/// [`gfx9_sgpr_budget`], so occupancy never drops. Returns the kernels changed with their new
+/// allocation.
+fn bump_gfx9_sgprs(
+    co: &CodeObject,
+    ed: &mut CodeObjectEditor,
+    needed: u32,
+) -> Result<Vec<(String, Option<u32>)>, RewriteError> {
+    let mut changed = Vec::new();
+    for k in &co.kernels {
+        let regs = k.descriptor.registers(&co.target);
+        let now = regs.sgprs.unwrap_or(0);
+        if needed <= now {
+            continue;
+        }
+        let mut kd = k.descriptor.clone();
+        kd.set_granulated_sgpr_count(hsaco::kd::sgprs_to_granules(&co.target, needed));
+        ed.set_kernel_descriptor(&k.name, &kd)?;
+        changed.push((k.name.clone(), kd.registers(&co.target).sgprs));
+    }
+    Ok(changed)
 }

@@ -94,12 +94,27 @@ fn option_sets() -> Vec<(&'static str, Options)> {
             },
         ),
         (
+            "shader clock 12 bits + barriers",
+            Options { shader_clock_bits: 12, barriers: true, functions: FunctionThreshold::Count(1), ..Options::default() },
+        ),
+        (
+            "scope defaults + functions + barriers",
+            Options {
+                scope: Some(Default::default()),
+                barriers: true,
+                functions: FunctionThreshold::Count(1),
+                ..Options::default()
+            },
+        ),
+        (
             "all",
             Options {
                 functions: FunctionThreshold::Count(1),
                 barriers: true,
                 kernel_scopes: true,
                 memory: chunk,
+                scope: Some(Default::default()),
+                shader_clock_bits: 12,
                 ..Options::default()
             },
         ),

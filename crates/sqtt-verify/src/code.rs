@@ -228,11 +228,19 @@ fn island_at(run: &[NInst], i: usize) -> Option<Island> {
     })
 }
 
-/// Every island in the inserted code of `funcs`.
+/// Every island in the inserted code of `funcs` that a relocated original branch targets.
 fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
     let mut out = BTreeMap::new();
     for f in funcs {
+        let targeted: std::collections::BTreeSet<u64> = f
+            .orig
+            .iter()
+            .filter_map(|o| o.new.and_then(|n| n.inst.branch_target(n.addr)))
+            .collect();
         for i in 0..f.inserted.len() {
+            if !targeted.contains(&f.inserted[i].addr) {
+                continue;
+            }
             if let Some(isl) = island_at(&f.inserted, i) {
                 out.insert(f.inserted[i].addr, isl);
             }
@@ -816,13 +824,18 @@ fn align(
             }
         }
     }
-    let island_starts: std::collections::BTreeSet<u64> = (0..new.len())
-        .filter(|&q| island_at(&new, q).is_some())
-        .map(|q| new[q].addr)
+    // An island is only a recognised sequence that some rewritten branch targets (the relaxed
+    // branch); the compiler's own long branches are entered by fall-through and stay originals.
+    let targeted: std::collections::BTreeSet<u64> = new
+        .iter()
+        .filter_map(|n| n.inst.branch_target(n.addr))
         .collect();
     let island_ranges: Vec<(u64, u64)> = (0..new.len())
+        .filter(|&q| targeted.contains(&new[q].addr))
         .filter_map(|q| island_at(&new, q).map(|isl| (new[q].addr, isl.end)))
         .collect();
+    let island_starts: std::collections::BTreeSet<u64> =
+        island_ranges.iter().map(|&(a, _)| a).collect();
     let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
     let ins_new = |n: &NInst| ins(&n.inst) || in_island(n.addr);
     let (mut i, mut j) = (0usize, 0usize);

@@ -255,6 +255,10 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
         return None;
     }
     let m = inst.mnemonic();
+    // gfx1010-gfx1013 LDS/branch/VMEM hazard wait after inserted branches (SOPK encoding).
+    if m == "s_waitcnt_vscnt" {
+        return Some(Region::Wait);
+    }
     match inst.format() {
         Format::Sopp => match m {
             "s_nop" | "s_wait_alu" | "s_waitcnt_depctr" => Some(Region::Wait),
