@@ -81,7 +81,21 @@ pub struct PatchArgs {
 
 /// Builds the options: environment first, then flags.
 pub fn options(args: &PatchArgs) -> Result<Options> {
-    let mut o = Options::from_env(|k| std::env::var(k).ok())?;
+    // A variable whose flag is given is not read at all: the flag wins, even over a malformed value.
+    let overridden = |k: &str| match k {
+        "SQTT_INSTRUMENT_FUNCTIONS" => args.functions.is_some(),
+        "SQTT_INSTRUMENT_BARRIERS" => args.barriers.is_some(),
+        "SQTT_INSTRUMENT_MEMORY" => args.memory.is_some(),
+        "SQTT_MEM_BARRIER" => args.mem_barrier.is_some(),
+        "SQTT_SHADER_CLOCK_BITS" => args.shader_clock_bits.is_some(),
+        "SQTT_SHADER_CLOCK_SHIFT" => args.shader_clock_shift.is_some(),
+        "SQTT_SCOPE_WAVE" => args.scope_wave.is_some(),
+        "SQTT_SCOPE_SIMD" => args.scope_simd.is_some(),
+        "SQTT_SCOPE_CU" => args.scope_cu.is_some(),
+        "SQTT_SCOPE_WG" => args.scope_wg.is_some(),
+        _ => false,
+    };
+    let mut o = Options::from_env(|k| if overridden(k) { None } else { std::env::var(k).ok() })?;
     if let Some(f) = &args.functions {
         o.functions = config::parse_functions(f)?;
     }
@@ -120,17 +134,37 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed.
+/// The file gets mode 0644 (the temporary file's 0600 is not kept).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    write_atomic_like(path, bytes, None)
+}
+
+/// [`write_atomic`] giving the new file the permissions of `like` (e.g. the input executable,
+/// so a rewritten host program stays executable); 0644 when `like` is `None`.
+pub fn write_atomic_like(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
     tmp.write_all(bytes)?;
+    let mode = like
+        .and_then(|l| std::fs::metadata(l).ok())
+        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))?;
+    Ok(())
+}
+
+/// Refuses an output path that names the input file (the original would be lost).
+pub fn check_distinct(input: &Path, output: &Path) -> Result<()> {
+    let same = match (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        anyhow::bail!("{}: the output path is the input file; choose another -o path", output.display());
+    }
     Ok(())
 }
 
@@ -231,6 +265,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     if !opts.any_enabled() {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
+    check_distinct(&input, &output)?;
     let bytes =
         std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
@@ -253,7 +288,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         }
         return Ok(EXIT_VERIFY);
     }
-    write_atomic(&output, &patched.bytes)?;
+    write_atomic_like(&output, &patched.bytes, Some(&input))?;
     let report = &patched.report;
     if report.status == Status::FailedClosed {
         eprintln!(

@@ -378,6 +378,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         .clone()
         .context("missing input file (usage: sqtt-patch --fatbin IN -o OUT)")?;
     let output = args.output.clone().context("missing -o OUT")?;
+    cmd_patch::check_distinct(&input, &output)?;
     let opts = cmd_patch::options(args)?;
     if !opts.any_enabled() {
         bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
@@ -446,7 +447,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
         return Ok(cmd_patch::EXIT_COVERAGE);
     }
-    cmd_patch::write_atomic(&output, &outcome.bytes)?;
+    cmd_patch::write_atomic_like(&output, &outcome.bytes, Some(&input))?;
     if outcome.objects.iter().any(|o| o.verifier_rejected) {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
         return Ok(cmd_patch::EXIT_VERIFY);

@@ -215,6 +215,16 @@ impl Options {
         if let Some(v) = lookup("SQTT_SHADER_CLOCK_SHIFT") {
             o.shader_clock_shift = parse_u32("SQTT_SHADER_CLOCK_SHIFT", &v)?;
         }
+        if let Some(v) = lookup("SQTT_TRACE_ADDRESSES") {
+            let t = v.trim();
+            if !(t.is_empty() || t == "off" || t == "0") {
+                return Err(err(
+                    "SQTT_TRACE_ADDRESSES",
+                    &v,
+                    "per-lane address tracing is not implemented post-link yet (refusing rather than silently dropping it)",
+                ));
+            }
+        }
         for (name, set) in SCOPE_VARS {
             if let Some(v) = lookup(name) {
                 let mut m = o.scope.unwrap_or_default();

@@ -27,7 +27,7 @@ pub const FUNCMAP_SECTION: &str = ".sqtt_funcmap";
 #[derive(Debug, Error)]
 pub enum RewriteError {
     /// The input is not a usable code object.
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] hsaco::Error),
     /// The processor is not supported by our ISA tables.
     #[error("unsupported target {0}")]
@@ -36,7 +36,7 @@ pub enum RewriteError {
     #[error("already instrumented by sqtt-patch (section {PATCH_SECTION}); pass --force to instrument again")]
     AlreadyInstrumented,
     /// Invalid options.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
 }
 

@@ -260,10 +260,29 @@ fn is_hw_id_read(i: &Instruction) -> bool {
 /// HW_ID / HW_ID1 / HW_ID2 into one reserved SGPR and reused by every marker): a reserved SGPR
 /// written by a kernel's entry run that reads a hardware-ID register, and read before being
 /// written by some other run. Every kernel entry must then compute it.
+/// Index of the original instruction where a kernel's body starts: after the 256-byte
+/// kernarg-preload prologue when the kernel has one (an `s_branch` inside the first 256 bytes to
+/// entry + 256), else the first instruction.
+pub(crate) fn entry_index(f: &Func) -> usize {
+    if f.kind != crate::FunctionKind::Kernel {
+        return 0;
+    }
+    let body = f.orig_start + 256;
+    let has_prologue = f.orig.iter().any(|o| {
+        o.addr < body
+            && matches!(o.inst.flow(), Flow::Branch { conditional: false })
+            && o.inst.branch_target(o.addr) == Some(body)
+    });
+    if !has_prologue {
+        return 0;
+    }
+    f.orig.iter().position(|o| o.addr == body).unwrap_or(0)
+}
+
 fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Option<u16> {
     let entry_run = |f: &Func| -> Vec<NInst> {
         f.orig
-            .first()
+            .get(entry_index(f))
             .map(|o| f.inserted.get(o.run.clone()).unwrap_or_default().to_vec())
             .unwrap_or_default()
     };
@@ -283,7 +302,7 @@ fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Opt
     let mut exposed = BTreeSet::new();
     for f in &p.funcs {
         for (k, o) in f.orig.iter().enumerate() {
-            if k == 0 && f.kind == crate::FunctionKind::Kernel {
+            if k == entry_index(f) && f.kind == crate::FunctionKind::Kernel {
                 continue;
             }
             let run = f.inserted.get(o.run.clone()).unwrap_or_default();
@@ -387,7 +406,7 @@ fn check_inserted(
             continue;
         };
         let (run_start, run_end) = (first.addr, end.addr);
-        let kernel_entry = k == 0 && f.kind == crate::FunctionKind::Kernel;
+        let kernel_entry = k == entry_index(f) && f.kind == crate::FunctionKind::Kernel;
         for n in run {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {

@@ -232,7 +232,10 @@ pub fn assemble(name: &str, mcpu: &str, src: &str) -> Option<Vec<u8>> {
         );
         return None;
     }
-    let dir = std::env::temp_dir().join(format!("sqtt-verify-{}-{name}", std::process::id()));
+    // One directory per call: tests of one process run in parallel and may reuse a name.
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sqtt-verify-{}-{seq}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let (s, o, co) = (dir.join("k.s"), dir.join("k.o"), dir.join("k.co"));
     std::fs::write(&s, src).expect("write asm");
