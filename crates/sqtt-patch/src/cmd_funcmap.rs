@@ -27,14 +27,14 @@ fn demangle(name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
-/// Runs the subcommand; returns the process exit code (0, or 1 when the object has no funcmap).
+/// Runs the subcommand; returns the process exit code (0). Errors (exit 2): unreadable input,
+/// or no `.sqtt_funcmap` section.
 pub fn run(args: FuncmapArgs) -> Result<i32> {
     let bytes = std::fs::read(&args.file)
         .with_context(|| format!("{}: cannot read", args.file.display()))?;
     let co = hsaco::CodeObject::parse(&bytes).with_context(|| args.file.display().to_string())?;
     let Some(section) = co.funcmap() else {
-        eprintln!("{}: no .sqtt_funcmap section", args.file.display());
-        return Ok(1);
+        anyhow::bail!("{}: no .sqtt_funcmap section", args.file.display());
     };
     let parsed = funcmap::parse(section);
     let name = |n: &str| {

@@ -486,10 +486,15 @@ fn analyse_fn(
     if let Some(k) = f.spec.kernel.as_mut() {
         if k.preload {
             let limit = f.spec.start + 256;
-            k.preload = f.insts.iter().any(|(a, inst)| {
+            // ... followed only by `s_nop` padding up to entry + 256.
+            k.preload = f.insts.iter().enumerate().any(|(i, (a, inst))| {
                 *a < limit
                     && matches!(inst.flow(), Flow::Branch { conditional: false })
                     && inst.branch_target(*a) == Some(limit)
+                    && f.insts[i + 1..]
+                        .iter()
+                        .take_while(|(x, _)| *x < limit)
+                        .all(|(_, x)| x.special() == Special::Nop)
             });
         }
     }

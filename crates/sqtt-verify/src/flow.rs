@@ -268,10 +268,16 @@ pub(crate) fn entry_index(f: &Func) -> usize {
         return 0;
     }
     let body = f.orig_start + 256;
-    let has_prologue = f.orig.iter().any(|o| {
+    // The prologue ends with that branch followed only by `s_nop` padding up to entry + 256
+    // (a loop branch that happens to target entry + 256 is followed by real code).
+    let has_prologue = f.orig.iter().enumerate().any(|(i, o)| {
         o.addr < body
             && matches!(o.inst.flow(), Flow::Branch { conditional: false })
             && o.inst.branch_target(o.addr) == Some(body)
+            && f.orig[i + 1..]
+                .iter()
+                .take_while(|x| x.addr < body)
+                .all(|x| x.inst.special() == amdgpu_isa::Special::Nop)
     });
     if !has_prologue {
         return 0;
