@@ -95,7 +95,13 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
         "SQTT_SCOPE_WG" => args.scope_wg.is_some(),
         _ => false,
     };
-    let mut o = Options::from_env(|k| if overridden(k) { None } else { std::env::var(k).ok() })?;
+    let mut o = Options::from_env(|k| {
+        if overridden(k) {
+            None
+        } else {
+            std::env::var(k).ok()
+        }
+    })?;
     if let Some(f) = &args.functions {
         o.functions = config::parse_functions(f)?;
     }
@@ -121,7 +127,12 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
     if args.scope {
         o.scope.get_or_insert_with(Default::default);
     }
-    let flags = [&args.scope_wave, &args.scope_simd, &args.scope_cu, &args.scope_wg];
+    let flags = [
+        &args.scope_wave,
+        &args.scope_simd,
+        &args.scope_cu,
+        &args.scope_wg,
+    ];
     for ((name, set), value) in config::SCOPE_VARS.iter().zip(flags) {
         if let Some(v) = value {
             let mut m = o.scope.unwrap_or_default();
@@ -143,16 +154,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// so a rewritten host program stays executable); 0644 when `like` is `None`.
 pub fn write_atomic_like(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
     tmp.write_all(bytes)?;
     let mode = like
         .and_then(|l| std::fs::metadata(l).ok())
         .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("{}: cannot write", path.display()))?;
     Ok(())
 }
 
@@ -163,7 +179,10 @@ pub fn check_distinct(input: &Path, output: &Path) -> Result<()> {
         _ => false,
     };
     if same {
-        anyhow::bail!("{}: the output path is the input file; choose another -o path", output.display());
+        anyhow::bail!(
+            "{}: the output path is the input file; choose another -o path",
+            output.display()
+        );
     }
     Ok(())
 }

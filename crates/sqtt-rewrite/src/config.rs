@@ -178,9 +178,11 @@ pub fn parse_mask(name: &'static str, text: &str) -> Result<Option<u32>, ConfigE
     let v = if t == "-1" {
         u32::MAX
     } else if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        u32::from_str_radix(h, 16).map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
+        u32::from_str_radix(h, 16)
+            .map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
     } else {
-        t.parse().map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
+        t.parse()
+            .map_err(|_| err(name, text, "expected a mask (decimal, 0x hex or -1)"))?
     };
     Ok((v != u32::MAX).then_some(v))
 }

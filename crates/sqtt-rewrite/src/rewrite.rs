@@ -380,7 +380,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             _ => {
                 report.status = Status::FailedClosed;
                 report.reasons.push("scope filtering needs two SGPRs no code uses (flag and scratch); none are free".into());
-                return Ok(Outcome { bytes: None, report });
+                return Ok(Outcome {
+                    bytes: None,
+                    report,
+                });
             }
         }
     }
@@ -415,7 +418,16 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 if let M0Keep::Save(_) = k {
                     used_reserve = true;
                 }
-                site_code(target, value, k, packing, scope, scc_live, &pool, &mut used_regs)
+                site_code(
+                    target,
+                    value,
+                    k,
+                    packing,
+                    scope,
+                    scc_live,
+                    &pool,
+                    &mut used_regs,
+                )
             });
             match code {
                 Ok(code) => snippets
@@ -481,8 +493,14 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     if let Some((bits, _)) = packing {
         if ids.values().any(|&id| u64::from(id) >= 1u64 << (30 - bits)) {
             report.status = Status::FailedClosed;
-            report.reasons.push(format!("marker ids do not fit the {}-bit id field left by shader-clock packing", 30 - bits));
-            return Ok(Outcome { bytes: None, report });
+            report.reasons.push(format!(
+                "marker ids do not fit the {}-bit id field left by shader-clock packing",
+                30 - bits
+            ));
+            return Ok(Outcome {
+                bytes: None,
+                report,
+            });
         }
     }
     let mut snippets = snippets;
@@ -500,20 +518,26 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             } else {
                 Some(0)
             };
-            let init = entry.ok_or_else(|| "no instruction at the kernarg-preload entry".to_string()).and_then(|e| {
-                let code = crate::snippets::scope_init(target, &masks, flag, tmp)
-                    .map_err(|x| x.to_string())?
-                    .code;
-                let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
-                Ok((e, save_scc(target, code, scc_live, &pool, &mut used_regs)?))
-            });
+            let init = entry
+                .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
+                .and_then(|e| {
+                    let code = crate::snippets::scope_init(target, &masks, flag, tmp)
+                        .map_err(|x| x.to_string())?
+                        .code;
+                    let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
+                    Ok((e, save_scc(target, code, scc_live, &pool, &mut used_regs)?))
+                });
             match init {
                 Ok((e, code)) => {
                     let site = Site {
                         func: fi,
                         before: e,
                         word: plan::Word::Exit,
-                        landing: if k.preload { Landing::Before } else { Landing::After },
+                        landing: if k.preload {
+                            Landing::Before
+                        } else {
+                            Landing::After
+                        },
                         kind: SiteKind::ScopeInit,
                         addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
                     };
@@ -521,8 +545,14 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 }
                 Err(why) => {
                     report.status = Status::FailedClosed;
-                    report.reasons.push(format!("scope filtering: cannot compute the scope flag in kernel {}: {why}", f.spec.name));
-                    return Ok(Outcome { bytes: None, report });
+                    report.reasons.push(format!(
+                        "scope filtering: cannot compute the scope flag in kernel {}: {why}",
+                        f.spec.name
+                    ));
+                    return Ok(Outcome {
+                        bytes: None,
+                        report,
+                    });
                 }
             }
         }
@@ -580,7 +610,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     };
     report.relaxed_branches = relax.len();
-    if let (false, Some(p)) = (relax.is_empty() || target.family() == Family::Gfx1250, island_pair) {
+    if let (false, Some(p)) = (
+        relax.is_empty() || target.family() == Family::Gfx1250,
+        island_pair,
+    ) {
         used_regs.insert(p);
         used_regs.insert(p + 1);
     }
@@ -812,7 +845,9 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     if let Some((bits, shift)) = packing {
         rows.retain(|r| !matches!(r, Row::Encoding(_)));
-        rows.push(Row::Encoding(format!("shader_clock_bits={bits};shader_clock_shift={shift}")));
+        rows.push(Row::Encoding(format!(
+            "shader_clock_bits={bits};shader_clock_shift={shift}"
+        )));
     }
     report.funcmap_rows = rows.len();
     ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
@@ -1095,7 +1130,6 @@ fn relaxable(
     Err("not an instruction of any function".into())
 }
 
-
 /// SGPRs the inserted code may use, all above every SGPR the original code touches (and, on gfx9,
 /// inside every kernel's allocated SGPR block minus VCC/FLAT_SCRATCH/XNACK_MASK, so descriptors
 /// and occupancy never change). `None` for a role that does not fit.
@@ -1130,10 +1164,10 @@ fn reg_pool(prog: &Program, co: &CodeObject) -> RegPool {
             .unwrap_or(0)
     });
     let fits = |r: u16, n: u16| r + n <= limit && gfx9_alloc.is_none_or(|a| r + n + 6 <= a);
-    let one = |r: u16| fits(r, 1).then(|| r as u8);
+    let one = |r: u16| fits(r, 1).then_some(r as u8);
     let pair = |r: u16| {
         let r = r + (r % 2);
-        fits(r, 2).then(|| r as u8)
+        fits(r, 2).then_some(r as u8)
     };
     let b = u16::from(base);
     RegPool {
@@ -1160,10 +1194,14 @@ fn save_scc(
     if !scc_live {
         return Ok(code);
     }
-    let r = pool.scc_save.ok_or("SCC is live and no SGPR is free to save it")?;
+    let r = pool
+        .scc_save
+        .ok_or("SCC is live and no SGPR is free to save it")?;
     used.insert(r);
     let e = |x: amdgpu_isa::EncodeError| x.to_string();
-    let mut out = vec![build::s_cselect_b32(t, Operand::Sgpr(r), Operand::Imm(1), Operand::Imm(0)).map_err(e)?];
+    let mut out = vec![
+        build::s_cselect_b32(t, Operand::Sgpr(r), Operand::Imm(1), Operand::Imm(0)).map_err(e)?,
+    ];
     out.extend(code);
     if t.family() == Family::Gfx12 {
         out.push(build::s_wait_alu(t, 0xff9e).map_err(e)?);
@@ -1191,8 +1229,11 @@ fn site_code(
     let mut body = match packing {
         None => plan::snippet(t, value, keep)?,
         Some((bits, shift)) => {
-            let pair = pool.clock_pair.ok_or("no SGPR pair is free for the shader clock")?;
-            let clock = crate::snippets::clock_marker(t, value, bits, shift, pair).map_err(|x| x.to_string())?;
+            let pair = pool
+                .clock_pair
+                .ok_or("no SGPR pair is free for the shader clock")?;
+            let clock = crate::snippets::clock_marker(t, value, bits, shift, pair)
+                .map_err(|x| x.to_string())?;
             if clock.sgprs.contains(&pair) || clock.sgprs.contains(&(pair + 1)) {
                 used.insert(pair);
                 used.insert(pair + 1);
@@ -1218,7 +1259,9 @@ fn site_code(
     };
     if scope.is_some() {
         let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
-        body = crate::snippets::scope_guard(t, flag, body).map_err(|x| x.to_string())?.code;
+        body = crate::snippets::scope_guard(t, flag, body)
+            .map_err(|x| x.to_string())?
+            .code;
     }
     if packing.is_some() || scope.is_some() {
         body = save_scc(t, body, scc_live, pool, used)?;
@@ -1233,7 +1276,9 @@ fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
     let regs = k.descriptor.registers(&co.target);
     let now = regs.sgprs.unwrap_or(0);
     let lds = k.descriptor.group_segment_fixed_size;
-    let occ = |s: u32| hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, s, lds).waves_per_simd;
+    let occ = |s: u32| {
+        hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, s, lds).waves_per_simd
+    };
     let base = occ(now);
     let mut best = now;
     let mut s = now;

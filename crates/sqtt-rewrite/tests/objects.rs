@@ -95,7 +95,12 @@ fn option_sets() -> Vec<(&'static str, Options)> {
         ),
         (
             "shader clock 12 bits + barriers",
-            Options { shader_clock_bits: 12, barriers: true, functions: FunctionThreshold::Count(1), ..Options::default() },
+            Options {
+                shader_clock_bits: 12,
+                barriers: true,
+                functions: FunctionThreshold::Count(1),
+                ..Options::default()
+            },
         ),
         (
             "scope defaults + functions + barriers",
