@@ -79,6 +79,11 @@ pub struct PatchArgs {
     pub report_json: Option<PathBuf>,
 }
 
+/// A flag's parse error, naming the flag (the parsers name the environment variable).
+fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
+    anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
+}
+
 /// Builds the options: environment first, then flags.
 pub fn options(args: &PatchArgs) -> Result<Options> {
     // A variable whose flag is given is not read at all: the flag wins, even over a malformed value.
@@ -103,7 +108,7 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
         }
     })?;
     if let Some(f) = &args.functions {
-        o.functions = config::parse_functions(f)?;
+        o.functions = config::parse_functions(f).map_err(|e| flag_error("--functions", e))?;
     }
     if let Some(b) = &args.barriers {
         o.barriers = config::parse_toggle("--barriers", b)?;
@@ -112,10 +117,10 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
         o.kernel_scopes = true;
     }
     if let Some(m) = &args.memory {
-        o.memory = config::parse_memory(m)?;
+        o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
     }
     if let Some(m) = &args.mem_barrier {
-        o.mem_barrier = config::parse_mem_barrier(m)?;
+        o.mem_barrier = config::parse_mem_barrier(m).map_err(|e| flag_error("--mem-barrier", e))?;
     }
     if let Some(b) = args.shader_clock_bits {
         o.shader_clock_bits = b;
@@ -136,7 +141,10 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
     for ((name, set), value) in config::SCOPE_VARS.iter().zip(flags) {
         if let Some(v) = value {
             let mut m = o.scope.unwrap_or_default();
-            set(&mut m, config::parse_mask(name, v)?);
+            set(
+                &mut m,
+                config::parse_mask(name, v).map_err(|e| flag_error("--scope-*", e))?,
+            );
             o.scope = Some(m);
         }
     }
@@ -209,9 +217,14 @@ pub fn render_report(r: &Report) -> String {
         );
     }
     for k in &r.kernels {
+        // gfx10+ waves get the full SGPR file: the descriptor has no SGPR allocation to report.
+        let sgprs = match (k.sgprs_before, k.sgprs_after) {
+            (Some(b), Some(a)) => format!(" sgprs {b}->{a}"),
+            _ => String::new(),
+        };
         s += &format!(
-            "  kernel {}: wave{} vgprs {} sgprs {:?}->{:?} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
-            k.name, k.wave_size, k.vgprs, k.sgprs_before, k.sgprs_after, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
+            "  kernel {}: wave{} vgprs {}{sgprs} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
+            k.name, k.wave_size, k.vgprs, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
         );
     }
     for sk in &r.skipped {

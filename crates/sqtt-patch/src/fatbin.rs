@@ -417,6 +417,12 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
             eprint!("{}", cmd_patch::render_report(&o.report));
         }
     }
+    if !arch.is_empty() && outcome.objects.is_empty() {
+        eprintln!(
+            "sqtt-patch: {name}: warning: --offload-arch {} matched no code object; the output is an unchanged copy",
+            arch.join(",")
+        );
+    }
     if outcome.filtered_out > 0 {
         lines += &format!(
             "{} code object(s) not selected by --offload-arch (copied unchanged)\n",

@@ -241,8 +241,8 @@ impl Options {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.shader_clock_bits > 29 || self.shader_clock_bits + self.shader_clock_shift > 32 {
             return Err(err(
-                "SQTT_SHADER_CLOCK_BITS",
-                &self.shader_clock_bits.to_string(),
+                "shader clock (SQTT_SHADER_CLOCK_BITS/SHIFT or --shader-clock-bits/--shader-clock-shift)",
+                &format!("bits={} shift={}", self.shader_clock_bits, self.shader_clock_shift),
                 "bits must be <= 29 and bits + shift <= 32",
             ));
         }
