@@ -611,20 +611,7 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         .iter()
         .map(|(_, i)| i.writes().contains(SpecialReg::M0) || i.flow() == Flow::Call)
         .collect();
-    // Backward liveness.
-    let mut live = vec![false; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for i in (0..n).rev() {
-            let out = f.succs[i].iter().any(|&s| live[s]);
-            let v = reads[i] || (out && !writes[i]);
-            if v != live[i] {
-                live[i] = v;
-                changed = true;
-            }
-        }
-    }
+    let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, ss) in f.succs.iter().enumerate() {
@@ -686,7 +673,6 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 /// SCC live before each instruction of `f` (backward liveness from the ISA tables' explicit and
 /// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
 pub fn scc_live(f: &Func) -> Vec<bool> {
-    let n = f.insts.len();
     let reads: Vec<bool> = f
         .insts
         .iter()
@@ -697,11 +683,17 @@ pub fn scc_live(f: &Func) -> Vec<bool> {
         .iter()
         .map(|(_, i)| i.writes().contains(SpecialReg::Scc) || i.flow() == Flow::Call)
         .collect();
-    let mut live = vec![false; n];
+    backward_live(f, &reads, &writes)
+}
+
+/// Backward liveness of one register over the function's CFG: live before `i` when `i` reads
+/// it, or when it is live after `i` and `i` does not write it (iterated to a fixed point).
+fn backward_live(f: &Func, reads: &[bool], writes: &[bool]) -> Vec<bool> {
+    let mut live = vec![false; f.insts.len()];
     let mut changed = true;
     while changed {
         changed = false;
-        for i in (0..n).rev() {
+        for i in (0..f.insts.len()).rev() {
             let out = f.succs[i].iter().any(|&s| live[s]);
             let v = reads[i] || (out && !writes[i]);
             if v != live[i] {

@@ -542,23 +542,37 @@ pub fn snippet(t: Target, value: u32, keep: M0Keep) -> Result<Vec<Instruction>, 
     if t.has_ttracedata_imm() && value <= 0xff {
         return Ok(vec![build::s_ttracedata_imm(t, value as u8).map_err(e)?]);
     }
-    let mut out = Vec::new();
+    let marker = vec![
+        build::s_mov_b32(t, Operand::M0, Operand::Literal(value)).map_err(e)?,
+        build::s_nop(t, 0).map_err(e)?,
+        build::s_ttracedata(t).map_err(e)?,
+    ];
+    keep_m0(t, keep, marker)
+}
+
+/// Wraps `body` (code that writes M0) so M0 survives as `keep` says: `s_mov_b32 sR, m0` before
+/// and `s_mov_b32 m0, sR` after for [`M0Keep::Save`], `s_mov_b32 m0, K` after for
+/// [`M0Keep::Constant`]; each restore is followed by `s_nop 0` (the M0 wait state before a
+/// following M0 reader, ISA manuals' "Manually inserted wait states").
+pub fn keep_m0(
+    t: Target,
+    keep: M0Keep,
+    body: Vec<Instruction>,
+) -> Result<Vec<Instruction>, String> {
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    let mut out = Vec::with_capacity(body.len() + 3);
     if let M0Keep::Save(r) = keep {
         out.push(build::s_mov_b32(t, Operand::Sgpr(r), Operand::M0).map_err(e)?);
     }
-    out.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(value)).map_err(e)?);
-    out.push(build::s_nop(t, 0).map_err(e)?);
-    out.push(build::s_ttracedata(t).map_err(e)?);
-    match keep {
-        M0Keep::Dead => {}
-        M0Keep::Constant(k) => {
-            out.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(k)).map_err(e)?);
-            out.push(build::s_nop(t, 0).map_err(e)?);
-        }
-        M0Keep::Save(r) => {
-            out.push(build::s_mov_b32(t, Operand::M0, Operand::Sgpr(r)).map_err(e)?);
-            out.push(build::s_nop(t, 0).map_err(e)?);
-        }
+    out.extend(body);
+    let restore = match keep {
+        M0Keep::Dead => None,
+        M0Keep::Constant(k) => Some(Operand::Literal(k)),
+        M0Keep::Save(r) => Some(Operand::Sgpr(r)),
+    };
+    if let Some(src) = restore {
+        out.push(build::s_mov_b32(t, Operand::M0, src).map_err(e)?);
+        out.push(build::s_nop(t, 0).map_err(e)?);
     }
     Ok(out)
 }

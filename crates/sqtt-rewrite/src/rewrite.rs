@@ -1224,8 +1224,6 @@ fn site_code(
     pool: &RegPool,
     used: &mut BTreeSet<u8>,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
-    use amdgpu_isa::build::{self, Operand};
-    let e = |x: amdgpu_isa::EncodeError| x.to_string();
     let mut body = match packing {
         None => plan::snippet(t, value, keep)?,
         Some((bits, shift)) => {
@@ -1238,23 +1236,7 @@ fn site_code(
                 used.insert(pair);
                 used.insert(pair + 1);
             }
-            let mut code = Vec::new();
-            if let M0Keep::Save(r) = keep {
-                code.push(build::s_mov_b32(t, Operand::Sgpr(r), Operand::M0).map_err(e)?);
-            }
-            code.extend(clock.code);
-            match keep {
-                M0Keep::Dead => {}
-                M0Keep::Constant(k) => {
-                    code.push(build::s_mov_b32(t, Operand::M0, Operand::Literal(k)).map_err(e)?);
-                    code.push(build::s_nop(t, 0).map_err(e)?);
-                }
-                M0Keep::Save(r) => {
-                    code.push(build::s_mov_b32(t, Operand::M0, Operand::Sgpr(r)).map_err(e)?);
-                    code.push(build::s_nop(t, 0).map_err(e)?);
-                }
-            }
-            code
+            plan::keep_m0(t, keep, clock.code)?
         }
     };
     if scope.is_some() {
