@@ -611,14 +611,10 @@ impl Instruction {
             Format::Flat => MemSpace::Flat,
             Format::Global => MemSpace::Global,
             Format::Scratch => MemSpace::Scratch,
-            Format::Mubuf | Format::Mtbuf => MemSpace::Buffer {
-                offen: self.word(0) & (1 << 12) != 0,
-                idxen: self.word(0) & (1 << 13) != 0,
-            },
-            Format::Vbuffer => MemSpace::Buffer {
-                offen: self.word(2) & (1 << 30) != 0,
-                idxen: self.word(2) & (1 << 31) != 0,
-            },
+            Format::Mubuf | Format::Mtbuf | Format::Vbuffer => {
+                let (offen, idxen) = self.buffer_addr_mode();
+                MemSpace::Buffer { offen, idxen }
+            }
             Format::Mimg | Format::Vimage | Format::Vsample => MemSpace::Image,
             Format::Ds => {
                 if self.target.family() <= Family::Gfx10

@@ -157,8 +157,12 @@ impl Instruction {
         (i64::from(v) << sh) >> sh
     }
 
-    /// Memory instruction immediate offset in bytes (ISA manuals, microcode formats).
-    fn mem_offset(&self) -> i64 {
+    /// Memory instruction immediate offset in bytes, sign-extended where the encoding is signed
+    /// (ISA manuals, microcode formats: MUBUF/MTBUF 12-bit unsigned, VBUFFER 24-bit signed,
+    /// FLAT 12/11-bit unsigned, GLOBAL/SCRATCH 13/12-bit signed on gfx9/gfx10/gfx11, 24-bit
+    /// signed on gfx12; SMEM per generation). 0 for formats without one (DS offsets are in
+    /// [`crate::MemAccess::ds_offsets`]).
+    pub fn mem_offset(&self) -> i64 {
         let fam = self.target.family();
         match self.fmt.format {
             Format::Mubuf | Format::Mtbuf => i64::from(self.word(0) & 0xfff),

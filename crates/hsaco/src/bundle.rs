@@ -8,6 +8,7 @@
 //! v2 `u32 total, u32 uncompressed, u64 hash` (24), v3 `u64 total, u64 uncompressed, u64 hash`
 //! (32). `total` includes the header; hash = first 8 bytes of MD5(uncompressed) as LE u64.
 
+use std::borrow::Cow;
 use std::io::Read;
 
 use md5::{Digest, Md5};
@@ -37,17 +38,111 @@ pub struct BundleEntry {
 impl BundleEntry {
     /// True for `host-*` entries (normally empty).
     pub fn is_host(&self) -> bool {
-        self.id.starts_with("host-")
+        id_is_host(&self.id)
     }
     /// True for AMDGPU device entries (`hip*-amdgcn-*` / `openmp-amdgcn-*`).
     pub fn is_amdgcn(&self) -> bool {
-        self.id.contains("amdgcn-amd-amdhsa")
+        id_is_amdgcn(&self.id)
     }
     /// Target ID part after `amdgcn-amd-amdhsa--` (e.g. `gfx942:sramecc+:xnack-`).
     pub fn target_id(&self) -> Option<&str> {
-        self.id
-            .split_once("amdgcn-amd-amdhsa-")
-            .map(|(_, t)| t.trim_start_matches('-'))
+        id_target(&self.id)
+    }
+}
+
+fn id_is_host(id: &str) -> bool {
+    id.starts_with("host-")
+}
+
+fn id_is_amdgcn(id: &str) -> bool {
+    id.contains("amdgcn-amd-amdhsa")
+}
+
+fn id_target(id: &str) -> Option<&str> {
+    id.split_once("amdgcn-amd-amdhsa-")
+        .map(|(_, t)| t.trim_start_matches('-'))
+}
+
+/// One entry of an [`OpenBundle`]: its id and where its contents lie in the plain bundle
+/// (nothing copied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRange {
+    /// Entry id, e.g. `hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`.
+    pub id: String,
+    /// Offset of the entry from the start of the plain bundle (bytes).
+    pub offset: u64,
+    /// Size of the entry (bytes).
+    pub size: u64,
+}
+
+impl EntryRange {
+    /// True for `host-*` entries (normally empty).
+    pub fn is_host(&self) -> bool {
+        id_is_host(&self.id)
+    }
+    /// True for AMDGPU device entries (`hip*-amdgcn-*` / `openmp-amdgcn-*`).
+    pub fn is_amdgcn(&self) -> bool {
+        id_is_amdgcn(&self.id)
+    }
+    /// Target ID part after `amdgcn-amd-amdhsa--` (e.g. `gfx942:sramecc+:xnack-`).
+    pub fn target_id(&self) -> Option<&str> {
+        id_target(&self.id)
+    }
+}
+
+/// A bundle opened without copying its entries: the plain bundle bytes are borrowed from the
+/// container (plain bundle) or owned (decompressed CCOB), and each entry is a range of them.
+/// Peak memory of [`open`] is the decompressed size for a CCOB and nothing for a plain bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenBundle<'a> {
+    /// Offset of the bundle in the containing data (bytes).
+    pub offset: u64,
+    /// Bytes occupied in the containing data (as [`Bundle::stored_size`]).
+    pub stored_size: u64,
+    /// Storage.
+    pub storage: Storage,
+    /// The plain bundle: the container's bytes from the bundle start (plain), or the
+    /// decompressed bundle (CCOB).
+    pub plain: Cow<'a, [u8]>,
+    /// Entries in header order.
+    pub entries: Vec<EntryRange>,
+}
+
+impl OpenBundle<'_> {
+    /// Contents of entry `e` (a range checked by [`open`]; empty if `e` belongs to another
+    /// bundle and lies outside this one).
+    pub fn data(&self, e: &EntryRange) -> &[u8] {
+        slice_at(&self.plain, e.offset, e.size, "bundle entry").unwrap_or(&[])
+    }
+}
+
+/// Opens the bundle (plain or compressed) at `data[0]` (`base`: its file offset, for errors),
+/// decompressing a CCOB with output bounded by `limit` bytes ([`decompress_ccob`]); entries are
+/// not copied. Errors: those of [`parse_plain`] and [`decompress_ccob`]; errors inside a
+/// decompressed bundle are [`Error::Ccob`] at `base`.
+pub fn open(data: &[u8], base: u64, limit: u64) -> Result<OpenBundle<'_>> {
+    if data.starts_with(CCOB_MAGIC) {
+        let (h, plain, extent) = decompress_ccob(data, base, limit)?;
+        let (entries, _) = plain_entries(&plain, 0).map_err(|e| Error::Ccob {
+            offset: base,
+            detail: format!("decompressed bundle: {e}"),
+        })?;
+        Ok(OpenBundle {
+            offset: base,
+            stored_size: extent,
+            storage: Storage::Compressed(h),
+            plain: Cow::Owned(plain),
+            entries,
+        })
+    } else {
+        let (entries, stored_size) = plain_entries(data, base)?;
+        Ok(OpenBundle {
+            offset: base,
+            stored_size,
+            storage: Storage::Plain,
+            plain: Cow::Borrowed(data),
+            entries,
+        })
     }
 }
 
@@ -109,8 +204,29 @@ pub fn ccob_hash(data: &[u8]) -> u64 {
 }
 
 /// Parses a plain bundle that starts at `data[0]`; `base` is its offset in the file (for errors).
+/// The entries are copied (see [`open`] for a borrowing reader).
 /// Errors: [`Error::Malformed`], [`Error::OutOfBounds`] (entry past the end), [`Error::Truncated`].
 pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
+    let (ranges, stored_size) = plain_entries(data, base)?;
+    Ok(Bundle {
+        offset: base,
+        stored_size,
+        storage: Storage::Plain,
+        entries: ranges
+            .into_iter()
+            .map(|r| BundleEntry {
+                data: data[r.offset as usize..(r.offset + r.size) as usize].to_vec(),
+                id: r.id,
+                offset: r.offset,
+            })
+            .collect(),
+    })
+}
+
+/// Entry table of the plain bundle at `data[0]` (every entry range checked against `data`) and
+/// the bundle's extent (end of the header or of the last entry, bytes). Errors: as
+/// [`parse_plain`].
+fn plain_entries(data: &[u8], base: u64) -> Result<(Vec<EntryRange>, u64)> {
     let magic = slice_at(data, 0, 24, "offload bundle magic").map_err(|e| rebase(e, base))?;
     if magic != BUNDLE_MAGIC {
         return Err(Error::Malformed {
@@ -150,18 +266,13 @@ pub fn parse_plain(data: &[u8], base: u64) -> Result<Bundle> {
             });
         }
         end = end.max(off + size);
-        entries.push(BundleEntry {
+        entries.push(EntryRange {
             id,
             offset: off,
-            data: data[off as usize..(off + size) as usize].to_vec(),
+            size,
         });
     }
-    Ok(Bundle {
-        offset: base,
-        stored_size: end.max(p),
-        storage: Storage::Plain,
-        entries,
-    })
+    Ok((entries, end.max(p)))
 }
 
 fn rebase(e: Error, base: u64) -> Error {
@@ -341,23 +452,25 @@ pub(crate) fn next_magic(data: &[u8], align: u64) -> Option<u64> {
     None
 }
 
-/// Parses one bundle (plain or compressed) at `data[0]`, decompressing with `limit`.
+/// Parses one bundle (plain or compressed) at `data[0]`, decompressing with `limit`; the
+/// entries are copied (see [`open`] for a borrowing reader). Errors: as [`open`].
 pub fn parse_one(data: &[u8], base: u64, limit: u64) -> Result<Bundle> {
-    if data.starts_with(CCOB_MAGIC) {
-        let (h, plain, extent) = decompress_ccob(data, base, limit)?;
-        let inner = parse_plain(&plain, 0).map_err(|e| Error::Ccob {
-            offset: base,
-            detail: format!("decompressed bundle: {e}"),
-        })?;
-        Ok(Bundle {
-            offset: base,
-            stored_size: extent,
-            storage: Storage::Compressed(h),
-            entries: inner.entries,
+    let b = open(data, base, limit)?;
+    let entries = b
+        .entries
+        .iter()
+        .map(|r| BundleEntry {
+            id: r.id.clone(),
+            offset: r.offset,
+            data: b.data(r).to_vec(),
         })
-    } else {
-        parse_plain(data, base)
-    }
+        .collect();
+    Ok(Bundle {
+        offset: b.offset,
+        stored_size: b.stored_size,
+        storage: b.storage,
+        entries,
+    })
 }
 
 /// True when `data` starts with a bundle magic (plain or CCOB).
@@ -400,30 +513,33 @@ pub fn parse_all(data: &[u8], base: u64, limit: u64) -> Result<Vec<Bundle>> {
     Ok(out)
 }
 
-/// Writes a plain bundle with entries at 4096-aligned offsets (as clang does).
-pub fn write_plain(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+/// Writes a plain bundle of (id, contents) entries with entries at 4096-aligned offsets (as
+/// clang does). Entries may be owned or borrowed (`(String, Vec<u8>)`, `(&str, &[u8])`, ...).
+pub fn write_plain<S: AsRef<str>, D: AsRef<[u8]>>(entries: &[(S, D)]) -> Vec<u8> {
     let header_len: u64 = 32
         + entries
             .iter()
-            .map(|(id, _)| 24 + id.len() as u64)
+            .map(|(id, _)| 24 + id.as_ref().len() as u64)
             .sum::<u64>();
     let mut offsets = Vec::new();
     let mut p = header_len;
     for (_, d) in entries {
         p = p.div_ceil(BUNDLE_ALIGN) * BUNDLE_ALIGN;
         offsets.push(p);
-        p += d.len() as u64;
+        p += d.as_ref().len() as u64;
     }
     let mut out = Vec::with_capacity(p as usize);
     out.extend_from_slice(BUNDLE_MAGIC);
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     for ((id, d), off) in entries.iter().zip(&offsets) {
+        let id = id.as_ref();
         out.extend_from_slice(&off.to_le_bytes());
-        out.extend_from_slice(&(d.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(d.as_ref().len() as u64).to_le_bytes());
         out.extend_from_slice(&(id.len() as u64).to_le_bytes());
         out.extend_from_slice(id.as_bytes());
     }
     for ((_, d), off) in entries.iter().zip(&offsets) {
+        let d = d.as_ref();
         if !d.is_empty() {
             out.resize(*off as usize, 0);
             out.extend_from_slice(d);

@@ -159,7 +159,7 @@ impl CodeObject {
             let exec = elf
                 .sections
                 .iter()
-                .find(|x| x.is_exec() && x.contains_addr(entry));
+                .find(|x| x.is_alloc() && x.is_exec() && x.contains_addr(entry));
             let Some(exec) = exec else {
                 return Err(Error::BadKernelEntry {
                     name: s.name.clone(),
@@ -304,9 +304,9 @@ pub const MAX_ALIGN: u64 = 1 << 32;
 /// or placed in a `PT_LOAD` at a file offset that disagrees with their address, `PT_LOAD`s whose
 /// address and offset are not congruent modulo `p_align` (gABI "Program Header"), section and segment address ranges outside
 /// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
-/// and alignments
-/// that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0 and positive
-/// integral powers of two are allowed"). Errors: [`Error::Malformed`] at the offset of the
+/// alignments that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0
+/// and positive integral powers of two are allowed"), and alloc sections whose address is not a
+/// multiple of their `sh_addralign` (same section of the gABI). Errors: [`Error::Malformed`] at the offset of the
 /// section or program header.
 fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
     let bad_align = |a: u64| a != 0 && (!a.is_power_of_two() || a > MAX_ALIGN);
@@ -344,6 +344,19 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
                 detail: format!(
                     "sh_addralign {:#x} of section {} is not a power of two up to 2^32",
                     s.addralign, s.name
+                ),
+            });
+        }
+        // gABI "Sections", sh_addralign: "the value of sh_addr must be congruent to 0, modulo
+        // the value of sh_addralign". The writer lays alloc sections out at their alignment, so a
+        // misaligned one would move (and drag addresses mapped through it) in an edit-free write.
+        if s.is_alloc() && s.addralign > 1 && s.addr % s.addralign != 0 {
+            return Err(Error::Malformed {
+                what: "section header",
+                offset,
+                detail: format!(
+                    "section {} at address {:#x} is not a multiple of its sh_addralign {:#x}",
+                    s.name, s.addr, s.addralign
                 ),
             });
         }

@@ -521,12 +521,28 @@ impl<'a> CodeObjectEditor<'a> {
             need_off = no.checked_add(contents[i].len() as u64)?;
         }
         let shoff = align_up(h.e_shoff.checked_add(d_na)?.max(need_off), 8)?;
-        let file_size = shoff.checked_add(64 * contents.len() as u64)?;
+        let file_size = shoff
+            .checked_add(64 * contents.len() as u64)?
+            .max(self.head_len());
         Some(Layout {
             sections: place,
             shoff,
             file_size,
         })
+    }
+
+    /// Bytes before the first file-backed section (ELF header, program headers, padding; the
+    /// whole input when no section has file contents): copied verbatim to the same offsets.
+    /// Sections never move backwards, so nothing else is placed there.
+    fn head_len(&self) -> u64 {
+        let secs = &self.co.elf.sections;
+        let len = self.co.bytes.len() as u64;
+        secs.iter()
+            .filter(|s| s.index != 0 && s.file_size() > 0)
+            .map(|s| s.offset)
+            .min()
+            .unwrap_or(len)
+            .min(len)
     }
 
     /// Maps an input address to its output address: explicit text map first (exact match), else
@@ -567,15 +583,9 @@ impl<'a> CodeObjectEditor<'a> {
             });
         }
         let mut out = vec![0u8; layout.file_size as usize];
-        // ELF header, program headers and whatever precedes the first section.
-        let first_sec_off = secs
-            .iter()
-            .filter(|s| s.index != 0 && s.file_size() > 0)
-            .map(|s| s.offset)
-            .min()
-            .unwrap_or(co.bytes.len() as u64)
-            .min(co.bytes.len() as u64);
-        let head = (first_sec_off as usize).min(out.len());
+        // ELF header, program headers and whatever precedes the first section (the layout
+        // makes the output at least this long).
+        let head = self.head_len() as usize;
         out[..head].copy_from_slice(&co.bytes[..head]);
         for p in &layout.sections {
             if p.index == 0 || (p.index < secs.len() && secs[p.index].sh_type == SHT_NOBITS) {
@@ -603,6 +613,7 @@ impl<'a> CodeObjectEditor<'a> {
         w64(&mut out, 0x28, layout.shoff);
         out[0x3c..0x3e].copy_from_slice(&(contents.len() as u16).to_le_bytes());
         // Program headers.
+        let mut fixed: Vec<(u64, &elf::Segment)> = Vec::new();
         for (i, p) in co.elf.segments.iter().enumerate() {
             let o = h.e_phoff + 56 * i as u64;
             let inside: Vec<&Placement> = layout
@@ -618,15 +629,21 @@ impl<'a> CodeObjectEditor<'a> {
                 })
                 .collect();
             let Some(first) = inside.iter().min_by_key(|pl| pl.old_addr) else {
+                // No section to move with: the segment stays where it is, checked below.
+                if p.filesz > 0 {
+                    fixed.push((o, p));
+                }
                 continue;
             };
+            // The segment moves with its first section, address AND file offset: the layout keeps
+            // `addr - offset` constant inside a segment (and changes it by multiples of `p_align`
+            // at segment starts), so `p_vaddr - p_offset` must follow the first section's
+            // `new_addr - new_offset`. (Keeping `p_offset` whenever the address did not move
+            // contradicted sections whose file offset moved by whole pages without an address
+            // change: fuzz regression `code_object-segment-head-offset.bin`.)
             let da = first.new_addr.wrapping_sub(first.old_addr);
             let dof = first.new_offset.wrapping_sub(first.old_offset);
-            let (vaddr, off) = if p.vaddr < first.old_addr && da == 0 {
-                (p.vaddr, p.offset)
-            } else {
-                (p.vaddr.wrapping_add(da), p.offset.wrapping_add(dof))
-            };
+            let (vaddr, off) = (p.vaddr.wrapping_add(da), p.offset.wrapping_add(dof));
             let old_mem_end = inside
                 .iter()
                 .map(|pl| pl.old_addr + pl.old_size)
@@ -641,9 +658,19 @@ impl<'a> CodeObjectEditor<'a> {
             // underflow; consistent inputs never reach the saturation.
             let memsz =
                 new_mem_end.saturating_sub(vaddr) + (p.vaddr + p.memsz).saturating_sub(old_mem_end);
+            // The file image covers the sections inside the segment's address range whose input
+            // bytes also lie in its input file range: a section the segment maps by address but
+            // whose contents sit elsewhere in the file (only in inconsistent input, e.g. a
+            // PT_DYNAMIC with a huge p_memsz) must not stretch p_filesz (fuzz regression
+            // `code_object-filesz-foreign-section.bin`).
             let files: Vec<&&Placement> = inside
                 .iter()
-                .filter(|pl| secs[pl.index].sh_type != SHT_NOBITS)
+                .filter(|pl| {
+                    secs[pl.index].sh_type != SHT_NOBITS
+                        && pl.old_offset >= p.offset
+                        && pl.old_offset.saturating_add(pl.old_size)
+                            <= p.offset.saturating_add(p.filesz)
+                })
                 .collect();
             let filesz = if files.is_empty() || p.filesz == 0 {
                 p.filesz
@@ -801,6 +828,29 @@ impl<'a> CodeObjectEditor<'a> {
             };
             if let Some(o) = out_off_addr(&layout, secs, new_kd) {
                 w64(&mut out, o + 0x10, entry.wrapping_sub(new_kd));
+            }
+        }
+        // A segment holding no section kept its program header, so it must still map the same
+        // bytes: the head (headers, rewritten in place: PT_PHDR, a headers-only PT_LOAD) or
+        // bytes equal to the input's. Otherwise it points at bytes the writer did not keep,
+        // possibly past the end of the output (fuzz regression
+        // `code_object-segment-without-sections.bin`).
+        for (o, p) in fixed {
+            let range = p
+                .offset
+                .checked_add(p.filesz)
+                .map(|end| p.offset as usize..end as usize);
+            let kept =
+                range.is_some_and(|r| r.end <= head || out.get(r.clone()) == co.bytes.get(r));
+            if !kept {
+                return Err(Error::Malformed {
+                    what: "program header",
+                    offset: o,
+                    detail: format!(
+                        "segment at file offset {:#x} with size {:#x} holds no section and the writer does not keep the bytes it maps",
+                        p.offset, p.filesz
+                    ),
+                });
             }
         }
         Ok(out)

@@ -72,7 +72,8 @@ pub enum Error {
         /// File offset of the second section (bytes).
         offset: u64,
     },
-    /// A kernel descriptor whose entry point lies outside every executable section.
+    /// A kernel descriptor whose entry point lies outside every loaded executable section
+    /// (`SHF_ALLOC | SHF_EXECINSTR`: kernel code must be mapped by a `PT_LOAD`).
     #[error("kernel descriptor {name} at offset {offset:#x}: entry address {entry:#x} (kernel_code_entry_byte_offset {entry_offset}) is outside every executable section")]
     BadKernelEntry {
         /// Descriptor symbol name (`name.kd`).
@@ -116,6 +117,15 @@ pub enum Error {
     /// An editor request that cannot be satisfied.
     #[error("invalid edit: {0}")]
     InvalidEdit(String),
+    /// Writing, reading back or resizing the output failed (streaming writers of
+    /// [`crate::hostwrite`]).
+    #[error("output I/O at offset {offset:#x}: {detail}")]
+    Output {
+        /// Output file offset of the failed operation (bytes).
+        offset: u64,
+        /// The I/O error.
+        detail: String,
+    },
 }
 
 /// Result alias of this crate.

@@ -20,6 +20,12 @@
 //! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, every
 //! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
 //! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
+//!
+//! Memory: [`HostWriter`] streams the output to any [`Output`] (a file, or a `Cursor<Vec<u8>>`)
+//! and takes the rebuilt bundles one at a time, so a caller holds at most one rebuilt bundle
+//! besides the input; [`write_host`] is the same writer into memory.
+
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 
 use crate::bundle::{self, Method, Storage, BUNDLE_ALIGN, BUNDLE_MAGIC, CCOB_MAGIC};
 use crate::elf::{self, Elf};
@@ -62,14 +68,21 @@ pub enum BundleFormat {
 
 /// Rebuilds a bundle from its entries (id, contents) in the given order: entries at
 /// 4096-aligned offsets like clang ([`bundle::write_plain`]); compressed per `format` relative
-/// to the `original` storage, with sizes and the MD5-based hash recomputed.
-/// Errors: [`Error::InvalidEdit`] when the bundle does not fit the CCOB version's size fields.
-pub fn rebuild_bundle(
-    entries: &[(String, Vec<u8>)],
+/// to the `original` storage ([`compress_like`]), with sizes and the MD5-based hash recomputed.
+/// Entries may be owned or borrowed. Errors: as [`compress_like`].
+pub fn rebuild_bundle<S: AsRef<str>, D: AsRef<[u8]>>(
+    entries: &[(S, D)],
     original: &Storage,
     format: BundleFormat,
 ) -> Result<Vec<u8>> {
-    let plain = bundle::write_plain(entries);
+    compress_like(bundle::write_plain(entries), original, format)
+}
+
+/// Stores the plain bundle `plain` per `format` relative to the `original` storage: returned
+/// as is (no copy) when the result is plain, else compressed by [`bundle::write_ccob`] (and
+/// `plain` dropped). Errors: [`Error::InvalidEdit`] when the bundle does not fit the CCOB
+/// version's size fields.
+pub fn compress_like(plain: Vec<u8>, original: &Storage, format: BundleFormat) -> Result<Vec<u8>> {
     match (format, original) {
         (BundleFormat::Keep, Storage::Plain) | (BundleFormat::Plain, _) => Ok(plain),
         (BundleFormat::Keep, Storage::Compressed(h)) => {
@@ -79,6 +92,66 @@ pub fn rebuild_bundle(
             bundle::write_ccob(&plain, version, method)
         }
     }
+}
+
+/// A seekable, readable and resizable byte sink the streaming writers ([`HostWriter`],
+/// [`push_bundle_file`]) write to: a `std::fs::File` opened for reading AND writing (the
+/// writer reads bundles back; `File::create` is write-only), a `Cursor<Vec<u8>>`, or `&mut`
+/// either.
+pub trait Output: Read + Write + Seek {
+    /// Sets the length of the output to `len` bytes (truncating, or extending with zeros).
+    fn set_len(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl Output for std::fs::File {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+}
+
+impl Output for Cursor<Vec<u8>> {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        let len = usize::try_from(len).map_err(std::io::Error::other)?;
+        self.get_mut().resize(len, 0);
+        Ok(())
+    }
+}
+
+impl<T: Output + ?Sized> Output for &mut T {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        (**self).set_len(len)
+    }
+}
+
+fn io_error(offset: u64) -> impl Fn(std::io::Error) -> Error {
+    move |e| Error::Output {
+        offset,
+        detail: e.to_string(),
+    }
+}
+
+/// Writes `bytes` at output offset `off` (zero-filling any gap before it).
+fn put<W: Output>(out: &mut W, off: u64, bytes: &[u8]) -> Result<()> {
+    out.seek(SeekFrom::Start(off)).map_err(io_error(off))?;
+    out.write_all(bytes).map_err(io_error(off))
+}
+
+fn put_u64<W: Output>(out: &mut W, off: u64, v: u64) -> Result<()> {
+    put(out, off, &v.to_le_bytes())
+}
+
+/// Reads `len` bytes back from output offset `off`.
+fn get<W: Output>(out: &mut W, off: u64, len: u64) -> Result<Vec<u8>> {
+    let mut buf = vec![
+        0u8;
+        usize::try_from(len).map_err(|_| Error::Output {
+            offset: off,
+            detail: format!("{len} bytes do not fit in memory"),
+        })?
+    ];
+    out.seek(SeekFrom::Start(off)).map_err(io_error(off))?;
+    out.read_exact(&mut buf).map_err(io_error(off))?;
+    Ok(buf)
 }
 
 /// Where one bundle lies in a region (a `.hip_fatbin` section or a bundle file).
@@ -213,19 +286,27 @@ pub fn locate_bundles(data: &[u8], base: u64) -> Result<Vec<BundleLocation>> {
 /// Concatenates bundles into a bundle file: each bundle after the first starts at the next
 /// 4096-aligned offset, zero padding between (the layout [`locate_bundles`] reads).
 pub fn write_bundle_file(bundles: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
+    let mut out = Cursor::new(Vec::with_capacity(
         bundles
             .iter()
             .map(|b| b.len() + BUNDLE_ALIGN as usize)
             .sum(),
-    );
-    for (i, b) in bundles.iter().enumerate() {
-        if i > 0 {
-            out.resize(align_up(out.len() as u64, BUNDLE_ALIGN) as usize, 0);
-        }
-        out.extend_from_slice(b);
+    ));
+    for b in bundles {
+        // Writing into memory cannot fail.
+        let _ = push_bundle_file(&mut out, b);
     }
-    out
+    out.into_inner()
+}
+
+/// Appends `bundle` to the bundle file being written to `out`: at offset 0 when `out` is
+/// empty, else at the first 4096-aligned offset at or after its end, zero padding between (the
+/// layout of [`write_bundle_file`]). Errors: [`Error::Output`].
+pub fn push_bundle_file<W: Output>(out: &mut W, bundle: &[u8]) -> Result<()> {
+    let end = out.seek(SeekFrom::End(0)).map_err(io_error(0))?;
+    let at = align_up(end, BUNDLE_ALIGN);
+    put(out, end, &vec![0u8; (at - end) as usize])?;
+    put(out, at, bundle)
 }
 
 /// One bundle of a host's `.hip_fatbin`.
@@ -413,12 +494,12 @@ pub enum HostWriteMode {
     },
 }
 
-/// Writes `data` with bundle `i` of `img` replaced by `new[i]` (`None`: unchanged). See the
-/// module documentation for the strategy. The output keeps every original byte except the
-/// ELF header's `e_phoff`/`e_phnum`, the `.hip_fatbin` section header, wrapper pointers,
-/// RELATIVE addends and symbol values/sizes that named a moved bundle, and (in place) the
-/// replaced slots. Errors: [`Error::InvalidEdit`] when `new` has the wrong length or the program
-/// header count would overflow.
+/// Writes `data` with bundle `i` of `img` replaced by `new[i]` (`None`: unchanged), in memory
+/// ([`HostWriter`] into a `Cursor<Vec<u8>>`). See the module documentation for the strategy.
+/// The output keeps every original byte except the ELF header's `e_phoff`/`e_phnum`, the
+/// `.hip_fatbin` section header, wrapper pointers, RELATIVE addends and symbol values/sizes
+/// that named a moved bundle, and (in place) the replaced slots. Errors: [`Error::InvalidEdit`]
+/// when `new` has the wrong length or the program header count would overflow.
 pub fn write_host(
     data: &[u8],
     img: &HostImage,
@@ -431,237 +512,371 @@ pub fn write_host(
             img.bundles.len()
         )));
     }
-    if new.iter().all(Option::is_none) {
-        return Ok((data.to_vec(), HostWriteMode::Unchanged));
+    let mut w = HostWriter::new(data, img, Cursor::new(Vec::with_capacity(data.len())))?;
+    for n in new {
+        w.push(n.as_deref())?;
     }
-    let fits = new
-        .iter()
-        .zip(&img.bundles)
-        .all(|(n, b)| n.as_ref().is_none_or(|n| n.len() as u64 <= b.location.slot));
-    if fits {
-        let mut out = data.to_vec();
-        for (n, b) in new.iter().zip(&img.bundles) {
-            if let Some(n) = n {
-                let start = b.location.offset as usize;
-                let end = start + b.location.slot as usize;
-                out[start..start + n.len()].copy_from_slice(n);
-                out[start + n.len()..end].fill(0);
-            }
-        }
-        return Ok((out, HostWriteMode::InPlace));
-    }
-    append(data, img, new)
+    let (out, mode) = w.finish()?;
+    Ok((out.into_inner(), mode))
 }
 
 fn align_up(v: u64, a: u64) -> u64 {
     v.div_ceil(a) * a
 }
 
-fn put_u64(out: &mut [u8], off: u64, v: u64) {
-    out[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
+/// Placement of the appended `PT_LOAD` (computed from the input only).
+#[derive(Debug, Clone, Copy)]
+struct AppendPlan {
+    /// File offset and address of the new segment (bytes).
+    seg_off: u64,
+    seg_vaddr: u64,
+    /// New program header count and table size (bytes).
+    phnum: u64,
+    phdr_bytes: u64,
+    /// `p_align` of the new segment.
+    align: u64,
+    /// File offset of the first bundle in the new segment (bytes).
+    fatbin_off: u64,
 }
 
-fn append(
-    data: &[u8],
-    img: &HostImage,
-    new: Vec<Option<Vec<u8>>>,
-) -> Result<(Vec<u8>, HostWriteMode)> {
-    let e = &img.elf;
-    let loads: Vec<&elf::Segment> = e
-        .segments
-        .iter()
-        .filter(|s| s.p_type == elf::PT_LOAD)
-        .collect();
-    let align = loads
-        .iter()
-        .map(|s| s.align)
-        .max()
-        .unwrap_or(PAGE)
-        .max(PAGE);
-    if !align.is_power_of_two() {
-        return Err(Error::Malformed {
-            what: "program header table",
-            offset: e.header.e_phoff,
-            detail: format!("PT_LOAD alignment {align:#x} is not a power of two"),
-        });
+impl AppendPlan {
+    fn new(data: &[u8], img: &HostImage) -> Result<AppendPlan> {
+        let e = &img.elf;
+        let loads: Vec<&elf::Segment> = e
+            .segments
+            .iter()
+            .filter(|s| s.p_type == elf::PT_LOAD)
+            .collect();
+        let align = loads
+            .iter()
+            .map(|s| s.align)
+            .max()
+            .unwrap_or(PAGE)
+            .max(PAGE);
+        if !align.is_power_of_two() {
+            return Err(Error::Malformed {
+                what: "program header table",
+                offset: e.header.e_phoff,
+                detail: format!("PT_LOAD alignment {align:#x} is not a power of two"),
+            });
+        }
+        let max_vend = loads
+            .iter()
+            .map(|s| s.vaddr.saturating_add(s.memsz))
+            .max()
+            .unwrap_or(0);
+        let mut seg_off = align_up(data.len() as u64, PAGE);
+        let vaddr_for = |off: u64| align_up(max_vend, align) + off % align;
+        // Executables: keep vaddr - offset equal to the first PT_LOAD's so that kernels that
+        // derive AT_PHDR from e_phoff and the first PT_LOAD find the new table.
+        let interp = e.segments.iter().any(|s| s.p_type == PT_INTERP);
+        let delta = loads
+            .first()
+            .and_then(|s| s.vaddr.checked_sub(s.offset))
+            .filter(|d| d % align == 0);
+        let seg_vaddr = match delta {
+            Some(d) if interp => {
+                let need = max_vend.saturating_sub(seg_off.saturating_add(d));
+                let pad = align_up(need, align);
+                if pad <= MAX_CONGRUENCE_PAD {
+                    seg_off += pad;
+                    seg_off + d
+                } else {
+                    vaddr_for(seg_off)
+                }
+            }
+            _ => vaddr_for(seg_off),
+        };
+        let phnum = u64::from(e.header.e_phnum) + 1;
+        if phnum >= 0xffff {
+            return Err(Error::InvalidEdit(format!(
+                "{phnum} program headers do not fit e_phnum"
+            )));
+        }
+        let phdr_bytes = PHDR_SIZE * phnum;
+        Ok(AppendPlan {
+            seg_off,
+            seg_vaddr,
+            phnum,
+            phdr_bytes,
+            align,
+            fatbin_off: align_up(seg_off + phdr_bytes, BUNDLE_ALIGN),
+        })
     }
-    let max_vend = loads
-        .iter()
-        .map(|s| s.vaddr.saturating_add(s.memsz))
-        .max()
-        .unwrap_or(0);
-    let mut seg_off = align_up(data.len() as u64, PAGE);
-    let vaddr_for = |off: u64| align_up(max_vend, align) + off % align;
-    // Executables: keep vaddr - offset equal to the first PT_LOAD's so that kernels that derive
-    // AT_PHDR from e_phoff and the first PT_LOAD find the new table.
-    let interp = e.segments.iter().any(|s| s.p_type == PT_INTERP);
-    let delta = loads
-        .first()
-        .and_then(|s| s.vaddr.checked_sub(s.offset))
-        .filter(|d| d % align == 0);
-    let seg_vaddr = match delta {
-        Some(d) if interp => {
-            let need = max_vend.saturating_sub(seg_off.saturating_add(d));
-            let pad = align_up(need, align);
-            if pad <= MAX_CONGRUENCE_PAD {
-                seg_off += pad;
-                seg_off + d
+
+    /// Output address of output file offset `off` inside the new segment.
+    fn addr_of(&self, off: u64) -> u64 {
+        self.seg_vaddr + (off - self.seg_off)
+    }
+
+    /// File offsets of bundles of these lengths (bytes), each 4096-aligned, in order.
+    fn offsets(&self, lens: &[u64]) -> Vec<u64> {
+        let mut cursor = self.fatbin_off;
+        lens.iter()
+            .map(|&len| {
+                let at = align_up(cursor, BUNDLE_ALIGN);
+                cursor = at + len;
+                at
+            })
+            .collect()
+    }
+}
+
+/// Streaming writer of a host ELF whose bundles are replaced one at a time (see the module
+/// documentation for the strategy): [`HostWriter::new`] copies the input to the output,
+/// [`HostWriter::push`] takes bundle 0, 1, ... in order (`None`: unchanged), and
+/// [`HostWriter::finish`] decides the mode and patches the headers.
+///
+/// A rebuilt bundle is written into its old slot while every rebuilt bundle so far fits its
+/// slot; at the first that does not, the earlier ones are moved (read back from the output one
+/// at a time) to the appended segment and their slots restored. Unchanged bundles are copied
+/// from the input only when appending. Memory: nothing besides the borrowed input and one
+/// bundle read back at a time.
+pub struct HostWriter<'a, W: Output> {
+    data: &'a [u8],
+    img: &'a HostImage,
+    out: W,
+    /// Append placement, computed at the first bundle that does not fit its slot.
+    plan: Option<AppendPlan>,
+    /// Output length (bytes) of each pushed bundle.
+    lens: Vec<u64>,
+    /// Whether each pushed bundle was rebuilt.
+    changed: Vec<bool>,
+}
+
+impl<'a, W: Output> HostWriter<'a, W> {
+    /// Starts the output: copies `data` (the input scanned into `img`) to the start of `out`.
+    /// Errors: [`Error::Output`].
+    pub fn new(data: &'a [u8], img: &'a HostImage, mut out: W) -> Result<Self> {
+        put(&mut out, 0, data)?;
+        Ok(HostWriter {
+            data,
+            img,
+            out,
+            plan: None,
+            lens: Vec::with_capacity(img.bundles.len()),
+            changed: Vec::with_capacity(img.bundles.len()),
+        })
+    }
+
+    /// Takes the replacement of the next bundle (`None`: unchanged). Errors:
+    /// [`Error::InvalidEdit`] when every bundle was already pushed or the program header count
+    /// would overflow, [`Error::Malformed`] for a `PT_LOAD` alignment that is not a power of
+    /// two (both only when appending), [`Error::Output`].
+    pub fn push(&mut self, new: Option<&[u8]>) -> Result<()> {
+        let i = self.lens.len();
+        let Some(b) = self.img.bundles.get(i) else {
+            return Err(Error::InvalidEdit(format!(
+                "bundle {i} pushed, but the host has {} bundles",
+                self.img.bundles.len()
+            )));
+        };
+        let len = new.map_or(b.location.extent, |n| n.len() as u64);
+        if let Some(n) = new {
+            if self.plan.is_none() && len <= b.location.slot {
+                let start = b.location.offset;
+                put(&mut self.out, start, n)?;
+                put(
+                    &mut self.out,
+                    start + len,
+                    &vec![0u8; (b.location.slot - len) as usize],
+                )?;
             } else {
-                vaddr_for(seg_off)
+                let plan = self.leave_slots()?;
+                self.lens.push(len);
+                let off = plan.offsets(&self.lens)[i];
+                self.lens.pop();
+                put(&mut self.out, off, n)?;
             }
         }
-        _ => vaddr_for(seg_off),
-    };
-    let phnum = u64::from(e.header.e_phnum) + 1;
-    if phnum >= 0xffff {
-        return Err(Error::InvalidEdit(format!(
-            "{phnum} program headers do not fit e_phnum"
-        )));
+        self.lens.push(len);
+        self.changed.push(new.is_some());
+        Ok(())
     }
-    let phdr_bytes = PHDR_SIZE * phnum;
-    // New bundle placement.
-    let mut cursor = align_up(seg_off + phdr_bytes, BUNDLE_ALIGN);
-    let fatbin_off = cursor;
-    let mut placed = Vec::with_capacity(new.len());
-    for (n, b) in new.iter().zip(&img.bundles) {
-        let len = n.as_ref().map_or(b.location.extent, |n| n.len() as u64);
-        cursor = align_up(cursor, BUNDLE_ALIGN);
-        placed.push((cursor, len));
-        cursor += len;
-    }
-    let seg_end = cursor;
-    let to_addr = |off: u64| seg_vaddr + (off - seg_off);
 
-    let mut out = Vec::with_capacity(seg_end as usize);
-    out.extend_from_slice(data);
-    out.resize(seg_end as usize, 0);
-    // Program-header table: the old entries (PT_PHDR updated) plus the new PT_LOAD after the
-    // last PT_LOAD (gABI: loadable entries sorted by p_vaddr).
-    let last_load = e.segments.iter().rposition(|s| s.p_type == elf::PT_LOAD);
-    let mut table = Vec::with_capacity(phdr_bytes as usize);
-    let push = |t: &mut Vec<u8>, s: &elf::Segment| {
-        t.extend_from_slice(&s.p_type.to_le_bytes());
-        t.extend_from_slice(&s.p_flags.to_le_bytes());
-        for v in [s.offset, s.vaddr, s.paddr, s.filesz, s.memsz, s.align] {
-            t.extend_from_slice(&v.to_le_bytes());
+    /// Switches to appending (once): moves the rebuilt bundles written into their slots so far
+    /// to their places in the appended segment and restores the slots' original bytes.
+    fn leave_slots(&mut self) -> Result<AppendPlan> {
+        if let Some(p) = self.plan {
+            return Ok(p);
         }
-    };
-    let new_load = elf::Segment {
-        p_type: elf::PT_LOAD,
-        p_flags: PF_R,
-        offset: seg_off,
-        vaddr: seg_vaddr,
-        paddr: seg_vaddr,
-        filesz: seg_end - seg_off,
-        memsz: seg_end - seg_off,
-        align,
-    };
-    if last_load.is_none() {
-        push(&mut table, &new_load);
+        let plan = AppendPlan::new(self.data, self.img)?;
+        let offsets = plan.offsets(&self.lens);
+        for (j, b) in self.img.bundles.iter().enumerate().take(self.lens.len()) {
+            if !self.changed[j] {
+                continue;
+            }
+            let l = b.location;
+            let moved = get(&mut self.out, l.offset, self.lens[j])?;
+            put(&mut self.out, offsets[j], &moved)?;
+            let orig = &self.data[l.offset as usize..(l.offset + l.slot) as usize];
+            put(&mut self.out, l.offset, orig)?;
+        }
+        self.plan = Some(plan);
+        Ok(plan)
     }
-    for (i, s) in e.segments.iter().enumerate() {
-        if s.p_type == elf::PT_PHDR {
-            let p = elf::Segment {
-                offset: seg_off,
-                vaddr: seg_vaddr,
-                paddr: seg_vaddr,
-                filesz: phdr_bytes,
-                memsz: phdr_bytes,
-                ..s.clone()
-            };
-            push(&mut table, &p);
-        } else {
-            push(&mut table, s);
+
+    /// Completes the output after every bundle was pushed and returns it with the mode used.
+    /// Errors: [`Error::InvalidEdit`] when not every bundle was pushed, [`Error::Output`].
+    pub fn finish(mut self) -> Result<(W, HostWriteMode)> {
+        if self.lens.len() != self.img.bundles.len() {
+            return Err(Error::InvalidEdit(format!(
+                "{} replacement bundles for {} bundles",
+                self.lens.len(),
+                self.img.bundles.len()
+            )));
         }
-        if Some(i) == last_load {
+        let n = self.data.len() as u64;
+        let Some(plan) = self.plan else {
+            self.out.set_len(n).map_err(io_error(n))?;
+            let mode = if self.changed.iter().any(|&c| c) {
+                HostWriteMode::InPlace
+            } else {
+                HostWriteMode::Unchanged
+            };
+            return Ok((self.out, mode));
+        };
+        let mode = self.append(&plan)?;
+        Ok((self.out, mode))
+    }
+
+    /// Writes the unchanged bundles, the new program header table and every pointer update of
+    /// the append strategy.
+    fn append(&mut self, plan: &AppendPlan) -> Result<HostWriteMode> {
+        let (data, img) = (self.data, self.img);
+        let e = &img.elf;
+        let offsets = plan.offsets(&self.lens);
+        let seg_end = offsets
+            .last()
+            .zip(self.lens.last())
+            .map_or(plan.fatbin_off, |(o, l)| o + l);
+        let out = &mut self.out;
+        for (j, b) in img.bundles.iter().enumerate() {
+            if !self.changed[j] {
+                let l = b.location;
+                put(
+                    out,
+                    offsets[j],
+                    &data[l.offset as usize..(l.offset + l.extent) as usize],
+                )?;
+            }
+        }
+        // Program-header table: the old entries (PT_PHDR updated) plus the new PT_LOAD after
+        // the last PT_LOAD (gABI: loadable entries sorted by p_vaddr).
+        let last_load = e.segments.iter().rposition(|s| s.p_type == elf::PT_LOAD);
+        let mut table = Vec::with_capacity(plan.phdr_bytes as usize);
+        let push = |t: &mut Vec<u8>, s: &elf::Segment| {
+            t.extend_from_slice(&s.p_type.to_le_bytes());
+            t.extend_from_slice(&s.p_flags.to_le_bytes());
+            for v in [s.offset, s.vaddr, s.paddr, s.filesz, s.memsz, s.align] {
+                t.extend_from_slice(&v.to_le_bytes());
+            }
+        };
+        let new_load = elf::Segment {
+            p_type: elf::PT_LOAD,
+            p_flags: PF_R,
+            offset: plan.seg_off,
+            vaddr: plan.seg_vaddr,
+            paddr: plan.seg_vaddr,
+            filesz: seg_end - plan.seg_off,
+            memsz: seg_end - plan.seg_off,
+            align: plan.align,
+        };
+        if last_load.is_none() {
             push(&mut table, &new_load);
         }
-    }
-    out[seg_off as usize..(seg_off + phdr_bytes) as usize].copy_from_slice(&table);
-    // Bundles.
-    for ((n, b), (off, len)) in new.into_iter().zip(&img.bundles).zip(&placed) {
-        let dst = *off as usize..(*off + *len) as usize;
-        match n {
-            Some(n) => out[dst].copy_from_slice(&n),
-            None => {
-                let src = b.location.offset as usize;
-                out[dst].copy_from_slice(&data[src..src + *len as usize]);
-            }
-        }
-    }
-    // ELF header.
-    put_u64(&mut out, 0x20, seg_off);
-    out[0x38..0x3a].copy_from_slice(&(phnum as u16).to_le_bytes());
-    // .hip_fatbin section header: sh_addr, sh_offset, sh_size.
-    let sec = &e.sections[img.fatbin_section];
-    let sh = e.header.e_shoff + 64 * img.fatbin_section as u64;
-    let new_sec_size = seg_end - fatbin_off;
-    put_u64(&mut out, sh + 16, to_addr(fatbin_off));
-    put_u64(&mut out, sh + 24, fatbin_off);
-    put_u64(&mut out, sh + 32, new_sec_size);
-    // Wrappers.
-    let moved = |addr: u64| -> Option<u64> {
-        img.bundles
-            .iter()
-            .position(|b| b.addr == addr)
-            .map(|i| to_addr(placed[i].0))
-    };
-    let mut done_relas = Vec::new();
-    for w in &img.wrappers {
-        let old = img.bundles[w.bundle].addr;
-        let new_addr = to_addr(placed[w.bundle].0);
-        if let PointerKind::Relative { rela_entry_offset } = w.pointer {
-            put_u64(&mut out, rela_entry_offset + 16, new_addr);
-            done_relas.push(rela_entry_offset);
-            // Linkers may also store the value in place (-z apply-dynamic-relocs).
-            if u64_at(data, w.offset + 8, "fat binary wrapper pointer")? == old {
-                put_u64(&mut out, w.offset + 8, new_addr);
-            }
-        } else {
-            put_u64(&mut out, w.offset + 8, new_addr);
-        }
-    }
-    // Other RELATIVE relocations and symbols naming a bundle start (or the section end).
-    let mut references = 0;
-    for r in e.relas(data)? {
-        if r.r_type == R_X86_64_RELATIVE && !done_relas.contains(&r.entry_offset) {
-            if let Some(n) = moved(r.addend as u64) {
-                put_u64(&mut out, r.entry_offset + 16, n);
-                references += 1;
-            }
-        }
-    }
-    for s in e.symbols(data)? {
-        if usize::from(s.shndx) != img.fatbin_section {
-            continue;
-        }
-        let (value, size) = if let Some(i) = img.bundles.iter().position(|b| b.addr == s.value) {
-            let nv = to_addr(placed[i].0);
-            let size = if s.value == sec.addr && s.size == sec.size {
-                new_sec_size
-            } else if s.size == img.bundles[i].location.extent {
-                placed[i].1
+        for (i, s) in e.segments.iter().enumerate() {
+            if s.p_type == elf::PT_PHDR {
+                let p = elf::Segment {
+                    offset: plan.seg_off,
+                    vaddr: plan.seg_vaddr,
+                    paddr: plan.seg_vaddr,
+                    filesz: plan.phdr_bytes,
+                    memsz: plan.phdr_bytes,
+                    ..s.clone()
+                };
+                push(&mut table, &p);
             } else {
-                s.size
-            };
-            (nv, size)
-        } else if s.value == sec.addr + sec.size {
-            (to_addr(seg_end), s.size)
-        } else {
-            continue;
+                push(&mut table, s);
+            }
+            if Some(i) == last_load {
+                push(&mut table, &new_load);
+            }
+        }
+        put(out, plan.seg_off, &table)?;
+        // ELF header.
+        put_u64(out, 0x20, plan.seg_off)?;
+        put(out, 0x38, &(plan.phnum as u16).to_le_bytes())?;
+        // .hip_fatbin section header: sh_addr, sh_offset, sh_size.
+        let sec = &e.sections[img.fatbin_section];
+        let sh = e.header.e_shoff + 64 * img.fatbin_section as u64;
+        let new_sec_size = seg_end - plan.fatbin_off;
+        put_u64(out, sh + 16, plan.addr_of(plan.fatbin_off))?;
+        put_u64(out, sh + 24, plan.fatbin_off)?;
+        put_u64(out, sh + 32, new_sec_size)?;
+        // Wrappers.
+        let moved = |addr: u64| -> Option<u64> {
+            img.bundles
+                .iter()
+                .position(|b| b.addr == addr)
+                .map(|i| plan.addr_of(offsets[i]))
         };
-        put_u64(&mut out, s.entry_offset + 8, value);
-        put_u64(&mut out, s.entry_offset + 16, size);
-        references += 1;
-    }
-    Ok((
-        out,
-        HostWriteMode::Appended {
-            segment_offset: seg_off,
-            segment_vaddr: seg_vaddr,
-            fatbin_offset: fatbin_off,
+        let mut done_relas = Vec::new();
+        for w in &img.wrappers {
+            let old = img.bundles[w.bundle].addr;
+            let new_addr = plan.addr_of(offsets[w.bundle]);
+            if let PointerKind::Relative { rela_entry_offset } = w.pointer {
+                put_u64(out, rela_entry_offset + 16, new_addr)?;
+                done_relas.push(rela_entry_offset);
+                // Linkers may also store the value in place (-z apply-dynamic-relocs).
+                if u64_at(data, w.offset + 8, "fat binary wrapper pointer")? == old {
+                    put_u64(out, w.offset + 8, new_addr)?;
+                }
+            } else {
+                put_u64(out, w.offset + 8, new_addr)?;
+            }
+        }
+        // Other RELATIVE relocations and symbols naming a bundle start (or the section end).
+        let mut references = 0;
+        for r in e.relas(data)? {
+            if r.r_type == R_X86_64_RELATIVE && !done_relas.contains(&r.entry_offset) {
+                if let Some(n) = moved(r.addend as u64) {
+                    put_u64(out, r.entry_offset + 16, n)?;
+                    references += 1;
+                }
+            }
+        }
+        for s in e.symbols(data)? {
+            if usize::from(s.shndx) != img.fatbin_section {
+                continue;
+            }
+            let (value, size) = if let Some(i) = img.bundles.iter().position(|b| b.addr == s.value)
+            {
+                let nv = plan.addr_of(offsets[i]);
+                let size = if s.value == sec.addr && s.size == sec.size {
+                    new_sec_size
+                } else if s.size == img.bundles[i].location.extent {
+                    self.lens[i]
+                } else {
+                    s.size
+                };
+                (nv, size)
+            } else if s.value == sec.addr + sec.size {
+                (plan.addr_of(seg_end), s.size)
+            } else {
+                continue;
+            };
+            put_u64(out, s.entry_offset + 8, value)?;
+            put_u64(out, s.entry_offset + 16, size)?;
+            references += 1;
+        }
+        out.set_len(seg_end).map_err(io_error(seg_end))?;
+        Ok(HostWriteMode::Appended {
+            segment_offset: plan.seg_off,
+            segment_vaddr: plan.seg_vaddr,
+            fatbin_offset: plan.fatbin_off,
             wrappers_repointed: img.wrappers.len(),
             references_moved: references,
-        },
-    ))
+        })
+    }
 }

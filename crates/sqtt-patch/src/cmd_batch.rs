@@ -6,7 +6,7 @@
 //! Exit codes (documented in `docs/batch.md`): [`EXIT_OK`] 0, [`EXIT_INTERNAL`] 1,
 //! [`EXIT_INPUT`] 2, [`EXIT_REGRESSION`] 4.
 
-use crate::cmd_patch::{self, PatchArgs};
+use crate::cmd_patch::{self, InstrumentFlags};
 use crate::fatbin::{self, ArchFilter};
 use anyhow::{bail, Context, Result};
 use hsaco::container::InputKind;
@@ -39,54 +39,6 @@ const DECOMPRESS_LIMIT: u64 = 1 << 32;
 
 /// Directory levels followed below a root (guards against symlink loops).
 const MAX_DEPTH: usize = 64;
-
-/// Instrumentation flags shared with the single-file command (same names, same meaning; see
-/// [`PatchArgs`]).
-#[derive(clap::Args, Debug, Default, Clone)]
-pub struct InstrumentFlags {
-    /// Function entry/exit markers: N (instructions) or cost:N (weighted); 0 = off.
-    /// Default: $SQTT_INSTRUMENT_FUNCTIONS.
-    #[arg(long, value_name = "N|cost:N")]
-    pub functions: Option<String>,
-    /// Barrier markers (0/1). Default: $SQTT_INSTRUMENT_BARRIERS.
-    #[arg(long, value_name = "0|1")]
-    pub barriers: Option<String>,
-    /// Enter/exit markers around every kernel.
-    #[arg(long)]
-    pub kernel_scopes: bool,
-    /// Memory-op markers N:M. Default: $SQTT_INSTRUMENT_MEMORY.
-    #[arg(long, value_name = "N:M")]
-    pub memory: Option<String>,
-    /// Reorder boundary (accepted for compatibility; no effect post-link). Default: $SQTT_MEM_BARRIER.
-    #[arg(long, value_name = "none|asm|fence")]
-    pub mem_barrier: Option<String>,
-    /// gfx12 shader-clock bits. Default: $SQTT_SHADER_CLOCK_BITS.
-    #[arg(long)]
-    pub shader_clock_bits: Option<u32>,
-    /// gfx12 shader-clock shift. Default: $SQTT_SHADER_CLOCK_SHIFT.
-    #[arg(long)]
-    pub shader_clock_shift: Option<u32>,
-    /// Instrument inputs that sqtt-patch already instrumented.
-    #[arg(long)]
-    pub force: bool,
-}
-
-impl InstrumentFlags {
-    /// The equivalent single-file flags (no input/output), for [`cmd_patch::options`].
-    fn patch_args(&self) -> PatchArgs {
-        PatchArgs {
-            functions: self.functions.clone(),
-            barriers: self.barriers.clone(),
-            kernel_scopes: self.kernel_scopes,
-            memory: self.memory.clone(),
-            mem_barrier: self.mem_barrier.clone(),
-            shader_clock_bits: self.shader_clock_bits,
-            shader_clock_shift: self.shader_clock_shift,
-            force: self.force,
-            ..PatchArgs::default()
-        }
-    }
-}
 
 /// Command line of `sqtt-patch batch`.
 #[derive(clap::Args, Debug)]
@@ -321,7 +273,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     if !(args.max_overhead_growth.is_finite() && args.max_overhead_growth >= 0.0) {
         bail!("--max-overhead-growth must be a percentage >= 0");
     }
-    let opts = cmd_patch::options(&args.flags.patch_args())?;
+    let opts = cmd_patch::flag_options(&args.flags)?;
     if !opts.any_enabled() {
         bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
@@ -446,6 +398,8 @@ fn options_map(o: &Options) -> BTreeMap<String, String> {
         ("barriers", o.barriers.to_string()),
         ("kernel_scopes", o.kernel_scopes.to_string()),
         ("memory", format!("{:?}", o.memory)),
+        ("trace_addresses", format!("{:?}", o.trace_addresses)),
+        ("scope", format!("{:?}", o.scope)),
         ("mem_barrier", format!("{:?}", o.mem_barrier)),
         ("shader_clock_bits", o.shader_clock_bits.to_string()),
         ("shader_clock_shift", o.shader_clock_shift.to_string()),

@@ -27,6 +27,24 @@ pub struct PatchArgs {
     /// Output path.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// What to instrument (shared with `batch`).
+    #[command(flatten)]
+    pub flags: InstrumentFlags,
+    /// Exit with code 3 when any site was skipped or the object failed closed.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the human report to stderr.
+    #[arg(long)]
+    pub report: bool,
+    /// Write the JSON report to this file (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+}
+
+/// Instrumentation flags, shared by the main job, `--fatbin` and `batch`. Each defaults to its
+/// seed-spec environment variable; a given flag wins over the variable.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct InstrumentFlags {
     /// Function entry/exit markers: N (instructions) or cost:N (weighted); 0 = off.
     /// Default: $SQTT_INSTRUMENT_FUNCTIONS.
     #[arg(long, value_name = "N|cost:N")]
@@ -40,6 +58,9 @@ pub struct PatchArgs {
     /// Memory-op markers N:M. Default: $SQTT_INSTRUMENT_MEMORY.
     #[arg(long, value_name = "N:M")]
     pub memory: Option<String>,
+    /// Per-lane address tracing: memory, lds or memory,lds. Default: $SQTT_TRACE_ADDRESSES.
+    #[arg(long, value_name = "memory|lds|memory,lds")]
+    pub trace_addresses: Option<String>,
     /// Reorder boundary (accepted for compatibility; no effect post-link). Default: $SQTT_MEM_BARRIER.
     #[arg(long, value_name = "none|asm|fence")]
     pub mem_barrier: Option<String>,
@@ -68,15 +89,6 @@ pub struct PatchArgs {
     /// Instrument an input that sqtt-patch already instrumented.
     #[arg(long)]
     pub force: bool,
-    /// Exit with code 3 when any site was skipped or the object failed closed.
-    #[arg(long)]
-    pub strict: bool,
-    /// Print the human report to stderr.
-    #[arg(long)]
-    pub report: bool,
-    /// Write the JSON report to this file (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
 }
 
 /// A flag's parse error, naming the flag (the parsers name the environment variable).
@@ -84,13 +96,19 @@ fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
 }
 
-/// Builds the options: environment first, then flags.
+/// Builds the options of the main job: environment first, then flags.
 pub fn options(args: &PatchArgs) -> Result<Options> {
+    flag_options(&args.flags)
+}
+
+/// Builds the options from instrumentation flags: environment first, then flags.
+pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     // A variable whose flag is given is not read at all: the flag wins, even over a malformed value.
     let overridden = |k: &str| match k {
         "SQTT_INSTRUMENT_FUNCTIONS" => args.functions.is_some(),
         "SQTT_INSTRUMENT_BARRIERS" => args.barriers.is_some(),
         "SQTT_INSTRUMENT_MEMORY" => args.memory.is_some(),
+        "SQTT_TRACE_ADDRESSES" => args.trace_addresses.is_some(),
         "SQTT_MEM_BARRIER" => args.mem_barrier.is_some(),
         "SQTT_SHADER_CLOCK_BITS" => args.shader_clock_bits.is_some(),
         "SQTT_SHADER_CLOCK_SHIFT" => args.shader_clock_shift.is_some(),
@@ -118,6 +136,10 @@ pub fn options(args: &PatchArgs) -> Result<Options> {
     }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
+    }
+    if let Some(t) = &args.trace_addresses {
+        o.trace_addresses =
+            config::parse_trace_addresses(t).map_err(|e| flag_error("--trace-addresses", e))?;
     }
     if let Some(m) = &args.mem_barrier {
         o.mem_barrier = config::parse_mem_barrier(m).map_err(|e| flag_error("--mem-barrier", e))?;
@@ -161,14 +183,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`write_atomic`] giving the new file the permissions of `like` (e.g. the input executable,
 /// so a rewritten host program stays executable); 0644 when `like` is `None`.
 pub fn write_atomic_like(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+    let mut tmp = temp_next_to(path)?;
+    tmp.write_all(bytes)?;
+    persist_like(tmp, path, like)
+}
+
+/// A temporary file in the directory of `path`, so that the final rename stays on one file
+/// system.
+pub fn temp_next_to(path: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
-    tmp.write_all(bytes)?;
+    tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))
+}
+
+/// Gives `tmp` the permissions of `like` (0644 when `None`; a rewritten host program stays
+/// executable), syncs it and renames it to `path`.
+pub fn persist_like(tmp: tempfile::NamedTempFile, path: &Path, like: Option<&Path>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let mode = like
         .and_then(|l| std::fs::metadata(l).ok())
         .map_or(0o644, |m| m.permissions().mode() & 0o7777);
@@ -295,7 +329,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     let output = args.output.clone().context("missing -o OUT")?;
     let opts = options(&args)?;
     if !opts.any_enabled() {
-        anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+        anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     check_distinct(&input, &output)?;
     let bytes =

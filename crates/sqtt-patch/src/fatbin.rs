@@ -4,17 +4,22 @@
 //!
 //! Every selected code object goes through [`crate::cmd_patch::patch_code_object`] (rewrite and
 //! independent verification), in parallel with rayon; bundles are rebuilt in their input format
-//! ([`hsaco::hostwrite::rebuild_bundle`]) and the host ELF is written back in place or
-//! append-only ([`hsaco::hostwrite::write_host`]). Bundles are processed one at a time (its
-//! entries in parallel), so at most one decompressed bundle and its rewritten entries are held
-//! besides the input and the output.
+//! and the host ELF is written back in place or append-only ([`hsaco::hostwrite::HostWriter`]).
+//!
+//! Memory (issue #6): bundles are processed one at a time and the output is streamed to its
+//! file. A bundle is opened without copying its entries ([`hsaco::bundle::open`]: borrowed from
+//! the input when plain, one decompressed buffer when compressed); only the entries that changed
+//! are held as new buffers; the rebuilt plain bundle is written, the entries dropped, then it is
+//! compressed if needed and handed to the writer, which writes it and drops it before the next
+//! bundle. Peak: the input (read once) plus about two to three times the largest decompressed
+//! bundle. Measurements in `docs/fatbin.md`.
 
-use std::io::IsTerminal;
+use std::io::{Cursor, IsTerminal};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{bail, Context, Result};
-use hsaco::bundle::{self, Bundle, DEFAULT_DECOMPRESS_LIMIT};
-use hsaco::hostwrite::{self, BundleFormat, BundleLocation, HostWriteMode};
+use hsaco::bundle::{self, DEFAULT_DECOMPRESS_LIMIT};
+use hsaco::hostwrite::{self, BundleFormat, BundleLocation, HostWriteMode, HostWriter, Output};
 use rayon::prelude::*;
 use serde::Serialize;
 use sqtt_rewrite::config::Options;
@@ -99,11 +104,20 @@ pub struct ObjectOutcome {
     pub verifier_rejected: bool,
 }
 
-/// Result of [`instrument_container`].
+/// Result of [`instrument_container`] (the rest of a [`ContainerReport`] is available from
+/// [`instrument_container_into`]).
 #[derive(Debug)]
 pub struct ContainerOutcome {
     /// The rewritten container (equal to the input when nothing changed).
     pub bytes: Vec<u8>,
+    /// Every selected code object, in container order.
+    pub objects: Vec<ObjectOutcome>,
+}
+
+/// Result of [`instrument_container_into`]: a [`ContainerOutcome`] whose bytes went to the
+/// output.
+#[derive(Debug)]
+pub struct ContainerReport {
     /// Every selected code object, in container order.
     pub objects: Vec<ObjectOutcome>,
     /// AMDGPU code objects left out by the target filter (copied unchanged).
@@ -116,50 +130,62 @@ pub struct ContainerOutcome {
 pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// Instruments every code object of a bundle file, a host ELF or a bare code object with the
-/// same options. See [`instrument_container_with_progress`].
+/// same options, producing the output in memory (the batch mode and tests; the CLI streams with
+/// [`instrument_container_into`]). Errors: as [`instrument_container_into`].
 pub fn instrument_container(
     name: &str,
     input: &[u8],
     opts: &Options,
     filter: &ArchFilter,
 ) -> Result<ContainerOutcome> {
-    instrument_container_with_progress(name, input, opts, filter, BundleFormat::Keep, &|_, _| {})
+    let mut out = Cursor::new(Vec::new());
+    let r = instrument_container_into(
+        name,
+        input,
+        opts,
+        filter,
+        BundleFormat::Keep,
+        &|_, _| {},
+        &mut out,
+    )?;
+    Ok(ContainerOutcome {
+        bytes: out.into_inner(),
+        objects: r.objects,
+    })
 }
 
-/// Instruments every code object of `input` (named `name` in messages): a bundle file (one or
-/// more concatenated plain/CCOB bundles), an x86-64 host ELF, or a bare code object. Objects
-/// passing `filter` go through `patch_code_object` in parallel; a failed-closed or unparsable
-/// object stays original and is reported. Changed bundles are rebuilt in `format`; unchanged
-/// bundles keep their bytes. Errors (no partial output): container structure errors of
-/// `hsaco` (missing `.hip_fatbin`, wrapper pointing outside the file, truncated bundles, bad
-/// CCOB), each naming the file and the offset.
-pub fn instrument_container_with_progress(
+/// Instruments every code object of `input` (named `name` in messages) and writes the result
+/// to `out` (expected empty; a file or a `Cursor<Vec<u8>>`): a bundle file (one or more
+/// concatenated plain/CCOB bundles), an x86-64 host ELF, or a bare code object. Objects passing
+/// `filter` go through `patch_code_object` in parallel; a failed-closed or unparsable object
+/// stays original and is reported. Changed bundles are rebuilt in `format`; unchanged bundles
+/// keep their bytes. Bundles are processed and written one at a time (see the module
+/// documentation for the memory bound). Errors (the output is then incomplete: callers discard
+/// it): container structure errors of `hsaco` (missing `.hip_fatbin`, wrapper pointing outside
+/// the file, truncated bundles, bad CCOB), each naming the file and the offset; output I/O.
+pub fn instrument_container_into<W: Output>(
     name: &str,
     input: &[u8],
     opts: &Options,
     filter: &ArchFilter,
     format: BundleFormat,
     progress: Progress,
-) -> Result<ContainerOutcome> {
+    out: &mut W,
+) -> Result<ContainerReport> {
+    let mut objects = Vec::new();
+    let mut filtered_out = 0;
     if bundle::is_bundle(input) {
         let locs = hostwrite::locate_bundles(input, 0).with_context(|| name.to_string())?;
-        let mut objects = Vec::new();
-        let mut filtered_out = 0;
-        let mut out = Vec::with_capacity(locs.len());
         for (bi, loc) in locs.iter().enumerate() {
             let r = process_bundle(name, bi, input, loc, opts, filter, format)?;
             objects.extend(r.objects);
             filtered_out += r.filtered_out;
-            out.push(r.bytes.unwrap_or_else(|| slice(input, loc).to_vec()));
+            let bytes = r.bytes.as_deref().unwrap_or_else(|| slice(input, loc));
+            hostwrite::push_bundle_file(out, bytes)
+                .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
             progress(bi + 1, locs.len());
         }
-        let bytes = if out.len() == 1 {
-            out.pop().unwrap_or_default()
-        } else {
-            hostwrite::write_bundle_file(&out)
-        };
-        return Ok(ContainerOutcome {
-            bytes,
+        return Ok(ContainerReport {
             objects,
             filtered_out,
             host_write: None,
@@ -168,23 +194,20 @@ pub fn instrument_container_with_progress(
     let e =
         hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
-        return bare_object(name, input, opts, filter);
+        return bare_object(name, input, opts, filter, out);
     }
     let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
-    let mut objects = Vec::new();
-    let mut filtered_out = 0;
-    let mut new = Vec::with_capacity(img.bundles.len());
+    let cannot = || format!("{name}: cannot write the host ELF");
+    let mut w = HostWriter::new(input, &img, out).with_context(cannot)?;
     for (bi, b) in img.bundles.iter().enumerate() {
         let r = process_bundle(name, bi, input, &b.location, opts, filter, format)?;
         objects.extend(r.objects);
         filtered_out += r.filtered_out;
-        new.push(r.bytes);
+        w.push(r.bytes.as_deref()).with_context(cannot)?;
         progress(bi + 1, img.bundles.len());
     }
-    let (bytes, mode) = hostwrite::write_host(input, &img, new)
-        .with_context(|| format!("{name}: cannot write the host ELF"))?;
-    Ok(ContainerOutcome {
-        bytes,
+    let (_, mode) = w.finish().with_context(cannot)?;
+    Ok(ContainerReport {
         objects,
         filtered_out,
         host_write: Some(mode),
@@ -202,8 +225,9 @@ struct BundleResult {
     filtered_out: usize,
 }
 
-/// One entry after processing: new contents and the outcome (None: not selected).
-type EntryResult = (Vec<u8>, Option<ObjectOutcome>, bool);
+/// One entry after processing: new contents when changed, the outcome (None: not selected),
+/// and whether the target filter left it out.
+type EntryResult = (Option<Vec<u8>>, Option<ObjectOutcome>, bool);
 
 fn process_bundle(
     name: &str,
@@ -214,24 +238,30 @@ fn process_bundle(
     filter: &ArchFilter,
     format: BundleFormat,
 ) -> Result<BundleResult> {
-    let b: Bundle = bundle::parse_one(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
+    let b = bundle::open(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
         .with_context(|| format!("{name}: bundle {bi}"))?;
     let results: Vec<EntryResult> = b
         .entries
         .par_iter()
         .map(|en| {
+            let data = b.data(en);
             let target = en.target_id().unwrap_or_default().to_string();
-            if !en.is_amdgcn() || en.data.is_empty() {
-                return (en.data.clone(), None, false);
+            if !en.is_amdgcn() || data.is_empty() {
+                return (None, None, false);
             }
             if !filter.matches(&target) {
-                return (en.data.clone(), None, true);
+                return (None, None, true);
             }
             let what = format!("{name}: bundle {bi} entry {}", en.id);
             let (bytes, report, verifier_rejected) =
-                match cmd_patch::patch_code_object(&what, &en.data, opts) {
-                    Ok(p) => (p.bytes, p.report, p.verifier_rejected),
-                    Err(err) => (en.data.clone(), unparsable(&target, &err), false),
+                match cmd_patch::patch_code_object(&what, data, opts) {
+                    // An unchanged copy is dropped here: the input bytes stay the entry.
+                    Ok(p) => (
+                        (p.bytes != data).then_some(p.bytes),
+                        p.report,
+                        p.verifier_rejected,
+                    ),
+                    Err(err) => (None, unparsable(&target, &err), false),
                 };
             let o = ObjectOutcome {
                 bundle_index: bi,
@@ -243,27 +273,31 @@ fn process_bundle(
             (bytes, Some(o), false)
         })
         .collect();
-    let changed = results
-        .iter()
-        .zip(&b.entries)
-        .any(|((bytes, _, _), en)| *bytes != en.data);
+    let changed = results.iter().any(|r| r.0.is_some());
     let filtered_out = results.iter().filter(|r| r.2).count();
-    let mut entries = Vec::with_capacity(results.len());
-    let mut objects = Vec::new();
-    for ((bytes, o, _), en) in results.into_iter().zip(&b.entries) {
-        entries.push((en.id.clone(), bytes));
-        objects.extend(o);
+    if !changed && format == BundleFormat::Keep {
+        return Ok(BundleResult {
+            bytes: None,
+            objects: results.into_iter().filter_map(|r| r.1).collect(),
+            filtered_out,
+        });
     }
-    let bytes = if changed || format != BundleFormat::Keep {
-        Some(
-            hostwrite::rebuild_bundle(&entries, &b.storage, format)
-                .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?,
-        )
-    } else {
-        None
+    let plain = {
+        let entries: Vec<(&str, &[u8])> = results
+            .iter()
+            .zip(&b.entries)
+            .map(|(r, en)| (en.id.as_str(), r.0.as_deref().unwrap_or_else(|| b.data(en))))
+            .collect();
+        bundle::write_plain(&entries)
     };
+    let storage = b.storage.clone();
+    // Free the changed entries and the decompressed input before compressing.
+    let objects: Vec<ObjectOutcome> = results.into_iter().filter_map(|r| r.1).collect();
+    drop(b);
+    let rebuilt = hostwrite::compress_like(plain, &storage, format)
+        .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?;
     Ok(BundleResult {
-        bytes,
+        bytes: Some(rebuilt),
         objects,
         filtered_out,
     })
@@ -290,25 +324,30 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
     }
 }
 
-fn bare_object(
+fn bare_object<W: Output>(
     name: &str,
     input: &[u8],
     opts: &Options,
     filter: &ArchFilter,
-) -> Result<ContainerOutcome> {
+    out: &mut W,
+) -> Result<ContainerReport> {
     let co = hsaco::CodeObject::parse(input).with_context(|| name.to_string())?;
     let target = co.target.target_id();
+    let write = |out: &mut W, bytes: &[u8]| -> Result<()> {
+        out.write_all(bytes)
+            .with_context(|| format!("{name}: cannot write the output"))
+    };
     if !filter.matches(&target) {
-        return Ok(ContainerOutcome {
-            bytes: input.to_vec(),
+        write(out, input)?;
+        return Ok(ContainerReport {
             objects: Vec::new(),
             filtered_out: 1,
             host_write: None,
         });
     }
     let p = cmd_patch::patch_code_object(name, input, opts)?;
-    Ok(ContainerOutcome {
-        bytes: p.bytes,
+    write(out, &p.bytes)?;
+    Ok(ContainerReport {
         objects: vec![ObjectOutcome {
             bundle_index: 0,
             entry_id: String::new(),
@@ -389,25 +428,25 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
     let tty = std::io::stderr().is_terminal();
     let shown = AtomicUsize::new(0);
     let progress = |done: usize, total: usize| {
-        if shown.swap(done, Ordering::Relaxed) != done {
+        if tty && shown.swap(done, Ordering::Relaxed) != done {
             eprint!("\r{name}: bundle {done}/{total}");
             if done == total {
                 eprintln!();
             }
         }
     };
-    let outcome = if tty {
-        instrument_container_with_progress(
-            &name,
-            &bytes,
-            &opts,
-            &filter,
-            BundleFormat::Keep,
-            &progress,
-        )?
-    } else {
-        instrument_container(&name, &bytes, &opts, &filter)?
-    };
+    // The output is streamed into a temporary file next to OUT, renamed over it only on
+    // success (dropped, and so deleted, on error or with --strict).
+    let mut tmp = cmd_patch::temp_next_to(&output)?;
+    let outcome = instrument_container_into(
+        &name,
+        &bytes,
+        &opts,
+        &filter,
+        BundleFormat::Keep,
+        &progress,
+        tmp.as_file_mut(),
+    )?;
     drop(bytes);
     let mut lines = String::new();
     for o in &outcome.objects {
@@ -453,7 +492,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
         return Ok(cmd_patch::EXIT_COVERAGE);
     }
-    cmd_patch::write_atomic_like(&output, &outcome.bytes, Some(&input))?;
+    cmd_patch::persist_like(tmp, &output, Some(&input))?;
     if outcome.objects.iter().any(|o| o.verifier_rejected) {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
         return Ok(cmd_patch::EXIT_VERIFY);

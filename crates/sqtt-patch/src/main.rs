@@ -40,7 +40,7 @@ enum Command {
     /// Write every embedded code object of a bundle or host binary to a directory.
     Extract(cmd_extract::ExtractArgs),
     /// Instrument every code object, bundle and host binary under PATHs; compare with a baseline.
-    Batch(cmd_batch::BatchArgs),
+    Batch(Box<cmd_batch::BatchArgs>),
     /// Print the `.sqtt_funcmap` of a code object (marker ids, kinds, names, locations).
     Funcmap(cmd_funcmap::FuncmapArgs),
     /// Check a rewritten code object against its original (translation validation).
@@ -53,7 +53,7 @@ fn main() {
         None if cli.fatbin.fatbin => fatbin::run(&cli.patch, &cli.fatbin.offload_arch),
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
-        Some(Command::Batch(a)) => cmd_batch::run(a),
+        Some(Command::Batch(a)) => cmd_batch::run(*a),
         Some(Command::Funcmap(a)) => cmd_funcmap::run(a),
         Some(Command::Dis(a)) => cmd_dis::run(a),
         Some(Command::Info(a)) => cmd_info::run(a),

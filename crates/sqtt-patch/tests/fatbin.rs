@@ -12,10 +12,10 @@ mod fatbin;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fatbin::{instrument_container, ArchFilter};
+use fatbin::{instrument_container, instrument_container_into, ArchFilter, ContainerReport};
 use hsaco::bundle::{Storage, DEFAULT_DECOMPRESS_LIMIT};
 use hsaco::container::{open, Embedded, InputKind};
-use hsaco::hostwrite::{scan_host, HostWriteMode};
+use hsaco::hostwrite::{scan_host, BundleFormat, HostWriteMode};
 use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_rewrite::rewrite::Status;
 
@@ -57,6 +57,33 @@ fn opts() -> Options {
         barriers: true,
         ..Options::default()
     }
+}
+
+/// `instrument_container_into` a `Cursor<Vec<u8>>`: the output bytes and the full report.
+fn streamed(name: &str, input: &[u8], filter: &ArchFilter) -> (Vec<u8>, ContainerReport) {
+    let mut out = std::io::Cursor::new(Vec::new());
+    let r = instrument_container_into(
+        name,
+        input,
+        &opts(),
+        filter,
+        BundleFormat::Keep,
+        &|_, _| {},
+        &mut out,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    (out.into_inner(), r)
+}
+
+/// A new, empty file opened for reading and writing (the writer reads bundles back).
+fn rw_file(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
@@ -279,15 +306,14 @@ fn rewritten_fixture_programs_run_and_register_every_fat_binary() {
         "x86_64__fx-app__nopie.elf",
     ] {
         let input = std::fs::read(hd.join(f)).expect("read");
-        let out =
-            instrument_container(f, &input, &opts(), &ArchFilter::default()).expect("instrument");
+        let (bytes, r) = streamed(f, &input, &ArchFilter::default());
         assert!(
-            matches!(out.host_write, Some(HostWriteMode::Appended { .. })),
+            matches!(r.host_write, Some(HostWriteMode::Appended { .. })),
             "{f}: {:?}",
-            out.host_write
+            r.host_write
         );
         let p = dir.path().join(f);
-        std::fs::write(&p, &out.bytes).expect("write");
+        std::fs::write(&p, &bytes).expect("write");
         let mut perm = std::fs::metadata(&p).expect("meta").permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
         std::fs::set_permissions(&p, perm).expect("chmod");
@@ -324,12 +350,12 @@ fn offload_arch_filter_limits_the_instrumented_targets() {
     let p = root().join("fixtures/hosts/x86_64__fx-app__pie.elf");
     let input = std::fs::read(&p).expect("read");
     let f = ArchFilter::new(&["gfx942".to_string()]).expect("filter");
-    let out = instrument_container("pie", &input, &opts(), &f).expect("instrument");
+    let (bytes, out) = streamed("pie", &input, &f);
     assert_eq!(out.objects.len(), 2);
     assert!(out.objects.iter().all(|o| o.target.starts_with("gfx942")));
     assert_eq!(out.filtered_out, 2);
     let (_, before) = open(&input, DEFAULT_DECOMPRESS_LIMIT).expect("open");
-    let (_, after) = open(&out.bytes, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    let (_, after) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT).expect("open");
     for (b, a) in before.iter().zip(&after) {
         assert_eq!(b.id, a.id);
         assert_eq!(b.data == a.data, !b.id.ends_with("gfx942"), "{}", b.id);
@@ -406,8 +432,11 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
     let args = cmd_patch::PatchArgs {
         input: Some(bad),
         output: Some(dir.path().join("out")),
-        functions: Some("1".into()),
-        barriers: Some("1".into()),
+        flags: cmd_patch::InstrumentFlags {
+            functions: Some("1".into()),
+            barriers: Some("1".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     assert!(fatbin::run(&args, &[]).is_err());
@@ -421,8 +450,11 @@ fn run_writes_the_container_and_one_merged_json_report() {
     let args = cmd_patch::PatchArgs {
         input: Some(input.clone()),
         output: Some(dir.path().join("lib.so")),
-        functions: Some("1".into()),
-        barriers: Some("1".into()),
+        flags: cmd_patch::InstrumentFlags {
+            functions: Some("1".into()),
+            barriers: Some("1".into()),
+            ..Default::default()
+        },
         report_json: Some(dir.path().join("r.json")),
         ..Default::default()
     };
@@ -450,16 +482,25 @@ fn run_writes_the_container_and_one_merged_json_report() {
 }
 
 /// Benchmark hook (ignored by default): instruments `$SQTT_FATBIN_BENCH` with functions 1 and
-/// barriers on and writes `$SQTT_FATBIN_BENCH_OUT`; run under `/usr/bin/time -v`.
+/// barriers on, streaming to the file `$SQTT_FATBIN_BENCH_OUT` as the CLI does; run under
+/// `/usr/bin/time -v`.
 #[test]
 #[ignore]
 fn bench_instrument_env_file() {
     let p = std::env::var("SQTT_FATBIN_BENCH").expect("SQTT_FATBIN_BENCH");
     let o = std::env::var("SQTT_FATBIN_BENCH_OUT").expect("SQTT_FATBIN_BENCH_OUT");
     let input = std::fs::read(&p).expect("read");
-    let out =
-        instrument_container(&p, &input, &opts(), &ArchFilter::default()).expect("instrument");
-    drop(input);
+    let mut file = rw_file(Path::new(&o));
+    let out = instrument_container_into(
+        &p,
+        &input,
+        &opts(),
+        &ArchFilter::default(),
+        BundleFormat::Keep,
+        &|_, _| {},
+        &mut file,
+    )
+    .expect("instrument");
     let count = |s: Status| out.objects.iter().filter(|o| o.report.status == s).count();
     eprintln!(
         "{} objects: {} instrumented, {} nothing to do, {} failed closed, {} verifier-rejected; {:?}",
@@ -470,5 +511,72 @@ fn bench_instrument_env_file() {
         out.objects.iter().filter(|o| o.verifier_rejected).count(),
         out.host_write
     );
-    std::fs::write(&o, &out.bytes).expect("write");
+}
+
+/// The CLI streams into a file (written, read back when a bundle moves from its slot to the
+/// appended segment, resized at the end); the batch mode and the tests above write into
+/// memory. Both must give the same bytes for every container, including a host rebuilt as
+/// zstd CCOB v3 and a bundle file, and `run` must leave exactly those bytes at OUT.
+#[test]
+fn streaming_to_a_file_equals_the_in_memory_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for p in hosts().into_iter().chain(bundle_files()) {
+        let input = std::fs::read(&p).expect("read");
+        let name = p.display().to_string();
+        for format in [
+            BundleFormat::Keep,
+            BundleFormat::Compressed {
+                version: 3,
+                method: hsaco::bundle::Method::Zstd,
+            },
+        ] {
+            let mut mem = std::io::Cursor::new(Vec::new());
+            let a = instrument_container_into(
+                &name,
+                &input,
+                &opts(),
+                &ArchFilter::default(),
+                format,
+                &|_, _| {},
+                &mut mem,
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            let path = dir.path().join("out");
+            let mut file = rw_file(&path);
+            let b = instrument_container_into(
+                &name,
+                &input,
+                &opts(),
+                &ArchFilter::default(),
+                format,
+                &|_, _| {},
+                &mut file,
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            drop(file);
+            assert_eq!(a.host_write, b.host_write, "{name} {format:?}");
+            assert!(
+                std::fs::read(&path).expect("read back") == mem.get_ref()[..],
+                "{name} {format:?}: file and memory outputs differ"
+            );
+        }
+        let out = dir.path().join("run-out");
+        let args = cmd_patch::PatchArgs {
+            input: Some(p.clone()),
+            output: Some(out.clone()),
+            flags: cmd_patch::InstrumentFlags {
+                functions: Some("1".into()),
+                barriers: Some("1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        fatbin::run(&args, &[]).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let want = instrument_container(&name, &input, &opts(), &ArchFilter::default())
+            .expect("instrument");
+        assert!(
+            std::fs::read(&out).expect("run output") == want.bytes,
+            "{name}: run wrote other bytes"
+        );
+    }
 }

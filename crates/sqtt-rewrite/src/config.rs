@@ -39,6 +39,17 @@ pub enum MemBarrier {
     Fence,
 }
 
+/// `SQTT_TRACE_ADDRESSES`: which categories get per-lane address-trace blocks (seed spec
+/// "Address Tracing", "Configuration"): `memory` = flat/global and buffer operations with their
+/// atomics, `lds` = LDS operations, LDS atomics and `ds_permute` / `ds_bpermute`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TraceAddresses {
+    /// Flat/global (AS 0/1) and buffer operations.
+    pub memory: bool,
+    /// LDS (AS 3) operations and lane shuffles.
+    pub lds: bool,
+}
+
 /// Every knob of one instrumentation run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -58,6 +69,8 @@ pub struct Options {
     pub shader_clock_shift: u32,
     /// Instrument an input that already carries a funcmap written by sqtt-patch.
     pub force_reinstrument: bool,
+    /// `SQTT_TRACE_ADDRESSES` (None = off).
+    pub trace_addresses: Option<TraceAddresses>,
     /// `SQTT_SCOPE_WAVE/SIMD/CU/WG` scope filtering (None = off). Post-link it is enabled when any
     /// of the variables (or a `--scope*` flag) is given; absent masks take the spec's defaults.
     pub scope: Option<crate::snippets::ScopeMasks>,
@@ -74,6 +87,7 @@ impl Default for Options {
             shader_clock_bits: 0,
             shader_clock_shift: 4,
             force_reinstrument: false,
+            trace_addresses: None,
             scope: None,
         }
     }
@@ -151,6 +165,25 @@ pub fn parse_memory(text: &str) -> Result<Option<MemoryChunking>, ConfigError> {
     }))
 }
 
+/// Parses `SQTT_TRACE_ADDRESSES`: `memory`, `lds` or `memory,lds` (either order, spaces
+/// allowed); `off`, `0` or empty disable it.
+pub fn parse_trace_addresses(text: &str) -> Result<Option<TraceAddresses>, ConfigError> {
+    const NAME: &str = "SQTT_TRACE_ADDRESSES";
+    let t = text.trim();
+    if t.is_empty() || t == "off" || t == "0" {
+        return Ok(None);
+    }
+    let mut out = TraceAddresses::default();
+    for part in t.split(',') {
+        match part.trim() {
+            "memory" => out.memory = true,
+            "lds" => out.lds = true,
+            _ => return Err(err(NAME, text, "expected memory, lds or memory,lds")),
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Parses `SQTT_MEM_BARRIER` with the spec's synonyms.
 pub fn parse_mem_barrier(text: &str) -> Result<MemBarrier, ConfigError> {
     match text.trim().to_ascii_lowercase().as_str() {
@@ -218,14 +251,7 @@ impl Options {
             o.shader_clock_shift = parse_u32("SQTT_SHADER_CLOCK_SHIFT", &v)?;
         }
         if let Some(v) = lookup("SQTT_TRACE_ADDRESSES") {
-            let t = v.trim();
-            if !(t.is_empty() || t == "off" || t == "0") {
-                return Err(err(
-                    "SQTT_TRACE_ADDRESSES",
-                    &v,
-                    "per-lane address tracing is not implemented post-link yet (refusing rather than silently dropping it)",
-                ));
-            }
+            o.trace_addresses = parse_trace_addresses(&v)?;
         }
         for (name, set) in SCOPE_VARS {
             if let Some(v) = lookup(name) {
@@ -237,8 +263,24 @@ impl Options {
         Ok(o)
     }
 
-    /// Checks combinations the spec forbids and knobs this build does not implement yet.
+    /// Checks combinations the spec forbids: address tracing with memory-op markers ("Address
+    /// Tracing", "Configuration"), and payload-bearing markers with shader-clock packing
+    /// ("GFX12 Shader Clock Packing").
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let (Some(_), Some(m)) = (self.trace_addresses, self.memory) {
+            return Err(err(
+                "SQTT_INSTRUMENT_MEMORY (or --memory) together with SQTT_TRACE_ADDRESSES",
+                &format!("{}:{}", m.ops_per_marker, m.max_gap),
+                "mutually exclusive: address tracing already emits a header marker for every memory operation",
+            ));
+        }
+        if self.trace_addresses.is_some() && self.shader_clock_bits > 0 {
+            return Err(err(
+                "SQTT_SHADER_CLOCK_BITS (or --shader-clock-bits) together with SQTT_TRACE_ADDRESSES",
+                &self.shader_clock_bits.to_string(),
+                "address traces carry payload records (R: rows), which need shader_clock_bits=0",
+            ));
+        }
         if self.shader_clock_bits > 29 || self.shader_clock_bits + self.shader_clock_shift > 32 {
             return Err(err(
                 "shader clock (SQTT_SHADER_CLOCK_BITS/SHIFT or --shader-clock-bits/--shader-clock-shift)",
@@ -255,6 +297,7 @@ impl Options {
             || self.barriers
             || self.kernel_scopes
             || self.memory.is_some()
+            || self.trace_addresses.is_some()
     }
 }
 
@@ -303,5 +346,46 @@ mod tests {
             ..Options::default()
         };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn trace_addresses_forms_and_exclusions() {
+        let both = Some(TraceAddresses {
+            memory: true,
+            lds: true,
+        });
+        assert_eq!(parse_trace_addresses("memory,lds"), Ok(both));
+        assert_eq!(parse_trace_addresses(" lds , memory "), Ok(both));
+        assert_eq!(
+            parse_trace_addresses("lds"),
+            Ok(Some(TraceAddresses {
+                memory: false,
+                lds: true
+            }))
+        );
+        assert_eq!(parse_trace_addresses("off"), Ok(None));
+        assert!(parse_trace_addresses("global").is_err());
+        let env = |k: &str| match k {
+            "SQTT_TRACE_ADDRESSES" => Some("memory".to_string()),
+            "SQTT_INSTRUMENT_MEMORY" => Some("2:5".to_string()),
+            _ => None,
+        };
+        let o = Options::from_env(env).unwrap();
+        assert!(o.validate().is_err(), "memory markers + address tracing");
+        let packed = Options {
+            trace_addresses: both,
+            shader_clock_bits: 8,
+            ..Options::default()
+        };
+        assert!(
+            packed.validate().is_err(),
+            "clock packing + payload markers"
+        );
+        assert!(Options {
+            trace_addresses: both,
+            ..Options::default()
+        }
+        .validate()
+        .is_ok());
     }
 }

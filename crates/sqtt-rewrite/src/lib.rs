@@ -13,3 +13,4 @@ pub mod layout;
 pub mod plan;
 pub mod rewrite;
 pub mod snippets;
+pub mod trace;

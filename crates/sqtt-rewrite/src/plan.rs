@@ -30,6 +30,10 @@ pub enum MarkerKey {
     VmemLoad,
     /// `vmem_store` point (memory-op markers; atomics count as stores).
     VmemStore,
+    /// One address-trace block: function index, instruction index, and the address number
+    /// (0, or 1 for the second address of a 2-address DS operation). Ids come last, in
+    /// instruction order (seed spec "ID Allocation", item 4).
+    AddrTrace { func: usize, inst: usize, part: u8 },
 }
 
 impl MarkerKey {
@@ -43,6 +47,7 @@ impl MarkerKey {
             MarkerKey::Barrier => 3,
             MarkerKey::VmemLoad => 4,
             MarkerKey::VmemStore => 5,
+            MarkerKey::AddrTrace { .. } => 6,
         }
     }
 }
@@ -84,6 +89,8 @@ pub enum SiteKind {
     MemoryStore,
     /// Scope-filter flag computed at a kernel's entry.
     ScopeInit,
+    /// Per-lane address-trace block in front of a memory operation.
+    AddressTrace,
 }
 
 /// One requested marker.
@@ -212,7 +219,12 @@ const MAX_SETTLE: usize = 8;
 /// Moves an insertion point to the nearest allowed one, earlier or later, without crossing a
 /// branch target, a control-flow instruction, another barrier or marker, or more than
 /// [`MAX_SETTLE`] instructions; `None` when impossible (the site is then skipped and reported).
-fn settle(f: &Func, forbidden: &BTreeSet<usize>, p: usize, earlier: bool) -> Option<usize> {
+pub(crate) fn settle(
+    f: &Func,
+    forbidden: &BTreeSet<usize>,
+    p: usize,
+    earlier: bool,
+) -> Option<usize> {
     let pinned = |i: usize| {
         matches!(
             f.insts[i].1.special(),
@@ -485,7 +497,8 @@ pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, 
 
 /// Marker ids: every key used by a site gets one, compacted by static emission count (most
 /// frequent first, so they get the `s_ttracedata_imm` form), ties broken by the spec's category
-/// order and then first use; ids in `reserved` (markers already present in the input) are skipped.
+/// order and then first use; address-trace ids come after all of them, in site order; ids in
+/// `reserved` (markers already present in the input) are skipped.
 pub fn allocate_ids(sites: &[Site], reserved: &BTreeSet<u32>) -> BTreeMap<MarkerKey, u32> {
     let mut count: BTreeMap<MarkerKey, (u64, usize)> = BTreeMap::new();
     for (n, s) in sites.iter().enumerate() {
@@ -498,7 +511,16 @@ pub fn allocate_ids(sites: &[Site], reserved: &BTreeSet<u32>) -> BTreeMap<Marker
         .into_iter()
         .map(|(k, (c, first))| (k, c, first))
         .collect();
-    keys.sort_by_key(|&(k, c, first)| (std::cmp::Reverse(c), k.rank(), first));
+    // Address-trace ids always follow every other id, in instruction order ("ID Allocation").
+    keys.sort_by_key(|&(k, c, first)| {
+        let trace = matches!(k, MarkerKey::AddrTrace { .. });
+        (
+            trace,
+            (!trace).then_some(std::cmp::Reverse(c)),
+            k.rank(),
+            first,
+        )
+    });
     let mut ids = BTreeMap::new();
     let mut next = 1u32;
     for (k, _, _) in keys {

@@ -215,6 +215,12 @@ fn marker_name(prog: &Program, k: MarkerKey) -> String {
         MarkerKey::BarrierWait => "barrier_wait".into(),
         MarkerKey::VmemLoad => "vmem_load".into(),
         MarkerKey::VmemStore => "vmem_store".into(),
+        MarkerKey::AddrTrace { func, inst, part } => {
+            let f = &prog.funcs[func];
+            let at = f.insts.get(inst).map_or(f.spec.start, |(a, _)| *a) - f.spec.start;
+            let p = if part > 0 { "/2" } else { "" };
+            format!("addr_trace@{}+{at:#x}{p}", f.spec.name)
+        }
     }
 }
 
@@ -360,7 +366,32 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
     let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
-    let pool = reg_pool(&prog, &co);
+    // Address tracing: one block per qualifying operation, wave size from the descriptors.
+    let mut waves: BTreeSet<u32> = co
+        .kernels
+        .iter()
+        .map(|k| k.descriptor.wave_size())
+        .collect();
+    if target.family() == Family::Gfx9 || waves.is_empty() {
+        waves = BTreeSet::from([if target.family() == Family::Gfx9 {
+            64
+        } else {
+            32
+        }]);
+    }
+    let wave = (waves.len() == 1)
+        .then(|| waves.iter().copied().next())
+        .flatten();
+    let trace_ops = match opts.trace_addresses {
+        Some(want) => {
+            let (t_sites, t_skipped, ops) = crate::trace::trace_sites(&prog, want, wave);
+            sites.extend(t_sites);
+            skipped.extend(t_skipped);
+            ops
+        }
+        None => BTreeMap::new(),
+    };
+    let pool = reg_pool(&prog, &co, opts.scope.is_some_and(|m| m.filters(target)));
     let reserve = pool.m0_save;
     let mut facts = BTreeMap::new();
     let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
@@ -407,7 +438,13 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             let Some(value) = plan::encode_word(s.word, &ids) else {
                 continue;
             };
-            let needs_m0 = packing.is_some() || !(target.has_ttracedata_imm() && value <= 0xff);
+            let trace = match s.word {
+                plan::Word::Point(k) => trace_ops.get(&k).copied(),
+                _ => None,
+            };
+            let needs_m0 = packing.is_some()
+                || trace.is_some()
+                || !(target.has_ttracedata_imm() && value <= 0xff);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts)
             } else {
@@ -418,16 +455,29 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
                 if let M0Keep::Save(_) = k {
                     used_reserve = true;
                 }
-                site_code(
-                    target,
-                    value,
-                    k,
-                    packing,
-                    scope,
-                    scc_live,
-                    &pool,
-                    &mut used_regs,
-                )
+                match (trace, wave) {
+                    (Some(op), Some(w)) => trace_code(
+                        target,
+                        w,
+                        value,
+                        &op,
+                        k,
+                        scope,
+                        scc_live,
+                        &pool,
+                        &mut used_regs,
+                    ),
+                    _ => site_code(
+                        target,
+                        value,
+                        k,
+                        packing,
+                        scope,
+                        scc_live,
+                        &pool,
+                        &mut used_regs,
+                    ),
+                }
             });
             match code {
                 Ok(code) => snippets
@@ -504,6 +554,18 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     }
     let mut snippets = snippets;
+    // Only ids some inserted snippet emits get funcmap rows (a skipped address-trace site must
+    // not leave a P:/R: row behind).
+    let mut ids = ids;
+    let emitted: BTreeSet<MarkerKey> = snippets
+        .values()
+        .flatten()
+        .filter_map(|(s, _)| match s.word {
+            plan::Word::Enter(k) | plan::Word::Point(k) => Some(k),
+            plan::Word::Exit => None,
+        })
+        .collect();
+    ids.retain(|k, _| emitted.contains(k));
     // Entry snippets first at a shared point (they are skipped by branches).
     for v in snippets.values_mut() {
         v.sort_by_key(|(s, _)| s.landing != Landing::After);
@@ -692,12 +754,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // DWARF.
     if co.has_dwarf() {
-        let mut sections = HashMap::new();
-        for s in &co.elf.sections {
-            if s.name.starts_with(".debug_") {
-                sections.insert(s.name.clone(), co.section_data(s).to_vec());
-            }
-        }
+        let sections = debug_sections(&co);
         let mut pairs: Vec<(u64, u64)> = layout
             .placed
             .iter()
@@ -824,9 +881,40 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             });
         }
     }
+    let traced_ids = ids.keys().any(|k| matches!(k, MarkerKey::AddrTrace { .. }));
+    let op_locs = match (traced_ids, co.has_dwarf()) {
+        (true, true) => op_location_index(&co),
+        _ => None,
+    };
+    if let (true, Some(w)) = (traced_ids, wave) {
+        rows.retain(|r| !matches!(r, Row::WaveSize(_)));
+        rows.push(Row::WaveSize(w));
+    }
     for (&k, &id) in &ids {
         let name = marker_name(&prog, k);
         report.ids.insert(name.clone(), id);
+        if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
+            (k, trace_ops.get(&k), wave)
+        {
+            let addr = prog.funcs[func].insts.get(inst).map(|(a, _)| *a);
+            let loc = match (&op_locs, addr) {
+                (Some(ix), Some(a)) => {
+                    let chain = ix.chain(a);
+                    (!chain.is_empty()).then(|| dwarf_remap::render_chain(&chain))
+                }
+                _ => None,
+            };
+            rows.push(Row::Point {
+                id,
+                name: crate::snippets::trace_name(op.kind).to_string(),
+                loc,
+            });
+            rows.push(Row::Payload {
+                id,
+                count: crate::snippets::payload_count(w, &op.src),
+            });
+            continue;
+        }
         rows.push(match k {
             // Kernel scopes are a post-link extra: a user scope named after the kernel (the
             // kernel itself keeps its K: row; F: rows are for device functions).
@@ -878,14 +966,24 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     })
 }
 
+/// Inline-chain index of the input's DWARF (`None` when it cannot be parsed: address-trace rows
+/// then carry no location, which the funcmap format allows).
+fn op_location_index(co: &CodeObject) -> Option<dwarf_remap::LocationIndex> {
+    dwarf_remap::LocationIndex::new(&debug_sections(co)).ok()
+}
+
+/// The input's `.debug_*` sections by name.
+fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
+    co.elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".debug_"))
+        .map(|s| (s.name.clone(), co.section_data(s).to_vec()))
+        .collect()
+}
+
 fn function_locs(co: &CodeObject) -> HashMap<String, String> {
-    let mut sections = HashMap::new();
-    for s in &co.elf.sections {
-        if s.name.starts_with(".debug_") {
-            sections.insert(s.name.clone(), co.section_data(s).to_vec());
-        }
-    }
-    dwarf_remap::function_locations(&sections)
+    dwarf_remap::function_locations(&debug_sections(co))
         .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
         .unwrap_or_default()
 }
@@ -1147,9 +1245,12 @@ pub struct RegPool {
     pub clock_pair: Option<u8>,
     /// Even-aligned pair for long-branch islands.
     pub island: Option<u8>,
+    /// Lane counter and two word registers of address-trace blocks.
+    pub trace: Option<[u8; 3]>,
 }
 
-fn reg_pool(prog: &Program, co: &CodeObject) -> RegPool {
+/// The SGPR roles of this run (`scope_on`: scope filtering is active on this target).
+fn reg_pool(prog: &Program, co: &CodeObject, scope_on: bool) -> RegPool {
     let Some(base) = free_sgpr(prog, co) else {
         return RegPool::default();
     };
@@ -1170,6 +1271,11 @@ fn reg_pool(prog: &Program, co: &CodeObject) -> RegPool {
         fits(r, 2).then_some(r as u8)
     };
     let b = u16::from(base);
+    let trace_slots = if scope_on {
+        [b + 4, b + 5, b + 8]
+    } else {
+        [b + 1, b + 3, b + 4]
+    };
     RegPool {
         m0_save: one(b),
         flag: one(b + 1),
@@ -1177,6 +1283,12 @@ fn reg_pool(prog: &Program, co: &CodeObject) -> RegPool {
         tmp: one(b + 3),
         clock_pair: pair(b + 4),
         island: pair(b + 6),
+        // Address tracing excludes clock packing, so it takes the clock pair's slots and, without
+        // scope filtering, the flag's and the scope scratch's: as few new SGPRs as possible.
+        trace: trace_slots
+            .iter()
+            .all(|&r| fits(r, 1))
+            .then(|| trace_slots.map(|r| r as u8)),
     }
 }
 
@@ -1249,6 +1361,37 @@ fn site_code(
         body = save_scc(t, body, scc_live, pool, used)?;
     }
     Ok(body)
+}
+
+/// The instructions of one address-trace block (seed spec "Address Tracing", "Framing
+/// protocol"): the per-lane loop of [`crate::snippets::address_trace`] with header `value`, M0
+/// kept as `keep` says, inside a scope guard when scope filtering is on, SCC saved when live.
+#[allow(clippy::too_many_arguments)]
+fn trace_code(
+    t: Target,
+    wave: u32,
+    value: u32,
+    op: &crate::trace::TraceOp,
+    keep: M0Keep,
+    scope: Option<crate::snippets::ScopeMasks>,
+    scc_live: bool,
+    pool: &RegPool,
+    used: &mut BTreeSet<u8>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    let tmp = pool
+        .trace
+        .ok_or("no three SGPRs are free for the address-trace loop")?;
+    let block =
+        crate::snippets::address_trace(t, wave, value, &op.src, tmp).map_err(|x| x.to_string())?;
+    used.extend(block.sgprs.iter().copied());
+    let mut body = plan::keep_m0(t, keep, block.code)?;
+    if scope.is_some() {
+        let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
+        body = crate::snippets::scope_guard(t, flag, body)
+            .map_err(|x| x.to_string())?
+            .code;
+    }
+    save_scc(t, body, scc_live, pool, used)
 }
 
 /// Largest SGPR allocation (including the 6 SGPRs of VCC, FLAT_SCRATCH and XNACK_MASK) kernel

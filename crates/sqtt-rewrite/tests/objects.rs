@@ -3,7 +3,7 @@
 //! llvm-objdump-22 disassembles the output with no unknown word and shows the inserted markers,
 //! llvm-readelf-22 -a prints no warning, llvm-dwarfdump-22 --verify is clean where DWARF exists.
 
-use sqtt_rewrite::config::{FunctionThreshold, MemoryChunking, Options};
+use sqtt_rewrite::config::{FunctionThreshold, MemoryChunking, Options, TraceAddresses};
 use sqtt_rewrite::funcmap;
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::path::{Path, PathBuf};
@@ -112,6 +112,30 @@ fn option_sets() -> Vec<(&'static str, Options)> {
             },
         ),
         (
+            "trace addresses memory,lds",
+            Options {
+                trace_addresses: Some(TraceAddresses {
+                    memory: true,
+                    lds: true,
+                }),
+                ..Options::default()
+            },
+        ),
+        (
+            "all with address tracing (no memory markers, no clock packing: both excluded by the spec)",
+            Options {
+                functions: FunctionThreshold::Count(1),
+                barriers: true,
+                kernel_scopes: true,
+                trace_addresses: Some(TraceAddresses {
+                    memory: true,
+                    lds: true,
+                }),
+                scope: Some(Default::default()),
+                ..Options::default()
+            },
+        ),
+        (
             "all",
             Options {
                 functions: FunctionThreshold::Count(1),
@@ -199,18 +223,24 @@ fn check_all(label: &str, opts: &Options) {
             .filter(|l| l.contains("s_ttracedata"))
             .count();
         // Marker sites (the scope-filter flag computation at kernel entry emits no marker).
-        let sites: u32 = out
-            .report
-            .functions
-            .iter()
-            .flat_map(|f| f.sites.iter())
-            .filter(|(kind, _)| kind.as_str() != "scope_init")
-            .map(|(_, n)| *n)
-            .sum();
-        if markers != orig_markers + sites as usize {
+        let count = |pick: &dyn Fn(&str) -> bool| -> usize {
+            out.report
+                .functions
+                .iter()
+                .flat_map(|f| f.sites.iter())
+                .filter(|(kind, _)| pick(kind.as_str()))
+                .map(|(_, n)| *n as usize)
+                .sum()
+        };
+        let sites = count(&|k| k != "scope_init" && k != "address_trace");
+        // An address-trace block holds at least 4 s_ttracedata (header, exec_lo, exec_hi and
+        // the per-lane loop body) and at most 7 (buffer: 3 fixed words, 2 loops).
+        let traces = count(&|k| k == "address_trace");
+        let lo = orig_markers + sites + 4 * traces;
+        let hi = orig_markers + sites + 7 * traces;
+        if markers < lo || markers > hi {
             failures.push(format!(
-                "{name}: {markers} s_ttracedata in output, expected {} + {sites}",
-                orig_markers
+                "{name}: {markers} s_ttracedata in output, expected {orig_markers} + {sites} + (4..=7) x {traces}"
             ));
         }
         let (ok, _, err) = run("llvm-readelf", &["-a", f]);
@@ -233,6 +263,40 @@ fn check_all(label: &str, opts: &Options) {
         let parsed = funcmap::parse(fm.as_bytes());
         if !parsed.warnings.is_empty() || parsed.rows.is_empty() {
             failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
+        }
+        // Address traces: one P:addr_trace_* row with an R: row per block, one W: row.
+        let trace_rows: Vec<u32> = parsed
+            .rows
+            .iter()
+            .filter_map(|r| match r {
+                funcmap::Row::Point { id, name, .. } if name.starts_with("addr_trace_") => {
+                    Some(*id)
+                }
+                _ => None,
+            })
+            .collect();
+        let payload_ids: Vec<u32> = parsed
+            .rows
+            .iter()
+            .filter_map(|r| match r {
+                funcmap::Row::Payload { id, count } if *count > 0 => Some(*id),
+                _ => None,
+            })
+            .collect();
+        let w_rows = parsed
+            .rows
+            .iter()
+            .filter(|r| matches!(r, funcmap::Row::WaveSize(_)))
+            .count();
+        if trace_rows.len() != traces
+            || trace_rows.iter().any(|id| !payload_ids.contains(id))
+            || (traces > 0) != (w_rows == 1)
+        {
+            failures.push(format!(
+                "{name}: {} addr_trace rows for {traces} blocks, {} R: rows, {w_rows} W: rows",
+                trace_rows.len(),
+                payload_ids.len()
+            ));
         }
     }
     eprintln!("[{label}] instrumented {instrumented}, failed closed {closed}, nothing to do {nothing}, failures {}", failures.len());

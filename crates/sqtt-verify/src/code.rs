@@ -734,19 +734,25 @@ fn match_early(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option
 
 /// How implausible an alignment is: the number of inserted runs (maximal stretches of
 /// unmatched rewritten instructions) that begin in the middle of a snippet. Every snippet the
-/// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K` or an M0 save, never
-/// with `s_nop 0`, `s_ttracedata` or an M0 restore.
+/// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K`, an M0 save or an SCC
+/// save, never with `s_nop 0`, `s_ttracedata`, an M0 restore, an SCC restore (`s_cmp_lg_u32 sR,
+/// 0`) or a closing wait (`s_waitcnt_vscnt`, `s_wait_alu`).
 fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
+    let closing = |i: &Instruction| match i.mnemonic() {
+        "s_cmp_lg_u32" => i.field("ssrc1") == Some(128),
+        "s_waitcnt_vscnt" | "s_wait_alu" => true,
+        _ => false,
+    };
     let mut bad = 0;
     let mut prev_matched = true;
     for (q, n) in new.iter().enumerate() {
         let matched = pos.contains(&q);
         if !matched
             && prev_matched
-            && matches!(
+            && (matches!(
                 allowed(&n.inst),
                 Some(Allowed::Nop0 | Allowed::Ttrace | Allowed::RestoreM0(_))
-            )
+            ) || closing(&n.inst))
         {
             bad += 1;
         }

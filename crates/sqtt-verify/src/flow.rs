@@ -348,23 +348,39 @@ fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) 
 }
 
 /// The one SGPR inserted code uses to save M0; it must be unused by every original instruction.
+/// Only the last M0 write of an inserted run can be a restore (earlier `s_mov_b32 m0, sX` send
+/// marker words), and a copy of M0 that is never moved back into M0 (an address-trace block
+/// reading a buffer `soffset` held in M0) only reads M0 and is not a save.
 fn reserved_sgpr(p: &Program, legacy: &[Vec<bool>], findings: &mut Vec<Finding>) -> Option<u16> {
-    let mut regs = BTreeSet::new();
+    let mut saves = BTreeSet::new();
+    let mut restores = BTreeSet::new();
     for (f, lf) in p.funcs.iter().zip(legacy) {
         for (o, &l) in f.orig.iter().zip(lf) {
-            for n in f.inserted.get(o.run.clone()).unwrap_or_default() {
-                match allowed(&n.inst) {
-                    Some(Allowed::SaveM0(r)) => {
-                        regs.insert(r);
-                    }
-                    Some(Allowed::RestoreM0(r)) if l => {
-                        regs.insert(r);
-                    }
-                    _ => {}
+            let run: Vec<Option<Allowed>> = f
+                .inserted
+                .get(o.run.clone())
+                .unwrap_or_default()
+                .iter()
+                .map(|n| allowed(&n.inst))
+                .collect();
+            for a in &run {
+                if let Some(Allowed::SaveM0(r)) = a {
+                    saves.insert(*r);
                 }
+            }
+            let last_m0_write = run
+                .iter()
+                .rev()
+                .find(|a| matches!(a, Some(Allowed::RestoreM0(_) | Allowed::SetM0(_))));
+            if let (Some(Some(Allowed::RestoreM0(r))), true) = (last_m0_write, l) {
+                restores.insert(*r);
             }
         }
     }
+    let regs: BTreeSet<u16> = restores
+        .union(&saves.intersection(&restores).copied().collect())
+        .copied()
+        .collect();
     let r = regs.first().copied()?;
     if regs.len() > 1 {
         findings.push(Finding {
