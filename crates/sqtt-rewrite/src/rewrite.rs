@@ -1271,8 +1271,9 @@ fn reg_pool(prog: &Program, co: &CodeObject, scope_on: bool) -> RegPool {
         fits(r, 2).then_some(r as u8)
     };
     let b = u16::from(base);
+    // The scope check's scratch (b + 3) is dead once the flag is computed at kernel entry.
     let trace_slots = if scope_on {
-        [b + 4, b + 5, b + 8]
+        [b + 3, b + 4, b + 5]
     } else {
         [b + 1, b + 3, b + 4]
     };
@@ -1283,8 +1284,8 @@ fn reg_pool(prog: &Program, co: &CodeObject, scope_on: bool) -> RegPool {
         tmp: one(b + 3),
         clock_pair: pair(b + 4),
         island: pair(b + 6),
-        // Address tracing excludes clock packing, so it takes the clock pair's slots and, without
-        // scope filtering, the flag's and the scope scratch's: as few new SGPRs as possible.
+        // Address tracing excludes clock packing, so it takes the clock pair's slots, the scope
+        // scratch's and, without scope filtering, the flag's: as few new SGPRs as possible.
         trace: trace_slots
             .iter()
             .all(|&r| fits(r, 1))
