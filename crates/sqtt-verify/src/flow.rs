@@ -270,9 +270,9 @@ pub(crate) fn entry_index(f: &Func) -> usize {
     let body = f.orig_start + 256;
     // The prologue ends with that branch followed only by `s_nop` padding up to entry + 256
     // (a loop branch that happens to target entry + 256 is followed by real code).
-    let has_prologue = f.orig.iter().enumerate().any(|(i, o)| {
-        o.addr < body
-            && matches!(o.inst.flow(), Flow::Branch { conditional: false })
+    let in_prologue = f.orig.iter().take_while(|o| o.addr < body);
+    let has_prologue = in_prologue.enumerate().any(|(i, o)| {
+        matches!(o.inst.flow(), Flow::Branch { conditional: false })
             && o.inst.branch_target(o.addr) == Some(body)
             && f.orig[i + 1..]
                 .iter()
@@ -307,8 +307,9 @@ fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Opt
     }
     let mut exposed = BTreeSet::new();
     for f in &p.funcs {
+        let entry = entry_index(f);
         for (k, o) in f.orig.iter().enumerate() {
-            if k == entry_index(f) && f.kind == crate::FunctionKind::Kernel {
+            if k == entry && f.kind == crate::FunctionKind::Kernel {
                 continue;
             }
             let run = f.inserted.get(o.run.clone()).unwrap_or_default();
@@ -422,13 +423,14 @@ fn check_inserted(
 ) {
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
+    let entry = entry_index(f);
     for (k, o) in f.orig.iter().enumerate() {
         let run = f.inserted.get(o.run.clone()).unwrap_or_default();
         let (Some(first), Some(end)) = (run.first(), o.new) else {
             continue;
         };
         let (run_start, run_end) = (first.addr, end.addr);
-        let kernel_entry = k == entry_index(f) && f.kind == crate::FunctionKind::Kernel;
+        let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
         for n in run {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {
