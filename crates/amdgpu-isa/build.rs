@@ -206,6 +206,33 @@ fn main() {
         .ok();
     }
 
+    // Symbolic immediates per family (tools/isa-gen/symbolic.py).
+    for fam in fams.keys() {
+        let t = read(&tables.join(format!("symbolic/{fam}.tsv")));
+        let mut hwreg = vec![String::new(); 64];
+        let mut rtn = vec![String::new(); 256];
+        let mut mtbuf = vec![String::new(); 128];
+        let mut sendmsg: Vec<(u16, String)> = Vec::new();
+        for c in rows(&t) {
+            let v: usize = c[1].parse().expect("symbolic value");
+            let text = c[2].to_string();
+            match c[0] {
+                "hwreg" => hwreg[v] = text,
+                "sendmsg_rtn" => rtn[v] = text,
+                "mtbuf" => mtbuf[v] = text,
+                "sendmsg" => sendmsg.push((v as u16, text)),
+                k => panic!("symbolic kind {k}"),
+            }
+        }
+        sendmsg.sort();
+        writeln!(
+            out,
+            "pub(crate) static SYM_{}: SymbolicDef = SymbolicDef {{ hwreg: &{hwreg:?}, sendmsg: &{sendmsg:?}, sendmsg_rtn: &{rtn:?}, mtbuf: &{mtbuf:?} }};",
+            fam.to_uppercase()
+        )
+        .ok();
+    }
+
     // Opcode tables, deduplicated by content.
     let targets_txt = read(&tables.join("targets.tsv"));
     let mut table_ids: HashMap<String, usize> = HashMap::new(); // table name -> id
@@ -242,8 +269,8 @@ fn main() {
             format!("Some({mach})")
         };
         let t16 = t16_id.map_or("None".to_string(), |i| format!("Some(OPS_{i})"));
-        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_t16: {t16}, formats: FORMATS_{}, sregs: &SREGS_{} }},",
-            family_variant(fam), fam.to_uppercase(), fam.to_uppercase()).ok();
+        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_t16: {t16}, formats: FORMATS_{}, sregs: &SREGS_{}, sym: &SYM_{} }},",
+            family_variant(fam), fam.to_uppercase(), fam.to_uppercase(), fam.to_uppercase()).ok();
     }
     writeln!(out, "pub(crate) static TARGETS: &[TargetDef] = &[{tcode}];").ok();
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("tables.rs");

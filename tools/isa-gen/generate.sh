@@ -30,6 +30,9 @@ done
 for tf in gfx900:gfx9 gfx1030:gfx10 gfx1100:gfx11 gfx1200:gfx12 gfx1250:gfx1250; do
   "$bin" sregs "${tf%%:*}" "${tf##*:}" "$tables/formats.tsv" > "$out/sregs/${tf##*:}.tsv"
 done
+# Symbolic immediates (hwreg names, sendmsg texts, MTBUF formats) from llvm-mc.
+mkdir -p "$out/symbolic"
+python3 "$here/symbolic.py" "$llvm/bin/llvm-mc" "$out/symbolic"
 # targets.tsv: name, family, table, EF_AMDGPU_MACH value (from LLVM's ELF.h).
 python3 - "$llvm/include/llvm/BinaryFormat/ELF.h" "$here/targets.in" > "$out/targets.tsv" <<'PY'
 import re, sys
@@ -45,6 +48,6 @@ for line in open(sys.argv[2]):
     print(f"{name}\t{fam}\t{table}\t{'-' if m is None else hex(m)}\t{t16}")
 PY
 if [[ "$out" != "$tables" ]]; then
-  for f in targets.tsv ops sregs; do diff -r -q "$tables/$f" "$out/$f" || { echo "isa-tables differ from regeneration ($f)"; exit 1; }; done
+  for f in targets.tsv ops sregs symbolic; do diff -r -q "$tables/$f" "$out/$f" || { echo "isa-tables differ from regeneration ($f)"; exit 1; }; done
   echo "isa-tables are up to date"
 fi

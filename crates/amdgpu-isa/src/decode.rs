@@ -155,10 +155,6 @@ fn field_bits(b: &[u8], dw: u8, hi: u8, lo: u8) -> u32 {
     }
 }
 
-pub(crate) fn find_format(target: Target, w0: u32) -> Option<&'static FormatDef> {
-    target.def().formats.iter().find(|f| w0 & f.mask == f.value)
-}
-
 pub(crate) fn opcode_key(f: &FormatDef, b: &[u8]) -> u32 {
     f.op_bits.iter().fold(0u32, |k, &(dw, hi, lo)| {
         (k << (hi - lo + 1)) | field_bits(b, dw, hi, lo)
@@ -195,7 +191,14 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         });
     }
     let w0 = word(bytes, 0);
-    let fmt = find_format(target, w0).ok_or(DecodeErrorKind::UnknownFormat { word: w0 })?;
+    let def = target.def();
+    let (fmt_idx, fmt) = def
+        .formats
+        .iter()
+        .enumerate()
+        .find(|(_, f)| w0 & f.mask == f.value)
+        .ok_or(DecodeErrorKind::UnknownFormat { word: w0 })?;
+    let fmt_idx = fmt_idx as u8;
     let nominal = usize::from(fmt.dwords) * 4;
     if bytes.len() < nominal {
         return Err(DecodeErrorKind::Truncated {
@@ -203,12 +206,6 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
             available: bytes.len(),
         });
     }
-    let fmt_idx = target
-        .def()
-        .formats
-        .iter()
-        .position(|f| std::ptr::eq(f, fmt))
-        .unwrap_or(0) as u8;
     let key = opcode_key(fmt, bytes);
     let row = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
         format: fmt.name,
@@ -239,6 +236,27 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
             .all(|&(_, v)| matches!(v, 249 | 250 | 233 | 234));
         if ps == 0 && sdwa_dpp && nominal == 4 {
             ps = nominal + 4;
+        }
+        // gfx11+ VOP3/VOP3P with src0 = 250 (DPP16) or 233/234 (DPP8): LLVM decodes the
+        // VOP3 DPP forms (one extra dword for DPP8, two for DPP16) even for opcodes whose
+        // template probe it rejected.
+        let vop3_dpp = matches!(fmt.format, Format::Vop3 | Format::Vop3p)
+            && target.family() >= Family::Gfx11
+            && probe.len() == 1
+            && fmt.fields.get(usize::from(probe[0].0)).map(|f| f.name) == Some("src0");
+        if ps == 0 && vop3_dpp && probe[0].1 == 250 {
+            ps = nominal + 8;
+        } else if ps == 0 && vop3_dpp && matches!(probe[0].1, 233 | 234) {
+            ps = nominal + 4;
+        }
+        // VOP1 `vdst = 255`: only SGPR-destination opcodes (v_readfirstlane_b32) read a
+        // literal; a rejected probe says nothing about the other opcodes.
+        let vdst_probe = fmt.format == Format::Vop1
+            && probe
+                .iter()
+                .any(|&(fi, _)| fmt.fields.get(usize::from(fi)).map(|f| f.name) == Some("vdst"));
+        if ps == 0 && vdst_probe {
+            continue;
         }
         if ps == 0 {
             return Err(DecodeErrorKind::InvalidOperands {

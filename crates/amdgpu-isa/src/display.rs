@@ -5,7 +5,7 @@
 //! encoding, then format-specific immediates (SOPP/SOPK operands, offsets, literals) are
 //! re-rendered following LLVM's `AMDGPUInstPrinter`.
 use crate::decode::Instruction;
-use crate::tables::{FieldKind, RegFile};
+use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
@@ -22,14 +22,23 @@ impl Instruction {
     fn scalar_text(&self, v: u32, width: u32) -> String {
         let sregs = self.target.def().sregs;
         let name = sregs.get(v as usize).copied().unwrap_or("<invalid>");
+        // The table text may carry LLVM's operand-class comment of its template context.
+        let name = name.split("/*").next().unwrap_or(name);
+        // LLVM's decoder aligns SGPR/TTMP tuples down: 64-bit to 2, wider to 4 registers
+        // (AMDGPUDisassembler createSRegOperand).
+        let align = |n: u32| match width {
+            0 | 1 => n,
+            2 => n & !1,
+            _ => n & !3,
+        };
         if let Some(n) = name
             .strip_prefix("ttmp")
             .and_then(|n| n.parse::<u32>().ok())
         {
-            return range("ttmp", n, width);
+            return range("ttmp", align(n), width);
         }
         if let Some(n) = name.strip_prefix('s').and_then(|n| n.parse::<u32>().ok()) {
-            return range("s", n, width);
+            return range("s", align(n), width);
         }
         if name.starts_with("lit") {
             return match self.literal() {
@@ -77,8 +86,12 @@ impl Instruction {
             w = 2;
         }
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
+        let acc = op.file == RegFile::Vgpr
+            && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
+            && self.acc_data();
         let vreg = |n: u32| match (op.file, op.width) {
             (RegFile::Agpr, _) => range("a", n, w),
+            _ if acc => range("a", n, w),
             // true16: in 32-bit encodings bit 7 of the VGPR number selects the high half.
             (_, 0) if self.target.true16() && e32 => {
                 format!("v{}.{}", n & 0x7f, if n & 0x80 != 0 { 'h' } else { 'l' })
@@ -89,8 +102,8 @@ impl Instruction {
             _ => range("v", n, w),
         };
         let text = match f.kind {
-            FieldKind::Sx2 => range("s", v * 2, w),
-            FieldKind::Sx4 => range("s", v * 4, w),
+            FieldKind::Sx2 => self.scalar_text(v * 2, w),
+            FieldKind::Sx4 => self.scalar_text(v * 4, w),
             FieldKind::V9 if v >= 256 => vreg(v - 256),
             FieldKind::V8 if op.file != RegFile::Scalar => vreg(v),
             _ if name == "saddr" && !self.scalar_text(v, 1).starts_with('s') => "off".to_string(),
@@ -212,41 +225,247 @@ impl Instruction {
         }
     }
 
-    /// `glc`/`slc`/`dlc` (gfx9 non-gfx94x, gfx10, gfx11) of FLAT and MUBUF/MTBUF encodings
-    /// (ISA manuals, microcode formats). gfx94x `sc0/sc1/nt` and gfx12 `th:/scope:` are not
-    /// rendered yet.
+    /// gfx90a/gfx94x/gfx950: the memory encodings' `acc` bit selects AGPRs for the data
+    /// operands (FLAT/MUBUF/MTBUF dword1 bit 23, DS dword0 bit 25; LLVM `SIInstrFormats.td`).
+    fn acc_data(&self) -> bool {
+        let n = self.target.name();
+        if !(n == "gfx90a"
+            || n.starts_with("gfx94")
+            || n.starts_with("gfx95")
+            || n == "gfx9-4-generic")
+        {
+            return false;
+        }
+        match self.fmt.format {
+            Format::Flat | Format::Mubuf | Format::Mtbuf => self.word(1) & (1 << 23) != 0,
+            Format::Ds => self.word(0) & (1 << 25) != 0,
+            _ => false,
+        }
+    }
+
+    fn is_gfx94x(&self) -> bool {
+        let n = self.target.name();
+        n.starts_with("gfx94") || n.starts_with("gfx95") || n == "gfx9-4-generic"
+    }
+
+    /// Load/store/atomic class of a memory instruction (LLVM MCID mayLoad/mayStore).
+    fn mem_kind(&self) -> (bool, bool) {
+        (
+            self.row.mcid & MCID_LOAD != 0,
+            self.row.mcid & MCID_STORE != 0,
+        )
+    }
+
+    /// A FLAT-family atomic whose return bit is set (gfx9/gfx10 bit 16, gfx11 bit 14, gfx12
+    /// th bit 0): LLVM decodes the returning opcode, which has a `vdst` operand.
+    fn flat_atomic_returns(&self) -> bool {
+        if self.fmt.format != Format::Flat || !self.mnemonic().contains("_atomic_") {
+            return false;
+        }
+        match self.target.family() {
+            Family::Gfx9 | Family::Gfx10 => self.word(0) & (1 << 16) != 0,
+            Family::Gfx11 => self.word(0) & (1 << 14) != 0,
+            _ => self.word(1) & (1 << 20) != 0,
+        }
+    }
+
+    /// gfx12/gfx1250 `th:` and `scope:` (VFLAT/VBUFFER/VIMAGE/VSAMPLE dword1 bits 22:20 and
+    /// 19:18; SMEM dword0 bits 25:23 and 22:21; names from LLVM `CPol` in SIDefines.h).
+    fn th_scope_text(&self, th: u32, scope: u32) -> String {
+        let mut s = String::new();
+        let (load, store) = self.mem_kind();
+        let sys = scope == 3;
+        let name = if load && store && self.mnemonic().contains("atomic") {
+            match th {
+                0 => String::new(),
+                1 => "TH_ATOMIC_RETURN".into(),
+                2 => "TH_ATOMIC_NT".into(),
+                3 => "TH_ATOMIC_NT_RETURN".into(),
+                4 | 5 if scope >= 2 => "TH_ATOMIC_CASCADE_RT".into(),
+                6 | 7 if scope >= 2 => "TH_ATOMIC_CASCADE_NT".into(),
+                t => format!("TH_ATOMIC_{t:#x}"),
+            }
+        } else if store && !load {
+            match th {
+                0 => String::new(),
+                1 => "TH_STORE_NT".into(),
+                2 => "TH_STORE_HT".into(),
+                3 if sys => "TH_STORE_BYPASS".into(),
+                3 => "TH_STORE_WB".into(),
+                4 => "TH_STORE_NT_RT".into(),
+                5 => "TH_STORE_RT_NT".into(),
+                6 => "TH_STORE_NT_HT".into(),
+                _ => "TH_STORE_NT_WB".into(),
+            }
+        } else {
+            match th {
+                0 => String::new(),
+                1 => "TH_LOAD_NT".into(),
+                2 => "TH_LOAD_HT".into(),
+                3 if sys => "TH_LOAD_BYPASS".into(),
+                3 => "TH_LOAD_LU".into(),
+                4 => "TH_LOAD_NT_RT".into(),
+                5 => "TH_LOAD_RT_NT".into(),
+                6 => "TH_LOAD_NT_HT".into(),
+                _ => "0x7".into(),
+            }
+        };
+        if !name.is_empty() {
+            let _ = write!(s, " th:{name}");
+        }
+        if scope != 0 {
+            let _ = write!(
+                s,
+                " scope:{}",
+                ["", "SCOPE_SE", "SCOPE_DEV", "SCOPE_SYS"][scope as usize]
+            );
+        }
+        s
+    }
+
+    /// Cache policy of FLAT and MUBUF/MTBUF/VBUFFER encodings (ISA manuals, microcode formats;
+    /// LLVM `printCPol`): gfx9 `glc slc` (+ gfx90a `scc`), gfx94x `sc0 nt sc1`, gfx10/gfx11
+    /// `glc slc dlc`, gfx12 `th: scope:`.
     fn cache_policy_text(&self) -> String {
         let fam = self.target.family();
-        let name = self.target.name();
-        if fam >= Family::Gfx12
-            || name.starts_with("gfx94")
-            || name.starts_with("gfx95")
-            || name == "gfx9-4-generic"
+        let w = self.word(0);
+        let w1 = self.word(1);
+        if fam >= Family::Gfx12 {
+            return self.th_scope_text((w1 >> 20) & 7, (w1 >> 18) & 3);
+        }
+        let bit = |b: u32| w & (1 << b) != 0;
+        let m = self.mnemonic();
+        let gfx90a = self.target.name() == "gfx90a";
+        // Cache-control instructions without a cache policy operand.
+        if (fam == Family::Gfx9 && !self.is_gfx94x() && m.starts_with("buffer_wb"))
+            || m.starts_with("buffer_gl")
+            || m.starts_with("buffer_wbinvl1")
+            || (m == "buffer_invl2" && !self.is_gfx94x())
         {
             return String::new();
         }
-        let w = self.word(0);
-        let bit = |b: u32| w & (1 << b) != 0;
-        let (glc, slc, dlc) = match (self.fmt.format, fam) {
-            (Format::Flat, Family::Gfx9) => (bit(16), bit(17), false),
-            (Format::Flat, Family::Gfx10) => (bit(16), bit(17), bit(12)),
-            (Format::Flat, _) => (bit(14), bit(15), bit(13)),
-            (Format::Mubuf, Family::Gfx9) => (bit(14), bit(17), false),
-            (Format::Mubuf, Family::Gfx10) => (bit(14), self.word(1) & (1 << 22) != 0, bit(15)),
-            (Format::Mubuf, _) => (bit(14), bit(12), bit(13)),
-            _ => (false, false, false),
+        let (glc, slc, dlc, scc) = match (self.fmt.format, fam) {
+            (Format::Flat, Family::Gfx9) => (bit(16), bit(17), false, bit(25)),
+            (Format::Flat, Family::Gfx10) => (bit(16), bit(17), bit(12), false),
+            (Format::Flat, _) => (bit(14), bit(15), bit(13), false),
+            (Format::Mubuf, Family::Gfx9) => (bit(14), bit(17), false, bit(15)),
+            (Format::Mtbuf, Family::Gfx9) => (bit(14), w1 & (1 << 22) != 0, false, false),
+            (Format::Mubuf | Format::Mtbuf, Family::Gfx10) => {
+                (bit(14), w1 & (1 << 22) != 0, bit(15), false)
+            }
+            (Format::Mubuf | Format::Mtbuf, _) => (bit(14), bit(12), bit(13), false),
+            _ => (false, false, false, false),
         };
         let mut s = String::new();
-        if glc {
-            s.push_str(" glc");
+        if self.is_gfx94x() {
+            for (b, n) in [(glc, " sc0"), (slc, " nt"), (scc, " sc1")] {
+                if b {
+                    s.push_str(n);
+                }
+            }
+            return s;
         }
-        if slc {
-            s.push_str(" slc");
-        }
-        if dlc {
-            s.push_str(" dlc");
+        for (b, n) in [
+            (glc, " glc"),
+            (slc, " slc"),
+            (dlc, " dlc"),
+            (scc && gfx90a, " scc"),
+        ] {
+            if b {
+                s.push_str(n);
+            }
         }
         s
+    }
+
+    /// `ds_swizzle_b32` offset (LLVM `AMDGPUInstPrinter::printSwizzle`): QUAD_PERM, ROTATE,
+    /// FFT, SWAP, REVERSE, BROADCAST or BITMASK_PERM by the lane arithmetic the bits encode.
+    fn swizzle_text(imm: u32) -> String {
+        match imm >> 13 {
+            0b100 => {
+                let l: Vec<String> = (0..4).map(|i| ((imm >> (2 * i)) & 3).to_string()).collect();
+                return format!("swizzle(QUAD_PERM,{})", l.join(","));
+            }
+            0b110 => return format!("swizzle(ROTATE,{},{})", (imm >> 10) & 1, (imm >> 5) & 0x1f),
+            0b111 => return format!("swizzle(FFT,{})", imm & 0x1f),
+            0b101 => return imm.to_string(),
+            _ => {}
+        }
+        let (and, or, xor) = (imm & 0x1f, (imm >> 5) & 0x1f, (imm >> 10) & 0x1f);
+        if and == 0x1f && or == 0 && xor.count_ones() == 1 {
+            return format!("swizzle(SWAP,{xor})");
+        }
+        if and == 0x1f && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+            return format!("swizzle(REVERSE,{})", xor + 1);
+        }
+        let group = 32 - and;
+        if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+            return format!("swizzle(BROADCAST,{group},{or})");
+        }
+        let pat: String = (0..5)
+            .rev()
+            .map(|b| {
+                let (a, o, x) = ((and >> b) & 1, (or >> b) & 1, (xor >> b) & 1);
+                match (a, o, x) {
+                    (1, 0, 0) => 'p',
+                    (1, 0, 1) => 'i',
+                    _ => {
+                        if o ^ x == 1 {
+                            '1'
+                        } else {
+                            '0'
+                        }
+                    }
+                }
+            })
+            .collect();
+        format!("swizzle(BITMASK_PERM,\"{pat}\")")
+    }
+
+    /// Removes the modifier tokens (after the operand list) that `keep` rejects.
+    fn strip_modifiers(out: &mut String, drop: impl Fn(&str) -> bool) {
+        let mut res = String::with_capacity(out.len());
+        let mut prev_comma = true;
+        for (i, tok) in out.split(' ').enumerate() {
+            let is_mod = i > 0 && !prev_comma;
+            prev_comma = tok.ends_with(',');
+            if is_mod && drop(tok) {
+                continue;
+            }
+            if i > 0 {
+                res.push(' ');
+            }
+            res.push_str(tok);
+        }
+        *out = res;
+    }
+
+    /// `s_sendmsg` operand: LLVM's symbolic text from the family table, else the decimal value.
+    fn sendmsg_text(&self, imm: u32) -> String {
+        let t = self.target.def().sym.sendmsg;
+        match t.binary_search_by_key(&imm, |e| u32::from(e.0)) {
+            Ok(i) => t[i].1.to_string(),
+            Err(_) => imm.to_string(),
+        }
+    }
+
+    /// `hwreg(...)` operand of s_getreg/s_setreg (simm16: id 5:0, offset 10:6, size-1 15:11;
+    /// LLVM `AMDGPUInstPrinter::printHwreg`): the name when known, offset/size unless 0/32.
+    fn hwreg_text(&self, imm: u32) -> String {
+        let id = imm & 0x3f;
+        let off = (imm >> 6) & 0x1f;
+        let size = ((imm >> 11) & 0x1f) + 1;
+        let name = self.target.def().sym.hwreg[id as usize];
+        let name = if name.is_empty() {
+            id.to_string()
+        } else {
+            name.to_string()
+        };
+        if off == 0 && size == 32 {
+            format!("hwreg({name})")
+        } else {
+            format!("hwreg({name}, {off}, {size})")
+        }
     }
 
     fn sopp_text(&self) -> String {
@@ -272,13 +491,31 @@ impl Instruction {
                     m.to_string()
                 }
             }
-            "s_clause" | "s_ttracedata_imm" | "s_barrier_wait" => format!("{m} {imm:#x}"),
+            "s_clause"
+            | "s_ttracedata_imm"
+            | "s_barrier_wait"
+            | "s_set_inst_prefetch_distance"
+            | "s_inst_prefetch" => format!("{m} {imm:#x}"),
+            "s_incperflevel" | "s_decperflevel" | "s_setprio" | "s_sethalt" | "s_round_mode"
+            | "s_denorm_mode" => format!("{m} {}", imm_text(imm)),
             "s_waitcnt_depctr" | "s_wait_alu" => format!("{m} {}", self.depctr_text(imm)),
             "s_waitcnt" => waitcnt_text(fam, imm),
+            "s_sendmsg" | "s_sendmsghalt" => format!("{m} {}", self.sendmsg_text(imm)),
             _ if m.starts_with("s_wait_") && m.ends_with("cnt") => format!("{m} {imm:#x}"),
             "s_delay_alu" => delay_alu_text(imm),
             _ => format!("{m} {imm}"),
         }
+    }
+}
+
+/// A 32-bit immediate as LLVM prints a plain immediate operand: decimal when it is an inline
+/// integer (-16..=64), else hexadecimal.
+fn imm_text(v: u32) -> String {
+    let i = v as i32;
+    if (-16..=64).contains(&i) {
+        i.to_string()
+    } else {
+        format!("{v:#x}")
     }
 }
 
@@ -371,10 +608,32 @@ impl Instruction {
         match self.fmt.format {
             Format::Sopk => {
                 let imm = self.word(0) & 0xffff;
-                if let Some(p) = out.rfind("0x0") {
+                if let Some(p) = out.find("hwreg(") {
+                    let end = out[p..].find(')').map_or(out.len(), |e| p + e + 1);
+                    out.replace_range(p..end, &self.hwreg_text(imm));
+                    // s_setreg_imm32_b32: the 32-bit literal value.
+                    if let (Some(l), true) = (self.literal(), out.ends_with(", 0")) {
+                        let n = out.len() - 1;
+                        out.replace_range(n.., &imm_text(l as u32));
+                    }
+                } else if let Some(p) = out.rfind("0x0") {
                     if p + 3 == out.len() {
                         out.replace_range(p.., &format!("{imm:#x}"));
                     }
+                } else if out.ends_with(", 0") {
+                    let n = out.len() - 1;
+                    out.replace_range(n.., &imm.to_string());
+                }
+            }
+            Format::Sop1 if out.contains("sendmsg(") => {
+                if let (Some(p), Some(v)) = (out.find("sendmsg("), self.field("ssrc0")) {
+                    let t = self.target.def().sym.sendmsg_rtn[(v & 0xff) as usize];
+                    let t = if t.is_empty() {
+                        v.to_string()
+                    } else {
+                        t.to_string()
+                    };
+                    out.replace_range(p.., &t);
                 }
             }
             Format::Smem => {
@@ -388,6 +647,25 @@ impl Instruction {
                 }
             }
             Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Vbuffer => {
+                Self::strip_modifiers(out, |t| {
+                    matches!(
+                        t,
+                        "glc"
+                            | "slc"
+                            | "dlc"
+                            | "scc"
+                            | "sc0"
+                            | "sc1"
+                            | "nt"
+                            | "nv"
+                            | "offen"
+                            | "idxen"
+                            | "scale_offset"
+                    ) || t.starts_with("th:")
+                        || t.starts_with("scope:")
+                        || t.starts_with("offset:")
+                        || t.starts_with("format:")
+                });
                 if self.format() == Format::Flat && self.saddr_off() {
                     if let Some(p) = out.rfind(", off") {
                         if p + 5 == out.len() {
@@ -395,7 +673,41 @@ impl Instruction {
                         }
                     }
                 }
-                if matches!(self.fmt.format, Format::Mubuf | Format::Mtbuf) {
+                if self.flat_atomic_returns() {
+                    if let (Some(d), Some(v)) = (
+                        self.row.operands.iter().find(|o| {
+                            self.fmt.fields.get(usize::from(o.field)).map(|f| f.name)
+                                == Some("data")
+                        }),
+                        self.field("vdst"),
+                    ) {
+                        let mut w = u32::from(d.width.max(1));
+                        if self.mnemonic().contains("cmpswap") {
+                            w = (w / 2).max(1);
+                        }
+                        let t = range(if self.acc_data() { "a" } else { "v" }, v, w);
+                        let p = out.find(' ').unwrap_or(out.len());
+                        out.insert_str(p, &format!(" {t},"));
+                    }
+                }
+                if self.mnemonic().starts_with("tbuffer") {
+                    let f = match (self.fmt.format, self.target.family()) {
+                        (Format::Mtbuf, Family::Gfx9 | Family::Gfx10) => {
+                            (self.word(0) >> 19) & 0x7f
+                        }
+                        (Format::Mtbuf, _) => (self.word(1) >> 19) & 0x7f,
+                        _ => (self.word(1) >> 23) & 0x7f,
+                    };
+                    let t = self.target.def().sym.mtbuf[f as usize];
+                    if !t.is_empty() {
+                        out.push(' ');
+                        out.push_str(t);
+                    }
+                }
+                if matches!(
+                    self.fmt.format,
+                    Format::Mubuf | Format::Mtbuf | Format::Vbuffer
+                ) {
                     let (offen, idxen) = self.buffer_addr_mode();
                     if offen || idxen {
                         if let Some(v) = self.field("vaddr") {
@@ -416,7 +728,16 @@ impl Instruction {
                 if off != 0 {
                     out.push_str(&format!(" offset:{off}"));
                 }
+                // gfx12+ VFLAT dword1 bit 16 `scale_offset`, dword0 bit 7 `nv` (LLVM 22 prints
+                // both for gfx12 too).
+                let gfx12 = self.target.family() >= Family::Gfx12;
+                if gfx12 && self.fmt.format == Format::Flat && self.word(1) & (1 << 16) != 0 {
+                    out.push_str(" scale_offset");
+                }
                 out.push_str(&self.cache_policy_text());
+                if gfx12 && self.word(0) & (1 << 7) != 0 {
+                    out.push_str(" nv");
+                }
             }
             Format::Ds => {
                 let (o0, o1) = (self.word(0) & 0xff, (self.word(0) >> 8) & 0xff);
@@ -432,9 +753,20 @@ impl Instruction {
                     }
                 } else {
                     let o = self.word(0) & 0xffff;
-                    if o != 0 {
+                    if o != 0 && m == "ds_swizzle_b32" {
+                        out.push_str(&format!(" offset:{}", Self::swizzle_text(o)));
+                    } else if o != 0 {
                         out.push_str(&format!(" offset:{o}"));
                     }
+                }
+                // gfx9 bit 16 / gfx10 bit 17: GDS instead of LDS.
+                let gds = match self.target.family() {
+                    Family::Gfx9 => self.word(0) & (1 << 16) != 0,
+                    Family::Gfx10 => self.word(0) & (1 << 17) != 0,
+                    _ => false,
+                };
+                if gds && !out.ends_with(" gds") {
+                    out.push_str(" gds");
                 }
             }
             Format::Vop3p if self.row.asm.contains(" op_sel_hi:[") => {
@@ -527,6 +859,185 @@ impl std::fmt::Display for Instruction {
         }
         out.push_str(rest);
         self.fix_modifiers(&mut out);
+        self.dpp_sdwa(&mut out);
         f.write_str(&out)
+    }
+}
+
+impl Instruction {
+    /// Is the operand with this field float-typed? (Mnemonic type suffix; LLVM prints
+    /// `neg`/`abs` DPP/SDWA source modifiers for float operands and `sext` for integer ones.)
+    fn float_op(&self) -> bool {
+        let m = self.mnemonic();
+        ["_f16", "_f32", "_f64", "_bf16"]
+            .iter()
+            .any(|s| m.contains(s))
+    }
+
+    /// Source with DPP/SDWA modifiers: float `-|x|`, integer `sext(x)`.
+    fn ext_src(&self, text: String, neg: bool, abs: bool, sext: bool) -> String {
+        if self.float_op() {
+            let t = if abs { format!("|{text}|") } else { text };
+            if neg {
+                format!("-{t}")
+            } else {
+                t
+            }
+        } else if sext || neg {
+            format!("sext({text})")
+        } else {
+            text
+        }
+    }
+
+    /// `dpp_ctrl` text (LLVM `AMDGPUInstPrinter::printDppCtrl`, `DppCtrl` in SIDefines.h).
+    fn dpp_ctrl_text(&self, c: u32) -> String {
+        let fam = self.target.family();
+        let n = self.target.name();
+        let gfx90a_plus = n == "gfx90a" || self.is_gfx94x();
+        match c {
+            0..=0xff => format!(
+                "quad_perm:[{},{},{},{}]",
+                c & 3,
+                (c >> 2) & 3,
+                (c >> 4) & 3,
+                (c >> 6) & 3
+            ),
+            0x101..=0x10f => format!("row_shl:{}", c & 0xf),
+            0x111..=0x11f => format!("row_shr:{}", c & 0xf),
+            0x121..=0x12f => format!("row_ror:{}", c & 0xf),
+            0x130 if fam == Family::Gfx9 => "wave_shl:1".into(),
+            0x134 if fam == Family::Gfx9 => "wave_rol:1".into(),
+            0x138 if fam == Family::Gfx9 => "wave_shr:1".into(),
+            0x13c if fam == Family::Gfx9 => "wave_ror:1".into(),
+            0x140 => "row_mirror".into(),
+            0x141 => "row_half_mirror".into(),
+            0x142 if fam == Family::Gfx9 => "row_bcast:15".into(),
+            0x143 if fam == Family::Gfx9 => "row_bcast:31".into(),
+            0x150..=0x15f if gfx90a_plus => format!("row_newbcast:{}", c & 0xf),
+            0x150..=0x15f if fam >= Family::Gfx10 => format!("row_share:{}", c & 0xf),
+            0x160..=0x16f if fam >= Family::Gfx10 => format!("row_xmask:{}", c & 0xf),
+            _ => "/* Invalid dpp_ctrl value */".into(),
+        }
+    }
+
+    /// VOP1/VOP2/VOPC with src0 = 250 (DPP16), 233/234 (DPP8) or 249 (SDWA, gfx9/gfx10): the
+    /// `_dpp`/`_sdwa` mnemonic, the real src0 from dword 1 and the control suffixes (ISA
+    /// manuals "VOP_DPP"/"VOP_DPP8"/"VOP_SDWA" microcode formats).
+    fn dpp_sdwa(&self, out: &mut String) {
+        if !matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc) {
+            return;
+        }
+        let Some(src0) = self.field("src0") else {
+            return;
+        };
+        let fam = self.target.family();
+        let kind = match src0 {
+            250 => "dpp",
+            233 | 234 if fam >= Family::Gfx10 => "dpp8",
+            249 if fam <= Family::Gfx10 => "sdwa",
+            _ => return,
+        };
+        let w1 = self.word(1);
+        let bit = |b: u32| w1 & (1 << b) != 0;
+        let Some(p) = out.find("<invalid>") else {
+            return;
+        };
+        let s0 = w1 & 0xff;
+        let src = match kind {
+            "sdwa" if bit(23) => self.scalar_text(s0, 1),
+            _ => format!("v{s0}"),
+        };
+        let src = match kind {
+            "dpp" => self.ext_src(src, bit(20), bit(21), false),
+            "sdwa" => self.ext_src(src, bit(20), bit(21), bit(19)),
+            _ => src,
+        };
+        out.replace_range(p..p + "<invalid>".len(), &src);
+        // Second source (VOP2/VOPC vsrc1) modifiers.
+        if self.fmt.format != Format::Vop1 && kind != "dpp8" {
+            if let Some(v1) = self.field("vsrc1") {
+                let plain = format!("v{v1}");
+                let (neg, abs, sext) = if kind == "dpp" {
+                    (bit(22), bit(23), false)
+                } else {
+                    (bit(28), bit(29), bit(27))
+                };
+                let t = self.ext_src(plain.clone(), neg, abs, sext);
+                if t != plain {
+                    let at = p + src.len();
+                    if let Some(q) = out[at..].find(&format!(", {plain}")) {
+                        let q = at + q + 2;
+                        out.replace_range(q..q + plain.len(), &t);
+                    }
+                }
+            }
+        }
+        // Mnemonic suffix: gfx11+ VOPC DPP prints the plain name.
+        let mn_end = out.find(' ').unwrap_or(out.len());
+        let base = out[..mn_end].trim_end_matches("_e32").to_string();
+        let mn = if fam >= Family::Gfx11 && self.fmt.format == Format::Vopc {
+            base
+        } else {
+            format!("{base}_{}", if kind == "dpp8" { "dpp" } else { kind })
+        };
+        out.replace_range(..mn_end, &mn);
+        match kind {
+            "dpp" => {
+                let _ = write!(
+                    out,
+                    " {} row_mask:{:#x} bank_mask:{:#x}",
+                    self.dpp_ctrl_text((w1 >> 8) & 0x1ff),
+                    w1 >> 28,
+                    (w1 >> 24) & 0xf
+                );
+                if bit(19) {
+                    out.push_str(" bound_ctrl:1");
+                }
+                if fam >= Family::Gfx10 && bit(18) {
+                    out.push_str(" fi:1");
+                }
+            }
+            "dpp8" => {
+                let sel: Vec<String> = (0..8)
+                    .map(|i| ((w1 >> (8 + 3 * i)) & 7).to_string())
+                    .collect();
+                let _ = write!(out, " dpp8:[{}]", sel.join(","));
+                if src0 == 234 {
+                    out.push_str(" fi:1");
+                }
+            }
+            _ => {
+                const SEL: [&str; 8] = [
+                    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "7",
+                ];
+                const UNUSED: [&str; 4] = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "3"];
+                if self.fmt.format != Format::Vopc {
+                    if bit(13) {
+                        out.push_str(" clamp");
+                    }
+                    if fam == Family::Gfx9 {
+                        match (w1 >> 14) & 3 {
+                            1 => out.push_str(" mul:2"),
+                            2 => out.push_str(" mul:4"),
+                            3 => out.push_str(" div:2"),
+                            _ => {}
+                        }
+                    }
+                    let _ = write!(
+                        out,
+                        " dst_sel:{} dst_unused:{}",
+                        SEL[((w1 >> 8) & 7) as usize],
+                        UNUSED[((w1 >> 11) & 3) as usize]
+                    );
+                } else if bit(13) {
+                    out.push_str(" clamp");
+                }
+                let _ = write!(out, " src0_sel:{}", SEL[((w1 >> 16) & 7) as usize]);
+                if self.fmt.format != Format::Vop1 {
+                    let _ = write!(out, " src1_sel:{}", SEL[((w1 >> 24) & 7) as usize]);
+                }
+            }
+        }
     }
 }

@@ -122,9 +122,10 @@ fn corpus_lengths_bytes_and_text_match_llvm_objdump() {
         eprintln!("  {n:6} {m}: {ex}");
     }
     assert!(files > 50 && total > 10_000, "corpus unexpectedly small");
-    // Text parity floor (measured 99.52% with LLVM 22.1; raise as the formatter improves).
+    // Text parity floor (measured 99.98% with LLVM 22.1, docs/isa.md; raise as the formatter
+    // improves).
     assert!(
-        pct >= 99.5,
-        "text agreement {pct:.2}% below the 99.5% floor"
+        pct >= 99.97,
+        "text agreement {pct:.3}% below the 99.97% floor"
     );
 }

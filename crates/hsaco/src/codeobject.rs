@@ -111,6 +111,13 @@ impl CodeObject {
         if h.os_abi != 64 {
             return Err(Error::WrongOsAbi(h.os_abi));
         }
+        if h.e_type == elf::ET_REL {
+            return Err(Error::Malformed {
+                what: "ELF header",
+                offset: 0x10,
+                detail: "e_type is ET_REL: a relocatable object, not a code object (link it with ld.lld -shared)".into(),
+            });
+        }
         let version = CodeObjectVersion::from_abi_version(h.abi_version, h.e_flags)?;
         let target = Target::from_e_flags(h.e_flags)?;
         check_address_space(&elf, bytes.len() as u64)?;

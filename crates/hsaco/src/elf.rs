@@ -44,6 +44,8 @@ pub const STT_NOTYPE: u8 = 0;
 pub const STB_LOCAL: u8 = 0;
 /// `EM_AMDGPU`.
 pub const EM_AMDGPU: u16 = 224;
+/// `ET_REL`: a relocatable object (gABI `e_type`).
+pub const ET_REL: u16 = 1;
 /// `EM_X86_64`.
 pub const EM_X86_64: u16 = 62;
 

@@ -32,8 +32,6 @@ use crate::elf::{self, Elf};
 use crate::error::{slice_at, u32_at, u64_at, Error, Result};
 use crate::host::{PointerKind, HIPF_MAGIC, R_X86_64_RELATIVE};
 
-/// `ET_REL`: relocatable object.
-const ET_REL: u16 = 1;
 /// `PT_INTERP`: the file is a program run by the kernel (gABI "Program Header").
 const PT_INTERP: u32 = 3;
 /// `PF_R`.
@@ -355,7 +353,7 @@ pub fn scan_host(data: &[u8]) -> Result<HostImage> {
             expected: elf::EM_X86_64,
         });
     }
-    if e.header.e_type == ET_REL {
+    if e.header.e_type == crate::elf::ET_REL {
         let detail = if e.section_by_name(".llvm.offloading").is_some() {
             "relocatable object with .llvm.offloading (new offload driver, device code not yet \
              linked into code objects): instrument the linked executable or library"

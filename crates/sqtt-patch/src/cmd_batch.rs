@@ -330,7 +330,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     if let Some(p) = &args.report_json {
         let text = serde_json::to_string_pretty(&report)? + "\n";
         if p.as_os_str() == "-" {
-            print!("{text}");
+            cmd_patch::write_stdout(&text)?;
         } else {
             cmd_patch::write_atomic(p, text.as_bytes())?;
         }

@@ -126,6 +126,5 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
             pc += i.len() as u64;
         }
     }
-    print!("{out}");
-    Ok(0)
+    crate::cmd_patch::write_stdout(&out)
 }

@@ -29,5 +29,5 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
         std::fs::write(&p, &e.data).with_context(|| format!("cannot write {}", p.display()))?;
         report.push_str(&format!("{} ({} bytes)\n", p.display(), e.data.len()));
     }
-    crate::cmd_info::write_stdout(&report)
+    crate::cmd_patch::write_stdout(&report)
 }

@@ -73,23 +73,25 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
             })
             .collect();
         let doc = serde_json::json!({"rows": list, "metadata": extra, "warnings": parsed.warnings});
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(0);
+        return crate::cmd_patch::write_stdout(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc)?
+        ));
     }
-    println!(
-        "{:>6}  {:<8}  {:>7}  name [@location]",
+    let mut out = format!(
+        "{:>6}  {:<8}  {:>7}  name [@location]\n",
         "id", "kind", "payload"
     );
     for (id, kind, n, loc, payload) in &rows {
         let id = id.map_or("-".to_string(), |i| i.to_string());
         let loc = loc.as_ref().map(|l| format!("  @{l}")).unwrap_or_default();
-        println!("{id:>6}  {kind:<8}  {payload:>7}  {n}{loc}");
+        out.push_str(&format!("{id:>6}  {kind:<8}  {payload:>7}  {n}{loc}\n"));
     }
     for e in &extra {
-        println!("# {e}");
+        out.push_str(&format!("# {e}\n"));
     }
     for w in &parsed.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(0)
+    crate::cmd_patch::write_stdout(&out)
 }

@@ -116,14 +116,5 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         let _ = writeln!(out, "{name}: {kind:?}, {} code object(s)", blocks.len());
         blocks.iter().for_each(|b| print_text(&mut out, b));
     }
-    write_stdout(&out)
-}
-
-/// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.
-pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(s.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(0),
-    }
+    crate::cmd_patch::write_stdout(&out)
 }

@@ -335,6 +335,12 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     let bytes =
         std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
+    let container = bytes.starts_with(b"__CLANG_OFFLOAD_BUNDLE__")
+        || bytes.starts_with(b"CCOB")
+        || (bytes.starts_with(b"\x7fELF") && bytes.get(0x12..0x14) != Some(&[224, 0][..]));
+    if container {
+        anyhow::bail!("{name}: an offload bundle or a host binary, not a code object: pass --fatbin to instrument every code object inside it");
+    }
     let patched = patch_code_object(&name, &bytes, &opts)?;
     if args.report {
         eprint!("{}", render_report(&patched.report));
@@ -342,7 +348,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     if let Some(p) = &args.report_json {
         let text = serde_json::to_string_pretty(&patched.report)? + "\n";
         if p.as_os_str() == "-" {
-            print!("{text}");
+            write_stdout(&text)?;
         } else {
             write_atomic(p, text.as_bytes())?;
         }
@@ -368,4 +374,13 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     } else {
         EXIT_OK
     })
+}
+
+/// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.
+pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(s.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
 }

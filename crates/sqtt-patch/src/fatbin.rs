@@ -468,7 +468,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
             outcome.filtered_out
         );
     }
-    print!("{lines}");
+    cmd_patch::write_stdout(&lines)?;
     if let Some(p) = &args.report_json {
         let j = JsonReport {
             input: name.clone(),
@@ -479,7 +479,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         };
         let text = serde_json::to_string_pretty(&j)? + "\n";
         if p.as_os_str() == "-" {
-            print!("{text}");
+            cmd_patch::write_stdout(&text)?;
         } else {
             cmd_patch::write_atomic(p, text.as_bytes())?;
         }

@@ -170,6 +170,17 @@ fn undecodable_word() {
 }
 
 #[test]
+fn undecodable_word_between_functions() {
+    // Padding is copied verbatim, but it must decode: the verifier reads it as code.
+    expect(
+        "gap",
+        "  s_barrier",
+        "  .long 0xd7ffffff",
+        "undecodable word in the gap after f at 0x",
+    );
+}
+
+#[test]
 fn indirect_jump_in_kernel() {
     expect(
         "indirect",

@@ -269,16 +269,16 @@ impl Options {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let (Some(_), Some(m)) = (self.trace_addresses, self.memory) {
             return Err(err(
-                "SQTT_INSTRUMENT_MEMORY (or --memory) together with SQTT_TRACE_ADDRESSES",
+                "SQTT_INSTRUMENT_MEMORY (--memory)",
                 &format!("{}:{}", m.ops_per_marker, m.max_gap),
-                "mutually exclusive: address tracing already emits a header marker for every memory operation",
+                "cannot be combined with SQTT_TRACE_ADDRESSES (--trace-addresses): address tracing already emits a header marker for every memory operation",
             ));
         }
         if self.trace_addresses.is_some() && self.shader_clock_bits > 0 {
             return Err(err(
-                "SQTT_SHADER_CLOCK_BITS (or --shader-clock-bits) together with SQTT_TRACE_ADDRESSES",
+                "SQTT_SHADER_CLOCK_BITS (--shader-clock-bits)",
                 &self.shader_clock_bits.to_string(),
-                "address traces carry payload records (R: rows), which need shader_clock_bits=0",
+                "cannot be combined with SQTT_TRACE_ADDRESSES (--trace-addresses): address traces carry payload records (R: rows), which need shader_clock_bits=0",
             ));
         }
         if self.shader_clock_bits > 29 || self.shader_clock_bits + self.shader_clock_shift > 32 {

@@ -38,6 +38,10 @@ pub enum RewriteError {
     /// Invalid options.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// Not a linked code object: `e_type` is not `ET_DYN` (AMDGPUUsage "ELF Header": code
+    /// objects are shared objects; a relocatable `.o` still needs `ld.lld -shared`).
+    #[error("e_type {0} is not ET_DYN (3): only linked code objects can be rewritten; link a relocatable .o with ld.lld -shared first")]
+    NotLinked(u16),
 }
 
 /// What happened to the code object.
@@ -245,6 +249,9 @@ fn kind_name(k: SiteKind) -> String {
 pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     opts.validate()?;
     let co = CodeObject::parse(input)?;
+    if co.elf.header.e_type != 3 {
+        return Err(RewriteError::NotLinked(co.elf.header.e_type));
+    }
     if co.section(PATCH_SECTION).is_some() && !opts.force_reinstrument {
         return Err(RewriteError::AlreadyInstrumented);
     }
@@ -315,6 +322,27 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         report
             .reasons
             .push(format!("code before the first function at {text_addr:#x}"));
+    }
+    // Gaps between functions are copied verbatim, but the verifier decodes them as part of the
+    // preceding function's region: a word that does not decode there fails closed here, with
+    // its address, instead of producing an output the verifier must reject.
+    for (k, f) in prog.funcs.iter().enumerate() {
+        let gap_end = prog.funcs.get(k + 1).map_or(text_end, |n| n.spec.start);
+        let (lo, hi) = (
+            (f.spec.end - text_addr) as usize,
+            (gap_end - text_addr) as usize,
+        );
+        if let Some(Err(e)) = text_bytes
+            .get(lo..hi)
+            .map(|gap| amdgpu_isa::decode_all(gap, target))
+        {
+            report.reasons.push(format!(
+                "undecodable word in the gap after {} at {:#x}: {}",
+                f.spec.name,
+                f.spec.end + e.offset as u64,
+                e.kind
+            ));
+        }
     }
     if !report.reasons.is_empty() {
         report.status = Status::FailedClosed;

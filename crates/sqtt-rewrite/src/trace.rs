@@ -663,14 +663,21 @@ mod tests {
         // gfx1250: global_load_b32 v1, v2, s[4:5] scale_offset / without it
         let with = one(
             "gfx1250",
-            &[0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00],
+            &[
+                0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00,
+            ],
         );
         assert!(matches!(with, Classified::Unsupported(w) if w.contains("scale_offset")));
         let without = traced(one(
             "gfx1250",
-            &[0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00],
+            &[
+                0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+            ],
         ));
-        assert!(matches!(without[0].src, AddrSource::GlobalSaddr { saddr: 4, .. }));
+        assert!(matches!(
+            without[0].src,
+            AddrSource::GlobalSaddr { saddr: 4, .. }
+        ));
     }
 
     #[test]

@@ -715,7 +715,9 @@ fn source_locations_from_dwarf_inline_chains() {
         // Every op of memory.hip comes from a line of memory.hip (innermost first); inlined
         // helpers from fx.h show as a chain ending in memory.hip.
         for l in &locs {
-            let l = l.as_deref().unwrap_or_else(|| panic!("{file}: row without location"));
+            let l = l
+                .as_deref()
+                .unwrap_or_else(|| panic!("{file}: row without location"));
             let outer = l.rsplit(" -> ").next().unwrap();
             assert!(
                 outer.contains("memory.hip:") || outer.contains("fx.h:"),
@@ -723,7 +725,8 @@ fn source_locations_from_dwarf_inline_chains() {
             );
         }
         assert!(
-            locs.iter().any(|l| l.as_deref().is_some_and(|l| l.contains(" -> "))),
+            locs.iter()
+                .any(|l| l.as_deref().is_some_and(|l| l.contains(" -> "))),
             "{file}: no inline chain at all"
         );
     }

@@ -1,0 +1,36 @@
+//! Decodes hex dwords for a target and prints our text, length and mnemonic.
+//! Usage: `cargo run -p amdgpu-isa --example dis_words -- gfx942 dc508000 00000002`.
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(name) = args.next() else {
+        eprintln!("usage: dis_words <target> <hex dword>...");
+        std::process::exit(2);
+    };
+    let Some(t) = amdgpu_isa::Target::from_name(&name) else {
+        eprintln!("unknown target {name}");
+        std::process::exit(2);
+    };
+    let mut bytes = Vec::new();
+    for a in args {
+        match u32::from_str_radix(a.trim_start_matches("0x"), 16) {
+            Ok(w) => bytes.extend_from_slice(&w.to_le_bytes()),
+            Err(e) => {
+                eprintln!("{a}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let mut off = 0;
+    while off < bytes.len() {
+        match amdgpu_isa::decode(&bytes[off..], t) {
+            Ok(i) => {
+                println!("{}\t{} bytes\t{}", i, i.len(), i.llvm_opcode_name());
+                off += i.len();
+            }
+            Err(e) => {
+                println!("error at {off:#x}: {e}");
+                break;
+            }
+        }
+    }
+}
