@@ -419,23 +419,53 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
         ))
     };
     let failed = |e: std::io::Error| bad(format!("decompression failed: {e}"));
+    // The plain bundle's magic comes first: a payload that decompresses to something else is
+    // refused after its first bytes, not after gigabytes.
+    let head_len = cap.min(BUNDLE_MAGIC.len() as u64);
+    let check_head = |head: &[u8]| {
+        if head_len == BUNDLE_MAGIC.len() as u64 && head != BUNDLE_MAGIC {
+            Err(bad(
+                "the payload does not decompress to an offload bundle (no __CLANG_OFFLOAD_BUNDLE__ magic)"
+                    .into(),
+            ))
+        } else {
+            Ok(())
+        }
+    };
     if cap > SINGLE_PASS_MAX {
-        let got = std::io::copy(
-            &mut decoder(h.method, payload, base)?.take(cap + 1),
-            &mut std::io::sink(),
-        )
-        .map_err(failed)?;
+        let mut dec = decoder(h.method, payload, base)?;
+        let mut head = Vec::new();
+        (&mut dec)
+            .take(head_len)
+            .read_to_end(&mut head)
+            .map_err(failed)?;
+        check_head(&head)?;
+        let got = head.len() as u64
+            + std::io::copy(&mut dec.take(cap + 1 - head_len), &mut std::io::sink())
+                .map_err(failed)?;
         if got != cap {
             return Err(size_lie(got));
         }
     }
+    // Exactly `cap` bytes into a buffer of exactly that capacity (never grown), then one probe
+    // byte to detect a payload longer than declared.
+    let mut dec = decoder(h.method, payload, base)?;
     let mut out = Vec::with_capacity(cap as usize);
-    decoder(h.method, payload, base)?
-        .take(cap + 1)
+    (&mut dec)
+        .take(head_len)
+        .read_to_end(&mut out)
+        .map_err(failed)?;
+    check_head(&out)?;
+    (&mut dec)
+        .take(cap - head_len)
         .read_to_end(&mut out)
         .map_err(failed)?;
     if out.len() as u64 != cap {
         return Err(size_lie(out.len() as u64));
+    }
+    let mut probe = [0u8; 1];
+    if dec.read(&mut probe).map_err(failed)? != 0 {
+        return Err(size_lie(cap + 1));
     }
     Ok((h, out, extent))
 }

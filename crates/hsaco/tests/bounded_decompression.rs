@@ -86,8 +86,10 @@ impl Bits {
     }
 }
 
-/// zlib stream (RFC 1950) whose deflate data is one fixed-Huffman block: literal 0, then
-/// `matches` copies of length 258 at distance 1. Decompresses to `1 + 258 * matches` zero bytes.
+/// zlib stream (RFC 1950) whose deflate data is one fixed-Huffman block: the 24-byte bundle
+/// magic as literals, literal 0, then `matches` copies of length 258 at distance 1. Decompresses
+/// to the magic and `1 + 258 * matches` zero bytes (a decoder that checks the magic first still
+/// has to decompress it all).
 fn zlib_bomb(matches: u64) -> Vec<u8> {
     let mut b = Bits {
         out: vec![0x78, 0x01],
@@ -96,6 +98,9 @@ fn zlib_bomb(matches: u64) -> Vec<u8> {
     };
     b.put(1, 1); // BFINAL
     b.put(1, 2); // BTYPE 01: fixed Huffman
+    for &c in bundle::BUNDLE_MAGIC {
+        b.code(0x30 + u32::from(c), 8); // literals 0..=143: 8-bit codes 0x30 + value
+    }
     b.code(0x30, 8); // literal 0
     for _ in 0..matches {
         b.code(0b1100_0101, 8); // length code 285 = 258
@@ -105,18 +110,28 @@ fn zlib_bomb(matches: u64) -> Vec<u8> {
     if b.n > 0 {
         b.out.push(b.acc as u8);
     }
-    // Adler-32 of n zero bytes: A stays 1, B = n mod 65521.
-    let n = 1 + 258 * matches;
-    let adler = ((n % 65521) << 16) as u32 | 1;
+    // Adler-32 (RFC 1950 section 8.2) of the magic followed by 1 + 258 * matches zero bytes.
+    let (mut a, mut bsum) = (1u64, 0u64);
+    for &c in bundle::BUNDLE_MAGIC {
+        a = (a + u64::from(c)) % 65521;
+        bsum = (bsum + a) % 65521;
+    }
+    bsum = (bsum + a * ((1 + 258 * matches) % 65521)) % 65521;
+    let adler = ((bsum << 16) | a) as u32;
     b.out.extend_from_slice(&adler.to_be_bytes());
     b.out
 }
 
-/// zstd frame (RFC 8878) without content size: `blocks` RLE blocks of 128 KiB zero bytes.
+/// zstd frame (RFC 8878) without content size: a raw block with the bundle magic, then `blocks`
+/// RLE blocks of 128 KiB zero bytes.
 fn zstd_bomb(blocks: u64) -> Vec<u8> {
     let mut out = vec![0x28, 0xb5, 0x2f, 0xfd];
     out.push(0x00); // frame header descriptor: no FCS, no single segment, no checksum
     out.push(0x50); // window descriptor: exponent 10 => 2^20 bytes
+                    // A raw block with the 24-byte bundle magic first.
+    let raw = (bundle::BUNDLE_MAGIC.len() as u32) << 3; // Block_Size, Raw, not last
+    out.extend_from_slice(&raw.to_le_bytes()[..3]);
+    out.extend_from_slice(bundle::BUNDLE_MAGIC);
     for i in 0..blocks {
         let last = u32::from(i + 1 == blocks);
         let header = (128 * 1024) << 3 | 1 << 1 | last; // Block_Size, RLE, Last_Block
@@ -168,13 +183,13 @@ fn the_bombs_really_expand() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     // Sanity check of the hand-made streams with the real decoders: 1 + 258 * 4000 and
     // 8 * 128 KiB zero bytes.
-    let z = ccob_v2(Method::Zlib, 1 + 258 * 4000, &zlib_bomb(4000));
+    let z = ccob_v2(Method::Zlib, 24 + 1 + 258 * 4000, &zlib_bomb(4000));
     let (_, plain, _) = bundle::decompress_ccob(&z, 0, 1 << 30).expect("zlib bomb is valid");
-    assert_eq!(plain.len(), 1 + 258 * 4000);
-    assert!(plain.iter().all(|&b| b == 0));
-    let s = ccob_v2(Method::Zstd, 8 << 17, &zstd_bomb(8));
+    assert_eq!(plain.len(), 24 + 1 + 258 * 4000);
+    assert!(plain.starts_with(bundle::BUNDLE_MAGIC) && plain[24..].iter().all(|&b| b == 0));
+    let s = ccob_v2(Method::Zstd, 24 + (8 << 17), &zstd_bomb(8));
     let (_, plain, _) = bundle::decompress_ccob(&s, 0, 1 << 30).expect("zstd bomb is valid");
-    assert_eq!(plain.len(), 8 << 17);
+    assert_eq!(plain.len(), 24 + (8 << 17));
 }
 
 #[test]
@@ -195,7 +210,7 @@ fn declared_size_beyond_what_the_payload_can_expand_to() {
     let s = zstd_bomb(100);
     let (e, peak) = fails(&ccob_v3(Method::Zstd, 0xffff_0000, &s));
     assert!(
-        e.contains("is more than a 406-byte Zstd payload can expand to (13303808 bytes)"),
+        e.contains("is more than a 433-byte Zstd payload can expand to (14188544 bytes)"),
         "{e}"
     );
     assert!(peak < SMALL, "peak {peak}");
@@ -230,13 +245,29 @@ fn bomb_smaller_than_declared_is_refused_without_allocating_the_declared_size() 
     let mut s = zstd_bomb(200);
     s.resize(s.len() + 4000, 0);
     let (e, peak) = fails(&ccob_v3(Method::Zstd, declared, &s));
-    assert_eq!(e, format!("compressed offload bundle at offset 0x1000: declared uncompressed size {declared} but the payload decompresses to {} bytes", 200u64 << 17));
+    assert_eq!(e, format!("compressed offload bundle at offset 0x1000: declared uncompressed size {declared} but the payload decompresses to {} bytes", 24 + (200u64 << 17)));
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
     // zlib: 1 + 258 * 100_000 bytes (~25 MiB) real from ~160 KiB, 120 MiB declared.
     let (e, peak) = fails(&ccob_v2(Method::Zlib, declared as u32, &zlib_bomb(100_000)));
     assert!(
-        e.ends_with(&format!("decompresses to {} bytes", 1 + 258 * 100_000)),
+        e.ends_with(&format!("decompresses to {} bytes", 24 + 1 + 258 * 100_000)),
         "{e}"
     );
+    assert!(peak < SMALL, "peak {peak} bytes while rejecting");
+}
+
+#[test]
+fn payload_that_is_not_a_bundle_is_refused_after_its_first_bytes() {
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    // 2 GiB of zeros from 64 KiB of zstd RLE blocks, honestly declared: refused at the missing
+    // magic, without decompressing (or allocating) the rest.
+    let mut s = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x50];
+    for i in 0..16384u32 {
+        let header = (128 * 1024) << 3 | 1 << 1 | u32::from(i == 16383);
+        s.extend_from_slice(&header.to_le_bytes()[..3]);
+        s.push(0);
+    }
+    let (e, peak) = fails(&ccob_v3(Method::Zstd, 2 << 30, &s));
+    assert!(e.ends_with("the payload does not decompress to an offload bundle (no __CLANG_OFFLOAD_BUNDLE__ magic)"), "{e}");
     assert!(peak < SMALL, "peak {peak} bytes while rejecting");
 }
