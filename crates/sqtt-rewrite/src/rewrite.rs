@@ -1104,7 +1104,22 @@ fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
             }
         }
     }
-    let cand = max.map_or(0, |m| m + 1);
+    let mut cand = max.map_or(0, |m| m + 1);
+    // gfx1250: dual-issue (VOPD/VOPD3) operand fields are not all decoded exactly yet
+    // (docs/isa.md), so the compiler's own count is a second bound: never below any kernel's
+    // metadata `.sgpr_count` (AMDGPUUsage "Code Object V3+ Metadata": SGPRs the wavefront needs,
+    // callees included).
+    if prog.target.family() == Family::Gfx1250 {
+        if let Some(meta) = co.metadata.as_ref() {
+            for k in &co.kernels {
+                let n = meta
+                    .kernel_index(&k.name)
+                    .and_then(|i| meta.kernel_u64(i, ".sgpr_count"))
+                    .unwrap_or(0);
+                cand = cand.max(u16::try_from(n).unwrap_or(u16::MAX));
+            }
+        }
+    }
     if cand >= sgpr_limit(prog.target) {
         return None;
     }
