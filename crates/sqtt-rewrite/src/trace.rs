@@ -367,9 +367,11 @@ fn placement(f: &Func, forbidden: &BTreeSet<usize>, i: usize, ops: &[TraceOp]) -
     }
     // gfx1250 dual-issue (VOPD/VOPD3) destination fields are not yet decoded exactly
     // (docs/isa.md): never hoist a block across one there.
+    let dual_issue_gfx1250 = |x: &Instruction| {
+        x.target().family() == Family::Gfx1250 && matches!(x.format(), Format::Vopd | Format::Vopd3)
+    };
     let clean = f.insts[q..i].iter().all(|(_, x)| {
-        !(x.target().family() == Family::Gfx1250
-            && matches!(x.format(), Format::Vopd | Format::Vopd3))
+        !dual_issue_gfx1250(x)
             && x.writes().intersection(&read).is_empty()
             && !matches!(
                 x.special(),
