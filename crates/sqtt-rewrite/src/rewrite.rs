@@ -780,9 +780,9 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         };
         ed.set_text(layout.bytes.clone())?;
     }
-    // DWARF.
-    if co.has_dwarf() {
-        let sections = debug_sections(&co);
+    // DWARF (the input's `.debug_*` sections, copied once for the remap and the locations).
+    let dwarf = co.has_dwarf().then(|| debug_sections(&co));
+    if let Some(sections) = &dwarf {
         let mut pairs: Vec<(u64, u64)> = layout
             .placed
             .iter()
@@ -819,7 +819,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
             .map(|m| m.with_identity_outside());
         let changed = amap.and_then(|m| {
-            dwarf_remap::remap_dwarf(&sections, &m)
+            dwarf_remap::remap_dwarf(sections, &m)
                 .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
         });
         match changed {
@@ -893,11 +893,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
-    let locs = if co.has_dwarf() {
-        function_locs(&co)
-    } else {
-        HashMap::new()
-    };
+    let locs = dwarf.as_ref().map(function_locs).unwrap_or_default();
     for k in &co.kernels {
         if !rows
             .iter()
@@ -910,10 +906,12 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     }
     let traced_ids = ids.keys().any(|k| matches!(k, MarkerKey::AddrTrace { .. }));
-    let op_locs = match (traced_ids, co.has_dwarf()) {
-        (true, true) => op_location_index(&co),
-        _ => None,
-    };
+    // Inline-chain index of the input's DWARF (`None` when it cannot be parsed: address-trace
+    // rows then carry no location, which the funcmap format allows).
+    let op_locs = dwarf
+        .as_ref()
+        .filter(|_| traced_ids)
+        .and_then(|d| dwarf_remap::LocationIndex::new(d).ok());
     if let (true, Some(w)) = (traced_ids, wave) {
         rows.retain(|r| !matches!(r, Row::WaveSize(_)));
         rows.push(Row::WaveSize(w));
@@ -994,12 +992,6 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     })
 }
 
-/// Inline-chain index of the input's DWARF (`None` when it cannot be parsed: address-trace rows
-/// then carry no location, which the funcmap format allows).
-fn op_location_index(co: &CodeObject) -> Option<dwarf_remap::LocationIndex> {
-    dwarf_remap::LocationIndex::new(&debug_sections(co)).ok()
-}
-
 /// The input's `.debug_*` sections by name.
 fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
     co.elf
@@ -1010,8 +1002,9 @@ fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
         .collect()
 }
 
-fn function_locs(co: &CodeObject) -> HashMap<String, String> {
-    dwarf_remap::function_locations(&debug_sections(co))
+/// `file:line` of every function's definition, by name.
+fn function_locs(sections: &HashMap<String, Vec<u8>>) -> HashMap<String, String> {
+    dwarf_remap::function_locations(sections)
         .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
         .unwrap_or_default()
 }
