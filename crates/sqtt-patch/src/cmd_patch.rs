@@ -214,8 +214,14 @@ pub fn persist_like(tmp: tempfile::NamedTempFile, path: &Path, like: Option<&Pat
     Ok(())
 }
 
-/// Refuses an output path that names the input file (the original would be lost).
+/// Refuses an output path that names the input file (the original would be lost), and `-`
+/// (outputs are binaries written atomically to a file, never to standard output).
 pub fn check_distinct(input: &Path, output: &Path) -> Result<()> {
+    if output.as_os_str() == "-" {
+        anyhow::bail!(
+            "-o -: writing the output to standard output is not supported; give a file path"
+        );
+    }
     let same = match (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,

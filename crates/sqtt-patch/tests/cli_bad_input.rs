@@ -225,3 +225,49 @@ fn lying_ccob_sizes() {
         ),
     );
 }
+
+/// Runs the main job `sqtt-patch FILE -o OUT --functions 1` on `bytes`; returns (exit code,
+/// stderr) and checks that no output file was left behind.
+fn patch_fails(name: &str, bytes: &[u8], out: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(name);
+    std::fs::write(&file, bytes).expect("write input");
+    let o = Command::new(BIN)
+        .arg(&file)
+        .args(["-o", out, "--functions", "1"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{name}: {err}");
+    assert!(
+        !dir.path().join(out).exists(),
+        "{name}: output {out} was written"
+    );
+    (o.status.code(), err)
+}
+
+#[test]
+fn main_job_refuses_relocatable_objects_containers_and_stdout() {
+    // ET_REL (e_type at offset 0x10 set to 1): a relocatable object, not a code object.
+    let mut rel = object();
+    rel[0x10] = 1;
+    let (code, err) = patch_fails("rel.co", &rel, "out.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("malformed ELF header at offset 0x10: e_type is ET_REL"),
+        "{err}"
+    );
+    // A bundle given to the single-object job points at --fatbin.
+    let bundle = fixture("bundles/calls-4arch__ccob-v1-zlib.hipfb");
+    let (code, err) = patch_fails("b.hipfb", &bundle, "out.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("pass --fatbin"), "{err}");
+    // `-o -` is refused rather than creating a file named "-".
+    let (code, err) = patch_fails("k.co", &object(), "-");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("-o -: writing the output to standard output is not supported"),
+        "{err}"
+    );
+}
