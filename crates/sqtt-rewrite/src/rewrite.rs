@@ -1388,16 +1388,27 @@ fn site_code(
             plan::keep_m0(t, keep, clock.code)?
         }
     };
-    if scope.is_some() {
-        let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
-        body = crate::snippets::scope_guard(t, flag, body)
-            .map_err(|x| x.to_string())?
-            .code;
-    }
+    body = scope_guarded(t, scope, pool, body)?;
     if packing.is_some() || scope.is_some() {
         body = save_scc(t, body, scc_live, pool, used)?;
     }
     Ok(body)
+}
+
+/// `body` inside the scope guard of `pool.flag` when scope filtering is on, unchanged otherwise.
+fn scope_guarded(
+    t: Target,
+    scope: Option<crate::snippets::ScopeMasks>,
+    pool: &RegPool,
+    body: Vec<amdgpu_isa::Instruction>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    if scope.is_none() {
+        return Ok(body);
+    }
+    let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
+    Ok(crate::snippets::scope_guard(t, flag, body)
+        .map_err(|x| x.to_string())?
+        .code)
 }
 
 /// The instructions of one address-trace block (seed spec "Address Tracing", "Framing
@@ -1421,13 +1432,7 @@ fn trace_code(
     let block =
         crate::snippets::address_trace(t, wave, value, &op.src, tmp).map_err(|x| x.to_string())?;
     used.extend(block.sgprs.iter().copied());
-    let mut body = plan::keep_m0(t, keep, block.code)?;
-    if scope.is_some() {
-        let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
-        body = crate::snippets::scope_guard(t, flag, body)
-            .map_err(|x| x.to_string())?
-            .code;
-    }
+    let body = scope_guarded(t, scope, pool, plan::keep_m0(t, keep, block.code)?)?;
     save_scc(t, body, scc_live, pool, used)
 }
 
