@@ -97,12 +97,11 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
                 "ds_bpermute_b32" | "ds_bpermute_fi_b32" => Some(TraceKind::DsBpermute),
                 _ => None,
             };
+            if DS_WITHOUT_VGPR_ADDRESS.iter().any(|p| name.starts_with(p)) {
+                return unsupported("the LDS address does not come from a VGPR (M0 or lane id)");
+            }
             let Some((vaddr, _)) = m.vaddr else {
-                return if DS_WITHOUT_VGPR_ADDRESS.iter().any(|p| name.starts_with(p)) {
-                    unsupported("the LDS address does not come from a VGPR (M0 or lane id)")
-                } else {
-                    unsupported("no address VGPR decoded")
-                };
+                return unsupported("no address VGPR decoded");
             };
             let (o0, o1) = m.ds_offsets.unwrap_or((0, 0));
             if let Some(kind) = permute {
@@ -115,9 +114,6 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
                     kind,
                     src: AddrSource::Permute { index: vaddr },
                 }]);
-            }
-            if DS_WITHOUT_VGPR_ADDRESS.iter().any(|p| name.starts_with(p)) {
-                return unsupported("the LDS address does not come from a VGPR (M0 or lane id)");
             }
             let Some(kind) = kind3(
                 m.kind,
@@ -662,6 +658,21 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn lds_ops_without_a_vgpr_address_are_refused_and_swizzles_do_not_qualify() {
+        // gfx942: ds_append v1 (address from M0)
+        let c = one("gfx942", &[0x00, 0x00, 0x7c, 0xd9, 0x00, 0x00, 0x00, 0x01]);
+        assert_eq!(
+            c,
+            Classified::Unsupported(
+                "ds_append: the LDS address does not come from a VGPR (M0 or lane id)".into()
+            )
+        );
+        // gfx942: ds_swizzle_b32 v1, v2 offset:swizzle(BITMASK_PERM,"01pip")
+        let c = one("gfx942", &[0x07, 0x09, 0x7a, 0xd8, 0x02, 0x00, 0x00, 0x01]);
+        assert_eq!(c, Classified::NotQualifying);
     }
 
     #[test]
