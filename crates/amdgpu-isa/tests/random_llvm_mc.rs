@@ -289,6 +289,9 @@ struct FamilyResult {
     length_bad: Vec<String>,
     crashes: Vec<String>,
     categories: BTreeMap<String, (usize, String)>,
+    /// `AMDGPU_ISA_RANDOM_DUMP=<file>`: every text disagreement, one TSV line each (cpu,
+    /// category, bytes, ours, LLVM's).
+    dump: Option<std::fs::File>,
 }
 
 fn run_target(
@@ -362,6 +365,10 @@ fn run_target(
                             .entry(category(i, &ours, &text))
                             .or_insert((0, String::new()));
                         e.0 += 1;
+                        if let Some(d) = res.dump.as_mut() {
+                            let cat = category(i, &ours, &text);
+                            let _ = writeln!(d, "{name}\t{cat}\t{l:02x?}\t{ours}\t{text}");
+                        }
                         if e.1.is_empty() {
                             e.1 = format!("{name} {l:02x?}: ours `{ours}` llvm `{text}`");
                         }
@@ -402,8 +409,16 @@ fn random_words_agree_with_llvm_mc() {
         ("gfx12", &["gfx1201"]),
         ("gfx1250", &["gfx1250"]),
     ];
+    // `AMDGPU_ISA_RANDOM_FAMILIES=gfx10,gfx11` restricts the run (the full set is the default).
+    let only: Option<Vec<String>> = std::env::var("AMDGPU_ISA_RANDOM_FAMILIES")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let dump_path = std::env::var("AMDGPU_ISA_RANDOM_DUMP").ok();
     let mut failures = Vec::new();
     for (fam, cpus) in families {
+        if only.as_ref().is_some_and(|o| !o.iter().any(|f| f == fam)) {
+            continue;
+        }
         let start = Instant::now();
         let mut res = FamilyResult {
             accepted: 0,
@@ -412,6 +427,10 @@ fn random_words_agree_with_llvm_mc() {
             length_bad: Vec::new(),
             crashes: Vec::new(),
             categories: BTreeMap::new(),
+            dump: dump_path.as_ref().map(|p| {
+                let p = format!("{p}.{fam}.tsv");
+                std::fs::File::create(&p).expect("create the disagreement dump")
+            }),
         };
         for (k, cpu) in cpus.iter().enumerate() {
             let want = per_family / cpus.len() + usize::from(k < per_family % cpus.len());
