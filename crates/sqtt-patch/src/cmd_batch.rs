@@ -86,6 +86,11 @@ pub struct BatchReport {
     pub files: Vec<FileReport>,
     /// Sums over all files.
     pub totals: Totals,
+    /// Files found by a directory walk or glob that were not processed, each as
+    /// `<path>: <why>` (not device code; a bare code object left out by `--offload-arch`),
+    /// sorted. Explicitly named files are never skipped: they are reported as errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_inputs: Vec<String>,
 }
 
 /// One input file.
@@ -289,16 +294,21 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     } else {
         args.output.as_deref()
     };
-    let mut files: Vec<FileReport> = found
+    let outcomes: Vec<Result<FileReport, String>> = found
         .par_iter()
-        .filter_map(|f| process_file(f, &opts, &filter, out_dir))
+        .map(|f| process_file(f, &opts, &filter, out_dir))
         .collect();
+    let (files, not_inputs): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
+    let mut files: Vec<FileReport> = files.into_iter().flatten().collect();
+    let mut not_inputs: Vec<String> = not_inputs.into_iter().filter_map(Result::err).collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
+    not_inputs.sort();
     let mut report = BatchReport {
         schema: SCHEMA,
         options: options_map(&opts),
         files,
         totals: Totals::default(),
+        not_inputs,
     };
     report.totals = totals(&report.files);
     report.totals.time_ms = Some(started.elapsed().as_millis() as u64);
@@ -631,14 +641,15 @@ fn sniff(data: &[u8]) -> Option<InputKind> {
     }
 }
 
-/// Processes one file; `None` for files found by a directory walk or glob that are not inputs
-/// (no bundle magic, not an AMDGPU or x86-64 ELF, or a host ELF without device code).
+/// Processes one file. `Err("<path>: <why>")` for a file found by a directory walk or glob that
+/// is not an input (no bundle magic, not an AMDGPU or x86-64 ELF, a host ELF without device
+/// code, or a bare code object left out by `--offload-arch`).
 fn process_file(
     f: &Found,
     opts: &Options,
     filter: &ArchFilter,
     out_dir: Option<&Path>,
-) -> Option<FileReport> {
+) -> Result<FileReport, String> {
     let started = Instant::now();
     let mut rep = FileReport {
         path: f.key.clone(),
@@ -651,11 +662,16 @@ fn process_file(
         Ok(d) => d,
         Err(e) => {
             rep.error = Some(format!("cannot read: {e}"));
-            return Some(rep);
+            return Ok(rep);
         }
     };
     let out = match sniff(&data) {
-        None if !f.explicit => return None,
+        None if !f.explicit => {
+            return Err(format!(
+                "{}: not an AMDGPU code object, offload bundle or x86-64 host ELF",
+                f.key
+            ))
+        }
         None => {
             rep.error = Some("not an AMDGPU code object, offload bundle or x86-64 host ELF".into());
             None
@@ -665,14 +681,16 @@ fn process_file(
                 && hsaco::container::open(&data, DECOMPRESS_LIMIT)
                     .map_or(true, |(_, e)| e.is_empty()) =>
         {
-            return None
+            return Err(format!("{}: host ELF without device code", f.key));
         }
         Some(kind) => {
             rep.kind = kind_name(kind).into();
             let out = process_objects(&f.key, kind, &data, opts, filter, &mut rep);
             if rep.objects.is_empty() && rep.error.is_none() && kind == InputKind::CodeObject {
-                // Bare code object left out by --offload-arch: not part of the report.
-                return None;
+                return Err(format!(
+                    "{}: code object not selected by --offload-arch",
+                    f.key
+                ));
             }
             out
         }
@@ -689,7 +707,7 @@ fn process_file(
         }
     }
     rep.time_ms = Some(started.elapsed().as_millis() as u64);
-    Some(rep)
+    Ok(rep)
 }
 
 fn kind_name(k: InputKind) -> &'static str {
@@ -1031,6 +1049,9 @@ fn opt(v: Option<u32>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+/// How many not-processed files [`render`] lists by name (the JSON report lists all).
+const NOT_INPUTS_SHOWN: usize = 10;
+
 /// The human report (stderr): one line per file, object, kernel and device function, then totals.
 pub fn render(r: &BatchReport) -> String {
     let mut s = String::new();
@@ -1109,6 +1130,19 @@ pub fn render(r: &BatchReport) -> String {
         "total: {} files ({} errors){time}",
         t.files, t.file_errors
     );
+    if !r.not_inputs.is_empty() {
+        let _ = writeln!(
+            s,
+            "  not inputs: {} file(s) found by the walk were not processed",
+            r.not_inputs.len()
+        );
+        for n in r.not_inputs.iter().take(NOT_INPUTS_SHOWN) {
+            let _ = writeln!(s, "    {n}");
+        }
+        if r.not_inputs.len() > NOT_INPUTS_SHOWN {
+            let _ = writeln!(s, "    ... (all of them in --report-json)");
+        }
+    }
     let _ = writeln!(s, "  code objects: {}", map_text(&t.objects));
     let _ = writeln!(s, "  kernels: {}", map_text(&t.kernels));
     let _ = writeln!(s, "  sites: {}", map_text(&t.sites));

@@ -356,6 +356,15 @@ fn outputs_mirror_the_tree_and_input_errors_exit_2() {
         );
     }
     assert!(!t.path().join("out/lib/README.txt").exists());
+    // The walk's non-input is named, not silently dropped.
+    assert!(
+        stderr(&o).contains("not inputs: 1 file(s)")
+            && stderr(&o).contains(
+                "lib/README.txt: not an AMDGPU code object, offload bundle or x86-64 host ELF"
+            ),
+        "{}",
+        stderr(&o)
+    );
     // Glob: only the matching file; an explicit non-code-object file and a missing path: exit 2.
     let o = batch(
         t.path(),
