@@ -133,6 +133,9 @@ pub struct ObjectReport {
     pub kernels: Vec<KernelRow>,
     /// Device functions that have sites or skipped sites, sorted by name.
     pub functions: Vec<FunctionRow>,
+    /// Requested options that do not apply to this target (omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One kernel.
@@ -828,6 +831,7 @@ fn object_row(
         text_bytes_after: report.map_or(0, |r| r.text_size_after),
         kernels: Vec::new(),
         functions: Vec::new(),
+        notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
     };
     let mut kernels: BTreeMap<String, KernelRow> = BTreeMap::new();
     let mut functions: BTreeMap<String, FunctionRow> = BTreeMap::new();
@@ -1083,6 +1087,9 @@ pub fn render(r: &BatchReport) -> String {
             );
             for why in &o.reasons {
                 let _ = writeln!(s, "    reason: {why}");
+            }
+            for n in &o.notes {
+                let _ = writeln!(s, "    note: {n}");
             }
             for k in &o.kernels {
                 let _ = writeln!(

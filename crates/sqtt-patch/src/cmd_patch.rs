@@ -348,6 +348,9 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("{name}: an offload bundle or a host binary, not a code object: pass --fatbin to instrument every code object inside it");
     }
     let patched = patch_code_object(&name, &bytes, &opts)?;
+    for n in &patched.report.notes {
+        eprintln!("sqtt-patch: {name}: warning: {n}");
+    }
     if args.report {
         eprint!("{}", render_report(&patched.report));
     }

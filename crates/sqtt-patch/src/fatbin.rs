@@ -14,6 +14,7 @@
 //! bundle. Peak: the input (read once) plus about two to three times the largest decompressed
 //! bundle. Measurements in `docs/fatbin.md`.
 
+use std::collections::BTreeMap;
 use std::io::{Cursor, IsTerminal};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -321,6 +322,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
         reserved_sgprs: Vec::new(),
+        notes: Vec::new(),
     }
 }
 
@@ -449,12 +451,19 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
     )?;
     drop(bytes);
     let mut lines = String::new();
+    let mut notes: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &outcome.objects {
         lines += &summary_line(o);
         lines.push('\n');
         if args.report {
             eprint!("{}", cmd_patch::render_report(&o.report));
         }
+        for n in &o.report.notes {
+            *notes.entry(n).or_default() += 1;
+        }
+    }
+    for (n, count) in notes {
+        eprintln!("sqtt-patch: {name}: warning ({count} code object(s)): {n}");
     }
     if !arch.is_empty() && outcome.objects.is_empty() {
         eprintln!(

@@ -271,3 +271,48 @@ fn main_job_refuses_relocatable_objects_containers_and_stdout() {
         "{err}"
     );
 }
+
+/// Runs `sqtt-patch [--fatbin] IN -o OUT --functions 1 --shader-clock-bits 8`; exit code 0
+/// asserted; returns stderr.
+fn patch_with_clock_bits(fatbin: bool, input: &Path, output: &Path) -> String {
+    let mut cmd = Command::new(BIN);
+    if fatbin {
+        cmd.arg("--fatbin");
+    }
+    let out = cmd
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .args(["--functions", "1", "--shader-clock-bits", "8"])
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    err
+}
+
+/// An option that does not apply to a target is named on stderr, not dropped silently:
+/// shader-clock packing (seed spec "GFX12 Shader Clock Packing") exists on gfx12/gfx1250 only.
+#[test]
+fn shader_clock_bits_on_older_targets_is_warned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bundle = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/bundles/calls-4arch__ccob-v2-zlib.hipfb");
+    let err = patch_with_clock_bits(true, &bundle, &dir.path().join("out.hipfb"));
+    for t in ["gfx90a", "gfx942", "gfx1100"] {
+        assert!(
+            err.contains(&format!(
+                "warning (1 code object(s)): shader_clock_bits=8 not used: shader-clock packing exists on gfx12 and gfx1250 only; {t} markers keep the legacy layout"
+            )),
+            "{t}: {err}"
+        );
+    }
+    assert!(!err.contains("gfx1201 markers keep"), "{err}");
+    let obj = dir.path().join("in.co");
+    std::fs::write(&obj, object()).expect("write input");
+    let err = patch_with_clock_bits(false, &obj, &dir.path().join("out.co"));
+    assert!(
+        err.contains("warning: shader_clock_bits=8 not used") && err.contains("gfx1100 markers"),
+        "{err}"
+    );
+}

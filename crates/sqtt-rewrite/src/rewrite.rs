@@ -134,6 +134,9 @@ pub struct Report {
     pub dwarf_sections_remapped: usize,
     /// SOPP branches relaxed into long-branch islands (pushed out of simm16 range by inserted code).
     pub relaxed_branches: usize,
+    /// Requested options that do not apply to this target and were not used (e.g.
+    /// shader-clock packing on gfx9-gfx11), one sentence each.
+    pub notes: Vec<String>,
 }
 
 /// Result of [`rewrite`].
@@ -279,6 +282,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         reserved_sgprs: Vec::new(),
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
+        notes: Vec::new(),
     };
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
@@ -428,6 +432,13 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     let packing = (opts.shader_clock_bits > 0
         && matches!(target.family(), Family::Gfx12 | Family::Gfx1250))
     .then_some((opts.shader_clock_bits, opts.shader_clock_shift));
+    if opts.shader_clock_bits > 0 && packing.is_none() {
+        report.notes.push(format!(
+            "shader_clock_bits={} not used: shader-clock packing exists on gfx12 and gfx1250 only; {} markers keep the legacy layout",
+            opts.shader_clock_bits,
+            target.name()
+        ));
+    }
     let scope = opts.scope.filter(|m| m.filters(target));
     let mut used_regs: BTreeSet<u8> = BTreeSet::new();
     if scope.is_some() {
