@@ -52,7 +52,8 @@ pub struct ArchFilter {
 
 impl ArchFilter {
     /// Builds a filter. Errors: an item that is not `gfx<...>` or `gfx<...>-generic` optionally
-    /// followed by `:feature+`/`:feature-` settings.
+    /// followed by `:feature+`/`:feature-` settings, or whose processor is not one of
+    /// [`amdgpu_isa::Target::all`] (a typo would otherwise select nothing).
     pub fn new(items: &[String]) -> Result<ArchFilter> {
         for i in items {
             let mut parts = i.split(':');
@@ -64,6 +65,13 @@ impl ArchFilter {
             let feats_ok = parts.all(|f| f.len() > 1 && (f.ends_with('+') || f.ends_with('-')));
             if !proc_ok || !feats_ok {
                 bail!("--offload-arch {i:?}: expected a target such as gfx942 or gfx90a:xnack+");
+            }
+            if amdgpu_isa::Target::from_name(i).is_none() {
+                let known: Vec<&str> = amdgpu_isa::Target::all().map(|t| t.name()).collect();
+                bail!(
+                    "--offload-arch {i:?}: not a processor sqtt-patch supports ({})",
+                    known.join(", ")
+                );
             }
         }
         Ok(ArchFilter {

@@ -361,6 +361,13 @@ fn offload_arch_filter_limits_the_instrumented_targets() {
         assert_eq!(b.data == a.data, !b.id.ends_with("gfx942"), "{}", b.id);
     }
     assert!(ArchFilter::new(&["sm_90".to_string()]).is_err());
+    let typo = ArchFilter::new(&["gfx94".to_string()]).expect_err("unknown processor");
+    assert!(
+        format!("{typo:#}")
+            .starts_with("--offload-arch \"gfx94\": not a processor sqtt-patch supports (gfx900, "),
+        "{typo:#}"
+    );
+    assert!(ArchFilter::new(&["gfx11-generic".to_string()]).is_ok());
     assert!(ArchFilter::new(&["gfx90a:xnack+".to_string()])
         .expect("ok")
         .matches("gfx90a:sramecc-:xnack+"));
