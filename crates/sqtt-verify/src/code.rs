@@ -735,11 +735,17 @@ fn match_early(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option
 /// How implausible an alignment is: the number of inserted runs (maximal stretches of
 /// unmatched rewritten instructions) that begin in the middle of a snippet. Every snippet the
 /// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K`, an M0 save or an SCC
-/// save, never with `s_nop 0`, `s_ttracedata`, an M0 restore, an SCC restore (`s_cmp_lg_u32 sR,
-/// 0`) or a closing wait (`s_waitcnt_vscnt`, `s_wait_alu`).
+/// save or a scope guard (`s_cmp_lg_u32 sFLAG, 0` then `s_cbranch_scc*`), never with `s_nop 0`,
+/// `s_ttracedata`, an M0 restore, an SCC restore (`s_cmp_lg_u32 sR, 0` not followed by an SCC
+/// branch) or a closing wait (`s_waitcnt_vscnt`, `s_wait_alu`).
 fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
-    let closing = |i: &Instruction| match i.mnemonic() {
-        "s_cmp_lg_u32" => i.field("ssrc1") == Some(128),
+    let closing = |q: usize, i: &Instruction| match i.mnemonic() {
+        "s_cmp_lg_u32" => {
+            i.field("ssrc1") == Some(128)
+                && !new
+                    .get(q + 1)
+                    .is_some_and(|n| n.inst.mnemonic().starts_with("s_cbranch_scc"))
+        }
         "s_waitcnt_vscnt" | "s_wait_alu" => true,
         _ => false,
     };
@@ -752,7 +758,7 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
             && (matches!(
                 allowed(&n.inst),
                 Some(Allowed::Nop0 | Allowed::Ttrace | Allowed::RestoreM0(_))
-            ) || closing(&n.inst))
+            ) || closing(q, &n.inst))
         {
             bad += 1;
         }

@@ -33,8 +33,11 @@
 //! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note.
 //! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
 //!    addends follow the moved code.
+//! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position
+//!    (unit, file, line, column) at its new address as at its old one.
 
 mod code;
+mod dwarfcheck;
 mod elfcheck;
 mod flow;
 pub mod funcmap;
@@ -79,6 +82,8 @@ pub enum Check {
     Symbols,
     /// `.rela.dyn` entries.
     Relocations,
+    /// `.debug_line` source positions of original instructions.
+    Dwarf,
 }
 
 impl std::fmt::Display for Check {
@@ -100,6 +105,7 @@ impl std::fmt::Display for Check {
             Check::Metadata => "metadata",
             Check::Symbols => "symbols",
             Check::Relocations => "relocations",
+            Check::Dwarf => "dwarf",
         };
         f.write_str(s)
     }
@@ -277,6 +283,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     elfcheck::check_sections(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
+    dwarfcheck::check_lines(&orig, &new, &program, &mut findings);
     elfcheck::check_descriptors(
         &orig,
         &new,

@@ -60,14 +60,21 @@ fn flipped_bit_in_an_original_instruction_is_caught() {
     }
 }
 
+/// Corpus object `name` and a copy with `s_nop 0` inserted at the entry of its first shiftable
+/// kernel (byte level, DWARF untouched): (original, copy, entry).
+fn nop_at_entry(name: &str) -> (Vec<u8>, Vec<u8>, u64) {
+    let orig = load(name);
+    let co = CodeObject::parse(&orig).expect("parse");
+    let nop = build::s_nop(isa(&co), 0).expect("s_nop");
+    let entry = shiftable_entry(&orig, 4);
+    let new = insert_before(&orig, entry, nop.bytes());
+    (orig, new, entry)
+}
+
 #[test]
 fn inserted_s_nop_0_is_allowed() {
     for name in [GFX942, GFX1100, GFX900] {
-        let orig = load(name);
-        let co = CodeObject::parse(&orig).expect("parse");
-        let nop = build::s_nop(isa(&co), 0).expect("s_nop");
-        let entry = shiftable_entry(&orig, 4);
-        let new = insert_before(&orig, entry, nop.bytes());
+        let (orig, new, _) = nop_at_entry(name);
         let r = run(&orig, &new);
         assert!(r.is_clean(), "{name}:\n{}", show(&r));
         assert_eq!(r.inserted_instructions(), 1);
@@ -406,12 +413,13 @@ fn descriptor_entry_offset_off_by_256_is_caught() {
 }
 
 /// A gfx1100 device function with padding behind it and `s_setpc_b64` returns: (bytes, name,
-/// entry, return addresses).
+/// entry, return addresses). Objects without DWARF only: the byte-level insertions here do not
+/// move `.debug_line` (see `line_table_not_following_inserted_code_is_caught`).
 fn function_site() -> (Vec<u8>, String, u64, Vec<u64>) {
-    for p in corpus_files()
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("gfx11"))
-    {
+    for p in corpus_files().into_iter().filter(|p| {
+        let n = p.to_string_lossy();
+        n.contains("gfx11") && !n.contains("-g")
+    }) {
         let bytes = std::fs::read(&p).expect("read");
         let Ok(co) = CodeObject::parse(&bytes) else {
             continue;
@@ -571,4 +579,28 @@ fn can_shift(co: &CodeObject, entry: u64) -> bool {
                 && i.branch_target(*a)
                     .is_none_or(|t| t >= entry && t < entry + size)
         })
+}
+
+/// Code inserted without moving `.debug_line` puts original instructions on other source lines:
+/// caught as [`Check::Dwarf`] (a real `-g` object; the verifier reads the line table with gimli).
+#[test]
+fn line_table_not_following_inserted_code_is_caught() {
+    let name = "gfx1100__hip-mini__O3-g.co";
+    let (orig, new, entry) = nop_at_entry(name);
+    let r = run(&orig, &new);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.check == Check::Dwarf)
+        .unwrap_or_else(|| panic!("{name}: not caught:\n{}", show(&r)));
+    assert!(
+        f.message
+            .contains("original instruction(s) moved to another source position in .debug_line"),
+        "{f}"
+    );
+    assert!(f.original_address.is_some_and(|a| a >= entry), "{f}");
+    assert!(
+        run(&orig, &orig).findings.is_empty(),
+        "identity must verify"
+    );
 }

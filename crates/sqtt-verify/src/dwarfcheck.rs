@@ -1,0 +1,151 @@
+//! [`Check::Dwarf`]: the rewritten `.debug_line` must attribute every original instruction, at
+//! its new address, to the same source position (compilation unit, file, line, column) as the
+//! original `.debug_line` attributes it at its old address (`shared/notes/rewriting.md`, "DWARF
+//! follows the code"). Read with `gimli`, independently of the rewriter's `dwarf-remap`.
+//!
+//! Inserted instructions may carry any position; only original instructions are checked.
+use crate::code::Program;
+use crate::{Check, Finding};
+use gimli::{EndianSlice, LittleEndian};
+use hsaco::CodeObject;
+
+/// One source position: `(compilation unit index, file index, line, column)` (DWARF 5 §6.2.2;
+/// line 0 = no source line, column 0 = whole line).
+type Position = (usize, u64, u64, u64);
+
+/// Address-sorted line-table rows of one code object: `(start, end, position)`, bytes, half-open
+/// address ranges, one per row (a row covers up to the next row of its sequence).
+struct LineMap {
+    rows: Vec<(u64, u64, Position)>,
+}
+
+impl LineMap {
+    /// Reads every line program of `.debug_line` reached from `.debug_info` units. `Ok(None)`
+    /// when the object has no `.debug_line`; `Err(text)` when gimli cannot read it.
+    fn read(co: &CodeObject) -> Result<Option<LineMap>, String> {
+        let Some(line_sec) = co.section(".debug_line") else {
+            return Ok(None);
+        };
+        let data = |name: &str| co.section(name).map_or(&[][..], |s| co.section_data(s));
+        let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
+            Ok(EndianSlice::new(
+                if id == gimli::SectionId::DebugLine {
+                    co.section_data(line_sec)
+                } else {
+                    data(id.name())
+                },
+                LittleEndian,
+            ))
+        })
+        .map_err(|e| format!("cannot load DWARF: {e}"))?;
+        let mut rows = Vec::new();
+        let mut units = dwarf.units();
+        let mut cu = 0usize;
+        while let Some(header) = units.next().map_err(|e| format!("unit {cu}: {e}"))? {
+            let unit = dwarf.unit(header).map_err(|e| format!("unit {cu}: {e}"))?;
+            if let Some(program) = unit.line_program.clone() {
+                let mut lines = program.rows();
+                let mut prev: Option<(u64, Position)> = None;
+                while let Some((_, row)) = lines
+                    .next_row()
+                    .map_err(|e| format!("unit {cu}: line program: {e}"))?
+                {
+                    let addr = row.address();
+                    if let Some((start, pos)) = prev.take() {
+                        if addr > start {
+                            rows.push((start, addr, pos));
+                        }
+                    }
+                    if !row.end_sequence() {
+                        let column = match row.column() {
+                            gimli::ColumnType::LeftEdge => 0,
+                            gimli::ColumnType::Column(c) => c.get(),
+                        };
+                        let line = row.line().map_or(0, |l| l.get());
+                        prev = Some((addr, (cu, row.file_index(), line, column)));
+                    }
+                }
+            }
+            cu += 1;
+        }
+        rows.sort_by_key(|r| (r.0, r.1));
+        Ok(Some(LineMap { rows }))
+    }
+
+    /// Position of the last row starting at or before `addr` whose range covers it.
+    fn at(&self, addr: u64) -> Option<Position> {
+        let i = self.rows.partition_point(|r| r.0 <= addr);
+        self.rows[..i]
+            .iter()
+            .rev()
+            .take_while(|r| r.0 == self.rows[i - 1].0)
+            .find(|r| addr < r.1)
+            .map(|r| r.2)
+    }
+}
+
+/// Compares the source position of every original instruction (see the module docs). One
+/// finding per function (its first mismatch and the count), so a systematic error stays
+/// readable.
+pub(crate) fn check_lines(
+    orig: &CodeObject,
+    new: &CodeObject,
+    program: &Program,
+    findings: &mut Vec<Finding>,
+) {
+    let (o, n) = match (LineMap::read(orig), LineMap::read(new)) {
+        (Ok(None), Ok(None)) => return,
+        (Ok(Some(o)), Ok(Some(n))) => (o, n),
+        (Ok(Some(_)), Ok(None)) => {
+            findings.push(global("the rewritten object lost .debug_line".into()));
+            return;
+        }
+        (Ok(None), Ok(Some(_))) => {
+            findings.push(global(
+                "the rewritten object gained a .debug_line the original has not".into(),
+            ));
+            return;
+        }
+        (Err(e), _) => {
+            findings.push(global(format!("original .debug_line: {e}")));
+            return;
+        }
+        (_, Err(e)) => {
+            findings.push(global(format!("rewritten .debug_line: {e}")));
+            return;
+        }
+    };
+    for f in &program.funcs {
+        let mut first: Option<(u64, u64, String)> = None;
+        let mut count = 0usize;
+        for oi in &f.orig {
+            let Some(ni) = &oi.new else { continue };
+            let (a, b) = (o.at(oi.addr), n.at(ni.addr));
+            if a != b {
+                count += 1;
+                first.get_or_insert((oi.addr, ni.addr, format!("{a:?} became {b:?}")));
+            }
+        }
+        if let Some((oa, na, what)) = first {
+            findings.push(Finding {
+                check: Check::Dwarf,
+                function: Some(f.name.clone()),
+                original_address: Some(oa),
+                new_address: Some(na),
+                message: format!(
+                    "{count} original instruction(s) moved to another source position in .debug_line; first: (unit, file, line, column) {what}"
+                ),
+            });
+        }
+    }
+}
+
+fn global(message: String) -> Finding {
+    Finding {
+        check: Check::Dwarf,
+        function: None,
+        original_address: None,
+        new_address: None,
+        message,
+    }
+}
