@@ -411,15 +411,30 @@ impl Elf {
             for i in 1..n {
                 let o = s.offset + 24 * i;
                 let info = crate::error::bytes_at::<1>(data, o + 4, "st_info")?[0];
+                let name = cstr(strs, u64::from(u32_at(data, o, "st_name")?));
+                let shndx = u16_at(data, o + 6, "st_shndx")?;
+                // Indices from SHN_LORESERVE (0xff00) up are special (SHN_ABS, SHN_COMMON);
+                // any other must name a section (ELF specification, "Symbol Table").
+                if shndx != SHN_UNDEF && shndx < 0xff00 && usize::from(shndx) >= self.sections.len()
+                {
+                    return Err(Error::Malformed {
+                        what: "symbol",
+                        offset: o + 6,
+                        detail: format!(
+                            "{name}: st_shndx {shndx} is not a section ({} sections)",
+                            self.sections.len()
+                        ),
+                    });
+                }
                 out.push(Symbol {
                     table,
                     index: i as usize,
                     entry_offset: o,
-                    name: cstr(strs, u64::from(u32_at(data, o, "st_name")?)),
+                    name,
                     st_type: info & 0xf,
                     bind: info >> 4,
                     other: crate::error::bytes_at::<1>(data, o + 5, "st_other")?[0],
-                    shndx: u16_at(data, o + 6, "st_shndx")?,
+                    shndx,
                     value: u64_at(data, o + 8, "st_value")?,
                     size: u64_at(data, o + 16, "st_size")?,
                 });

@@ -277,7 +277,14 @@ fn kernel_entry_outside_loaded_code_is_an_error() {
 /// Only sections inside a segment's input file range now count for its `p_filesz`.
 #[test]
 fn section_outside_a_segments_file_range_does_not_stretch_it() {
-    let data = read("code_object-filesz-foreign-section.bin");
+    let mut data = read("code_object-filesz-foreign-section.bin");
+    // The fuzzer also broke `_DYNAMIC`'s st_shndx (at 0x1cee), which the reader now refuses;
+    // make it SHN_UNDEF so the writer case this test pins is reached.
+    assert_eq!(
+        CodeObject::parse(&data).expect_err("bad st_shndx").to_string(),
+        "malformed symbol at offset 0x1cee: _DYNAMIC: st_shndx 15624 is not a section (16 sections)"
+    );
+    data[0x1cee..0x1cf0].copy_from_slice(&0u16.to_le_bytes());
     let co = CodeObject::parse(&data).expect("the input parses");
     let out = CodeObjectEditor::new(&co).write().expect("edit-free write");
     let again = CodeObject::parse(&out).expect("edit-free write parses again");

@@ -292,7 +292,8 @@ pub struct Patched {
 
 /// Rewrites one code object and verifies the result with the independent translation validator
 /// (crate `sqtt-verify`). Never returns unverified bytes: a rejected rewrite becomes "unchanged,
-/// failed closed" with the findings as reasons. Errors: bad input (named by `name`).
+/// failed closed" with the findings as reasons. Errors: bad input (named by `name`), including
+/// an input that does not verify against itself (a rejection caused by the input, not by us).
 pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Patched> {
     let outcome = rewrite(input, opts).with_context(|| name.to_string())?;
     let mut report = outcome.report;
@@ -313,6 +314,19 @@ pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Pat
             report,
             verifier_rejected: false,
         });
+    }
+    // A rejection is our bug unless the input itself is inconsistent: an input whose fields
+    // contradict each other (descriptor vs code, symbols vs sections, ...) does not even verify
+    // against itself, and is reported as bad input.
+    let identity: Vec<String> = match sqtt_verify::verify(input, input) {
+        Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
+        Err(e) => vec![e.to_string()],
+    };
+    if let Some(first) = identity.first() {
+        anyhow::bail!(
+            "{name}: inconsistent code object: it does not verify against itself ({} finding(s); first: {first})",
+            identity.len()
+        );
     }
     report.status = Status::FailedClosed;
     report.reasons = findings

@@ -316,3 +316,88 @@ fn shader_clock_bits_on_older_targets_is_warned() {
         "{err}"
     );
 }
+
+/// Runs the main job on `bytes` and expects it to fail closed: exit 0, the output byte-identical
+/// to the input, and `reason` on stderr.
+fn patch_fails_closed(bytes: &[u8], reason: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join("in.co"), dir.path().join("out.co"));
+    std::fs::write(&file, bytes).expect("write input");
+    let o = Command::new(BIN)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1", "--barriers", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("left unchanged (failed closed)") && err.contains(reason),
+        "{err}"
+    );
+    assert!(
+        std::fs::read(&out).expect("output") == bytes,
+        "output differs from the input"
+    );
+}
+
+/// Byte offset of the `Elf64_Sym` of device function `name` in `.symtab` (from hsaco).
+fn function_symbol(bytes: &[u8], name: &str) -> usize {
+    let co = hsaco::CodeObject::parse(bytes).expect("parse");
+    co.symbols
+        .iter()
+        .find(|s| s.symbol.name == name && s.symbol.st_type == hsaco::elf::STT_FUNC)
+        .map(|s| s.symbol.entry_offset as usize)
+        .unwrap_or_else(|| panic!("no symbol {name}"))
+}
+
+/// Fields that contradict each other, found by random bit flips (tester, session 3): each is
+/// named and never turned into an output or a verifier rejection (exit 1).
+#[test]
+fn contradictory_fields_are_input_errors_or_fail_closed() {
+    let sym = function_symbol(&object(), "_Z9tiny_rotljj");
+    // st_shndx past the section header table.
+    let mut d = object();
+    d[sym + 6..sym + 8].copy_from_slice(&39u16.to_le_bytes());
+    let (code, err) = patch_fails("shndx.co", &d, "out.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "malformed symbol at offset {:#x}: _Z9tiny_rotljj: st_shndx 39 is not a section",
+            sym + 6
+        )),
+        "{err}"
+    );
+    // A function size reaching far past `.text`: the input does not verify against itself.
+    let mut d = object();
+    d[sym + 16..sym + 24].copy_from_slice(&0x10_0018u64.to_le_bytes());
+    let (code, err) = patch_fails("size.co", &d, "out.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("inconsistent code object: it does not verify against itself"),
+        "{err}"
+    );
+    // An empty symbol name: no funcmap row can name the function.
+    let mut d = object();
+    d[sym..sym + 4].copy_from_slice(&0u32.to_le_bytes());
+    patch_fails_closed(&d, "has no usable symbol name (\"\")");
+    // `s_getpc_b64 s[0:1]; s_add_u32 s0, s1, K`: not an offset from the PC, not relocated.
+    let mut d = object();
+    let co = hsaco::CodeObject::parse(&d).expect("parse");
+    let text = co.text().expect(".text").clone();
+    let t = amdgpu_isa::Target::from_name(&co.target.processor).expect("target");
+    let insts = amdgpu_isa::decode_all(co.section_data(&text), t).expect("decode");
+    let mut off = 0usize;
+    let mut add = None;
+    for w in insts.windows(2) {
+        if w[0].mnemonic() == "s_getpc_b64" && w[1].mnemonic() == "s_add_u32" {
+            add = Some(text.offset as usize + off + w[0].len());
+            break;
+        }
+        off += w[0].len();
+    }
+    let add = add.expect("an s_getpc_b64 address builder");
+    d[add] += 1; // ssrc0: s0 -> s1
+    patch_fails_closed(&d, "s_add_u32 uses the PC register pair");
+}

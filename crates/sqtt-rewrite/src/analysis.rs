@@ -207,9 +207,14 @@ fn match_builder(
             continue;
         }
         let m = inst.mnemonic();
+        // Each add must read the half it writes (`s_add_u32 sa, sa, K`): an add of another
+        // source into the pair is not an offset from the PC.
+        let (reads_lo, reads_hi) = (r.contains_sgpr(a), r.contains_sgpr(a + 1));
         if m == "s_add_nc_u64"
             && w.contains_sgpr(a)
             && w.contains_sgpr(a + 1)
+            && reads_lo
+            && reads_hi
             && lo.is_none()
             && hi.is_none()
         {
@@ -225,7 +230,13 @@ fn match_builder(
                 done_at: j,
             });
         }
-        if ADD_LO.contains(&m) && w.contains_sgpr(a) && !w.contains_sgpr(a + 1) && lo.is_none() {
+        if ADD_LO.contains(&m)
+            && w.contains_sgpr(a)
+            && !w.contains_sgpr(a + 1)
+            && reads_lo
+            && !reads_hi
+            && lo.is_none()
+        {
             let v = inst
                 .literal()
                 .ok_or_else(|| fail(*ja, "low add without a literal"))?;
@@ -233,6 +244,8 @@ fn match_builder(
         } else if ADD_HI.contains(&m)
             && w.contains_sgpr(a + 1)
             && !w.contains_sgpr(a)
+            && reads_hi
+            && !reads_lo
             && lo.is_some()
             && hi.is_none()
         {

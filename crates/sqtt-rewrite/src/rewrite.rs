@@ -295,6 +295,21 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         });
     }
     let specs = function_specs(&co, text_addr, text_end);
+    // Funcmap rows are `<kind>:<id>:<name>` lines: a function needs a non-empty name without
+    // control characters (seed spec "Funcmap format").
+    let unnamed: Vec<String> = specs
+        .iter()
+        .filter(|s| s.name.is_empty() || s.name.chars().any(char::is_control))
+        .map(|s| format!("function at {:#x} has no usable symbol name ({:?}): its funcmap row would be malformed", s.start, s.name))
+        .collect();
+    if !unnamed.is_empty() {
+        report.status = Status::FailedClosed;
+        report.reasons = unnamed;
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
+    }
     let mut prog = analyse(target, &text_bytes, text_addr, specs.clone());
     if matches!(
         target.family(),
