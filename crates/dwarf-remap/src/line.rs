@@ -184,6 +184,14 @@ pub(crate) fn rewrite(old: &[u8], map: &AddressMap, addr_size: u8) -> Result<Lin
             let new_addr = if seq_not_code {
                 old_addr
             } else {
+                // Compilers start rows at instructions. A row inside one would map into the
+                // code inserted in front of it and move the instruction's source position.
+                if map.covers(old_addr) && !map.is_boundary(old_addr) {
+                    return Err(unsupported(
+                        unit,
+                        format!("line row at {old_addr:#x}, inside an instruction"),
+                    ));
+                }
                 map_code(map, old_addr, SECTION, unit)?
             };
             emit_row(&mut out, &params, &mut state, row, new_addr, unit)?;

@@ -107,6 +107,12 @@ impl AddressMap {
         }
     }
 
+    /// Whether `old` is exactly a pair's old address (an instruction start or a range end), as
+    /// opposed to an address inside an instruction or outside the code interval.
+    pub fn is_boundary(&self, old: u64) -> bool {
+        self.old.binary_search(&old).is_ok()
+    }
+
     /// Number of pairs.
     pub fn len(&self) -> usize {
         self.old.len()

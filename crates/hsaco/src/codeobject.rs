@@ -54,8 +54,9 @@ pub struct Kernel {
     pub section: usize,
     /// Size of the kernel's `STT_FUNC` symbol (bytes), when present.
     pub code_size: Option<u64>,
-    /// Index of the kernel in `amdhsa.kernels` of the metadata note.
-    pub metadata_index: Option<usize>,
+    /// Where the kernel's metadata is: (index into [`CodeObject::metadata`], index in that
+    /// note's `amdhsa.kernels`).
+    pub metadata_index: Option<(usize, usize)>,
 }
 
 /// A device function (`STT_FUNC` that is not a kernel entry).
@@ -90,8 +91,9 @@ pub struct CodeObject {
     pub kernels: Vec<Kernel>,
     /// Device functions in address order (deduplicated across tables).
     pub functions: Vec<DeviceFunction>,
-    /// Metadata note, when present.
-    pub metadata: Option<Metadata>,
+    /// Every `NT_AMDGPU_METADATA` note, in file order: one for a normal link, one per
+    /// translation unit for `-fgpu-rdc` links (each lists that unit's kernels).
+    pub metadata: Vec<Metadata>,
 }
 
 impl CodeObject {
@@ -123,11 +125,11 @@ impl CodeObject {
         check_address_space(&elf, bytes.len() as u64)?;
         let raw_syms = elf.symbols(bytes)?;
 
-        let mut metadata = None;
+        let mut metadata = Vec::new();
         for s in elf.sections.iter().filter(|s| s.sh_type == elf::SHT_NOTE) {
             for n in parse_notes(elf.section_data(bytes, s), s.offset)? {
-                if n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA && metadata.is_none() {
-                    metadata = Some(Metadata::decode(&n.desc, n.desc_offset)?);
+                if n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA {
+                    metadata.push(Metadata::decode(&n.desc, n.desc_offset)?);
                 }
             }
         }
@@ -179,7 +181,10 @@ impl CodeObject {
                 .iter()
                 .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
                 .map(|f| f.size);
-            let metadata_index = metadata.as_ref().and_then(|m| m.kernel_index(&s.name));
+            let metadata_index = metadata
+                .iter()
+                .enumerate()
+                .find_map(|(ni, m)| Some((ni, m.kernel_index(&s.name)?)));
             kernels.push(Kernel {
                 name,
                 kd_address: s.value,
@@ -253,6 +258,12 @@ impl CodeObject {
             functions,
             metadata,
         })
+    }
+
+    /// The metadata note of kernel `k` and the kernel's index in its `amdhsa.kernels`.
+    pub fn kernel_metadata(&self, k: &Kernel) -> Option<(&Metadata, usize)> {
+        let (note, i) = k.metadata_index?;
+        Some((self.metadata.get(note)?, i))
     }
 
     /// First section named `name`.

@@ -97,7 +97,7 @@ pub struct CodeObjectEditor<'a> {
     symbol_sizes: HashMap<(SymbolTable, usize), u64>,
     kernel_entries: HashMap<String, u64>,
     text_map: BTreeMap<u64, u64>,
-    metadata: Option<Metadata>,
+    metadata: Vec<Metadata>,
 }
 
 /// Alignment padding the writer may add beyond the input and edited contents (bytes): far above
@@ -137,7 +137,7 @@ impl<'a> CodeObjectEditor<'a> {
             symbol_sizes: HashMap::new(),
             kernel_entries: HashMap::new(),
             text_map: BTreeMap::new(),
-            metadata: None,
+            metadata: Vec::new(),
         }
     }
 
@@ -290,9 +290,12 @@ impl<'a> CodeObjectEditor<'a> {
         Ok(keys.len())
     }
 
-    /// Replaces the metadata map (the note is re-encoded; it may change size).
+    /// Replaces the metadata map of the note whose descriptor is at `metadata.offset` in the
+    /// input (the note is re-encoded; it may change size). Errors at write time:
+    /// [`Error::NotFound`] when no metadata note starts there.
     pub fn set_metadata(&mut self, metadata: Metadata) {
-        self.metadata = Some(metadata);
+        self.metadata.retain(|m| m.offset != metadata.offset);
+        self.metadata.push(metadata);
     }
 
     /// Adds a non-alloc section (appended after the existing section headers), or replaces the
@@ -336,28 +339,41 @@ impl<'a> CodeObjectEditor<'a> {
         for i in 0..co.elf.sections.len() {
             out.push(self.section_contents(i)?.to_vec());
         }
-        if let Some(md) = &self.metadata {
-            let note_sec = co
-                .elf
-                .sections
-                .iter()
-                .find(|s| {
-                    s.sh_type == elf::SHT_NOTE
-                        && parse_notes(&out[s.index], s.offset).is_ok_and(|ns| {
-                            ns.iter()
-                                .any(|n| n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA)
-                        })
-                })
-                .ok_or_else(|| Error::NotFound("AMDGPU metadata note".into()))?;
-            let mut notes = parse_notes(&out[note_sec.index], note_sec.offset)?;
-            let payload = md.encode()?;
-            if let Some(n) = notes
-                .iter_mut()
-                .find(|n| n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA)
-            {
-                n.desc = payload;
+        // Each edited map replaces the note whose descriptor offset (in the input) it carries.
+        let mut placed = 0;
+        for s in co
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.sh_type == elf::SHT_NOTE)
+        {
+            if self.metadata.is_empty() {
+                break;
             }
-            out[note_sec.index] = encode_notes(&notes);
+            let Ok(mut notes) = parse_notes(self.section_contents(s.index)?, s.offset) else {
+                continue;
+            };
+            let mut changed = false;
+            for n in notes
+                .iter_mut()
+                .filter(|n| n.name == b"AMDGPU" && n.n_type == NT_AMDGPU_METADATA)
+            {
+                if let Some(md) = self.metadata.iter().find(|m| m.offset == n.desc_offset) {
+                    n.desc = md.encode()?;
+                    changed = true;
+                    placed += 1;
+                }
+            }
+            if changed {
+                out[s.index] = encode_notes(&notes);
+            }
+        }
+        if placed != self.metadata.len() {
+            return Err(Error::NotFound(format!(
+                "{} of {} edited AMDGPU metadata notes in the input",
+                placed,
+                self.metadata.len()
+            )));
         }
         let mut names = Vec::new();
         if !self.new_sections.is_empty() {

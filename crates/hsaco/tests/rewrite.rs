@@ -15,7 +15,9 @@ fn identity_rewrite_is_byte_equal_for_every_bare_object() {
         assert!(out == bytes, "{}: identity rewrite differs", path.display());
         // Re-encoding an unchanged metadata tree is byte-identical too.
         let mut ed = CodeObjectEditor::new(&co);
-        ed.set_metadata(co.metadata.clone().expect("metadata"));
+        for m in &co.metadata {
+            ed.set_metadata(m.clone());
+        }
         assert!(
             ed.write().expect("write") == bytes,
             "{}: metadata re-encode differs",
@@ -134,7 +136,7 @@ fn grown_metadata_note_and_new_funcmap_section() {
     let path = c.join("compiled/gfx1100__hip-mini__O3.co");
     let bytes = std::fs::read(&path).expect("read");
     let co = CodeObject::parse(&bytes).expect("parse");
-    let mut md = co.metadata.clone().expect("metadata");
+    let mut md = co.metadata.first().cloned().expect("metadata");
     let k = md.kernel_index("vadd.kd").expect("vadd in metadata");
     md.set_kernel_u64(k, ".vgpr_count", 77).expect("set");
     md.set_kernel_u64(k, ".sqtt_test_key_with_a_long_name_to_grow_the_note", 1)
@@ -145,7 +147,7 @@ fn grown_metadata_note_and_new_funcmap_section() {
         .expect("add");
     let out = ed.write().expect("write");
     let co2 = CodeObject::parse(&out).expect("re-parse");
-    let md2 = co2.metadata.as_ref().expect("metadata");
+    let md2 = co2.metadata.first().expect("metadata");
     assert_eq!(
         md2.kernel_u64(md2.kernel_index("vadd.kd").expect("vadd"), ".vgpr_count"),
         Some(77)

@@ -27,7 +27,7 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         .map(|k| {
             let d = &k.descriptor;
             let regs = d.registers(&co.target);
-            let md = co.metadata.as_ref().zip(k.metadata_index);
+            let md = co.kernel_metadata(k);
             let md_u = |key: &str| md.and_then(|(m, i)| m.kernel_u64(i, key));
             let sgprs = md_u(".sgpr_count").map_or(regs.sgprs.unwrap_or(0), |v| v as u32);
             let occ = hsaco::kd::occupancy(&co.target, d.wave32(), regs.vgprs_allocated, sgprs, d.group_segment_fixed_size);

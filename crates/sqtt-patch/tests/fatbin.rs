@@ -587,3 +587,36 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
         );
     }
 }
+
+/// `-fgpu-rdc` links carry one metadata note per translation unit: every kernel's `.sgpr_count`
+/// must cover the reserved SGPRs, in whichever note lists it (only the first note was updated
+/// before, which the verifier could not see either).
+#[test]
+fn every_metadata_note_of_an_rdc_link_covers_the_reserved_sgprs() {
+    let host = std::fs::read(corpus().join("hosts/x86_64__app-mini__4arch-newdriver-rdc.elf"))
+        .expect("read");
+    let (_, entries) = open(&host, DEFAULT_DECOMPRESS_LIMIT).expect("open");
+    // Address tracing needs loop SGPRs above every SGPR the object uses.
+    let tracing = Options {
+        trace_addresses: sqtt_rewrite::config::parse_trace_addresses("memory,lds").expect("option"),
+        ..Options::default()
+    };
+    let mut checked = 0;
+    for e in entries.iter().filter(|e| !e.data.is_empty()) {
+        let before = hsaco::CodeObject::parse(&e.data).expect("parse");
+        assert!(before.metadata.len() > 1, "{}: one metadata note", e.id);
+        let p = cmd_patch::patch_code_object(&e.id, &e.data, &tracing).expect("patch");
+        assert_eq!(p.report.status, Status::Instrumented, "{}", e.id);
+        let top = *p.report.reserved_sgprs.last().expect("reserved SGPRs");
+        let extra = if e.id.contains("gfx9") { 6 } else { 0 };
+        let after = hsaco::CodeObject::parse(&p.bytes).expect("parse output");
+        assert_eq!(after.metadata.len(), before.metadata.len());
+        for k in &after.kernels {
+            let (m, i) = after.kernel_metadata(k).expect("kernel metadata");
+            let n = m.kernel_u64(i, ".sgpr_count").expect(".sgpr_count");
+            assert!(n > u64::from(top) + extra, "{} {}: {n}", e.id, k.name);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} kernels checked");
+}

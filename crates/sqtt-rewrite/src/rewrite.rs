@@ -153,6 +153,61 @@ fn isa_target(co: &CodeObject) -> Result<Target, RewriteError> {
         .ok_or_else(|| RewriteError::Target(co.target.processor.clone()))
 }
 
+/// Raises `.sgpr_count` to at least `need` for every kernel, in whichever metadata note lists
+/// it (`-fgpu-rdc` links have one note per translation unit). Errors (the object fails closed):
+/// a kernel without a metadata entry when the object has metadata, or a note that does not
+/// re-encode to its input bytes (non-canonical MessagePack would change the note's size and move
+/// every section after it).
+fn cover_reserved_sgprs(
+    co: &CodeObject,
+    input: &[u8],
+    need: u64,
+    ed: &mut CodeObjectEditor,
+) -> Result<(), String> {
+    if co.metadata.is_empty() {
+        return Ok(());
+    }
+    let mut notes: BTreeMap<usize, hsaco::Metadata> = BTreeMap::new();
+    for k in &co.kernels {
+        let Some((note, i)) = k.metadata_index else {
+            return Err(format!(
+                "kernel {} has no amdhsa.kernels entry in any metadata note, so its .sgpr_count cannot cover the reserved SGPRs",
+                k.name
+            ));
+        };
+        let Some(meta) = co.metadata.get(note) else {
+            continue;
+        };
+        if meta.kernel_u64(i, ".sgpr_count").unwrap_or(0) >= need {
+            continue;
+        }
+        let m = match notes.entry(note) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let same = meta.encode().ok().is_some_and(|enc| {
+                    usize::try_from(meta.offset)
+                        .ok()
+                        .and_then(|o| input.get(o..o.checked_add(enc.len())?))
+                        == Some(&enc[..])
+                });
+                if !same {
+                    return Err(format!(
+                        "the metadata note at offset {:#x} is not canonical MessagePack (it does not re-encode to the same bytes), so .sgpr_count cannot be updated in place",
+                        meta.offset
+                    ));
+                }
+                v.insert(meta.clone())
+            }
+        };
+        m.set_kernel_u64(i, ".sgpr_count", need)
+            .map_err(|e| format!("kernel {}: {e}", k.name))?;
+    }
+    for m in notes.into_values() {
+        ed.set_metadata(m);
+    }
+    Ok(())
+}
+
 /// Function ranges from the descriptors and symbols, sorted, ends clipped to the next start.
 fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec> {
     let mut specs: Vec<FnSpec> = Vec::new();
@@ -899,23 +954,21 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     let gfx9_needed = (target.family() == Family::Gfx9)
         .then(|| used_regs.iter().next_back().map(|&r| u32::from(r) + 1 + 6))
         .flatten();
-    if let (Some(&r), Some(meta)) = (used_regs.iter().next_back(), co.metadata.as_ref()) {
-        let mut meta = meta.clone();
+    if let Some(&r) = used_regs.iter().next_back() {
         let extra = if target.family() == Family::Gfx9 {
             6
         } else {
             0
         };
         let need = u64::from(r) + 1 + extra;
-        for k in &co.kernels {
-            if let Some(i) = meta.kernel_index(&k.name) {
-                let old = meta.kernel_u64(i, ".sgpr_count").unwrap_or(0);
-                if old < need {
-                    meta.set_kernel_u64(i, ".sgpr_count", need)?;
-                }
-            }
+        if let Err(why) = cover_reserved_sgprs(&co, input, need, &mut ed) {
+            report.status = Status::FailedClosed;
+            report.reasons.push(why);
+            return Ok(Outcome {
+                bytes: None,
+                report,
+            });
         }
-        ed.set_metadata(meta);
     }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
@@ -1129,14 +1182,12 @@ fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
     // metadata `.sgpr_count` (AMDGPUUsage "Code Object V3+ Metadata": SGPRs the wavefront needs,
     // callees included).
     if prog.target.family() == Family::Gfx1250 {
-        if let Some(meta) = co.metadata.as_ref() {
-            for k in &co.kernels {
-                let n = meta
-                    .kernel_index(&k.name)
-                    .and_then(|i| meta.kernel_u64(i, ".sgpr_count"))
-                    .unwrap_or(0);
-                cand = cand.max(u16::try_from(n).unwrap_or(u16::MAX));
-            }
+        for k in &co.kernels {
+            let n = co
+                .kernel_metadata(k)
+                .and_then(|(meta, i)| meta.kernel_u64(i, ".sgpr_count"))
+                .unwrap_or(0);
+            cand = cand.max(u16::try_from(n).unwrap_or(u16::MAX));
         }
     }
     if cand >= sgpr_limit(prog.target) {

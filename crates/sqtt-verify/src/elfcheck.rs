@@ -757,10 +757,7 @@ fn check_metadata(
     reserved: Option<u16>,
     findings: &mut Vec<Finding>,
 ) {
-    let (Some(om), Some(nm)) = (&o.metadata, &n.metadata) else {
-        return;
-    };
-    let (Some(oi), Some(ni)) = (ok.metadata_index, nk.metadata_index) else {
+    let (Some((om, oi)), Some((nm, ni))) = (o.kernel_metadata(ok), n.kernel_metadata(nk)) else {
         if ok.metadata_index.is_some() {
             findings.push(Finding {
                 check: Check::Metadata,

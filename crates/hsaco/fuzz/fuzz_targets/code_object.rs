@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = k.descriptor.directives(&co.target, co.version);
         let _ = k.descriptor.encode();
     }
-    if let Some(m) = &co.metadata {
+    for m in &co.metadata {
         let _ = m.encode();
     }
     if let Ok(out) = hsaco::CodeObjectEditor::new(&co).write() {
