@@ -313,7 +313,7 @@ fn emit_table(
         let next = contents.len();
         let id = *contents.entry(text.clone()).or_insert(next);
         if id == next {
-            let mut rows_v: Vec<(usize, u32, String)> = Vec::new();
+            let mut rows_v: Vec<(usize, u32, String, u8)> = Vec::new();
             for r in rows(&text) {
                 let fi = fs
                     .iter()
@@ -419,18 +419,20 @@ fn emit_table(
                 };
                 let my = r.get(11).copied().unwrap_or("");
                 let asm = r.get(12).copied().unwrap_or("");
+                let size: u8 = r[2].parse().expect("size");
                 rows_v.push((fi, key, format!(
-                        "OpRow {{ fmt: {fi}, key: {key}, size: {}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
-                        r[2], psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
-                    )));
+                        "OpRow {{ fmt: {fi}, key: {key}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
+                        psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
+                    ), size));
             }
             rows_v.sort_by_key(|r| (r.0, r.1));
-            // Direct opcode index per format: entry `key` holds row index + 1, 0 = no opcode.
-            let mut by_key: Vec<Vec<u16>> = fs
+            // Direct opcode index per format: entry `key` holds (row index + 1) | size << 16
+            // (0 = no opcode), so decoding reads the size without touching the row.
+            let mut by_key: Vec<Vec<u32>> = fs
                 .iter()
                 .map(|f| {
                     assert!(f.op_width <= 12, "{}: opcode wider than 12 bits", f.name);
-                    vec![0u16; 1 << f.op_width]
+                    vec![0u32; 1 << f.op_width]
                 })
                 .collect();
             for (i, r) in rows_v.iter().enumerate() {
@@ -440,7 +442,8 @@ fn emit_table(
                     "{table}: duplicate opcode {} {}",
                     fs[r.0].name, r.1
                 );
-                *slot = u16::try_from(i + 1).expect("opcode table under 65535 rows");
+                let idx = u16::try_from(i + 1).expect("opcode table under 65535 rows");
+                *slot = u32::from(idx) | u32::from(r.3) << 16;
             }
             write!(out, "static OPS_{id}: &[OpRow] = &[").ok();
             for r in rows_v {
@@ -448,7 +451,7 @@ fn emit_table(
                 out.push('\n');
             }
             out.push_str("];\n");
-            write!(out, "static OPS_{id}_BY_KEY: &[&[u16]] = &[").ok();
+            write!(out, "static OPS_{id}_BY_KEY: &[&[u32]] = &[").ok();
             for k in by_key {
                 write!(out, "&{k:?},").ok();
             }

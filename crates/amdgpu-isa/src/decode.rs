@@ -168,22 +168,25 @@ pub(crate) fn opcode_key(f: &FormatDef, b: &[u8]) -> u32 {
     })
 }
 
-/// Row of (format, key) in `ops` through its direct index `by_key` (see `TargetDef::ops_by_key`).
+/// Row of (format, key) in `ops` and its size in bytes, through the direct index `by_key`
+/// (see `TargetDef::ops_by_key`; the size comes from the index, the row is not read).
 #[inline]
 fn lookup(
     ops: &'static [OpRow],
-    by_key: &'static [&'static [u16]],
+    by_key: &'static [&'static [u32]],
     fmt_idx: u8,
     key: u32,
-) -> Option<&'static OpRow> {
+) -> Option<(&'static OpRow, u8)> {
     let slot = *by_key.get(usize::from(fmt_idx))?.get(key as usize)?;
-    ops.get(usize::from(slot).checked_sub(1)?)
+    let row = ops.get(usize::from(slot as u16).checked_sub(1)?)?;
+    Some((row, (slot >> 16) as u8))
 }
 
-/// Opcode row of (format, key). The selected mode's table is searched first; the other mode's
-/// table is the fallback, so true16-only opcodes (gfx12 `v_mov_b16`) decode in either mode.
+/// Opcode row of (format, key) and its size in bytes (see `TargetDef::ops_by_key`). The selected mode's table
+/// is searched first; the other mode's table is the fallback, so true16-only opcodes (gfx12
+/// `v_mov_b16`) decode in either mode.
 #[inline]
-pub(crate) fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
+fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<(&'static OpRow, u8)> {
     let d = target.def();
     let main = || lookup(d.ops, d.ops_by_key, fmt_idx, key);
     match (d.ops_t16, target.true16()) {
@@ -244,12 +247,12 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         });
     }
     let key = opcode_key(fmt, bytes);
-    let row = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
+    let (row, size) = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
         format: fmt.name,
         opcode: key,
         word: w0,
     })?;
-    let mut len = usize::from(row.size);
+    let mut len = usize::from(size);
     // A literal is present when the table size exceeds the nominal size (fixed literal: madmk,
     // s_setreg_imm32_b32, ...) or a literal probe (field value 255, gfx1250 254 = 64-bit) matches.
     let mut lit: Option<(u8, u8)> = (len > nominal).then(|| (nominal as u8, (len - nominal) as u8));
