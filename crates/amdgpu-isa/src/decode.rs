@@ -399,7 +399,9 @@ impl Iterator for DecodeIter<'_> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.bytes.len().saturating_sub(self.offset);
-        (left.div_ceil(MAX_LEN), Some(left.div_ceil(4)))
+        // At least one item (an instruction or the error) while bytes remain; at most one per
+        // 4 bytes (the shortest instruction), a final error included.
+        (usize::from(left > 0), Some(left.div_ceil(4)))
     }
 }
 
