@@ -60,6 +60,10 @@ fn family_variant(f: &str) -> &'static str {
 
 struct Fmt {
     name: String,
+    mask: u32,
+    value: u32,
+    /// Total opcode bits (the key is below `1 << op_width`).
+    op_width: u32,
     fields: Vec<(String, String)>, // name, kind
     probes: Vec<String>,
     code: String,
@@ -156,22 +160,16 @@ fn main() {
         );
         fams.entry(c[0].to_string()).or_default().push(Fmt {
             name: c[1].to_string(),
+            mask,
+            value,
+            op_width: op.iter().map(|&(_, h, l)| u32::from(h - l) + 1).sum(),
             fields,
             probes,
             code,
         });
     }
     for (fam, fs) in fams.iter_mut() {
-        fs.sort_by_key(|f| {
-            let m = f
-                .code
-                .split("mask: ")
-                .nth(1)
-                .and_then(|s| s.get(..10))
-                .map(|s| u32::from_str_radix(&s[2..], 16).unwrap_or(0))
-                .unwrap_or(0);
-            std::cmp::Reverse(m.count_ones())
-        });
+        fs.sort_by_key(|f| std::cmp::Reverse(f.mask.count_ones()));
         write!(
             out,
             "pub(crate) static FORMATS_{}: &[FormatDef] = &[",
@@ -183,6 +181,28 @@ fn main() {
             out.push('\n');
         }
         out.push_str("];\n");
+        // Direct format dispatch on dword 0 bits 31:23: every format mask lies inside them, so
+        // the first matching format (most specific first, as sorted above) depends on them only.
+        let mut top9 = Vec::with_capacity(512);
+        for t in 0u32..512 {
+            let w = t << 23;
+            let hit = fs.iter().position(|f| {
+                assert_eq!(
+                    f.mask & !0xff80_0000,
+                    0,
+                    "{fam} {}: format mask outside dword 0 bits 31:23",
+                    f.name
+                );
+                w & f.mask == f.value
+            });
+            top9.push(hit.map_or(u8::MAX, |i| u8::try_from(i).expect("format index")));
+        }
+        writeln!(
+            out,
+            "pub(crate) static FMT_BY_TOP9_{}: [u8; 512] = {top9:?};",
+            fam.to_uppercase()
+        )
+        .ok();
     }
 
     // Overrides.
@@ -269,8 +289,10 @@ fn main() {
             format!("Some({mach})")
         };
         let t16 = t16_id.map_or("None".to_string(), |i| format!("Some(OPS_{i})"));
-        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_t16: {t16}, formats: FORMATS_{}, sregs: &SREGS_{}, sym: &SYM_{} }},",
-            family_variant(fam), fam.to_uppercase(), fam.to_uppercase(), fam.to_uppercase()).ok();
+        let t16_keys = t16_id.map_or("&[]".to_string(), |i| format!("OPS_{i}_BY_KEY"));
+        let fam_uc = fam.to_uppercase();
+        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_by_key: OPS_{main_id}_BY_KEY, ops_t16: {t16}, ops_t16_by_key: {t16_keys}, formats: FORMATS_{fam_uc}, fmt_by_top9: &FMT_BY_TOP9_{fam_uc}, sregs: &SREGS_{fam_uc}, sym: &SYM_{fam_uc} }},",
+            family_variant(fam)).ok();
     }
     writeln!(out, "pub(crate) static TARGETS: &[TargetDef] = &[{tcode}];").ok();
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("tables.rs");
@@ -291,7 +313,7 @@ fn emit_table(
         let next = contents.len();
         let id = *contents.entry(text.clone()).or_insert(next);
         if id == next {
-            let mut rows_v: Vec<(usize, u32, String)> = Vec::new();
+            let mut rows_v: Vec<(usize, u32, String, u8)> = Vec::new();
             for r in rows(&text) {
                 let fi = fs
                     .iter()
@@ -397,16 +419,41 @@ fn emit_table(
                 };
                 let my = r.get(11).copied().unwrap_or("");
                 let asm = r.get(12).copied().unwrap_or("");
+                let size: u8 = r[2].parse().expect("size");
                 rows_v.push((fi, key, format!(
-                        "OpRow {{ fmt: {fi}, key: {key}, size: {}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
-                        r[2], psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
-                    )));
+                        "OpRow {{ fmt: {fi}, key: {key}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
+                        psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
+                    ), size));
             }
             rows_v.sort_by_key(|r| (r.0, r.1));
+            // Direct opcode index per format: entry `key` holds (row index + 1) | size << 16
+            // (0 = no opcode), so decoding reads the size without touching the row.
+            let mut by_key: Vec<Vec<u32>> = fs
+                .iter()
+                .map(|f| {
+                    assert!(f.op_width <= 12, "{}: opcode wider than 12 bits", f.name);
+                    vec![0u32; 1 << f.op_width]
+                })
+                .collect();
+            for (i, r) in rows_v.iter().enumerate() {
+                let slot = &mut by_key[r.0][r.1 as usize];
+                assert_eq!(
+                    *slot, 0,
+                    "{table}: duplicate opcode {} {}",
+                    fs[r.0].name, r.1
+                );
+                let idx = u16::try_from(i + 1).expect("opcode table under 65535 rows");
+                *slot = u32::from(idx) | u32::from(r.3) << 16;
+            }
             write!(out, "static OPS_{id}: &[OpRow] = &[").ok();
             for r in rows_v {
                 out.push_str(&r.2);
                 out.push('\n');
+            }
+            out.push_str("];\n");
+            write!(out, "static OPS_{id}_BY_KEY: &[&[u32]] = &[").ok();
+            for k in by_key {
+                write!(out, "&{k:?},").ok();
             }
             out.push_str("];\n");
         }

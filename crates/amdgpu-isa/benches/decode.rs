@@ -3,16 +3,22 @@
 //!
 //! FILE defaults to `/work/thirdparty/objects/cupy-cub__gfx1201.co` (about 2.3 M
 //! instructions, see /work/thirdparty/INDEX.md), else the largest object of
-//! `../shared/corpus/{compiled,triton}`. Prints, in instructions per second:
-//! - `decode_all` of every executable section (best of 5 runs);
-//! - `decode_all` + `Display` of every instruction into one reused text buffer (best of 3);
-//! - `llvm-objdump-22 -d --mcpu=<target>` on the file, wall time including process start and
-//!   ELF parsing, output read through a pipe (one run; same instruction count);
+//! `../shared/corpus/{compiled,triton}`. Measures every executable section:
+//! - `decode_iter`: streaming decode, every instruction materialised, nothing kept (best of 15);
+//! - `decode_all`: the same collected into a `Vec<Instruction>` (best of 5);
+//! - `decode_iter` + `Display` of every instruction into one reused text buffer (best of 3);
+//! - `llvm-objdump-22 -d --mcpu=<target>` on the file, output read through a pipe, including
+//!   process start and ELF parsing (best of 2; same instruction count).
 //!
-//! and the two ratios against llvm-objdump.
-use amdgpu_isa::{decode_all, Target};
+//! Prints wall time, CPU time (our thread's `/proc/thread-self/schedstat` run time in ns;
+//! llvm-objdump's user+system time from `/proc/self/stat` cutime+cstime in USER_HZ = 1/100 s
+//! ticks), throughput, the speed-up ratios against llvm-objdump (wall and CPU) and the load
+//! average. On a shared machine the CPU-time ratios are the stable ones: wall time also counts
+//! waiting for a core.
+use amdgpu_isa::{decode_all, decode_iter, Target};
 use object::{Object, ObjectSection, SectionFlags};
 use std::fmt::Write as _;
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -38,6 +44,47 @@ fn pick_file() -> Option<PathBuf> {
         }
     }
     best.map(|b| b.1)
+}
+
+/// CPU time of the calling thread in seconds (`/proc/thread-self/schedstat` field 1, ns).
+fn thread_cpu() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 * 1e-9)
+}
+
+/// User + system CPU time of waited-for children in seconds (`/proc/self/stat` fields 16-17,
+/// in USER_HZ = 100 ticks per second on Linux).
+fn children_cpu() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // After the ')' field 3 (state) has index 0, so field n has index n - 3.
+    let cutime: u64 = f.get(13)?.parse().ok()?;
+    let cstime: u64 = f.get(14)?.parse().ok()?;
+    Some((cutime + cstime) as f64 / 100.0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Best (wall, CPU) seconds of `runs` runs of `f`; CPU is NaN when /proc does not tell.
+fn best_of(runs: usize, mut f: impl FnMut()) -> (f64, f64) {
+    let (mut wall, mut cpu) = (f64::MAX, f64::MAX);
+    for _ in 0..runs {
+        let c0 = thread_cpu();
+        let t0 = Instant::now();
+        f();
+        wall = wall.min(t0.elapsed().as_secs_f64());
+        cpu = cpu.min(match (c0, thread_cpu()) {
+            (Some(a), Some(b)) => b - a,
+            _ => f64::NAN,
+        });
+    }
+    (wall, cpu)
 }
 
 fn main() {
@@ -77,71 +124,95 @@ fn main() {
     if code.iter().any(|c| decode_all(c, t).is_err()) {
         t = t.with_true16(true);
     }
+    let load_before = load_average();
     let bytes: usize = code.iter().map(Vec::len).sum();
     let mut n = 0usize;
-    let mut dec = f64::MAX;
-    for _ in 0..5 {
-        let t0 = Instant::now();
-        n = code
+    let iter = best_of(15, || {
+        n = 0;
+        for c in &code {
+            for i in decode_iter(c, t).map_while(Result::ok) {
+                black_box(&i);
+                n += 1;
+            }
+        }
+    });
+    let mut n_all = 0usize;
+    let all = best_of(5, || {
+        n_all = code
             .iter()
-            .map(|c| decode_all(c, t).map_or(0, |v| v.len()))
+            .map(|c| decode_all(c, t).map_or(0, |v| black_box(v).len()))
             .sum();
-        dec = dec.min(t0.elapsed().as_secs_f64());
-    }
-    let mut fmt = f64::MAX;
+    });
     let mut chars = 0usize;
     let mut buf = String::with_capacity(64 << 20);
-    for _ in 0..3 {
+    let fmt = best_of(3, || {
         buf.clear();
-        let t1 = Instant::now();
         for c in &code {
-            for i in decode_all(c, t).unwrap_or_default() {
+            for i in decode_iter(c, t).map_while(Result::ok) {
                 let _ = writeln!(buf, "{i}");
             }
         }
-        fmt = fmt.min(t1.elapsed().as_secs_f64());
-        chars = buf.len();
+        chars = black_box(&buf).len();
+    });
+    let mut llvm_lines = 0usize;
+    let (mut llvm_wall, mut llvm_cpu) = (f64::MAX, f64::MAX);
+    for _ in 0..2 {
+        let c0 = children_cpu();
+        let t0 = Instant::now();
+        let out = std::process::Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
+            .arg("-d")
+            .arg(format!("--mcpu={}", t.name()))
+            .args(t.true16().then_some("--mattr=+real-true16"))
+            .arg(&path)
+            .output();
+        llvm_wall = llvm_wall.min(t0.elapsed().as_secs_f64());
+        llvm_cpu = llvm_cpu.min(match (c0, children_cpu()) {
+            (Some(a), Some(b)) => b - a,
+            _ => f64::NAN,
+        });
+        llvm_lines = out
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter(|l| l.starts_with('\t') && l.contains("// "))
+                    .count()
+            })
+            .unwrap_or(0);
     }
-    let t2 = Instant::now();
-    let out = std::process::Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
-        .arg("-d")
-        .arg(format!("--mcpu={}", t.name()))
-        .args(t.true16().then_some("--mattr=+real-true16"))
-        .arg(&path)
-        .output();
-    let llvm = t2.elapsed().as_secs_f64();
-    let llvm_lines = out
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| l.starts_with('\t') && l.contains("// "))
-                .count()
-        })
-        .unwrap_or(0);
-    let rate = |s: f64| n as f64 / s;
+    let rate = |s: f64| n as f64 / s / 1e6;
     println!(
-        "file: {} ({}, {bytes} code bytes, {n} instructions; llvm-objdump lines {llvm_lines})",
+        "file: {} ({}, {bytes} code bytes, {n} instructions ({n_all} collected); llvm-objdump lines {llvm_lines})",
         path.display(),
         t.name()
     );
     println!(
-        "decode_all:            {:8.3} s  {:8.2} M inst/s",
-        dec,
-        rate(dec) / 1e6
+        "load average: {load_before} before, {} after",
+        load_average()
     );
     println!(
-        "decode_all + Display:  {:8.3} s  {:8.2} M inst/s ({chars} chars)",
-        fmt,
-        rate(fmt) / 1e6
+        "{:<32} {:>9} {:>9} {:>12} {:>11} {:>10}",
+        "measurement", "wall s", "CPU s", "M inst/s", "x wall", "x CPU"
     );
+    let row = |name: &str, (w, c): (f64, f64)| {
+        println!(
+            "{name:<32} {w:>9.3} {c:>9.3} {:>12.2} {:>10.1}x {:>9.1}x",
+            rate(w),
+            llvm_wall / w,
+            llvm_cpu / c
+        );
+    };
+    row("decode_iter (best of 15)", iter);
+    row("decode_all (best of 5)", all);
+    row("decode_iter + Display (best of 3)", fmt);
+    row("llvm-objdump-22 -d (best of 2)", (llvm_wall, llvm_cpu));
+    println!("({chars} chars of text)");
     println!(
-        "llvm-objdump-22 -d:    {:8.3} s  {:8.2} M inst/s (wall, incl. process start)",
-        llvm,
-        rate(llvm) / 1e6
-    );
-    println!(
-        "speed-up: decode {:.0}x, decode+format {:.1}x",
-        llvm / dec,
-        llvm / fmt
+        "speed-up vs llvm-objdump (wall / CPU): decode_iter {:.0}x / {:.0}x, decode_all {:.0}x / {:.0}x, decode+format {:.1}x / {:.1}x",
+        llvm_wall / iter.0,
+        llvm_cpu / iter.1,
+        llvm_wall / all.0,
+        llvm_cpu / all.1,
+        llvm_wall / fmt.0,
+        llvm_cpu / fmt.1
     );
 }

@@ -7,8 +7,9 @@
 //! - [`Target`] — an exact processor: [`Target::from_name`] (`"gfx942"`, `"gfx11-generic"`),
 //!   [`Target::from_elf_mach`] (`EF_AMDGPU_MACH_*`, low 8 bits of `e_flags`), [`Target::family`],
 //!   [`Target::with_true16`], [`Target::has_ttracedata_imm`].
-//! - [`decode`] / [`decode_all`] — one instruction / a whole code range into [`Instruction`]s;
-//!   failures are typed [`DecodeError`]s with the byte offset, never panics.
+//! - [`decode`] / [`decode_all`] / [`decode_iter`] — one instruction / a whole code range into
+//!   a `Vec` of [`Instruction`]s / the same, streamed without collecting; failures are typed
+//!   [`DecodeError`]s with the byte offset, never panics.
 //! - [`Instruction`] — keeps the raw bytes ([`Instruction::bytes`] re-encodes byte-identically);
 //!   [`Instruction::len`] (bytes: 4, 8, 12, 16, 20 incl. literals, DPP/SDWA and NSA dwords),
 //!   [`Instruction::mnemonic`], [`Instruction::format`], [`Instruction::class`],
@@ -32,8 +33,8 @@ mod tables;
 mod target;
 
 pub use decode::{
-    decode, decode_all, DecodeError, DecodeErrorKind, EncodeError, Instruction, MemAccess, MemKind,
-    MemSpace,
+    decode, decode_all, decode_iter, DecodeError, DecodeErrorKind, DecodeIter, EncodeError,
+    Instruction, MemAccess, MemKind, MemSpace,
 };
 pub use regs::{RegSet, SpecialReg};
 pub use target::{Family, Target};

@@ -100,8 +100,6 @@ pub(crate) const IMP_VCC_LO: u8 = 128;
 pub(crate) struct OpRow {
     pub fmt: u8,
     pub key: u32,
-    /// Size in bytes LLVM decoded with the neutral template.
-    pub size: u8,
     /// Size in bytes per format probe; 0 = LLVM rejects that combination.
     pub probe_sizes: &'static [u8],
     pub mc_name: &'static str,
@@ -138,10 +136,21 @@ pub(crate) struct TargetDef {
     pub name: &'static str,
     pub family: Family,
     pub mach: Option<u32>,
+    /// Opcode rows, sorted by (format index, key).
     pub ops: &'static [OpRow],
+    /// Direct opcode index of `ops`: `ops_by_key[format index][key]` is the row index + 1 in
+    /// bits 15:0 (0 when the opcode does not exist) and the row's size in bytes (LLVM's decode of the neutral template, `ops/*.tsv` column `size`) in bits 23:16; one
+    /// entry per key value of the format's opcode bits.
+    pub ops_by_key: &'static [&'static [u32]],
     /// Opcode table of the real-true16 mode (gfx11+), if different.
     pub ops_t16: Option<&'static [OpRow]>,
+    /// Direct opcode index of `ops_t16` (empty without one), as `ops_by_key`.
+    pub ops_t16_by_key: &'static [&'static [u32]],
+    /// Encoding formats, most specific mask first.
     pub formats: &'static [FormatDef],
+    /// Format index of the first format matching dword 0, by dword 0 bits 31:23 (every format
+    /// mask lies inside them); `u8::MAX` = no format.
+    pub fmt_by_top9: &'static [u8; 512],
     pub sregs: &'static [&'static str; 256],
     pub sym: &'static SymbolicDef,
 }
