@@ -195,6 +195,47 @@ fn memory_and_formats() {
     let k = asm("gfx1200", "s_load_b64 s[2:3], s[0:1], 0x10");
     assert_eq!(k.class(), InstClass::Smem);
     assert!(k.writes().contains_sgpr(3) && k.reads().contains_sgpr(1));
+    // SMEM offset registers are read; immediates are signed (gfx9 `imm`, gfx10+ 21/24-bit).
+    for (cpu, text, soff, off) in [
+        ("gfx900", "s_load_dword s5, s[2:3], s7", Some(7), 0),
+        (
+            "gfx900",
+            "s_load_dword s5, s[2:3], s9 offset:0x10",
+            Some(9),
+            16,
+        ),
+        ("gfx900", "s_load_dword s5, s[2:3], -0x10", None, -16),
+        (
+            "gfx1030",
+            "s_load_dword s5, s[2:3], s11 offset:-0x10",
+            Some(11),
+            -16,
+        ),
+        ("gfx1030", "s_load_dword s5, s[2:3], 0x10", None, 16),
+        ("gfx1100", "s_buffer_load_b32 s5, s[4:7], m0", Some(125), 0),
+        (
+            "gfx1201",
+            "s_load_b32 s5, s[2:3], s13 offset:-0x800000",
+            Some(13),
+            -0x80_0000,
+        ),
+        (
+            "gfx1250",
+            "s_prefetch_data s[2:3], 0x10, s17, 3",
+            Some(17),
+            16,
+        ),
+    ] {
+        let i = asm(cpu, text);
+        let m = i.memory().expect("memory");
+        assert_eq!((m.soffset, i.mem_offset()), (soff, off), "{cpu} `{text}`");
+        match soff {
+            Some(125) => assert!(i.reads().contains(SpecialReg::M0), "{cpu} `{text}`"),
+            Some(s) => assert!(i.reads().contains_sgpr(s), "{cpu} `{text}` reads s{s}"),
+            None => assert!(!i.reads().contains_sgpr(5), "{cpu} `{text}`"),
+        }
+        assert_eq!(i.to_string(), text, "{cpu} text");
+    }
     let l = asm("gfx1250", "s_add_pc_i64 0x123456789");
     assert_eq!(
         (l.len(), l.literal(), l.special()),
