@@ -264,8 +264,10 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
                 word: w0,
             });
         }
+        // With both a 32-bit (255) and a gfx1250 64-bit (254) literal operand there is one
+        // 64-bit literal, shared by both (LLVM AMDGPUDisassembler): keep the widest.
         let is_lit = probe.iter().any(|&(_, v)| v == 255 || v == 254);
-        if is_lit && ps > nominal && lit.is_none() {
+        if is_lit && ps > nominal && lit.is_none_or(|(_, n)| usize::from(n) < ps - nominal) {
             lit = Some((nominal as u8, (ps - nominal) as u8));
         }
         len = len.max(ps);
@@ -537,6 +539,18 @@ impl Instruction {
         // SMEM offset SGPR: not a table operand (the tables list the immediate-offset forms).
         if let (false, Some(v)) = (defs, self.smem_soffset()) {
             set.add_scalar(sregs, v, 1);
+        }
+        // gfx9/gfx10 scalar atomics with `glc` (dword0 bit 16) return the old value into
+        // `sdata` (LLVM `SM_Pseudo_Atomics` `_RTN` forms: `sdst` tied to `sdata`).
+        if defs
+            && self.fmt.format == Format::Smem
+            && self.row.mnemonic.contains("_atomic_")
+            && self.target.family() <= Family::Gfx10
+            && self.word(0) & (1 << 16) != 0
+        {
+            if let Some((v, w)) = self.operand_reg("sdata") {
+                set.add_scalar(sregs, v, w);
+            }
         }
         // VOPD: vdstY = (field << 1) | !(vdstX & 1) (LLVM VOPDInstructions.td).
         if defs && self.fmt.format == Format::Vopd {

@@ -236,6 +236,20 @@ fn memory_and_formats() {
         }
         assert_eq!(i.to_string(), text, "{cpu} text");
     }
+    // Scalar atomics write sdata only with glc (the returning form).
+    for (cpu, text, ret) in [
+        ("gfx900", "s_atomic_add s5, s[2:3], 0x10 glc", true),
+        ("gfx900", "s_atomic_add s5, s[2:3], 0x10", false),
+        ("gfx1010", "s_atomic_cmpswap s[6:7], s[2:3], s9 glc", true),
+    ] {
+        let i = asm(cpu, text);
+        assert_eq!(
+            i.writes().contains_sgpr(5) || i.writes().contains_sgpr(6),
+            ret,
+            "{cpu} `{text}`"
+        );
+        assert_eq!(i.to_string(), text, "{cpu} text");
+    }
     let l = asm("gfx1250", "s_add_pc_i64 0x123456789");
     assert_eq!(
         (l.len(), l.literal(), l.special()),

@@ -212,17 +212,25 @@ fn inline_int(v: i64) -> bool {
 }
 
 impl Instruction {
-    /// gfx1250 `lit64` (encoding 254) in SOP1/SOP2/SOPC/SOPK, as llvm-mc-22 prints it
+    /// gfx1250 `lit64` (encoding 254), and a 32-bit literal operand next to one, in
+    /// SOP1/SOP2/SOPC/SOPK, as llvm-mc-22 prints it
     /// (`AMDGPUInstPrinter::printImmediate32/64`): a value whose high dword is 0 keeps
     /// `lit64(...)`; otherwise a 32-bit operand shows the low dword and a 64-bit operand the
     /// whole value, each as an inline constant when it is one, else hexadecimal. `None` for
     /// other operands and formats.
     pub(super) fn scalar_literal_text(&self, name: &str, width: u32) -> Option<String> {
-        if !name.starts_with("lit64") || !self.is_salu_format() {
+        if !name.starts_with("lit") || !self.is_salu_format() {
             return None;
         }
         let l = self.literal()?;
-        if l >> 32 == 0 {
+        let lit64 = name.starts_with("lit64");
+        // A 32-bit literal operand sharing an instruction's 64-bit literal (LLVM decodes one
+        // literal per instruction) is printed like a `lit64` operand; alone it keeps the
+        // generic rendering.
+        if !lit64 && l >> 32 == 0 {
+            return None;
+        }
+        if lit64 && l >> 32 == 0 {
             return Some(format!("lit64({l:#x})"));
         }
         if width >= 2 {
