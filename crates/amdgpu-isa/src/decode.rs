@@ -304,8 +304,10 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
                 word: w0,
             });
         }
+        // With both a 32-bit (255) and a gfx1250 64-bit (254) literal operand there is one
+        // 64-bit literal, shared by both (LLVM AMDGPUDisassembler): keep the widest.
         let is_lit = probe.iter().any(|&(_, v)| v == 255 || v == 254);
-        if is_lit && ps > nominal && lit.is_none() {
+        if is_lit && ps > nominal && lit.is_none_or(|(_, n)| usize::from(n) < ps - nominal) {
             lit = Some((nominal as u8, (ps - nominal) as u8));
         }
         len = len.max(ps);
@@ -629,6 +631,22 @@ impl Instruction {
                 _ => set.add_scalar(sregs, v, width),
             }
         }
+        // SMEM offset SGPR: not a table operand (the tables list the immediate-offset forms).
+        if let (false, Some(v)) = (defs, self.smem_soffset()) {
+            set.add_scalar(sregs, v, 1);
+        }
+        // gfx9/gfx10 scalar atomics with `glc` (dword0 bit 16) return the old value into
+        // `sdata` (LLVM `SM_Pseudo_Atomics` `_RTN` forms: `sdst` tied to `sdata`).
+        if defs
+            && self.fmt.format == Format::Smem
+            && self.row.mnemonic.contains("_atomic_")
+            && self.target.family() <= Family::Gfx10
+            && self.word(0) & (1 << 16) != 0
+        {
+            if let Some((v, w)) = self.operand_reg("sdata") {
+                set.add_scalar(sregs, v, w);
+            }
+        }
         // VOPD: vdstY = (field << 1) | !(vdstX & 1) (LLVM VOPDInstructions.td).
         if defs && self.fmt.format == Format::Vopd {
             if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
@@ -711,6 +729,38 @@ impl Instruction {
         }
     }
 
+    /// Does this SMEM opcode take an address (`sbase` or PC-relative) and so an offset?
+    /// (`s_dcache_inv`, `s_memtime`, ... have none.)
+    pub(crate) fn smem_addressed(&self) -> bool {
+        self.fmt.format == Format::Smem
+            && (self.operand_reg("sbase").is_some() || self.row.mnemonic.ends_with("_pc_rel"))
+    }
+
+    /// SMEM offset register (encoded scalar operand number), if the encoding selects one.
+    /// gfx9 (Vega ISA "SMEM" microcode format): `imm` dword0 bit 17, `soe` bit 14; `soe` takes
+    /// the SGPR from dword1 bits 31:25, `imm = 0` without `soe` from the offset field (bits
+    /// 6:0). gfx10+ (RDNA ISA manuals): dword1 bits 31:25, `null` selecting none (gfx9 keeps
+    /// `null`, which reads no register).
+    pub(crate) fn smem_soffset(&self) -> Option<u16> {
+        if !self.smem_addressed() {
+            return None;
+        }
+        let w0 = self.word(0);
+        let w1 = self.word(1);
+        if self.target.family() == Family::Gfx9 {
+            // gfx9 `soe`/`imm = 0` select the register form even for `null` (LLVM prints
+            // `null offset:...`).
+            return match (w0 & (1 << 17) != 0, w0 & (1 << 14) != 0) {
+                (_, true) => Some((w1 >> 25) as u16),
+                (false, false) => Some((w1 & 0x7f) as u16),
+                (true, false) => None,
+            };
+        }
+        let v = w1 >> 25;
+        let sregs = self.target.def().sregs;
+        (sregs.get(v as usize).copied() != Some("null")).then_some(v as u16)
+    }
+
     /// Memory access of DS, FLAT/GLOBAL/SCRATCH, buffer, image and SMEM instructions.
     pub fn memory(&self) -> Option<MemAccess> {
         let m = self.row.mcid & (MCID_LOAD | MCID_STORE);
@@ -763,7 +813,10 @@ impl Instruction {
         let saddr = self
             .operand_reg("saddr")
             .or_else(|| self.operand_reg("sbase"));
-        let soffset = self.operand_reg("soffset").map(|(v, _)| v);
+        let soffset = self
+            .operand_reg("soffset")
+            .map(|(v, _)| v)
+            .or_else(|| self.smem_soffset());
         let srsrc = self.operand_reg("srsrc");
         let ds_offsets = (self.fmt.format == Format::Ds).then(|| {
             (

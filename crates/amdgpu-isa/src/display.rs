@@ -9,6 +9,8 @@ use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
+mod scalar;
+
 fn range(prefix: &str, lo: u32, width: u32) -> String {
     if width <= 1 {
         format!("{prefix}{lo}")
@@ -40,6 +42,9 @@ impl Instruction {
         if let Some(n) = name.strip_prefix('s').and_then(|n| n.parse::<u32>().ok()) {
             return range("s", align(n), width);
         }
+        if let Some(t) = self.scalar_literal_text(name, width) {
+            return t;
+        }
         if name.starts_with("lit") {
             return match self.literal() {
                 // A literal holding an inline-constant integer is shown as lit() by LLVM.
@@ -53,6 +58,10 @@ impl Instruction {
                 Some(l) => format!("{l:#x}"),
                 None => name.to_string(),
             };
+        }
+        // 1/(2*pi) as a 64-bit operand (LLVM printImmediate64).
+        if width >= 2 && name == "0.15915494" {
+            return "0.15915494309189532".to_string();
         }
         if width >= 2 {
             for (lo, full) in [
@@ -173,7 +182,8 @@ impl Instruction {
     /// Memory instruction immediate offset in bytes, sign-extended where the encoding is signed
     /// (ISA manuals, microcode formats: MUBUF/MTBUF 12-bit unsigned, VBUFFER 24-bit signed,
     /// FLAT 12/11-bit unsigned, GLOBAL/SCRATCH 13/12-bit signed on gfx9/gfx10/gfx11, 24-bit
-    /// signed on gfx12; SMEM per generation). 0 for formats without one (DS offsets are in
+    /// signed on gfx12; SMEM 21-bit signed on gfx9 (`imm` forms only)/gfx10/gfx11, 24-bit signed
+    /// on gfx12). 0 for formats without one (DS offsets are in
     /// [`crate::MemAccess::ds_offsets`]).
     pub fn mem_offset(&self) -> i64 {
         let fam = self.target.family();
@@ -187,8 +197,12 @@ impl Instruction {
                 Family::Gfx10 => self.sbits(0, 11, 0),
                 _ => self.sbits(2, 31, 8),
             },
+            Format::Smem if !self.smem_addressed() => 0,
             Format::Smem => match fam {
-                Family::Gfx9 => i64::from(self.word(1) & 0x1f_ffff),
+                // gfx9: 21-bit signed when `imm` (dword0 bit 17) is set, else the field names
+                // an SGPR (LLVM prints it signed, e.g. `-0x10`).
+                Family::Gfx9 if self.word(0) & (1 << 17) == 0 => 0,
+                Family::Gfx9 => self.sbits(1, 20, 0),
                 Family::Gfx10 | Family::Gfx11 => self.sbits(1, 20, 0),
                 _ => self.sbits(1, 23, 0),
             },
@@ -196,8 +210,10 @@ impl Instruction {
         }
     }
 
-    /// Depctr operand (`s_waitcnt_depctr`, `s_wait_alu`; LLVM `AMDGPU::DepCtr`): fields not at
-    /// their maximum, as `depctr_<name>(n)`.
+    /// Depctr operand (`s_waitcnt_depctr`, `s_wait_alu`; LLVM `AMDGPU::DepCtr`; LLVM 22 lists
+    /// `depctr_hold_cnt` from gfx10.3 on): fields not at their default (maximum), as
+    /// `depctr_<name>(n)`; all of them when every field is at its default; hexadecimal when
+    /// a bit outside the fields (6:5, and 7 on gfx10.1) is set.
     fn depctr_text(&self, imm: u32) -> String {
         let fields: &[(&str, u32, u32)] = &[
             ("depctr_hold_cnt", 7, 1),
@@ -208,21 +224,24 @@ impl Instruction {
             ("depctr_va_vcc", 1, 1),
             ("depctr_vm_vsrc", 2, 3),
         ];
-        let gfx12 = self.target.family() >= Family::Gfx12;
+        // gfx10.1 has no hold_cnt field (bit 7 must be 0 there).
+        let n = self.target.name();
+        let hold = !(n.starts_with("gfx101") || n == "gfx10-1-generic");
+        let reserved = if hold { 0x60 } else { 0xe0 };
+        if imm & reserved != 0 {
+            return format!("{imm:#x}");
+        }
+        let all_default = imm | reserved == 0xffff;
         let parts: Vec<String> = fields
             .iter()
-            .filter(|f| gfx12 || f.0 != "depctr_hold_cnt")
+            .filter(|f| hold || f.0 != "depctr_hold_cnt")
             .filter_map(|&(n, lo, bits)| {
                 let max = (1 << bits) - 1;
                 let v = (imm >> lo) & max;
-                (v != max).then(|| format!("{n}({v})"))
+                (v != max || all_default).then(|| format!("{n}({v})"))
             })
             .collect();
-        if parts.is_empty() {
-            format!("{imm:#x}")
-        } else {
-            parts.join(" ")
-        }
+        parts.join(" ")
     }
 
     /// gfx90a/gfx94x/gfx950: the memory encodings' `acc` bit selects AGPRs for the data
@@ -441,11 +460,26 @@ impl Instruction {
     }
 
     /// `s_sendmsg` operand: LLVM's symbolic text from the family table, else the decimal value.
+    /// LLVM decodes only the id/op/stream bits (`AMDGPU::SendMsg`: bits 9:0 before gfx11, the
+    /// 8-bit id from gfx11 on) and names a known message even when other bits are set.
     fn sendmsg_text(&self, imm: u32) -> String {
         let t = self.target.def().sym.sendmsg;
-        match t.binary_search_by_key(&imm, |e| u32::from(e.0)) {
-            Ok(i) => t[i].1.to_string(),
-            Err(_) => imm.to_string(),
+        let find = |v: u32| {
+            t.binary_search_by_key(&v, |e| u32::from(e.0))
+                .ok()
+                .map(|i| t[i].1)
+        };
+        let mask = if self.target.family() <= Family::Gfx10 {
+            0x3ff
+        } else {
+            0xff
+        };
+        if let Some(s) = find(imm) {
+            return s.to_string();
+        }
+        match find(imm & mask) {
+            Some(s) if s.starts_with("sendmsg(MSG_") => s.to_string(),
+            _ => imm.to_string(),
         }
     }
 
@@ -455,7 +489,19 @@ impl Instruction {
         let id = imm & 0x3f;
         let off = (imm >> 6) & 0x1f;
         let size = ((imm >> 11) & 0x1f) + 1;
-        let name = self.target.def().sym.hwreg[id as usize];
+        let mut name = self.target.def().sym.hwreg[id as usize];
+        // gfx940+ names beyond the family table (generated with gfx900; LLVM
+        // AMDGPUAsmUtils.cpp `Hwreg::Opr`, isGFX940 entries).
+        if name.is_empty() && self.is_gfx94x() {
+            name = match id {
+                20 => "HW_REG_XCC_ID",
+                21 => "HW_REG_SQ_PERF_SNAPSHOT_DATA",
+                22 => "HW_REG_SQ_PERF_SNAPSHOT_DATA1",
+                23 => "HW_REG_SQ_PERF_SNAPSHOT_PC_LO",
+                24 => "HW_REG_SQ_PERF_SNAPSHOT_PC_HI",
+                _ => "",
+            };
+        }
         let name = if name.is_empty() {
             id.to_string()
         } else {
@@ -503,7 +549,11 @@ impl Instruction {
             "s_sendmsg" | "s_sendmsghalt" => format!("{m} {}", self.sendmsg_text(imm)),
             _ if m.starts_with("s_wait_") && m.ends_with("cnt") => format!("{m} {imm:#x}"),
             "s_delay_alu" => delay_alu_text(imm),
-            _ => format!("{m} {imm}"),
+            "s_set_gpr_idx_mode" => format!("{m} {}", scalar::gpr_idx_text(imm)),
+            // Branch displacements print as decimal; other immediates as LLVM prints a u16
+            // immediate (`printU16ImmOperand`): decimal up to 64, else hexadecimal.
+            _ if matches!(self.flow(), crate::Flow::Branch { .. }) => format!("{m} {imm}"),
+            _ => format!("{m} {}", imm_text(imm)),
         }
     }
 }
@@ -580,19 +630,25 @@ fn delay_alu_text(imm: u32) -> String {
     if id0 != 0 {
         parts.push(format!(
             "instid0({})",
-            DEP.get(id0 as usize).copied().unwrap_or("?")
+            DEP.get(id0 as usize)
+                .copied()
+                .unwrap_or("/* invalid instid value */")
         ));
     }
     if skip != 0 {
         parts.push(format!(
             "instskip({})",
-            SKIP.get(skip as usize).copied().unwrap_or("?")
+            SKIP.get(skip as usize)
+                .copied()
+                .unwrap_or("/* invalid instskip value */")
         ));
     }
     if id1 != 0 {
         parts.push(format!(
             "instid1({})",
-            DEP.get(id1 as usize).copied().unwrap_or("?")
+            DEP.get(id1 as usize)
+                .copied()
+                .unwrap_or("/* invalid instid value */")
         ));
     }
     if parts.is_empty() {
@@ -634,16 +690,6 @@ impl Instruction {
                         t.to_string()
                     };
                     out.replace_range(p.., &t);
-                }
-            }
-            Format::Smem => {
-                let off = self.mem_offset();
-                let last = out.rsplit(", ").next().unwrap_or("").to_string();
-                if (last == "0x0" || last == "null") && off != 0 {
-                    let cut = out.len() - last.len();
-                    out.replace_range(cut.., &format!("{off:#x}"));
-                } else if off != 0 {
-                    out.push_str(&format!(" offset:{off:#x}"));
                 }
             }
             Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Vbuffer => {
@@ -838,6 +884,9 @@ impl std::fmt::Display for Instruction {
         if self.fmt.format == Format::Sopp {
             return f.write_str(&self.sopp_text());
         }
+        if let Some(t) = self.smem_text() {
+            return f.write_str(&t);
+        }
         let mut out = String::with_capacity(64);
         let tpl = if self.row.asm.is_empty() {
             self.row.mnemonic
@@ -859,6 +908,8 @@ impl std::fmt::Display for Instruction {
         }
         out.push_str(rest);
         self.fix_modifiers(&mut out);
+        self.fix_scalar_symbolic(&mut out);
+        self.fix_f16_sources(&mut out);
         self.dpp_sdwa(&mut out);
         f.write_str(&out)
     }
