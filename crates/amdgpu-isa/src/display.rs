@@ -9,6 +9,8 @@ use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
+mod image;
+
 fn range(prefix: &str, lo: u32, width: u32) -> String {
     if width <= 1 {
         format!("{prefix}{lo}")
@@ -837,6 +839,9 @@ impl std::fmt::Display for Instruction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.fmt.format == Format::Sopp {
             return f.write_str(&self.sopp_text());
+        }
+        if let Some(t) = self.image_text() {
+            return f.write_str(&t);
         }
         let mut out = String::with_capacity(64);
         let tpl = if self.row.asm.is_empty() {
