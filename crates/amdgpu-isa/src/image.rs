@@ -322,7 +322,7 @@ impl Instruction {
         let (lo, hi) = info.addr_range();
         // The decoded variant's address count (MIMG_Sampler_AddrSizes: the smallest size for
         // the plain encoding; for NSA the largest size of the group of the encoded NSA dword
-        // count: gfx10 2..=5, 6..=9, 10..=13 addresses; gfx11 2..=5; gfx12 1..=4).
+        // count: gfx10 2..=5, 6..=9, 10..=12 addresses; gfx11 2..=5; gfx12 1..=4).
         let a_dec = if !nsa {
             if fam == Family::Gfx9 {
                 // gfx9 never re-sizes the address: the decoded variant's width.
