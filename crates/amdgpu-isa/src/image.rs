@@ -436,13 +436,15 @@ impl Instruction {
 
     /// Address dwords the opcode needs for its `dim`/`a16` (LLVM `getAddrSizeMIMGOp`): the
     /// extra arguments, the coordinates plus LOD/clamp/mip (packed in pairs with a16), and the
-    /// gradients (packed in pairs with G16 opcodes, or with a16 where G16 is missing).
+    /// gradients (packed in pairs by the `_g16` opcodes).
     fn image_addr_dwords(&self, info: &BaseInfo, bits: &ImageBits) -> u32 {
         let (coords, grads) = dim_info(bits.dim.unwrap_or(0));
         let comps = if info.coordinates { coords } else { 0 } + u32::from(info.lod);
         let mut size = info.extra + if bits.a16 { comps.div_ceil(2) } else { comps };
         if info.gradients {
-            size += if (bits.a16 && !self.has_g16()) || info.g16 {
+            // LLVM packs a16 gradients only where G16 is missing; every gfx10+ target decodes
+            // as G16-capable (gfx1010 checked with llvm-mc-22), so only the _g16 opcodes pack.
+            size += if info.g16 {
                 (grads / 2).next_multiple_of(2)
             } else {
                 grads
@@ -455,13 +457,6 @@ impl Instruction {
     fn acc_target(&self) -> bool {
         let n = self.target.name();
         n == "gfx90a" || n.starts_with("gfx94") || n.starts_with("gfx95") || n == "gfx9-4-generic"
-    }
-
-    /// gfx10.3+ (LLVM FeatureG16): gradients may be 16-bit independently of `a16`.
-    fn has_g16(&self) -> bool {
-        let n = self.target.name();
-        self.target.family() >= Family::Gfx11
-            || !(n.starts_with("gfx101") || n == "gfx10-1-generic")
     }
 }
 
