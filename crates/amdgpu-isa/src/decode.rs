@@ -590,7 +590,17 @@ impl Instruction {
         let mut set = RegSet::new();
         let sregs = self.target.def().sregs;
         let b = self.bytes();
-        for o in self.row.operands.iter().filter(|o| o.def == defs) {
+        // Image instructions: operand widths from dmask/d16/tfe/dim/a16/NSA (crate::image).
+        let image = self.image_shape();
+        if let Some(sh) = &image {
+            sh.add_regs(sregs, defs, &mut set);
+        }
+        for o in self
+            .row
+            .operands
+            .iter()
+            .filter(|o| o.def == defs && image.is_none())
+        {
             let Some(f) = self.fmt.fields.get(usize::from(o.field)) else {
                 continue;
             };
@@ -798,8 +808,9 @@ impl Instruction {
             Format::Smem => MemSpace::Scalar,
             _ => return None,
         };
-        let vaddr = self
-            .operand_reg("addr")
+        let image = self.image_shape().map(|sh| sh.addrs[0]);
+        let vaddr = image
+            .or_else(|| self.operand_reg("addr"))
             .or_else(|| self.operand_reg("vaddr"))
             .or_else(|| self.operand_reg("vaddr0"))
             .map(|(v, w)| {

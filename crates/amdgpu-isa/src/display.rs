@@ -9,6 +9,7 @@ use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
+mod image;
 mod scalar;
 
 fn range(prefix: &str, lo: u32, width: u32) -> String {
@@ -885,6 +886,9 @@ impl std::fmt::Display for Instruction {
             return f.write_str(&self.sopp_text());
         }
         if let Some(t) = self.smem_text() {
+            return f.write_str(&t);
+        }
+        if let Some(t) = self.image_text() {
             return f.write_str(&t);
         }
         let mut out = String::with_capacity(64);

@@ -28,6 +28,7 @@
 pub mod build;
 mod decode;
 mod display;
+mod image;
 mod regs;
 mod tables;
 mod target;
