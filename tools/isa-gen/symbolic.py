@@ -98,7 +98,7 @@ def main():
                 "gfx11": "tbuffer_load_format_x v0, off, s[0:3], 0",
                 "gfx12": "tbuffer_load_format_x v0, off, s[0:3], null",
             }[fam]))
-            (dw, lo) = {"gfx9": (0, 19), "gfx10": (0, 19), "gfx11": (1, 19), "gfx12": (1, 23)}[fam]
+            (dw, lo) = {"gfx9": (0, 19), "gfx10": (0, 19), "gfx11": (0, 19), "gfx12": (1, 23)}[fam]
             lines = []
             for i in range(128):
                 w = list(base)

@@ -4,6 +4,9 @@ use crate::regs::{RegSet, SpecialReg};
 use crate::tables::*;
 use crate::{Family, Flow, Format, InstClass, Special, Target};
 
+mod mem;
+pub(crate) use mem::MemShape;
+
 /// Longest instruction in bytes (gfx10 MIMG with 3 NSA dwords = 20, VOPD3 + 64-bit literal = 20).
 pub(crate) const MAX_LEN: usize = 24;
 
@@ -595,6 +598,27 @@ impl Instruction {
         if let Some(sh) = &image {
             sh.add_regs(sregs, defs, &mut set);
         }
+        // FLAT family and buffers: operands the mode bits add (decode/mem.rs).
+        let shape = self.mem_shape();
+        if let Some(s) = &shape {
+            if !defs {
+                if let Some((v, w)) = self.mem_extra_vaddr(s) {
+                    (0..u16::from(w)).for_each(|i| set.add_vgpr(v + i));
+                }
+                if s.lds {
+                    set.add(SpecialReg::M0);
+                }
+            } else if let (true, Some(v)) = (self.flat_atomic_returns(), self.field("vdst")) {
+                let file_a = self.acc_data();
+                for i in 0..u16::from(self.flat_atomic_vdst_width()) {
+                    if file_a {
+                        set.add_agpr(v as u16 + i)
+                    } else {
+                        set.add_vgpr(v as u16 + i)
+                    }
+                }
+            }
+        }
         for o in self
             .row
             .operands
@@ -606,18 +630,15 @@ impl Instruction {
             };
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
             let mut width = o.width.max(1);
-            // FLAT/GLOBAL address: 64-bit VGPR pair unless a scalar base is used.
-            if (f.name == "addr") && matches!(self.format(), Format::Flat | Format::Global) {
-                let off = self.field("saddr").is_none_or(|s| {
-                    !sregs
-                        .get(s as usize)
-                        .is_some_and(|n| n.starts_with('s') && !n.starts_with("src"))
-                });
-                width = if off || self.format() == Format::Flat {
-                    2
-                } else {
-                    1
-                };
+            if self.fmt.format == Format::Exp && !self.exp_source_enabled(f.name) {
+                continue;
+            }
+            // Memory instructions: operands the mode bits remove or widen (decode/mem.rs).
+            if let Some(s) = &shape {
+                match self.mem_operand_width(s, f.name, width) {
+                    Some(w) => width = w,
+                    None => continue,
+                }
             }
             match (f.kind, o.file) {
                 (FieldKind::Sx2, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 2 + i)),
@@ -630,6 +651,13 @@ impl Instruction {
                             set.add_vgpr(v - 256 + i)
                         }
                     }
+                }
+                // gfx90a+ `acc` bit: the data operands are AGPRs.
+                (FieldKind::V8, RegFile::Vgpr)
+                    if matches!(f.name, "vdata" | "vdst" | "data" | "data0" | "data1")
+                        && self.acc_data() =>
+                {
+                    (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
                 }
                 (FieldKind::V8, RegFile::Vgpr) => {
                     (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i))
@@ -789,41 +817,35 @@ impl Instruction {
                 MemSpace::Buffer { offen, idxen }
             }
             Format::Mimg | Format::Vimage | Format::Vsample => MemSpace::Image,
-            Format::Ds => {
-                if self.target.family() <= Family::Gfx10
-                    && self.word(0)
-                        & (1 << if self.target.family() == Family::Gfx9 {
-                            16
-                        } else {
-                            17
-                        })
-                        != 0
-                {
-                    MemSpace::Gds
-                } else {
-                    MemSpace::Lds
-                }
-            }
+            Format::Ds if self.ds_gds() => MemSpace::Gds,
+            Format::Ds => MemSpace::Lds,
             Format::Ldsdir => MemSpace::Lds,
             Format::Smem => MemSpace::Scalar,
             _ => return None,
         };
         let image = self.image_shape().map(|sh| sh.addrs[0]);
-        let vaddr = image
-            .or_else(|| self.operand_reg("addr"))
-            .or_else(|| self.operand_reg("vaddr"))
-            .or_else(|| self.operand_reg("vaddr0"))
-            .map(|(v, w)| {
-                if matches!(space, MemSpace::Flat | MemSpace::Global) {
-                    let r = self.reads();
-                    (v, if r.contains_vgpr(v + 1) { 2 } else { w })
-                } else {
-                    (v, w)
-                }
-            });
-        let saddr = self
-            .operand_reg("saddr")
-            .or_else(|| self.operand_reg("sbase"));
+        let (vaddr, saddr) = match self.mem_shape() {
+            // FLAT family and buffers: the mode bits decide (decode/mem.rs).
+            Some(s) => {
+                let vaddr = match self.fmt.format {
+                    Format::Flat => self.field("addr"),
+                    _ => self.field("vaddr"),
+                };
+                let saddr = self.field("saddr");
+                (
+                    vaddr.zip(s.vaddr).map(|(v, w)| (v as u16, w)),
+                    saddr.zip(s.saddr).map(|(v, w)| (v as u16, w)),
+                )
+            }
+            None => (
+                image
+                    .or_else(|| self.operand_reg("addr"))
+                    .or_else(|| self.operand_reg("vaddr"))
+                    .or_else(|| self.operand_reg("vaddr0")),
+                self.operand_reg("saddr")
+                    .or_else(|| self.operand_reg("sbase")),
+            ),
+        };
         let soffset = self
             .operand_reg("soffset")
             .map(|(v, _)| v)

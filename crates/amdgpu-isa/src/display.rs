@@ -10,6 +10,7 @@ use crate::{Family, Format};
 use std::fmt::Write as _;
 
 mod image;
+mod mem;
 mod scalar;
 
 fn range(prefix: &str, lo: u32, width: u32) -> String {
@@ -88,13 +89,7 @@ impl Instruction {
             .iter()
             .find(|o| usize::from(o.field) == fi)?;
         let v = self.field(name)?;
-        let mut w = u32::from(op.width.max(1));
-        if name == "addr"
-            && matches!(self.format(), Format::Flat | Format::Global)
-            && self.saddr_off()
-        {
-            w = 2;
-        }
+        let w = u32::from(op.width.max(1));
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
         let acc = op.file == RegFile::Vgpr
             && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
@@ -116,7 +111,6 @@ impl Instruction {
             FieldKind::Sx4 => self.scalar_text(v * 4, w),
             FieldKind::V9 if v >= 256 => vreg(v - 256),
             FieldKind::V8 if op.file != RegFile::Scalar => vreg(v),
-            _ if name == "saddr" && !self.scalar_text(v, 1).starts_with('s') => "off".to_string(),
             _ => self.scalar_text(v, w),
         };
         Some(self.with_src_modifiers(name, text))
@@ -162,16 +156,6 @@ impl Instruction {
         }
     }
 
-    /// FLAT-family `saddr` is `off`/`null` (not an SGPR pair).
-    fn saddr_off(&self) -> bool {
-        let sregs = self.target.def().sregs;
-        self.field("saddr").is_none_or(|v| {
-            !sregs
-                .get(v as usize)
-                .is_some_and(|n| n.starts_with('s') && !n.starts_with("src"))
-        })
-    }
-
     /// Signed value of bits `hi..=lo` of dword `dw`.
     fn sbits(&self, dw: usize, hi: u32, lo: u32) -> i64 {
         let n = hi - lo + 1;
@@ -182,7 +166,7 @@ impl Instruction {
 
     /// Memory instruction immediate offset in bytes, sign-extended where the encoding is signed
     /// (ISA manuals, microcode formats: MUBUF/MTBUF 12-bit unsigned, VBUFFER 24-bit signed,
-    /// FLAT 12/11-bit unsigned, GLOBAL/SCRATCH 13/12-bit signed on gfx9/gfx10/gfx11, 24-bit
+    /// FLAT 13/12/13-bit unsigned, GLOBAL/SCRATCH 13/12/13-bit signed on gfx9/gfx10/gfx11, 24-bit
     /// signed on gfx12; SMEM 21-bit signed on gfx9 (`imm` forms only)/gfx10/gfx11, 24-bit signed
     /// on gfx12). 0 for formats without one (DS offsets are in
     /// [`crate::MemAccess::ds_offsets`]).
@@ -192,9 +176,13 @@ impl Instruction {
             Format::Mubuf | Format::Mtbuf => i64::from(self.word(0) & 0xfff),
             Format::Vbuffer => self.sbits(2, 31, 8),
             Format::Flat => match fam {
-                Family::Gfx9 if self.format() == Format::Flat => i64::from(self.word(0) & 0xfff),
+                // FLAT: unsigned, the whole field (llvm-mc-22 prints gfx10 0..=4095, gfx9 and
+                // gfx11 0..=8191).
+                Family::Gfx10 if self.format() == Format::Flat => i64::from(self.word(0) & 0xfff),
+                Family::Gfx9 | Family::Gfx11 if self.format() == Format::Flat => {
+                    i64::from(self.word(0) & 0x1fff)
+                }
                 Family::Gfx9 | Family::Gfx11 => self.sbits(0, 12, 0),
-                Family::Gfx10 if self.format() == Format::Flat => i64::from(self.word(0) & 0x7ff),
                 Family::Gfx10 => self.sbits(0, 11, 0),
                 _ => self.sbits(2, 31, 8),
             },
@@ -247,7 +235,7 @@ impl Instruction {
 
     /// gfx90a/gfx94x/gfx950: the memory encodings' `acc` bit selects AGPRs for the data
     /// operands (FLAT/MUBUF/MTBUF dword1 bit 23, DS dword0 bit 25; LLVM `SIInstrFormats.td`).
-    fn acc_data(&self) -> bool {
+    pub(crate) fn acc_data(&self) -> bool {
         let n = self.target.name();
         if !(n == "gfx90a"
             || n.starts_with("gfx94")
@@ -263,7 +251,7 @@ impl Instruction {
         }
     }
 
-    fn is_gfx94x(&self) -> bool {
+    pub(crate) fn is_gfx94x(&self) -> bool {
         let n = self.target.name();
         n.starts_with("gfx94") || n.starts_with("gfx95") || n == "gfx9-4-generic"
     }
@@ -274,19 +262,6 @@ impl Instruction {
             self.row.mcid & MCID_LOAD != 0,
             self.row.mcid & MCID_STORE != 0,
         )
-    }
-
-    /// A FLAT-family atomic whose return bit is set (gfx9/gfx10 bit 16, gfx11 bit 14, gfx12
-    /// th bit 0): LLVM decodes the returning opcode, which has a `vdst` operand.
-    fn flat_atomic_returns(&self) -> bool {
-        if self.fmt.format != Format::Flat || !self.mnemonic().contains("_atomic_") {
-            return false;
-        }
-        match self.target.family() {
-            Family::Gfx9 | Family::Gfx10 => self.word(0) & (1 << 16) != 0,
-            Family::Gfx11 => self.word(0) & (1 << 14) != 0,
-            _ => self.word(1) & (1 << 20) != 0,
-        }
     }
 
     /// gfx12/gfx1250 `th:` and `scope:` (VFLAT/VBUFFER/VIMAGE/VSAMPLE dword1 bits 22:20 and
@@ -305,7 +280,9 @@ impl Instruction {
                 6 | 7 if scope >= 2 => "TH_ATOMIC_CASCADE_NT".into(),
                 t => format!("TH_ATOMIC_{t:#x}"),
             }
-        } else if store && !load {
+        } else if store && (!load || self.mnemonic().contains("_store")) {
+            // (gfx1250 `global_store_async_from_lds_*` may load and store: store hints, as
+            // llvm-mc-22 prints them.)
             match th {
                 0 => String::new(),
                 1 => "TH_STORE_NT".into(),
@@ -369,7 +346,10 @@ impl Instruction {
             (Format::Flat, Family::Gfx10) => (bit(16), bit(17), bit(12), false),
             (Format::Flat, _) => (bit(14), bit(15), bit(13), false),
             (Format::Mubuf, Family::Gfx9) => (bit(14), bit(17), false, bit(15)),
-            (Format::Mtbuf, Family::Gfx9) => (bit(14), w1 & (1 << 22) != 0, false, false),
+            // gfx90a `scc` / gfx940 `sc1`: dword1 bit 21 (llvm-mc-22).
+            (Format::Mtbuf, Family::Gfx9) => {
+                (bit(14), w1 & (1 << 22) != 0, false, w1 & (1 << 21) != 0)
+            }
             (Format::Mubuf | Format::Mtbuf, Family::Gfx10) => {
                 (bit(14), w1 & (1 << 22) != 0, bit(15), false)
             }
@@ -440,24 +420,6 @@ impl Instruction {
             })
             .collect();
         format!("swizzle(BITMASK_PERM,\"{pat}\")")
-    }
-
-    /// Removes the modifier tokens (after the operand list) that `keep` rejects.
-    fn strip_modifiers(out: &mut String, drop: impl Fn(&str) -> bool) {
-        let mut res = String::with_capacity(out.len());
-        let mut prev_comma = true;
-        for (i, tok) in out.split(' ').enumerate() {
-            let is_mod = i > 0 && !prev_comma;
-            prev_comma = tok.ends_with(',');
-            if is_mod && drop(tok) {
-                continue;
-            }
-            if i > 0 {
-                res.push(' ');
-            }
-            res.push_str(tok);
-        }
-        *out = res;
     }
 
     /// `s_sendmsg` operand: LLVM's symbolic text from the family table, else the decimal value.
@@ -693,105 +655,21 @@ impl Instruction {
                     out.replace_range(p.., &t);
                 }
             }
-            Format::Mubuf | Format::Mtbuf | Format::Flat | Format::Vbuffer => {
-                Self::strip_modifiers(out, |t| {
-                    matches!(
-                        t,
-                        "glc"
-                            | "slc"
-                            | "dlc"
-                            | "scc"
-                            | "sc0"
-                            | "sc1"
-                            | "nt"
-                            | "nv"
-                            | "offen"
-                            | "idxen"
-                            | "scale_offset"
-                    ) || t.starts_with("th:")
-                        || t.starts_with("scope:")
-                        || t.starts_with("offset:")
-                        || t.starts_with("format:")
-                });
-                if self.format() == Format::Flat && self.saddr_off() {
-                    if let Some(p) = out.rfind(", off") {
-                        if p + 5 == out.len() {
-                            out.truncate(p);
-                        }
-                    }
-                }
-                if self.flat_atomic_returns() {
-                    if let (Some(d), Some(v)) = (
-                        self.row.operands.iter().find(|o| {
-                            self.fmt.fields.get(usize::from(o.field)).map(|f| f.name)
-                                == Some("data")
-                        }),
-                        self.field("vdst"),
-                    ) {
-                        let mut w = u32::from(d.width.max(1));
-                        if self.mnemonic().contains("cmpswap") {
-                            w = (w / 2).max(1);
-                        }
-                        let t = range(if self.acc_data() { "a" } else { "v" }, v, w);
-                        let p = out.find(' ').unwrap_or(out.len());
-                        out.insert_str(p, &format!(" {t},"));
-                    }
-                }
-                if self.mnemonic().starts_with("tbuffer") {
-                    let f = match (self.fmt.format, self.target.family()) {
-                        (Format::Mtbuf, Family::Gfx9 | Family::Gfx10) => {
-                            (self.word(0) >> 19) & 0x7f
-                        }
-                        (Format::Mtbuf, _) => (self.word(1) >> 19) & 0x7f,
-                        _ => (self.word(1) >> 23) & 0x7f,
-                    };
-                    let t = self.target.def().sym.mtbuf[f as usize];
-                    if !t.is_empty() {
-                        out.push(' ');
-                        out.push_str(t);
-                    }
-                }
-                if matches!(
-                    self.fmt.format,
-                    Format::Mubuf | Format::Mtbuf | Format::Vbuffer
-                ) {
-                    let (offen, idxen) = self.buffer_addr_mode();
-                    if offen || idxen {
-                        if let Some(v) = self.field("vaddr") {
-                            let w = if offen && idxen { 2 } else { 1 };
-                            let t = range("v", v, w);
-                            if let Some(p) = out.find(", off,") {
-                                out.replace_range(p..p + 6, &format!(", {t},"));
-                            }
-                        }
-                        out.push_str(match (idxen, offen) {
-                            (true, true) => " idxen offen",
-                            (true, false) => " idxen",
-                            _ => " offen",
-                        });
-                    }
-                }
-                let off = self.mem_offset();
-                if off != 0 {
-                    out.push_str(&format!(" offset:{off}"));
-                }
-                // gfx12+ VFLAT dword1 bit 16 `scale_offset`, dword0 bit 7 `nv` (LLVM 22 prints
-                // both for gfx12 too).
-                let gfx12 = self.target.family() >= Family::Gfx12;
-                if gfx12 && self.fmt.format == Format::Flat && self.word(1) & (1 << 16) != 0 {
-                    out.push_str(" scale_offset");
-                }
-                out.push_str(&self.cache_policy_text());
-                if gfx12 && self.word(0) & (1 << 7) != 0 {
-                    out.push_str(" nv");
-                }
-            }
             Format::Ds => {
                 let (o0, o1) = (self.word(0) & 0xff, (self.word(0) >> 8) & 0xff);
                 let m = self.mnemonic();
                 // Two-address forms (ds_read2*, ds_write2*, ds_wrxchg2*, *_2addr*) print
                 // offset0/offset1; the others one 16-bit offset.
-                if m.contains("2_") || m.contains("2st64") || m.contains("_2addr") {
+                // (LLVM `DSInstructions.td`: read2/write2/wrxchg2 and their gfx11 names.)
+                const TWO: [&str; 6] = [
+                    "ds_read2",
+                    "ds_write2",
+                    "ds_wrxchg2",
+                    "ds_load_2addr",
+                    "ds_store_2addr",
+                    "ds_storexchg_2addr",
+                ];
+                if TWO.iter().any(|p| m.starts_with(p)) {
                     if o0 != 0 {
                         out.push_str(&format!(" offset0:{o0}"));
                     }
@@ -806,12 +684,7 @@ impl Instruction {
                         out.push_str(&format!(" offset:{o}"));
                     }
                 }
-                // gfx9 bit 16 / gfx10 bit 17: GDS instead of LDS.
-                let gds = match self.target.family() {
-                    Family::Gfx9 => self.word(0) & (1 << 16) != 0,
-                    Family::Gfx10 => self.word(0) & (1 << 17) != 0,
-                    _ => false,
-                };
+                let gds = self.ds_gds();
                 if gds && !out.ends_with(" gds") {
                     out.push_str(" gds");
                 }
@@ -889,6 +762,9 @@ impl std::fmt::Display for Instruction {
             return f.write_str(&t);
         }
         if let Some(t) = self.image_text() {
+            return f.write_str(&t);
+        }
+        if let Some(t) = self.mem_text() {
             return f.write_str(&t);
         }
         let mut out = String::with_capacity(64);

@@ -441,3 +441,102 @@ fn image_operand_widths() {
     let a = asm("gfx90a", "image_load a[2:3], v0, s[0:7] dmask:0x3");
     assert!(a.writes().contains_agpr(2) && a.writes().contains_agpr(3));
 }
+
+/// Address and data operands that the encodings' mode bits add, remove or widen (llvm-mc-22
+/// assembles each form; the expectations restate LLVM's FLAT/BUF/DS/EXP operand lists and the
+/// ISA manuals' microcode formats).
+#[test]
+fn memory_mode_bits() {
+    if common::no_llvm() {
+        return;
+    }
+    // GLOBAL with a TTMP pair as saddr: a 32-bit VGPR offset plus ttmp12..13, not v[2:3].
+    let g = asm("gfx1100", "global_load_b32 v1, v2, ttmp[12:13]");
+    let m = g.memory().expect("memory");
+    assert_eq!((m.vaddr, m.saddr), (Some((2, 1)), Some((120, 2))));
+    let r = g.reads();
+    assert!(r.contains_vgpr(2) && !r.contains_vgpr(3), "{r:?}");
+    assert!(r.contains_ttmp(12) && r.contains_ttmp(13), "{r:?}");
+    // SCRATCH: the VGPR address exists only with SVE (gfx11 dword1 bit 23, gfx12 bit 17,
+    // gfx940 dword0 bit 13) or, on gfx10, with saddr = off.
+    for (cpu, text, vaddr, saddr) in [
+        (
+            "gfx1100",
+            "scratch_load_b32 v1, off, s2",
+            None,
+            Some((2, 1)),
+        ),
+        (
+            "gfx1100",
+            "scratch_load_b32 v1, v5, s2",
+            Some((5, 1)),
+            Some((2, 1)),
+        ),
+        (
+            "gfx1201",
+            "scratch_load_b32 v1, v5, off",
+            Some((5, 1)),
+            None,
+        ),
+        (
+            "gfx1030",
+            "scratch_load_dword v1, v5, off",
+            Some((5, 1)),
+            None,
+        ),
+        (
+            "gfx942",
+            "scratch_load_dword v1, v5, off",
+            Some((5, 1)),
+            None,
+        ),
+    ] {
+        let i = asm(cpu, text);
+        let m = i.memory().expect("memory");
+        assert_eq!(
+            (m.space, m.vaddr, m.saddr),
+            (MemSpace::Scratch, vaddr, saddr),
+            "{cpu} {text}"
+        );
+        assert_eq!(i.reads().contains_vgpr(5), vaddr.is_some(), "{cpu} {text}");
+        assert_eq!(i.to_string(), text, "{cpu}");
+    }
+    // gfx1250 FLAT with a scalar base.
+    let f = asm("gfx1250", "flat_load_b32 v1, v2, s[4:5]");
+    let m = f.memory().expect("memory");
+    assert_eq!((m.vaddr, m.saddr), (Some((2, 1)), Some((4, 2))));
+    // Buffer `tfe` writes one more dword; `offen` reads the address VGPR.
+    let b = asm(
+        "gfx1030",
+        "buffer_load_dword v[1:2], v3, s[8:11], s4 offen tfe",
+    );
+    assert!(b.writes().contains_vgpr(1) && b.writes().contains_vgpr(2));
+    assert!(b.reads().contains_vgpr(3));
+    assert_eq!(b.memory().expect("memory").vaddr, Some((3, 1)));
+    // Buffer `lds`: no VGPR is written, M0 (the LDS address) is read.
+    let l = asm("gfx1030", "buffer_load_dword v3, s[8:11], s4 offen lds");
+    assert_eq!(l.writes().max_vgpr(), None);
+    assert!(l.reads().contains(SpecialReg::M0) && l.reads().contains_vgpr(3));
+    // gfx90a `acc`: the data is an AGPR.
+    let a = asm("gfx90a", "buffer_load_dword a1, off, s[8:11], s4");
+    assert!(a.writes().contains_agpr(1) && !a.writes().contains_vgpr(1));
+    // A returning atomic (glc) writes its vdst.
+    let at = asm("gfx1100", "global_atomic_add_u32 v0, v1, v2, s[4:5] glc");
+    assert!(at.writes().contains_vgpr(0) && !at.writes().contains_vgpr(1));
+    // gfx11 DS `gds` bit.
+    let d = asm("gfx1100", "ds_add_u32 v1, v2 gds");
+    assert_eq!(d.memory().expect("memory").space, MemSpace::Gds);
+    // EXP reads only the enabled sources (`off` encodes register 0).
+    let e = asm("gfx1100", "exp mrt0 v1, off, v3, off");
+    let r = e.reads();
+    assert!(
+        r.contains_vgpr(1) && r.contains_vgpr(3) && !r.contains_vgpr(0),
+        "{r:?}"
+    );
+    let c = asm("gfx1030", "exp mrt0 v1, v1, v2, v2 compr");
+    let r = c.reads();
+    assert!(
+        r.contains_vgpr(1) && r.contains_vgpr(2) && !r.contains_vgpr(0),
+        "{r:?}"
+    );
+}
