@@ -9,6 +9,8 @@ use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
+mod vopx;
+
 fn range(prefix: &str, lo: u32, width: u32) -> String {
     if width <= 1 {
         format!("{prefix}{lo}")
@@ -39,6 +41,9 @@ impl Instruction {
         }
         if let Some(n) = name.strip_prefix('s').and_then(|n| n.parse::<u32>().ok()) {
             return range("s", align(n), width);
+        }
+        if let (true, Some(l)) = (name.starts_with("lit64"), self.literal()) {
+            return self.lit64_text(l, width);
         }
         if name.starts_with("lit") {
             return match self.literal() {
@@ -101,6 +106,9 @@ impl Instruction {
             }
             _ => range("v", n, w),
         };
+        if let Some(t) = self.src16_text(name, v) {
+            return Some(t);
+        }
         let text = match f.kind {
             FieldKind::Sx2 => self.scalar_text(v * 2, w),
             FieldKind::Sx4 => self.scalar_text(v * 4, w),
@@ -109,6 +117,7 @@ impl Instruction {
             _ if name == "saddr" && !self.scalar_text(v, 1).starts_with('s') => "off".to_string(),
             _ => self.scalar_text(v, w),
         };
+        let text = self.vopx_src_text(name, v, text);
         Some(self.with_src_modifiers(name, text))
     }
 
@@ -133,7 +142,7 @@ impl Instruction {
             "src2" => 2,
             _ => return text,
         };
-        if self.fmt.format != Format::Vop3 {
+        if self.fmt.format != Format::Vop3 || self.is_bitop3() {
             return text;
         }
         let has_sdst = self
@@ -818,6 +827,7 @@ impl Instruction {
             }
             _ => {}
         }
+        self.fix_vopx(out);
         // Fixed literals (v_fmaak/v_fmamk/v_madak...): the template shows 0x0.
         if self.fmt.format != Format::Sopk && self.fmt.format != Format::Smem {
             if let (Some(l), Some(p)) = (self.literal(), out.find(", 0x0")) {
