@@ -956,24 +956,45 @@ impl Instruction {
         let s0 = w1 & 0xff;
         let src = match kind {
             "sdwa" if bit(23) => self.scalar_text(s0, 1),
+            // true16: bit 7 of the VGPR number selects the high half.
+            _ if self.src_is_16bit("src0") => {
+                format!("v{}.{}", s0 & 0x7f, if s0 & 0x80 != 0 { 'h' } else { 'l' })
+            }
             _ => format!("v{s0}"),
         };
+        let float = self.float_op();
         let src = match kind {
-            "dpp" => self.ext_src(src, bit(20), bit(21), false),
+            // DPP16 neg/abs apply to float operands only (no `sext` in DPP).
+            "dpp" => self.ext_src(src, float && bit(20), float && bit(21), false),
             "sdwa" => self.ext_src(src, bit(20), bit(21), bit(19)),
             _ => src,
         };
         out.replace_range(p..p + "<invalid>".len(), &src);
-        // Second source (VOP2/VOPC vsrc1) modifiers.
+        // Second source (VOP2/VOPC vsrc1) modifiers; SDWA bit 31 (`s1`) makes it a scalar
+        // operand. v_ldexp and v_cmp*_class_f32/f64 take an integer src1 (no neg/abs).
         if self.fmt.format != Format::Vop1 && kind != "dpp8" {
-            if let Some(v1) = self.field("vsrc1") {
-                let plain = format!("v{v1}");
+            if let Some(plain) = self.field_text("vsrc1") {
+                let m = self.mnemonic();
+                let f1 = float
+                    && !m.contains("_class_f32")
+                    && !m.contains("_class_f64")
+                    && !m.starts_with("v_ldexp");
                 let (neg, abs, sext) = if kind == "dpp" {
-                    (bit(22), bit(23), false)
+                    (f1 && bit(22), f1 && bit(23), false)
                 } else {
-                    (bit(28), bit(29), bit(27))
+                    (f1 && bit(28), f1 && bit(29), bit(27))
                 };
-                let t = self.ext_src(plain.clone(), neg, abs, sext);
+                let base = match (kind, self.field("vsrc1")) {
+                    ("sdwa", Some(v1)) if bit(31) => self.scalar_text(v1, 1),
+                    _ => plain.clone(),
+                };
+                let t = if f1 {
+                    self.ext_src(base, neg, abs, false)
+                } else if sext {
+                    format!("sext({base})")
+                } else {
+                    base
+                };
                 if t != plain {
                     let at = p + src.len();
                     if let Some(q) = out[at..].find(&format!(", {plain}")) {
@@ -1026,13 +1047,12 @@ impl Instruction {
                     if bit(13) {
                         out.push_str(" clamp");
                     }
-                    if fam == Family::Gfx9 {
-                        match (w1 >> 14) & 3 {
-                            1 => out.push_str(" mul:2"),
-                            2 => out.push_str(" mul:4"),
-                            3 => out.push_str(" div:2"),
-                            _ => {}
-                        }
+                    // omod (bits 14..=15), gfx9 and gfx10 alike.
+                    match (w1 >> 14) & 3 {
+                        1 => out.push_str(" mul:2"),
+                        2 => out.push_str(" mul:4"),
+                        3 => out.push_str(" div:2"),
+                        _ => {}
                     }
                     let _ = write!(
                         out,
@@ -1040,8 +1060,20 @@ impl Instruction {
                         SEL[((w1 >> 8) & 7) as usize],
                         UNUSED[((w1 >> 11) & 3) as usize]
                     );
-                } else if bit(13) {
-                    out.push_str(" clamp");
+                } else if bit(15) {
+                    // VOPC SDWA (SDWAB): bit 15 `sd` selects the SGPR destination in bits
+                    // 8..=14 instead of VCC (a pair in wave64 gfx9); no clamp.
+                    let w = if fam == Family::Gfx9 { 2 } else { 1 };
+                    let sd = self.scalar_text((w1 >> 8) & 0x7f, w);
+                    let mn_end = out.find(' ').unwrap_or(out.len());
+                    for vcc in [" vcc_lo,", " vcc,"] {
+                        if let Some(q) = out[mn_end..].find(vcc).map(|q| q + mn_end) {
+                            if q == mn_end {
+                                out.replace_range(q + 1..q + vcc.len() - 1, &sd);
+                                break;
+                            }
+                        }
+                    }
                 }
                 let _ = write!(out, " src0_sel:{}", SEL[((w1 >> 16) & 7) as usize]);
                 if self.fmt.format != Format::Vop1 {

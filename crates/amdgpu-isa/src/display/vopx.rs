@@ -48,16 +48,17 @@ impl Instruction {
 
     /// VINTERP source (LLVM `VINTERPe_gfx11`): `neg` in dword 1 bits 29..=31; in real-true16
     /// mode a 16-bit source is the VGPR of the field's low 8 bits (LLVM decodes `VGPR_16` that
-    /// way) and its half is op_sel (dword 0 bits 11..=13).
+    /// way) and its half is op_sel (dword 0 bits 11..=13; bit 14 for vdst).
     fn vinterp_src_text(&self, name: &str, v: u32, text: String) -> String {
         let i = match name {
             "src0" => 0,
             "src1" => 1,
             "src2" => 2,
+            "vdst" => 3,
             _ => return text,
         };
         let half = text.ends_with(".l") || text.ends_with(".h");
-        let t = if half || (self.target.true16() && self.src_is_16bit(name)) {
+        let t = if half || self.src_is_16bit(name) {
             let h = if self.word(0) & (1 << (11 + i)) != 0 {
                 'h'
             } else {
@@ -67,22 +68,27 @@ impl Instruction {
         } else {
             text
         };
-        if self.word(1) & (1 << (29 + i)) != 0 {
+        if i < 3 && self.word(1) & (1 << (29 + i)) != 0 {
             format!("-{t}")
         } else {
             t
         }
     }
 
-    /// Does the opcode table give the operand of field `name` 16 bits (true16 `VGPR_16`)?
-    fn src_is_16bit(&self, name: &str) -> bool {
-        let Some(fi) = self.fmt.fields.iter().position(|f| f.name == name) else {
-            return false;
-        };
+    /// Width in dwords the opcode table gives the operand of field `name` (0 = 16 bits, a
+    /// true16 `VGPR_16`).
+    fn src_width(&self, name: &str) -> Option<u8> {
+        let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
         self.row
             .operands
             .iter()
-            .any(|o| usize::from(o.field) == fi && o.width == 0)
+            .find(|o| usize::from(o.field) == fi)
+            .map(|o| o.width)
+    }
+
+    /// Is the operand of field `name` a true16 16-bit register?
+    pub(super) fn src_is_16bit(&self, name: &str) -> bool {
+        self.target.true16() && self.src_width(name) == Some(0)
     }
 
     /// `attrN.c` of VINTRP/LDSDIR: attribute in bits 10..=15, channel in bits 8..=9 of dword 0.
@@ -128,6 +134,13 @@ impl Instruction {
                     }
                 } else if m.contains("16_") && (fi | bc) != 0 {
                     out.push_str(&format!(" op_sel:[{fi},{bc}]"));
+                }
+            }
+            // gfx1250 v_fmamk_f64/v_fmaak_f64: the fixed 64-bit literal, shown `lit64(0x0)` by
+            // the template.
+            Format::Vop2 if out.contains("lit64(0x0)") => {
+                if let Some(l) = self.literal64() {
+                    *out = out.replace("lit64(0x0)", &self.lit64_text(l, 2));
                 }
             }
             // `v_dual_fmamk_f32 ... :: v_dual_fmaak_f32 ...`: both halves print the one
@@ -223,6 +236,7 @@ impl Instruction {
     /// whole value, shown as an inline constant when it is one (checked against llvm-mc-22:
     /// `s_mov_b64 s[0:1], -1`, `v_mov_b64 v[0:1], 4.0`, `v_mov_b32 v0, 1.0`).
     pub(super) fn lit64_text(&self, l: u64, width: u32) -> String {
+        let l = self.literal64().unwrap_or(l);
         if l <= u64::from(u32::MAX) {
             return format!("lit64({l:#x})");
         }
@@ -244,6 +258,20 @@ impl Instruction {
             Some(f) => f.2.to_string(),
             None => format!("{lo:#x}"),
         }
+    }
+}
+
+impl Instruction {
+    /// The 8 literal bytes after the nominal encoding when an operand is 254 (VOPD with a
+    /// 32-bit X literal and a 64-bit Y literal shares one 64-bit literal; `literal()` reports
+    /// the first probe's 4 bytes).
+    fn literal64(&self) -> Option<u64> {
+        let (off, _) = self.lit?;
+        let o = usize::from(off);
+        let b = self.bytes().get(o..o + 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Some(u64::from_le_bytes(a))
     }
 }
 
@@ -288,9 +316,28 @@ impl Instruction {
         if name != "src0" {
             return None;
         }
+        // 1/(2*pi) on a 64-bit operand prints at double precision (`printImmediate64`).
+        let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
+        if e32 && v == 248 && self.src_width(name) == Some(2) {
+            return Some("0.15915494309189532".to_string());
+        }
         let float = self.src0_16bit()?;
         match v {
-            255 => self.literal().map(|l| format!("{:#x}", l as u16)),
+            // A literal whose low half would be an inline constant keeps `lit(...)` of all
+            // 32 bits (llvm-mc-22: `v_rndne_f16 v127, lit(0x13c00)`).
+            255 => self.literal().map(|l| {
+                let lo = l as u16;
+                if (-16..=64).contains(&(lo as i16)) || INLINE_F16_BITS.contains(&lo) {
+                    format!("lit({:#x})", l as u32)
+                } else {
+                    format!("{lo:#x}")
+                }
+            }),
+            // gfx1250 64-bit literal with high bits set: the operand sees the low 16 bits.
+            254 => self
+                .literal64()
+                .filter(|&l| l > u64::from(u32::MAX))
+                .map(|l| format!("{:#x}", l as u16)),
             240..=248 if !float => INLINE_F16_BITS
                 .get((v - 240) as usize)
                 .map(|b| format!("{b:#x}")),
