@@ -528,6 +528,16 @@ fn imm_text(v: u32) -> String {
     }
 }
 
+/// Float source modifiers as LLVM prints them: `-|x|`.
+fn fp_mods(text: String, neg: bool, abs: bool) -> String {
+    let t = if abs { format!("|{text}|") } else { text };
+    if neg {
+        format!("-{t}")
+    } else {
+        t
+    }
+}
+
 /// `s_waitcnt` operand (LLVM `AMDGPUBaseInfo` `decodeWaitcnt`): counters at their maximum are
 /// omitted; all at maximum prints the raw value.
 fn waitcnt_text(fam: Family, imm: u32) -> String {
@@ -962,10 +972,13 @@ impl Instruction {
             }
             _ => format!("v{s0}"),
         };
-        let float = self.float_op();
+        // v_cndmask_b32 takes float source modifiers too (LLVM VOP2 cndmask profile).
+        let cnd = self.mnemonic().starts_with("v_cndmask_b32");
+        let float = self.float_op() || cnd;
         let src = match kind {
             // DPP16 neg/abs apply to float operands only (no `sext` in DPP).
-            "dpp" => self.ext_src(src, float && bit(20), float && bit(21), false),
+            "dpp" => fp_mods(src, float && bit(20), float && bit(21)),
+            "sdwa" if cnd => fp_mods(src, bit(20), bit(21)),
             "sdwa" => self.ext_src(src, bit(20), bit(21), bit(19)),
             _ => src,
         };
@@ -989,7 +1002,7 @@ impl Instruction {
                     _ => plain.clone(),
                 };
                 let t = if f1 {
-                    self.ext_src(base, neg, abs, false)
+                    fp_mods(base, neg, abs)
                 } else if sext {
                     format!("sext({base})")
                 } else {
@@ -1000,6 +1013,17 @@ impl Instruction {
                     if let Some(q) = out[at..].find(&format!(", {plain}")) {
                         let q = at + q + 2;
                         out.replace_range(q..q + plain.len(), &t);
+                        // gfx12+ prints cndmask's `|src1|` closing after the mask operand
+                        // (llvm-mc-22: `v_cndmask_b32_dpp v1, v2, |v3, vcc_lo|`).
+                        let end = q + t.len();
+                        if cnd && abs && fam >= Family::Gfx12 && out[..end].ends_with('|') {
+                            out.remove(end - 1);
+                            // After the next operand (the mask): its following space.
+                            if let Some(c) = out[end - 1..].find(", ").map(|c| end - 1 + c + 2) {
+                                let e = out[c..].find(' ').map_or(out.len(), |x| c + x);
+                                out.insert(e, '|');
+                            }
+                        }
                     }
                 }
             }
