@@ -915,6 +915,14 @@ impl Instruction {
         let fam = self.target.family();
         let n = self.target.name();
         let gfx90a_plus = n == "gfx90a" || self.is_gfx94x();
+        // DP ALU DPP (64-bit vdst or src0 on gfx90a+) allows only row_newbcast (LLVM
+        // `isDPALU_DPP`, `isLegalDPALU_DPPControl`).
+        let dp = ["vdst", "src0"]
+            .iter()
+            .any(|f| self.src_width_of(f) == Some(2));
+        if dp && gfx90a_plus && !(0x150..=0x15f).contains(&c) {
+            return " /* DP ALU dpp only supports row_newbcast */".into();
+        }
         match c {
             0..=0xff => format!(
                 "quad_perm:[{},{},{},{}]",
@@ -930,13 +938,23 @@ impl Instruction {
             0x134 if fam == Family::Gfx9 => "wave_rol:1".into(),
             0x138 if fam == Family::Gfx9 => "wave_shr:1".into(),
             0x13c if fam == Family::Gfx9 => "wave_ror:1".into(),
+            0x130 => "/* wave_shl is not supported starting from GFX10 */".into(),
+            0x134 => "/* wave_rol is not supported starting from GFX10 */".into(),
+            0x138 => "/* wave_shr is not supported starting from GFX10 */".into(),
+            0x13c => "/* wave_ror is not supported starting from GFX10 */".into(),
             0x140 => "row_mirror".into(),
             0x141 => "row_half_mirror".into(),
             0x142 if fam == Family::Gfx9 => "row_bcast:15".into(),
             0x143 if fam == Family::Gfx9 => "row_bcast:31".into(),
+            0x142 | 0x143 => "/* row_bcast is not supported starting from GFX10 */".into(),
             0x150..=0x15f if gfx90a_plus => format!("row_newbcast:{}", c & 0xf),
             0x150..=0x15f if fam >= Family::Gfx10 => format!("row_share:{}", c & 0xf),
+            0x150..=0x15f => {
+                " /* row_newbcast/row_share is not supported on ASICs earlier than GFX90A/GFX10 */"
+                    .into()
+            }
             0x160..=0x16f if fam >= Family::Gfx10 => format!("row_xmask:{}", c & 0xf),
+            0x160..=0x16f => "/* row_xmask is not supported on ASICs earlier than GFX10 */".into(),
             _ => "/* Invalid dpp_ctrl value */".into(),
         }
     }
@@ -966,6 +984,7 @@ impl Instruction {
         let s0 = w1 & 0xff;
         let src = match kind {
             "sdwa" if bit(23) => self.scalar_text(s0, 1),
+            _ if self.src_width_of("src0") == Some(2) => range("v", s0, 2),
             // true16: bit 7 of the VGPR number selects the high half.
             _ if self.src_is_16bit("src0") => {
                 format!("v{}.{}", s0 & 0x7f, if s0 & 0x80 != 0 { 'h' } else { 'l' })

@@ -77,7 +77,7 @@ impl Instruction {
 
     /// Width in dwords the opcode table gives the operand of field `name` (0 = 16 bits, a
     /// true16 `VGPR_16`).
-    fn src_width(&self, name: &str) -> Option<u8> {
+    pub(super) fn src_width_of(&self, name: &str) -> Option<u8> {
         let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
         self.row
             .operands
@@ -88,7 +88,7 @@ impl Instruction {
 
     /// Is the operand of field `name` a true16 16-bit register?
     pub(super) fn src_is_16bit(&self, name: &str) -> bool {
-        self.target.true16() && self.src_width(name) == Some(0)
+        self.target.true16() && self.src_width_of(name) == Some(0)
     }
 
     /// `attrN.c` of VINTRP/LDSDIR: attribute in bits 10..=15, channel in bits 8..=9 of dword 0.
@@ -292,7 +292,8 @@ impl Instruction {
         }
         let m = self.row.mnemonic.trim_end_matches("_e32");
         let fp8 = m.ends_with("_fp8") || m.ends_with("_bf8");
-        if m.starts_with("v_cvt_pk_f32_") && fp8 {
+        // gfx12+ (gfx942 takes a 32-bit source).
+        if m.starts_with("v_cvt_pk_f32_") && fp8 && self.target.family() >= crate::Family::Gfx12 {
             return Some(true);
         }
         if m.starts_with("v_cvt_pk_f16_") && fp8 {
@@ -318,16 +319,17 @@ impl Instruction {
         }
         // 1/(2*pi) on a 64-bit operand prints at double precision (`printImmediate64`).
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
-        if e32 && v == 248 && self.src_width(name) == Some(2) {
+        if e32 && v == 248 && self.src_width_of(name) == Some(2) {
             return Some("0.15915494309189532".to_string());
         }
         let float = self.src0_16bit()?;
         match v {
             // A literal whose low half would be an inline constant keeps `lit(...)` of all
-            // 32 bits (llvm-mc-22: `v_rndne_f16 v127, lit(0x13c00)`).
+            // 32 bits on gfx10+ (llvm-mc-22: `v_rndne_f16 v127, lit(0x13c00)`).
             255 => self.literal().map(|l| {
                 let lo = l as u16;
-                if (-16..=64).contains(&(lo as i16)) || INLINE_F16_BITS.contains(&lo) {
+                let inline = (-16..=64).contains(&(lo as i16)) || INLINE_F16_BITS.contains(&lo);
+                if inline && self.target.family() >= crate::Family::Gfx10 {
                     format!("lit({:#x})", l as u32)
                 } else {
                     format!("{lo:#x}")
