@@ -263,11 +263,16 @@ int main(int argc, char **argv) {
         std::vector<std::string> ops;
         std::set<std::string> used;
         std::vector<std::pair<std::string, std::string>> subst; // register text -> field
+        std::map<unsigned, std::string> opEntry; // MC operand index -> matched "field:d:..." entry
         for (unsigned i = 0; i < MI.getNumOperands(); i++) {
           auto &o = MI.getOperand(i); if (!o.isReg() || !o.getReg()) continue;
           std::string rn = L.MRI->getName(o.getReg()); char k; int lo, wd; bool half;
           if (!parseReg(rn, k, lo, wd, half)) continue;
           bool def = i < D.getNumDefs();
+          // A use tied to a def (v_fmac/v_mac accumulator, VOPD fmac src2) reads the def's
+          // register: recorded below from the def's field, never matched on its own (LLVM's
+          // VOPD decoder leaves the Y accumulator at VGPR0).
+          if (!def && i < D.getNumOperands() && D.getOperandConstraint(i, MCOI::TIED_TO) >= 0) continue;
           for (auto &fd : f.fields) { char fk; int fi;
             if (used.count(fd.name) || !fieldReg(fd, vals[fd.name], fk, fi)) continue;
             // A VGPR field may also name an AGPR (acc) or, in VOP3 vdst, an SGPR (v_readlane,
@@ -283,7 +288,15 @@ int main(int argc, char **argv) {
               subst.push_back({rt, fd.name});
             }
             ops.push_back(fd.name + ":" + (def ? "d" : "u") + ":" + (half ? "h" : std::to_string(wd)) + ":" + std::string(1, k));
+            opEntry[i] = ops.back();
             break; }
+        }
+        for (unsigned i = D.getNumDefs(); i < MI.getNumOperands() && i < D.getNumOperands(); i++) {
+          int t = D.getOperandConstraint(i, MCOI::TIED_TO);
+          auto e = t >= 0 ? opEntry.find(unsigned(t)) : opEntry.end();
+          if (e == opEntry.end()) continue;
+          std::string u = e->second; size_t c = u.find(":d:");
+          if (c != std::string::npos) { u[c + 1] = 'u'; ops.push_back(u); }
         }
         std::string t = L.text(MI); auto sp = t.find_first_of(" \t");
         // Operand text template: register texts of matched fields become {field}.

@@ -686,7 +686,13 @@ impl Instruction {
             }
         }
         // VOPD: vdstY = (field << 1) | !(vdstX & 1) (LLVM VOPDInstructions.td).
-        if defs && self.fmt.format == Format::Vopd {
+        // The Y accumulators (v_dual_fmac_f32, v_dual_dot2acc_*) also read vdstY: src2Y is tied
+        // to vdstY (`VOPD_Base` hasSrc2AccY); the X side's tie is in the table.
+        let y_acc = matches!(
+            self.row.mnemonic_y,
+            "v_dual_fmac_f32" | "v_dual_dot2acc_f32_f16" | "v_dual_dot2acc_f32_bf16"
+        );
+        if (defs || y_acc) && self.fmt.format == Format::Vopd {
             if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
                 set.add_vgpr(((y << 1) | (!x & 1)) as u16);
             }

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 mod image;
 mod mem;
 mod scalar;
+mod vopx;
 
 fn range(prefix: &str, lo: u32, width: u32) -> String {
     if width <= 1 {
@@ -46,6 +47,9 @@ impl Instruction {
         }
         if let Some(t) = self.scalar_literal_text(name, width) {
             return t;
+        }
+        if let (true, Some(l)) = (name.starts_with("lit64"), self.literal()) {
+            return self.lit64_text(l, width);
         }
         if name.starts_with("lit") {
             return match self.literal() {
@@ -106,6 +110,9 @@ impl Instruction {
             }
             _ => range("v", n, w),
         };
+        if let Some(t) = self.src16_text(name, v) {
+            return Some(t);
+        }
         let text = match f.kind {
             FieldKind::Sx2 => self.scalar_text(v * 2, w),
             FieldKind::Sx4 => self.scalar_text(v * 4, w),
@@ -113,6 +120,7 @@ impl Instruction {
             FieldKind::V8 if op.file != RegFile::Scalar => vreg(v),
             _ => self.scalar_text(v, w),
         };
+        let text = self.vopx_src_text(name, v, text);
         Some(self.with_src_modifiers(name, text))
     }
 
@@ -137,7 +145,7 @@ impl Instruction {
             "src2" => 2,
             _ => return text,
         };
-        if self.fmt.format != Format::Vop3 {
+        if self.fmt.format != Format::Vop3 || self.is_bitop3() {
             return text;
         }
         let has_sdst = self
@@ -532,6 +540,16 @@ fn imm_text(v: u32) -> String {
     }
 }
 
+/// Float source modifiers as LLVM prints them: `-|x|`.
+fn fp_mods(text: String, neg: bool, abs: bool) -> String {
+    let t = if abs { format!("|{text}|") } else { text };
+    if neg {
+        format!("-{t}")
+    } else {
+        t
+    }
+}
+
 /// `s_waitcnt` operand (LLVM `AMDGPUBaseInfo` `decodeWaitcnt`): counters at their maximum are
 /// omitted; all at maximum prints the raw value.
 fn waitcnt_text(fam: Family, imm: u32) -> String {
@@ -738,6 +756,7 @@ impl Instruction {
             }
             _ => {}
         }
+        self.fix_vopx(out);
         // Fixed literals (v_fmaak/v_fmamk/v_madak...): the template shows 0x0.
         if self.fmt.format != Format::Sopk && self.fmt.format != Format::Smem {
             if let (Some(l), Some(p)) = (self.literal(), out.find(", 0x0")) {
@@ -826,6 +845,14 @@ impl Instruction {
         let fam = self.target.family();
         let n = self.target.name();
         let gfx90a_plus = n == "gfx90a" || self.is_gfx94x();
+        // DP ALU DPP (64-bit vdst or src0 on gfx90a+) allows only row_newbcast (LLVM
+        // `isDPALU_DPP`, `isLegalDPALU_DPPControl`).
+        let dp = ["vdst", "src0"]
+            .iter()
+            .any(|f| self.src_width_of(f) == Some(2));
+        if dp && gfx90a_plus && !(0x150..=0x15f).contains(&c) {
+            return " /* DP ALU dpp only supports row_newbcast */".into();
+        }
         match c {
             0..=0xff => format!(
                 "quad_perm:[{},{},{},{}]",
@@ -841,13 +868,23 @@ impl Instruction {
             0x134 if fam == Family::Gfx9 => "wave_rol:1".into(),
             0x138 if fam == Family::Gfx9 => "wave_shr:1".into(),
             0x13c if fam == Family::Gfx9 => "wave_ror:1".into(),
+            0x130 => "/* wave_shl is not supported starting from GFX10 */".into(),
+            0x134 => "/* wave_rol is not supported starting from GFX10 */".into(),
+            0x138 => "/* wave_shr is not supported starting from GFX10 */".into(),
+            0x13c => "/* wave_ror is not supported starting from GFX10 */".into(),
             0x140 => "row_mirror".into(),
             0x141 => "row_half_mirror".into(),
             0x142 if fam == Family::Gfx9 => "row_bcast:15".into(),
             0x143 if fam == Family::Gfx9 => "row_bcast:31".into(),
+            0x142 | 0x143 => "/* row_bcast is not supported starting from GFX10 */".into(),
             0x150..=0x15f if gfx90a_plus => format!("row_newbcast:{}", c & 0xf),
             0x150..=0x15f if fam >= Family::Gfx10 => format!("row_share:{}", c & 0xf),
+            0x150..=0x15f => {
+                " /* row_newbcast/row_share is not supported on ASICs earlier than GFX90A/GFX10 */"
+                    .into()
+            }
             0x160..=0x16f if fam >= Family::Gfx10 => format!("row_xmask:{}", c & 0xf),
+            0x160..=0x16f => "/* row_xmask is not supported on ASICs earlier than GFX10 */".into(),
             _ => "/* Invalid dpp_ctrl value */".into(),
         }
     }
@@ -877,29 +914,65 @@ impl Instruction {
         let s0 = w1 & 0xff;
         let src = match kind {
             "sdwa" if bit(23) => self.scalar_text(s0, 1),
+            _ if self.src_width_of("src0") == Some(2) => range("v", s0, 2),
+            // true16: bit 7 of the VGPR number selects the high half.
+            _ if self.src_is_16bit("src0") => {
+                format!("v{}.{}", s0 & 0x7f, if s0 & 0x80 != 0 { 'h' } else { 'l' })
+            }
             _ => format!("v{s0}"),
         };
+        // v_cndmask_b32 takes float source modifiers too (LLVM VOP2 cndmask profile).
+        let cnd = self.mnemonic().starts_with("v_cndmask_b32");
+        let float = self.float_op() || cnd;
         let src = match kind {
-            "dpp" => self.ext_src(src, bit(20), bit(21), false),
+            // DPP16 neg/abs apply to float operands only (no `sext` in DPP).
+            "dpp" => fp_mods(src, float && bit(20), float && bit(21)),
+            "sdwa" if cnd => fp_mods(src, bit(20), bit(21)),
             "sdwa" => self.ext_src(src, bit(20), bit(21), bit(19)),
             _ => src,
         };
         out.replace_range(p..p + "<invalid>".len(), &src);
-        // Second source (VOP2/VOPC vsrc1) modifiers.
+        // Second source (VOP2/VOPC vsrc1) modifiers; SDWA bit 31 (`s1`) makes it a scalar
+        // operand. v_ldexp and v_cmp*_class_f32/f64 take an integer src1 (no neg/abs).
         if self.fmt.format != Format::Vop1 && kind != "dpp8" {
-            if let Some(v1) = self.field("vsrc1") {
-                let plain = format!("v{v1}");
+            if let Some(plain) = self.field_text("vsrc1") {
+                let m = self.mnemonic();
+                let f1 = float
+                    && !m.contains("_class_f32")
+                    && !m.contains("_class_f64")
+                    && !m.starts_with("v_ldexp");
                 let (neg, abs, sext) = if kind == "dpp" {
-                    (bit(22), bit(23), false)
+                    (f1 && bit(22), f1 && bit(23), false)
                 } else {
-                    (bit(28), bit(29), bit(27))
+                    (f1 && bit(28), f1 && bit(29), bit(27))
                 };
-                let t = self.ext_src(plain.clone(), neg, abs, sext);
+                let base = match (kind, self.field("vsrc1")) {
+                    ("sdwa", Some(v1)) if bit(31) => self.scalar_text(v1, 1),
+                    _ => plain.clone(),
+                };
+                let t = if f1 {
+                    fp_mods(base, neg, abs)
+                } else if sext {
+                    format!("sext({base})")
+                } else {
+                    base
+                };
                 if t != plain {
                     let at = p + src.len();
                     if let Some(q) = out[at..].find(&format!(", {plain}")) {
                         let q = at + q + 2;
                         out.replace_range(q..q + plain.len(), &t);
+                        // gfx12+ prints cndmask's `|src1|` closing after the mask operand
+                        // (llvm-mc-22: `v_cndmask_b32_dpp v1, v2, |v3, vcc_lo|`).
+                        let end = q + t.len();
+                        if cnd && abs && fam >= Family::Gfx12 && out[..end].ends_with('|') {
+                            out.remove(end - 1);
+                            // After the next operand (the mask): its following space.
+                            if let Some(c) = out[end - 1..].find(", ").map(|c| end - 1 + c + 2) {
+                                let e = out[c..].find(' ').map_or(out.len(), |x| c + x);
+                                out.insert(e, '|');
+                            }
+                        }
                     }
                 }
             }
@@ -947,13 +1020,12 @@ impl Instruction {
                     if bit(13) {
                         out.push_str(" clamp");
                     }
-                    if fam == Family::Gfx9 {
-                        match (w1 >> 14) & 3 {
-                            1 => out.push_str(" mul:2"),
-                            2 => out.push_str(" mul:4"),
-                            3 => out.push_str(" div:2"),
-                            _ => {}
-                        }
+                    // omod (bits 14..=15), gfx9 and gfx10 alike.
+                    match (w1 >> 14) & 3 {
+                        1 => out.push_str(" mul:2"),
+                        2 => out.push_str(" mul:4"),
+                        3 => out.push_str(" div:2"),
+                        _ => {}
                     }
                     let _ = write!(
                         out,
@@ -961,8 +1033,20 @@ impl Instruction {
                         SEL[((w1 >> 8) & 7) as usize],
                         UNUSED[((w1 >> 11) & 3) as usize]
                     );
-                } else if bit(13) {
-                    out.push_str(" clamp");
+                } else if bit(15) {
+                    // VOPC SDWA (SDWAB): bit 15 `sd` selects the SGPR destination in bits
+                    // 8..=14 instead of VCC (a pair in wave64 gfx9); no clamp.
+                    let w = if fam == Family::Gfx9 { 2 } else { 1 };
+                    let sd = self.scalar_text((w1 >> 8) & 0x7f, w);
+                    let mn_end = out.find(' ').unwrap_or(out.len());
+                    for vcc in [" vcc_lo,", " vcc,"] {
+                        if let Some(q) = out[mn_end..].find(vcc).map(|q| q + mn_end) {
+                            if q == mn_end {
+                                out.replace_range(q + 1..q + vcc.len() - 1, &sd);
+                                break;
+                            }
+                        }
+                    }
                 }
                 let _ = write!(out, " src0_sel:{}", SEL[((w1 >> 16) & 7) as usize]);
                 if self.fmt.format != Format::Vop1 {

@@ -540,3 +540,83 @@ fn memory_mode_bits() {
         "{r:?}"
     );
 }
+
+/// Dual-issue operands (LLVM `VOPDInstructions.td`: VOPD vdstY from its 7-bit field and the
+/// parity of vdstX; VOPD3 every register field of `VOPD3e`) and tied accumulators (LLVM
+/// `TIED_TO` constraints: v_fmac/v_dual_fmac/s_addk/v_swap read their destination).
+#[test]
+fn dual_issue_and_tied_operands() {
+    if common::no_llvm() {
+        return;
+    }
+    let vgprs = |s: &amdgpu_isa::RegSet| {
+        (0..64)
+            .filter(|&n| s.contains_vgpr(n))
+            .collect::<Vec<u16>>()
+    };
+    // VOPD3: both destinations, three sources per half, the X and Y fmac accumulators.
+    let d = asm(
+        "gfx1250",
+        "v_dual_fma_f32 v12, -v0, v9, v10 :: v_dual_fmac_f32 v11, v13, v6",
+    );
+    assert_eq!(d.format(), Format::Vopd3);
+    assert_eq!(vgprs(&d.writes()), [11, 12]);
+    assert_eq!(vgprs(&d.reads()), [0, 6, 9, 10, 11, 13]);
+    assert_eq!(
+        d.to_string(),
+        "v_dual_fma_f32 v12, -v0, v9, v10 :: v_dual_fmac_f32 v11, v13, v6"
+    );
+    // VOPD3 v_dual_cndmask_b32 reads an SGPR (or VCC) mask from its 8-bit vsrc2 field.
+    let c = asm(
+        "gfx1250",
+        "v_dual_mov_b32 v1, v2 :: v_dual_cndmask_b32 v5, v3, v4, s7",
+    );
+    assert_eq!(vgprs(&c.writes()), [1, 5]);
+    assert_eq!(vgprs(&c.reads()), [2, 3, 4]);
+    assert!(c.reads().contains_sgpr(7) && !c.reads().contains(SpecialReg::VccLo));
+    let v = asm(
+        "gfx1250",
+        "v_dual_cndmask_b32 v2, v2, v6, vcc_lo :: v_dual_mov_b32 v6, 0",
+    );
+    assert!(v.reads().contains(SpecialReg::VccLo) && v.reads().contains_vgpr(6));
+    assert_eq!(vgprs(&v.writes()), [2, 6]);
+    // VOPD3 64-bit X half.
+    let f = asm(
+        "gfx1250",
+        "v_dual_add_f64 v[4:5], v[6:7], v[8:9] :: v_dual_mov_b32 v11, v1",
+    );
+    assert_eq!(vgprs(&f.writes()), [4, 5, 11]);
+    assert_eq!(vgprs(&f.reads()), [1, 6, 7, 8, 9]);
+    // VOPD3 bitop2 Y: the bitop3 byte is no register.
+    let b = asm(
+        "gfx1250",
+        "v_dual_lshrrev_b32 v0, 5, v0 :: v_dual_bitop2_b32 v1, 31, v0 bitop3:0x40",
+    );
+    assert_eq!(vgprs(&b.reads()), [0]);
+    assert_eq!(vgprs(&b.writes()), [0, 1]);
+    // VOPD (gfx11): the fmac accumulator of either half is read.
+    for (text, acc) in [
+        ("v_dual_mul_f32 v0, v1, v2 :: v_dual_fmac_f32 v3, v4, v5", 3),
+        ("v_dual_fmac_f32 v0, v1, v2 :: v_dual_mul_f32 v3, v4, v5", 0),
+    ] {
+        let i = asm("gfx1100", text);
+        assert!(i.reads().contains_vgpr(acc), "{text}: {:?}", i.reads());
+        assert_eq!(vgprs(&i.writes()), [0, 3], "{text}");
+    }
+    for cpu in [
+        "gfx900", "gfx942", "gfx1030", "gfx1100", "gfx1200", "gfx1250",
+    ] {
+        let k = asm(cpu, "s_addk_i32 s3, 0x10");
+        assert!(
+            k.reads().contains_sgpr(3) && k.writes().contains_sgpr(3),
+            "{cpu}"
+        );
+        let s = asm(cpu, "v_swap_b32 v1, v2");
+        assert_eq!(vgprs(&s.reads()), [1, 2], "{cpu}");
+        assert_eq!(vgprs(&s.writes()), [1, 2], "{cpu}");
+        if cpu != "gfx900" {
+            let m = asm(cpu, "v_fmac_f32 v5, v1, v2");
+            assert_eq!(vgprs(&m.reads()), [1, 2, 5], "{cpu}");
+        }
+    }
+}
