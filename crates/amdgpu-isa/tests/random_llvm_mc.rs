@@ -155,12 +155,17 @@ fn run_batch(mcpu: &str, lines: &[Vec<u8>]) -> Option<Vec<Verdict>> {
         .filter_map(parse_line)
         .collect();
     let mut pos = 0;
+    // llvm-mc decodes its input as one byte stream: after a word it rejects, it resumes inside
+    // that word and may swallow the sentinel and the next line into one bogus instruction. A
+    // line is only compared when the previous line's sentinel was found (the stream is in step).
+    let mut in_step = true;
     let mut verdicts = Vec::with_capacity(lines.len());
     for (i, warn) in warn_col.iter().enumerate() {
         let s = sentinel(i);
         let found = insts[pos..].iter().take(12).position(|e| e.1[..] == s[..]);
         let v = match (*warn, found) {
             (Some(1), _) => Verdict::LlvmRejects,
+            _ if !in_step => Verdict::LlvmRejects,
             (Some(_), _) => Verdict::LengthDiffers,
             // `-show-encoding` prints LLVM's re-encoding of its MCInst (ignored bits cleared),
             // so it is not compared: one instruction between the sentinels means LLVM consumed
@@ -175,6 +180,7 @@ fn run_batch(mcpu: &str, lines: &[Vec<u8>]) -> Option<Vec<Verdict>> {
         if let Some(f) = found {
             pos += f + 1;
         }
+        in_step = found.is_some();
         verdicts.push(v);
     }
     Some(verdicts)
