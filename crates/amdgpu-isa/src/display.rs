@@ -9,6 +9,8 @@ use crate::tables::{FieldKind, RegFile, MCID_LOAD, MCID_STORE};
 use crate::{Family, Format};
 use std::fmt::Write as _;
 
+mod vop3;
+
 fn range(prefix: &str, lo: u32, width: u32) -> String {
     if width <= 1 {
         format!("{prefix}{lo}")
@@ -124,8 +126,8 @@ impl Instruction {
         matches!(self.fmt.format, Format::Vop3) && self.word(0) & (1 << bit) != 0
     }
 
-    /// VOP3/VOP3P source modifiers: VOP3 `neg` (dword1 bits 29..=31) and `abs` (dword0 bits
-    /// 8..=10, not in VOP3b forms with an `sdst`), printed `-|x|` as LLVM does.
+    /// VOP3/VOP3P source modifiers `neg` (dword1 bits 29..=31) and `abs` (dword0 bits 8..=10),
+    /// printed `-|x|` where the opcode's modifier facts say LLVM prints them (`display/vop3.rs`).
     fn with_src_modifiers(&self, name: &str, text: String) -> String {
         let i = match name {
             "src0" => 0,
@@ -133,22 +135,10 @@ impl Instruction {
             "src2" => 2,
             _ => return text,
         };
-        if self.fmt.format != Format::Vop3 {
-            return text;
-        }
-        let has_sdst = self
-            .fmt
-            .fields
-            .iter()
-            .position(|f| f.name == "sdst")
-            .is_some_and(|fi| self.row.operands.iter().any(|o| usize::from(o.field) == fi));
-        let neg = self.word(1) & (1 << (29 + i)) != 0;
-        let abs = !has_sdst && self.word(0) & (1 << (8 + i)) != 0;
-        let t = if abs { format!("|{text}|") } else { text };
-        if neg {
-            format!("-{t}")
+        if matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) {
+            self.vop3_src_mods(i, text)
         } else {
-            t
+            text
         }
     }
 
@@ -769,42 +759,6 @@ impl Instruction {
                     out.push_str(" gds");
                 }
             }
-            Format::Vop3p if self.row.asm.contains(" op_sel_hi:[") => {
-                // Packed math modifiers: op_sel dword0 bits 11..=13, op_sel_hi dword1 bits 27, 28
-                // and dword0 bit 14, neg_lo dword1 bits 29..=31, neg_hi dword0 bits 8..=10.
-                let n = self.row.asm.matches("{src").count().clamp(1, 3);
-                if let Some(p) = out.find(" op_sel") {
-                    out.truncate(p);
-                }
-                let w0 = self.word(0);
-                let w1 = self.word(1);
-                let list = |bits: [u32; 3]| {
-                    bits.iter()
-                        .take(n)
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                };
-                let op_sel = [w0 >> 11 & 1, w0 >> 12 & 1, w0 >> 13 & 1];
-                let op_sel_hi = [w1 >> 27 & 1, w1 >> 28 & 1, w0 >> 14 & 1];
-                let neg_lo = [w1 >> 29 & 1, w1 >> 30 & 1, w1 >> 31 & 1];
-                let neg_hi = [w0 >> 8 & 1, w0 >> 9 & 1, w0 >> 10 & 1];
-                if op_sel.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" op_sel:[{}]", list(op_sel)));
-                }
-                if op_sel_hi.iter().take(n).any(|b| *b != 1) {
-                    out.push_str(&format!(" op_sel_hi:[{}]", list(op_sel_hi)));
-                }
-                if neg_lo.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" neg_lo:[{}]", list(neg_lo)));
-                }
-                if neg_hi.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" neg_hi:[{}]", list(neg_hi)));
-                }
-                if w0 & (1 << 15) != 0 {
-                    out.push_str(" clamp");
-                }
-            }
             Format::Vopd => {
                 if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
                     let vy = (y << 1) | (!x & 1);
@@ -859,6 +813,7 @@ impl std::fmt::Display for Instruction {
         }
         out.push_str(rest);
         self.fix_modifiers(&mut out);
+        self.vop3_trailing_mods(&mut out);
         self.dpp_sdwa(&mut out);
         f.write_str(&out)
     }

@@ -116,6 +116,38 @@ pub(crate) struct OpRow {
     pub flow: Option<Flow>,
     /// LLVM's text of the template decode with register fields replaced by `{field}`.
     pub asm: &'static str,
+    /// VOP3/VOP3P modifiers LLVM prints for this opcode (column `mods`, found by flipping
+    /// each modifier bit in `tools/isa-gen/isa-dump.cpp`); trailing ones in print order.
+    pub mods: &'static [Mod],
+}
+
+/// A VOP3/VOP3P list modifier, printed `name:[b0,b1,..]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    /// `op_sel`: dword0 bits 11..=14.
+    OpSel,
+    /// `op_sel_hi`: dword1 bits 27, 28, dword0 bit 14.
+    OpSelHi,
+    /// `neg_lo`: dword1 bits 29..=31.
+    NegLo,
+    /// `neg_hi`: dword0 bits 8..=10.
+    NegHi,
+}
+
+/// One modifier fact of a VOP3/VOP3P opcode (LLVM 22 `AMDGPUInstPrinter` behaviour).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Mod {
+    /// Bit i set: source i prints `|x|` when dword0 bit 8+i is set.
+    Abs(u8),
+    /// Bit i set: source i prints `-x` (`neg(x)` for constants) when dword1 bit 29+i is set.
+    Neg(u8),
+    /// A list modifier: kind, printed slot count, the slot each encoding bit of the kind sets
+    /// (`u8::MAX` = none), and the value of slots no bit sets (also the "not printed" value).
+    List(ListKind, u8, [u8; 4], u8),
+    /// dword0 bit 15 prints ` clamp`.
+    Clamp,
+    /// dword1 bits 27..=28 print ` mul:2`, ` mul:4` or ` div:2`.
+    Omod,
 }
 
 /// Symbolic immediate texts of a family, as llvm-mc-22 prints them
