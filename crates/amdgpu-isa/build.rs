@@ -417,7 +417,9 @@ fn emit_table(
 }
 
 /// Rust literal of the `mods` column (VOP3/VOP3P modifier facts, see `tools/isa-gen/isa-dump.cpp`
-/// `modFacts`): `abs=<mask>`, `neg=<mask>`, `<list>=<n>:<slots>[:<default>]`, `clamp`, `omod`.
+/// `modFacts`): `abs=<mask>`, `neg=<mask>`, `lit16=<mask>`, `fpc16=<mask>`, `fake16=<mask>`,
+/// `<list>=<n>:<slots>[:<default>]`,
+/// `bitop3`, `clamp`, `omod`.
 fn mods_literal(col: &str) -> String {
     let mut out = String::new();
     for e in col.split(';').filter(|e| !e.is_empty()) {
@@ -425,6 +427,10 @@ fn mods_literal(col: &str) -> String {
         let item = match name {
             "abs" => format!("Mod::Abs({val})"),
             "neg" => format!("Mod::Neg({val})"),
+            "lit16" => format!("Mod::Lit16({val})"),
+            "fpc16" => format!("Mod::Fpc16({val})"),
+            "fake16" => format!("Mod::Fake16({val})"),
+            "bitop3" => "Mod::BitOp3".to_string(),
             "clamp" => "Mod::Clamp".to_string(),
             "omod" => "Mod::Omod".to_string(),
             _ => {

@@ -190,10 +190,17 @@ static bool fieldReg(const Field &f, long v, char &kind, int &idx) {
 //            slots; <slots> gives per encoding bit the slot it sets ('-' = none): op_sel dword0
 //            bits 11..14, op_sel_hi dword1 27, 28, dword0 14, neg_lo dword1 29..31, neg_hi dword0
 //            8..10; default = value of unset op_sel_hi slots
+//   lit16=<m>  src i (bit i of m) prints a literal as its low 16 bits
+//   fpc16=<m>  src i prints inline float constants as f16 bit patterns (16-bit integer operand)
+//   fake16=<m> op_sel bit 11+j (bit j of m) makes LLVM decode another (fake16) opcode
+//   (the trailing-modifier order is taken from a probe with every decodable modifier bit set)
 //   clamp    dword0 bit 15 prints " clamp";  omod  dword1 bits 27..28 print mul:2/mul:4/div:2
+//   bitop3   the 8-bit bitop3 operand (dword1 29..31, dword0 8..10, dword1 27..28) is printed
 struct ModText { std::vector<std::string> ops; std::map<std::string, std::vector<int>> lists;
   std::vector<std::string> order; };
-static ModText parseMods(const std::string &t) {
+static ModText parseMods(std::string t) {
+  for (size_t a; (a = t.find("/*")) != std::string::npos;) {
+    size_t e = t.find("*/", a); t.erase(a, e == std::string::npos ? std::string::npos : e + 2 - a); }
   ModText r; auto sp = t.find_first_of(" \t"); if (sp == std::string::npos) return r;
   std::vector<std::string> toks; { std::stringstream ss(t.substr(sp + 1)); std::string x;
     while (ss >> x) toks.push_back(x); }
@@ -206,6 +213,7 @@ static ModText parseMods(const std::string &t) {
       r.lists[n] = v; r.order.push_back(n); continue; }
     if (x == "clamp") { r.order.push_back("clamp"); continue; }
     if (x.rfind("mul:", 0) == 0 || x.rfind("div:", 0) == 0) { r.order.push_back("omod"); continue; }
+    if (x.rfind("bitop3:", 0) == 0) { r.order.push_back("bitop3"); continue; }
     if (!r.order.empty()) continue;
     if (!ops.empty()) ops += " ";
     ops += x;
@@ -229,7 +237,7 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
     for (int k = 0; k < 3; k++) if (tp.ops[i] == "{src" + std::to_string(k) + "}") return k; return -1; };
   // Encoding bits: (dword, bit).
   const int bits[13][2] = {{0,8},{0,9},{0,10},{0,11},{0,12},{0,13},{0,14},{0,15},{1,27},{1,28},{1,29},{1,30},{1,31}};
-  unsigned absM = 0, negM = 0; bool clamp = false, omod = false;
+  unsigned absM = 0, negM = 0, lit16 = 0; bool clamp = false, omod = false, bitop3 = false;
   std::map<std::string, std::pair<int, std::string>> lists; // name -> (n, slots)
   auto listBits = [&](const std::string &n, int dw, int bit) -> int {
     const int op_sel[4][2] = {{0,11},{0,12},{0,13},{0,14}}, hi[3][2] = {{1,27},{1,28},{0,14}},
@@ -238,9 +246,12 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
     int cnt = n == "op_sel" ? 4 : 3;
     for (int i = 0; i < cnt; i++) if (t[i][0] == dw && t[i][1] == bit) return i;
     return -1; };
+  uint32_t okBits[2] = {0, 0}; unsigned fake16 = 0;
   for (auto &bb : bits) {
     uint32_t q[8]; std::copy(b, b + 8, q); q[bb[0]] ^= 1u << bb[1];
     MCInst M2; if (!L.decode(q, 8, M2)) continue;
+    okBits[bb[0]] |= 1u << bb[1];
+    if (!p && bb[0] == 0 && bb[1] >= 11 && bb[1] <= 14 && M2.getOpcode() != MI.getOpcode()) fake16 |= 1u << (bb[1] - 11);
     ModText pr = parseMods(L.text(M2));
     if (pr.ops.size() == base.ops.size()) for (size_t i = 0; i < pr.ops.size(); i++) {
       int s = srcOf(i); if (s < 0 || pr.ops[i] == base.ops[i]) continue;
@@ -248,6 +259,7 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
       if ((pr.ops[i] == "-" + base.ops[i] || pr.ops[i] == "neg(" + base.ops[i] + ")") && bb[0] == 1 && bb[1] == 29 + s) negM |= 1u << s;
     }
     for (auto &o : pr.order) {
+      if (o == "bitop3") bitop3 = true;
       if (o == "clamp" && bb[0] == 0 && bb[1] == 15) clamp = true;
       if (o == "omod" && bb[0] == 1 && bb[1] == 27) omod = true;
     }
@@ -263,18 +275,35 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
       e.second[eb] = char('0' + slot);
     }
   }
+  // 16-bit integer operands: the inline constant -2.0 (245) prints as its f16 bits 0xc000.
+  unsigned fpc16 = 0;
+  for (int k = 0; k < 3; k++) for (auto &fd : f.fields) if (fd.name == "src" + std::to_string(k)) {
+    uint32_t q[8]; std::copy(b, b + 8, q); setBits(q, fd.b, 245);
+    MCInst M2; if (L.decode(q, 8, M2) && L.text(M2).find("0xc000") != std::string::npos) fpc16 |= 1u << k;
+  }
+  // 16-bit literals: src i = 255 with literal 0x7be40ae4 prints only the low half (0xae4).
+  for (int k = 0; k < 3; k++) for (auto &fd : f.fields) if (fd.name == "src" + std::to_string(k)) {
+    uint32_t q[8]; std::copy(b, b + 8, q); setBits(q, fd.b, 255); q[f.dwords] = 0x7be40ae4u;
+    MCInst M2; if (!L.decode(q, 8, M2)) continue;
+    std::string t = L.text(M2);
+    if (t.find("0xae4") != std::string::npos && t.find("0x7be40ae4") == std::string::npos) lit16 |= 1u << k;
+  }
   // Print order: every modifier set at once, else LLVM's usual order.
   std::vector<std::string> order;
-  { uint32_t q[8]; std::copy(b, b + 8, q); q[0] |= 0xff00u; q[1] |= 0xf8000000u; if (p) { q[0] ^= uint32_t(defHi) << 14; q[1] ^= uint32_t(defHi * 3) << 27; }
+  { uint32_t q[8]; std::copy(b, b + 8, q); q[0] ^= okBits[0] & ~(fake16 << 11); q[1] ^= okBits[1];
     MCInst M2; if (L.decode(q, 8, M2)) order = parseMods(L.text(M2)).order; }
-  for (auto n : {"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "omod"})
+  for (auto n : {"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "bitop3", "clamp", "omod"})
     if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
   std::vector<std::string> out;
   if (absM) out.push_back("abs=" + std::to_string(absM));
   if (negM) out.push_back("neg=" + std::to_string(negM));
+  if (lit16) out.push_back("lit16=" + std::to_string(lit16));
+  if (fpc16) out.push_back("fpc16=" + std::to_string(fpc16));
+  if (fake16) out.push_back("fake16=" + std::to_string(fake16));
   for (auto &n : order) {
     if (n == "clamp" && clamp) out.push_back("clamp");
     else if (n == "omod" && omod) out.push_back("omod");
+    else if (n == "bitop3" && bitop3) out.push_back("bitop3");
     else if (lists.count(n)) { auto &e = lists[n];
       out.push_back(n + "=" + std::to_string(e.first) + ":" + e.second + (n == "op_sel_hi" ? ":" + std::to_string(defHi) : "")); }
   }

@@ -58,6 +58,8 @@ impl Instruction {
         }
         if width >= 2 {
             for (lo, full) in [
+                // LLVM printImmediate64: 1/(2*pi) at double precision.
+                ("0.15915494", "0.15915494309189532"),
                 ("vcc_lo", "vcc"),
                 ("exec_lo", "exec"),
                 ("flat_scratch_lo", "flat_scratch"),
@@ -98,7 +100,7 @@ impl Instruction {
             (_, 0) if self.target.true16() && e32 => {
                 format!("v{}.{}", n & 0x7f, if n & 0x80 != 0 { 'h' } else { 'l' })
             }
-            (_, 0) if self.target.true16() => {
+            (_, 0) if self.target.true16() && !self.vop3_fake16() => {
                 format!("v{n}.{}", if self.true16_hi(name) { 'h' } else { 'l' })
             }
             _ => range("v", n, w),
@@ -814,6 +816,7 @@ impl std::fmt::Display for Instruction {
         out.push_str(rest);
         self.fix_modifiers(&mut out);
         self.vop3_trailing_mods(&mut out);
+        self.vop3_dpp(&mut out);
         self.dpp_sdwa(&mut out);
         f.write_str(&out)
     }
@@ -865,10 +868,15 @@ impl Instruction {
             0x134 if fam == Family::Gfx9 => "wave_rol:1".into(),
             0x138 if fam == Family::Gfx9 => "wave_shr:1".into(),
             0x13c if fam == Family::Gfx9 => "wave_ror:1".into(),
+            0x130 => "/* wave_shl is not supported starting from GFX10 */".into(),
+            0x134 => "/* wave_rol is not supported starting from GFX10 */".into(),
+            0x138 => "/* wave_shr is not supported starting from GFX10 */".into(),
+            0x13c => "/* wave_ror is not supported starting from GFX10 */".into(),
             0x140 => "row_mirror".into(),
             0x141 => "row_half_mirror".into(),
             0x142 if fam == Family::Gfx9 => "row_bcast:15".into(),
             0x143 if fam == Family::Gfx9 => "row_bcast:31".into(),
+            0x142 | 0x143 => "/* row_bcast is not supported starting from GFX10 */".into(),
             0x150..=0x15f if gfx90a_plus => format!("row_newbcast:{}", c & 0xf),
             0x150..=0x15f if fam >= Family::Gfx10 => format!("row_share:{}", c & 0xf),
             0x160..=0x16f if fam >= Family::Gfx10 => format!("row_xmask:{}", c & 0xf),

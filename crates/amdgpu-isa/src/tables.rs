@@ -144,6 +144,17 @@ pub(crate) enum Mod {
     /// A list modifier: kind, printed slot count, the slot each encoding bit of the kind sets
     /// (`u8::MAX` = none), and the value of slots no bit sets (also the "not printed" value).
     List(ListKind, u8, [u8; 4], u8),
+    /// Bit i set: a literal in source i prints as its low 16 bits (16-bit operand type).
+    Lit16(u8),
+    /// Bit i set: source i is a 16-bit integer operand; inline float constants print as their
+    /// f16 bit patterns (`0xc000` for -2.0; LLVM `printImmediateInt16`).
+    Fpc16(u8),
+    /// Bit j set: with dword0 bit 11+j (`op_sel`) set, LLVM decodes the fake16 opcode (the
+    /// real-true16 encoding fixes that bit to 0): 32-bit VGPR names, no `op_sel`.
+    Fake16(u8),
+    /// The 8-bit `bitop3` operand (dword1 bits 29..=31 = bits 2:0, dword0 bits 8..=10 = bits
+    /// 5:3, dword1 bits 27..=28 = bits 7:6) prints ` bitop3:<v>` when non-zero.
+    BitOp3,
     /// dword0 bit 15 prints ` clamp`.
     Clamp,
     /// dword1 bits 27..=28 print ` mul:2`, ` mul:4` or ` div:2`.
