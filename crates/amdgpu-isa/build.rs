@@ -418,7 +418,7 @@ fn emit_table(
 
 /// Rust literal of the `mods` column (VOP3/VOP3P modifier facts, see `tools/isa-gen/isa-dump.cpp`
 /// `modFacts`): `abs=<mask>`, `neg=<mask>`, `lit16=<mask>`, `fpc16=<mask>`, `fake16=<mask>`,
-/// `<list>=<n>:<slots>[:<default>]`,
+/// `acc_cd=<mask>`, `acc=<mask>`, `cbsz`, `abid`, `blgp`, `<list>=<n>:<slots>[:<default>]`,
 /// `bitop3`, `clamp`, `omod`.
 fn mods_literal(col: &str) -> String {
     let mut out = String::new();
@@ -431,6 +431,11 @@ fn mods_literal(col: &str) -> String {
             "fpc16" => format!("Mod::Fpc16({val})"),
             "fake16" => format!("Mod::Fake16({val})"),
             "bitop3" => "Mod::BitOp3".to_string(),
+            "acc_cd" => format!("Mod::AccCd({val})"),
+            "acc" => format!("Mod::Acc({val})"),
+            "cbsz" => "Mod::Cbsz".to_string(),
+            "abid" => "Mod::Abid".to_string(),
+            "blgp" => "Mod::Blgp".to_string(),
             "clamp" => "Mod::Clamp".to_string(),
             "omod" => "Mod::Omod".to_string(),
             _ => {

@@ -195,6 +195,8 @@ static bool fieldReg(const Field &f, long v, char &kind, int &idx) {
 //   fake16=<m> op_sel bit 11+j (bit j of m) makes LLVM decode another (fake16) opcode
 //   (the trailing-modifier order is taken from a probe with every decodable modifier bit set)
 //   clamp    dword0 bit 15 prints " clamp";  omod  dword1 bits 27..28 print mul:2/mul:4/div:2
+//   acc_cd=<m>  MFMA: dword0 bit 15 makes AGPRs of src i (bit i of m) and vdst (bit 3);  acc=<m>  dword1 bit 27+i makes src i
+//            an AGPR;  cbsz abid blgp  MFMA dword0 10..8, dword0 14..11, dword1 31..29 printed
 //   bitop3   the 8-bit bitop3 operand (dword1 29..31, dword0 8..10, dword1 27..28) is printed
 struct ModText { std::vector<std::string> ops; std::map<std::string, std::vector<int>> lists;
   std::vector<std::string> order; };
@@ -214,6 +216,7 @@ static ModText parseMods(std::string t) {
     if (x == "clamp") { r.order.push_back("clamp"); continue; }
     if (x.rfind("mul:", 0) == 0 || x.rfind("div:", 0) == 0) { r.order.push_back("omod"); continue; }
     if (x.rfind("bitop3:", 0) == 0) { r.order.push_back("bitop3"); continue; }
+    if (x.rfind("cbsz:", 0) == 0 || x.rfind("abid:", 0) == 0 || x.rfind("blgp:", 0) == 0) { r.order.push_back(x.substr(0, 4)); continue; }
     if (!r.order.empty()) continue;
     if (!ops.empty()) ops += " ";
     ops += x;
@@ -237,7 +240,8 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
     for (int k = 0; k < 3; k++) if (tp.ops[i] == "{src" + std::to_string(k) + "}") return k; return -1; };
   // Encoding bits: (dword, bit).
   const int bits[13][2] = {{0,8},{0,9},{0,10},{0,11},{0,12},{0,13},{0,14},{0,15},{1,27},{1,28},{1,29},{1,30},{1,31}};
-  unsigned absM = 0, negM = 0, lit16 = 0; bool clamp = false, omod = false, bitop3 = false;
+  unsigned absM = 0, negM = 0, lit16 = 0, accM = 0; bool clamp = false, omod = false, bitop3 = false; unsigned accCd = 0;
+  std::set<std::string> mai;
   std::map<std::string, std::pair<int, std::string>> lists; // name -> (n, slots)
   auto listBits = [&](const std::string &n, int dw, int bit) -> int {
     const int op_sel[4][2] = {{0,11},{0,12},{0,13},{0,14}}, hi[3][2] = {{1,27},{1,28},{0,14}},
@@ -258,7 +262,18 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
       if (pr.ops[i] == "|" + base.ops[i] + "|" && bb[0] == 0 && bb[1] == 8 + s) absM |= 1u << s;
       if ((pr.ops[i] == "-" + base.ops[i] || pr.ops[i] == "neg(" + base.ops[i] + ")") && bb[0] == 1 && bb[1] == 29 + s) negM |= 1u << s;
     }
+    // MFMA acc bits: a VGPR operand turns into an AGPR (or back).
+    auto vToA = [](const std::string &x, const std::string &y) {
+      return x.size() == y.size() && !x.empty() && x.substr(1) == y.substr(1) &&
+             ((x[0] == 'v' && y[0] == 'a') || (x[0] == 'a' && y[0] == 'v')); };
+    if (pr.ops.size() == base.ops.size()) for (size_t i = 0; i < pr.ops.size(); i++) {
+      if (!vToA(base.ops[i], pr.ops[i])) continue;
+      int s = srcOf(i);
+      if (p && bb[0] == 0 && bb[1] == 15) accCd |= (i < tp.ops.size() && tp.ops[i] == "{vdst}") ? 8u : s >= 0 ? 1u << s : 0u;
+      if (p && bb[0] == 1 && (bb[1] == 27 || bb[1] == 28) && s == bb[1] - 27) accM |= 1u << s;
+    }
     for (auto &o : pr.order) {
+      if (o == "cbsz" || o == "abid" || o == "blgp") mai.insert(o);
       if (o == "bitop3") bitop3 = true;
       if (o == "clamp" && bb[0] == 0 && bb[1] == 15) clamp = true;
       if (o == "omod" && bb[0] == 1 && bb[1] == 27) omod = true;
@@ -292,7 +307,7 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
   std::vector<std::string> order;
   { uint32_t q[8]; std::copy(b, b + 8, q); q[0] ^= okBits[0] & ~(fake16 << 11); q[1] ^= okBits[1];
     MCInst M2; if (L.decode(q, 8, M2)) order = parseMods(L.text(M2)).order; }
-  for (auto n : {"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "bitop3", "clamp", "omod"})
+  for (auto n : {"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "bitop3", "clamp", "omod", "cbsz", "abid", "blgp"})
     if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
   std::vector<std::string> out;
   if (absM) out.push_back("abs=" + std::to_string(absM));
@@ -300,10 +315,13 @@ static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const 
   if (lit16) out.push_back("lit16=" + std::to_string(lit16));
   if (fpc16) out.push_back("fpc16=" + std::to_string(fpc16));
   if (fake16) out.push_back("fake16=" + std::to_string(fake16));
+  if (accCd) out.push_back("acc_cd=" + std::to_string(accCd));
+  if (accM) out.push_back("acc=" + std::to_string(accM));
   for (auto &n : order) {
     if (n == "clamp" && clamp) out.push_back("clamp");
     else if (n == "omod" && omod) out.push_back("omod");
     else if (n == "bitop3" && bitop3) out.push_back("bitop3");
+    else if (mai.count(n)) out.push_back(n);
     else if (lists.count(n)) { auto &e = lists[n];
       out.push_back(n + "=" + std::to_string(e.first) + ":" + e.second + (n == "op_sel_hi" ? ":" + std::to_string(defHi) : "")); }
   }

@@ -90,9 +90,10 @@ impl Instruction {
             w = 2;
         }
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
-        let acc = op.file == RegFile::Vgpr
+        let acc = (op.file == RegFile::Vgpr
             && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
-            && self.acc_data();
+            && self.acc_data())
+            || self.mai_acc(name);
         let vreg = |n: u32| match (op.file, op.width) {
             (RegFile::Agpr, _) => range("a", n, w),
             _ if acc => range("a", n, w),

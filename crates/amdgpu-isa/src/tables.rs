@@ -152,6 +152,16 @@ pub(crate) enum Mod {
     /// Bit j set: with dword0 bit 11+j (`op_sel`) set, LLVM decodes the fake16 opcode (the
     /// real-true16 encoding fixes that bit to 0): 32-bit VGPR names, no `op_sel`.
     Fake16(u8),
+    /// MFMA `acc_cd` (dword0 bit 15) makes AGPRs of source i (bit i) and vdst (bit 3).
+    AccCd(u8),
+    /// MFMA `acc` (dword1 bit 27+i) makes source i (bit i) an AGPR.
+    Acc(u8),
+    /// MFMA ` cbsz:<n>` (dword0 bits 10:8), printed when non-zero.
+    Cbsz,
+    /// MFMA ` abid:<n>` (dword0 bits 14:11), printed when non-zero.
+    Abid,
+    /// MFMA ` blgp:<n>` (dword1 bits 31:29), printed when non-zero.
+    Blgp,
     /// The 8-bit `bitop3` operand (dword1 bits 29..=31 = bits 2:0, dword0 bits 8..=10 = bits
     /// 5:3, dword1 bits 27..=28 = bits 7:6) prints ` bitop3:<v>` when non-zero.
     BitOp3,

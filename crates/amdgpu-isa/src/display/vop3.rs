@@ -163,6 +163,16 @@ impl Instruction {
                     3 => mods.push("div:2".into()),
                     _ => {}
                 },
+                Mod::Cbsz | Mod::Abid | Mod::Blgp => {
+                    let (name, v) = match *m {
+                        Mod::Cbsz => ("cbsz", (w[0] >> 8) & 7),
+                        Mod::Abid => ("abid", (w[0] >> 11) & 0xf),
+                        _ => ("blgp", w[1] >> 29),
+                    };
+                    if v != 0 {
+                        mods.push(format!("{name}:{v}"));
+                    }
+                }
                 Mod::BitOp3 => {
                     let v = (w[1] >> 29) | ((w[0] >> 8) & 7) << 3 | ((w[1] >> 27) & 3) << 6;
                     match v {
