@@ -420,8 +420,9 @@ fn emit_table(
                 let my = r.get(11).copied().unwrap_or("");
                 let asm = r.get(12).copied().unwrap_or("");
                 let size: u8 = r[2].parse().expect("size");
+                let mods = mods_literal(r.get(13).copied().unwrap_or(""));
                 rows_v.push((fi, key, format!(
-                        "OpRow {{ fmt: {fi}, key: {key}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?} }},",
+                        "OpRow {{ fmt: {fi}, key: {key}, probe_sizes: &[{}], mc_name: {:?}, mnemonic: {:?}, mnemonic_y: {:?}, mcid: {mcid}, tsflags: {:#x}, imp_uses: {}, imp_defs: {}, operands: &[{ops}], special: Special::{special}, flow: {flow}, asm: {asm:?}, mods: &[{mods}] }},",
                         psizes.join(","), r[4], mn, my, u64::from_str_radix(r[7], 16).expect("tsflags"), imp(r[8]), imp(r[9])
                     ), size));
             }
@@ -460,4 +461,51 @@ fn emit_table(
         table_ids.insert(table.to_string(), id);
     }
     table_ids[table]
+}
+
+/// Rust literal of the `mods` column (VOP3/VOP3P modifier facts, see `tools/isa-gen/isa-dump.cpp`
+/// `modFacts`): `abs=<mask>`, `neg=<mask>`, `lit16=<mask>`, `fpc16=<mask>`, `fake16=<mask>`,
+/// `acc_cd=<mask>`, `acc=<mask>`, `cbsz`, `abid`, `blgp`, `<list>=<n>:<slots>[:<default>]`,
+/// `bitop3`, `clamp`, `omod`.
+fn mods_literal(col: &str) -> String {
+    let mut out = String::new();
+    for e in col.split(';').filter(|e| !e.is_empty()) {
+        let (name, val) = e.split_once('=').unwrap_or((e, ""));
+        let item = match name {
+            "abs" => format!("Mod::Abs({val})"),
+            "neg" => format!("Mod::Neg({val})"),
+            "lit16" => format!("Mod::Lit16({val})"),
+            "fpc16" => format!("Mod::Fpc16({val})"),
+            "fake16" => format!("Mod::Fake16({val})"),
+            "bitop3" => "Mod::BitOp3".to_string(),
+            "acc_cd" => format!("Mod::AccCd({val})"),
+            "acc" => format!("Mod::Acc({val})"),
+            "cbsz" => "Mod::Cbsz".to_string(),
+            "abid" => "Mod::Abid".to_string(),
+            "blgp" => "Mod::Blgp".to_string(),
+            "clamp" => "Mod::Clamp".to_string(),
+            "omod" => "Mod::Omod".to_string(),
+            _ => {
+                let kind = match name {
+                    "op_sel" => "OpSel",
+                    "op_sel_hi" => "OpSelHi",
+                    "neg_lo" => "NegLo",
+                    "neg_hi" => "NegHi",
+                    _ => panic!("unknown modifier {name}"),
+                };
+                let p: Vec<&str> = val.split(':').collect();
+                let mut slots = [u8::MAX; 4];
+                for (i, c) in p[1].chars().enumerate() {
+                    if let Some(d) = c.to_digit(10) {
+                        slots[i] = d as u8;
+                    }
+                }
+                let def = p.get(2).copied().unwrap_or("0");
+                format!("Mod::List(ListKind::{kind}, {}, {slots:?}, {def})", p[0])
+            }
+        };
+        out.push_str(&item);
+        out.push(',');
+    }
+    out
 }

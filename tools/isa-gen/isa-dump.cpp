@@ -22,6 +22,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Triple.h"
+#include <algorithm>
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
@@ -180,6 +181,153 @@ static bool fieldReg(const Field &f, long v, char &kind, int &idx) {
   return false;
 }
 
+
+// VOP3/VOP3P modifier facts, found by probing: each modifier bit of the encoding (dword0 bits
+// 8..15, dword1 bits 27..31) is flipped alone on a neutral word and the printed text compared.
+// Output: `;`-separated entries, trailing modifiers in the order LLVM prints them:
+//   abs=<m>  neg=<m>     src i (bit i of m) prints |x| for dword0 bit 8+i / -x for dword1 bit 29+i
+//   <list>=<n>:<slots>[:<default>]  list modifier op_sel/op_sel_hi/neg_lo/neg_hi printed with n
+//            slots; <slots> gives per encoding bit the slot it sets ('-' = none): op_sel dword0
+//            bits 11..14, op_sel_hi dword1 27, 28, dword0 14, neg_lo dword1 29..31, neg_hi dword0
+//            8..10; default = value of unset op_sel_hi slots
+//   lit16=<m>  src i (bit i of m) prints a literal as its low 16 bits
+//   fpc16=<m>  src i prints inline float constants as f16 bit patterns (16-bit integer operand)
+//   fake16=<m> op_sel bit 11+j (bit j of m) makes LLVM decode another (fake16) opcode
+//   (the trailing-modifier order is taken from a probe with every decodable modifier bit set)
+//   clamp    dword0 bit 15 prints " clamp";  omod  dword1 bits 27..28 print mul:2/mul:4/div:2
+//   acc_cd=<m>  MFMA: dword0 bit 15 makes AGPRs of src i (bit i of m) and vdst (bit 3);  acc=<m>  dword1 bit 27+i makes src i
+//            an AGPR;  cbsz abid blgp  MFMA dword0 10..8, dword0 14..11, dword1 31..29 printed
+//   bitop3   the 8-bit bitop3 operand (dword1 29..31, dword0 8..10, dword1 27..28) is printed
+struct ModText { std::vector<std::string> ops; std::map<std::string, std::vector<int>> lists;
+  std::vector<std::string> order; };
+static ModText parseMods(std::string t) {
+  for (size_t a; (a = t.find("/*")) != std::string::npos;) {
+    size_t e = t.find("*/", a); t.erase(a, e == std::string::npos ? std::string::npos : e + 2 - a); }
+  ModText r; auto sp = t.find_first_of(" \t"); if (sp == std::string::npos) return r;
+  std::vector<std::string> toks; { std::stringstream ss(t.substr(sp + 1)); std::string x;
+    while (ss >> x) toks.push_back(x); }
+  std::string ops;
+  for (auto &x : toks) {
+    auto c = x.find(":[");
+    if (c != std::string::npos && x.back() == ']') {
+      std::string n = x.substr(0, c); std::vector<int> v;
+      for (auto &e : split(x.substr(c + 2, x.size() - c - 3), ',')) v.push_back(std::stoi(e));
+      r.lists[n] = v; r.order.push_back(n); continue; }
+    if (x == "clamp") { r.order.push_back("clamp"); continue; }
+    if (x.rfind("mul:", 0) == 0 || x.rfind("div:", 0) == 0) { r.order.push_back("omod"); continue; }
+    if (x.rfind("bitop3:", 0) == 0) { r.order.push_back("bitop3"); continue; }
+    if (x.rfind("cbsz:", 0) == 0 || x.rfind("abid:", 0) == 0 || x.rfind("blgp:", 0) == 0) { r.order.push_back(x.substr(0, 4)); continue; }
+    if (!r.order.empty()) continue;
+    if (!ops.empty()) ops += " ";
+    ops += x;
+  }
+  for (auto &o : split(ops, ',')) { size_t i = o.find_first_not_of(' '); r.ops.push_back(i == std::string::npos ? "" : o.substr(i)); }
+  return r;
+}
+static std::string modFacts(LLVM &L, const Format &f, const uint32_t *w0, const std::string &tpl) {
+  bool p = f.name == "VOP3P";
+  if (!p && f.name != "VOP3") return "";
+  uint32_t b[8]; std::copy(w0, w0 + 8, b); b[0] &= ~0xff00u; b[1] &= ~0xf8000000u;
+  int defHi = 0;
+  MCInst MI;
+  if (p) { uint32_t b1[8]; std::copy(b, b + 8, b1); b1[0] |= 1u << 14; b1[1] |= 3u << 27;
+    if (L.decode(b1, 8, MI) && L.text(MI).find("op_sel_hi:") == std::string::npos) { std::copy(b1, b1 + 8, b); defHi = 1; } }
+  if (!L.decode(b, 8, MI)) return "";
+  ModText base = parseMods(L.text(MI));
+  // Template operand index -> src number (from the {srcN} placeholders).
+  ModText tp = parseMods(tpl);
+  auto srcOf = [&](size_t i) { if (i >= tp.ops.size()) return -1;
+    for (int k = 0; k < 3; k++) if (tp.ops[i] == "{src" + std::to_string(k) + "}") return k; return -1; };
+  // Encoding bits: (dword, bit).
+  const int bits[13][2] = {{0,8},{0,9},{0,10},{0,11},{0,12},{0,13},{0,14},{0,15},{1,27},{1,28},{1,29},{1,30},{1,31}};
+  unsigned absM = 0, negM = 0, lit16 = 0, accM = 0; bool clamp = false, omod = false, bitop3 = false; unsigned accCd = 0;
+  std::set<std::string> mai;
+  std::map<std::string, std::pair<int, std::string>> lists; // name -> (n, slots)
+  auto listBits = [&](const std::string &n, int dw, int bit) -> int {
+    const int op_sel[4][2] = {{0,11},{0,12},{0,13},{0,14}}, hi[3][2] = {{1,27},{1,28},{0,14}},
+      nl[3][2] = {{1,29},{1,30},{1,31}}, nh[3][2] = {{0,8},{0,9},{0,10}};
+    const int (*t)[2] = n == "op_sel" ? op_sel : n == "op_sel_hi" ? hi : n == "neg_lo" ? nl : nh;
+    int cnt = n == "op_sel" ? 4 : 3;
+    for (int i = 0; i < cnt; i++) if (t[i][0] == dw && t[i][1] == bit) return i;
+    return -1; };
+  uint32_t okBits[2] = {0, 0}; unsigned fake16 = 0;
+  for (auto &bb : bits) {
+    uint32_t q[8]; std::copy(b, b + 8, q); q[bb[0]] ^= 1u << bb[1];
+    MCInst M2; if (!L.decode(q, 8, M2)) continue;
+    okBits[bb[0]] |= 1u << bb[1];
+    if (!p && bb[0] == 0 && bb[1] >= 11 && bb[1] <= 14 && M2.getOpcode() != MI.getOpcode()) fake16 |= 1u << (bb[1] - 11);
+    ModText pr = parseMods(L.text(M2));
+    if (pr.ops.size() == base.ops.size()) for (size_t i = 0; i < pr.ops.size(); i++) {
+      int s = srcOf(i); if (s < 0 || pr.ops[i] == base.ops[i]) continue;
+      if (pr.ops[i] == "|" + base.ops[i] + "|" && bb[0] == 0 && bb[1] == 8 + s) absM |= 1u << s;
+      if ((pr.ops[i] == "-" + base.ops[i] || pr.ops[i] == "neg(" + base.ops[i] + ")") && bb[0] == 1 && bb[1] == 29 + s) negM |= 1u << s;
+    }
+    // MFMA acc bits: a VGPR operand turns into an AGPR (or back).
+    auto vToA = [](const std::string &x, const std::string &y) {
+      return x.size() == y.size() && !x.empty() && x.substr(1) == y.substr(1) &&
+             ((x[0] == 'v' && y[0] == 'a') || (x[0] == 'a' && y[0] == 'v')); };
+    if (pr.ops.size() == base.ops.size()) for (size_t i = 0; i < pr.ops.size(); i++) {
+      if (!vToA(base.ops[i], pr.ops[i])) continue;
+      int s = srcOf(i);
+      if (p && bb[0] == 0 && bb[1] == 15) accCd |= (i < tp.ops.size() && tp.ops[i] == "{vdst}") ? 8u : s >= 0 ? 1u << s : 0u;
+      if (p && bb[0] == 1 && (bb[1] == 27 || bb[1] == 28) && s == bb[1] - 27) accM |= 1u << s;
+    }
+    for (auto &o : pr.order) {
+      if (o == "cbsz" || o == "abid" || o == "blgp") mai.insert(o);
+      if (o == "bitop3") bitop3 = true;
+      if (o == "clamp" && bb[0] == 0 && bb[1] == 15) clamp = true;
+      if (o == "omod" && bb[0] == 1 && bb[1] == 27) omod = true;
+    }
+    for (auto &l : pr.lists) {
+      int def = l.first == "op_sel_hi" ? defHi : 0;
+      std::vector<int> bv = base.lists.count(l.first) ? base.lists[l.first] : std::vector<int>(l.second.size(), def);
+      if (bv.size() != l.second.size()) continue;
+      int slot = -1; for (size_t i = 0; i < bv.size(); i++) if (bv[i] != l.second[i]) slot = int(i);
+      int eb = listBits(l.first, bb[0], bb[1]);
+      if (slot < 0 || eb < 0) continue;
+      auto &e = lists[l.first]; e.first = int(l.second.size());
+      if (e.second.empty()) e.second = std::string(l.first == "op_sel" ? 4 : 3, '-');
+      e.second[eb] = char('0' + slot);
+    }
+  }
+  // 16-bit integer operands: the inline constant -2.0 (245) prints as its f16 bits 0xc000.
+  unsigned fpc16 = 0;
+  for (int k = 0; k < 3; k++) for (auto &fd : f.fields) if (fd.name == "src" + std::to_string(k)) {
+    uint32_t q[8]; std::copy(b, b + 8, q); setBits(q, fd.b, 245);
+    MCInst M2; if (L.decode(q, 8, M2) && L.text(M2).find("0xc000") != std::string::npos) fpc16 |= 1u << k;
+  }
+  // 16-bit literals: src i = 255 with literal 0x7be40ae4 prints only the low half (0xae4).
+  for (int k = 0; k < 3; k++) for (auto &fd : f.fields) if (fd.name == "src" + std::to_string(k)) {
+    uint32_t q[8]; std::copy(b, b + 8, q); setBits(q, fd.b, 255); q[f.dwords] = 0x7be40ae4u;
+    MCInst M2; if (!L.decode(q, 8, M2)) continue;
+    std::string t = L.text(M2);
+    if (t.find("0xae4") != std::string::npos && t.find("0x7be40ae4") == std::string::npos) lit16 |= 1u << k;
+  }
+  // Print order: every modifier set at once, else LLVM's usual order.
+  std::vector<std::string> order;
+  { uint32_t q[8]; std::copy(b, b + 8, q); q[0] ^= okBits[0] & ~(fake16 << 11); q[1] ^= okBits[1];
+    MCInst M2; if (L.decode(q, 8, M2)) order = parseMods(L.text(M2)).order; }
+  for (auto n : {"op_sel", "op_sel_hi", "neg_lo", "neg_hi", "bitop3", "clamp", "omod", "cbsz", "abid", "blgp"})
+    if (std::find(order.begin(), order.end(), n) == order.end()) order.push_back(n);
+  std::vector<std::string> out;
+  if (absM) out.push_back("abs=" + std::to_string(absM));
+  if (negM) out.push_back("neg=" + std::to_string(negM));
+  if (lit16) out.push_back("lit16=" + std::to_string(lit16));
+  if (fpc16) out.push_back("fpc16=" + std::to_string(fpc16));
+  if (fake16) out.push_back("fake16=" + std::to_string(fake16));
+  if (accCd) out.push_back("acc_cd=" + std::to_string(accCd));
+  if (accM) out.push_back("acc=" + std::to_string(accM));
+  for (auto &n : order) {
+    if (n == "clamp" && clamp) out.push_back("clamp");
+    else if (n == "omod" && omod) out.push_back("omod");
+    else if (n == "bitop3" && bitop3) out.push_back("bitop3");
+    else if (mai.count(n)) out.push_back(n);
+    else if (lists.count(n)) { auto &e = lists[n];
+      out.push_back(n + "=" + std::to_string(e.first) + ":" + e.second + (n == "op_sel_hi" ? ":" + std::to_string(defHi) : "")); }
+  }
+  return join(out, ";");
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: isa-dump ops|sregs|words ...\n"); return 2; }
   std::string mode = argv[1], cpu = argv[2];
@@ -214,7 +362,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   // ops
-  printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\tasm\n");
+  printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\tasm\tmods\n");
   for (auto &f : fs) {
     int nb = f.opBits();
     for (uint64_t key = 0; key < (1ull << nb); key++) {
@@ -321,10 +469,12 @@ int main(int argc, char **argv) {
         // VOPD: the second (Y) mnemonic follows "::".
         std::string my; auto dc = t.find(":: ");
         if (dc != std::string::npos) { my = t.substr(dc + 3); my = my.substr(0, my.find_first_of(" \t")); }
-        printf("%s\t%llu\t%d\t%s\t%s\t%s\t%s\t%llx\t%s\t%s\t%s\t%s\t%s\n", f.name.c_str(), (unsigned long long)key, sz,
+        // Column 14 (VOP3/VOP3P only; omitted when empty): modifier facts.
+        std::string mods = modFacts(L, f, w, tpl);
+        printf("%s\t%llu\t%d\t%s\t%s\t%s\t%s\t%llx\t%s\t%s\t%s\t%s\t%s%s%s\n", f.name.c_str(), (unsigned long long)key, sz,
                join(pr, ",").c_str(), L.MII->getName(MI.getOpcode()).str().c_str(),
                sp == std::string::npos ? t.c_str() : t.substr(0, sp).c_str(), join(fl, ",").c_str(),
-               (unsigned long long)D.TSFlags, join(iu, ",").c_str(), join(id, ",").c_str(), join(ops, ",").c_str(), my.c_str(), tpl.c_str());
+               (unsigned long long)D.TSFlags, join(iu, ",").c_str(), join(id, ",").c_str(), join(ops, ",").c_str(), my.c_str(), tpl.c_str(), mods.empty() ? "" : "\t", mods.c_str());
         break;
       }
     }

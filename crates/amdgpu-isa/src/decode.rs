@@ -589,6 +589,26 @@ impl Instruction {
         }
     }
 
+    /// gfx908+ MFMA operand in an AGPR by the encoding's `acc` bits (dword1 bits 27/28 for
+    /// src0/src1, dword0 bit 15 `acc_cd` for vdst/src2; LLVM `VOP3Pe_MAI`, per-opcode facts
+    /// probed into the `mods` column).
+    pub(crate) fn mai_acc(&self, field: &str) -> bool {
+        let slot = match field {
+            "src0" => 0,
+            "src1" => 1,
+            "src2" => 2,
+            "vdst" => 3,
+            _ => return false,
+        };
+        self.row.mods.iter().any(|m| match *m {
+            Mod::AccCd(b) => b & (1 << slot) != 0 && self.word(0) & (1 << 15) != 0,
+            Mod::Acc(b) => {
+                slot < 2 && b & (1 << slot) != 0 && self.word(1) & (1 << (27 + slot)) != 0
+            }
+            _ => false,
+        })
+    }
+
     fn regs(&self, defs: bool) -> RegSet {
         let mut set = RegSet::new();
         let sregs = self.target.def().sregs;
@@ -645,17 +665,18 @@ impl Instruction {
                 (FieldKind::Sx4, _) => (0..u16::from(width)).for_each(|i| set.add_sgpr(v * 4 + i)),
                 (FieldKind::V9, _) if v >= 256 => {
                     for i in 0..u16::from(width) {
-                        if o.file == RegFile::Agpr {
+                        if o.file == RegFile::Agpr || self.mai_acc(f.name) {
                             set.add_agpr(v - 256 + i)
                         } else {
                             set.add_vgpr(v - 256 + i)
                         }
                     }
                 }
-                // gfx90a+ `acc` bit: the data operands are AGPRs.
+                // gfx90a+ `acc` bit of memory encodings, and MFMA `acc`/`acc_cd`: AGPR operands.
                 (FieldKind::V8, RegFile::Vgpr)
-                    if matches!(f.name, "vdata" | "vdst" | "data" | "data0" | "data1")
-                        && self.acc_data() =>
+                    if (matches!(f.name, "vdata" | "vdst" | "data" | "data0" | "data1")
+                        && self.acc_data())
+                        || self.mai_acc(f.name) =>
                 {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
                 }

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 mod image;
 mod mem;
 mod scalar;
+mod vop3;
 mod vopx;
 
 fn range(prefix: &str, lo: u32, width: u32) -> String {
@@ -65,12 +66,10 @@ impl Instruction {
                 None => name.to_string(),
             };
         }
-        // 1/(2*pi) as a 64-bit operand (LLVM printImmediate64).
-        if width >= 2 && name == "0.15915494" {
-            return "0.15915494309189532".to_string();
-        }
         if width >= 2 {
             for (lo, full) in [
+                // LLVM printImmediate64: 1/(2*pi) at double precision.
+                ("0.15915494", "0.15915494309189532"),
                 ("vcc_lo", "vcc"),
                 ("exec_lo", "exec"),
                 ("flat_scratch_lo", "flat_scratch"),
@@ -95,9 +94,10 @@ impl Instruction {
         let v = self.field(name)?;
         let w = u32::from(op.width.max(1));
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
-        let acc = op.file == RegFile::Vgpr
+        let acc = (op.file == RegFile::Vgpr
             && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
-            && self.acc_data();
+            && self.acc_data())
+            || self.mai_acc(name);
         let vreg = |n: u32| match (op.file, op.width) {
             (RegFile::Agpr, _) => range("a", n, w),
             _ if acc => range("a", n, w),
@@ -105,7 +105,7 @@ impl Instruction {
             (_, 0) if self.target.true16() && e32 => {
                 format!("v{}.{}", n & 0x7f, if n & 0x80 != 0 { 'h' } else { 'l' })
             }
-            (_, 0) if self.target.true16() => {
+            (_, 0) if self.target.true16() && !self.vop3_fake16() => {
                 format!("v{n}.{}", if self.true16_hi(name) { 'h' } else { 'l' })
             }
             _ => range("v", n, w),
@@ -136,8 +136,8 @@ impl Instruction {
         matches!(self.fmt.format, Format::Vop3) && self.word(0) & (1 << bit) != 0
     }
 
-    /// VOP3/VOP3P source modifiers: VOP3 `neg` (dword1 bits 29..=31) and `abs` (dword0 bits
-    /// 8..=10, not in VOP3b forms with an `sdst`), printed `-|x|` as LLVM does.
+    /// VOP3/VOP3P source modifiers `neg` (dword1 bits 29..=31) and `abs` (dword0 bits 8..=10),
+    /// printed `-|x|` where the opcode's modifier facts say LLVM prints them (`display/vop3.rs`).
     fn with_src_modifiers(&self, name: &str, text: String) -> String {
         let i = match name {
             "src0" => 0,
@@ -145,22 +145,13 @@ impl Instruction {
             "src2" => 2,
             _ => return text,
         };
-        if self.fmt.format != Format::Vop3 || self.is_bitop3() {
+        if self.is_bitop3() {
             return text;
         }
-        let has_sdst = self
-            .fmt
-            .fields
-            .iter()
-            .position(|f| f.name == "sdst")
-            .is_some_and(|fi| self.row.operands.iter().any(|o| usize::from(o.field) == fi));
-        let neg = self.word(1) & (1 << (29 + i)) != 0;
-        let abs = !has_sdst && self.word(0) & (1 << (8 + i)) != 0;
-        let t = if abs { format!("|{text}|") } else { text };
-        if neg {
-            format!("-{t}")
+        if matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) {
+            self.vop3_src_mods(i, text)
         } else {
-            t
+            text
         }
     }
 
@@ -707,42 +698,6 @@ impl Instruction {
                     out.push_str(" gds");
                 }
             }
-            Format::Vop3p if self.row.asm.contains(" op_sel_hi:[") => {
-                // Packed math modifiers: op_sel dword0 bits 11..=13, op_sel_hi dword1 bits 27, 28
-                // and dword0 bit 14, neg_lo dword1 bits 29..=31, neg_hi dword0 bits 8..=10.
-                let n = self.row.asm.matches("{src").count().clamp(1, 3);
-                if let Some(p) = out.find(" op_sel") {
-                    out.truncate(p);
-                }
-                let w0 = self.word(0);
-                let w1 = self.word(1);
-                let list = |bits: [u32; 3]| {
-                    bits.iter()
-                        .take(n)
-                        .map(|b| b.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                };
-                let op_sel = [w0 >> 11 & 1, w0 >> 12 & 1, w0 >> 13 & 1];
-                let op_sel_hi = [w1 >> 27 & 1, w1 >> 28 & 1, w0 >> 14 & 1];
-                let neg_lo = [w1 >> 29 & 1, w1 >> 30 & 1, w1 >> 31 & 1];
-                let neg_hi = [w0 >> 8 & 1, w0 >> 9 & 1, w0 >> 10 & 1];
-                if op_sel.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" op_sel:[{}]", list(op_sel)));
-                }
-                if op_sel_hi.iter().take(n).any(|b| *b != 1) {
-                    out.push_str(&format!(" op_sel_hi:[{}]", list(op_sel_hi)));
-                }
-                if neg_lo.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" neg_lo:[{}]", list(neg_lo)));
-                }
-                if neg_hi.iter().take(n).any(|b| *b != 0) {
-                    out.push_str(&format!(" neg_hi:[{}]", list(neg_hi)));
-                }
-                if w0 & (1 << 15) != 0 {
-                    out.push_str(" clamp");
-                }
-            }
             Format::Vopd => {
                 if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
                     let vy = (y << 1) | (!x & 1);
@@ -809,6 +764,8 @@ impl std::fmt::Display for Instruction {
         self.fix_modifiers(&mut out);
         self.fix_scalar_symbolic(&mut out);
         self.fix_f16_sources(&mut out);
+        self.vop3_trailing_mods(&mut out);
+        self.vop3_dpp(&mut out);
         self.dpp_sdwa(&mut out);
         f.write_str(&out)
     }

@@ -114,6 +114,59 @@ pub(crate) struct OpRow {
     pub flow: Option<Flow>,
     /// LLVM's text of the template decode with register fields replaced by `{field}`.
     pub asm: &'static str,
+    /// VOP3/VOP3P modifiers LLVM prints for this opcode (column `mods`, found by flipping
+    /// each modifier bit in `tools/isa-gen/isa-dump.cpp`); trailing ones in print order.
+    pub mods: &'static [Mod],
+}
+
+/// A VOP3/VOP3P list modifier, printed `name:[b0,b1,..]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    /// `op_sel`: dword0 bits 11..=14.
+    OpSel,
+    /// `op_sel_hi`: dword1 bits 27, 28, dword0 bit 14.
+    OpSelHi,
+    /// `neg_lo`: dword1 bits 29..=31.
+    NegLo,
+    /// `neg_hi`: dword0 bits 8..=10.
+    NegHi,
+}
+
+/// One modifier fact of a VOP3/VOP3P opcode (LLVM 22 `AMDGPUInstPrinter` behaviour).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Mod {
+    /// Bit i set: source i prints `|x|` when dword0 bit 8+i is set.
+    Abs(u8),
+    /// Bit i set: source i prints `-x` (`neg(x)` for constants) when dword1 bit 29+i is set.
+    Neg(u8),
+    /// A list modifier: kind, printed slot count, the slot each encoding bit of the kind sets
+    /// (`u8::MAX` = none), and the value of slots no bit sets (also the "not printed" value).
+    List(ListKind, u8, [u8; 4], u8),
+    /// Bit i set: a literal in source i prints as its low 16 bits (16-bit operand type).
+    Lit16(u8),
+    /// Bit i set: source i is a 16-bit integer operand; inline float constants print as their
+    /// f16 bit patterns (`0xc000` for -2.0; LLVM `printImmediateInt16`).
+    Fpc16(u8),
+    /// Bit j set: with dword0 bit 11+j (`op_sel`) set, LLVM decodes the fake16 opcode (the
+    /// real-true16 encoding fixes that bit to 0): 32-bit VGPR names, no `op_sel`.
+    Fake16(u8),
+    /// MFMA `acc_cd` (dword0 bit 15) makes AGPRs of source i (bit i) and vdst (bit 3).
+    AccCd(u8),
+    /// MFMA `acc` (dword1 bit 27+i) makes source i (bit i) an AGPR.
+    Acc(u8),
+    /// MFMA ` cbsz:<n>` (dword0 bits 10:8), printed when non-zero.
+    Cbsz,
+    /// MFMA ` abid:<n>` (dword0 bits 14:11), printed when non-zero.
+    Abid,
+    /// MFMA ` blgp:<n>` (dword1 bits 31:29), printed when non-zero.
+    Blgp,
+    /// The 8-bit `bitop3` operand (dword1 bits 29..=31 = bits 2:0, dword0 bits 8..=10 = bits
+    /// 5:3, dword1 bits 27..=28 = bits 7:6) prints ` bitop3:<v>` when non-zero.
+    BitOp3,
+    /// dword0 bit 15 prints ` clamp`.
+    Clamp,
+    /// dword1 bits 27..=28 print ` mul:2`, ` mul:4` or ` div:2`.
+    Omod,
 }
 
 /// Symbolic immediate texts of a family, as llvm-mc-22 prints them

@@ -153,6 +153,40 @@ fn control_flow_and_specials() {
     }
 }
 
+/// MFMA operands in AGPRs by the encoding's `acc`/`acc_cd` bits (gfx90a/gfx942; LLVM
+/// `VOP3Pe_MAI`): register sets and text name AGPRs, as llvm-mc assembled them.
+#[test]
+fn mfma_acc_operands() {
+    if common::no_llvm() {
+        return;
+    }
+    for cpu in ["gfx90a", "gfx942"] {
+        let i = asm(
+            cpu,
+            "v_mfma_f32_32x32x2f32 a[32:47], a8, v129, a[32:47] cbsz:1 blgp:2",
+        );
+        let (r, w) = (i.reads(), i.writes());
+        assert!(r.contains_agpr(8) && !r.contains_vgpr(8), "{cpu}: {i}");
+        assert!(r.contains_vgpr(129) && !r.contains_agpr(129), "{cpu}: {i}");
+        assert!(r.contains_agpr(47) && !r.contains_vgpr(47), "{cpu}: {i}");
+        assert!(w.contains_agpr(32) && !w.contains_vgpr(32), "{cpu}: {i}");
+        assert!(
+            i.to_string()
+                .ends_with("a[32:47], a8, v129, a[32:47] cbsz:1 blgp:2"),
+            "{cpu}: {i}"
+        );
+        let v = asm(cpu, "v_mfma_f32_32x32x2f32 v[32:47], v8, a129, v[32:47]");
+        assert!(
+            v.reads().contains_vgpr(8) && v.reads().contains_agpr(129),
+            "{cpu}: {v}"
+        );
+        assert!(
+            v.writes().contains_vgpr(32) && !v.writes().contains_agpr(32),
+            "{cpu}: {v}"
+        );
+    }
+}
+
 #[test]
 fn memory_and_formats() {
     if common::no_llvm() {

@@ -104,20 +104,10 @@ impl Instruction {
         self.fmt.format == Format::Vop3 && self.row.mnemonic.starts_with("v_bitop3_")
     }
 
-    /// Fix-ups after the template is filled in: VOPD/VOPD3 literals and `bitop3`, VOP3
-    /// `v_bitop3_*` truth tables and lane-permute `fi`/`bound_ctrl` bits.
+    /// Fix-ups after the template is filled in: VOPD/VOPD3 literals and `bitop3`, and
+    /// lane-permute `fi`/`bound_ctrl` bits (VOP3 `v_bitop3_*` truth tables: display/vop3.rs).
     pub(super) fn fix_vopx(&self, out: &mut String) {
         match self.fmt.format {
-            // `bitop3` bits 0..=2 in dword 1 bits 29..=31, bits 3..=5 in dword 0 bits 8..=10,
-            // bits 6..=7 in dword 1 bits 27..=28 (bit-flip probes with llvm-mc-22 -show-encoding),
-            // printed `bitop3:0x..` when non-zero (LLVM `AMDGPUInstPrinter::printBitOp3`).
-            Format::Vop3 if self.is_bitop3() => {
-                let (w0, w1) = (self.word(0), self.word(1));
-                let b = (w1 >> 29 & 7) | (w0 >> 8 & 7) << 3 | (w1 >> 27 & 3) << 6;
-                if b != 0 {
-                    out.push_str(&format!(" bitop3:{b:#x}"));
-                }
-            }
             // VOP3 op_sel bits 11 and 12 (dword 0) are `fi` and `bound_ctrl` of the lane
             // permutes: v_permlane{,x}16{,_var}_b32 print them as `op_sel:[fi,bound_ctrl]`,
             // v_permlane{16,32}_swap_b32_e64 as `bound_ctrl:1 fi:1` (LLVM `VOP3Instructions.td`
