@@ -31,21 +31,56 @@ pub fn corpus_dir() -> PathBuf {
     d
 }
 
+/// Every code object of `fixtures/` and the corpus: bare objects, and each code object inside
+/// the bundles and host binaries there, as `(name, bytes)` (`<file>` or `<file>#<entry id>`).
+pub fn all_code_objects() -> Vec<(String, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = corpus_files();
+    for d in [
+        corpus_dir().join("bundles"),
+        corpus_dir().join("hosts"),
+        root.join("fixtures/objects"),
+        root.join("fixtures/bundles"),
+        root.join("fixtures/hosts"),
+    ] {
+        files.extend(files_in(&d));
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let data = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let Ok((_, entries)) = hsaco::container::open(&data, 1 << 30) else {
+            continue; // READMEs and sources beside the inputs
+        };
+        for e in entries.into_iter().filter(|e| !e.data.is_empty()) {
+            let name = if e.id.is_empty() {
+                f.display().to_string()
+            } else {
+                format!("{}#{}", f.display(), e.id)
+            };
+            out.push((name, e.data));
+        }
+    }
+    out
+}
+
 /// Every code object of corpus/compiled and corpus/triton.
 pub fn corpus_files() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for sub in ["compiled", "triton"] {
-        let d = corpus_dir().join(sub);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&d)
-            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        v.extend(files);
-    }
-    v
+    ["compiled", "triton"]
+        .iter()
+        .flat_map(|sub| files_in(&corpus_dir().join(sub)))
+        .collect()
+}
+
+/// The files (not directories) of `d`, sorted.
+fn files_in(d: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(d)
+        .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
 }
 
 /// One instruction line of `llvm-objdump -d`.
