@@ -186,7 +186,7 @@ pub(crate) fn rewrite(old: &[u8], map: &AddressMap, addr_size: u8) -> Result<Lin
             } else {
                 // Compilers start rows at instructions. A row inside one would map into the
                 // code inserted in front of it and move the instruction's source position.
-                if map.covers(old_addr) && !map.is_boundary(old_addr) {
+                if map.shifts_inside(old_addr) {
                     return Err(unsupported(
                         unit,
                         format!("line row at {old_addr:#x}, inside an instruction"),

@@ -107,10 +107,22 @@ impl AddressMap {
         }
     }
 
-    /// Whether `old` is exactly a pair's old address (an instruction start or a range end), as
-    /// opposed to an address inside an instruction or outside the code interval.
-    pub fn is_boundary(&self, old: u64) -> bool {
-        self.old.binary_search(&old).is_ok()
+    /// Whether `old` lies strictly inside a segment (between two pairs) whose new length differs
+    /// from its old length: code was inserted in front of the instruction that contains `old`,
+    /// so the same-offset mapping of [`AddressMap::map`] would land in the inserted code rather
+    /// than in that instruction. False at pair addresses, in unchanged segments and outside the
+    /// code interval.
+    pub fn shifts_inside(&self, old: u64) -> bool {
+        let i = self.old.partition_point(|&o| o <= old);
+        let (Some(&o0), Some(&o1), Some(&n0), Some(&n1)) = (
+            i.checked_sub(1).and_then(|j| self.old.get(j)),
+            self.old.get(i),
+            i.checked_sub(1).and_then(|j| self.new.get(j)),
+            self.new.get(i),
+        ) else {
+            return false;
+        };
+        old != o0 && n1 - n0 != o1 - o0
     }
 
     /// Number of pairs.
@@ -157,6 +169,19 @@ mod tests {
         assert_eq!(m.map(0x104), Some(0x100));
         assert_eq!(m.map(0x102), None);
         assert!(matches!(AddressMap::new(vec![]), Err(Error::EmptyMap)));
+    }
+
+    #[test]
+    fn shifts_inside_only_where_code_was_inserted() {
+        // 8 bytes inserted in front of the instruction at 0x104 (8 bytes long).
+        let m = AddressMap::new(vec![(0x100, 0x100), (0x104, 0x104), (0x10c, 0x114)]).unwrap();
+        assert!(!m.shifts_inside(0x102));
+        assert!(!m.shifts_inside(0x104));
+        assert!(m.shifts_inside(0x108));
+        assert!(!m.shifts_inside(0x10c));
+        assert!(!AddressMap::identity(0x100, 0x200)
+            .unwrap()
+            .shifts_inside(0x150));
     }
 
     #[test]

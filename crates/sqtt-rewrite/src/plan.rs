@@ -338,9 +338,12 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 }),
             }
             for &(i, e) in &f.exits {
+                // A device function can end the wave itself (`__builtin_amdgcn_endpgm()`):
+                // its scope closes there as at a return.
                 let is_exit = matches!(
                     (kernel, e),
-                    (None, Exit::Return | Exit::TailCall(_)) | (Some(_), Exit::EndPgm)
+                    (None, Exit::Return | Exit::TailCall(_) | Exit::EndPgm)
+                        | (Some(_), Exit::EndPgm)
                 );
                 if is_exit {
                     want.push((i, true, Word::Exit, Landing::Before, xk));

@@ -3,6 +3,8 @@
 //! long-branch island (gfx9-gfx12: s_getpc/s_add/s_addc/s_setpc through a free SGPR pair;
 //! gfx1250: s_add_pc_i64). Checked with llvm-objdump-22 and the independent verifier.
 
+mod common;
+
 use sqtt_rewrite::config::Options;
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::process::Command;
@@ -72,37 +74,7 @@ amdhsa.kernels:
 }
 
 fn build(mcpu: &str, wave: u32) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let s = dir.path().join("k.s");
-    let o = dir.path().join("k.o");
-    let co = dir.path().join("k.co");
-    std::fs::write(&s, kernel(mcpu, wave)).unwrap();
-    let out = Command::new("/usr/lib/llvm-22/bin/clang")
-        .args([
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &format!("-mcpu={mcpu}"),
-            "-c",
-        ])
-        .arg(&s)
-        .arg("-o")
-        .arg(&o)
-        .output()
-        .expect("clang-22");
-    assert!(
-        out.status.success(),
-        "{mcpu}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(Command::new("/usr/lib/llvm-22/bin/ld.lld")
-        .arg("-shared")
-        .arg(&o)
-        .arg("-o")
-        .arg(&co)
-        .status()
-        .expect("ld.lld-22")
-        .success());
-    std::fs::read(co).unwrap()
+    common::build_code_object("assembler", &kernel(mcpu, wave), mcpu, &[])
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //! does not produce (struct buffers with `idxen`, `soffset` in M0, `ds_*2addr_stride64`, `saddr`
 //! with a negative offset, returning flat atomics).
 
+mod common;
+
 use sqtt_interp::{run, Wave};
 use sqtt_rewrite::config::{Options, TraceAddresses};
 use sqtt_rewrite::funcmap::{self, Row};
@@ -574,10 +576,6 @@ fn memory_fixtures_every_generation() {
 
 /// Assembles and links one kernel `k` with `body` for `mcpu` (clang-22, ld.lld-22).
 fn assemble_kernel(mcpu: &str, wave32: bool, body: &str) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("k.s");
-    let obj = dir.path().join("k.o");
-    let so = dir.path().join("k.co");
     let gfx9 = mcpu.starts_with("gfx9");
     let accum = if mcpu == "gfx90a" || mcpu.starts_with("gfx94") || mcpu == "gfx950" {
         "    .amdhsa_accum_offset 32\n"
@@ -593,32 +591,7 @@ fn assemble_kernel(mcpu: &str, wave32: bool, body: &str) -> Vec<u8> {
         "  .amdhsa_code_object_version 5\n  .text\n  .globl k\n  .p2align 8\n  .type k,@function\nk:\n{body}\n  s_endpgm\n.Lk_end:\n  .size k, .Lk_end - k\n  .rodata\n  .p2align 6\n  .amdhsa_kernel k\n    .amdhsa_next_free_vgpr 32\n    .amdhsa_next_free_sgpr 24\n{accum}{w32}  .end_amdhsa_kernel\n  .amdgpu_metadata\n---\namdhsa.kernels:\n  - .name: k\n    .symbol: k.kd\n    .kernarg_segment_size: 0\n    .kernarg_segment_align: 8\n    .group_segment_fixed_size: 0\n    .private_segment_fixed_size: 0\n    .wavefront_size: {}\n    .sgpr_count: 24\n    .vgpr_count: 32\n    .max_flat_workgroup_size: 256\namdhsa.version: [1, 2]\n...\n  .end_amdgpu_metadata\n",
         if wave32 { 32 } else { 64 }
     );
-    std::fs::write(&src, asm).unwrap();
-    let ok = Command::new(llvm("clang"))
-        .args([
-            "-x",
-            "assembler",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            &format!("-mcpu={mcpu}"),
-            "-c",
-            "-o",
-        ])
-        .arg(&obj)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "clang-22 failed to assemble the {mcpu} kernel");
-    let ok = Command::new(llvm("ld.lld"))
-        .args(["-shared", "-o"])
-        .arg(&so)
-        .arg(&obj)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "ld.lld-22 failed");
-    std::fs::read(so).unwrap()
+    common::build_code_object("assembler", &asm, mcpu, &[])
 }
 
 #[test]
