@@ -31,7 +31,9 @@ pub struct DisArgs {
     /// Processor override (default: from ELF e_flags EF_AMDGPU_MACH).
     #[arg(long)]
     pub mcpu: Option<String>,
-    /// Print gfx11/gfx12 16-bit operands in real-true16 syntax (as `--mattr=+real-true16`).
+    /// Decode gfx11/gfx12 16-bit operands in real-true16 mode (as `--mattr=+real-true16`).
+    /// Default: LLVM 22's mode for the processor (real-true16 on gfx11, fake16 on gfx12),
+    /// switched to the other mode for code that only decodes there.
     #[arg(long)]
     pub true16: bool,
 }
@@ -57,8 +59,12 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
                 )
             })?
         }
-    }
-    .with_true16(args.true16);
+    };
+    let target = if args.true16 {
+        target.with_true16(true)
+    } else {
+        target
+    };
     let mut syms: Vec<(u64, u64, String)> = file
         .symbols()
         .chain(file.dynamic_symbols())
@@ -97,14 +103,20 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
         let slice = bytes
             .get((start - base) as usize..(end - base) as usize)
             .context("symbol outside its section")?;
-        let insts = decode_all(slice, target).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: at {:#x}: {}",
-                args.file.display(),
-                start + e.offset as u64,
-                e.kind
-            )
-        })?;
+        let insts = decode_all(slice, target)
+            .or_else(|e| match args.true16 {
+                true => Err(e),
+                // Code that only decodes in the other 16-bit mode (gfx12 Triton true16 code).
+                false => decode_all(slice, target.with_true16(!target.true16())).map_err(|_| e),
+            })
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: at {:#x}: {}",
+                    args.file.display(),
+                    start + e.offset as u64,
+                    e.kind
+                )
+            })?;
         let mut pc = start;
         for i in insts {
             match args.format {

@@ -317,9 +317,9 @@ fn shader_clock_bits_on_older_targets_is_warned() {
     );
 }
 
-/// Runs the main job on `bytes` and expects it to fail closed: exit 0, the output byte-identical
-/// to the input, and `reason` on stderr.
-fn patch_fails_closed(bytes: &[u8], reason: &str) {
+/// Runs the main job on `bytes` (with `args`) and expects it to fail closed: exit 0, the output
+/// byte-identical to the input, and `reason` on stderr.
+fn patch_fails_closed(bytes: &[u8], args: &[&str], reason: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (file, out) = (dir.path().join("in.co"), dir.path().join("out.co"));
     std::fs::write(&file, bytes).expect("write input");
@@ -327,7 +327,7 @@ fn patch_fails_closed(bytes: &[u8], reason: &str) {
         .arg(&file)
         .arg("-o")
         .arg(&out)
-        .args(["--functions", "1", "--barriers", "1"])
+        .args(args)
         .output()
         .expect("run sqtt-patch");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -341,6 +341,9 @@ fn patch_fails_closed(bytes: &[u8], reason: &str) {
         "output differs from the input"
     );
 }
+
+/// Options of the fail-closed cases that need no reserved SGPR.
+const BASIC: &[&str] = &["--functions", "1", "--barriers", "1"];
 
 /// Byte offset of the `Elf64_Sym` of device function `name` in `.symtab` (from hsaco).
 fn function_symbol(bytes: &[u8], name: &str) -> usize {
@@ -381,7 +384,7 @@ fn contradictory_fields_are_input_errors_or_fail_closed() {
     // An empty symbol name: no funcmap row can name the function.
     let mut d = object();
     d[sym..sym + 4].copy_from_slice(&0u32.to_le_bytes());
-    patch_fails_closed(&d, "has no usable symbol name (\"\")");
+    patch_fails_closed(&d, BASIC, "has no usable symbol name (\"\")");
     // `s_getpc_b64 s[0:1]; s_add_u32 s0, s1, K`: not an offset from the PC, not relocated.
     let mut d = object();
     let co = hsaco::CodeObject::parse(&d).expect("parse");
@@ -399,5 +402,18 @@ fn contradictory_fields_are_input_errors_or_fail_closed() {
     }
     let add = add.expect("an s_getpc_b64 address builder");
     d[add] += 1; // ssrc0: s0 -> s1
-    patch_fails_closed(&d, "s_add_u32 uses the PC register pair");
+    patch_fails_closed(&d, BASIC, "s_add_u32 uses the PC register pair");
+    // A kernel whose metadata lost its required `.sgpr_count` key (`.sgpr_sount`): adding the
+    // key back would grow the note and move the sections after it.
+    let mut d = object();
+    let at = d
+        .windows(11)
+        .position(|w| w == b".sgpr_count")
+        .expect(".sgpr_count in the note");
+    d[at + 7] = b's';
+    patch_fails_closed(
+        &d,
+        &["--trace-addresses", "memory,lds", "--scope"],
+        "has no .sgpr_count in its metadata (required)",
+    );
 }

@@ -178,7 +178,15 @@ fn cover_reserved_sgprs(
         let Some(meta) = co.metadata.get(note) else {
             continue;
         };
-        if meta.kernel_u64(i, ".sgpr_count").unwrap_or(0) >= need {
+        // `.sgpr_count` is required (AMDGPUUsage "Code Object V3+ Metadata"); adding the key
+        // would grow the note and move every section after it.
+        let Some(have) = meta.kernel_u64(i, ".sgpr_count") else {
+            return Err(format!(
+                "kernel {} has no .sgpr_count in its metadata (required), so it cannot cover the reserved SGPRs",
+                k.name
+            ));
+        };
+        if have >= need {
             continue;
         }
         let m = match notes.entry(note) {
