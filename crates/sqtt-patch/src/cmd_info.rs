@@ -70,6 +70,11 @@ fn print_text(out: &mut String, v: &Value) {
     let _ = writeln!(out, "code object {} {} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
         s("bundle_index"), v["entry_id"].as_str().unwrap_or(""), s("bundle_index"), s("code_object_version"),
         v["target"].as_str().unwrap_or(""), s("text_size"), s("dwarf"), s("sqtt_funcmap"));
+    // An absent value (no SGPR field in gfx10+ descriptors, no metadata note) prints as `-`.
+    let t = |x: &Value| match x {
+        Value::Null => "-".to_string(),
+        x => x.to_string(),
+    };
     for k in v["kernels"].as_array().into_iter().flatten() {
         let d = &k["descriptor"];
         let m = &k["metadata"];
@@ -77,7 +82,7 @@ fn print_text(out: &mut String, v: &Value) {
             out,
             "  kernel {} entry {:#x} wave{} vgprs {} (arch {}, agprs {}) sgprs {} [note: sgpr {} vgpr {} agpr {}] lds {} scratch {} kernarg {} preload {} dyn_stack {} occupancy {} waves/SIMD",
             k["name"].as_str().unwrap_or(""), k["entry"].as_u64().unwrap_or(0), k["wave_size"], d["vgprs_allocated"],
-            d["arch_vgprs"], d["agprs"], d["sgprs"], m["sgpr_count"], m["vgpr_count"], m["agpr_count"],
+            d["arch_vgprs"], t(&d["agprs"]), t(&d["sgprs"]), t(&m["sgpr_count"]), t(&m["vgpr_count"]), t(&m["agpr_count"]),
             k["lds_bytes"], k["scratch_bytes"], k["kernarg_size"], k["kernarg_preload"]["length"],
             k["uses_dynamic_stack"], k["occupancy"]["waves_per_simd"]
         );
