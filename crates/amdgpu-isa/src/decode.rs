@@ -765,13 +765,20 @@ impl Instruction {
         self.regs(true)
     }
 
-    fn operand_reg(&self, name: &str) -> Option<(u16, u8)> {
+    /// The opcode's operand encoded in field `name` and that field's index in the format, when
+    /// the opcode has one (the format may define fields an opcode does not use).
+    pub(crate) fn operand_of(&self, name: &str) -> Option<(usize, &'static OperandDef)> {
         let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
         let o = self
             .row
             .operands
             .iter()
             .find(|o| usize::from(o.field) == fi)?;
+        Some((fi, o))
+    }
+
+    fn operand_reg(&self, name: &str) -> Option<(u16, u8)> {
+        let (fi, o) = self.operand_of(name)?;
         let f = &self.fmt.fields[fi];
         let v = field_bits(self.bytes(), f.dw, f.hi, f.lo) as u16;
         let v = match f.kind {

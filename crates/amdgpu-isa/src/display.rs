@@ -84,13 +84,8 @@ impl Instruction {
     }
 
     fn field_text(&self, name: &str) -> Option<String> {
-        let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
+        let (fi, op) = self.operand_of(name)?;
         let f = &self.fmt.fields[fi];
-        let op = self
-            .row
-            .operands
-            .iter()
-            .find(|o| usize::from(o.field) == fi)?;
         let v = self.field(name)?;
         let w = u32::from(op.width.max(1));
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);

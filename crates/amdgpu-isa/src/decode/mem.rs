@@ -35,11 +35,7 @@ pub(crate) struct MemShape {
 
 impl Instruction {
     fn has_operand(&self, name: &str) -> bool {
-        self.fmt
-            .fields
-            .iter()
-            .position(|f| f.name == name)
-            .is_some_and(|fi| self.row.operands.iter().any(|o| usize::from(o.field) == fi))
+        self.operand_of(name).is_some()
     }
 
     /// gfx90a and the gfx940 line (`acc` bit instead of `tfe` in the buffer encodings).

@@ -42,18 +42,7 @@ impl Instruction {
             }
             return Some(Some(tok.to_string()));
         };
-        let op_width = self
-            .fmt
-            .fields
-            .iter()
-            .position(|f| f.name == name)
-            .and_then(|fi| {
-                self.row
-                    .operands
-                    .iter()
-                    .find(|o| usize::from(o.field) == fi)
-            })
-            .map_or(1, |o| o.width.max(1));
+        let op_width = self.operand_of(name).map_or(1, |(_, o)| o.width.max(1));
         match name {
             "addr" if flat => Some(Some(match (s.vaddr, self.field("addr")) {
                 (Some(w), Some(v)) => range("v", v, u32::from(w)),

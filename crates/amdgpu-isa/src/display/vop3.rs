@@ -107,17 +107,7 @@ impl Instruction {
     /// Register width in dwords of source `i` (1 when unknown).
     fn src_width(&self, i: u32) -> u8 {
         let name = ["src0", "src1", "src2"][i as usize % 3];
-        self.fmt
-            .fields
-            .iter()
-            .position(|f| f.name == name)
-            .and_then(|fi| {
-                self.row
-                    .operands
-                    .iter()
-                    .find(|o| usize::from(o.field) == fi)
-            })
-            .map_or(1, |o| o.width)
+        self.operand_of(name).map_or(1, |(_, o)| o.width)
     }
 
     /// Replaces the modifier tokens of the template text with the ones this word encodes, in

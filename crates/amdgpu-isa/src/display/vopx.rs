@@ -78,12 +78,7 @@ impl Instruction {
     /// Width in dwords the opcode table gives the operand of field `name` (0 = 16 bits, a
     /// true16 `VGPR_16`).
     pub(super) fn src_width_of(&self, name: &str) -> Option<u8> {
-        let fi = self.fmt.fields.iter().position(|f| f.name == name)?;
-        self.row
-            .operands
-            .iter()
-            .find(|o| usize::from(o.field) == fi)
-            .map(|o| o.width)
+        self.operand_of(name).map(|(_, o)| o.width)
     }
 
     /// Is the operand of field `name` a true16 16-bit register?
