@@ -34,14 +34,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     } else {
         writeln!(
             out,
-            "{}: {} functions, {} inserted instructions, {} markers, reserved SGPR {}",
+            "{}: {} functions, {} inserted instructions, {} markers, SGPRs written by inserted code {}",
             report.target,
             report.functions.len(),
             report.inserted_instructions(),
             report.markers(),
-            report
-                .reserved_sgpr
-                .map_or("none".to_string(), |r| format!("s{r}"))
+            sgpr_list(&report.inserted_sgprs)
         )?;
         for f in report
             .functions
@@ -77,4 +75,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
         _ => {}
     }
     Ok(if report.is_clean() { 0 } else { 1 })
+}
+
+/// `s1,s5,s7` or `none`.
+fn sgpr_list(regs: &[u16]) -> String {
+    if regs.is_empty() {
+        return "none".into();
+    }
+    regs.iter()
+        .map(|r| format!("s{r}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }

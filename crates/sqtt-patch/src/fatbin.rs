@@ -326,10 +326,9 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         existing_markers: Vec::new(),
         funcmap_rows: 0,
         ids: Default::default(),
-        reserved_sgpr: None,
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
-        reserved_sgprs: Vec::new(),
+        inserted_sgprs: Vec::new(),
         notes: Vec::new(),
     }
 }
