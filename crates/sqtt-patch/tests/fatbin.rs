@@ -8,6 +8,15 @@
 mod cmd_patch;
 #[path = "../src/fatbin.rs"]
 mod fatbin;
+#[allow(dead_code)]
+#[path = "../src/output.rs"]
+mod output;
+#[allow(dead_code)]
+#[path = "../src/progress.rs"]
+mod progress;
+#[allow(dead_code)]
+#[path = "../src/sniff.rs"]
+mod sniff;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,7 +77,7 @@ fn streamed(name: &str, input: &[u8], filter: &ArchFilter) -> (Vec<u8>, Containe
         &opts(),
         filter,
         BundleFormat::Keep,
-        &|_, _| {},
+        &progress::Progress::hidden(),
         &mut out,
     )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -504,7 +513,7 @@ fn bench_instrument_env_file() {
         &opts(),
         &ArchFilter::default(),
         BundleFormat::Keep,
-        &|_, _| {},
+        &progress::Progress::hidden(),
         &mut file,
     )
     .expect("instrument");
@@ -544,7 +553,7 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
                 &opts(),
                 &ArchFilter::default(),
                 format,
-                &|_, _| {},
+                &progress::Progress::hidden(),
                 &mut mem,
             )
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -556,7 +565,7 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
                 &opts(),
                 &ArchFilter::default(),
                 format,
-                &|_, _| {},
+                &progress::Progress::hidden(),
                 &mut file,
             )
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
