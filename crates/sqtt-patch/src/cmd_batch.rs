@@ -351,16 +351,21 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     report.totals = totals(&report.files);
     report.totals.time_ms = Some(started.elapsed().as_millis() as u64);
 
-    // The summary goes to stdout, unless stdout carries the JSON report.
+    // The summary and the regression diff go to stdout, unless stdout carries the JSON report;
+    // diagnostics go to stderr.
     let json_on_stdout = common
         .report_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    if json_on_stdout {
-        eprint!("{}", render(&report));
-    } else {
-        cmd_patch::write_stdout(&render(&report))?;
-    }
+    let summary = |text: &str| -> Result<()> {
+        if json_on_stdout {
+            eprint!("{text}");
+        } else {
+            cmd_patch::write_stdout(text)?;
+        }
+        Ok(())
+    };
+    summary(&render(&report))?;
     for e in &input_errors {
         eprintln!("sqtt-patch batch: input error: {e}");
     }
@@ -378,10 +383,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             );
         } else {
             regressions = compare(old, &report, args.max_overhead_growth);
-            eprint!(
-                "{}",
-                render_regressions(&p.display().to_string(), &regressions)
-            );
+            summary(&render_regressions(&p.display().to_string(), &regressions))?;
         }
     }
     if let Some(p) = &common.report_json {
