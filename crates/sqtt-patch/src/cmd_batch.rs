@@ -369,6 +369,13 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     for e in &input_errors {
         eprintln!("sqtt-patch batch: input error: {e}");
     }
+    // Files and code objects that could not be read are diagnostics too, not only report rows.
+    for f in &report.files {
+        let unreadable = f.objects.iter().filter(|o| o.status == "error");
+        for why in f.error.iter().chain(unreadable.flat_map(|o| &o.reasons)) {
+            eprintln!("sqtt-patch batch: input error: {}: {why}", f.path);
+        }
+    }
     let mut regressions = Vec::new();
     if let (Some(old), Some(p)) = (&baseline, &args.baseline) {
         if old.options != report.options && !args.update_baseline {

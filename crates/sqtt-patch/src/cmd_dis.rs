@@ -47,7 +47,7 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
         return Err(e);
     }
     let file = object::File::parse(&*data)
-        .with_context(|| format!("{}: not an ELF file", args.file.display()))?;
+        .with_context(|| format!("{}: cannot parse the ELF file", args.file.display()))?;
     let target = match &args.mcpu {
         Some(m) => Target::from_name(m).with_context(|| format!("unknown processor {m}"))?,
         None => {

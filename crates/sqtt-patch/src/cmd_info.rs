@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
-use hsaco::container::{open, Embedded};
+use hsaco::container::{open, Embedded, InputKind};
 use hsaco::CodeObject;
 use serde_json::{json, Value};
 
@@ -123,7 +123,12 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         )?;
         out.push('\n');
     } else {
-        let _ = writeln!(out, "{name}: {kind:?}, {} code object(s)", blocks.len());
+        let kind = match kind {
+            InputKind::CodeObject => "AMDGPU code object",
+            InputKind::Bundle => "offload bundle",
+            InputKind::Host => "x86-64 host binary",
+        };
+        let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
         for (i, b) in blocks.iter().enumerate() {
             print_text(&mut out, i + 1, b);
         }

@@ -395,6 +395,12 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         .input
         .clone()
         .context("missing input file (usage: sqtt-patch IN -o OUT)")?;
+    if args.output.is_none() && !input.exists() {
+        anyhow::bail!(
+            "{}: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+            input.display()
+        );
+    }
     let output = args.output.clone().context("missing -o OUT")?;
     if !args.common.offload_arch.is_empty() {
         anyhow::bail!("--offload-arch selects code objects inside a bundle or host binary: it needs --fatbin (or batch)");

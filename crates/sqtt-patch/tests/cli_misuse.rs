@@ -619,7 +619,15 @@ fn skipped_sites_use_report_names() {
     let t = workdir(&[(CALLS, "in.co")]);
     let r = run(
         t.path(),
-        &["in.co", "-o", "o.co", "--trace-addresses", "memory,lds", "--report", "--strict"],
+        &[
+            "in.co",
+            "-o",
+            "o.co",
+            "--trace-addresses",
+            "memory,lds",
+            "--report",
+            "--strict",
+        ],
     );
     // A skipped site is lost coverage: --strict exits 3 and writes nothing.
     assert_eq!(r.code, 3, "{}", r.stderr);
@@ -654,4 +662,95 @@ fn quick_start_object_shows_functions_and_barriers() {
     assert_eq!(r.code, 0);
     assert!(r.stderr.contains("function_entry=1"), "{}", r.stderr);
     assert!(r.stderr.contains("barrier="), "{}", r.stderr);
+}
+
+// ------------------------------------------------------------------ campaign findings
+
+/// Found by the bad-input campaign (`tools/cli_campaign.sh`, `docs/cli-campaign.md`).
+#[test]
+fn campaign_findings_stay_fixed() {
+    let t = workdir(&[(BUNDLE, "b.hipfb"), (BARRIERS, "in.co")]);
+    std::fs::write(t.path().join("text.txt"), "hello\n").expect("txt");
+    let cases: [(&[&str], i32, &str); 5] = [
+        // extract on a file without code objects made an empty directory and exited 0.
+        (
+            &["extract", "/bin/ls", "-o", "x"],
+            2,
+            "sqtt-patch: error: /bin/ls: no embedded code object to extract (an x86-64 ELF file without HIP device code (no readable .hip_fatbin))",
+        ),
+        (
+            &["extract", "b.hipfb", "-o", "in.co"],
+            2,
+            "sqtt-patch: error: -o in.co: not a directory",
+        ),
+        // A mistyped subcommand was read as an input file and answered "missing -o OUT".
+        (
+            &["frobnicate"],
+            2,
+            "sqtt-patch: error: frobnicate: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+        ),
+        // batch: an explicitly named non-input file was only a report row, no diagnostic.
+        (
+            &["batch", "text.txt", "--check", "--functions", "1"],
+            2,
+            "sqtt-patch batch: input error: text.txt: not an AMDGPU code object, offload bundle or x86-64 host ELF",
+        ),
+        (
+            &["dis", "text.txt"],
+            2,
+            "sqtt-patch: error: text.txt: not a code object: neither an ELF file nor an offload bundle (6 bytes, no ELF or bundle magic)",
+        ),
+    ];
+    for (args, code, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(
+            r.files,
+            files(&["b.hipfb", "in.co", "text.txt"]),
+            "{args:?}"
+        );
+    }
+    // info names the file kind in words, not as a Rust enum (`Bundle`, `Host`).
+    let r = run(t.path(), &["info", "b.hipfb"]);
+    assert_eq!(
+        r.stdout.lines().next(),
+        Some("b.hipfb: offload bundle, 4 code object(s)")
+    );
+}
+
+/// Item 16: on a terminal `--fatbin` and `batch` draw an indicatif progress line (code objects
+/// done / found, bytes, rate, ETA); off a terminal nothing (checked in
+/// `human_reports_name_each_kernel_once_in_user_words`). The terminal is util-linux `script`.
+#[test]
+fn progress_is_drawn_on_a_terminal() {
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("skipped: util-linux `script` (to run under a pseudo-terminal) is not installed");
+        return;
+    }
+    let t = workdir(&[(BUNDLE, "b.hipfb")]);
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    for cmd in [
+        format!(
+            "{} --fatbin b.hipfb -o o.hipfb --functions 1",
+            bin.display()
+        ),
+        format!("{} batch b.hipfb --check --functions 1", bin.display()),
+    ] {
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(t.path())
+            .output()
+            .expect("script");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{cmd}: {text}");
+        assert!(
+            text.contains(" code objects [") && text.contains("ETA"),
+            "{cmd}: no progress line in {text:?}"
+        );
+    }
 }
