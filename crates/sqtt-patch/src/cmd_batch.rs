@@ -373,7 +373,11 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     for f in &report.files {
         let unreadable = f.objects.iter().filter(|o| o.status == "error");
         for why in f.error.iter().chain(unreadable.flat_map(|o| &o.reasons)) {
-            eprintln!("sqtt-patch batch: input error: {}: {why}", f.path);
+            // Reasons from the rewriter already start with the path.
+            match why.starts_with(&format!("{}: ", f.path)) {
+                true => eprintln!("sqtt-patch batch: input error: {why}"),
+                false => eprintln!("sqtt-patch batch: input error: {}: {why}", f.path),
+            }
         }
     }
     let mut regressions = Vec::new();

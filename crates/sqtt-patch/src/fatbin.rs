@@ -190,8 +190,8 @@ pub fn instrument_container_into<W: Output>(
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
         return bare_object(name, input, opts, filter, progress, out);
     }
-    let img = hostwrite::scan_host(input)
-        .with_context(|| format!("{name}: an ELF file, but not a HIP host binary"))?;
+    // hsaco's message says "not a HIP host binary" for an ELF without `.hip_fatbin`.
+    let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
     let cannot = || format!("{name}: cannot write the host ELF");
     let mut w = HostWriter::new(input, &img, out).with_context(cannot)?;
     for (bi, b) in img.bundles.iter().enumerate() {

@@ -366,6 +366,12 @@ fn batch_counts_an_unreadable_object_as_an_input_error() {
         .stdout
         .contains("  code objects: error=1 instrumented=2\n"));
     assert!(r.stdout.contains("  input error 1x b.co: "), "{}", r.stdout);
+    assert!(
+        r.first_line()
+            .starts_with("sqtt-patch batch: input error: b.co: section header table at offset"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stdout.contains("failed closed"), "{}", r.stdout);
     assert_eq!(r.files, files(&["a.co", "b.co", "c.co"]));
 }
@@ -524,7 +530,8 @@ fn the_wrong_kind_of_file_is_named() {
     assert_eq!(r.code, 2);
     assert!(r
         .first_line()
-        .starts_with("sqtt-patch: error: /bin/ls: an ELF file, but not a HIP host binary: "));
+        .starts_with("sqtt-patch: error: /bin/ls: malformed host ELF at offset 0x"));
+    assert!(r.first_line().contains("not a HIP host binary"));
 }
 
 // ------------------------------------------------------------------ items 12-13: reports
