@@ -154,6 +154,27 @@ fn dev_null_stays_a_character_device() {
         );
         assert_eq!(r.files, files(&["in.co", "in.hipfb"]), "{args:?}");
     }
+    // As an unprivileged user (it used to fail: no right to rename over /dev/null).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    match std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["in.co", "-o", "/dev/null", "--functions", "1"])
+        .current_dir(t.path())
+        .output()
+    {
+        Ok(o) => assert_eq!(
+            o.status.code(),
+            Some(0),
+            "as nobody: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("skipped the unprivileged run: runuser: {e}"),
+    }
+    let m = std::fs::metadata("/dev/null").expect("/dev/null");
+    assert!(m.file_type().is_char_device());
 }
 
 #[test]
