@@ -434,16 +434,36 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             (f.spec.end - text_addr) as usize,
             (gap_end - text_addr) as usize,
         );
-        if let Some(Err(e)) = text_bytes
-            .get(lo..hi)
-            .map(|gap| amdgpu_isa::decode_all(gap, target))
-        {
-            report.reasons.push(format!(
+        let Some(gap) = text_bytes.get(lo..hi) else {
+            continue;
+        };
+        match amdgpu_isa::decode_all(gap, target) {
+            Err(e) => report.reasons.push(format!(
                 "undecodable word in the gap after {} at {:#x}: {}",
                 f.spec.name,
                 f.spec.end + e.offset as u64,
                 e.kind
-            ));
+            )),
+            // Damaged padding that decodes fails closed the same way (issue 17 item 7): a gap
+            // that is not padding would be copied verbatim, and the verifier accepts only
+            // padding after a function's end. Named: the first word that is not padding.
+            Ok(insts) if !is_padding(gap, target) => {
+                let mut at = f.spec.end;
+                for i in &insts {
+                    let pad = matches!(i.special(), Special::Nop | Special::CodeEnd)
+                        || (0..i.len() / 4).all(|k| i.word(k) == 0);
+                    if !pad {
+                        report.reasons.push(format!(
+                            "damaged padding in the gap after {} at {at:#x}: {} (padding is s_nop or s_code_end)",
+                            f.spec.name,
+                            i.mnemonic()
+                        ));
+                        break;
+                    }
+                    at += i.len() as u64;
+                }
+            }
+            Ok(_) => {}
         }
     }
     if !report.reasons.is_empty() {
