@@ -48,6 +48,7 @@ PRELOAD="gfx90a gfx942 gfx950 gfx1250"          # kernarg preload capable
 LONG_BRANCH="gfx942 gfx1100 gfx1200 gfx1250"
 ASM_GFX9="gfx90a gfx942 gfx950"
 ASM_GFX11="gfx1100 gfx1151"
+PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only by liveness
 HIP_SOURCES="calls barriers memory"
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
@@ -82,6 +83,8 @@ object() {
     ocl) "${OPENCL[@]}" -mcpu="$target" "${flags[@]}" kernels.cl -o "$out" ;;
     asm) if [[ "$target" == gfx9* ]]; then f=asm_gfx9.S; else f=asm_gfx11.S; fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
+    pressure) if [[ "$target" == gfx9* ]]; then f=pressure_gfx9.S; else f=pressure_gfx11.S; fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -99,6 +102,7 @@ for t in $WAVE64; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-wav
 for t in $PRELOAD; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-preload8; done; done
 for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
+for t in $PRESSURE; do spawn object "$t" pressure O3; done
 drain
 
 log "2/5 offload bundles"

@@ -1139,9 +1139,10 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     // Report.
     fill_function_reports(&mut report, &prog, &layout, &snippets, &ids, text_end);
     fill_kernel_reports(&mut report, &co, &prog);
-    for (name, after) in bumped {
+    for (name, after, waves) in bumped {
         if let Some(kr) = report.kernels.iter_mut().find(|r| r.name == name) {
             kr.sgprs_after = after;
+            kr.occupancy_after = waves;
         }
     }
     report.text_size_after = layout.bytes.len() as u64;
@@ -1517,12 +1518,13 @@ fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
 /// gfx9: grows each kernel's granulated SGPR count (descriptor) so that its allocation covers
 /// `need[kernel]` SGPRs (highest SGPR inserted code writes in its call graph + 1 + 6 extras).
 /// [`allocation_masks`] only hands out registers within [`gfx9_sgpr_budget`], so occupancy never
-/// drops. Returns the kernels changed with their new allocation.
+/// drops. Returns the kernels changed with their new allocation and waves per SIMD (recomputed
+/// from the new descriptor, so the report shows what the hardware will do).
 fn bump_gfx9_sgprs(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
     need: &BTreeMap<String, u32>,
-) -> Result<Vec<(String, Option<u32>)>, RewriteError> {
+) -> Result<Vec<(String, Option<u32>, u32)>, RewriteError> {
     let mut changed = Vec::new();
     for k in &co.kernels {
         let regs = k.descriptor.registers(&co.target);
@@ -1534,7 +1536,15 @@ fn bump_gfx9_sgprs(
         let mut kd = k.descriptor.clone();
         kd.set_granulated_sgpr_count(hsaco::kd::sgprs_to_granules(&co.target, needed));
         ed.set_kernel_descriptor(&k.name, &kd)?;
-        changed.push((k.name.clone(), kd.registers(&co.target).sgprs));
+        let regs = kd.registers(&co.target);
+        let occ = hsaco::kd::occupancy(
+            &co.target,
+            regs.wave32,
+            regs.vgprs_allocated,
+            regs.sgprs.unwrap_or(0),
+            kd.group_segment_fixed_size,
+        );
+        changed.push((k.name.clone(), regs.sgprs, occ.waves_per_simd));
     }
     Ok(changed)
 }

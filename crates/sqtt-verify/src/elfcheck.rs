@@ -711,6 +711,23 @@ pub(crate) fn check_descriptors(
                 .filter_map(|x| x.new.as_ref().map(|n| &n.inst))
                 .chain(g.inserted.iter().map(|n| &n.inst))
         }));
+        let waves = |co: &CodeObject, k: &hsaco::Kernel| {
+            let r = k.descriptor.registers(&co.target);
+            hsaco::kd::occupancy(
+                &co.target,
+                r.wave32,
+                r.vgprs_allocated,
+                r.sgprs.unwrap_or(0),
+                k.descriptor.group_segment_fixed_size,
+            )
+            .waves_per_simd
+        };
+        let (wo, wn) = (waves(o, ok), waves(n, nk));
+        if wn < wo {
+            findings.push(kf(format!(
+                "waves per SIMD drop from {wo} to {wn} (occupancy must not be lowered)"
+            )));
+        }
         let regs = nk.descriptor.registers(&n.target);
         let vgpr_cap = if n.target.has_gfx90a_insts() {
             regs.arch_vgprs

@@ -604,3 +604,47 @@ fn line_table_not_following_inserted_code_is_caught() {
         "identity must verify"
     );
 }
+
+/// Inserted code may change an SGPR only where the original program no longer needs it (issue
+/// 12): in front of a kernel's first SMEM load, the load's destination (written, not read) is
+/// dead and may be clobbered, while its address SGPRs are live and may not.
+#[test]
+fn clobbering_a_live_sgpr_is_caught_and_a_dead_one_accepted() {
+    for name in [GFX942, GFX1100, GFX1201] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let t = isa(&co);
+        let site = shiftable_kernels(&co, 8).into_iter().find_map(|(_, entry, end)| {
+            let (at, first) = *decode_range(&co, entry, end).first()?;
+            if first.format() != amdgpu_isa::Format::Smem {
+                return None;
+            }
+            let (r, w) = (first.reads(), first.writes());
+            let live = (0..106u16).find(|&s| r.contains_sgpr(s))?;
+            let dead = (0..106u16).find(|&s| w.contains_sgpr(s) && !r.contains_sgpr(s))?;
+            Some((at, live, dead))
+        });
+        let Some((at, live, dead)) = site else {
+            panic!("{name}: no kernel starts with an SMEM load");
+        };
+        let clobber = |s: u16| {
+            build::s_mov_b32(t, Operand::Sgpr(s as u8), Operand::Imm(0))
+                .expect("s_mov_b32")
+                .bytes()
+                .to_vec()
+        };
+        let r = run(&orig, &insert_before(&orig, at, &clobber(dead)));
+        assert!(r.is_clean(), "{name}: dead s{dead}:\n{}", show(&r));
+        assert_eq!(r.inserted_sgprs, vec![dead], "{name}");
+        let r = run(&orig, &insert_before(&orig, at, &clobber(live)));
+        assert!(
+            has(
+                &r,
+                Check::Inserted,
+                &format!("inserted run changes s{live}, which is live or awaiting an SMEM result there")
+            ),
+            "{name}: live s{live}:\n{}",
+            show(&r)
+        );
+    }
+}

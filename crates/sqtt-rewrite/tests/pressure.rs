@@ -1,0 +1,100 @@
+//! Real vendor kernels use every SGPR (issue 12): the `pressure` fixtures write s8..s101 (gfx9) or
+//! s8..s105 (gfx10+) and read each later, so no SGPR is unused by the object. Scratch registers
+//! must come from liveness: s0..s3 are dead after the kernarg load. The same objects carry a
+//! kernel without code at the end of `.text` and a kernel sharing another kernel's entry, as
+//! rocPRIM's trampoline kernels in XLA do.
+use sqtt_rewrite::config::{self, FunctionThreshold, Options};
+use sqtt_rewrite::rewrite::{rewrite, Status};
+use std::path::PathBuf;
+
+fn fixture(t: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/objects")
+        .join(format!("{t}__pressure__O3.co"));
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Highest SGPR any instruction of the object's `.text` reads or writes.
+fn top_sgpr(bytes: &[u8], t: &str) -> u16 {
+    let co = hsaco::CodeObject::parse(bytes).expect("parse");
+    let text = co.text().expect(".text");
+    let target = amdgpu_isa::Target::from_name(t).expect("target");
+    amdgpu_isa::decode_all(co.section_data(text), target)
+        .expect("decode")
+        .iter()
+        .filter_map(|i| i.reads().union(&i.writes()).max_sgpr())
+        .max()
+        .expect("SGPRs")
+}
+
+fn covered(out: &sqtt_rewrite::rewrite::Outcome, feature: &str) -> (u64, u64) {
+    out.report
+        .coverage
+        .iter()
+        .find(|c| c.feature == feature)
+        .map_or((0, 0), |c| (c.instrumented, c.found))
+}
+
+#[test]
+fn every_sgpr_used_scratch_comes_from_liveness() {
+    for (t, top) in [("gfx942", 101), ("gfx1100", 105), ("gfx1201", 105)] {
+        let input = fixture(t);
+        assert_eq!(top_sgpr(&input, t), top, "{t}: the fixture uses every SGPR");
+        let full = Options {
+            functions: FunctionThreshold::Count(1),
+            barriers: true,
+            trace_addresses: config::parse_trace_addresses("memory,lds").expect("option"),
+            scope: Some(Default::default()),
+            ..Options::default()
+        };
+        let mut sets = vec![("trace+scope", full)];
+        sets.push((
+            "memory",
+            Options {
+                memory: config::parse_memory("2:5").expect("option"),
+                ..Options::default()
+            },
+        ));
+        if t == "gfx1201" {
+            sets.push((
+                "clock",
+                Options {
+                    barriers: true,
+                    shader_clock_bits: 12,
+                    ..Options::default()
+                },
+            ));
+        }
+        for (what, opts) in sets {
+            let out = rewrite(&input, &opts).expect("rewrite");
+            assert_eq!(out.report.status, Status::Instrumented, "{t} {what}");
+            // Only SGPRs dead at their insertion points: s0..s3 (kernarg pointer and workgroup
+            // id, never read after the first load).
+            assert!(
+                out.report.inserted_sgprs.iter().all(|&r| r <= 3),
+                "{t} {what}: {:?}",
+                out.report.inserted_sgprs
+            );
+            let bytes = out.bytes.clone().expect("rewritten");
+            let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+            assert!(v.is_clean(), "{t} {what}: {:?}", v.findings);
+            if what == "trace+scope" {
+                // The load (s8..s{top} all live, s0..s3 dead) is traced; the store after the call
+                // is not: a call may leave SMEM results in flight, so nothing is provably free.
+                assert_eq!(covered(&out, "address_trace"), (1, 2), "{t}");
+                assert_eq!(covered(&out, "barriers"), (1, 1), "{t}");
+                assert!(out.report.skipped.iter().any(|s| s
+                    .why
+                    .starts_with("no SGPR is provably free here for the address-trace loop")));
+            } else {
+                assert!(out.report.skipped.is_empty(), "{t} {what}: {:?}", out.report.skipped);
+            }
+            // Kernels without code stay at the end of `.text`; folded kernels share their entry.
+            let co = hsaco::CodeObject::parse(&bytes).expect("parse output");
+            let text = co.text().expect(".text");
+            let entry = |n: &str| co.kernels.iter().find(|k| k.name == n).expect(n).entry;
+            assert_eq!(entry("k_codeless"), text.addr + text.size, "{t} {what}");
+            assert_eq!(entry("k_alias"), entry("k_pressure"), "{t} {what}");
+        }
+    }
+}
