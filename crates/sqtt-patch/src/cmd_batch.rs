@@ -1108,11 +1108,13 @@ fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage> {
         }
     }
     by.into_iter()
-        .map(|(feature, (instrumented, found))| sqtt_rewrite::rewrite::Coverage {
-            feature,
-            instrumented,
-            found,
-        })
+        .map(
+            |(feature, (instrumented, found))| sqtt_rewrite::rewrite::Coverage {
+                feature,
+                instrumented,
+                found,
+            },
+        )
         .collect()
 }
 

@@ -634,7 +634,9 @@ fn every_metadata_note_of_an_rdc_link_covers_the_reserved_sgprs() {
             let (m, i) = after.kernel_metadata(k).expect("kernel metadata");
             let n = m.kernel_u64(i, ".sgpr_count").expect(".sgpr_count");
             let (bm, bi) = before.kernel_metadata(k).expect("kernel metadata before");
-            let b = bm.kernel_u64(bi, ".sgpr_count").expect(".sgpr_count before");
+            let b = bm
+                .kernel_u64(bi, ".sgpr_count")
+                .expect(".sgpr_count before");
             assert!(n >= b, "{} {}: {b} -> {n}", e.id, k.name);
             checked += 1;
         }

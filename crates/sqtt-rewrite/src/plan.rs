@@ -131,7 +131,12 @@ impl SiteKind {
     pub fn feature_of_name(name: &str) -> Option<&'static str> {
         SiteKind::ALL
             .into_iter()
-            .find(|k| serde_json::to_value(k).ok().and_then(|v| v.as_str().map(|s| s == name)) == Some(true))
+            .find(|k| {
+                serde_json::to_value(k)
+                    .ok()
+                    .and_then(|v| v.as_str().map(|s| s == name))
+                    == Some(true)
+            })
             .and_then(SiteKind::feature)
     }
 }

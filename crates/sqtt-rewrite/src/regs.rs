@@ -7,7 +7,9 @@
 //!   over the function's CFG; calls and returns below);
 //! - no SMEM load issued earlier may still write it: its result arrives asynchronously until an
 //!   `s_waitcnt lgkmcnt(0)` (gfx9-gfx11) / `s_wait_kmcnt 0` (gfx12+), so inserted code that used
-//!   it could see it change under its feet (ISA manuals, "Data dependency resolution");
+//!   it could see it change under its feet (ISA manuals, "Data dependency resolution"). A device
+//!   function starts with every SMEM destination of the object pending; after a call, the SMEM
+//!   destinations of every function the callee reaches are added;
 //! - it is in the function's allocation mask (the caller's: gfx9 kernels' SGPR budget, s0..s105 on
 //!   gfx10+) and is not a scope-filter flag.
 //!
@@ -100,6 +102,12 @@ pub struct SgprFacts {
     touched: Vec<Sgprs>,
     /// Per function: SGPRs inserted code may use at all (allocation mask minus scope flags).
     allowed: Vec<Sgprs>,
+    /// Per function: SMEM destinations of every function it reaches (all SGPRs when it reaches
+    /// an unresolved call or a function that did not decode).
+    smem_reach: Vec<Sgprs>,
+    /// SMEM destinations of the whole object (what may be in flight when a device function is
+    /// entered).
+    smem_all: Sgprs,
     cache: Option<(usize, Vec<Sgprs>)>,
 }
 
@@ -167,16 +175,30 @@ impl SgprFacts {
                 calls.chain(tails).collect()
             })
             .collect();
+        let mut smem_reach: Vec<Sgprs> = prog
+            .funcs
+            .iter()
+            .map(|f| {
+                if opaque(f) {
+                    return ALL_SGPRS;
+                }
+                f.insts.iter().fold(0, |a, (_, i)| a | async_writes(i))
+            })
+            .collect();
+        let smem_all = smem_reach.iter().fold(0, |a, s| a | s);
         let mut changed = true;
         while changed {
             changed = false;
             for fi in 0..n {
                 let mut v = reach_reads[fi];
+                let mut m = smem_reach[fi];
                 for c in &callees[fi] {
                     v |= c.map_or(ALL_SGPRS, |g| reach_reads[g]);
+                    m |= c.map_or(ALL_SGPRS, |g| smem_reach[g]);
                 }
-                if v != reach_reads[fi] {
+                if v != reach_reads[fi] || m != smem_reach[fi] {
                     reach_reads[fi] = v;
+                    smem_reach[fi] = m;
                     changed = true;
                 }
             }
@@ -202,6 +224,8 @@ impl SgprFacts {
             ret_live,
             touched,
             allowed,
+            smem_reach,
+            smem_all,
             cache: None,
         };
         if !unresolved {
@@ -291,19 +315,20 @@ impl SgprFacts {
     }
 
     /// SGPRs an SMEM result may still arrive in before each instruction of function `fi`
-    /// (device functions start with everything pending until their first wait; calls leave
-    /// everything pending).
-    fn pending_in(prog: &Program, fi: usize) -> Vec<Sgprs> {
+    /// (device functions start with the object's SMEM destinations pending until their first
+    /// wait; a call adds the SMEM destinations of everything its callee reaches).
+    fn pending_in(&self, prog: &Program, fi: usize) -> Vec<Sgprs> {
         let f = &prog.funcs[fi];
         let n = f.insts.len();
         let mut pend: Vec<Option<Sgprs>> = vec![None; n];
         if n == 0 {
             return Vec::new();
         }
+        let calls: BTreeMap<usize, Callee> = f.calls.iter().copied().collect();
         pend[0] = Some(if f.spec.kernel.is_some() {
             0
         } else {
-            ALL_SGPRS
+            self.smem_all
         });
         let mut changed = true;
         while changed {
@@ -313,7 +338,10 @@ impl SgprFacts {
                 let inst = &f.insts[i].1;
                 let mut out = if waits_for_smem(inst) { 0 } else { p } | async_writes(inst);
                 if inst.flow() == amdgpu_isa::Flow::Call {
-                    out = ALL_SGPRS;
+                    out |= match calls.get(&i) {
+                        Some(Callee::Direct(g)) => self.smem_reach[*g],
+                        _ => ALL_SGPRS,
+                    };
                 }
                 for &s in &f.succs[i] {
                     let v = pend[s].unwrap_or(0) | out;
@@ -333,7 +361,7 @@ impl SgprFacts {
     pub fn free_at(&mut self, prog: &Program, fi: usize, i: usize) -> Sgprs {
         if self.cache.as_ref().is_none_or(|(f, _)| *f != fi) {
             let live = self.live_in(prog, fi);
-            let pend = Self::pending_in(prog, fi);
+            let pend = self.pending_in(prog, fi);
             let free = live
                 .iter()
                 .zip(&pend)

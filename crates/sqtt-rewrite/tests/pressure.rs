@@ -87,7 +87,11 @@ fn every_sgpr_used_scratch_comes_from_liveness() {
                     .why
                     .starts_with("no SGPR is provably free here for the address-trace loop")));
             } else {
-                assert!(out.report.skipped.is_empty(), "{t} {what}: {:?}", out.report.skipped);
+                assert!(
+                    out.report.skipped.is_empty(),
+                    "{t} {what}: {:?}",
+                    out.report.skipped
+                );
             }
             // Kernels without code stay at the end of `.text`; folded kernels share their entry.
             let co = hsaco::CodeObject::parse(&bytes).expect("parse output");

@@ -11,8 +11,9 @@
 //!   reads plus the caller's return liveness; anywhere else control leaves, everything.
 //!   `s_movrels*` reads every SGPR; `s_cmov*` / `s_movreld*` kill nothing.
 //! - An SMEM load (or `s_sendmsg_rtn`) leaves its destination pending until `s_waitcnt` with
-//!   LGKM_CNT 0, `s_waitcnt_lgkmcnt null, 0` or `s_wait_kmcnt 0`; device functions start, and calls
-//!   return, with every SGPR pending.
+//!   LGKM_CNT 0, `s_waitcnt_lgkmcnt null, 0` or `s_wait_kmcnt 0`; device functions start with
+//!   every SMEM destination of the object pending, and a call adds those of every function the
+//!   callee can reach.
 
 use std::collections::BTreeMap;
 
@@ -268,9 +269,39 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             break;
         }
     }
+    // SMEM destinations: of the whole object, and of what each function reaches.
+    let mut smem: Vec<Mask> = p
+        .funcs
+        .iter()
+        .map(|f| {
+            if opaque(f) {
+                EVERY
+            } else {
+                f.orig.iter().fold(0, |a, o| a | smem_result(&o.inst))
+            }
+        })
+        .collect();
+    let smem_all = smem.iter().fold(0, |a, m| a | m);
+    loop {
+        let mut again = false;
+        for fi in 0..n {
+            let mut v = smem[fi];
+            for &(_, c) in &cg.calls[fi] {
+                v |= c.map_or(EVERY, |g| smem[g]);
+            }
+            for g in cg.tails(fi) {
+                v |= smem[g];
+            }
+            again |= v != smem[fi];
+            smem[fi] = v;
+        }
+        if !again {
+            break;
+        }
+    }
     (0..n)
         .map(|fi| {
-            let pend = pending(p, &succs[fi], fi);
+            let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
             live[fi]
                 .iter()
                 .zip(pend)
@@ -322,30 +353,42 @@ fn live_in(
     }
 }
 
-fn pending(p: &Program, succs: &[Vec<usize>], fi: usize) -> Vec<Mask> {
+/// `smem`: per function, the SMEM destinations of what it reaches; and those of the object.
+fn pending(
+    p: &Program,
+    cg: &CallGraph,
+    succs: &[Vec<usize>],
+    fi: usize,
+    (smem, smem_all): (&[Mask], Mask),
+) -> Vec<Mask> {
     let f = &p.funcs[fi];
     let n = f.orig.len();
     let mut at: Vec<Option<Mask>> = vec![None; n];
     if n == 0 {
         return Vec::new();
     }
+    let calls: BTreeMap<usize, Option<usize>> = cg.calls[fi].iter().copied().collect();
     at[0] = Some(if f.kind == crate::FunctionKind::Kernel {
         0
     } else {
-        EVERY
+        smem_all
     });
     loop {
         let mut again = false;
         for k in 0..n {
             let Some(v) = at[k] else { continue };
             let i = &f.orig[k].inst;
-            let out = if i.flow() == Flow::Call {
-                EVERY
-            } else if smem_drained(i) {
+            let mut out = if smem_drained(i) {
                 smem_result(i)
             } else {
                 v | smem_result(i)
             };
+            if i.flow() == Flow::Call {
+                out |= match calls.get(&k) {
+                    Some(Some(g)) => smem[*g],
+                    _ => EVERY,
+                };
+            }
             for &s in &succs[k] {
                 let m = at[s].unwrap_or(0) | out;
                 if at[s] != Some(m) {

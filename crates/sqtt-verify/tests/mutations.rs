@@ -614,16 +614,18 @@ fn clobbering_a_live_sgpr_is_caught_and_a_dead_one_accepted() {
         let orig = load(name);
         let co = CodeObject::parse(&orig).expect("parse");
         let t = isa(&co);
-        let site = shiftable_kernels(&co, 8).into_iter().find_map(|(_, entry, end)| {
-            let (at, first) = *decode_range(&co, entry, end).first()?;
-            if first.format() != amdgpu_isa::Format::Smem {
-                return None;
-            }
-            let (r, w) = (first.reads(), first.writes());
-            let live = (0..106u16).find(|&s| r.contains_sgpr(s))?;
-            let dead = (0..106u16).find(|&s| w.contains_sgpr(s) && !r.contains_sgpr(s))?;
-            Some((at, live, dead))
-        });
+        let site = shiftable_kernels(&co, 8)
+            .into_iter()
+            .find_map(|(_, entry, end)| {
+                let (at, first) = *decode_range(&co, entry, end).first()?;
+                if first.format() != amdgpu_isa::Format::Smem {
+                    return None;
+                }
+                let (r, w) = (first.reads(), first.writes());
+                let live = (0..106u16).find(|&s| r.contains_sgpr(s))?;
+                let dead = (0..106u16).find(|&s| w.contains_sgpr(s) && !r.contains_sgpr(s))?;
+                Some((at, live, dead))
+            });
         let Some((at, live, dead)) = site else {
             panic!("{name}: no kernel starts with an SMEM load");
         };
@@ -641,7 +643,9 @@ fn clobbering_a_live_sgpr_is_caught_and_a_dead_one_accepted() {
             has(
                 &r,
                 Check::Inserted,
-                &format!("inserted run changes s{live}, which is live or awaiting an SMEM result there")
+                &format!(
+                    "inserted run changes s{live}, which is live or awaiting an SMEM result there"
+                )
             ),
             "{name}: live s{live}:\n{}",
             show(&r)
