@@ -244,6 +244,12 @@ pub fn render_report(r: &Report) -> String {
     for why in &r.reasons {
         s += &format!("  failed closed: {why}\n");
     }
+    for l in &r.left_alone {
+        s += &format!(
+            "  left alone (copied verbatim, not instrumented): {} at {:#x}: {}\n",
+            l.name, l.address, l.why
+        );
+    }
     for f in r.functions.iter().filter(|f| f.inserted_instructions > 0) {
         let sites: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
         s += &format!(

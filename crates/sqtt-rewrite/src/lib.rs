@@ -14,3 +14,4 @@ pub mod plan;
 pub mod rewrite;
 pub mod snippets;
 pub mod trace;
+pub mod verbatim;
