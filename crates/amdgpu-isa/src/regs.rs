@@ -132,6 +132,12 @@ impl RegSet {
         self.special & r.bit() != 0
     }
 
+    /// The SGPRs of the set as a bit mask: bit `n` is `s<n>` (0..=105; VCC, M0, EXEC and the other
+    /// special registers are not included).
+    pub fn sgpr_bits(&self) -> u128 {
+        u128::from(self.sgpr[0]) | (u128::from(self.sgpr[1]) << 64)
+    }
+
     /// Highest SGPR number in the set.
     pub fn max_sgpr(&self) -> Option<u16> {
         max_bit(&self.sgpr)

@@ -165,10 +165,18 @@ impl CodeObject {
                 kd_offset,
             )?;
             let entry = descriptor.entry_address(s.value);
-            let exec = elf
-                .sections
+            let code_size = raw_syms
                 .iter()
-                .find(|x| x.is_alloc() && x.is_exec() && x.contains_addr(entry));
+                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
+                .map(|f| f.size);
+            // A kernel without code (its symbol has size 0) may sit at the very end of its
+            // section: rocPRIM's "trampoline" kernels compiled out for other targets do.
+            let exec = elf.sections.iter().find(|x| {
+                x.is_alloc()
+                    && x.is_exec()
+                    && (x.contains_addr(entry)
+                        || (code_size == Some(0) && x.addr.checked_add(x.size) == Some(entry)))
+            });
             let Some(exec) = exec else {
                 return Err(Error::BadKernelEntry {
                     name: s.name.clone(),
@@ -177,10 +185,6 @@ impl CodeObject {
                     entry_offset: descriptor.kernel_code_entry_byte_offset,
                 });
             };
-            let code_size = raw_syms
-                .iter()
-                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
-                .map(|f| f.size);
             let metadata_index = metadata
                 .iter()
                 .enumerate()

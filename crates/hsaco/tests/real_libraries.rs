@@ -1,9 +1,10 @@
 //! Real third-party libraries end to end (OPTIONAL large-data test, about 1.8 GB of input).
 //!
-//! Runs when the third-party directory exists: `$SQTT_THIRDPARTY`, else
-//! `<workspace root>/../thirdparty` (fetched as `/work/thirdparty/INDEX.md` and
-//! `../shared/corpus/tools/fetch_thirdparty.sh` describe; never committed). Without it the test
-//! prints a notice and passes. With it, for PyPI `onnxruntime-rocm` 1.22.2.post3
+//! `#[ignore]`d, so `cargo test` never passes it silently: run it with `tools/real_libraries.sh`
+//! (`cargo test --release -p hsaco --test real_libraries -- --ignored --nocapture`). It reads
+//! the third-party directory `$SQTT_THIRDPARTY`, else `<workspace root>/../thirdparty` (fetched
+//! as `../shared/corpus/tools/fetch_thirdparty.sh` describes; never committed), and FAILS when
+//! a library is missing there. For PyPI `onnxruntime-rocm` 1.22.2.post3
 //! `libonnxruntime_providers_rocm.so` (95 bundles, 760 code objects) and Debian `librocsparse0`
 //! 5.3.0+dfsg-2 `librocsparse.so.0.1` (111 bundles, 777 code objects, DWARF):
 //! - every bundle entry found by `hsaco::host::find_fatbins` (bundle index, entry id, size)
@@ -47,12 +48,25 @@ const LIBRARIES: [Library; 2] = [
     },
 ];
 
-fn thirdparty() -> Option<PathBuf> {
+/// The third-party directory; panics naming every library missing from it.
+fn thirdparty() -> PathBuf {
     let dir = match std::env::var_os("SQTT_THIRDPARTY") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../thirdparty"),
     };
-    dir.join("INDEX.md").exists().then_some(dir)
+    let missing: Vec<String> = LIBRARIES
+        .iter()
+        .map(|l| dir.join(l.path))
+        .filter(|p| !p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "real_libraries needs the third-party libraries (set SQTT_THIRDPARTY or create \
+         <workspace>/../thirdparty, see ../shared/corpus/tools/fetch_thirdparty.sh); missing: {}",
+        missing.join(", ")
+    );
+    dir
 }
 
 /// (bundle index, entry id, entry size in bytes) as listed by `llvm-objdump-22 --offloading`,
@@ -89,16 +103,11 @@ fn objdump_entries(lib: &Path, work: &Path) -> Vec<(usize, String, u64)> {
 }
 
 #[test]
+#[ignore = "needs about 1.8 GB of third-party libraries: run tools/real_libraries.sh"]
 fn real_libraries_match_llvm_objdump_offloading() {
-    let Some(dir) = thirdparty() else {
-        println!(
-            "NOTICE: real_libraries skipped: no third-party directory (set SQTT_THIRDPARTY or \
-             create <workspace>/../thirdparty, see /work/thirdparty/INDEX.md)"
-        );
-        return;
-    };
+    let dir = thirdparty();
     if common::no_llvm() {
-        println!("NOTICE: real_libraries skipped: SQTT_NO_LLVM=1");
+        eprintln!("skipped: SQTT_NO_LLVM=1 (this test compares with llvm-objdump-22)");
         return;
     }
     for lib in &LIBRARIES {

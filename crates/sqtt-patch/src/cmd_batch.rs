@@ -3,11 +3,13 @@
 //! with one set of options, in parallel, and summarize the result in one stable, sorted report that
 //! can be compared with a stored baseline (CI regression check). See `docs/batch.md`.
 //!
-//! Exit codes (documented in `docs/batch.md`): [`EXIT_OK`] 0, [`EXIT_INTERNAL`] 1,
-//! [`EXIT_INPUT`] 2, [`EXIT_REGRESSION`] 4.
+//! Exit codes (documented in `docs/batch.md`, the first that applies): [`EXIT_INTERNAL`] 1,
+//! [`EXIT_INPUT`] 2, [`EXIT_STRICT`] 3, [`EXIT_REGRESSION`] 4, else [`EXIT_OK`] 0.
 
-use crate::cmd_patch::{self, InstrumentFlags};
+use crate::cmd_patch::{self, CommonArgs};
 use crate::fatbin::{self, ArchFilter};
+use crate::output;
+use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use hsaco::container::InputKind;
 use rayon::prelude::*;
@@ -28,6 +30,9 @@ pub const EXIT_INTERNAL: i32 = 1;
 /// object/bundle/host binary, an object the rewriter cannot read, or a baseline made with other
 /// options or an unknown schema.
 pub const EXIT_INPUT: i32 = 2;
+/// Exit code: `--strict` and some code object failed closed or skipped a site (its file's output
+/// is not written).
+pub const EXIT_STRICT: i32 = 3;
 /// Exit code: at least one regression against `--baseline` (and `--update-baseline` not given).
 pub const EXIT_REGRESSION: i32 = 4;
 
@@ -52,9 +57,6 @@ pub struct BatchArgs {
     /// Write no output file; only report (and compare).
     #[arg(long)]
     pub check: bool,
-    /// Write the JSON report to this file (`-` for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
     /// Compare with this stored report; regressions exit with code 4.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
@@ -66,13 +68,10 @@ pub struct BatchArgs {
     /// instructions), in percent of the baseline value.
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub max_overhead_growth: f64,
-    /// Only instrument code objects for this target (repeatable; same syntax as the
-    /// single-file `--offload-arch`); others are copied unchanged and left out of the report.
-    #[arg(long = "offload-arch", value_name = "TARGET")]
-    pub offload_arch: Vec<String>,
-    /// Instrumentation flags.
+    /// Flags shared with the main job and `--fatbin` (instrumentation, `--strict`,
+    /// `--report-json`, `--offload-arch`).
     #[command(flatten)]
-    pub flags: InstrumentFlags,
+    pub common: CommonArgs,
 }
 
 /// The whole batch report; also the baseline format (written without times).
@@ -108,6 +107,10 @@ pub struct FileReport {
     /// Wall time to process the file (milliseconds); never compared, absent from baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<u64>,
+    /// True when `--strict` kept the output file of this input from being written (some code
+    /// object failed closed, could not be read, or skipped a site).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_written: bool,
 }
 
 /// One code object (the file itself, or one bundle entry).
@@ -192,7 +195,8 @@ pub struct FunctionRow {
 pub struct Totals {
     /// Input files.
     pub files: u32,
-    /// Files that could not be processed.
+    /// Files with an input error: the file could not be processed, or one of its code objects
+    /// could not be read.
     pub file_errors: u32,
     /// Code objects, by status.
     pub objects: BTreeMap<String, u32>,
@@ -204,8 +208,12 @@ pub struct Totals {
     pub sites: BTreeMap<String, u32>,
     /// Skipped sites, by `<kind>: <reason>`.
     pub skipped: BTreeMap<String, u32>,
-    /// Failed-closed and error reasons, addresses and names removed, by reason.
+    /// Failed-closed reasons, addresses and names removed, by reason.
     pub failed_closed_reasons: BTreeMap<String, u32>,
+    /// Input errors (files and code objects that could not be read), addresses and names
+    /// removed, by reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_errors: BTreeMap<String, u32>,
     /// Instructions inserted.
     pub inserted_instructions: u64,
     /// Bytes inserted.
@@ -281,11 +289,25 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     if !(args.max_overhead_growth.is_finite() && args.max_overhead_growth >= 0.0) {
         bail!("--max-overhead-growth must be a percentage >= 0");
     }
-    let opts = cmd_patch::flag_options(&args.flags)?;
+    let common = &args.common;
+    let opts = cmd_patch::flag_options(&common.flags)?;
     if !opts.any_enabled() {
-        bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+        bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
-    let filter = ArchFilter::new(&args.offload_arch)?;
+    let filter = ArchFilter::new(&common.offload_arch)?;
+    if let Some(d) = args.output.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+        bail!(
+            "-o {}: not a directory (batch writes one output file per input below OUTDIR)",
+            d.display()
+        );
+    }
+    if let Some(j) = common
+        .report_json
+        .as_deref()
+        .filter(|j| j.as_os_str() != "-")
+    {
+        output::check("--report-json", j)?;
+    }
     let baseline = match &args.baseline {
         Some(p) if p.exists() || !args.update_baseline => Some(read_baseline(p)?),
         _ => None,
@@ -297,10 +319,23 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     } else {
         args.output.as_deref()
     };
+    let total_bytes = found
+        .iter()
+        .map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len()))
+        .sum();
+    let progress = Progress::new(total_bytes);
     let outcomes: Vec<Result<FileReport, String>> = found
         .par_iter()
-        .map(|f| process_file(f, &opts, &filter, out_dir))
+        .map(|f| {
+            let r = process_file(f, &opts, &filter, out_dir, common.strict);
+            let objects = r.as_ref().map_or(0, |r| r.objects.len() as u64);
+            progress.found(objects);
+            progress.objects_done(objects);
+            progress.bytes_done(std::fs::metadata(&f.path).map_or(0, |m| m.len()));
+            r
+        })
         .collect();
+    progress.finish();
     let (files, not_inputs): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
     let mut files: Vec<FileReport> = files.into_iter().flatten().collect();
     let mut not_inputs: Vec<String> = not_inputs.into_iter().filter_map(Result::err).collect();
@@ -316,9 +351,34 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     report.totals = totals(&report.files);
     report.totals.time_ms = Some(started.elapsed().as_millis() as u64);
 
-    eprint!("{}", render(&report));
+    // The summary and the regression diff go to stdout, unless stdout carries the JSON report;
+    // diagnostics go to stderr.
+    let json_on_stdout = common
+        .report_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let summary = |text: &str| -> Result<()> {
+        if json_on_stdout {
+            eprint!("{text}");
+        } else {
+            cmd_patch::write_stdout(text)?;
+        }
+        Ok(())
+    };
+    summary(&render(&report))?;
     for e in &input_errors {
         eprintln!("sqtt-patch batch: input error: {e}");
+    }
+    // Files and code objects that could not be read are diagnostics too, not only report rows.
+    for f in &report.files {
+        let unreadable = f.objects.iter().filter(|o| o.status == "error");
+        for why in f.error.iter().chain(unreadable.flat_map(|o| &o.reasons)) {
+            // Reasons from the rewriter already start with the path.
+            match why.starts_with(&format!("{}: ", f.path)) {
+                true => eprintln!("sqtt-patch batch: input error: {why}"),
+                false => eprintln!("sqtt-patch batch: input error: {}: {why}", f.path),
+            }
+        }
     }
     let mut regressions = Vec::new();
     if let (Some(old), Some(p)) = (&baseline, &args.baseline) {
@@ -334,19 +394,12 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             );
         } else {
             regressions = compare(old, &report, args.max_overhead_growth);
-            eprint!(
-                "{}",
-                render_regressions(&p.display().to_string(), &regressions)
-            );
+            summary(&render_regressions(&p.display().to_string(), &regressions))?;
         }
     }
-    if let Some(p) = &args.report_json {
+    if let Some(p) = &common.report_json {
         let text = serde_json::to_string_pretty(&report)? + "\n";
-        if p.as_os_str() == "-" {
-            cmd_patch::write_stdout(&text)?;
-        } else {
-            cmd_patch::write_atomic(p, text.as_bytes())?;
-        }
+        output::write_report("--report-json", p, &text)?;
     }
     let rejected = report.totals.verifier_rejected > 0;
     let bad_input = !input_errors.is_empty()
@@ -361,7 +414,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
                 );
             } else {
                 let text = serde_json::to_string_pretty(&without_times(&report))? + "\n";
-                cmd_patch::write_atomic(p, text.as_bytes())?;
+                output::write_report("--baseline", p, &text)?;
                 eprintln!("sqtt-patch batch: baseline {} updated", p.display());
                 if rejected {
                     eprintln!("sqtt-patch batch: warning: it records {} verifier-rejected code object(s) as failed closed", report.totals.verifier_rejected);
@@ -369,10 +422,16 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             }
         }
     }
+    let withheld = report.files.iter().filter(|f| f.not_written).count();
+    if common.strict && withheld > 0 {
+        eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read or skipped a site; their outputs were not written");
+    }
     Ok(if rejected {
         EXIT_INTERNAL
     } else if bad_input {
         EXIT_INPUT
+    } else if common.strict && withheld > 0 {
+        EXIT_STRICT
     } else if !regressions.is_empty() && !args.update_baseline {
         EXIT_REGRESSION
     } else {
@@ -620,30 +679,6 @@ fn match_name(p: &[u8], s: &[u8]) -> bool {
 
 // ---------------------------------------------------------------- processing
 
-/// ELF magic (ELF specification, `e_ident[EI_MAG0..3]`).
-const ELF_MAGIC: &[u8] = b"\x7fELF";
-
-/// `e_machine` values (ELF specification; LLVM `BinaryFormat/ELF.h`).
-const EM_X86_64: u16 = 62;
-/// See [`EM_X86_64`].
-const EM_AMDGPU: u16 = 224;
-
-/// Kind of a file from its first bytes: bundle magic, or ELF magic and `e_machine` (ELF64
-/// little-endian header, offset 18).
-fn sniff(data: &[u8]) -> Option<InputKind> {
-    if hsaco::bundle::is_bundle(data) {
-        return Some(InputKind::Bundle);
-    }
-    if !data.starts_with(ELF_MAGIC) {
-        return None;
-    }
-    match data.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]])) {
-        Some(EM_AMDGPU) => Some(InputKind::CodeObject),
-        Some(EM_X86_64) => Some(InputKind::Host),
-        _ => None,
-    }
-}
-
 /// Processes one file. `Err("<path>: <why>")` for a file found by a directory walk or glob that
 /// is not an input (no bundle magic, not an AMDGPU or x86-64 ELF, a host ELF without device
 /// code, or a bare code object left out by `--offload-arch`).
@@ -652,6 +687,7 @@ fn process_file(
     opts: &Options,
     filter: &ArchFilter,
     out_dir: Option<&Path>,
+    strict: bool,
 ) -> Result<FileReport, String> {
     let started = Instant::now();
     let mut rep = FileReport {
@@ -660,6 +696,7 @@ fn process_file(
         error: None,
         objects: Vec::new(),
         time_ms: None,
+        not_written: false,
     };
     let data = match std::fs::read(&f.path) {
         Ok(d) => d,
@@ -668,7 +705,7 @@ fn process_file(
             return Ok(rep);
         }
     };
-    let out = match sniff(&data) {
+    let out = match crate::sniff::kind(&data) {
         None if !f.explicit => {
             return Err(format!(
                 "{}: not an AMDGPU code object, offload bundle or x86-64 host ELF",
@@ -698,13 +735,24 @@ fn process_file(
             out
         }
     };
+    let lost = |o: &ObjectReport| {
+        matches!(o.status.as_str(), "failed_closed" | "error")
+            || o.kernels.iter().any(|k| !k.skipped.is_empty())
+            || o.functions.iter().any(|f| !f.skipped.is_empty())
+    };
+    rep.not_written = strict && out_dir.is_some() && rep.objects.iter().any(lost);
+    if rep.not_written {
+        rep.time_ms = Some(started.elapsed().as_millis() as u64);
+        return Ok(rep);
+    }
     if let (Some(bytes), Some(dir)) = (out, out_dir) {
         let dest = dir.join(&f.key);
         let written = dest
             .parent()
             .map_or(Ok(()), std::fs::create_dir_all)
             .map_err(anyhow::Error::from)
-            .and_then(|()| cmd_patch::write_atomic(&dest, &bytes));
+            .and_then(|()| output::check("-o", &dest))
+            .and_then(|d| output::write(&d, &bytes, None));
         if let Err(e) = written {
             rep.error = Some(format!("{}: {e:#}", dest.display()));
         }
@@ -890,7 +938,7 @@ fn object_row(
             }
         }
         for s in &r.skipped {
-            let why = format!("{}: {}", site_kind_name(&s.kind), s.why);
+            let why = format!("{}: {}", cmd_patch::serde_name(&s.kind), s.why);
             let slot = match kernels.get_mut(&s.function) {
                 Some(k) => &mut k.skipped,
                 None => {
@@ -948,13 +996,6 @@ fn function_row(name: &str, sites: BTreeMap<String, u32>, insts: u32, bytes: u32
     }
 }
 
-fn site_kind_name<T: Serialize + std::fmt::Debug>(k: &T) -> String {
-    match serde_json::to_value(k) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => format!("{k:?}"),
-    }
-}
-
 /// A failed-closed reason without the function name and address prefix (`f at 0x10: why`) and
 /// with hexadecimal numbers replaced by `0x_`, so equal causes are counted together.
 fn reason_class(r: &str) -> String {
@@ -993,12 +1034,21 @@ fn totals(files: &[FileReport]) -> Totals {
         ..Totals::default()
     };
     for f in files {
-        t.file_errors += u32::from(f.error.is_some());
+        let unreadable = f.objects.iter().any(|o| o.status == "error");
+        t.file_errors += u32::from(f.error.is_some() || unreadable);
+        if let Some(e) = &f.error {
+            *t.input_errors.entry(reason_class(e)).or_default() += 1;
+        }
         for o in &f.objects {
             *t.objects.entry(o.status.clone()).or_default() += 1;
             t.verifier_rejected += u32::from(o.verifier == "rejected");
+            let by_reason = if o.status == "error" {
+                &mut t.input_errors
+            } else {
+                &mut t.failed_closed_reasons
+            };
             for r in &o.reasons {
-                *t.failed_closed_reasons.entry(reason_class(r)).or_default() += 1;
+                *by_reason.entry(reason_class(r)).or_default() += 1;
             }
             for k in &o.kernels {
                 *t.kernels.entry(k.status.clone()).or_default() += 1;
@@ -1056,16 +1106,21 @@ fn opt(v: Option<u32>) -> String {
 /// How many not-processed files [`render`] lists by name (the JSON report lists all).
 const NOT_INPUTS_SHOWN: usize = 10;
 
-/// The human report (stderr): one line per file, object, kernel and device function, then totals.
+/// The human report (stdout): one line per file, object, kernel and device function, then totals.
 pub fn render(r: &BatchReport) -> String {
     let mut s = String::new();
     for f in &r.files {
         let time = f.time_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
         let _ = writeln!(
             s,
-            "{} [{}]{time}",
+            "{} [{}]{time}{}",
             f.path,
-            if f.kind.is_empty() { "?" } else { &f.kind }
+            if f.kind.is_empty() { "?" } else { &f.kind },
+            if f.not_written {
+                " (not written: --strict)"
+            } else {
+                ""
+            }
         );
         if let Some(e) = &f.error {
             let _ = writeln!(s, "  error: {e}");
@@ -1094,7 +1149,7 @@ pub fn render(r: &BatchReport) -> String {
             for k in &o.kernels {
                 let _ = writeln!(
                     s,
-                    "    kernel {}: {}; sites {}; +{} instructions (+{} reachable), +{} bytes; wave{} vgprs {} sgprs {}->{} occupancy {}->{}",
+                    "    kernel {}: {}; sites {}; +{} instructions (+{} reachable), +{} bytes; wave{} vgprs {}{} occupancy {}->{}",
                     k.name,
                     k.status,
                     map_text(&k.sites),
@@ -1103,8 +1158,11 @@ pub fn render(r: &BatchReport) -> String {
                     k.inserted_bytes,
                     opt(k.wave_size),
                     opt(k.vgprs),
-                    opt(k.sgprs_before),
-                    opt(k.sgprs_after),
+                    // gfx10+ descriptors allocate no SGPRs: nothing to show.
+                    match (k.sgprs_before, k.sgprs_after) {
+                        (Some(b), Some(a)) => format!(" sgprs {b}->{a}"),
+                        _ => String::new(),
+                    },
                     opt(k.occupancy_before),
                     opt(k.occupancy_after)
                 );
@@ -1134,7 +1192,7 @@ pub fn render(r: &BatchReport) -> String {
         .unwrap_or_default();
     let _ = writeln!(
         s,
-        "total: {} files ({} errors){time}",
+        "total: {} files ({} with input errors){time}",
         t.files, t.file_errors
     );
     if !r.not_inputs.is_empty() {
@@ -1164,6 +1222,9 @@ pub fn render(r: &BatchReport) -> String {
     }
     for (why, n) in &t.failed_closed_reasons {
         let _ = writeln!(s, "  failed closed {n}x {why}");
+    }
+    for (why, n) in &t.input_errors {
+        let _ = writeln!(s, "  input error {n}x {why}");
     }
     s
 }

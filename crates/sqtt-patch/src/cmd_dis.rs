@@ -40,10 +40,14 @@ pub struct DisArgs {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: DisArgs) -> anyhow::Result<i32> {
-    let data =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let data = std::fs::read(&args.file)
+        .with_context(|| format!("{}: cannot read", args.file.display()))?;
+    if let Some(e) = crate::sniff::not_a_code_object(&args.file.display().to_string(), &data, "dis")
+    {
+        return Err(e);
+    }
     let file = object::File::parse(&*data)
-        .with_context(|| format!("{}: not an ELF file", args.file.display()))?;
+        .with_context(|| format!("{}: cannot parse the ELF file", args.file.display()))?;
     let target = match &args.mcpu {
         Some(m) => Target::from_name(m).with_context(|| format!("unknown processor {m}"))?,
         None => {

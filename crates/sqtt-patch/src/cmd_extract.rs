@@ -21,9 +21,16 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
     let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
     let (_, cos) =
         open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    if cos.is_empty() {
+        let is = crate::sniff::describe(&bytes).unwrap_or_default();
+        anyhow::bail!("{name}: no embedded code object to extract ({is})");
+    }
+    if args.output.exists() && !args.output.is_dir() {
+        anyhow::bail!("-o {}: not a directory", args.output.display());
+    }
     let mut report = String::new();
     std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
+        .with_context(|| format!("-o {}: cannot create the directory", args.output.display()))?;
     for e in &cos {
         let p = args.output.join(e.file_name());
         std::fs::write(&p, &e.data).with_context(|| format!("cannot write {}", p.display()))?;

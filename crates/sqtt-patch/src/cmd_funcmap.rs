@@ -32,6 +32,11 @@ fn demangle(name: &str) -> String {
 pub fn run(args: FuncmapArgs) -> Result<i32> {
     let bytes = std::fs::read(&args.file)
         .with_context(|| format!("{}: cannot read", args.file.display()))?;
+    if let Some(e) =
+        crate::sniff::not_a_code_object(&args.file.display().to_string(), &bytes, "funcmap")
+    {
+        return Err(e);
+    }
     let co = hsaco::CodeObject::parse(&bytes).with_context(|| args.file.display().to_string())?;
     let Some(section) = co.funcmap() else {
         anyhow::bail!("{}: no .sqtt_funcmap section", args.file.display());

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
-use hsaco::container::{open, Embedded};
+use hsaco::container::{open, Embedded, InputKind};
 use hsaco::CodeObject;
 use serde_json::{json, Value};
 
@@ -65,10 +65,15 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
     })
 }
 
-fn print_text(out: &mut String, v: &Value) {
+/// One text block; `n` numbers the code objects of the file from 1.
+fn print_text(out: &mut String, n: usize, v: &Value) {
     let s = |k: &str| v[k].to_string();
-    let _ = writeln!(out, "code object {} {} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
-        s("bundle_index"), v["entry_id"].as_str().unwrap_or(""), s("bundle_index"), s("code_object_version"),
+    let entry = match v["entry_id"].as_str().unwrap_or("") {
+        "" => String::new(),
+        id => format!(" {id}"),
+    };
+    let _ = writeln!(out, "code object {n}{entry} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
+        s("bundle_index"), s("code_object_version"),
         v["target"].as_str().unwrap_or(""), s("text_size"), s("dwarf"), s("sqtt_funcmap"));
     // An absent value (no SGPR field in gfx10+ descriptors, no metadata note) prints as `-`.
     let t = |x: &Value| match x {
@@ -118,8 +123,15 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         )?;
         out.push('\n');
     } else {
-        let _ = writeln!(out, "{name}: {kind:?}, {} code object(s)", blocks.len());
-        blocks.iter().for_each(|b| print_text(&mut out, b));
+        let kind = match kind {
+            InputKind::CodeObject => "AMDGPU code object",
+            InputKind::Bundle => "offload bundle",
+            InputKind::Host => "x86-64 host binary",
+        };
+        let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        for (i, b) in blocks.iter().enumerate() {
+            print_text(&mut out, i + 1, b);
+        }
     }
     crate::cmd_patch::write_stdout(&out)
 }

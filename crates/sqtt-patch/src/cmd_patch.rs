@@ -1,13 +1,13 @@
 //! The main job: `sqtt-patch IN -o OUT [flags]` rewrites one code object with SQTT markers.
 //!
 //! Options default to the seed spec's `SQTT_*` environment variables; flags win. The output is
-//! verified by the independent translation validator before it is written, and written
-//! atomically (temporary file in the output directory, renamed when complete).
+//! verified by the independent translation validator before it is written, and written by
+//! [`crate::output`] (atomically to a file, or streamed into a character device or FIFO).
 
+use crate::output::{self, Dest};
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
 use sqtt_rewrite::rewrite::{rewrite, Report, Status};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Exit code: success (instrumented, or nothing to instrument).
@@ -19,26 +19,51 @@ pub const EXIT_INPUT: i32 = 2;
 /// Exit code: `--strict` and some kernel failed closed or some site was skipped.
 pub const EXIT_COVERAGE: i32 = 3;
 
-/// Flags of the main job.
+/// Flags of the main job and of `--fatbin` mode.
 #[derive(clap::Args, Debug, Default)]
 pub struct PatchArgs {
     /// Input code object (`.co`, `.hsaco`); with `--fatbin`, a bundle or a host executable / shared library.
     pub input: Option<PathBuf>,
-    /// Output path.
+    /// Output file: a new or regular file (written atomically), or a character device or FIFO
+    /// (streamed into, e.g. `-o /dev/null` as a dry run).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// What to instrument (shared with `batch`).
-    #[command(flatten)]
-    pub flags: InstrumentFlags,
-    /// Exit with code 3 when any site was skipped or the object failed closed.
+    /// Input is an offload bundle file or a host executable / shared library with HIP fat
+    /// binaries: instrument every code object inside it.
     #[arg(long)]
-    pub strict: bool,
+    pub fatbin: bool,
     /// Print the human report to stderr.
     #[arg(long)]
     pub report: bool,
+    /// Flags shared with `batch`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Flags shared by the main job, `--fatbin` and `batch` (defined once, issue 15).
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct CommonArgs {
+    /// What to instrument.
+    #[command(flatten)]
+    pub flags: InstrumentFlags,
+    /// Exit with code 3 when any code object failed closed or skipped a requested site; the
+    /// output of that input is then not written (reports still are).
+    #[arg(long)]
+    pub strict: bool,
     /// Write the JSON report to this file (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
+    /// With `--fatbin` or `batch`: only instrument code objects for this target (repeatable): a
+    /// processor (`gfx942`) or a full target ID (`gfx942:sramecc+:xnack-`); others are copied
+    /// unchanged. Default: all.
+    #[arg(long = "offload-arch", value_name = "TARGET")]
+    pub offload_arch: Vec<String>,
+}
+
+/// True when the outcome lost coverage in the sense of `--strict`: the object failed closed (or
+/// could not be read) or some requested site was skipped.
+pub fn lost_coverage(r: &Report) -> bool {
+    r.status == Status::FailedClosed || !r.skipped.is_empty()
 }
 
 /// Instrumentation flags, shared by the main job, `--fatbin` and `batch`. Each defaults to its
@@ -49,13 +74,15 @@ pub struct InstrumentFlags {
     /// Default: $SQTT_INSTRUMENT_FUNCTIONS.
     #[arg(long, value_name = "N|cost:N")]
     pub functions: Option<String>,
-    /// Barrier markers (0/1). Default: $SQTT_INSTRUMENT_BARRIERS.
-    #[arg(long, value_name = "0|1")]
+    /// Barrier markers (0 or 1). Default: $SQTT_INSTRUMENT_BARRIERS.
+    #[arg(long, value_name = "0|1", value_parser = ["0", "1"])]
     pub barriers: Option<String>,
     /// Enter/exit markers around every kernel (post-link extra, off by default like the pass).
     #[arg(long)]
     pub kernel_scopes: bool,
-    /// Memory-op markers N:M. Default: $SQTT_INSTRUMENT_MEMORY.
+    /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
+    /// most M other instructions between consecutive ones (M=0: only back-to-back operations
+    /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
     #[arg(long, value_name = "N:M")]
     pub memory: Option<String>,
     /// Per-lane address tracing: memory, lds or memory,lds. Default: $SQTT_TRACE_ADDRESSES.
@@ -67,7 +94,7 @@ pub struct InstrumentFlags {
     /// gfx12 shader-clock bits. Default: $SQTT_SHADER_CLOCK_BITS.
     #[arg(long)]
     pub shader_clock_bits: Option<u32>,
-    /// gfx12 shader-clock shift. Default: $SQTT_SHADER_CLOCK_SHIFT.
+    /// gfx12 shader-clock shift (needs --shader-clock-bits). Default: $SQTT_SHADER_CLOCK_SHIFT.
     #[arg(long)]
     pub shader_clock_shift: Option<u32>,
     /// HW_ID scope filtering with the spec's default masks (CU/WGP 0-1, SIMD 0xF); also enabled by
@@ -94,11 +121,6 @@ pub struct InstrumentFlags {
 /// A flag's parse error, naming the flag (the parsers name the environment variable).
 fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
-}
-
-/// Builds the options of the main job: environment first, then flags.
-pub fn options(args: &PatchArgs) -> Result<Options> {
-    flag_options(&args.flags)
 }
 
 /// Builds the options from instrumentation flags: environment first, then flags.
@@ -170,58 +192,34 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
             o.scope = Some(m);
         }
     }
+    if args.shader_clock_shift.is_some() && o.shader_clock_bits == 0 {
+        anyhow::bail!("--shader-clock-shift needs --shader-clock-bits N (or $SQTT_SHADER_CLOCK_BITS): without clock bits no clock is packed");
+    }
     o.validate()?;
+    if let Some(m) = &o.scope {
+        let masks = [
+            ("wave", m.wave),
+            ("simd", m.simd),
+            ("cu", m.cu),
+            ("wg", m.wg),
+        ];
+        for (name, _) in masks.iter().filter(|(_, v)| *v == Some(0)) {
+            eprintln!("sqtt-patch: warning: scope mask {name} is 0: no wave can match it, so every marker is skipped at run time");
+        }
+    }
     Ok(o)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed.
-/// The file gets mode 0644 (the temporary file's 0600 is not kept).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_like(path, bytes, None)
-}
-
-/// [`write_atomic`] giving the new file the permissions of `like` (e.g. the input executable,
-/// so a rewritten host program stays executable); 0644 when `like` is `None`.
-pub fn write_atomic_like(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
-    let mut tmp = temp_next_to(path)?;
-    tmp.write_all(bytes)?;
-    persist_like(tmp, path, like)
-}
-
-/// A temporary file in the directory of `path`, so that the final rename stays on one file
-/// system.
-pub fn temp_next_to(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot create a temporary file", dir.display()))
-}
-
-/// Gives `tmp` the permissions of `like` (0644 when `None`; a rewritten host program stays
-/// executable), syncs it and renames it to `path`.
-pub fn persist_like(tmp: tempfile::NamedTempFile, path: &Path, like: Option<&Path>) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = like
-        .and_then(|l| std::fs::metadata(l).ok())
-        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    Ok(())
-}
-
 /// Refuses an output path that names the input file (the original would be lost), and `-`
-/// (outputs are binaries written atomically to a file, never to standard output).
-pub fn check_distinct(input: &Path, output: &Path) -> Result<()> {
+/// (outputs are binaries, never written to standard output); checks the output and
+/// `--report-json` paths ([`output::check`]) before any work.
+pub fn check_paths(input: &Path, output: &Path, report_json: Option<&Path>) -> Result<Dest> {
     if output.as_os_str() == "-" {
         anyhow::bail!(
             "-o -: writing the output to standard output is not supported; give a file path"
         );
     }
+    let dest = output::check("-o", output)?;
     let same = match (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -232,14 +230,42 @@ pub fn check_distinct(input: &Path, output: &Path) -> Result<()> {
             output.display()
         );
     }
-    Ok(())
+    if let Some(j) = report_json.filter(|j| j.as_os_str() != "-") {
+        output::check("--report-json", j)?;
+        output::check_distinct("-o", output, "--report-json", j)?;
+        output::check_distinct("the input", input, "--report-json", j)?;
+    }
+    Ok(dest)
 }
 
-/// Human-readable report.
-pub fn render_report(r: &Report) -> String {
+/// The status as user text.
+pub fn status_text(s: Status) -> &'static str {
+    match s {
+        Status::Instrumented => "instrumented",
+        Status::NothingToDo => "nothing to instrument",
+        Status::FailedClosed => "failed closed",
+    }
+}
+
+/// A serialized enum's name (`function_entry`), never Rust's `Debug` name.
+pub fn serde_name<T: serde::Serialize + std::fmt::Debug>(k: &T) -> String {
+    match serde_json::to_value(k) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => format!("{k:?}"),
+    }
+}
+
+/// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
+/// one line per kernel (its sites and its descriptor figures together) and per instrumented
+/// device function, then skipped sites; every line ends with a newline.
+pub fn render_report(what: &str, r: &Report) -> String {
     let mut s = format!(
-        "target {}: {:?}; .text {} -> {} bytes; {} funcmap rows\n",
-        r.target, r.status, r.text_size_before, r.text_size_after, r.funcmap_rows
+        "{what}: target {}: {}; .text {} -> {} bytes; {} funcmap rows\n",
+        r.target,
+        status_text(r.status),
+        r.text_size_before,
+        r.text_size_after,
+        r.funcmap_rows
     );
     for why in &r.reasons {
         s += &format!("  failed closed: {why}\n");
@@ -250,33 +276,55 @@ pub fn render_report(r: &Report) -> String {
             l.name, l.address, l.why
         );
     }
-    for f in r.functions.iter().filter(|f| f.inserted_instructions > 0) {
-        let sites: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s += &format!(
-            "  {} {}: {} (+{} instructions, +{} bytes{})\n",
-            if f.kernel { "kernel" } else { "function" },
-            f.name,
-            sites.join(" "),
+    let sites = |f: &sqtt_rewrite::rewrite::FunctionReport| {
+        let list: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!(
+            "{} (+{} instructions, +{} bytes{})",
+            if list.is_empty() {
+                "no sites".into()
+            } else {
+                list.join(" ")
+            },
             f.inserted_instructions,
             f.inserted_bytes,
             f.scope_id.map(|i| format!(", id {i}")).unwrap_or_default()
-        );
-    }
+        )
+    };
     for k in &r.kernels {
         // gfx10+ waves get the full SGPR file: the descriptor has no SGPR allocation to report.
         let sgprs = match (k.sgprs_before, k.sgprs_after) {
             (Some(b), Some(a)) => format!(" sgprs {b}->{a}"),
             _ => String::new(),
         };
+        let own = r
+            .functions
+            .iter()
+            .find(|f| f.kernel && f.name == k.name && f.inserted_instructions > 0)
+            .map(|f| format!("{}; ", sites(f)))
+            .unwrap_or_default();
         s += &format!(
-            "  kernel {}: wave{} vgprs {}{sgprs} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
+            "  kernel {}: {own}wave{} vgprs {}{sgprs} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
             k.name, k.wave_size, k.vgprs, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
+        );
+    }
+    let listed = |f: &&sqtt_rewrite::rewrite::FunctionReport| {
+        f.inserted_instructions > 0 && !(f.kernel && r.kernels.iter().any(|k| k.name == f.name))
+    };
+    for f in r.functions.iter().filter(listed) {
+        s += &format!(
+            "  {} {}: {}\n",
+            if f.kernel { "kernel" } else { "function" },
+            f.name,
+            sites(f)
         );
     }
     for sk in &r.skipped {
         s += &format!(
-            "  skipped {:?} in {} at {:#x}: {}\n",
-            sk.kind, sk.function, sk.addr, sk.why
+            "  skipped {} in {} at {:#x}: {}\n",
+            serde_name(&sk.kind),
+            sk.function,
+            sk.addr,
+            sk.why
         );
     }
     for m in &r.existing_markers {
@@ -346,41 +394,44 @@ pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Pat
     })
 }
 
-/// Runs the main job; returns the exit code.
+/// Runs the main job; returns the exit code. `--strict` (exit 3) and a verifier rejection
+/// (exit 1) write no output; reports are written in every case.
 pub fn run(args: PatchArgs) -> Result<i32> {
     let input = args
         .input
         .clone()
         .context("missing input file (usage: sqtt-patch IN -o OUT)")?;
+    if args.output.is_none() && !input.exists() {
+        anyhow::bail!(
+            "{}: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+            input.display()
+        );
+    }
     let output = args.output.clone().context("missing -o OUT")?;
-    let opts = options(&args)?;
+    if !args.common.offload_arch.is_empty() {
+        anyhow::bail!("--offload-arch selects code objects inside a bundle or host binary: it needs --fatbin (or batch)");
+    }
+    let opts = flag_options(&args.common.flags)?;
     if !opts.any_enabled() {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
-    check_distinct(&input, &output)?;
+    let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
     let bytes =
         std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
-    let container = bytes.starts_with(b"__CLANG_OFFLOAD_BUNDLE__")
-        || bytes.starts_with(b"CCOB")
-        || (bytes.starts_with(b"\x7fELF") && bytes.get(0x12..0x14) != Some(&[224, 0][..]));
-    if container {
-        anyhow::bail!("{name}: an offload bundle or a host binary, not a code object: pass --fatbin to instrument every code object inside it");
+    if let Some(e) = crate::sniff::not_a_code_object(&name, &bytes, "instrument") {
+        return Err(e);
     }
     let patched = patch_code_object(&name, &bytes, &opts)?;
     for n in &patched.report.notes {
         eprintln!("sqtt-patch: {name}: warning: {n}");
     }
     if args.report {
-        eprint!("{}", render_report(&patched.report));
+        eprint!("{}", render_report(&name, &patched.report));
     }
-    if let Some(p) = &args.report_json {
+    if let Some(p) = &args.common.report_json {
         let text = serde_json::to_string_pretty(&patched.report)? + "\n";
-        if p.as_os_str() == "-" {
-            write_stdout(&text)?;
-        } else {
-            write_atomic(p, text.as_bytes())?;
-        }
+        output::write_report("--report-json", p, &text)?;
     }
     if patched.verifier_rejected {
         eprintln!("sqtt-patch: {name}: the rewritten object FAILED verification; nothing written:");
@@ -389,7 +440,6 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         }
         return Ok(EXIT_VERIFY);
     }
-    write_atomic_like(&output, &patched.bytes, Some(&input))?;
     let report = &patched.report;
     if report.status == Status::FailedClosed {
         eprintln!(
@@ -397,12 +447,12 @@ pub fn run(args: PatchArgs) -> Result<i32> {
             report.reasons.join("; ")
         );
     }
-    let lost = report.status == Status::FailedClosed || !report.skipped.is_empty();
-    Ok(if args.strict && lost {
-        EXIT_COVERAGE
-    } else {
-        EXIT_OK
-    })
+    if args.common.strict && lost_coverage(report) {
+        eprintln!("sqtt-patch: {name}: --strict and the object failed closed or skipped a site: nothing written");
+        return Ok(EXIT_COVERAGE);
+    }
+    output::write(&dest, &patched.bytes, Some(&input))?;
+    Ok(EXIT_OK)
 }
 
 /// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.

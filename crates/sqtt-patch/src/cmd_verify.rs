@@ -19,13 +19,49 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// Runs the verifier; returns the process exit code (0 clean, 1 findings). Input errors are
-/// returned as `Err` (the caller maps them to exit code 2).
+/// Name of the section recording a sqtt-patch run (present in every rewritten object).
+const PATCH_SECTION: &str = ".sqtt_patch";
+
+/// Reads and parses one side; errors name the file and its role.
+fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)> {
+    let name = path.display();
+    let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read the {role}"))?;
+    if let Some(e) = crate::sniff::not_a_code_object(&name.to_string(), &bytes, "verify") {
+        return Err(e.context(format!("the {role}")));
+    }
+    let co = hsaco::CodeObject::parse(&bytes)
+        .with_context(|| format!("{name}: the {role} is not a readable code object"))?;
+    let patched = co.section(PATCH_SECTION).is_some();
+    Ok((bytes, patched))
+}
+
+/// Runs the verifier; returns the process exit code (0 clean, 1 findings). A rewritten file
+/// byte-identical to the original (a failed-closed or nothing-to-do output) is a valid, empty
+/// rewrite: exit 0 without running the checks. Input errors are returned as `Err` (the caller
+/// maps them to exit code 2): an unreadable or unparsable file (named), and swapped arguments
+/// (the original carries `.sqtt_patch` and the rewritten file does not).
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
-    let orig = std::fs::read(&args.original)
-        .with_context(|| format!("reading {}", args.original.display()))?;
-    let new = std::fs::read(&args.rewritten)
-        .with_context(|| format!("reading {}", args.rewritten.display()))?;
+    let (orig, orig_patched) = load("original", &args.original)?;
+    let (new, new_patched) = load("rewritten file", &args.rewritten)?;
+    if orig == new {
+        let msg = "OK: the rewritten file is byte-identical to the original (an empty rewrite: nothing was inserted)\n";
+        let out = if args.json {
+            format!(
+                "{}\n",
+                serde_json::json!({"identical": true, "clean": true, "findings": []})
+            )
+        } else {
+            msg.to_string()
+        };
+        return crate::cmd_patch::write_stdout(&out);
+    }
+    if orig_patched && !new_patched {
+        anyhow::bail!(
+            "{} has a {PATCH_SECTION} section and {} has none: the arguments look swapped (usage: sqtt-patch verify ORIGINAL REWRITTEN)",
+            args.original.display(),
+            args.rewritten.display()
+        );
+    }
     let report = sqtt_verify::verify(&orig, &new).context("verification could not run")?;
     let mut out = String::new();
     if args.json {
@@ -34,14 +70,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     } else {
         writeln!(
             out,
-            "{}: {} functions, {} inserted instructions, {} markers, reserved SGPR {}",
+            "{}: {} functions, {} inserted instructions, {} markers, SGPRs written by inserted code {}",
             report.target,
             report.functions.len(),
             report.inserted_instructions(),
             report.markers(),
-            report
-                .reserved_sgpr
-                .map_or("none".to_string(), |r| format!("s{r}"))
+            sgpr_list(&report.inserted_sgprs)
         )?;
         for f in report
             .functions
@@ -77,4 +111,15 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
         _ => {}
     }
     Ok(if report.is_clean() { 0 } else { 1 })
+}
+
+/// `s1,s5,s7` or `none`.
+fn sgpr_list(regs: &[u16]) -> String {
+    if regs.is_empty() {
+        return "none".into();
+    }
+    regs.iter()
+        .map(|r| format!("s{r}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }

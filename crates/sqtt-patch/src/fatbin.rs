@@ -15,8 +15,7 @@
 //! bundle. Measurements in `docs/fatbin.md`.
 
 use std::collections::BTreeMap;
-use std::io::{Cursor, IsTerminal};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::Cursor;
 
 use anyhow::{bail, Context, Result};
 use hsaco::bundle::{self, DEFAULT_DECOMPRESS_LIMIT};
@@ -27,19 +26,8 @@ use sqtt_rewrite::config::Options;
 use sqtt_rewrite::rewrite::{Report, Status};
 
 use crate::cmd_patch::{self, PatchArgs};
-
-/// Flags of `--fatbin` mode (besides [`PatchArgs`]).
-#[derive(clap::Args, Debug, Default)]
-pub struct FatbinArgs {
-    /// Input is an offload bundle file or a host executable / shared library with HIP fat
-    /// binaries: instrument every code object inside it (see [`run`]).
-    #[arg(long)]
-    pub fatbin: bool,
-    /// Only instrument code objects for this target (repeatable): a processor (`gfx942`) or a
-    /// full target ID (`gfx942:sramecc+:xnack-`); others are copied unchanged. Default: all.
-    #[arg(long = "offload-arch", value_name = "TARGET")]
-    pub offload_arch: Vec<String>,
-}
+use crate::output;
+use crate::progress::Progress;
 
 /// `--offload-arch` style target filter. An entry matches a filter item when the item equals
 /// the entry's target ID (the part of the bundle entry id after `amdgcn-amd-amdhsa--`), or names
@@ -135,9 +123,6 @@ pub struct ContainerReport {
     pub host_write: Option<HostWriteMode>,
 }
 
-/// Progress callback: (bundles done, bundles total).
-pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
-
 /// Instruments every code object of a bundle file, a host ELF or a bare code object with the
 /// same options, producing the output in memory (the batch mode and tests; the CLI streams with
 /// [`instrument_container_into`]). Errors: as [`instrument_container_into`].
@@ -154,7 +139,7 @@ pub fn instrument_container(
         opts,
         filter,
         BundleFormat::Keep,
-        &|_, _| {},
+        &Progress::hidden(),
         &mut out,
     )?;
     Ok(ContainerOutcome {
@@ -178,7 +163,7 @@ pub fn instrument_container_into<W: Output>(
     opts: &Options,
     filter: &ArchFilter,
     format: BundleFormat,
-    progress: Progress,
+    progress: &Progress,
     out: &mut W,
 ) -> Result<ContainerReport> {
     let mut objects = Vec::new();
@@ -186,13 +171,13 @@ pub fn instrument_container_into<W: Output>(
     if bundle::is_bundle(input) {
         let locs = hostwrite::locate_bundles(input, 0).with_context(|| name.to_string())?;
         for (bi, loc) in locs.iter().enumerate() {
-            let r = process_bundle(name, bi, input, loc, opts, filter, format)?;
+            let r = process_bundle(name, bi, input, loc, opts, filter, format, progress)?;
             objects.extend(r.objects);
             filtered_out += r.filtered_out;
             let bytes = r.bytes.as_deref().unwrap_or_else(|| slice(input, loc));
             hostwrite::push_bundle_file(out, bytes)
                 .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
-            progress(bi + 1, locs.len());
+            progress.bytes_done(loc.extent);
         }
         return Ok(ContainerReport {
             objects,
@@ -203,17 +188,18 @@ pub fn instrument_container_into<W: Output>(
     let e =
         hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
-        return bare_object(name, input, opts, filter, out);
+        return bare_object(name, input, opts, filter, progress, out);
     }
+    // hsaco's message says "not a HIP host binary" for an ELF without `.hip_fatbin`.
     let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
     let cannot = || format!("{name}: cannot write the host ELF");
     let mut w = HostWriter::new(input, &img, out).with_context(cannot)?;
     for (bi, b) in img.bundles.iter().enumerate() {
-        let r = process_bundle(name, bi, input, &b.location, opts, filter, format)?;
+        let r = process_bundle(name, bi, input, &b.location, opts, filter, format, progress)?;
         objects.extend(r.objects);
         filtered_out += r.filtered_out;
         w.push(r.bytes.as_deref()).with_context(cannot)?;
-        progress(bi + 1, img.bundles.len());
+        progress.bytes_done(b.location.extent);
     }
     let (_, mode) = w.finish().with_context(cannot)?;
     Ok(ContainerReport {
@@ -238,6 +224,7 @@ struct BundleResult {
 /// and whether the target filter left it out.
 type EntryResult = (Option<Vec<u8>>, Option<ObjectOutcome>, bool);
 
+#[allow(clippy::too_many_arguments)]
 fn process_bundle(
     name: &str,
     bi: usize,
@@ -246,9 +233,20 @@ fn process_bundle(
     opts: &Options,
     filter: &ArchFilter,
     format: BundleFormat,
+    progress: &Progress,
 ) -> Result<BundleResult> {
     let b = bundle::open(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
         .with_context(|| format!("{name}: bundle {bi}"))?;
+    let selected = b
+        .entries
+        .iter()
+        .filter(|en| {
+            en.is_amdgcn()
+                && !b.data(en).is_empty()
+                && filter.matches(en.target_id().unwrap_or_default())
+        })
+        .count();
+    progress.found(selected as u64);
     let results: Vec<EntryResult> = b
         .entries
         .par_iter()
@@ -272,6 +270,7 @@ fn process_bundle(
                     ),
                     Err(err) => (None, unparsable(&target, &err), false),
                 };
+            progress.objects_done(1);
             let o = ObjectOutcome {
                 bundle_index: bi,
                 entry_id: en.id.clone(),
@@ -327,10 +326,9 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         existing_markers: Vec::new(),
         funcmap_rows: 0,
         ids: Default::default(),
-        reserved_sgpr: None,
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
-        reserved_sgprs: Vec::new(),
+        inserted_sgprs: Vec::new(),
         notes: Vec::new(),
     }
 }
@@ -340,9 +338,11 @@ fn bare_object<W: Output>(
     input: &[u8],
     opts: &Options,
     filter: &ArchFilter,
+    progress: &Progress,
     out: &mut W,
 ) -> Result<ContainerReport> {
     let co = hsaco::CodeObject::parse(input).with_context(|| name.to_string())?;
+    progress.bytes_done(input.len() as u64);
     let target = co.target.target_id();
     let write = |out: &mut W, bytes: &[u8]| -> Result<()> {
         out.write_all(bytes)
@@ -356,7 +356,9 @@ fn bare_object<W: Output>(
             host_write: None,
         });
     }
+    progress.found(1);
     let p = cmd_patch::patch_code_object(name, input, opts)?;
+    progress.objects_done(1);
     write(out, &p.bytes)?;
     Ok(ContainerReport {
         objects: vec![ObjectOutcome {
@@ -414,41 +416,38 @@ struct JsonReport<'a> {
     objects: &'a [ObjectOutcome],
 }
 
-/// Runs `--fatbin` mode: reads `args.input`, instruments it with [`instrument_container`]
-/// (targets limited by `arch`, `--offload-arch` values), writes `args.output` atomically,
-/// prints one summary line per code object on stdout, the human reports on stderr with
-/// `--report`, the merged JSON report to `--report-json`, and bundle progress on stderr when
-/// it is a terminal. Returns the exit code: [`cmd_patch::EXIT_COVERAGE`] with `--strict` when
-/// any object failed closed or skipped a site (nothing written), [`cmd_patch::EXIT_VERIFY`]
-/// when the verifier rejected some rewrite (that object kept unchanged, output written),
-/// otherwise [`cmd_patch::EXIT_OK`].
-pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
+/// Runs `--fatbin` mode: reads `args.input`, instruments it with [`instrument_container_into`]
+/// (targets limited by `--offload-arch`), writes `args.output` through [`crate::output`], prints
+/// one summary line per code object on stdout, the human reports (one block per bundle entry)
+/// on stderr with `--report`, the merged JSON report to `--report-json`, and progress on stderr
+/// when it is a terminal. Returns the exit code: [`cmd_patch::EXIT_VERIFY`] when the verifier
+/// rejected some rewrite (that object kept unchanged), else [`cmd_patch::EXIT_COVERAGE`] with
+/// `--strict` when any object failed closed or skipped a site, else [`cmd_patch::EXIT_OK`].
+/// With `--strict` and lost coverage nothing is written.
+pub fn run(args: &PatchArgs) -> Result<i32> {
     let input = args
         .input
         .clone()
         .context("missing input file (usage: sqtt-patch --fatbin IN -o OUT)")?;
     let output = args.output.clone().context("missing -o OUT")?;
-    cmd_patch::check_distinct(&input, &output)?;
-    let opts = cmd_patch::options(args)?;
+    let common = &args.common;
+    let dest = cmd_patch::check_paths(&input, &output, common.report_json.as_deref())?;
+    let opts = cmd_patch::flag_options(&common.flags)?;
     if !opts.any_enabled() {
-        bail!("nothing requested: pass --functions N, --barriers 1 or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+        bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
+    let arch = &common.offload_arch;
     let filter = ArchFilter::new(arch)?;
     let name = input.display().to_string();
     let bytes = std::fs::read(&input).with_context(|| format!("{name}: cannot read"))?;
-    let tty = std::io::stderr().is_terminal();
-    let shown = AtomicUsize::new(0);
-    let progress = |done: usize, total: usize| {
-        if tty && shown.swap(done, Ordering::Relaxed) != done {
-            eprint!("\r{name}: bundle {done}/{total}");
-            if done == total {
-                eprintln!();
-            }
-        }
-    };
-    // The output is streamed into a temporary file next to OUT, renamed over it only on
-    // success (dropped, and so deleted, on error or with --strict).
-    let mut tmp = cmd_patch::temp_next_to(&output)?;
+    if crate::sniff::kind(&bytes).is_none() {
+        let is = crate::sniff::describe(&bytes).unwrap_or_default();
+        bail!("{name}: {is}; --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects");
+    }
+    let progress = Progress::new(bytes.len() as u64);
+    // The output is streamed into a temporary file, renamed over (or copied into) OUT only on
+    // success; dropped, and so deleted, on error or with --strict.
+    let mut sink = output::Sink::new(&dest)?;
     let outcome = instrument_container_into(
         &name,
         &bytes,
@@ -456,8 +455,10 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         &filter,
         BundleFormat::Keep,
         &progress,
-        tmp.as_file_mut(),
-    )?;
+        sink.file(),
+    );
+    progress.finish();
+    let outcome = outcome?;
     drop(bytes);
     let mut lines = String::new();
     let mut notes: BTreeMap<&str, usize> = BTreeMap::new();
@@ -465,7 +466,12 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         lines += &summary_line(o);
         lines.push('\n');
         if args.report {
-            eprint!("{}", cmd_patch::render_report(&o.report));
+            let what = if o.entry_id.is_empty() {
+                name.clone()
+            } else {
+                format!("{name}: bundle {} {}", o.bundle_index, o.entry_id)
+            };
+            eprint!("{}", cmd_patch::render_report(&what, &o.report));
         }
         for n in &o.report.notes {
             *notes.entry(n).or_default() += 1;
@@ -487,7 +493,7 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
         );
     }
     cmd_patch::write_stdout(&lines)?;
-    if let Some(p) = &args.report_json {
+    if let Some(p) = &common.report_json {
         let j = JsonReport {
             input: name.clone(),
             output: output.display().to_string(),
@@ -496,22 +502,23 @@ pub fn run(args: &PatchArgs, arch: &[String]) -> Result<i32> {
             objects: &outcome.objects,
         };
         let text = serde_json::to_string_pretty(&j)? + "\n";
-        if p.as_os_str() == "-" {
-            cmd_patch::write_stdout(&text)?;
-        } else {
-            cmd_patch::write_atomic(p, text.as_bytes())?;
-        }
+        output::write_report("--report-json", p, &text)?;
     }
+    let rejected = outcome.objects.iter().any(|o| o.verifier_rejected);
     let lost = outcome
         .objects
         .iter()
-        .any(|o| o.report.status == Status::FailedClosed || !o.report.skipped.is_empty());
-    if args.strict && lost {
+        .any(|o| cmd_patch::lost_coverage(&o.report));
+    if common.strict && lost {
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
-        return Ok(cmd_patch::EXIT_COVERAGE);
+        return Ok(if rejected {
+            cmd_patch::EXIT_VERIFY
+        } else {
+            cmd_patch::EXIT_COVERAGE
+        });
     }
-    cmd_patch::persist_like(tmp, &output, Some(&input))?;
-    if outcome.objects.iter().any(|o| o.verifier_rejected) {
+    sink.commit(Some(&input))?;
+    if rejected {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
         return Ok(cmd_patch::EXIT_VERIFY);
     }

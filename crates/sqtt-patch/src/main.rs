@@ -11,6 +11,9 @@ mod cmd_info;
 mod cmd_patch;
 mod cmd_verify;
 mod fatbin;
+mod output;
+mod progress;
+mod sniff;
 
 use clap::{Parser, Subcommand};
 
@@ -27,8 +30,6 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     patch: cmd_patch::PatchArgs,
-    #[command(flatten)]
-    fatbin: fatbin::FatbinArgs,
 }
 
 #[derive(Subcommand)]
@@ -50,7 +51,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        None if cli.fatbin.fatbin => fatbin::run(&cli.patch, &cli.fatbin.offload_arch),
+        None if cli.patch.fatbin => fatbin::run(&cli.patch),
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
         Some(Command::Batch(a)) => cmd_batch::run(*a),
@@ -59,11 +60,13 @@ fn main() {
         Some(Command::Info(a)) => cmd_info::run(a),
         Some(Command::Extract(a)) => cmd_extract::run(a),
     };
-    match outcome {
-        Ok(code) => std::process::exit(code),
+    // The error is dropped before exiting: it may own a temporary file that its drop deletes.
+    let code = match outcome {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("sqtt-patch: error: {e:#}");
-            std::process::exit(cmd_patch::EXIT_INPUT);
+            cmd_patch::EXIT_INPUT
         }
-    }
+    };
+    std::process::exit(code);
 }

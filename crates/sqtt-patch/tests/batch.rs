@@ -38,9 +38,14 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The human report (stdout).
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// The regression block of the human report (header line and its indented lines).
 fn diff_block(o: &Output) -> String {
-    let err = stderr(o);
+    let err = stdout(o);
     let start = err
         .find("regressions against baseline")
         .unwrap_or_else(|| panic!("no diff in:\n{err}"));
@@ -358,12 +363,12 @@ fn outputs_mirror_the_tree_and_input_errors_exit_2() {
     assert!(!t.path().join("out/lib/README.txt").exists());
     // The walk's non-input is named, not silently dropped.
     assert!(
-        stderr(&o).contains("not inputs: 1 file(s)")
-            && stderr(&o).contains(
+        stdout(&o).contains("not inputs: 1 file(s)")
+            && stdout(&o).contains(
                 "lib/README.txt: not an AMDGPU code object, offload bundle or x86-64 host ELF"
             ),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
     // Glob: only the matching file; an explicit non-code-object file and a missing path: exit 2.
     let o = batch(
@@ -389,9 +394,9 @@ fn outputs_mirror_the_tree_and_input_errors_exit_2() {
         stderr(&o)
     );
     assert!(
-        stderr(&o).contains("error: not an AMDGPU code object, offload bundle or x86-64 host ELF"),
+        stdout(&o).contains("error: not an AMDGPU code object, offload bundle or x86-64 host ELF"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
 }
 

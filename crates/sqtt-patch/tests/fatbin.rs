@@ -8,6 +8,15 @@
 mod cmd_patch;
 #[path = "../src/fatbin.rs"]
 mod fatbin;
+#[allow(dead_code)]
+#[path = "../src/output.rs"]
+mod output;
+#[allow(dead_code)]
+#[path = "../src/progress.rs"]
+mod progress;
+#[allow(dead_code)]
+#[path = "../src/sniff.rs"]
+mod sniff;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,7 +77,7 @@ fn streamed(name: &str, input: &[u8], filter: &ArchFilter) -> (Vec<u8>, Containe
         &opts(),
         filter,
         BundleFormat::Keep,
-        &|_, _| {},
+        &progress::Progress::hidden(),
         &mut out,
     )
     .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -439,14 +448,17 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
     let args = cmd_patch::PatchArgs {
         input: Some(bad),
         output: Some(dir.path().join("out")),
-        flags: cmd_patch::InstrumentFlags {
-            functions: Some("1".into()),
-            barriers: Some("1".into()),
+        common: cmd_patch::CommonArgs {
+            flags: cmd_patch::InstrumentFlags {
+                functions: Some("1".into()),
+                barriers: Some("1".into()),
+                ..Default::default()
+            },
             ..Default::default()
         },
         ..Default::default()
     };
-    assert!(fatbin::run(&args, &[]).is_err());
+    assert!(fatbin::run(&args).is_err());
     assert!(!dir.path().join("out").exists());
 }
 
@@ -457,18 +469,19 @@ fn run_writes_the_container_and_one_merged_json_report() {
     let args = cmd_patch::PatchArgs {
         input: Some(input.clone()),
         output: Some(dir.path().join("lib.so")),
-        flags: cmd_patch::InstrumentFlags {
-            functions: Some("1".into()),
-            barriers: Some("1".into()),
+        common: cmd_patch::CommonArgs {
+            flags: cmd_patch::InstrumentFlags {
+                functions: Some("1".into()),
+                barriers: Some("1".into()),
+                ..Default::default()
+            },
+            report_json: Some(dir.path().join("r.json")),
+            offload_arch: vec!["gfx1030".to_string()],
             ..Default::default()
         },
-        report_json: Some(dir.path().join("r.json")),
         ..Default::default()
     };
-    assert_eq!(
-        fatbin::run(&args, &["gfx1030".to_string()]).expect("run"),
-        cmd_patch::EXIT_OK
-    );
+    assert_eq!(fatbin::run(&args).expect("run"), cmd_patch::EXIT_OK);
     let j: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).expect("json"))
             .expect("parse");
@@ -504,7 +517,7 @@ fn bench_instrument_env_file() {
         &opts(),
         &ArchFilter::default(),
         BundleFormat::Keep,
-        &|_, _| {},
+        &progress::Progress::hidden(),
         &mut file,
     )
     .expect("instrument");
@@ -544,7 +557,7 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
                 &opts(),
                 &ArchFilter::default(),
                 format,
-                &|_, _| {},
+                &progress::Progress::hidden(),
                 &mut mem,
             )
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -556,7 +569,7 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
                 &opts(),
                 &ArchFilter::default(),
                 format,
-                &|_, _| {},
+                &progress::Progress::hidden(),
                 &mut file,
             )
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
@@ -571,14 +584,17 @@ fn streaming_to_a_file_equals_the_in_memory_output() {
         let args = cmd_patch::PatchArgs {
             input: Some(p.clone()),
             output: Some(out.clone()),
-            flags: cmd_patch::InstrumentFlags {
-                functions: Some("1".into()),
-                barriers: Some("1".into()),
+            common: cmd_patch::CommonArgs {
+                flags: cmd_patch::InstrumentFlags {
+                    functions: Some("1".into()),
+                    barriers: Some("1".into()),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             ..Default::default()
         };
-        fatbin::run(&args, &[]).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        fatbin::run(&args).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         let want = instrument_container(&name, &input, &opts(), &ArchFilter::default())
             .expect("instrument");
         assert!(

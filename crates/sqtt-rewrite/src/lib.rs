@@ -11,6 +11,7 @@ pub mod funcmap;
 mod idiom;
 pub mod layout;
 pub mod plan;
+pub mod regs;
 pub mod rewrite;
 pub mod snippets;
 pub mod trace;

@@ -602,13 +602,14 @@ pub fn keep_m0(
     Ok(out)
 }
 
-/// Decides how M0 is kept at every site of function `f`: dead, a known constant, or saved in
-/// `reserve` (an SGPR proven free); `Err` with the reason when none applies.
+/// Decides how M0 is kept at a site in front of instruction `before` of function `fi`: dead, a
+/// known constant, or saved in an SGPR taken from `regs` (free at that point); `Err` with the
+/// reason when none applies.
 pub fn m0_keep_for(
     prog: &Program,
     fi: usize,
     before: usize,
-    reserve: Option<u8>,
+    regs: &mut crate::regs::SiteRegs,
     facts: &mut BTreeMap<usize, crate::analysis::M0Facts>,
 ) -> Result<M0Keep, String> {
     let f = &prog.funcs[fi];
@@ -619,7 +620,6 @@ pub fn m0_keep_for(
     if let Some(k) = facts.constant[before] {
         return Ok(M0Keep::Constant(k));
     }
-    reserve.map(M0Keep::Save).ok_or_else(|| {
-        "M0 is live with an unknown value and no SGPR is provably free to save it".to_string()
-    })
+    regs.one("saving M0 (live with an unknown value)")
+        .map(M0Keep::Save)
 }

@@ -14,6 +14,7 @@ use crate::layout::{
     lay_out, Landing, Layout, LayoutError, PcRelUse, Piece, Reloc, TextPlan, PAD_WORD,
 };
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
+use crate::regs::{members, SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
 use amdgpu_isa::{Family, Special, Target};
 use hsaco::{CodeObject, CodeObjectEditor};
 use serde::Serialize;
@@ -129,11 +130,10 @@ pub struct Report {
     pub funcmap_rows: usize,
     /// Marker ids allocated, by name.
     pub ids: BTreeMap<String, u32>,
-    /// SGPR reserved to save M0, if one was needed.
-    pub reserved_sgpr: Option<u8>,
-    /// Every SGPR the inserted code uses (M0 save, scope flag and scratch, SCC save, clock pair,
-    /// long-branch pair); none is used by the original code.
-    pub reserved_sgprs: Vec<u8>,
+    /// Every SGPR some inserted code writes (scope flags, scratch, M0 and SCC saves, clock pairs,
+    /// long-branch pairs), ascending. Each is dead where it is written, or restored (proven per
+    /// insertion point by [`crate::regs`]); scope flags are untouched by their kernels' code.
+    pub inserted_sgprs: Vec<u8>,
     /// DWARF sections remapped.
     pub dwarf_sections_remapped: usize,
     /// SOPP branches relaxed into long-branch islands (pushed out of simm16 range by inserted code).
@@ -157,15 +157,16 @@ fn isa_target(co: &CodeObject) -> Result<Target, RewriteError> {
         .ok_or_else(|| RewriteError::Target(co.target.processor.clone()))
 }
 
-/// Raises `.sgpr_count` to at least `need` for every kernel, in whichever metadata note lists
-/// it (`-fgpu-rdc` links have one note per translation unit). Errors (the object fails closed):
+/// Raises each kernel's `.sgpr_count` to at least `need[kernel name]`, in whichever metadata note
+/// lists it (`-fgpu-rdc` links have one note per translation unit); kernels without an entry in
+/// `need` are left alone. Errors (the object fails closed):
 /// a kernel without a metadata entry when the object has metadata, or a note that does not
 /// re-encode to its input bytes (non-canonical MessagePack would change the note's size and move
 /// every section after it).
 fn cover_reserved_sgprs(
     co: &CodeObject,
     input: &[u8],
-    need: u64,
+    need: &BTreeMap<String, u32>,
     ed: &mut CodeObjectEditor,
 ) -> Result<(), String> {
     if co.metadata.is_empty() {
@@ -173,6 +174,9 @@ fn cover_reserved_sgprs(
     }
     let mut notes: BTreeMap<usize, hsaco::Metadata> = BTreeMap::new();
     for k in &co.kernels {
+        let Some(need) = need.get(&k.name).map(|&n| u64::from(n)) else {
+            continue;
+        };
         let Some((note, i)) = k.metadata_index else {
             return Err(format!(
                 "kernel {} has no amdhsa.kernels entry in any metadata note, so its .sgpr_count cannot cover the reserved SGPRs",
@@ -248,7 +252,11 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
         }
     }
     specs.retain(|s| s.start >= text_addr && s.start < text_end);
-    specs.sort_by_key(|s| s.start);
+    // Several symbols may share one entry (a kernel without code whose symbol has size 0 sits
+    // on the next function, or the linker folded identical kernels): one function per entry,
+    // the one with a known size.
+    specs.sort_by_key(|s| (s.start, s.end == 0));
+    specs.dedup_by_key(|s| s.start);
     for i in 0..specs.len() {
         let next = specs.get(i + 1).map_or(text_end, |s| s.start);
         if specs[i].end == 0 || specs[i].end > next {
@@ -346,8 +354,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         existing_markers: Vec::new(),
         funcmap_rows: 0,
         ids: BTreeMap::new(),
-        reserved_sgpr: None,
-        reserved_sgprs: Vec::new(),
+        inserted_sgprs: Vec::new(),
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
         notes: Vec::new(),
@@ -363,6 +370,19 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         });
     }
     let specs = function_specs(&co, text_addr, text_end);
+    let codeless: Vec<&str> = co
+        .kernels
+        .iter()
+        .filter(|k| k.entry == text_end)
+        .map(|k| k.name.as_str())
+        .collect();
+    if !codeless.is_empty() {
+        report.notes.push(format!(
+            "{} kernel(s) have no code (entry at the end of .text, e.g. stubs compiled out for other targets) and are left alone: {}",
+            codeless.len(),
+            codeless.first().copied().unwrap_or_default()
+        ) + if codeless.len() > 1 { ", ..." } else { "" });
+    }
     // Funcmap rows are `<kind>:<id>:<name>` lines: a function needs a non-empty name without
     // control characters (seed spec "Funcmap format").
     let unnamed: Vec<String> = specs
@@ -418,16 +438,36 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             (f.spec.end - text_addr) as usize,
             (gap_end - text_addr) as usize,
         );
-        if let Some(Err(e)) = text_bytes
-            .get(lo..hi)
-            .map(|gap| amdgpu_isa::decode_all(gap, target))
-        {
-            report.reasons.push(format!(
+        let Some(gap) = text_bytes.get(lo..hi) else {
+            continue;
+        };
+        match amdgpu_isa::decode_all(gap, target) {
+            Err(e) => report.reasons.push(format!(
                 "undecodable word in the gap after {} at {:#x}: {}",
                 f.spec.name,
                 f.spec.end + e.offset as u64,
                 e.kind
-            ));
+            )),
+            // Damaged padding that decodes fails closed the same way (issue 17 item 7): a gap
+            // that is not padding would be copied verbatim, and the verifier accepts only
+            // padding after a function's end. Named: the first word that is not padding.
+            Ok(insts) if !is_padding(gap, target) => {
+                let mut at = f.spec.end;
+                for i in &insts {
+                    let pad = matches!(i.special(), Special::Nop | Special::CodeEnd)
+                        || (0..i.len() / 4).all(|k| i.word(k) == 0);
+                    if !pad {
+                        report.reasons.push(format!(
+                            "damaged padding in the gap after {} at {at:#x}: {} (padding is s_nop or s_code_end)",
+                            f.spec.name,
+                            i.mnemonic()
+                        ));
+                        break;
+                    }
+                    at += i.len() as u64;
+                }
+            }
+            Ok(_) => {}
         }
     }
     if !report.reasons.is_empty() {
@@ -506,8 +546,14 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         None => BTreeMap::new(),
     };
     crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
-    let pool = reg_pool(&prog, &co, opts.scope.is_some_and(|m| m.filters(target)));
-    let reserve = pool.m0_save;
+    let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, &co));
+    let scope = opts.scope.filter(|m| m.filters(target));
+    let flags = match scope {
+        Some(_) => scope_flags(&prog, &mut sgprs),
+        None => vec![None; prog.funcs.len()],
+    };
+    // SGPRs inserted code writes, per function (flags, scratch, saves, island pairs).
+    let mut used_by_func: Vec<Sgprs> = vec![0; prog.funcs.len()];
     let mut facts = BTreeMap::new();
     let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
     // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
@@ -522,33 +568,14 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             target.name()
         ));
     }
-    let scope = opts.scope.filter(|m| m.filters(target));
-    let mut used_regs: BTreeSet<u8> = BTreeSet::new();
-    if scope.is_some() {
-        match (pool.flag, pool.tmp) {
-            (Some(f), Some(t)) => {
-                used_regs.insert(f);
-                used_regs.insert(t);
-            }
-            _ => {
-                report.status = Status::FailedClosed;
-                report.reasons.push("scope filtering needs two SGPRs no code uses (flag and scratch); none are free".into());
-                return Ok(Outcome {
-                    bytes: None,
-                    report,
-                });
-            }
-        }
-    }
     let scope_kinds = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
         SiteKind::KernelExit,
     ];
-    let (ids, snippets, used_reserve) = loop {
+    let (ids, snippets) = loop {
         let ids = plan::allocate_ids(&sites, &reserved);
-        let mut used_reserve = false;
         let mut snippets: Snippets = BTreeMap::new();
         let mut bad_scopes: BTreeSet<usize> = skipped
             .iter()
@@ -567,45 +594,35 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             let needs_m0 = packing.is_some()
                 || trace.is_some()
                 || !(target.has_ttracedata_imm() && value <= 0xff);
+            let mut regs = SiteRegs::new(sgprs.free_at(&prog, s.func, s.before));
             let keep = if needs_m0 {
-                plan::m0_keep_for(&prog, s.func, s.before, reserve, &mut facts)
+                plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
             } else {
                 Ok(M0Keep::Dead)
             };
             let scc_live = scc_facts[s.func].get(s.before).copied().unwrap_or(true);
+            let guard = scope.map(|_| {
+                flags[s.func].ok_or_else(|| {
+                    "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag".to_string()
+                })
+            });
             let code = keep.and_then(|k| {
-                if let M0Keep::Save(_) = k {
-                    used_reserve = true;
-                }
+                let flag = guard.clone().transpose()?;
                 match (trace, wave) {
-                    (Some(op), Some(w)) => trace_code(
-                        target,
-                        w,
-                        value,
-                        &op,
-                        k,
-                        scope,
-                        scc_live,
-                        &pool,
-                        &mut used_regs,
-                    ),
-                    _ => site_code(
-                        target,
-                        value,
-                        k,
-                        packing,
-                        scope,
-                        scc_live,
-                        &pool,
-                        &mut used_regs,
-                    ),
+                    (Some(op), Some(w)) => {
+                        trace_code(target, w, value, &op, k, flag, scc_live, &mut regs)
+                    }
+                    _ => site_code(target, value, k, packing, flag, scc_live, &mut regs),
                 }
             });
             match code {
-                Ok(code) => snippets
-                    .entry((s.func, s.before))
-                    .or_default()
-                    .push((*s, code)),
+                Ok(code) => {
+                    used_by_func[s.func] |= regs.used;
+                    snippets
+                        .entry((s.func, s.before))
+                        .or_default()
+                        .push((*s, code))
+                }
                 Err(why) => {
                     if scope_kinds.contains(&s.kind) {
                         bad_scopes.insert(s.func);
@@ -636,7 +653,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             .collect();
         if dropped.is_empty() {
             skipped.extend(new_skips);
-            break (ids, snippets, used_reserve);
+            break (ids, snippets);
         }
         for d in dropped_ok {
             skipped.push(Skipped {
@@ -694,11 +711,12 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     // Scope filtering: every kernel computes the flag once at its entry, before any marker
     // (callees read it too, so kernels without markers of their own compute it as well).
-    if let (Some(masks), Some(flag), Some(tmp)) = (scope, pool.flag, pool.tmp) {
+    if let Some(masks) = scope {
         for (fi, f) in prog.funcs.iter().enumerate() {
             let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
                 continue;
             };
+            let Some(flag) = flags[fi] else { continue };
             let entry = if k.preload {
                 f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
             } else {
@@ -707,11 +725,15 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             let init = entry
                 .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
                 .and_then(|e| {
+                    let mut regs = SiteRegs::new(sgprs.free_at(&prog, fi, e));
+                    let tmp = regs.one("the scope check's scratch")?;
                     let code = crate::snippets::scope_init(target, &masks, flag, tmp)
                         .map_err(|x| x.to_string())?
                         .code;
                     let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
-                    Ok((e, save_scc(target, code, scc_live, &pool, &mut used_regs)?))
+                    let code = save_scc(target, code, scc_live, &mut regs)?;
+                    used_by_func[fi] |= regs.used | 1u128 << flag;
+                    Ok((e, code))
                 });
             match init {
                 Ok((e, code)) => {
@@ -750,11 +772,9 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             report,
         });
     }
-    report.reserved_sgpr = if used_reserve { reserve } else { None };
     // Text plan; branches pushed out of simm16 range are relaxed through long-branch islands and
     // the layout is redone.
-    let mut relax: BTreeMap<u64, bool> = BTreeMap::new();
-    let island_pair = pool.island;
+    let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
     let (mut tp, layout) = loop {
         let tp = text_plan(
             &prog,
@@ -764,7 +784,6 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             text_end,
             target,
             &relax,
-            island_pair,
             &verbatim.blocks,
         );
         match lay_out(&tp, text_end) {
@@ -772,9 +791,12 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             Err(LayoutError::OutOfRange { at })
                 if !relax.contains_key(&at) && relax.len() < 10_000 =>
             {
-                match relaxable(&prog, &scc_facts, at, island_pair, target) {
-                    Ok(conditional) => {
-                        relax.insert(at, conditional);
+                match relaxable(&prog, &scc_facts, &mut sgprs, at, target) {
+                    Ok(r) => {
+                        if let Some(p) = r.pair {
+                            used_by_func[r.func] |= 3u128 << p;
+                        }
+                        relax.insert(at, r);
                     }
                     Err(why) => {
                         report.status = Status::FailedClosed;
@@ -797,16 +819,6 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         }
     };
     report.relaxed_branches = relax.len();
-    if let (false, Some(p)) = (
-        relax.is_empty() || target.family() == Family::Gfx1250,
-        island_pair,
-    ) {
-        used_regs.insert(p);
-        used_regs.insert(p + 1);
-    }
-    if let Some(r) = report.reserved_sgpr {
-        used_regs.insert(r);
-    }
     // Edit the ELF.
     let mut ed = CodeObjectEditor::new(&co);
     let fail = |report: &mut Report, why: String| {
@@ -823,17 +835,24 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         layout.map_addr(a)
     }));
     ed.set_text_address_map(map);
+    // Kernels without code sit at the end of `.text` (hsaco accepts them there): they stay at
+    // its new end.
+    let map_code = |a: u64| {
+        layout
+            .map_addr(a)
+            .or_else(|| (a == text_end).then_some(layout.new_end))
+    };
     for k in &co.kernels {
-        if let Some(n) = layout.map_addr(k.entry) {
+        if let Some(n) = map_code(k.entry) {
             ed.set_kernel_entry(&k.name, n)?;
         }
     }
     for s in &co.symbols {
         let sym = &s.symbol;
-        if sym.value < text_addr || sym.value >= text_end || sym.shndx == 0 || sym.shndx >= 0xff00 {
+        if sym.value < text_addr || sym.value > text_end || sym.shndx == 0 || sym.shndx >= 0xff00 {
             continue;
         }
-        let Some(nv) = layout.map_addr(sym.value) else {
+        let Some(nv) = map_code(sym.value) else {
             continue;
         };
         let size = if sym.size > 0 {
@@ -967,27 +986,23 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
             }
         }
     }
-    // The metadata note must cover the SGPR reserved to save M0 (descriptor allocation was
-    // checked by `free_sgpr`): `.sgpr_count` counts VCC, FLAT_SCRATCH and XNACK_MASK on gfx9.
-    report.reserved_sgprs = used_regs.iter().copied().collect();
-    let gfx9_needed = (target.family() == Family::Gfx9)
-        .then(|| used_regs.iter().next_back().map(|&r| u32::from(r) + 1 + 6))
-        .flatten();
-    if let Some(&r) = used_regs.iter().next_back() {
-        let extra = if target.family() == Family::Gfx9 {
-            6
-        } else {
-            0
-        };
-        let need = u64::from(r) + 1 + extra;
-        if let Err(why) = cover_reserved_sgprs(&co, input, need, &mut ed) {
-            report.status = Status::FailedClosed;
-            report.reasons.push(why);
-            return Ok(Outcome {
-                bytes: None,
-                report,
-            });
-        }
+    // Each kernel's metadata `.sgpr_count` (and on gfx9 its descriptor allocation) must cover
+    // the SGPRs inserted code writes in it and every function it reaches; `.sgpr_count` counts
+    // VCC, FLAT_SCRATCH and XNACK_MASK on gfx9 (the 6 extras).
+    report.inserted_sgprs = members(used_by_func.iter().fold(0, |a, u| a | u)).collect();
+    let extra = if target.family() == Family::Gfx9 {
+        6
+    } else {
+        0
+    };
+    let need = sgprs_needed(&prog, &co, &used_by_func, extra);
+    if let Err(why) = cover_reserved_sgprs(&co, input, &need, &mut ed) {
+        report.status = Status::FailedClosed;
+        report.reasons.push(why);
+        return Ok(Outcome {
+            bytes: None,
+            report,
+        });
     }
     // Funcmap and the run record.
     let mut rows = existing_rows.rows.clone();
@@ -1069,9 +1084,10 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         "options": format!("{opts:?}"),
     });
     ed.add_or_replace_section(PATCH_SECTION, 1, 0, 1, format!("{record}\n").into_bytes())?;
-    let bumped = match gfx9_needed {
-        Some(n) => bump_gfx9_sgprs(&co, &mut ed, n)?,
-        None => Vec::new(),
+    let bumped = if target.family() == Family::Gfx9 {
+        bump_gfx9_sgprs(&co, &mut ed, &need)?
+    } else {
+        Vec::new()
     };
     let bytes = ed.write()?;
     // Report.
@@ -1181,48 +1197,6 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
     }
 }
 
-/// The lowest SGPR above every SGPR any function reads or writes, usable by inserted code; on
-/// gfx9 it must fit every kernel's SGPR budget (allocation growth that keeps occupancy, minus the
-/// 6 SGPRs that hold VCC, FLAT_SCRATCH and XNACK_MASK; see [`gfx9_sgpr_budget`]).
-fn free_sgpr(prog: &Program, co: &CodeObject) -> Option<u8> {
-    let mut max: Option<u16> = None;
-    for f in &prog.funcs {
-        for (_, i) in &f.insts {
-            for set in [i.reads(), i.writes()] {
-                if let Some(m) = set.max_sgpr() {
-                    max = Some(max.map_or(m, |x| x.max(m)));
-                }
-            }
-        }
-    }
-    let mut cand = max.map_or(0, |m| m + 1);
-    // gfx1250: dual-issue (VOPD/VOPD3) operand fields are not all decoded exactly yet
-    // (docs/isa.md), so the compiler's own count is a second bound: never below any kernel's
-    // metadata `.sgpr_count` (AMDGPUUsage "Code Object V3+ Metadata": SGPRs the wavefront needs,
-    // callees included).
-    if prog.target.family() == Family::Gfx1250 {
-        for k in &co.kernels {
-            let n = co
-                .kernel_metadata(k)
-                .and_then(|(meta, i)| meta.kernel_u64(i, ".sgpr_count"))
-                .unwrap_or(0);
-            cand = cand.max(u16::try_from(n).unwrap_or(u16::MAX));
-        }
-    }
-    if cand >= sgpr_limit(prog.target) {
-        return None;
-    }
-    if prog.target.family() == Family::Gfx9 {
-        for k in &co.kernels {
-            let alloc = gfx9_sgpr_budget(co, k) as u16;
-            if cand + 1 + 6 > alloc {
-                return None;
-            }
-        }
-    }
-    u8::try_from(cand).ok()
-}
-
 /// Builds the output order of `.text`: each function re-aligned, snippets in front of their
 /// instructions, relaxed branches (original address → conditional) followed by their island;
 /// left-alone functions (`verbatim[fi] = Some(end)`) as one raw block `[start, end)`.
@@ -1234,8 +1208,7 @@ fn text_plan(
     text_addr: u64,
     text_end: u64,
     target: Target,
-    relax: &BTreeMap<u64, bool>,
-    island_pair: Option<u8>,
+    relax: &BTreeMap<u64, Relaxed>,
     verbatim: &[Option<u64>],
 ) -> TextPlan {
     let mut tp = TextPlan {
@@ -1292,8 +1265,8 @@ fn text_plan(
                     }
                 }
             }
-            match (relax.get(a), f.relocs[i], island_pair) {
-                (Some(&conditional), Reloc::Branch { target: t }, Some(pair)) => {
+            match (relax.get(a), f.relocs[i]) {
+                (Some(r), Reloc::Branch { target: t }) => {
                     tp.pieces.push(Piece::Orig {
                         addr: *a,
                         inst: *inst,
@@ -1301,9 +1274,9 @@ fn text_plan(
                     });
                     tp.pieces.push(Piece::Island {
                         target: t,
-                        pair,
+                        pair: r.pair.unwrap_or(0),
                         isa: target,
-                        skip: conditional,
+                        skip: r.conditional,
                     });
                     islands += 1;
                 }
@@ -1325,16 +1298,27 @@ fn text_plan(
     tp
 }
 
-/// Whether the branch at original address `at` can be relaxed: an SGPR pair is free (not needed
-/// on gfx1250) and SCC is dead at its target (the island's adds clobber SCC; gfx1250's
-/// `s_add_pc_i64` does not). Returns whether the branch is conditional.
+/// A branch relaxed through a long-branch island.
+#[derive(Debug, Clone, Copy)]
+struct Relaxed {
+    /// Function of the branch (index into [`Program::funcs`]).
+    func: usize,
+    /// The branch is conditional (the island starts with an `s_branch` over itself).
+    conditional: bool,
+    /// Even-aligned SGPR pair the island clobbers (`None` on gfx1250: `s_add_pc_i64`).
+    pair: Option<u8>,
+}
+
+/// Whether the branch at original address `at` can be relaxed: an SGPR pair is free at its
+/// target, where the island jumps (not needed on gfx1250), and SCC is dead there (the island's
+/// adds clobber SCC; gfx1250's `s_add_pc_i64` does not).
 fn relaxable(
     prog: &Program,
     scc: &[Vec<bool>],
+    sgprs: &mut SgprFacts,
     at: u64,
-    pair: Option<u8>,
     target: Target,
-) -> Result<bool, String> {
+) -> Result<Relaxed, String> {
     for (fi, f) in prog.funcs.iter().enumerate() {
         let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else {
             continue;
@@ -1352,10 +1336,8 @@ fn relaxable(
         ) {
             return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
         }
+        let mut pair = None;
         if target.family() != Family::Gfx1250 {
-            if pair.is_none() {
-                return Err("no SGPR pair is provably free for a long branch".into());
-            }
             let ti = f
                 .insts
                 .iter()
@@ -1366,75 +1348,15 @@ fn relaxable(
                     "SCC is live at the branch target (the long branch clobbers it)".into(),
                 );
             }
+            pair = Some(SiteRegs::new(sgprs.free_at(prog, fi, ti)).pair("a long branch")?);
         }
-        return Ok(conditional);
+        return Ok(Relaxed {
+            func: fi,
+            conditional,
+            pair,
+        });
     }
     Err("not an instruction of any function".into())
-}
-
-/// SGPRs the inserted code may use, all above every SGPR the original code touches (and, on gfx9,
-/// inside every kernel's allocated SGPR block minus VCC/FLAT_SCRATCH/XNACK_MASK, so descriptors
-/// and occupancy never change). `None` for a role that does not fit.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RegPool {
-    /// Saves M0 where it is live with an unknown value.
-    pub m0_save: Option<u8>,
-    /// Scope flag (computed once per kernel).
-    pub flag: Option<u8>,
-    /// Saves SCC around scope guards and clock packing.
-    pub scc_save: Option<u8>,
-    /// Scratch of the scope check.
-    pub tmp: Option<u8>,
-    /// Even-aligned pair for `s_get_shader_cycles_u64` (gfx1250 clock packing).
-    pub clock_pair: Option<u8>,
-    /// Even-aligned pair for long-branch islands.
-    pub island: Option<u8>,
-    /// Lane counter and two word registers of address-trace blocks.
-    pub trace: Option<[u8; 3]>,
-}
-
-/// The SGPR roles of this run (`scope_on`: scope filtering is active on this target).
-fn reg_pool(prog: &Program, co: &CodeObject, scope_on: bool) -> RegPool {
-    let Some(base) = free_sgpr(prog, co) else {
-        return RegPool::default();
-    };
-    let limit = sgpr_limit(prog.target);
-    // gfx9: the SGPRs each kernel may use without lowering its occupancy (its allocation can
-    // grow up to there; `bump_gfx9_sgprs` updates the descriptor and note).
-    let gfx9_alloc = (prog.target.family() == Family::Gfx9).then(|| {
-        co.kernels
-            .iter()
-            .map(|k| gfx9_sgpr_budget(co, k) as u16)
-            .min()
-            .unwrap_or(0)
-    });
-    let fits = |r: u16, n: u16| r + n <= limit && gfx9_alloc.is_none_or(|a| r + n + 6 <= a);
-    let one = |r: u16| fits(r, 1).then_some(r as u8);
-    let pair = |r: u16| {
-        let r = r + (r % 2);
-        fits(r, 2).then_some(r as u8)
-    };
-    let b = u16::from(base);
-    // The scope check's scratch (b + 3) is dead once the flag is computed at kernel entry.
-    let trace_slots = if scope_on {
-        [b + 3, b + 4, b + 5]
-    } else {
-        [b + 1, b + 3, b + 4]
-    };
-    RegPool {
-        m0_save: one(b),
-        flag: one(b + 1),
-        scc_save: one(b + 2),
-        tmp: one(b + 3),
-        clock_pair: pair(b + 4),
-        island: pair(b + 6),
-        // Address tracing excludes clock packing, so it takes the clock pair's slots, the scope
-        // scratch's and, without scope filtering, the flag's: as few new SGPRs as possible.
-        trace: trace_slots
-            .iter()
-            .all(|&r| fits(r, 1))
-            .then(|| trace_slots.map(|r| r as u8)),
-    }
 }
 
 /// Wraps `code` (which clobbers SCC) in an SCC save/restore when SCC is live there:
@@ -1444,17 +1366,13 @@ fn save_scc(
     t: Target,
     code: Vec<amdgpu_isa::Instruction>,
     scc_live: bool,
-    pool: &RegPool,
-    used: &mut BTreeSet<u8>,
+    regs: &mut SiteRegs,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
     use amdgpu_isa::build::{self, Operand};
     if !scc_live {
         return Ok(code);
     }
-    let r = pool
-        .scc_save
-        .ok_or("SCC is live and no SGPR is free to save it")?;
-    used.insert(r);
+    let r = regs.one("saving SCC (live here)")?;
     let e = |x: amdgpu_isa::EncodeError| x.to_string();
     let mut out = vec![
         build::s_cselect_b32(t, Operand::Sgpr(r), Operand::Imm(1), Operand::Imm(0)).map_err(e)?,
@@ -1468,52 +1386,48 @@ fn save_scc(
 }
 
 /// The instructions of one marker site: the marker (plain, or shader-clock packed on gfx12),
-/// M0 kept as `keep` says, inside a scope guard when scope filtering is on, with SCC saved when
-/// the packing or the guard would clobber a live SCC.
-#[allow(clippy::too_many_arguments)]
+/// M0 kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on,
+/// with SCC saved when the packing or the guard would clobber a live SCC. Scratch SGPRs come
+/// from `regs` (free at the insertion point).
 fn site_code(
     t: Target,
     value: u32,
     keep: M0Keep,
     packing: Option<(u32, u32)>,
-    scope: Option<crate::snippets::ScopeMasks>,
+    flag: Option<u8>,
     scc_live: bool,
-    pool: &RegPool,
-    used: &mut BTreeSet<u8>,
+    regs: &mut SiteRegs,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
     let mut body = match packing {
         None => plan::snippet(t, value, keep)?,
         Some((bits, shift)) => {
-            let pair = pool
-                .clock_pair
-                .ok_or("no SGPR pair is free for the shader clock")?;
+            // gfx1200/gfx1201 read the clock into M0 directly; gfx1250 needs a pair.
+            let pair = if t.family() == Family::Gfx1250 {
+                regs.pair("the shader clock")?
+            } else {
+                0
+            };
             let clock = crate::snippets::clock_marker(t, value, bits, shift, pair)
                 .map_err(|x| x.to_string())?;
-            if clock.sgprs.contains(&pair) || clock.sgprs.contains(&(pair + 1)) {
-                used.insert(pair);
-                used.insert(pair + 1);
-            }
             plan::keep_m0(t, keep, clock.code)?
         }
     };
-    body = scope_guarded(t, scope, pool, body)?;
-    if packing.is_some() || scope.is_some() {
-        body = save_scc(t, body, scc_live, pool, used)?;
+    body = scope_guarded(t, flag, body)?;
+    if packing.is_some() || flag.is_some() {
+        body = save_scc(t, body, scc_live, regs)?;
     }
     Ok(body)
 }
 
-/// `body` inside the scope guard of `pool.flag` when scope filtering is on, unchanged otherwise.
+/// `body` inside the scope guard of `flag` when scope filtering is on, unchanged otherwise.
 fn scope_guarded(
     t: Target,
-    scope: Option<crate::snippets::ScopeMasks>,
-    pool: &RegPool,
+    flag: Option<u8>,
     body: Vec<amdgpu_isa::Instruction>,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
-    if scope.is_none() {
+    let Some(flag) = flag else {
         return Ok(body);
-    }
-    let flag = pool.flag.ok_or("no SGPR is free for the scope flag")?;
+    };
     Ok(crate::snippets::scope_guard(t, flag, body)
         .map_err(|x| x.to_string())?
         .code)
@@ -1521,7 +1435,8 @@ fn scope_guarded(
 
 /// The instructions of one address-trace block (seed spec "Address Tracing", "Framing
 /// protocol"): the per-lane loop of [`crate::snippets::address_trace`] with header `value`, M0
-/// kept as `keep` says, inside a scope guard when scope filtering is on, SCC saved when live.
+/// kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on, SCC
+/// saved when live. Its lane counter and word registers come from `regs`.
 #[allow(clippy::too_many_arguments)]
 fn trace_code(
     t: Target,
@@ -1529,19 +1444,16 @@ fn trace_code(
     value: u32,
     op: &crate::trace::TraceOp,
     keep: M0Keep,
-    scope: Option<crate::snippets::ScopeMasks>,
+    flag: Option<u8>,
     scc_live: bool,
-    pool: &RegPool,
-    used: &mut BTreeSet<u8>,
+    regs: &mut SiteRegs,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
-    let tmp = pool
-        .trace
-        .ok_or("no three SGPRs are free for the address-trace loop")?;
+    let role = "the address-trace loop (3 SGPRs)";
+    let tmp = [regs.one(role)?, regs.one(role)?, regs.one(role)?];
     let block =
         crate::snippets::address_trace(t, wave, value, &op.src, tmp).map_err(|x| x.to_string())?;
-    used.extend(block.sgprs.iter().copied());
-    let body = scope_guarded(t, scope, pool, plan::keep_m0(t, keep, block.code)?)?;
-    save_scc(t, body, scc_live, pool, used)
+    let body = scope_guarded(t, flag, plan::keep_m0(t, keep, block.code)?)?;
+    save_scc(t, body, scc_live, regs)
 }
 
 /// Largest SGPR allocation (including the 6 SGPRs of VCC, FLAT_SCRATCH and XNACK_MASK) kernel
@@ -1569,18 +1481,19 @@ fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
 }
 
 /// gfx9: grows each kernel's granulated SGPR count (descriptor) so that its allocation covers
-/// `needed` SGPRs (highest reserved + 1 + 6 extras). [`reg_pool`] only hands out registers within
-/// [`gfx9_sgpr_budget`], so occupancy never drops. Returns the kernels changed with their new
-/// allocation.
+/// `need[kernel]` SGPRs (highest SGPR inserted code writes in its call graph + 1 + 6 extras).
+/// [`allocation_masks`] only hands out registers within [`gfx9_sgpr_budget`], so occupancy never
+/// drops. Returns the kernels changed with their new allocation.
 fn bump_gfx9_sgprs(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
-    needed: u32,
+    need: &BTreeMap<String, u32>,
 ) -> Result<Vec<(String, Option<u32>)>, RewriteError> {
     let mut changed = Vec::new();
     for k in &co.kernels {
         let regs = k.descriptor.registers(&co.target);
         let now = regs.sgprs.unwrap_or(0);
+        let needed = need.get(&k.name).copied().unwrap_or(0);
         if needed <= now {
             continue;
         }
@@ -1590,4 +1503,101 @@ fn bump_gfx9_sgprs(
         changed.push((k.name.clone(), kd.registers(&co.target).sgprs));
     }
     Ok(changed)
+}
+
+/// Every code-object kernel with the index of its function in `prog` (several kernels may share
+/// one entry when the linker folded identical code).
+fn kernel_funcs<'a>(
+    prog: &'a Program,
+    co: &'a CodeObject,
+) -> impl Iterator<Item = (usize, &'a hsaco::Kernel)> + 'a {
+    co.kernels.iter().filter_map(|k| {
+        prog.funcs
+            .iter()
+            .position(|f| f.spec.kernel.is_some() && f.spec.start == k.entry)
+            .map(|fi| (fi, k))
+    })
+}
+
+/// SGPRs inserted code may use in each function at all (issue 12 item 2): s0..s101 on gfx9 and
+/// s0..s105 on gfx10+ ([`sgpr_limit`]: every gfx10+ wave has the full SGPR file); on gfx9 also
+/// below every reaching kernel's [`gfx9_sgpr_budget`] minus the 6 SGPRs of VCC, FLAT_SCRATCH and
+/// XNACK_MASK, so no kernel loses waves per SIMD (functions no kernel reaches: every kernel's).
+fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
+    let n = prog.funcs.len();
+    let limit = u32::from(sgpr_limit(prog.target));
+    let mask = |top: u32| -> Sgprs { (1u128 << top.min(limit)) - 1 };
+    if prog.target.family() != Family::Gfx9 {
+        return vec![mask(limit); n];
+    }
+    let mut top: Vec<Option<u32>> = vec![None; n];
+    let mut lowest = limit;
+    for (fi, k) in kernel_funcs(prog, co) {
+        let b = gfx9_sgpr_budget(co, k).saturating_sub(6);
+        lowest = lowest.min(b);
+        for g in prog.reachable(fi) {
+            top[g] = Some(top[g].map_or(b, |t| t.min(b)));
+        }
+    }
+    top.into_iter().map(|t| mask(t.unwrap_or(lowest))).collect()
+}
+
+/// The scope-filter flag SGPR of each function (issue 12 item 4; seed spec "Scope filtering":
+/// computed once at kernel entry, read by every marker). Kernels that reach a common function
+/// form one call graph and share one flag: the lowest SGPR that no function of the call graph
+/// touches and that every one of them may use. Functions no kernel reaches form their own call
+/// graph. `None` for the functions of a call graph without such an SGPR. Every flag is then
+/// withheld from the scratch registers of every function.
+fn scope_flags(prog: &Program, sgprs: &mut SgprFacts) -> Vec<Option<u8>> {
+    let n = prog.funcs.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.spec.kernel.is_none() {
+            continue;
+        }
+        for g in prog.reachable(fi) {
+            let (a, b) = (root(&mut parent, fi), root(&mut parent, g));
+            parent[a] = b;
+        }
+    }
+    let mut untouched: BTreeMap<usize, Sgprs> = BTreeMap::new();
+    for fi in 0..n {
+        let r = root(&mut parent, fi);
+        let e = untouched.entry(r).or_insert(ALL_SGPRS);
+        *e &= sgprs.allowed(fi) & !sgprs.touched(fi);
+    }
+    let flag_of: BTreeMap<usize, u8> = untouched
+        .into_iter()
+        .filter(|(_, free)| *free != 0)
+        .map(|(r, free)| (r, free.trailing_zeros() as u8))
+        .collect();
+    let flags: Vec<Option<u8>> = (0..n)
+        .map(|fi| flag_of.get(&root(&mut parent, fi)).copied())
+        .collect();
+    sgprs.forbid(flags.iter().flatten().fold(0, |a, &r| a | 1u128 << r));
+    flags
+}
+
+/// SGPR count each kernel needs: the highest SGPR inserted code writes in the kernel or any
+/// function it reaches, plus one, plus `extra` (6 on gfx9: VCC, FLAT_SCRATCH, XNACK_MASK).
+/// Kernels whose call graph got no inserted SGPR are absent.
+fn sgprs_needed(
+    prog: &Program,
+    co: &CodeObject,
+    used: &[Sgprs],
+    extra: u32,
+) -> BTreeMap<String, u32> {
+    kernel_funcs(prog, co)
+        .filter_map(|(fi, k)| {
+            let u = prog.reachable(fi).into_iter().fold(0, |a, g| a | used[g]);
+            (u != 0).then(|| (k.name.clone(), 128 - u.leading_zeros() + extra))
+        })
+        .collect()
 }

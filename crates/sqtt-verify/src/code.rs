@@ -404,6 +404,9 @@ impl Program {
             }
             bodies.push(body);
         }
+        // Inserted code may write any SGPR that is dead where it runs (checked per run by
+        // `flow`), so the aligner accepts SGPR writes anywhere.
+        let every = crate::insn::every_sgpr();
         let mut free_sgprs = RegSet::new();
         for r in 0..sqtt_interp::NUM_SGPRS as u16 {
             if !used.contains_sgpr(r) {
@@ -420,7 +423,7 @@ impl Program {
             for (k, (a, _)) in body.iter().enumerate() {
                 omap.insert(*a, (fi, k));
             }
-            align(f, body, &ntext, isa, &free_sgprs, findings);
+            align(f, body, &ntext, isa, &every, findings);
         }
         let secmap = orig
             .elf

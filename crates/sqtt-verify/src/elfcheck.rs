@@ -406,6 +406,10 @@ fn section_name(co: &CodeObject, idx: u16) -> Option<&str> {
 /// Maps an original code address: function entries to the rewritten entry (so the entry run
 /// executes), other instructions to their allowed landings, the end of a body to the new end.
 fn code_targets(p: &Program, a: u64) -> Option<Vec<u64>> {
+    // The end of `.text` (kernels without code sit there) stays its end.
+    if a == p.otext.end() {
+        return Some(vec![p.ntext.end()]);
+    }
     if let Some(f) = p.func_at(a).and_then(|fi| p.funcs.get(fi)) {
         return f.new_start.map(|s| vec![s]);
     }
@@ -620,7 +624,7 @@ pub(crate) fn check_descriptors(
     o: &CodeObject,
     n: &CodeObject,
     p: &Program,
-    reserved: Option<u16>,
+    inserted_top: &BTreeMap<usize, u16>,
     findings: &mut Vec<Finding>,
 ) {
     let gen = n.target.generation();
@@ -738,14 +742,7 @@ pub(crate) fn check_descriptors(
                 )));
             }
         }
-        check_metadata(
-            o,
-            n,
-            ok,
-            nk,
-            reserved.filter(|_| new_use.0 > orig_use.0),
-            findings,
-        );
+        check_metadata(o, n, ok, nk, inserted_top.get(&fi).copied(), findings);
     }
 }
 
@@ -809,7 +806,7 @@ fn check_metadata(
             if key == ".sgpr_count" {
                 if let Some(r) = reserved.filter(|r| b < u64::from(*r) + 1) {
                     findings.push(mf(format!(
-                        ".sgpr_count {b} does not cover the reserved SGPR s{r}"
+                        ".sgpr_count {b} does not cover s{r}, which inserted code writes"
                     )));
                 }
             }

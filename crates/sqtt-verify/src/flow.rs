@@ -9,10 +9,11 @@ use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 use crate::code::{Func, NInst, Program};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
-    allowed, getreg_allowed, marker_kind, reads_m0, region_class, writes_only, Allowed, MarkerKind,
-    Region,
+    allowed, every_sgpr, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const,
+    writes_only, Allowed, MarkerKind, Region,
 };
 use crate::region::{self, Layout};
+use crate::sgprs::{self, CallGraph};
 use crate::{Check, Finding};
 
 /// Marker counts of one function (instructions).
@@ -24,11 +25,13 @@ pub(crate) struct MarkerCounts {
 }
 
 pub(crate) struct Analysis {
-    pub reserved_sgpr: Option<u16>,
     /// Every SGPR inserted code writes (M0 excluded), ascending.
-    pub reserved_sgprs: Vec<u16>,
-    /// The scope-filter flag SGPR computed at kernel entries, if any.
-    pub scope_flag: Option<u16>,
+    pub inserted_sgprs: Vec<u16>,
+    /// The scope-filter flag SGPRs computed at kernel entries, ascending.
+    pub scope_flags: Vec<u16>,
+    /// Per kernel function index: the highest SGPR inserted code writes in it or anything it
+    /// reaches (for the descriptor and note checks).
+    pub inserted_top: BTreeMap<usize, u16>,
     /// Parallel to `Program::funcs`.
     pub markers: Vec<MarkerCounts>,
 }
@@ -165,71 +168,93 @@ pub(crate) fn analyse(
     findings: &mut Vec<Finding>,
 ) -> Analysis {
     let legacy: Vec<Vec<bool>> = p.funcs.iter().map(legacy_runs).collect();
-    let reserved = reserved_sgpr(p, &legacy, findings);
-    let reserved_all = reserved_sgprs(p, reserved, findings);
-    let scope_flag = scope_flag(p, &reserved_all, findings);
+    let cfgs: Vec<Cfg> = (0..p.funcs.len())
+        .map(|fi| build_cfg(p, fi, findings))
+        .collect();
+    let exits: Vec<Vec<usize>> = cfgs.iter().map(|c| c.exits.clone()).collect();
+    let cg = CallGraph::new(p, &exits);
+    // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
+    // handler resumes at the next instruction).
+    let succ: Vec<Vec<Vec<usize>>> = cfgs
+        .iter()
+        .zip(&p.funcs)
+        .map(|(c, f)| {
+            c.succs
+                .iter()
+                .enumerate()
+                .map(|(k, ss)| {
+                    let mut v: Vec<usize> = ss.iter().map(|s| s.0).collect();
+                    if f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len() {
+                        v.push(k + 1);
+                    }
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let changeable = sgprs::changeable(p, &cg, &succ);
+    let reach: Vec<Option<Vec<bool>>> = p
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(fi, f)| (f.kind == crate::FunctionKind::Kernel).then(|| cg.reachable(fi)))
+        .collect();
+    let flags = scope_flags(p, &reach, findings);
+    let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
     let packing = fm.layout != Layout::Legacy;
     let free: Vec<u16> = sgprs(&p.free_sgprs).collect();
     let mut markers = Vec::with_capacity(p.funcs.len());
     for (fi, f) in p.funcs.iter().enumerate() {
-        check_inserted(p, f, scope_flag, packing, findings);
+        check_inserted(p, f, &all_flags, &changeable[fi], packing, findings);
         check_windows(f, findings);
-        let cfg = build_cfg(p, fi, findings);
         let env = region::Env {
             target: p.isa,
             wave_size: wave_sizes.get(fi).copied().unwrap_or(64),
-            reserved: &reserved_all,
             free: &free,
-            scope_flag,
+            scope_flag: flags[fi],
             layout: fm.layout,
             payload: &fm.payload,
             names: &fm.names,
         };
-        markers.push(check_runs(p, f, &legacy[fi], &cfg, fm, &env, findings));
+        markers.push(check_runs(
+            p,
+            f,
+            &legacy[fi],
+            &cfgs[fi],
+            &changeable[fi],
+            fm,
+            &env,
+            findings,
+        ));
     }
+    let written: Vec<u128> = p
+        .funcs
+        .iter()
+        .map(|f| {
+            f.inserted
+                .iter()
+                .fold(0, |a, n| a | n.inst.writes().sgpr_bits())
+        })
+        .collect();
+    let inserted_top = reach
+        .iter()
+        .enumerate()
+        .filter_map(|(fi, r)| {
+            let w = r
+                .as_ref()?
+                .iter()
+                .zip(&written)
+                .fold(0u128, |a, (&yes, &w)| if yes { a | w } else { a });
+            (w != 0).then(|| (fi, 127 - w.leading_zeros() as u16))
+        })
+        .collect();
+    let all_written = written.iter().fold(0u128, |a, w| a | w);
     Analysis {
-        reserved_sgpr: reserved,
-        reserved_sgprs: reserved_all,
-        scope_flag,
+        inserted_sgprs: (0..106u16).filter(|r| all_written >> r & 1 == 1).collect(),
+        scope_flags: all_flags.into_iter().collect(),
+        inserted_top,
         markers,
     }
-}
-
-/// SGPRs written by inserted code (M0 excluded); each must be unused by every original
-/// instruction of the object (the M0 save SGPR is reported by [`reserved_sgpr`]).
-fn reserved_sgprs(p: &Program, m0_save: Option<u16>, findings: &mut Vec<Finding>) -> Vec<u16> {
-    let mut regs = BTreeSet::new();
-    for f in &p.funcs {
-        for n in &f.inserted {
-            for s in sgprs(&n.inst.writes()) {
-                {
-                    if region_class(&n.inst).is_some() && regs.insert(s) && Some(s) != m0_save {
-                        if let Some((g, o)) = p.funcs.iter().find_map(|g| {
-                            g.orig
-                                .iter()
-                                .find(|o| {
-                                    o.inst.reads().contains_sgpr(s)
-                                        || o.inst.writes().contains_sgpr(s)
-                                })
-                                .map(|o| (g, o))
-                        }) {
-                            findings.push(fnd(
-                                g,
-                                Check::Inserted,
-                                Some(o.addr),
-                                o.new.map(|n| n.addr),
-                                format!(
-                                    "reserved SGPR s{s} is used by original {}",
-                                    o.inst.mnemonic()
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    regs.into_iter().collect()
 }
 
 /// SGPR numbers in a register set.
@@ -237,17 +262,20 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
     (0..sqtt_interp::NUM_SGPRS as u16).filter(|r| set.contains_sgpr(*r))
 }
 
-/// Reserved SGPRs a run reads before writing them (in layout order).
-fn exposed_reads(run: &[NInst], reserved: &[u16]) -> BTreeSet<u16> {
-    let mut written = BTreeSet::new();
+/// The SGPR a scope guard of `run` tests: `s_cmp_lg_u32 sF, 0` on an SGPR the run has not written
+/// before (seed spec "Scope filtering": the flag computed once at kernel entry).
+fn guard_reads(run: &[NInst]) -> BTreeSet<u16> {
+    let mut written = RegSet::new();
     let mut out = BTreeSet::new();
     for n in run {
-        for s in sgprs(&n.inst.reads()) {
-            if reserved.contains(&s) && !written.contains(&s) {
-                out.insert(s);
+        if n.inst.mnemonic() == "s_cmp_lg_u32" && scalar_const(&n.inst, "ssrc1") == Some(0) {
+            if let Some(r) = sgprs(&n.inst.reads()).next() {
+                if !written.contains_sgpr(r) {
+                    out.insert(r);
+                }
             }
         }
-        written.extend(sgprs(&n.inst.writes()));
+        written.union_with(&n.inst.writes());
     }
     out
 }
@@ -285,57 +313,90 @@ pub(crate) fn entry_index(f: &Func) -> usize {
     f.orig.iter().position(|o| o.addr == body).unwrap_or(0)
 }
 
-fn scope_flag(p: &Program, reserved: &[u16], findings: &mut Vec<Finding>) -> Option<u16> {
-    let entry_run = |f: &Func| -> Vec<NInst> {
-        f.orig
-            .get(entry_index(f))
-            .map(|o| f.inserted.get(o.run.clone()).unwrap_or_default().to_vec())
-            .unwrap_or_default()
-    };
-    let mut computed = BTreeSet::new();
-    for f in p
+/// The scope-filter flag of each function: the SGPR its runs' guards test ([`guard_reads`]), one
+/// per function. For every kernel that reaches a function with flag sF: the kernel's entry run
+/// reads a hardware-ID register and writes sF, and no original instruction of any function the
+/// kernel reaches reads or writes sF (its value must survive from the entry to every marker).
+/// `reach[k]`: functions kernel `k` reaches (`None` for device functions).
+fn scope_flags(
+    p: &Program,
+    reach: &[Option<Vec<bool>>],
+    findings: &mut Vec<Finding>,
+) -> Vec<Option<u16>> {
+    let flags: Vec<Option<u16>> = p
         .funcs
         .iter()
-        .filter(|f| f.kind == crate::FunctionKind::Kernel)
-    {
-        let run = entry_run(f);
-        if run.iter().any(|n| is_hw_id_read(&n.inst)) {
-            for n in &run {
-                computed.extend(sgprs(&n.inst.writes()));
+        .map(|f| {
+            let entry = entry_index(f);
+            let mut tested = BTreeSet::new();
+            for (k, o) in f.orig.iter().enumerate() {
+                if k == entry && f.kind == crate::FunctionKind::Kernel {
+                    continue;
+                }
+                tested.extend(guard_reads(
+                    f.inserted.get(o.run.clone()).unwrap_or_default(),
+                ));
+            }
+            if tested.len() > 1 {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(f.orig_start),
+                    f.new_start,
+                    format!("scope guards test more than one flag: {tested:?}"),
+                ));
+            }
+            tested.first().copied()
+        })
+        .collect();
+    let touched: Vec<u128> = p.funcs.iter().map(crate::sgprs::touched).collect();
+    for (ki, r) in reach.iter().enumerate() {
+        let Some(r) = r else { continue };
+        let kf = &p.funcs[ki];
+        let needed: BTreeSet<u16> = (0..p.funcs.len())
+            .filter(|&g| r[g])
+            .filter_map(|g| flags[g])
+            .collect();
+        if needed.is_empty() {
+            continue;
+        }
+        let run = kf
+            .orig
+            .get(entry_index(kf))
+            .map(|o| kf.inserted.get(o.run.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
+        for &flag in &needed {
+            if !computes || !run.iter().any(|n| n.inst.writes().contains_sgpr(flag)) {
+                findings.push(fnd(
+                    kf,
+                    Check::Markers,
+                    Some(kf.orig_start),
+                    kf.new_start,
+                    format!(
+                        "kernel entry does not compute the scope flag s{flag} its call graph tests"
+                    ),
+                ));
+            }
+            for g in (0..p.funcs.len()).filter(|&g| r[g] && touched[g] >> flag & 1 == 1) {
+                let gf = &p.funcs[g];
+                let at = gf.orig.iter().find(|o| {
+                    o.inst.reads().contains_sgpr(flag) || o.inst.writes().contains_sgpr(flag)
+                });
+                findings.push(fnd(
+                    gf,
+                    Check::Inserted,
+                    at.map(|o| o.addr),
+                    at.and_then(|o| o.new.map(|n| n.addr)),
+                    format!(
+                        "scope flag s{flag} of kernel {} is used by original code of {}",
+                        kf.name, gf.name
+                    ),
+                ));
             }
         }
     }
-    let mut exposed = BTreeSet::new();
-    for f in &p.funcs {
-        let entry = entry_index(f);
-        for (k, o) in f.orig.iter().enumerate() {
-            if k == entry && f.kind == crate::FunctionKind::Kernel {
-                continue;
-            }
-            let run = f.inserted.get(o.run.clone()).unwrap_or_default();
-            exposed.extend(exposed_reads(run, reserved));
-        }
-    }
-    let flag = computed.intersection(&exposed).next().copied()?;
-    for f in p
-        .funcs
-        .iter()
-        .filter(|f| f.kind == crate::FunctionKind::Kernel)
-    {
-        let writes = entry_run(f)
-            .iter()
-            .any(|n| n.inst.writes().contains_sgpr(flag));
-        if !writes {
-            findings.push(fnd(
-                f,
-                Check::Markers,
-                Some(f.orig_start),
-                f.new_start,
-                format!("kernel entry does not compute the scope flag s{flag}"),
-            ));
-        }
-    }
-    Some(flag)
+    flags
 }
 
 fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
@@ -348,79 +409,19 @@ fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) 
     }
 }
 
-/// The one SGPR inserted code uses to save M0; it must be unused by every original instruction.
-/// Only the last M0 write of an inserted run can be a restore (earlier `s_mov_b32 m0, sX` send
-/// marker words), and a copy of M0 that is never moved back into M0 (an address-trace block
-/// reading a buffer `soffset` held in M0) only reads M0 and is not a save.
-fn reserved_sgpr(p: &Program, legacy: &[Vec<bool>], findings: &mut Vec<Finding>) -> Option<u16> {
-    let mut saves = BTreeSet::new();
-    let mut restores = BTreeSet::new();
-    for (f, lf) in p.funcs.iter().zip(legacy) {
-        for (o, &l) in f.orig.iter().zip(lf) {
-            let run: Vec<Option<Allowed>> = f
-                .inserted
-                .get(o.run.clone())
-                .unwrap_or_default()
-                .iter()
-                .map(|n| allowed(&n.inst))
-                .collect();
-            for a in &run {
-                if let Some(Allowed::SaveM0(r)) = a {
-                    saves.insert(*r);
-                }
-            }
-            let last_m0_write = run
-                .iter()
-                .rev()
-                .find(|a| matches!(a, Some(Allowed::RestoreM0(_) | Allowed::SetM0(_))));
-            if let (Some(Some(Allowed::RestoreM0(r))), true) = (last_m0_write, l) {
-                restores.insert(*r);
-            }
-        }
-    }
-    let regs: BTreeSet<u16> = restores
-        .union(&saves.intersection(&restores).copied().collect())
-        .copied()
-        .collect();
-    let r = regs.first().copied()?;
-    if regs.len() > 1 {
-        findings.push(Finding {
-            check: Check::Inserted,
-            function: None,
-            original_address: None,
-            new_address: None,
-            message: format!("inserted code saves M0 in more than one SGPR: {regs:?}"),
-        });
-    }
-    for f in &p.funcs {
-        for o in &f.orig {
-            if o.inst.reads().contains_sgpr(r) || o.inst.writes().contains_sgpr(r) {
-                findings.push(fnd(
-                    f,
-                    Check::M0,
-                    Some(o.addr),
-                    o.new.map(|n| n.addr),
-                    format!(
-                        "reserved SGPR s{r} is used by original {}",
-                        o.inst.mnemonic()
-                    ),
-                ));
-                return Some(r);
-            }
-        }
-    }
-    Some(r)
-}
-
 /// Static whitelist of every inserted instruction (class, memory, registers written, branch
 /// targets, hardware registers read).
+/// `flags`: every scope-filter flag of the object (only kernel entry runs may write one);
+/// `changeable[k]`: SGPRs inserted code in front of original `k` may change.
 fn check_inserted(
     p: &Program,
     f: &Func,
-    scope_flag: Option<u16>,
+    flags: &BTreeSet<u16>,
+    changeable: &[u128],
     packing: bool,
     findings: &mut Vec<Finding>,
 ) {
+    let every = every_sgpr();
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
     let entry = entry_index(f);
@@ -437,13 +438,23 @@ fn check_inserted(
                 findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
             };
             if let Some(isl) = p.island_containing(n.addr) {
-                // Validated through the branch that uses it (check_target); it may only write
-                // reserved SGPRs and SCC.
-                let only_free = (0..106u16)
-                    .all(|x| !isl.writes.contains_sgpr(x) || p.free_sgprs.contains_sgpr(x));
-                if !only_free {
+                // Validated through the branch that uses it (check_target); the SGPRs it writes
+                // must be changeable where it lands.
+                let lands = f.orig.iter().position(|x| {
+                    let start = f
+                        .inserted
+                        .get(x.run.clone())
+                        .and_then(|r| r.first())
+                        .map_or(x.new.map(|y| y.addr), |y| Some(y.addr));
+                    start.is_some_and(|s| s <= isl.dest)
+                        && x.new.is_some_and(|y| isl.dest <= y.addr)
+                });
+                let ok = lands
+                    .and_then(|k| changeable.get(k))
+                    .is_some_and(|&c| isl.writes.sgpr_bits() & !c == 0);
+                if !ok {
                     bad(format!(
-                        "long-branch island at {:#x} writes registers original code uses",
+                        "long-branch island at {:#x} writes SGPRs that are live or awaiting an SMEM result where it lands",
                         n.addr
                     ));
                 }
@@ -476,16 +487,17 @@ fn check_inserted(
                 bad(format!("inserted instruction {m} accesses memory"));
             }
             let m0_save = matches!(class, Some(Region::Legacy(Allowed::SaveM0(_))));
-            if !m0_save && !writes_only(&n.inst, &p.free_sgprs) {
+            if !m0_save && !writes_only(&n.inst, &every) {
                 bad(format!(
-                    "inserted instruction {m} writes registers other than M0, SCC and reserved SGPRs"
+                    "inserted instruction {m} writes registers other than M0, SCC and SGPRs"
                 ));
             }
             if (0..16).any(|t| n.inst.reads().contains_ttmp(t)) {
                 bad(format!("inserted instruction {m} reads a TTMP"));
             }
-            if let Some(r) =
-                scope_flag.filter(|r| !kernel_entry && n.inst.writes().contains_sgpr(*r))
+            if let Some(r) = flags
+                .iter()
+                .find(|r| !kernel_entry && n.inst.writes().contains_sgpr(**r))
             {
                 bad(format!(
                     "inserted instruction {m} overwrites the scope flag s{r}"
@@ -844,11 +856,13 @@ fn executed_effect(run: &[NInst], at: u64, x: region::Exec, layout: Layout) -> E
     e
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check_runs(
     p: &Program,
     f: &Func,
     legacy: &[bool],
     cfg: &Cfg,
+    changeable: &[u128],
     fm: &FuncmapInfo,
     env: &region::Env,
     findings: &mut Vec<Finding>,
@@ -876,7 +890,7 @@ fn check_runs(
         let whole = f.inserted.get(o.run.clone()).unwrap_or_default();
         let is_legacy = legacy.get(k).copied().unwrap_or(true);
         let executable = whole.iter().all(|x| {
-            region_class(&x.inst).is_some() && writes_only(&x.inst, &p.free_sgprs)
+            region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
                 || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
         });
         let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
@@ -897,6 +911,7 @@ fn check_runs(
                                 deterministic: !is_legacy,
                                 trials: if is_legacy { 2 } else { 6 },
                                 vgprs: &vgprs,
+                                changeable: changeable.get(k).copied().unwrap_or(0),
                             },
                         ),
                     ))

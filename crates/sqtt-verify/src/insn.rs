@@ -80,10 +80,13 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     None
 }
 
-/// Padding word between functions (`s_nop 0`) or at the end of `.text` (`s_code_end`).
+/// Padding word between functions (`s_nop 0`, or a zero dword as linkers leave between
+/// functions of real libraries, e.g. after rocPRIM's compiled-out kernels) or at the end of
+/// `.text` (`s_code_end`).
 pub(crate) fn is_padding(inst: &Instruction) -> bool {
     matches!(inst.special(), Special::CodeEnd)
         || (inst.special() == Special::Nop && inst.field("simm16") == Some(0))
+        || inst.bytes() == [0, 0, 0, 0]
 }
 
 /// Effect of a marker word on the scope stack (seed spec "Semantic rules").
@@ -299,6 +302,13 @@ pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
         Some(Region::Legacy(_)) => true,
         Some(_) => writes_only(inst, free),
     }
+}
+
+/// Every SGPR s0..s105.
+pub(crate) fn every_sgpr() -> RegSet {
+    let mut r = RegSet::new();
+    (0..106).for_each(|n| r.add_sgpr(n));
+    r
 }
 
 /// `inst` writes no register outside `sgprs` ∪ {M0, SCC}.

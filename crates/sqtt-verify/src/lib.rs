@@ -46,6 +46,7 @@ mod flow;
 pub mod funcmap;
 mod insn;
 mod region;
+mod sgprs;
 mod verbatim;
 
 use serde::Serialize;
@@ -189,13 +190,12 @@ pub struct Report {
     pub target: String,
     /// Every kernel and device function of the original, in address order.
     pub functions: Vec<FunctionReport>,
-    /// SGPR the rewriter reserved for saving M0, if any inserted code uses one.
-    pub reserved_sgpr: Option<u16>,
-    /// Every SGPR inserted code writes (M0 save, lane counters, payload temporaries, scope flag),
-    /// ascending.
-    pub reserved_sgprs: Vec<u16>,
-    /// The scope-filter flag SGPR computed at kernel entries (seed spec "Scope filtering").
-    pub scope_flag_sgpr: Option<u16>,
+    /// Every SGPR inserted code writes (M0 and SCC saves, lane counters, payload temporaries,
+    /// scope flags, long-branch pairs), ascending; each was checked to be dead where it changes.
+    pub inserted_sgprs: Vec<u16>,
+    /// The scope-filter flag SGPRs computed at kernel entries (seed spec "Scope filtering"; one
+    /// per kernel call graph), ascending.
+    pub scope_flag_sgprs: Vec<u16>,
     /// Violations found.
     pub findings: Vec<Finding>,
 }
@@ -292,13 +292,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
     dwarfcheck::check_lines(&orig, &new, &program, &mut findings);
-    elfcheck::check_descriptors(
-        &orig,
-        &new,
-        &program,
-        analysis.reserved_sgprs.last().copied(),
-        &mut findings,
-    );
+    elfcheck::check_descriptors(&orig, &new, &program, &analysis.inserted_top, &mut findings);
     let functions = program
         .funcs
         .iter()
@@ -319,9 +313,8 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     Ok(Report {
         target: orig.target.processor.clone(),
         functions,
-        reserved_sgpr: analysis.reserved_sgpr,
-        reserved_sgprs: analysis.reserved_sgprs,
-        scope_flag_sgpr: analysis.scope_flag,
+        inserted_sgprs: analysis.inserted_sgprs,
+        scope_flag_sgprs: analysis.scope_flags,
         findings,
     })
 }

@@ -1,6 +1,6 @@
 //! Execution of inserted runs ("instrumentation regions") on the `sqtt-interp` model wave with
 //! random register states, and the checks on what comes out: termination by falling through to
-//! the run's end, untouched architectural state outside the reserved SGPRs / M0 / SCC, the
+//! the run's end, untouched architectural state outside the changeable SGPRs / M0 / SCC, the
 //! shaderdata framing of the seed spec ("Marker Encoding", "Funcmap format" `R:` rows, "Address
 //! Tracing" / "Framing protocol", "Scope filtering", "GFX12 Shader Clock Packing").
 
@@ -43,8 +43,6 @@ pub(crate) struct Env<'a> {
     pub target: Target,
     /// Lanes of the waves executing the function (32 or 64).
     pub wave_size: u32,
-    /// SGPRs inserted code writes (all unused by the original).
-    pub reserved: &'a [u16],
     /// SGPRs no original instruction uses: their values on entry are unknown to a run.
     pub free: &'a [u16],
     /// The scope-filter flag SGPR, an input of every run (0 and 1 are tried).
@@ -97,6 +95,8 @@ pub(crate) struct Entry<'a> {
     pub trials: usize,
     /// VGPRs the run reads (randomised; the others stay 0).
     pub vgprs: &'a [u16],
+    /// SGPRs the run may change (bit n = s<n>): dead in the original program where it runs.
+    pub changeable: u128,
 }
 
 /// Executes one run entry over several random states. See the module docs for the checks.
@@ -189,7 +189,7 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                 ));
                 return out;
             }
-            if let Some(what) = changed_state(env, &before, &w) {
+            if let Some(what) = changed_state(e.changeable, &before, &w) {
                 out.problems
                     .push((Check::Inserted, format!("inserted run changes {what}")));
                 return out;
@@ -316,8 +316,8 @@ fn randomise(w: &mut Wave, vgprs: &[u16], t: usize, rng: &mut Rng) {
 }
 
 /// The first architectural register a run changed that it may not change (everything but the
-/// reserved SGPRs, M0 and SCC).
-fn changed_state(env: &Env, a: &Snapshot, b: &Wave) -> Option<String> {
+/// `changeable` SGPRs, M0 and SCC).
+fn changed_state(changeable: u128, a: &Snapshot, b: &Wave) -> Option<String> {
     if a.exec != b.exec {
         return Some("EXEC".into());
     }
@@ -325,9 +325,11 @@ fn changed_state(env: &Env, a: &Snapshot, b: &Wave) -> Option<String> {
         return Some("VCC".into());
     }
     if let Some(r) = (0..a.sgpr.len())
-        .find(|&r| a.sgpr[r] != b.sgpr[r] && !env.reserved.iter().any(|&x| usize::from(x) == r))
+        .find(|&r| a.sgpr[r] != b.sgpr[r] && (r >= 128 || changeable >> r & 1 == 0))
     {
-        return Some(format!("s{r}, which is not reserved"));
+        return Some(format!(
+            "s{r}, which is live or awaiting an SMEM result there"
+        ));
     }
     None
 }

@@ -1,0 +1,193 @@
+//! Where outputs go (issue 17, items 1-3 and 11). Every output path (`-o`, `--report-json`,
+//! a batch output file) is checked before any work is done:
+//!
+//! - a regular file, or a path that does not exist yet in an existing directory, is written
+//!   atomically: a temporary file in the same directory, renamed over the path when complete
+//!   (nothing is left behind on error);
+//! - a character device or a FIFO (`-o /dev/null` as a dry run, a pipe) is streamed into in
+//!   place, never replaced;
+//! - a directory (or a path ending in `/`), a socket, a block device, or a path whose directory
+//!   does not exist is refused with a message naming the option.
+
+use anyhow::{bail, Context, Result};
+use std::io::{Seek, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A checked output path.
+#[derive(Debug, Clone)]
+pub struct Dest {
+    /// The path as given.
+    pub path: PathBuf,
+    /// True for a character device or FIFO: written in place, never renamed over.
+    pub stream: bool,
+}
+
+/// Checks `path`, named by `flag` (`-o`, `--report-json`) in messages, before any work.
+/// Errors: a directory or a path ending in `/`, a socket or block device, a missing directory.
+pub fn check(flag: &str, path: &Path) -> Result<Dest> {
+    let shown = path.display();
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
+        bail!("{flag} {shown}: is a directory; give a file path");
+    }
+    match std::fs::metadata(path) {
+        Ok(m) => {
+            let t = m.file_type();
+            let stream = t.is_char_device() || t.is_fifo();
+            if !t.is_file() && !stream {
+                let kind = if t.is_socket() {
+                    "a socket"
+                } else if t.is_block_device() {
+                    "a block device"
+                } else {
+                    "not a regular file"
+                };
+                bail!("{flag} {shown}: {kind}; refusing to write over it");
+            }
+            Ok(Dest {
+                path: path.to_path_buf(),
+                stream,
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = parent(path);
+            if !dir.is_dir() {
+                bail!("{flag} {shown}: directory {} does not exist", dir.display());
+            }
+            Ok(Dest {
+                path: path.to_path_buf(),
+                stream: false,
+            })
+        }
+        Err(e) => Err(e).with_context(|| format!("{flag} {shown}: cannot inspect")),
+    }
+}
+
+/// The directory a path lives in (`.` for a bare file name).
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// The path's identity for "same file" checks: the canonical path, or for a file that does not
+/// exist yet the canonical directory joined with the file name.
+fn identity(path: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| {
+        let dir = std::fs::canonicalize(parent(path)).ok()?;
+        Some(dir.join(path.file_name()?))
+    })
+}
+
+/// Refuses two paths (named by their flags) that are the same file, unless it is a character
+/// device (`/dev/null` may take both).
+pub fn check_distinct(a_flag: &str, a: &Path, b_flag: &str, b: &Path) -> Result<()> {
+    let device = std::fs::metadata(a).is_ok_and(|m| m.file_type().is_char_device());
+    if !device && identity(a).is_some_and(|x| Some(x) == identity(b)) {
+        bail!(
+            "{b_flag} {}: the same file as {a_flag} {}; choose another path",
+            b.display(),
+            a.display()
+        );
+    }
+    Ok(())
+}
+
+/// An output being written: a temporary file next to a regular destination, or an unnamed
+/// temporary file for a stream destination (copied into it on [`Sink::commit`]).
+pub struct Sink {
+    dest: Dest,
+    tmp: Tmp,
+}
+
+enum Tmp {
+    Named(tempfile::NamedTempFile),
+    Unnamed(std::fs::File),
+}
+
+impl Sink {
+    /// Opens the temporary file. Errors: the directory is not writable.
+    pub fn new(dest: &Dest) -> Result<Sink> {
+        let tmp =
+            if dest.stream {
+                Tmp::Unnamed(tempfile::tempfile().context("cannot create a temporary file")?)
+            } else {
+                let dir = parent(&dest.path);
+                Tmp::Named(tempfile::NamedTempFile::new_in(dir).with_context(|| {
+                    format!("{}: cannot create a temporary file", dir.display())
+                })?)
+            };
+        Ok(Sink {
+            dest: dest.clone(),
+            tmp,
+        })
+    }
+
+    /// The temporary file to write to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        match &mut self.tmp {
+            Tmp::Named(t) => t.as_file_mut(),
+            Tmp::Unnamed(f) => f,
+        }
+    }
+
+    /// Finishes the output: gives a regular file the permissions of `like` (0644 when `None`),
+    /// syncs and renames it over the destination; copies into a stream destination. On error
+    /// the temporary file is deleted.
+    pub fn commit(self, like: Option<&Path>) -> Result<()> {
+        let path = &self.dest.path;
+        let cannot = || format!("{}: cannot write", path.display());
+        match self.tmp {
+            Tmp::Unnamed(mut f) => {
+                f.rewind().with_context(cannot)?;
+                let mut out = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(cannot)?;
+                std::io::copy(&mut f, &mut out).with_context(cannot)?;
+                Ok(())
+            }
+            Tmp::Named(t) => {
+                let mode = like
+                    .and_then(|l| std::fs::metadata(l).ok())
+                    .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+                t.as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(mode))
+                    .with_context(cannot)?;
+                t.as_file().sync_all().with_context(cannot)?;
+                // The error carries the temporary file: drop it here (deleting it) and keep
+                // only the I/O error, whose text the persist error would otherwise repeat.
+                t.persist(path).map_err(|e| e.error).with_context(cannot)?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to a checked destination: atomically for a regular file (mode of `like`, or
+/// 0644), in place for a stream.
+pub fn write(dest: &Dest, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+    if dest.stream {
+        let cannot = || format!("{}: cannot write", dest.path.display());
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&dest.path)
+            .with_context(cannot)?;
+        return out.write_all(bytes).with_context(cannot);
+    }
+    let mut sink = Sink::new(dest)?;
+    sink.file()
+        .write_all(bytes)
+        .with_context(|| format!("{}: cannot write", dest.path.display()))?;
+    sink.commit(like)
+}
+
+/// Checks `path` (named by `flag`) and writes `bytes` to it; `-` is standard output.
+pub fn write_report(flag: &str, path: &Path, text: &str) -> Result<()> {
+    if path.as_os_str() == "-" {
+        crate::cmd_patch::write_stdout(text)?;
+        return Ok(());
+    }
+    let dest = check(flag, path)?;
+    write(&dest, text.as_bytes(), None).with_context(|| format!("{flag} {}", path.display()))
+}

@@ -1,0 +1,97 @@
+//! What an input file is, from its first bytes: for dispatch (`batch`) and for messages that
+//! name the file's kind when a command gets the wrong one (issue 17, items 9 and 10).
+//!
+//! Facts: ELF identification and `e_machine` at offset 18 of the ELF64 header (ELF
+//! specification; LLVM `BinaryFormat/ELF.h`: `EM_X86_64` 62, `EM_AMDGPU` 224); offload bundle
+//! magics `__CLANG_OFFLOAD_BUNDLE__` and `CCOB` (clang `OffloadBundler.cpp`).
+
+use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
+use hsaco::container::InputKind;
+
+/// ELF magic (`e_ident[EI_MAG0..3]`).
+const ELF_MAGIC: &[u8] = b"\x7fELF";
+/// `e_machine` of x86-64 host binaries.
+const EM_X86_64: u16 = 62;
+/// `e_machine` of AMDGPU code objects.
+const EM_AMDGPU: u16 = 224;
+/// Size of an ELF64 header (bytes).
+const ELF64_HEADER: usize = 64;
+
+/// `e_machine` of an ELF file (little-endian header), when the header is long enough.
+fn machine(data: &[u8]) -> Option<u16> {
+    data.get(18..20).map(|b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// Kind of a file: bundle magic, or ELF magic with `e_machine` AMDGPU or x86-64; `None` for
+/// anything else.
+pub fn kind(data: &[u8]) -> Option<InputKind> {
+    if hsaco::bundle::is_bundle(data) {
+        return Some(InputKind::Bundle);
+    }
+    if !data.starts_with(ELF_MAGIC) {
+        return None;
+    }
+    match machine(data) {
+        Some(EM_AMDGPU) => Some(InputKind::CodeObject),
+        Some(EM_X86_64) => Some(InputKind::Host),
+        _ => None,
+    }
+}
+
+/// Number of embedded AMDGPU code objects of a bundle or host binary (`None`: unreadable).
+fn embedded(data: &[u8]) -> Option<usize> {
+    hsaco::container::open(data, DEFAULT_DECOMPRESS_LIMIT)
+        .ok()
+        .map(|(_, e)| e.len())
+}
+
+/// What a file that is not a bare AMDGPU code object is, in words (`None` for an AMDGPU ELF,
+/// whose own parse errors are precise).
+pub fn describe(data: &[u8]) -> Option<String> {
+    if hsaco::bundle::is_bundle(data) {
+        return Some(match embedded(data) {
+            Some(n) => format!("an offload bundle with {n} code object(s)"),
+            None => "an offload bundle that cannot be read".into(),
+        });
+    }
+    if !data.starts_with(ELF_MAGIC) {
+        return Some(format!(
+            "neither an ELF file nor an offload bundle ({} bytes, no ELF or bundle magic)",
+            data.len()
+        ));
+    }
+    if data.len() < ELF64_HEADER {
+        return Some(format!(
+            "a truncated ELF file ({} bytes; an ELF64 header has {ELF64_HEADER})",
+            data.len()
+        ));
+    }
+    match machine(data) {
+        Some(EM_AMDGPU) => None,
+        Some(EM_X86_64) => Some(match embedded(data) {
+            Some(n) if n > 0 => format!("an x86-64 host binary with {n} embedded code object(s)"),
+            _ => "an x86-64 ELF file without HIP device code (no readable .hip_fatbin)".into(),
+        }),
+        Some(m) => Some(format!(
+            "an ELF file for e_machine {m}, not AMDGPU ({EM_AMDGPU})"
+        )),
+        None => None,
+    }
+}
+
+/// The error of a command that reads one bare code object (`what`: `instrument` for the main
+/// job, else the command name) given another kind of file; `None` when `data` is an AMDGPU ELF (or unknown: the parser reports it).
+pub fn not_a_code_object(name: &str, data: &[u8], what: &str) -> Option<anyhow::Error> {
+    let is = describe(data)?;
+    let container = matches!(kind(data), Some(InputKind::Bundle | InputKind::Host))
+        && embedded(data).is_some_and(|n| n > 0);
+    let hint = match (container, what) {
+        (true, "instrument") => " pass --fatbin to instrument every code object inside it",
+        (true, _) => " extract its code objects with `sqtt-patch extract FILE -o DIR`",
+        _ => "",
+    };
+    let sep = if hint.is_empty() { "" } else { ";" };
+    Some(anyhow::anyhow!(
+        "{name}: not a code object: {is}{sep}{hint}"
+    ))
+}

@@ -1,0 +1,784 @@
+//! The tool as a user meets it (issue 17): every misuse gets one clear answer, and nothing
+//! outside the output is touched. Each case pins the exit code, the first line of the message,
+//! and the files left in the working directory afterwards (never a `.tmp*` leftover).
+//!
+//! Inputs are the bundled fixtures (clang/LLVM 22, `fixtures/README.md`), `/bin/ls` (an x86-64
+//! ELF without device code), and fixtures with one padding word changed (offsets from
+//! llvm-readelf-22 on the unmodified object, checked below).
+
+use assert_cmd::Command;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+/// A fixture with functions and barriers (the README's quick-start object).
+const BARRIERS: &str = "objects/gfx1100__barriers__O3.co";
+/// A fixture with device functions.
+const CALLS: &str = "objects/gfx1100__calls__O3.co";
+/// A plain offload bundle with four gfx targets.
+const BUNDLE: &str = "bundles/calls-4arch__plain.hipfb";
+
+/// One run: exit code, stdout, stderr, and the files left in the directory (sorted, relative,
+/// directories with a trailing `/`).
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    files: Vec<String>,
+}
+
+impl Run {
+    fn first_line(&self) -> &str {
+        self.stderr.lines().next().unwrap_or_default()
+    }
+}
+
+fn listing(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for e in entries {
+        let name = format!("{prefix}{}", e.file_name().expect("name").to_string_lossy());
+        if e.is_dir() {
+            out.push(format!("{name}/"));
+            listing(&e, &format!("{name}/"), out);
+        } else {
+            out.push(name);
+        }
+    }
+}
+
+/// Runs `sqtt-patch ARGS` in `dir` without any `SQTT_*` variable; asserts no panic and that
+/// every non-empty output ends with a newline.
+fn run(dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = Command::cargo_bin("sqtt-patch").expect("binary");
+    cmd.current_dir(dir).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SQTT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let o = cmd.output().expect("run");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    for (what, s) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(
+            s.is_empty() || s.ends_with('\n'),
+            "{args:?}: {what} has no final newline: {s:?}"
+        );
+    }
+    let mut files = Vec::new();
+    listing(dir, "", &mut files);
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+        files,
+    }
+}
+
+/// A temporary working directory holding a copy of the fixture `rel` as `name`.
+fn workdir(inputs: &[(&str, &str)]) -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("tempdir");
+    for (rel, name) in inputs {
+        std::fs::copy(fixture(rel), t.path().join(name)).expect("copy fixture");
+    }
+    t
+}
+
+fn files(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n")
+}
+
+/// `gfx1100__calls__O3.co` with the padding word at 0x2b70 (after `_Z9chain_topPKffij`, which
+/// ends at 0x2b68; llvm-objdump-22 shows `s_nop 0` there) replaced by `word`.
+fn damaged_padding(dir: &Path, name: &str, word: u32) {
+    let mut b = std::fs::read(fixture(CALLS)).expect("fixture");
+    // .text: address 0x2900 at file offset 0x1900 (llvm-readelf-22 -S).
+    let off = 0x1900 + (0x2b70 - 0x2900);
+    assert_eq!(&b[off..off + 4], &0xBF80_0000u32.to_le_bytes(), "s_nop 0");
+    b[off..off + 4].copy_from_slice(&word.to_le_bytes());
+    std::fs::write(dir.join(name), b).expect("write");
+}
+
+// ------------------------------------------------------------------ items 1-3: outputs
+
+#[test]
+fn dev_null_stays_a_character_device() {
+    if !is_root() {
+        eprintln!("skipped: only root can replace /dev/null, so only a root run can show that it is not replaced");
+        return;
+    }
+    let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
+    for args in [
+        &["in.co", "-o", "/dev/null", "--functions", "1"][..],
+        &[
+            "--fatbin",
+            "in.hipfb",
+            "-o",
+            "/dev/null",
+            "--functions",
+            "1",
+        ][..],
+        &[
+            "in.co",
+            "-o",
+            "/dev/null",
+            "--functions",
+            "1",
+            "--report-json",
+            "/dev/null",
+        ][..],
+    ] {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let m = std::fs::metadata("/dev/null").expect("/dev/null");
+        assert!(
+            m.file_type().is_char_device(),
+            "{args:?} replaced /dev/null"
+        );
+        assert_eq!(r.files, files(&["in.co", "in.hipfb"]), "{args:?}");
+    }
+    // As an unprivileged user (it used to fail: no right to rename over /dev/null).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    match std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&bin)
+        .args(["in.co", "-o", "/dev/null", "--functions", "1"])
+        .current_dir(t.path())
+        .output()
+    {
+        Ok(o) => assert_eq!(
+            o.status.code(),
+            Some(0),
+            "as nobody: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("skipped the unprivileged run: runuser: {e}"),
+    }
+    let m = std::fs::metadata("/dev/null").expect("/dev/null");
+    assert!(m.file_type().is_char_device());
+}
+
+#[test]
+fn a_fifo_is_streamed_into_not_replaced() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let fifo = t.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).expect("read fifo"))
+    };
+    let r = run(
+        t.path(),
+        &["in.co", "-o", "pipe", "--functions", "1", "--barriers", "1"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let streamed = reader.join().expect("reader");
+    let r = run(
+        t.path(),
+        &[
+            "in.co",
+            "-o",
+            "out.co",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        streamed,
+        std::fs::read(t.path().join("out.co")).expect("out")
+    );
+    let m = std::fs::metadata(&fifo).expect("fifo");
+    assert!(m.file_type().is_fifo(), "the FIFO was replaced");
+}
+
+#[test]
+fn a_directory_as_output_is_refused_before_any_work() {
+    let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
+    std::fs::create_dir(t.path().join("d")).expect("mkdir");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["in.co", "-o", "d", "--functions", "1"],
+            "sqtt-patch: error: -o d: is a directory; give a file path",
+        ),
+        (
+            &["in.co", "-o", "d/", "--functions", "1"],
+            "sqtt-patch: error: -o d/: is a directory; give a file path",
+        ),
+        (
+            &["in.co", "-o", "new/", "--functions", "1"],
+            "sqtt-patch: error: -o new/: is a directory; give a file path",
+        ),
+        (
+            &["--fatbin", "in.hipfb", "-o", "d", "--functions", "1"],
+            "sqtt-patch: error: -o d: is a directory; give a file path",
+        ),
+        (
+            &[
+                "in.co",
+                "-o",
+                "o.co",
+                "--functions",
+                "1",
+                "--report-json",
+                "d",
+            ],
+            "sqtt-patch: error: --report-json d: is a directory; give a file path",
+        ),
+    ];
+    for (args, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert_eq!(r.files, files(&["d/", "in.co", "in.hipfb"]), "{args:?}");
+    }
+}
+
+#[test]
+fn report_json_on_the_output_or_the_input_or_in_a_missing_directory_is_refused() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["in.co", "-o", "o.co", "--functions", "1", "--report-json", "o.co"],
+            "sqtt-patch: error: --report-json o.co: the same file as -o o.co; choose another path",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--functions", "1", "--report-json", "./o.co"],
+            "sqtt-patch: error: --report-json ./o.co: the same file as -o o.co; choose another path",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--functions", "1", "--report-json", "in.co"],
+            "sqtt-patch: error: --report-json in.co: the same file as the input in.co; choose another path",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--functions", "1", "--report-json", "nodir/r.json"],
+            "sqtt-patch: error: --report-json nodir/r.json: directory nodir does not exist",
+        ),
+    ];
+    for (args, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(r.files, files(&["in.co"]), "{args:?}");
+    }
+    let r = run(t.path(), &["in.co", "-o", "nodir/o.co", "--functions", "1"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.first_line(),
+        "sqtt-patch: error: -o nodir/o.co: directory nodir does not exist"
+    );
+    assert_eq!(r.files, files(&["in.co"]));
+}
+
+// ------------------------------------------------------------------ item 4: --strict
+
+/// One rule for every command: with `--strict`, an input whose code object failed closed (or
+/// skipped a site) exits 3 and its output is not written; reports still are.
+#[test]
+fn strict_writes_no_output_for_lost_coverage_in_every_command() {
+    let t = tempfile::tempdir().expect("tempdir");
+    damaged_padding(t.path(), "bad.co", 0xBE80_0080); // s_mov_b32 s0, 0
+    let flags = ["--functions", "1", "--strict"];
+    let main = run(
+        t.path(),
+        &[
+            &["bad.co", "-o", "o.co", "--report-json", "r.json"][..],
+            &flags[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(main.code, 3, "{}", main.stderr);
+    assert!(main.first_line().contains("left unchanged (failed closed)"));
+    assert_eq!(
+        main.stderr.lines().last(),
+        Some("sqtt-patch: bad.co: --strict and the object failed closed or skipped a site: nothing written")
+    );
+    assert_eq!(main.files, files(&["bad.co", "r.json"]));
+    std::fs::remove_file(t.path().join("r.json")).expect("rm");
+    let fat = run(
+        t.path(),
+        &[&["--fatbin", "bad.co", "-o", "o.co"][..], &flags[..]].concat(),
+    );
+    assert_eq!(fat.code, 3, "{}", fat.stderr);
+    assert_eq!(
+        fat.first_line(),
+        "sqtt-patch: bad.co: --strict and some code object failed closed or skipped a site: nothing written"
+    );
+    assert_eq!(fat.files, files(&["bad.co"]));
+    std::fs::copy(fixture(BARRIERS), t.path().join("good.co")).expect("copy");
+    let batch = run(
+        t.path(),
+        &[&["batch", "bad.co", "good.co", "-o", "out"][..], &flags[..]].concat(),
+    );
+    assert_eq!(batch.code, 3, "{}", batch.stderr);
+    assert_eq!(
+        batch.first_line(),
+        "sqtt-patch batch: --strict: 1 input(s) failed closed, could not be read or skipped a site; their outputs were not written"
+    );
+    assert!(batch.stdout.contains("bad.co [code_object]"));
+    assert!(batch.stdout.contains("(not written: --strict)"));
+    assert_eq!(
+        batch.files,
+        files(&["bad.co", "good.co", "out/", "out/good.co"])
+    );
+    // Without --strict every command writes the unchanged copy and exits 0.
+    let r = run(t.path(), &["bad.co", "-o", "o.co", "--functions", "1"]);
+    assert_eq!(r.code, 0);
+    assert_eq!(
+        std::fs::read(t.path().join("o.co")).expect("o.co"),
+        std::fs::read(t.path().join("bad.co")).expect("bad.co")
+    );
+}
+
+// ------------------------------------------------------------------ items 5-7: consistency
+
+#[test]
+fn batch_counts_an_unreadable_object_as_an_input_error() {
+    let t = workdir(&[(BARRIERS, "a.co"), (CALLS, "c.co")]);
+    let b = std::fs::read(fixture(CALLS)).expect("fixture");
+    std::fs::write(t.path().join("b.co"), &b[..b.len() / 2]).expect("truncate");
+    let r = run(
+        t.path(),
+        &[
+            "batch",
+            "a.co",
+            "b.co",
+            "c.co",
+            "--check",
+            "--functions",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("total: 3 files (1 with input errors) in ")),
+        "{}",
+        r.stdout
+    );
+    assert!(r
+        .stdout
+        .contains("  code objects: error=1 instrumented=2\n"));
+    assert!(r.stdout.contains("  input error 1x b.co: "), "{}", r.stdout);
+    assert!(
+        r.first_line()
+            .starts_with("sqtt-patch batch: input error: b.co: section header table at offset"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("failed closed"), "{}", r.stdout);
+    assert_eq!(r.files, files(&["a.co", "b.co", "c.co"]));
+}
+
+#[test]
+fn verify_accepts_an_unchanged_copy_and_names_swapped_arguments() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let r = run(
+        t.path(),
+        &[
+            "in.co",
+            "-o",
+            "new.co",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    let same = run(t.path(), &["verify", "in.co", "in.co"]);
+    assert_eq!(same.code, 0);
+    assert_eq!(
+        same.stdout,
+        "OK: the rewritten file is byte-identical to the original (an empty rewrite: nothing was inserted)\n"
+    );
+    let ok = run(t.path(), &["verify", "in.co", "new.co"]);
+    assert_eq!(ok.code, 0);
+    assert_eq!(ok.stdout.lines().last(), Some("OK"));
+    let swapped = run(t.path(), &["verify", "new.co", "in.co"]);
+    assert_eq!(swapped.code, 2);
+    assert_eq!(
+        swapped.first_line(),
+        "sqtt-patch: error: new.co has a .sqtt_patch section and in.co has none: the arguments look swapped (usage: sqtt-patch verify ORIGINAL REWRITTEN)"
+    );
+    let missing = run(t.path(), &["verify", "nope.co", "new.co"]);
+    assert_eq!(missing.code, 2);
+    assert_eq!(
+        missing.first_line(),
+        "sqtt-patch: error: nope.co: cannot read the original: No such file or directory (os error 2)"
+    );
+    let ls = run(t.path(), &["verify", "/bin/ls", "new.co"]);
+    assert_eq!(ls.code, 2);
+    assert!(ls.first_line().starts_with(
+        "sqtt-patch: error: the original: /bin/ls: not a code object: an x86-64 ELF file"
+    ));
+    assert_eq!(ls.files, files(&["in.co", "new.co"]));
+}
+
+/// Damaged padding after a function fails closed with its address whether or not the word
+/// decodes (was: exit 0 when it did not decode, exit 2 when it decoded to another instruction).
+#[test]
+fn damaged_padding_fails_closed_whatever_the_word() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for (name, word, what) in [
+        ("undecodable.co", 0xFFFF_FFFFu32, "undecodable word in the gap after _Z9chain_topPKffij at 0x2b70: no encoding format matches word 0xffffffff"),
+        ("mov.co", 0xBE80_0080, "damaged padding in the gap after _Z9chain_topPKffij at 0x2b70: s_mov_b32 (padding is s_nop or s_code_end)"),
+        ("endpgm.co", 0xBFB0_0000, "damaged padding in the gap after _Z9chain_topPKffij at 0x2b70: s_endpgm (padding is s_nop or s_code_end)"),
+    ] {
+        damaged_padding(t.path(), name, word);
+        let out = format!("{name}.out");
+        let r = run(t.path(), &[name, "-o", &out, "--functions", "1"]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        assert_eq!(
+            r.first_line(),
+            format!("sqtt-patch: {name}: left unchanged (failed closed): {what}")
+        );
+        assert_eq!(
+            std::fs::read(t.path().join(&out)).expect("out"),
+            std::fs::read(t.path().join(name)).expect("in")
+        );
+    }
+}
+
+// ------------------------------------------------------------------ item 8: flags
+
+#[test]
+fn flags_that_cannot_take_effect_are_refused_or_warned() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let cases: [(&[&str], i32, &str); 5] = [
+        (
+            &["in.co", "-o", "o.co", "--functions", "1", "--offload-arch", "gfx1100"],
+            2,
+            "sqtt-patch: error: --offload-arch selects code objects inside a bundle or host binary: it needs --fatbin (or batch)",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "yes"],
+            2,
+            "error: invalid value 'yes' for '--barriers <0|1>'",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "true"],
+            2,
+            "error: invalid value 'true' for '--barriers <0|1>'",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-shift", "3"],
+            2,
+            "sqtt-patch: error: --shader-clock-shift needs --shader-clock-bits N (or $SQTT_SHADER_CLOCK_BITS): without clock bits no clock is packed",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "1", "--scope-cu", "0"],
+            0,
+            "sqtt-patch: warning: scope mask cu is 0: no wave can match it, so every marker is skipped at run time",
+        ),
+    ];
+    for (args, code, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert_eq!(r.first_line(), first, "{args:?}");
+        let left = if code == 0 {
+            files(&["in.co", "o.co"])
+        } else {
+            files(&["in.co"])
+        };
+        assert_eq!(r.files, left, "{args:?}");
+        let _ = std::fs::remove_file(t.path().join("o.co"));
+    }
+    // --memory N:0 is accepted and documented: only back-to-back operations share a marker.
+    let help = run(t.path(), &["--help"]);
+    assert!(help
+        .stdout
+        .contains("M=0: only back-to-back operations share a marker"));
+    let r = run(t.path(), &["in.co", "-o", "o.co", "--memory", "2:0"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+// ------------------------------------------------------------------ items 9-11: messages
+
+#[test]
+fn the_wrong_kind_of_file_is_named() {
+    let t = workdir(&[(BUNDLE, "b.hipfb")]);
+    std::fs::write(t.path().join("stub"), b"\x7fELF").expect("stub");
+    std::fs::write(t.path().join("text.txt"), "hello, world\n".repeat(4)).expect("txt");
+    let cases: [(&[&str], &str); 9] = [
+        (&["stub", "-o", "o", "--functions", "1"], "sqtt-patch: error: stub: not a code object: a truncated ELF file (4 bytes; an ELF64 header has 64)"),
+        (&["--fatbin", "stub", "-o", "o", "--functions", "1"], "sqtt-patch: error: stub: a truncated ELF file (4 bytes; an ELF64 header has 64); --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects"),
+        (&["text.txt", "-o", "o", "--functions", "1"], "sqtt-patch: error: text.txt: not a code object: neither an ELF file nor an offload bundle (52 bytes, no ELF or bundle magic)"),
+        (&["/bin/ls", "-o", "o", "--functions", "1"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+        (&["b.hipfb", "-o", "o", "--functions", "1"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); pass --fatbin to instrument every code object inside it"),
+        (&["dis", "b.hipfb"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); extract its code objects with `sqtt-patch extract FILE -o DIR`"),
+        (&["funcmap", "b.hipfb"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); extract its code objects with `sqtt-patch extract FILE -o DIR`"),
+        (&["dis", "/bin/ls"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+        (&["funcmap", "/bin/ls"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+    ];
+    for (args, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(r.files, files(&["b.hipfb", "stub", "text.txt"]), "{args:?}");
+    }
+    let r = run(
+        t.path(),
+        &["--fatbin", "/bin/ls", "-o", "o", "--functions", "1"],
+    );
+    assert_eq!(r.code, 2);
+    assert!(r
+        .first_line()
+        .starts_with("sqtt-patch: error: /bin/ls: malformed host ELF at offset 0x"));
+    assert!(r.first_line().contains("not a HIP host binary"));
+}
+
+// ------------------------------------------------------------------ items 12-13: reports
+
+#[test]
+fn human_reports_name_each_kernel_once_in_user_words() {
+    let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "b.hipfb")]);
+    let r = run(
+        t.path(),
+        &[
+            "in.co",
+            "-o",
+            "o.co",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+            "--report",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    assert_eq!(
+        r.first_line(),
+        "in.co: target gfx1100: instrumented; .text 2176 -> 2176 bytes; 5 funcmap rows"
+    );
+    for k in ["k_bar_reduce", "k_bar_branches", "k_bar_in_call"] {
+        let n = r
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(&format!("  kernel {k}:")))
+            .count();
+        assert_eq!(n, 1, "{k}: {}", r.stderr);
+    }
+    assert!(r.stderr.contains(
+        "  kernel k_bar_reduce: barrier=11 (+11 instructions, +44 bytes); wave32 vgprs 8 occupancy 16->16 waves/SIMD, +11 instructions reachable\n"
+    ));
+    assert!(r.stderr.contains(
+        "  function _Z14stage_exchangePfjfj: barrier=2 function_entry=1 function_exit=1 (+4 instructions, +16 bytes, id 2)\n"
+    ));
+    // --fatbin --report: one block per bundle entry, named.
+    let f = run(
+        t.path(),
+        &[
+            "--fatbin",
+            "b.hipfb",
+            "-o",
+            "o.hipfb",
+            "--functions",
+            "1",
+            "--report",
+        ],
+    );
+    assert_eq!(f.code, 0, "{}", f.stderr);
+    let heads: Vec<&str> = f.stderr.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(heads.len(), 4, "{}", f.stderr);
+    for h in heads {
+        assert!(
+            h.starts_with("b.hipfb: bundle 0 hipv4-amdgcn-amd-amdhsa--gfx"),
+            "{h}"
+        );
+    }
+    // info numbers the code objects of a bundle 1..n.
+    let i = run(t.path(), &["info", "b.hipfb"]);
+    assert_eq!(i.code, 0);
+    let numbers: Vec<&str> = i
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("code object "))
+        .map(|l| l.split(' ').nth(2).unwrap_or_default())
+        .collect();
+    assert_eq!(numbers, ["1", "2", "3", "4"]);
+    // batch: summary on stdout, no SGPR column on gfx10+, progress hidden off a terminal.
+    let b = run(
+        t.path(),
+        &["batch", "in.co", "b.hipfb", "--check", "--functions", "1"],
+    );
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert!(b.stdout.contains("total: 2 files (0 with input errors)"));
+    assert!(!b.stdout.contains("sgprs -"), "{}", b.stdout);
+    assert!(b.stderr.is_empty(), "{}", b.stderr);
+    for out in [&f.stderr, &b.stderr] {
+        assert!(!out.contains('\r') && !out.contains("code objects ["));
+    }
+    let h = run(t.path(), &["--help"]);
+    assert!(!h.stdout.contains("[`"), "rustdoc link in --help");
+}
+
+/// Skipped sites name their kind as in the JSON report (`address_trace`), never a Rust enum
+/// name (was `skipped AddressTrace in ...`).
+#[test]
+fn skipped_sites_use_report_names() {
+    let t = workdir(&[(CALLS, "in.co")]);
+    let r = run(
+        t.path(),
+        &[
+            "in.co",
+            "-o",
+            "o.co",
+            "--trace-addresses",
+            "memory,lds",
+            "--report",
+            "--strict",
+        ],
+    );
+    // A skipped site is lost coverage: --strict exits 3 and writes nothing.
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.files, files(&["in.co"]));
+    assert!(
+        r.stderr.contains("  skipped address_trace in k_shared_b at 0x3980: no insertion point in front of the operation"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("AddressTrace"));
+}
+
+// ------------------------------------------------------------------ item 15: quick start
+
+/// README quick start command 1 shows functions and barriers.
+#[test]
+fn quick_start_object_shows_functions_and_barriers() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let r = run(
+        t.path(),
+        &[
+            "in.co",
+            "-o",
+            "calls.instr.co",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+            "--report",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    assert!(r.stderr.contains("function_entry=1"), "{}", r.stderr);
+    assert!(r.stderr.contains("barrier="), "{}", r.stderr);
+}
+
+// ------------------------------------------------------------------ campaign findings
+
+/// Found by the bad-input campaign (`tools/cli_campaign.sh`, `docs/cli-campaign.md`).
+#[test]
+fn campaign_findings_stay_fixed() {
+    let t = workdir(&[(BUNDLE, "b.hipfb"), (BARRIERS, "in.co")]);
+    std::fs::write(t.path().join("text.txt"), "hello\n").expect("txt");
+    let cases: [(&[&str], i32, &str); 5] = [
+        // extract on a file without code objects made an empty directory and exited 0.
+        (
+            &["extract", "/bin/ls", "-o", "x"],
+            2,
+            "sqtt-patch: error: /bin/ls: no embedded code object to extract (an x86-64 ELF file without HIP device code (no readable .hip_fatbin))",
+        ),
+        (
+            &["extract", "b.hipfb", "-o", "in.co"],
+            2,
+            "sqtt-patch: error: -o in.co: not a directory",
+        ),
+        // A mistyped subcommand was read as an input file and answered "missing -o OUT".
+        (
+            &["frobnicate"],
+            2,
+            "sqtt-patch: error: frobnicate: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+        ),
+        // batch: an explicitly named non-input file was only a report row, no diagnostic.
+        (
+            &["batch", "text.txt", "--check", "--functions", "1"],
+            2,
+            "sqtt-patch batch: input error: text.txt: not an AMDGPU code object, offload bundle or x86-64 host ELF",
+        ),
+        (
+            &["dis", "text.txt"],
+            2,
+            "sqtt-patch: error: text.txt: not a code object: neither an ELF file nor an offload bundle (6 bytes, no ELF or bundle magic)",
+        ),
+    ];
+    for (args, code, first) in cases {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(
+            r.files,
+            files(&["b.hipfb", "in.co", "text.txt"]),
+            "{args:?}"
+        );
+    }
+    // info names the file kind in words, not as a Rust enum (`Bundle`, `Host`).
+    let r = run(t.path(), &["info", "b.hipfb"]);
+    assert_eq!(
+        r.stdout.lines().next(),
+        Some("b.hipfb: offload bundle, 4 code object(s)")
+    );
+}
+
+/// Item 16: on a terminal `--fatbin` and `batch` draw an indicatif progress line (code objects
+/// done / found, bytes, rate, ETA); off a terminal nothing (checked in
+/// `human_reports_name_each_kernel_once_in_user_words`). The terminal is util-linux `script`.
+#[test]
+fn progress_is_drawn_on_a_terminal() {
+    let has_script = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("skipped: util-linux `script` (to run under a pseudo-terminal) is not installed");
+        return;
+    }
+    let t = workdir(&[(BUNDLE, "b.hipfb")]);
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    for cmd in [
+        format!(
+            "{} --fatbin b.hipfb -o o.hipfb --functions 1",
+            bin.display()
+        ),
+        format!("{} batch b.hipfb --check --functions 1", bin.display()),
+    ] {
+        let o = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(t.path())
+            .output()
+            .expect("script");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{cmd}: {text}");
+        assert!(
+            text.contains(" code objects [") && text.contains("ETA"),
+            "{cmd}: no progress line in {text:?}"
+        );
+    }
+}

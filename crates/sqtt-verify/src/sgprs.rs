@@ -1,0 +1,368 @@
+//! Which SGPRs inserted code may change, from the ORIGINAL program alone (written independently
+//! of the rewriter's register choice; the rules are the ones its module docs state, issue 12):
+//! an SGPR may be changed before original instruction `k` only when it is dead there and no SMEM
+//! result can still arrive in it.
+//!
+//! - Liveness is backward over the original CFG. A call uses every SGPR read by any function its
+//!   callee can reach (an unresolved call: all of them) and kills only what the call instruction
+//!   itself writes. At `s_endpgm` nothing is live; after a device function's return, what is live
+//!   after each of its call sites (joined) when every caller is known (no unresolved call anywhere,
+//!   and at least one call or tail call reaches it), else everything; at a tail call, the callee's
+//!   reads plus the caller's return liveness; anywhere else control leaves, everything.
+//!   `s_movrels*` reads every SGPR; `s_cmov*` / `s_movreld*` kill nothing.
+//! - An SMEM load (or `s_sendmsg_rtn`) leaves its destination pending until `s_waitcnt` with
+//!   LGKM_CNT 0, `s_waitcnt_lgkmcnt null, 0` or `s_wait_kmcnt 0`; device functions start, and calls
+//!   return, with every SGPR pending.
+
+use std::collections::BTreeMap;
+
+use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
+
+use crate::code::{Func, Program};
+
+/// Bit `n` is `s<n>`.
+pub(crate) type Mask = u128;
+
+/// s0..s105.
+pub(crate) const EVERY: Mask = (1u128 << 106) - 1;
+
+/// How control leaves a function at one of its original instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leave {
+    EndPgm,
+    Return,
+    Tail(usize),
+    Unknown,
+}
+
+/// Call graph of the original program.
+pub(crate) struct CallGraph {
+    /// Per function: (instruction index, callee or `None` when unresolved).
+    pub calls: Vec<Vec<(usize, Option<usize>)>>,
+    /// Per function: instructions where control leaves it, and how.
+    leaves: Vec<BTreeMap<usize, Leave>>,
+}
+
+fn reads(i: &Instruction) -> Mask {
+    if i.mnemonic().starts_with("s_movrels") {
+        EVERY
+    } else {
+        i.reads().sgpr_bits()
+    }
+}
+
+fn writes(i: &Instruction) -> Mask {
+    if i.mnemonic().starts_with("s_movreld") {
+        EVERY
+    } else {
+        i.writes().sgpr_bits()
+    }
+}
+
+fn kills(i: &Instruction) -> Mask {
+    let m = i.mnemonic();
+    if m.starts_with("s_cmov") || m.starts_with("s_movreld") {
+        0
+    } else {
+        i.writes().sgpr_bits()
+    }
+}
+
+fn smem_result(i: &Instruction) -> Mask {
+    let asynchronous = i.format() == Format::Smem || i.mnemonic().starts_with("s_sendmsg_rtn");
+    if asynchronous {
+        i.writes().sgpr_bits()
+    } else {
+        0
+    }
+}
+
+/// LGKM_CNT field of `s_waitcnt` simm16 per family (ISA manuals "S_WAITCNT").
+fn smem_drained(i: &Instruction) -> bool {
+    let simm = i.field("simm16");
+    match i.mnemonic() {
+        "s_waitcnt" => {
+            let Some(v) = simm else { return false };
+            let lgkm = match i.target().family() {
+                Family::Gfx9 => v >> 8 & 0xf,
+                Family::Gfx10 => v >> 8 & 0x3f,
+                Family::Gfx11 => v >> 4 & 0x3f,
+                _ => 1,
+            };
+            lgkm == 0
+        }
+        "s_waitcnt_lgkmcnt" => i.field("sdst") == Some(125) && simm == Some(0),
+        "s_wait_kmcnt" => simm == Some(0),
+        _ => i.special() == Special::EndPgm,
+    }
+}
+
+/// Original target of the latest address builder before `k` that produces the pair `pair`.
+fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
+    let b = f
+        .builders
+        .iter()
+        .filter(|b| b.getpc < k && b.dst == pair)
+        .max_by_key(|b| b.getpc)?;
+    let lo = &f.orig.get(b.lo)?.inst;
+    let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
+    let off = b.offset(lo, hi)?;
+    Some(
+        f.orig
+            .get(b.getpc)?
+            .addr
+            .wrapping_add(4)
+            .wrapping_add(off as u64),
+    )
+}
+
+impl CallGraph {
+    /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
+    pub fn new(p: &Program, exits: &[Vec<usize>]) -> CallGraph {
+        let mut calls = Vec::with_capacity(p.funcs.len());
+        let mut leaves = Vec::with_capacity(p.funcs.len());
+        for (fi, f) in p.funcs.iter().enumerate() {
+            let mut c = Vec::new();
+            for (k, o) in f.orig.iter().enumerate() {
+                if o.inst.flow() != Flow::Call {
+                    continue;
+                }
+                let t = match o.inst.branch_target(o.addr) {
+                    Some(t) => Some(t),
+                    None => o
+                        .inst
+                        .reads()
+                        .max_sgpr()
+                        .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
+                };
+                c.push((k, t.and_then(|t| p.func_at(t))));
+            }
+            calls.push(c);
+            let mut l = BTreeMap::new();
+            for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
+                let o = &f.orig[k];
+                let how = match o.inst.flow() {
+                    Flow::EndProgram => Leave::EndPgm,
+                    Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
+                        let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                        match pair.and_then(|r| builder_target(f, k, r)) {
+                            Some(t) => match p.func_at(t) {
+                                Some(g) if g != fi => Leave::Tail(g),
+                                _ => Leave::Unknown,
+                            },
+                            None if f.kind == crate::FunctionKind::Function => Leave::Return,
+                            None => Leave::Unknown,
+                        }
+                    }
+                    _ => Leave::Unknown,
+                };
+                l.insert(k, how);
+            }
+            leaves.push(l);
+        }
+        CallGraph { calls, leaves }
+    }
+
+    fn tails(&self, fi: usize) -> impl Iterator<Item = usize> + '_ {
+        self.leaves[fi].values().filter_map(|l| match l {
+            Leave::Tail(g) => Some(*g),
+            _ => None,
+        })
+    }
+
+    /// Functions reachable from `root` through calls and tail calls, `root` included (every
+    /// function when an unresolved call is reached).
+    pub fn reachable(&self, root: usize) -> Vec<bool> {
+        let n = self.calls.len();
+        let mut seen = vec![false; n];
+        let mut stack = vec![root];
+        while let Some(f) = stack.pop() {
+            if std::mem::replace(&mut seen[f], true) {
+                continue;
+            }
+            for &(_, c) in &self.calls[f] {
+                match c {
+                    Some(g) => stack.push(g),
+                    None => return vec![true; n],
+                }
+            }
+            stack.extend(self.tails(f));
+        }
+        seen
+    }
+}
+
+/// Per function, per original instruction: the SGPRs inserted code in front of it may change.
+pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>]) -> Vec<Vec<Mask>> {
+    let n = p.funcs.len();
+    let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
+    let unresolved =
+        p.funcs.iter().any(opaque) || cg.calls.iter().flatten().any(|(_, c)| c.is_none());
+    // Transitive reads.
+    let mut deep: Vec<Mask> = p
+        .funcs
+        .iter()
+        .map(|f| {
+            if opaque(f) {
+                EVERY
+            } else {
+                f.orig.iter().fold(0, |a, o| a | reads(&o.inst))
+            }
+        })
+        .collect();
+    loop {
+        let mut again = false;
+        for fi in 0..n {
+            let mut v = deep[fi];
+            for &(_, c) in &cg.calls[fi] {
+                v |= c.map_or(EVERY, |g| deep[g]);
+            }
+            for g in cg.tails(fi) {
+                v |= deep[g];
+            }
+            again |= v != deep[fi];
+            deep[fi] = v;
+        }
+        if !again {
+            break;
+        }
+    }
+    // Return liveness: joined over known call sites until stable.
+    let mut reached = vec![false; n];
+    for fi in 0..n {
+        for &(_, c) in &cg.calls[fi] {
+            if let Some(g) = c {
+                reached[g] = true;
+            }
+        }
+        for g in cg.tails(fi) {
+            reached[g] = true;
+        }
+    }
+    let mut after_return: Vec<Mask> = (0..n)
+        .map(|g| if unresolved || !reached[g] { EVERY } else { 0 })
+        .collect();
+    let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
+    loop {
+        let mut again = false;
+        for fi in 0..n {
+            live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
+            let f = &p.funcs[fi];
+            for &(k, c) in &cg.calls[fi] {
+                let Some(g) = c else { continue };
+                let out = succs[fi][k].iter().fold(0, |a, &s| a | live[fi][s]);
+                if after_return[g] | out != after_return[g] {
+                    after_return[g] |= out;
+                    again = true;
+                }
+            }
+            for g in cg.tails(fi) {
+                if after_return[g] | after_return[fi] != after_return[g] {
+                    after_return[g] |= after_return[fi];
+                    again = true;
+                }
+            }
+            let _ = f;
+        }
+        if !again {
+            break;
+        }
+    }
+    (0..n)
+        .map(|fi| {
+            let pend = pending(p, &succs[fi], fi);
+            live[fi]
+                .iter()
+                .zip(pend)
+                .map(|(l, q)| EVERY & !l & !q)
+                .collect()
+        })
+        .collect()
+}
+
+fn live_in(
+    p: &Program,
+    cg: &CallGraph,
+    succs: &[Vec<usize>],
+    fi: usize,
+    deep: &[Mask],
+    after_return: &[Mask],
+) -> Vec<Mask> {
+    let f = &p.funcs[fi];
+    let n = f.orig.len();
+    let calls: BTreeMap<usize, Option<usize>> = cg.calls[fi].iter().copied().collect();
+    let gen: Vec<Mask> = (0..n)
+        .map(|k| {
+            let c = calls.get(&k).map_or(0, |c| c.map_or(EVERY, |g| deep[g]));
+            reads(&f.orig[k].inst) | c
+        })
+        .collect();
+    let end: Vec<Mask> = (0..n)
+        .map(|k| match cg.leaves[fi].get(&k) {
+            Some(Leave::EndPgm) => 0,
+            Some(Leave::Return) => after_return[fi],
+            Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
+            Some(Leave::Unknown) => EVERY,
+            None if succs[k].is_empty() => EVERY,
+            None => 0,
+        })
+        .collect();
+    let mut live = vec![0; n];
+    loop {
+        let mut again = false;
+        for k in (0..n).rev() {
+            let out = succs[k].iter().fold(end[k], |a, &s| a | live[s]);
+            let v = gen[k] | (out & !kills(&f.orig[k].inst));
+            again |= v != live[k];
+            live[k] = v;
+        }
+        if !again {
+            return live;
+        }
+    }
+}
+
+fn pending(p: &Program, succs: &[Vec<usize>], fi: usize) -> Vec<Mask> {
+    let f = &p.funcs[fi];
+    let n = f.orig.len();
+    let mut at: Vec<Option<Mask>> = vec![None; n];
+    if n == 0 {
+        return Vec::new();
+    }
+    at[0] = Some(if f.kind == crate::FunctionKind::Kernel {
+        0
+    } else {
+        EVERY
+    });
+    loop {
+        let mut again = false;
+        for k in 0..n {
+            let Some(v) = at[k] else { continue };
+            let i = &f.orig[k].inst;
+            let out = if i.flow() == Flow::Call {
+                EVERY
+            } else if smem_drained(i) {
+                smem_result(i)
+            } else {
+                v | smem_result(i)
+            };
+            for &s in &succs[k] {
+                let m = at[s].unwrap_or(0) | out;
+                if at[s] != Some(m) {
+                    at[s] = Some(m);
+                    again = true;
+                }
+            }
+        }
+        if !again {
+            return at.into_iter().map(|v| v.unwrap_or(EVERY)).collect();
+        }
+    }
+}
+
+/// SGPRs any original instruction of the function reads or may write.
+pub(crate) fn touched(f: &Func) -> Mask {
+    f.orig
+        .iter()
+        .fold(0, |a, o| a | reads(&o.inst) | writes(&o.inst))
+}

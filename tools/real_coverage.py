@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Summarise sqtt-patch JSON reports (one per object x feature set) into a coverage table.
+
+Usage: real_coverage.py REPORT_DIR  (files named <object>__<featureset>.json, written by
+tools/real_coverage.sh). Prints a Markdown table: per object and feature set, the sites
+instrumented / sites found (percent), the object's status and the functions left alone.
+Sites found = sites instrumented (the report's per-function `sites`) + sites skipped.
+The scope-filter flag computation (`scope_init`) is not a requested site and is not counted.
+"""
+import json
+import os
+import sys
+from collections import Counter, defaultdict
+
+
+def summarise(path):
+    with open(path) as f:
+        r = json.load(f)
+    reports = r if isinstance(r, list) else [r]
+    done, skipped, why = Counter(), Counter(), Counter()
+    status, left = Counter(), 0
+    for rep in reports:
+        status[rep.get("status", "?")] += 1
+        left += len(rep.get("left_alone", []))
+        for fn in rep.get("functions", []):
+            for k, n in fn.get("sites", {}).items():
+                if k != "scope_init":
+                    done[k] += n
+        for s in rep.get("skipped", []):
+            skipped[s["kind"]] += 1
+            why[s["why"][:70]] += 1
+    return done, skipped, why, status, left
+
+
+def main():
+    d = sys.argv[1]
+    rows = defaultdict(dict)
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".json"):
+            continue
+        obj, feat = name[:-5].split("__", 1)
+        try:
+            rows[obj][feat] = summarise(os.path.join(d, name))
+        except (OSError, ValueError, KeyError) as e:
+            rows[obj][feat] = e
+    feats = sorted({f for r in rows.values() for f in r})
+    print("| object | " + " | ".join(feats) + " |")
+    print("|---|" + "---|" * len(feats))
+    totals = {f: [0, 0] for f in feats}
+    reasons = Counter()
+    for obj, r in sorted(rows.items()):
+        cells = []
+        for f in feats:
+            s = r.get(f)
+            if s is None:
+                cells.append("-")
+            elif isinstance(s, Exception):
+                cells.append("error")
+            else:
+                done, skipped, why, status, left = s
+                a, b = sum(done.values()), sum(done.values()) + sum(skipped.values())
+                totals[f][0] += a
+                totals[f][1] += b
+                reasons.update(why)
+                st = ",".join(k for k in status if k != "instrumented")
+                pct = f"{100.0 * a / b:.1f} %" if b else "n/a"
+                extra = f" {st}" if st else ""
+                extra += f" ({left} left alone)" if left else ""
+                cells.append(f"{a}/{b} {pct}{extra}")
+        print(f"| {obj} | " + " | ".join(cells) + " |")
+    cells = []
+    for f in feats:
+        a, b = totals[f]
+        cells.append(f"**{a}/{b} {100.0 * a / b:.2f} %**" if b else "n/a")
+    print("| **all** | " + " | ".join(cells) + " |")
+    print()
+    print("Skip reasons (all objects and feature sets):")
+    for w, n in reasons.most_common(12):
+        print(f"- {n}: {w}")
+
+
+if __name__ == "__main__":
+    main()
