@@ -1089,6 +1089,35 @@ fn totals(files: &[FileReport]) -> Totals {
 
 // ---------------------------------------------------------------- rendering
 
+/// Sites instrumented / found per feature over the whole batch (skipped entries are keyed
+/// `<kind>: <reason>`).
+fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage> {
+    use sqtt_rewrite::plan::SiteKind;
+    let mut by: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    for (kind, &n) in &t.sites {
+        if let Some(f) = SiteKind::feature_of_name(kind) {
+            let e = by.entry(f).or_default();
+            e.0 += u64::from(n);
+            e.1 += u64::from(n);
+        }
+    }
+    for (key, &n) in &t.skipped {
+        let kind = key.split(':').next().unwrap_or_default();
+        if let Some(f) = SiteKind::feature_of_name(kind) {
+            by.entry(f).or_default().1 += u64::from(n);
+        }
+    }
+    by.into_iter()
+        .map(
+            |(feature, (instrumented, found))| sqtt_rewrite::rewrite::Coverage {
+                feature,
+                instrumented,
+                found,
+            },
+        )
+        .collect()
+}
+
 fn map_text(m: &BTreeMap<String, u32>) -> String {
     if m.is_empty() {
         return "-".into();
@@ -1211,6 +1240,10 @@ pub fn render(r: &BatchReport) -> String {
     let _ = writeln!(s, "  code objects: {}", map_text(&t.objects));
     let _ = writeln!(s, "  kernels: {}", map_text(&t.kernels));
     let _ = writeln!(s, "  sites: {}", map_text(&t.sites));
+    let cov = totals_coverage(t);
+    if !cov.is_empty() {
+        let _ = writeln!(s, "  coverage: {}", crate::cmd_patch::coverage_text(&cov));
+    }
     let _ = writeln!(
         s,
         "  inserted: {} instructions, {} bytes",

@@ -270,6 +270,9 @@ pub fn render_report(what: &str, r: &Report) -> String {
     for why in &r.reasons {
         s += &format!("  failed closed: {why}\n");
     }
+    if !r.coverage.is_empty() {
+        s += &format!("  coverage: {}\n", coverage_text(&r.coverage));
+    }
     for l in &r.left_alone {
         s += &format!(
             "  left alone (copied verbatim, not instrumented): {} at {:#x}: {}\n",
@@ -462,4 +465,19 @@ pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(0),
     }
+}
+
+/// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature.
+pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
+    c.iter()
+        .map(|c| {
+            let pct = if c.found == 0 {
+                100.0
+            } else {
+                100.0 * c.instrumented as f64 / c.found as f64
+            };
+            format!("{} {}/{} ({pct:.1} %)", c.feature, c.instrumented, c.found)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -328,6 +328,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         ids: Default::default(),
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
+        coverage: Vec::new(),
         inserted_sgprs: Vec::new(),
         notes: Vec::new(),
     }
@@ -388,10 +389,11 @@ pub fn summary_line(o: &ObjectOutcome) -> String {
         .sum();
     let status = match r.status {
         Status::Instrumented => format!(
-            "instrumented: .text {} -> {} bytes, +{inserted} instructions, {} sites skipped",
+            "instrumented: .text {} -> {} bytes, +{inserted} instructions, {} sites skipped; coverage {}",
             r.text_size_before,
             r.text_size_after,
-            r.skipped.len()
+            r.skipped.len(),
+            crate::cmd_patch::coverage_text(&r.coverage)
         ),
         Status::NothingToDo => "nothing to instrument".to_string(),
         Status::FailedClosed => format!(

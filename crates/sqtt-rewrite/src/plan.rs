@@ -93,6 +93,54 @@ pub enum SiteKind {
     AddressTrace,
 }
 
+impl SiteKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [SiteKind; 12] = [
+        SiteKind::FunctionEntry,
+        SiteKind::FunctionExit,
+        SiteKind::KernelEntry,
+        SiteKind::KernelExit,
+        SiteKind::Barrier,
+        SiteKind::BarrierSignal,
+        SiteKind::BarrierWait,
+        SiteKind::BarrierPair,
+        SiteKind::MemoryLoad,
+        SiteKind::MemoryStore,
+        SiteKind::ScopeInit,
+        SiteKind::AddressTrace,
+    ];
+
+    /// The option a site kind belongs to, as reports name it: `functions`, `kernel_scopes`,
+    /// `barriers`, `memory` or `address_trace`; `None` for the scope-flag computation, which is
+    /// not a requested site.
+    pub fn feature(self) -> Option<&'static str> {
+        Some(match self {
+            SiteKind::FunctionEntry | SiteKind::FunctionExit => "functions",
+            SiteKind::KernelEntry | SiteKind::KernelExit => "kernel_scopes",
+            SiteKind::Barrier
+            | SiteKind::BarrierSignal
+            | SiteKind::BarrierWait
+            | SiteKind::BarrierPair => "barriers",
+            SiteKind::MemoryLoad | SiteKind::MemoryStore => "memory",
+            SiteKind::AddressTrace => "address_trace",
+            SiteKind::ScopeInit => return None,
+        })
+    }
+
+    /// [`SiteKind::feature`] of the kind serialized as `name` (`function_entry`, ...).
+    pub fn feature_of_name(name: &str) -> Option<&'static str> {
+        SiteKind::ALL
+            .into_iter()
+            .find(|k| {
+                serde_json::to_value(k)
+                    .ok()
+                    .and_then(|v| v.as_str().map(|s| s == name))
+                    == Some(true)
+            })
+            .and_then(SiteKind::feature)
+    }
+}
+
 /// One requested marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Site {
@@ -162,11 +210,30 @@ pub fn function_size(f: &Func, mode: FunctionThreshold) -> u64 {
     }
 }
 
-/// Insertion points (instruction indices `p`: "insert before `p`") that would split an
-/// `s_clause` group, separate an `s_delay_alu` from the instructions it covers, fall inside an
-/// address-builder sequence, or fall inside a kernarg-preload prologue.
-pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
+/// Insertion points (instruction indices `p`: "insert before `p`") to avoid.
+#[derive(Debug, Clone, Default)]
+pub struct Forbidden {
+    /// Points that would split an `s_clause` group, fall inside an address-builder sequence or
+    /// inside a kernarg-preload prologue: never used.
+    pub hard: BTreeSet<usize>,
+    /// Points between an `s_delay_alu` and the instructions it covers. `s_delay_alu` is a
+    /// scheduling hint (LLVM `AMDGPUInsertDelayAlu`: "insert s_delay_alu instructions to avoid
+    /// stalls on GFX11+"; code without it is still correct), so such a point is used when no
+    /// point outside the window serves; the hint then delays inserted code instead.
+    pub hint: BTreeSet<usize>,
+}
+
+impl Forbidden {
+    /// Whether `p` is in either set.
+    pub fn contains(&self, p: usize) -> bool {
+        self.hard.contains(&p) || self.hint.contains(&p)
+    }
+}
+
+/// The [`Forbidden`] points of `f`.
+pub fn forbidden_points(f: &Func) -> Forbidden {
     let mut out = BTreeSet::new();
+    let mut hint = BTreeSet::new();
     let n = f.insts.len();
     for (d, (_, inst)) in f.insts.iter().enumerate() {
         match inst.special() {
@@ -184,7 +251,7 @@ pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
                 } else {
                     d + 1
                 };
-                out.extend(d + 1..=last.min(n));
+                hint.extend(d + 1..=last.min(n));
             }
             _ => {}
         }
@@ -209,19 +276,26 @@ pub fn forbidden_points(f: &Func) -> BTreeSet<usize> {
             }
         }
     }
-    out
+    Forbidden { hard: out, hint }
 }
 
-/// Largest distance (instructions) a site may move to leave a forbidden window; clause and
-/// `s_delay_alu` windows are at most a few instructions.
-const MAX_SETTLE: usize = 8;
+/// Largest distance (instructions) a site may move to leave a forbidden window: an `s_clause`
+/// groups at most 64 instructions (simm16[5:0] + 1).
+const MAX_SETTLE: usize = 64;
 
 /// Moves an insertion point to the nearest allowed one, earlier or later, without crossing a
 /// branch target, a control-flow instruction, another barrier or marker, or more than
-/// [`MAX_SETTLE`] instructions; `None` when impossible (the site is then skipped and reported).
-pub(crate) fn settle(
+/// [`MAX_SETTLE`] instructions; inside an `s_delay_alu` window when nothing else serves; `None`
+/// when impossible (the site is then skipped and reported).
+pub(crate) fn settle(f: &Func, forbidden: &Forbidden, p: usize, earlier: bool) -> Option<usize> {
+    settle_outside(f, forbidden, p, earlier)
+        .or_else(|| (!forbidden.hard.contains(&p) && p < f.insts.len()).then_some(p))
+}
+
+/// [`settle`] without the `s_delay_alu` fallback.
+pub(crate) fn settle_outside(
     f: &Func,
-    forbidden: &BTreeSet<usize>,
+    forbidden: &Forbidden,
     p: usize,
     earlier: bool,
 ) -> Option<usize> {
@@ -238,7 +312,7 @@ pub(crate) fn settle(
     };
     let mut q = p;
     let mut moved = 0;
-    while forbidden.contains(&q) {
+    while forbidden.contains(q) {
         moved += 1;
         if moved > MAX_SETTLE {
             return None;
@@ -439,7 +513,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                     function: f.spec.name.clone(),
                     addr,
                     kind,
-                    why: "no safe insertion point (s_clause / s_delay_alu window, address builder or preload prologue up to a branch boundary)".into(),
+                    why: "no safe insertion point (s_clause window, address builder or preload prologue up to a branch boundary)".into(),
                 }),
             }
         }

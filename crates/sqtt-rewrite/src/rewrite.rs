@@ -141,6 +141,48 @@ pub struct Report {
     /// Requested options that do not apply to this target and were not used (e.g.
     /// shader-clock packing on gfx9-gfx11), one sentence each.
     pub notes: Vec<String>,
+    /// Sites instrumented and found per feature (issue 12 item 6), for the features whose sites
+    /// were looked for (a code object that failed closed as a whole has none).
+    pub coverage: Vec<Coverage>,
+}
+
+/// Sites of one feature: instrumented / found (found = instrumented + skipped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// `functions`, `kernel_scopes`, `barriers`, `memory` or `address_trace`.
+    pub feature: &'static str,
+    /// Sites instrumented (count of sites).
+    pub instrumented: u64,
+    /// Sites found: instrumented plus skipped (count of sites).
+    pub found: u64,
+}
+
+impl Report {
+    /// Per-feature coverage from the per-function site counts and the skipped sites.
+    fn compute_coverage(&self) -> Vec<Coverage> {
+        let mut by: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+        for f in &self.functions {
+            for (kind, &n) in &f.sites {
+                if let Some(feat) = SiteKind::feature_of_name(kind) {
+                    let e = by.entry(feat).or_default();
+                    e.0 += u64::from(n);
+                    e.1 += u64::from(n);
+                }
+            }
+        }
+        for sk in &self.skipped {
+            if let Some(feat) = sk.kind.feature() {
+                by.entry(feat).or_default().1 += 1;
+            }
+        }
+        by.into_iter()
+            .map(|(feature, (instrumented, found))| Coverage {
+                feature,
+                instrumented,
+                found,
+            })
+            .collect()
+    }
 }
 
 /// Result of [`rewrite`].
@@ -323,8 +365,14 @@ fn kind_name(k: SiteKind) -> String {
 }
 
 /// Rewrites one code object. `Ok` with `bytes: None` means the output must equal the input
-/// (nothing to do, or failed closed: see the report).
+/// (nothing to do, or failed closed: see the report, which carries per-feature coverage).
 pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
+    let mut out = rewrite_object(input, opts)?;
+    out.report.coverage = out.report.compute_coverage();
+    Ok(out)
+}
+
+fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     opts.validate()?;
     let co = CodeObject::parse(input)?;
     if co.elf.header.e_type != 3 {
@@ -358,6 +406,7 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
         dwarf_sections_remapped: 0,
         relaxed_branches: 0,
         notes: Vec::new(),
+        coverage: Vec::new(),
     };
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
@@ -849,7 +898,15 @@ pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
     }
     for s in &co.symbols {
         let sym = &s.symbol;
-        if sym.value < text_addr || sym.value > text_end || sym.shndx == 0 || sym.shndx >= 0xff00 {
+        // A symbol at the end of `.text` belongs to it only when defined in it (`_DYNAMIC` of the
+        // next section can share the address).
+        let at_end_of_other = sym.value == text_end && usize::from(sym.shndx) != text.index;
+        if sym.value < text_addr
+            || sym.value > text_end
+            || at_end_of_other
+            || sym.shndx == 0
+            || sym.shndx >= 0xff00
+        {
             continue;
         }
         let Some(nv) = map_code(sym.value) else {

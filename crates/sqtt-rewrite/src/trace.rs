@@ -10,14 +10,16 @@
 //! `ds_write2*`, `ds_load_2addr*`, `ds_store_2addr*`, `ds_wrxchg2*`) gets two blocks, one per
 //! address, as the compile-time pass traces the two IR accesses the backend merged.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use amdgpu_isa::{Family, Format, Instruction, MemKind, MemSpace, RegSet, SpecialReg};
 
 use crate::analysis::{Func, Program};
 use crate::config::TraceAddresses;
 use crate::layout::Landing;
-use crate::plan::{forbidden_points, settle, MarkerKey, Site, SiteKind, Skipped, Word};
+use crate::plan::{
+    forbidden_points, settle_outside, Forbidden, MarkerKey, Site, SiteKind, Skipped, Word,
+};
 use crate::snippets::{AddrSource, ScalarSrc, TraceKind};
 
 /// One address-trace block to emit in front of a memory instruction.
@@ -323,7 +325,7 @@ pub fn trace_sites(
                 continue;
             }
             let Some(q) = placement(f, &forbidden, i, &traced) else {
-                skipped.push(skip("no insertion point in front of the operation where its address registers and EXEC hold the values it reads (s_clause / s_delay_alu window or address builder)".into()));
+                skipped.push(skip("no insertion point in front of the operation where its address registers and EXEC hold the values it reads (s_clause window or address builder)".into()));
                 continue;
             };
             for (part, op) in traced.into_iter().enumerate() {
@@ -348,14 +350,18 @@ pub fn trace_sites(
 }
 
 /// Insertion point for the blocks of operation `i`: `i` itself when allowed, otherwise the
-/// settled earlier point when the instructions in between leave the traced registers alone.
-fn placement(f: &Func, forbidden: &BTreeSet<usize>, i: usize, ops: &[TraceOp]) -> Option<usize> {
-    let q = settle(f, forbidden, i, true)?;
+/// settled earlier point when the instructions in between leave the traced registers alone, or
+/// `i` itself inside an `s_delay_alu` window (a hint, see [`Forbidden::hint`]).
+fn placement(f: &Func, forbidden: &Forbidden, i: usize, ops: &[TraceOp]) -> Option<usize> {
+    let inside_hint = !forbidden.hard.contains(&i);
+    let Some(q) = settle_outside(f, forbidden, i, true) else {
+        return inside_hint.then_some(i);
+    };
     if q == i {
         return Some(i);
     }
     if q > i {
-        return None;
+        return inside_hint.then_some(i);
     }
     let mut read = RegSet::new();
     for op in ops {
@@ -375,7 +381,11 @@ fn placement(f: &Func, forbidden: &BTreeSet<usize>, i: usize, ops: &[TraceOp]) -
             )
             && !x.mnemonic().starts_with("s_wait")
     });
-    clean.then_some(q)
+    if clean {
+        Some(q)
+    } else {
+        inside_hint.then_some(i)
+    }
 }
 
 #[cfg(test)]

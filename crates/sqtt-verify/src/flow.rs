@@ -507,17 +507,15 @@ fn check_inserted(
     }
 }
 
-/// No insertion inside an `s_clause` window or between `s_delay_alu` and what it covers.
+/// No insertion inside an `s_clause` window (the clause would be split).
 fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
     for (k, o) in f.orig.iter().enumerate() {
         let imm = o.inst.field("simm16").unwrap_or(0);
+        // `s_delay_alu` windows are not checked: the instruction is a scheduling hint (code
+        // without it is correct, only slower), so inserted code may sit inside one.
         let last = match o.inst.mnemonic() {
             // simm16[5:0] = clause length - 1 (instructions following the s_clause).
             "s_clause" => k + 1 + (imm & 0x3f) as usize,
-            // instid0 covers the next instruction; instid1 (bits 10:7), when set, the one
-            // instskip (bits 6:4) instructions later.
-            "s_delay_alu" if (imm >> 7) & 0xf != 0 => k + 1 + ((imm >> 4) & 7) as usize,
-            "s_delay_alu" => k + 1,
             _ => continue,
         };
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {

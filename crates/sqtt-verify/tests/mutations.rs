@@ -356,7 +356,7 @@ fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
     );
     let r = run(&orig, &saved);
     assert!(r.is_clean(), "{}", show(&r));
-    assert_eq!(r.reserved_sgpr, Some(101));
+    assert_eq!(r.inserted_sgprs, vec![101]);
     assert_eq!(r.inserted_instructions(), 5);
 
     // The branch to .Lskip now lands after the save: the restore reads a stale s101.

@@ -230,7 +230,7 @@ fn address_trace_block_verifies_and_its_mutations_are_rejected() {
             "{mcpu}: one header; payload words are not markers"
         );
         assert_eq!(
-            r.reserved_sgprs,
+            r.inserted_sgprs,
             vec![S_LANE as u16, S_TMP as u16],
             "{mcpu}"
         );
@@ -397,7 +397,7 @@ fn scope_guard_must_suppress_markers_when_the_flag_is_0() {
             );
         } else {
             assert!(r.is_clean(), "{}", show(&r));
-            assert_eq!(r.scope_flag_sgpr, Some(S_FLAG as u16));
+            assert_eq!(r.scope_flag_sgprs, vec![S_FLAG as u16]);
             assert_eq!(r.markers(), 1);
         }
     }
@@ -408,7 +408,7 @@ fn scope_guard_must_suppress_markers_when_the_flag_is_0() {
         "P:5:barrier",
     );
     let r = run(&s.orig, &new);
-    assert_eq!(r.scope_flag_sgpr, None, "{}", show(&r));
+    assert!(r.scope_flag_sgprs.is_empty(), "{}", show(&r));
     assert!(
         has(
             &r,
