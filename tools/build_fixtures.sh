@@ -29,12 +29,13 @@ for tool in "$CLANG" "$LLVM/clang++" "$LLVM/ld.lld" "$BUNDLER" "$READELF" "$OBJD
 done
 
 OBJ="$FX/objects"
+LEFT="$FX/left-alone"   # objects whose functions the rewriter must leave alone (not in objects/: some fail closed)
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -49,6 +50,7 @@ LONG_BRANCH="gfx942 gfx1100 gfx1200 gfx1250"
 ASM_GFX9="gfx90a gfx942 gfx950"
 ASM_GFX11="gfx1100 gfx1151"
 PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only by liveness
+STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 HIP_SOURCES="calls barriers memory"
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
@@ -64,6 +66,8 @@ variant_flags() {
     O3-g) echo "-O3 -g" ;;
     O3-wave64) echo "-O3 -mwavefrontsize64" ;;
     O3-preload8) echo "-O3 -mllvm -amdgpu-kernarg-preload-count=8" ;;
+    g) echo "-g" ;;
+    bad-word) echo "-g -DFX_BAD_WORD" ;;
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
 }
@@ -85,6 +89,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
     pressure) if [[ "$target" == gfx9* ]]; then f=pressure_gfx9.S; else f=pressure_gfx11.S; fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
+    stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
+           "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -103,6 +109,7 @@ for t in $PRELOAD; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-pr
 for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
+for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 drain
 
 log "2/5 offload bundles"
@@ -159,13 +166,17 @@ LINK=("$LLVM/clang++" -fuse-ld=lld -Wl,--build-id=sha1)
 
 log "4/5 checks"
 fail() { echo "build_fixtures: CHECK FAILED: $*" >&2; exit 1; }
-for f in "$OBJ"/*.co; do
+for f in "$OBJ"/*.co "$LEFT"/*.co; do
   "$READELF" -h "$f" > "$TMP/hdr.txt" || fail "$f: llvm-readelf -h failed"
   grep -q 'Machine: *EM_AMDGPU' "$TMP/hdr.txt" || fail "$f: not an AMDGPU ELF"
   t="$(basename "$f" | sed 's/__.*//')"
   grep -Eq "Flags: .*, $t(,|\$)" "$TMP/hdr.txt" || fail "$f: e_flags do not name $t"
   "$OBJDUMP" -d "$f" > "$TMP/dis.txt" || fail "$f: llvm-objdump -d failed"
-  if grep -q '<unknown>' "$TMP/dis.txt"; then fail "$f: llvm-objdump printed <unknown>"; fi
+  # the bad-word stub fixtures hold one word that does not decode, on purpose
+  case "$f" in
+    *__stubs__bad-word.co) grep -Eq '<unknown>|\.long 0xffffffff' "$TMP/dis.txt" || fail "$f: the undecodable word decodes" ;;
+    *) if grep -q '<unknown>' "$TMP/dis.txt"; then fail "$f: llvm-objdump printed <unknown>"; fi ;;
+  esac
 done
 for f in "$BUN"/*.hipfb; do
   "$BUNDLER" -list -type=o -input="$f" > "$TMP/list.txt" || fail "$f: bundler -list"
@@ -219,9 +230,9 @@ other_row() {  # other_row FILE TARGETS
 }
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
-  for f in "$OBJ"/*.co; do object_row "$f"; done
+  for f in "$OBJ"/*.co "$LEFT"/*.co; do object_row "$f"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

@@ -273,6 +273,12 @@ pub fn render_report(what: &str, r: &Report) -> String {
     if !r.coverage.is_empty() {
         s += &format!("  coverage: {}\n", coverage_text(&r.coverage));
     }
+    for l in &r.left_alone {
+        s += &format!(
+            "  left alone (copied verbatim, not instrumented): {} at {:#x}: {}\n",
+            l.name, l.address, l.why
+        );
+    }
     let sites = |f: &sqtt_rewrite::rewrite::FunctionReport| {
         let list: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!(

@@ -322,6 +322,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         functions: Vec::new(),
         kernels: Vec::new(),
         skipped: Vec::new(),
+        left_alone: Vec::new(),
         existing_markers: Vec::new(),
         funcmap_rows: 0,
         ids: Default::default(),

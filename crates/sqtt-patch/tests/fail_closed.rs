@@ -1,7 +1,8 @@
-//! One test per construct the rewriter refuses to move: each kernel is assembled with clang-22
-//! and linked with ld.lld-22 (real code objects), run through `sqtt-patch`, and the diagnostic is
-//! pinned. A failed-closed object is written byte-identical to the input (exit 0), or not written
-//! with `--strict` (exit 3).
+//! One test per construct the rewriter refuses to instrument: each kernel is assembled with
+//! clang-22 and linked with ld.lld-22 (real code objects), run through `sqtt-patch`, and the
+//! diagnostic is pinned. A failed-closed object is written byte-identical to the input (exit 0),
+//! or not written with `--strict` (exit 3). A kernel that can move verbatim (position-independent)
+//! is left alone instead, and the rest of the object is instrumented and verified.
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -180,13 +181,51 @@ fn undecodable_word_between_functions() {
     );
 }
 
+/// The kernel is left alone (reported with `diagnostic`), the device function is instrumented,
+/// `sqtt-patch verify` accepts the output, and `--strict` exits 3 (the kernel's barrier is lost).
+fn expect_left_alone(name: &str, body: &str, diagnostic: &str) {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let co = build(dir.path(), name, body, "");
+    let out = dir.path().join(format!("{name}.out.co"));
+    let run = |strict: bool| {
+        let mut cmd = Command::cargo_bin("sqtt-patch").unwrap();
+        cmd.arg(&co)
+            .arg("-o")
+            .arg(&out)
+            .args(["--functions", "1", "--barriers", "1", "--report"])
+            .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+            .env_remove("SQTT_INSTRUMENT_BARRIERS");
+        if strict {
+            cmd.arg("--strict");
+        }
+        cmd.output().unwrap()
+    };
+    let o = run(false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let want = format!("left alone (copied verbatim, not instrumented): k at 0x1400: {diagnostic}");
+    assert!(err.contains(&want), "{name}: got {err:?}, want {want:?}");
+    assert!(err.contains(": instrumented;"), "{err}");
+    assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
+    Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg("verify")
+        .arg(&co)
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(run(true).status.code(), Some(3), "--strict: lost coverage");
+}
+
 #[test]
 fn indirect_jump_in_kernel() {
-    expect(
+    expect_left_alone(
         "indirect",
         "  s_barrier\n  s_setpc_b64 s[4:5]",
-        "",
-        "k at 0x1404: indirect jump through a register in a kernel",
+        "at 0x1404: indirect jump through a register in a kernel",
     );
 }
 
@@ -222,11 +261,10 @@ fn getpc_sequence_running_into_a_branch() {
 
 #[test]
 fn return_from_exception() {
-    expect(
+    expect_left_alone(
         "rfe",
         "  s_barrier\n  s_rfe_b64 s[0:1]",
-        "",
-        "s_rfe_b64 is not supported",
+        "at 0x1404: s_rfe_b64 is not supported",
     );
 }
 
@@ -238,4 +276,52 @@ fn second_executable_section() {
         ".section .other_code,\"ax\",@progbits\n  s_nop 0\n",
         "more than one executable section",
     );
+}
+
+/// The stub fixtures of issue 12 (`fixtures/left-alone`): `sqtt-patch` instruments them with
+/// every marker kind, reports the stubs left alone, and `sqtt-patch verify` accepts the output.
+#[test]
+fn stub_fixtures_are_instrumented_around_left_alone_functions() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/left-alone");
+    let dir = tempfile::tempdir().unwrap();
+    for t in ["gfx942", "gfx1100", "gfx1250"] {
+        let co = root.join(format!("{t}__stubs__g.co"));
+        let out = dir.path().join(format!("{t}.out.co"));
+        let o = Command::cargo_bin("sqtt-patch")
+            .unwrap()
+            .arg(&co)
+            .arg("-o")
+            .arg(&out)
+            .args([
+                "--functions",
+                "1",
+                "--barriers",
+                "1",
+                "--kernel-scopes",
+                "--report",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{t}: {err}");
+        assert!(
+            err.contains(&format!("target {t}: instrumented;")),
+            "{t}: {err}"
+        );
+        for f in ["stub_fall", "stub_tramp_a", "stub_tramp_b"] {
+            assert!(
+                err.contains(&format!(
+                    "left alone (copied verbatim, not instrumented): {f} at 0x"
+                )),
+                "{t}: {f}: {err}"
+            );
+        }
+        Command::cargo_bin("sqtt-patch")
+            .unwrap()
+            .arg("verify")
+            .arg(&co)
+            .arg(&out)
+            .assert()
+            .success();
+    }
 }

@@ -255,6 +255,10 @@ impl Layout {
                 return Some(p.new + p.len);
             }
         }
+        // The end of a raw region (a verbatim function's end) maps to the end of its copy.
+        if let Some(&(_, len, n)) = self.raws.iter().find(|r| r.0 + r.1 == old_end) {
+            return Some(n + len);
+        }
         self.map_addr(old_end)
     }
 }

@@ -15,3 +15,4 @@ pub mod regs;
 pub mod rewrite;
 pub mod snippets;
 pub mod trace;
+pub mod verbatim;

@@ -1,9 +1,11 @@
 //! One code object end to end: load → decode → analyse → plan → lay out → write.
 //!
-//! Fail-closed policy: a function we cannot move safely (undecodable word, unresolved branch or
-//! PC-relative sequence, indirect jump in a kernel) makes the WHOLE code object stay
-//! byte-identical, because relayout moves every function; the report lists every reason.
-//! Individual sites that cannot be instrumented safely are skipped and reported.
+//! Fail-closed policy: a function we cannot instrument (undecodable word, unresolved branch or
+//! PC-relative sequence, execution falling off its end, indirect jump in a kernel) is left alone
+//! and moved verbatim when it is position-independent ([`crate::verbatim`]); when it is not, the
+//! WHOLE code object stays byte-identical, because relayout moves every function. The report
+//! lists every function left alone and every reason. Individual sites that cannot be
+//! instrumented safely are skipped and reported.
 
 use crate::analysis::{analyse, FnSpec, KernelSpec, Program};
 use crate::config::Options;
@@ -120,6 +122,8 @@ pub struct Report {
     pub kernels: Vec<KernelReport>,
     /// Sites that could not be instrumented.
     pub skipped: Vec<Skipped>,
+    /// Functions not instrumented and copied verbatim (moved as one block), with the reason.
+    pub left_alone: Vec<crate::verbatim::LeftAlone>,
     /// Marker values already present in the input (kept; their ids are never reused).
     pub existing_markers: Vec<String>,
     /// Funcmap rows written.
@@ -394,6 +398,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         functions: Vec::new(),
         kernels: Vec::new(),
         skipped: Vec::new(),
+        left_alone: Vec::new(),
         existing_markers: Vec::new(),
         funcmap_rows: 0,
         ids: BTreeMap::new(),
@@ -460,14 +465,10 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             prog = alt;
         }
     }
-    // Whole-object safety.
-    for f in &prog.funcs {
-        for p in &f.problems {
-            report
-                .reasons
-                .push(format!("{} at {:#x}: {}", f.spec.name, p.addr, p.why));
-        }
-    }
+    // Whole-object safety: functions with problems are left alone when they can move verbatim.
+    let verbatim = crate::verbatim::decide(&prog, text_end);
+    report.reasons.extend(verbatim.fail.iter().cloned());
+    report.left_alone = verbatim.left_alone.clone();
     let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
     if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
         report
@@ -479,6 +480,9 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     // its address, instead of producing an output the verifier must reject.
     for (k, f) in prog.funcs.iter().enumerate() {
         let gap_end = prog.funcs.get(k + 1).map_or(text_end, |n| n.spec.start);
+        if verbatim.blocks[k] == Some(gap_end) {
+            continue; // copied inside the function's verbatim block
+        }
         let (lo, hi) = (
             (f.spec.end - text_addr) as usize,
             (gap_end - text_addr) as usize,
@@ -590,6 +594,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         }
         None => BTreeMap::new(),
     };
+    crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
     let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, &co));
     let scope = opts.scope.filter(|m| m.filters(target));
     let flags = match scope {
@@ -757,7 +762,9 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     // (callees read it too, so kernels without markers of their own compute it as well).
     if let Some(masks) = scope {
         for (fi, f) in prog.funcs.iter().enumerate() {
-            let Some(k) = f.spec.kernel else { continue };
+            let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
+                continue;
+            };
             let Some(flag) = flags[fi] else { continue };
             let entry = if k.preload {
                 f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
@@ -826,6 +833,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             text_end,
             target,
             &relax,
+            &verbatim.blocks,
         );
         match lay_out(&tp, text_end) {
             Ok(l) => break (tp, l),
@@ -867,11 +875,14 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         report.reasons.push(why);
     };
     ed.set_text(layout.bytes.clone())?;
-    let map: BTreeMap<u64, u64> = layout
+    let mut map: BTreeMap<u64, u64> = layout
         .placed
         .iter()
         .map(|p| (p.old, p.block_start))
         .collect();
+    map.extend(crate::verbatim::address_pairs(&prog, &verbatim, |a| {
+        layout.map_addr(a)
+    }));
     ed.set_text_address_map(map);
     // Kernels without code sit at the end of `.text` (hsaco accepts them there): they stay at
     // its new end.
@@ -1245,7 +1256,8 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
 }
 
 /// Builds the output order of `.text`: each function re-aligned, snippets in front of their
-/// instructions, relaxed branches (original address → conditional) followed by their island.
+/// instructions, relaxed branches (original address → conditional) followed by their island;
+/// left-alone functions (`verbatim[fi] = Some(end)`) as one raw block `[start, end)`.
 #[allow(clippy::too_many_arguments)]
 fn text_plan(
     prog: &Program,
@@ -1255,6 +1267,7 @@ fn text_plan(
     text_end: u64,
     target: Target,
     relax: &BTreeMap<u64, Relaxed>,
+    verbatim: &[Option<u64>],
 ) -> TextPlan {
     let mut tp = TextPlan {
         text_addr,
@@ -1289,6 +1302,16 @@ fn text_plan(
             f.spec.start,
             f.spec.kernel.is_some(),
         )));
+        if let Some(end) = verbatim.get(fi).copied().flatten() {
+            // Left alone: one verbatim block (crate::verbatim).
+            tp.pieces.push(Piece::Raw {
+                addr: f.spec.start,
+                bytes: text_bytes[(f.spec.start - text_addr) as usize..(end - text_addr) as usize]
+                    .to_vec(),
+            });
+            cursor = end;
+            continue;
+        }
         for (i, (a, inst)) in f.insts.iter().enumerate() {
             if let Some(list) = snippets.get(&(fi, i)) {
                 for (s, code) in list {

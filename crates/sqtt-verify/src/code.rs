@@ -120,6 +120,10 @@ pub(crate) struct Func {
     pub inserted: Vec<NInst>,
     /// Words after the last original instruction up to the next function.
     pub padding: Vec<NInst>,
+    /// Execution can fall off the end of the original body: the function must be copied
+    /// verbatim together with the bytes that follow it ([`crate::verbatim`]); this is the number
+    /// of those bytes (original body end up to the next function or the end of `.text`).
+    pub falls_off: Option<u64>,
     pub builders: Vec<Builder>,
 }
 
@@ -369,6 +373,7 @@ impl Program {
                 orig: Vec::new(),
                 inserted: Vec::new(),
                 padding: Vec::new(),
+                falls_off: None,
                 builders: Vec::new(),
             });
         }
@@ -408,7 +413,12 @@ impl Program {
                 free_sgprs.add_sgpr(r);
             }
         }
+        let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
         for (fi, (f, body)) in funcs.iter_mut().zip(bodies).enumerate() {
+            if crate::verbatim::falls_off(&body) {
+                let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
+                f.falls_off = Some(next.saturating_sub(f.orig_end));
+            }
             f.builders = find_builders(&body);
             for (k, (a, _)) in body.iter().enumerate() {
                 omap.insert(*a, (fi, k));
@@ -970,9 +980,16 @@ fn align(
             run: 0..0,
         }));
     }
+    // The bytes that followed a function execution falls off are compared by `verbatim::check`.
+    let copied_end = f
+        .falls_off
+        .zip(orig.last().and_then(|o: &OInst| o.new))
+        .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {
             f.padding.push(*n);
+        } else if n.addr < copied_end {
+            continue;
         } else {
             findings.push(f.finding(
                 Check::Padding,

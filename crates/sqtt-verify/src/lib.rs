@@ -35,6 +35,9 @@
 //!    addends follow the moved code.
 //! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position
 //!    (unit, file, line, column) at its new address as at its old one.
+//! 9. [`Check::Verbatim`]: a function whose execution can fall off its end (its last
+//!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
+//!    byte for byte with the bytes that followed it, and is followed by the same function.
 
 mod code;
 mod dwarfcheck;
@@ -44,6 +47,7 @@ pub mod funcmap;
 mod insn;
 mod region;
 mod sgprs;
+mod verbatim;
 
 use serde::Serialize;
 
@@ -85,6 +89,8 @@ pub enum Check {
     Relocations,
     /// `.debug_line` source positions of original instructions.
     Dwarf,
+    /// A function that must be copied verbatim (execution falls off its end) was changed.
+    Verbatim,
 }
 
 impl std::fmt::Display for Check {
@@ -107,6 +113,7 @@ impl std::fmt::Display for Check {
             Check::Symbols => "symbols",
             Check::Relocations => "relocations",
             Check::Dwarf => "dwarf",
+            Check::Verbatim => "verbatim",
         };
         f.write_str(s)
     }
@@ -280,6 +287,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         })
         .collect();
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
+    verbatim::check(&program, &mut findings);
     elfcheck::check_sections(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);

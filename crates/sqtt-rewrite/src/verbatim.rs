@@ -1,0 +1,262 @@
+//! Per-function fail-closed: a function the analysis cannot instrument (any [`Problem`]) is
+//! "left alone" — not instrumented, its bytes copied verbatim as one block that moves as a whole
+//! — when it is position-independent; otherwise the code object fails closed with the reason.
+//!
+//! The policy follows BOLT's "non-simple" functions (kept out of optimisation, emitted as they
+//! are). A verbatim block keeps every PC-relative reference inside it valid when the whole block
+//! moves by one offset (SOPP branches, `s_call_b64`, `s_getpc` address builders and
+//! `s_add_pc_i64` are relative to the instruction's own address, ISA manuals "Branch
+//! instructions" / "S_GETPC_B64"). So a function may move verbatim when:
+//! - every word decodes (otherwise its PC-relative uses cannot be seen);
+//! - every branch, call, `s_add_pc_i64` and `s_getpc` address builder in it targets an address
+//!   inside it, and every `s_getpc` belongs to a recognised builder (an unrecognised use of the
+//!   PC could compute any address).
+//!
+//! References INTO a left-alone function stay correct: the layout maps every address inside a
+//! verbatim block by its offset ([`crate::layout::Layout::map_addr`]), which is exact because the
+//! block's bytes do not change. Calls, descriptors, symbols, builders, DWARF and
+//! `R_AMDGPU_RELATIVE64` addends are all mapped that way. A branch from another function into it
+//! is a [`Problem`] of that other function, which then is not position-independent.
+//!
+//! Execution that falls off the end of a left-alone function (rocPRIM "trampoline" kernels
+//! compiled out for other targets: one `s_setreg_imm32_b32`, then zero padding, no `s_endpgm`)
+//! continues into the bytes that followed it: its block then extends up to the next function
+//! (the padding is copied too), and the layout keeps function order, so the same next function
+//! follows it (after `s_nop 0` alignment padding at most).
+//!
+//! Not done (the object fails closed instead, with the reason): keeping a function that is not
+//! position-independent at its original address. For a word that does not decode this could not
+//! be sound anyway: its references out (to other functions or data, which move) are unknown.
+
+use crate::analysis::{Func, Problem, Program};
+use crate::plan::{Site, Skipped};
+use amdgpu_isa::{Flow, Special};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A function the rewriter did not instrument and copied verbatim (report line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftAlone {
+    /// Symbol name.
+    pub name: String,
+    /// Original entry address (bytes).
+    pub address: u64,
+    /// Why it cannot be instrumented (its problems, `; `-separated, each with its address).
+    pub why: String,
+}
+
+/// The left-alone decision for a whole program.
+#[derive(Debug, Clone, Default)]
+pub struct Verbatim {
+    /// Parallel to [`Program::funcs`]: `Some(end)` for a left-alone function, whose verbatim
+    /// block is `[start, end)` (bytes; past the function's own end up to the next function when
+    /// execution can fall off its end).
+    pub blocks: Vec<Option<u64>>,
+    /// Report lines, by address.
+    pub left_alone: Vec<LeftAlone>,
+    /// Why the object must fail closed: functions with problems that cannot move verbatim.
+    pub fail: Vec<String>,
+}
+
+impl Verbatim {
+    /// Whether function `fi` is left alone.
+    pub fn is_left_alone(&self, fi: usize) -> bool {
+        self.blocks.get(fi).is_some_and(Option::is_some)
+    }
+}
+
+fn describe(f: &Func) -> String {
+    f.problems
+        .iter()
+        .map(|p| format!("at {:#x}: {}", p.addr, p.why))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether execution can continue past the last instruction of `f` (its end is reached by
+/// fall-through): the last instruction falls through, calls, traps or branches conditionally,
+/// and is not `s_code_end`.
+pub fn falls_off_end(f: &Func) -> bool {
+    f.insts.last().is_some_and(|(_, i)| {
+        i.special() != Special::CodeEnd
+            && matches!(
+                i.flow(),
+                Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
+            )
+    })
+}
+
+/// `Ok` when `f` can move as one verbatim block; otherwise the first reason it cannot (a
+/// PC-relative reference that leaves it, an unrecognised `s_getpc`, or a word that does not
+/// decode). `pcrels` are the program's recognised address builders by `s_getpc` address.
+fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Problem> {
+    let (start, end) = (f.spec.start, f.spec.end);
+    let inside = |t: u64| t >= start && t < end;
+    if let Some(p) = f
+        .problems
+        .iter()
+        .find(|p| p.why.starts_with("cannot decode"))
+    {
+        return Err(Problem {
+            addr: p.addr,
+            why: "a word does not decode, so its PC-relative references cannot be seen".into(),
+        });
+    }
+    if let Some(p) = f
+        .problems
+        .iter()
+        .find(|p| p.why == "function range outside .text")
+    {
+        return Err(p.clone());
+    }
+    for (a, inst) in &f.insts {
+        let out = |what: String| {
+            Err(Problem {
+                addr: *a,
+                why: what,
+            })
+        };
+        match (inst.special(), inst.flow()) {
+            (Special::GetPc, _) => match pcrels.get(a) {
+                Some(&t) if inside(t) => {}
+                Some(&t) => {
+                    return out(format!(
+                        "s_getpc address builder targets {t:#x}, outside the function"
+                    ))
+                }
+                None => return out("s_getpc without a recognised address builder".into()),
+            },
+            (Special::AddPcI64, _) => {
+                let t = inst
+                    .literal()
+                    .filter(|_| inst.len() == 12)
+                    .map(|l| (a + inst.len() as u64).wrapping_add(l));
+                match t {
+                    Some(t) if inside(t) => {}
+                    _ => {
+                        return out(format!(
+                            "s_add_pc_i64 target {t:x?} is outside the function"
+                        ))
+                    }
+                }
+            }
+            (_, Flow::Branch { .. } | Flow::Call) => {
+                if let Some(t) = inst.branch_target(*a) {
+                    if !inside(t) {
+                        return out(format!(
+                            "{} targets {t:#x}, outside the function",
+                            inst.mnemonic()
+                        ));
+                    }
+                } else if matches!(inst.flow(), Flow::Branch { .. }) {
+                    return out(format!("{} without a decodable target", inst.mnemonic()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Decides which functions with problems are left alone (see the module docs). `text_end` is
+/// the end of `.text` (bytes).
+pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
+    let pcrels: BTreeMap<u64, u64> = prog
+        .pcrels
+        .iter()
+        .map(|p| (p.getpc_addr, p.target))
+        .collect();
+    let mut v = Verbatim {
+        blocks: vec![None; prog.funcs.len()],
+        ..Verbatim::default()
+    };
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.problems.is_empty() {
+            continue;
+        }
+        match position_independent(f, &pcrels) {
+            Ok(()) => {
+                let next = prog.funcs.get(fi + 1).map_or(text_end, |n| n.spec.start);
+                v.blocks[fi] = Some(if falls_off_end(f) { next } else { f.spec.end });
+                v.left_alone.push(LeftAlone {
+                    name: f.spec.name.clone(),
+                    address: f.spec.start,
+                    why: describe(f),
+                });
+            }
+            Err(p) => {
+                for q in &f.problems {
+                    v.fail
+                        .push(format!("{} at {:#x}: {}", f.spec.name, q.addr, q.why));
+                }
+                v.fail.push(format!(
+                    "{} cannot be left alone (moved verbatim): at {:#x}: {}",
+                    f.spec.name, p.addr, p.why
+                ));
+            }
+        }
+    }
+    v
+}
+
+/// Moves every site of a left-alone function from `sites` to `skipped`, with the function's
+/// reason, and rewrites the reason of sites of left-alone functions already skipped.
+pub fn skip_left_alone(
+    prog: &Program,
+    v: &Verbatim,
+    sites: &mut Vec<Site>,
+    skipped: &mut Vec<Skipped>,
+) {
+    let why = |fi: usize| {
+        format!(
+            "function left alone (copied verbatim): {}",
+            describe(&prog.funcs[fi])
+        )
+    };
+    for sk in skipped.iter_mut() {
+        if let Some(fi) = prog
+            .funcs
+            .iter()
+            .position(|f| {
+                f.spec.name == sk.function && sk.addr >= f.spec.start && sk.addr <= f.spec.end
+            })
+            .filter(|&fi| v.is_left_alone(fi))
+        {
+            sk.why = why(fi);
+        }
+    }
+    sites.retain(|s| {
+        if !v.is_left_alone(s.func) {
+            return true;
+        }
+        skipped.push(Skipped {
+            function: prog.funcs[s.func].spec.name.clone(),
+            addr: s.addr,
+            kind: s.kind,
+            why: why(s.func),
+        });
+        false
+    });
+}
+
+/// Original instruction addresses of left-alone functions with their new addresses (for the
+/// editor's exact text address map: symbols and `R_AMDGPU_RELATIVE64` addends that point into
+/// them). `map` maps an original address to its new one.
+pub fn address_pairs(
+    prog: &Program,
+    v: &Verbatim,
+    map: impl Fn(u64) -> Option<u64>,
+) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if !v.is_left_alone(fi) {
+            continue;
+        }
+        for (a, _) in &f.insts {
+            if let Some(n) = map(*a) {
+                out.push((*a, n));
+            }
+        }
+    }
+    out
+}
