@@ -9,7 +9,7 @@
 
 use crate::names::{NameId, Names};
 use crate::trace::{Header, Sink, WaveInfo};
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 /// Folded stacks: frames -> (cycles, intervals).
 #[derive(Debug, Default)]

@@ -5,9 +5,9 @@
 //! Packing").
 
 use crate::names::{NameId, Names};
+use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 use sqtt_rewrite::funcmap::{self, Row};
-use std::collections::HashMap;
 
 /// What a marker id means, from its funcmap prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,9 +21,9 @@ use crate::json::{self, Occupancy, Record, FLAG_PRIV};
 use crate::markers::{decode_word, ClockLayout, Kind, Marker, MarkerTable};
 use crate::names::{NameId, Names};
 use crate::warnings::Warnings;
+use foldhash::{HashMap, HashMapExt};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::HashMap;
-use std::io::{BufReader, IsTerminal};
+use std::io::{BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 /// How to read gfx12 packed marker headers.
@@ -728,9 +728,21 @@ impl<'a, S: Sink> Decoder<'a, S> {
                     continue;
                 }
             };
-            let reader = BufReader::with_capacity(1 << 20, pb.wrap_read(file));
+            let size = file.metadata().map_or(u64::MAX, |m| m.len());
             let se = *se;
-            let res = json::read_shaderdata(reader, |r| self.record(se, r, w));
+            let res = if size <= json::IN_MEMORY_LIMIT {
+                let mut bytes = Vec::with_capacity(size as usize);
+                if let Err(e) = pb.wrap_read(file).read_to_end(&mut bytes) {
+                    w.add("shaderdata file unreadable", || {
+                        format!("{}: {e}", path.display())
+                    });
+                    continue;
+                }
+                json::read_shaderdata_slice(&bytes, |r| self.record(se, r, w))
+            } else {
+                let reader = BufReader::with_capacity(1 << 20, pb.wrap_read(file));
+                json::read_shaderdata(reader, |r| self.record(se, r, w))
+            };
             let p = || path.display().to_string();
             if let Some(e) = &res.error {
                 w.add(

@@ -11,7 +11,11 @@ use std::path::Path;
 /// Writes a UI directory with one shader engine.
 fn write_ui(dir: &Path, funcmap: Value, occupancy: Value, records: &[[i64; 6]]) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("code.json"), json!({"code": [], "sqtt_funcmap": funcmap}).to_string()).unwrap();
+    std::fs::write(
+        dir.join("code.json"),
+        json!({"code": [], "sqtt_funcmap": funcmap}).to_string(),
+    )
+    .unwrap();
     std::fs::write(dir.join("occupancy.json"), occupancy.to_string()).unwrap();
     let sd = json!({
         "type": "shaderdata",
@@ -61,12 +65,21 @@ fn marker_pipeline_test() {
     let tmp = tempfile::tempdir().unwrap();
     let ui = tmp.path().join("ui_output_agent_1_dispatch_1");
     let funcmap = json!([
-        [7, 1, "U", "outer", "", null], [7, 2, "U", "inner", "", null], [7, null, "K", "kernel", "", 4096],
-        [8, 1, "U", "wrong", "", null], [8, null, "K", "k2", "", 4096]
+        [7, 1, "U", "outer", "", null],
+        [7, 2, "U", "inner", "", null],
+        [7, null, "K", "kernel", "", 4096],
+        [8, 1, "U", "wrong", "", null],
+        [8, null, "K", "k2", "", 4096]
     ]);
     let occ = json!({"0": [[100, 0, 0, 0, 1, 1], [130, 0, 0, 0, 0, 1], [300, 0, 0, 0, 1, 2], [360, 0, 0, 0, 0, 2]],
         "dispatches": {"1": "kernel", "2": "k2"}, "version": "3.0.0"});
-    let recs = [[160, 1, 0, 0, 0, 0], [191, 6, 0, 0, 0, 0], [207, 10, 0, 0, 0, 0], [223, 1, 0, 0, 0, 0], [239, 1, 0, 0, 0, 0]];
+    let recs = [
+        [160, 1, 0, 0, 0, 0],
+        [191, 6, 0, 0, 0, 0],
+        [207, 10, 0, 0, 0, 0],
+        [223, 1, 0, 0, 0, 0],
+        [239, 1, 0, 0, 0, 0],
+    ];
     write_ui(&ui, funcmap, occ, &recs);
     let (stacks, t) = flame_of(tmp.path());
     assert_eq!(
@@ -76,7 +89,10 @@ fn marker_pipeline_test() {
             ("code_object_7;kernel;outer;inner".to_string(), 16, 1)
         ]
     );
-    assert_eq!(t.warnings.count("exit on an empty stack (stack underflow)"), 1);
+    assert_eq!(
+        t.warnings.count("exit on an empty stack (stack underflow)"),
+        1
+    );
     assert_eq!(phases(tmp.path()), ["B", "B", "E", "E"]);
 }
 
@@ -86,25 +102,50 @@ fn marker_pipeline_test() {
 #[test]
 fn marker_samples_test() {
     let tmp = tempfile::tempdir().unwrap();
-    let funcmap = json!([[3, 1, "F", "outer", "", null], [3, 2, "F", "inner", "", null], [3, 5, "P", "pt", "", null]]);
+    let funcmap = json!([
+        [3, 1, "F", "outer", "", null],
+        [3, 2, "F", "inner", "", null],
+        [3, 5, "P", "pt", "", null]
+    ]);
     let occ = json!({"0": [[5, 1, 2, 3, 1, 1]], "dispatches": {"1": "0 / 0x0"}});
-    let recs = [[10, 6, 1, 2, 3, 0], [20, 10, 1, 2, 3, 0], [30, 1, 1, 2, 3, 0], [40, 1, 1, 2, 3, 0]];
-    write_ui(&tmp.path().join("ui_output_agent_1_dispatch_1"), funcmap.clone(), occ, &recs);
+    let recs = [
+        [10, 6, 1, 2, 3, 0],
+        [20, 10, 1, 2, 3, 0],
+        [30, 1, 1, 2, 3, 0],
+        [40, 1, 1, 2, 3, 0],
+    ];
+    write_ui(
+        &tmp.path().join("ui_output_agent_1_dispatch_1"),
+        funcmap.clone(),
+        occ,
+        &recs,
+    );
     let (stacks, _) = flame_of(tmp.path());
     // The "0 /" placeholder kernel name draws no frame; the code object still does.
     assert_eq!(
         stacks,
-        vec![("code_object_3;outer".to_string(), 20, 2), ("code_object_3;outer;inner".to_string(), 10, 1)]
+        vec![
+            ("code_object_3;outer".to_string(), 20, 2),
+            ("code_object_3;outer;inner".to_string(), 10, 1)
+        ]
     );
     assert_eq!(phases(tmp.path()), ["B", "B", "E", "E"]);
 
     let tmp = tempfile::tempdir().unwrap();
     let occ = json!({"0": [[5, 1, 2, 3, 1, 1], [15, 1, 2, 3, 1, 1]], "dispatches": {"1": "k"}});
     let recs = [[10, 6, 1, 2, 3, 0], [20, 5 << 2, 1, 2, 3, 0]];
-    write_ui(&tmp.path().join("ui_output_agent_1_dispatch_2"), funcmap, occ, &recs);
+    write_ui(
+        &tmp.path().join("ui_output_agent_1_dispatch_2"),
+        funcmap,
+        occ,
+        &recs,
+    );
     assert_eq!(phases(tmp.path()), ["B", "E", "i"]);
     let (stacks, _) = flame_of(tmp.path());
-    assert!(stacks.is_empty(), "no interval ends inside the open scope: {stacks:?}");
+    assert!(
+        stacks.is_empty(),
+        "no interval ends inside the open scope: {stacks:?}"
+    );
 }
 
 /// Points split intervals without drawing a frame; PRIV records and `R:` payloads are not
@@ -116,9 +157,9 @@ fn points_payloads_priv_and_unknown_ids() {
     let occ = json!({"0": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k"}});
     let recs = [
         [10, 6, 0, 0, 0, 0],
-        [15, 6, 0, 0, 0, 2],      // PRIV: would push again
-        [20, 2 << 2, 0, 0, 0, 0], // point with one payload record
-        [25, 1, 0, 0, 0, 0],      // the payload (looks like an exit)
+        [15, 6, 0, 0, 0, 2],           // PRIV: would push again
+        [20, 2 << 2, 0, 0, 0, 0],      // point with one payload record
+        [25, 1, 0, 0, 0, 0],           // the payload (looks like an exit)
         [30, 99 << 2 | 2, 0, 0, 0, 0], // unknown id: dropped
         [40, 1, 0, 0, 0, 0],
     ];
@@ -128,6 +169,10 @@ fn points_payloads_priv_and_unknown_ids() {
     std::fs::write(ui.join("code.json"), code.to_string()).unwrap();
     let (stacks, t) = flame_of(tmp.path());
     assert_eq!(stacks, vec![("code_object_1;k;a".to_string(), 30, 2)]);
-    assert_eq!(t.warnings.count("marker ids absent from the funcmap (dropped)"), 1);
+    assert_eq!(
+        t.warnings
+            .count("marker ids absent from the funcmap (dropped)"),
+        1
+    );
     assert_eq!(t.warnings.count("PRIV (trap handler) records dropped"), 1);
 }
