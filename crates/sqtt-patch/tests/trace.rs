@@ -142,6 +142,22 @@ fn calls_capture(root: &Path, co: &Path, coid: u32, pattern: &[(i64, u32)], cu_b
     waves
 }
 
+/// Writes one shader engine's records as dispatch 7 under `cap`.
+fn write_one_se(cap: &Path, recs: Vec<[i64; 6]>, occ: &Value) {
+    write_ui(
+        &cap.join("ui_output_agent_1_dispatch_7"),
+        &BTreeMap::from([(0, recs)]),
+        occ,
+    );
+}
+
+/// Runs `sqtt-patch CMD CAP -o OUT EXTRA...`.
+fn run_to(cmd: &str, cap: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![cmd, cap.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 fn perfetto_events(dir: &Path) -> Vec<Value> {
     let f = dir.join("ui_output_agent_1_dispatch_7.perfetto.json");
     let v: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
@@ -223,14 +239,7 @@ fn gfx942_calls_capture_flamegraph_and_perfetto() {
 
     // Perfetto, microseconds at 2 GHz.
     let out = tmp.path().join("pf");
-    let o = run(&[
-        "perfetto",
-        cap.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--clock-rate-ghz",
-        "2",
-    ]);
+    let o = run_to("perfetto", &cap, &out, &["--clock-rate-ghz", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let ev = perfetto_events(&out);
     let count = |ph: &str| ev.iter().filter(|e| e["ph"] == ph).count() as u64;
@@ -305,18 +314,9 @@ fn gfx1201_packed_headers_are_corrected() {
         })
         .collect();
     let occ = json!({"0": [[100, cu, 1, 4, 1, 1]], "dispatches": {"1": "k_call_chain"}});
-    write_ui(
-        &cap.join("ui_output_agent_1_dispatch_7"),
-        &BTreeMap::from([(0, recs)]),
-        &occ,
-    );
+    write_one_se(&cap, recs, &occ);
     let out = tmp.path().join("pf");
-    let o = run(&[
-        "perfetto",
-        cap.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_to("perfetto", &cap, &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let ts: Vec<(String, i64)> = perfetto_events(&out)
         .iter()
@@ -340,14 +340,7 @@ fn gfx1201_packed_headers_are_corrected() {
     .map(|(p, t)| (p.to_string(), *t))
     .collect();
     assert_eq!(ts, expect);
-    let o = run(&[
-        "perfetto",
-        cap.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--packed",
-        "normalised",
-    ]);
+    let o = run_to("perfetto", &cap, &out, &["--packed", "normalised"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("marker ids absent from the funcmap (dropped): 6"),
@@ -391,18 +384,9 @@ fn gfx942_memory_capture_memtrace() {
         .map(|(i, (v, f))| [10 + i as i64, i64::from(*v), 1, 2, 3, i64::from(*f)])
         .collect();
     let occ = json!({"0": [[0, 1, 2, 3, 1, 1]], "dispatches": {"1": "k_global_rw"}});
-    write_ui(
-        &cap.join("ui_output_agent_1_dispatch_7"),
-        &BTreeMap::from([(0, recs)]),
-        &occ,
-    );
+    write_one_se(&cap, recs, &occ);
     let out = tmp.path().join("m.json");
-    let o = run(&[
-        "memtrace",
-        cap.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_to("memtrace", &cap, &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let blocks = v["blocks"].as_array().unwrap();

@@ -67,7 +67,7 @@ fn main() -> std::io::Result<()> {
         let mut i = 0;
         while i < per_se {
             let (cu, simd, w) = slot(i % SLOTS);
-            if (i / SLOTS) % plen == 0 {
+            if (i / SLOTS).is_multiple_of(plen) {
                 let t = 2 * i as i64 - 1;
                 write!(
                     occ,

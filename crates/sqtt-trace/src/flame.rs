@@ -40,7 +40,7 @@ impl Sink for Flame {
             if !stack.is_empty() && h.time > p {
                 s.key.truncate(s.prefix);
                 s.key.extend_from_slice(stack);
-                let dt = (h.time - p) as u64;
+                let dt = h.time.abs_diff(p);
                 match self.stacks.get_mut(s.key.as_slice()) {
                     Some(e) => {
                         e.0 += dt;
@@ -76,7 +76,7 @@ impl Flame {
                 (frames, c, n)
             })
             .collect();
-        out.sort_by(|a, b| a.0.join(";").cmp(&b.0.join(";")));
+        out.sort_by_cached_key(|a| a.0.join(";"));
         out
     }
 

@@ -323,14 +323,14 @@ fn shaderdata_from<'de, R: serde_json::de::Read<'de>>(
     out
 }
 
-/// Wave slot within one shader engine: (cu, simd, wave slot).
-pub type SlotKey = (u32, u32, u32);
+/// A wave slot: (shader engine, cu, simd, wave slot).
+pub type SlotKey = (u32, u32, u32, u32);
 
 /// `occupancy.json`: wave launches and the kernel-name map.
 #[derive(Debug, Default, Clone)]
 pub struct Occupancy {
     /// (se, cu, simd, slot) -> launches `(time, kernel_id)` sorted by time (rows with start = 1).
-    pub launches: HashMap<(u32, u32, u32, u32), Vec<(i64, i64)>>,
+    pub launches: HashMap<SlotKey, Vec<(i64, i64)>>,
     /// kernel_id -> kernel name (`"dispatches"`).
     pub dispatches: HashMap<i64, String>,
     /// kernel_id -> code-object id from `att_tool.py` dispatch events (`entry_point`).

@@ -17,7 +17,7 @@
 //! - Malformed input is counted in [`Warnings`]; the rest of the trace is still used.
 
 use crate::discover::Found;
-use crate::json::{self, Occupancy, Record, FLAG_PRIV};
+use crate::json::{self, Occupancy, Record, SlotKey, FLAG_PRIV};
 use crate::markers::{decode_word, ClockLayout, Kind, Marker, MarkerTable};
 use crate::names::{NameId, Names};
 use crate::warnings::Warnings;
@@ -686,7 +686,7 @@ struct Decoder<'a, S: Sink> {
     sink: S,
     normalised: bool,
     clock: ClockState,
-    slots: HashMap<(u32, u32, u32, u32), Slot<S::Wave>>,
+    slots: HashMap<SlotKey, Slot<S::Wave>>,
     records: u64,
     headers: u64,
     blocks: u64,
@@ -773,7 +773,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
     }
 
     /// (instance, kernel_id, valid from, valid until) for a record of a slot at `time`.
-    fn locate(&self, key: (u32, u32, u32, u32), time: i64) -> (u32, Option<i64>, i64, i64) {
+    fn locate(&self, key: SlotKey, time: i64) -> (u32, Option<i64>, i64, i64) {
         let Some(l) = self.dir.occupancy.launches.get(&key) else {
             return (0, None, i64::MIN, i64::MAX);
         };
@@ -788,7 +788,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
 
     fn new_slot(
         &self,
-        key: (u32, u32, u32, u32),
+        key: SlotKey,
         instance: u32,
         kernel_id: Option<i64>,
     ) -> WaveInfo {
