@@ -21,10 +21,14 @@ fn fixture(rel: &str) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    let out = Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run sqtt-patch");
+    let mut cmd = Command::new(BIN);
+    // The instrumentation defaults come from SQTT_* variables: the tests pass every flag.
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.args(args).output().expect("run sqtt-patch");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "panic: {err}");
     out
