@@ -786,12 +786,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
     }
 
-    fn new_slot(
-        &self,
-        key: SlotKey,
-        instance: u32,
-        kernel_id: Option<i64>,
-    ) -> WaveInfo {
+    fn new_slot(&self, key: SlotKey, instance: u32, kernel_id: Option<i64>) -> WaveInfo {
         let d = self.dir;
         let mut co = kernel_id.and_then(|k| d.kernel_code_object.get(&k).copied());
         if co.is_none() && d.tables.len() == 1 {

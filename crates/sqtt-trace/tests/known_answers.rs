@@ -176,3 +176,46 @@ fn points_payloads_priv_and_unknown_ids() {
     );
     assert_eq!(t.warnings.count("PRIV (trap handler) records dropped"), 1);
 }
+
+/// An `att_tool.py` directory (11-column occupancy with `occupancy_fields`, dispatch events,
+/// code.json `kernels` and `sqtt_funcmap_layout`): headers are already normalised, so they are
+/// decoded as legacy words with their times untouched; forcing `raw` would treat them as packed
+/// headers with clock 0 and pull every time back to the first.
+#[test]
+fn att_tool_directory_is_normalised() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ui = tmp.path().join("ui_output_1_results0");
+    let occ = json!({"occupancy_fields": ["time","cu","simd","wave_id","start","kernel_id","me_id","pipe_id","is_ext","workgroup_id","cluster_id"],
+        "0": [[50, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]], "dispatches": {"1": "kern"},
+        "events": {"0": [{"kind": "dispatch", "time": 40, "kernel_id": 1, "kernel_name": "kern",
+            "entry_point": {"address": 4096, "code_object_id": 9}}]}, "version": "3.1.0"});
+    let recs = [
+        [100, 6, 0, 0, 0, 0],
+        [300, 10, 0, 0, 0, 0],
+        [500, 1, 0, 0, 0, 0],
+        [700, 1, 0, 0, 0, 0],
+    ];
+    write_ui(&ui, json!([]), occ, &recs);
+    let code = json!({"code": [], "version": "snapshot_dwarf-1.1",
+        "kernels": [{"address": 4096, "codeobj": 9, "name": "kern", "demangled": "kern"}],
+        "sqtt_funcmap": [[9, 1, "F", "outer", "", null], [9, 2, "F", "inner", "", null], [9, null, "K", "kern", "", 4096],
+                         [8, 1, "F", "other", "", null]],
+        "sqtt_funcmap_layout": [[9, 12, 4], [8, 12, 4]]});
+    std::fs::write(ui.join("code.json"), code.to_string()).unwrap();
+    let (stacks, _) = flame_of(tmp.path());
+    assert_eq!(
+        stacks,
+        vec![
+            ("code_object_9;kern;outer".to_string(), 400, 2),
+            ("code_object_9;kern;outer;inner".to_string(), 200, 1)
+        ]
+    );
+    let mut t = Trace::open(tmp.path()).unwrap();
+    let mut f = Flame::default();
+    let opts = Options {
+        packed: sqtt_trace::PackedMode::Raw,
+        ..Options::default()
+    };
+    t.run(&opts, &mut f).unwrap();
+    assert!(f.total() < 100, "raw mode moves the headers: {}", f.total());
+}
