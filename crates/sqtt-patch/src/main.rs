@@ -9,6 +9,7 @@ mod cmd_extract;
 mod cmd_funcmap;
 mod cmd_info;
 mod cmd_patch;
+mod cmd_trace;
 mod cmd_verify;
 mod fatbin;
 mod output;
@@ -46,6 +47,12 @@ enum Command {
     Funcmap(cmd_funcmap::FuncmapArgs),
     /// Check a rewritten code object against its original (translation validation).
     Verify(cmd_verify::VerifyArgs),
+    /// Flame graph (SVG, folded stacks, speedscope) of the marker scopes in a rocprofv3 --att capture.
+    Flamegraph(Box<cmd_trace::FlamegraphArgs>),
+    /// Perfetto (Chrome trace JSON) timelines of the markers, one file per UI directory.
+    Perfetto(Box<cmd_trace::PerfettoArgs>),
+    /// Per-lane addresses of the address-trace blocks, with per-site summaries (JSON).
+    Memtrace(Box<cmd_trace::MemtraceArgs>),
 }
 
 fn main() {
@@ -59,6 +66,9 @@ fn main() {
         Some(Command::Dis(a)) => cmd_dis::run(a),
         Some(Command::Info(a)) => cmd_info::run(a),
         Some(Command::Extract(a)) => cmd_extract::run(a),
+        Some(Command::Flamegraph(a)) => cmd_trace::run_flamegraph(*a),
+        Some(Command::Perfetto(a)) => cmd_trace::run_perfetto(*a),
+        Some(Command::Memtrace(a)) => cmd_trace::run_memtrace(*a),
     };
     // The error is dropped before exiting: it may own a temporary file that its drop deletes.
     let code = match outcome {

@@ -1,0 +1,553 @@
+//! `sqtt-patch flamegraph | perfetto | memtrace` on synthetic captures of our own instrumented
+//! fixtures: the fixture is instrumented by the binary, the marker ids are read back with
+//! llvm-objcopy-22 (`--dump-section=.sqtt_funcmap`), the marker stream the waves would send is
+//! written in rocprofv3's layout (`ui_output_agent_*_dispatch_*/` with shaderdata, occupancy and
+//! filenames JSON, the code object as `<gpu>_code_object_id_<n>.out` beside it), and the outputs
+//! are checked against what that stream implies. Malformed directories: exit code 2 when nothing
+//! is usable, 0 with counted warnings otherwise, never a panic.
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+const OBJCOPY: &str = "/usr/lib/llvm-22/bin/llvm-objcopy";
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/objects")
+        .join(rel)
+}
+
+fn run(args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    // The instrumentation defaults come from SQTT_* variables: the tests pass every flag.
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.args(args).output().expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Instruments `fixture` into `out` and returns its funcmap as name -> id (LLVM's objcopy reads
+/// the section).
+fn instrument(fixture_name: &str, out: &Path, flags: &[&str]) -> BTreeMap<String, u32> {
+    let src = fixture(fixture_name);
+    let mut args = vec![src.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    let o = run(&args);
+    assert!(o.status.success(), "instrument: {}", stderr(&o));
+    let dump = out.with_extension("funcmap");
+    let st = Command::new(OBJCOPY)
+        .arg(format!("--dump-section=.sqtt_funcmap={}", dump.display()))
+        .arg(out)
+        .arg(out.with_extension("objcopy"))
+        .status()
+        .expect("llvm-objcopy-22");
+    assert!(st.success());
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let mut ids = BTreeMap::new();
+    for line in text.split(['\n', '\0']) {
+        let mut parts = line.splitn(3, ':');
+        if let (Some("F" | "U" | "P"), Some(id), Some(name)) =
+            (parts.next(), parts.next(), parts.next())
+        {
+            let name = name.split('@').next().unwrap();
+            // Address-trace names repeat: keep the first id of each kind.
+            ids.entry(name.to_string()).or_insert(id.parse().unwrap());
+        }
+    }
+    ids
+}
+
+/// Writes a UI directory: shaderdata per SE (records sorted by time), occupancy and filenames.
+fn write_ui(ui: &Path, per_se: &BTreeMap<u32, Vec<[i64; 6]>>, occupancy: &Value) {
+    std::fs::create_dir_all(ui).unwrap();
+    let mut listing = serde_json::Map::new();
+    for (se, recs) in per_se {
+        let mut recs = recs.clone();
+        recs.sort_by_key(|r| r[0]);
+        let name = format!("shaderdata_{se}_0.json");
+        let doc = json!({"type": "shaderdata", "begin_time": recs[0][0], "end_time": recs[recs.len() - 1][0],
+            "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
+            "records_count": recs.len(), "records": recs});
+        std::fs::write(ui.join(&name), doc.to_string()).unwrap();
+        listing.insert(
+            se.to_string(),
+            json!([[name, recs[0][0], recs[recs.len() - 1][0]]]),
+        );
+    }
+    std::fs::write(ui.join("occupancy.json"), occupancy.to_string()).unwrap();
+    let names = json!({"global_begin_time": 0, "gfxv": "vega", "gfxip": 9, "version": "3.0.0", "counter_names": [],
+        "wave_filenames": {}, "other_simd_filenames": {}, "shaderdata_filenames": listing});
+    std::fs::write(ui.join("filenames.json"), names.to_string()).unwrap();
+}
+
+/// The wave pattern of the gfx942 `calls` capture: (offset, value) with the folded cycles it
+/// implies under `k_call_chain`'s own scope.
+fn calls_pattern(id: &BTreeMap<String, u32>) -> Vec<(i64, u32)> {
+    let enter = |n: &str| (id[n] << 2) | 2;
+    vec![
+        (0, enter("k_call_chain")),
+        (10, enter("_Z9chain_topPKffij")),
+        (30, enter("_Z9chain_midPKffi")),
+        (35, enter("_Z6hornerPKfif")),
+        (50, 1),
+        (70, (id["_Z11tiny_affinef"] << 2) | 3),
+        (90, 1),
+        (100, 1),
+        (130, 1),
+    ]
+}
+
+/// 2 SEs x 2 CUs x 2 slots x 2 instances = 16 waves, interleaved in time, with a PRIV record and
+/// a record of an id absent from the funcmap in each.
+fn calls_capture(root: &Path, co: &Path, coid: u32, pattern: &[(i64, u32)], cu_bias: i64) -> usize {
+    std::fs::copy(co, root.join(format!("gfx942_code_object_id_{coid}.out"))).unwrap();
+    let mut per_se: BTreeMap<u32, Vec<[i64; 6]>> = BTreeMap::new();
+    let mut occ = serde_json::Map::new();
+    let mut waves = 0;
+    for se in 0..2u32 {
+        let mut rows = Vec::new();
+        for cu in 0..2i64 {
+            for slot in [0i64, 3] {
+                for inst in 0..2i64 {
+                    let base = inst * 1000 + 1 + (cu * 2 + slot) * 3;
+                    rows.push(json!([base - 1, cu + cu_bias, 0, slot, 1, 1]));
+                    rows.push(json!([base + 200, cu + cu_bias, 0, slot, 0, 1]));
+                    let recs = per_se.entry(se).or_default();
+                    for (dt, v) in pattern {
+                        recs.push([base + dt, i64::from(*v), cu + cu_bias, 0, slot, 0]);
+                    }
+                    recs.push([base + 5, 6, cu + cu_bias, 0, slot, 2]);
+                    recs.push([base + 60, (4000 << 2) | 2, cu + cu_bias, 0, slot, 0]);
+                    waves += 1;
+                }
+            }
+        }
+        occ.insert(se.to_string(), Value::Array(rows));
+    }
+    occ.insert("dispatches".into(), json!({"1": "k_call_chain"}));
+    occ.insert("version".into(), json!("3.0.0"));
+    write_ui(
+        &root.join("ui_output_agent_1_dispatch_7"),
+        &per_se,
+        &Value::Object(occ),
+    );
+    waves
+}
+
+/// Writes one shader engine's records as dispatch 7 under `cap`.
+fn write_one_se(cap: &Path, recs: Vec<[i64; 6]>, occ: &Value) {
+    write_ui(
+        &cap.join("ui_output_agent_1_dispatch_7"),
+        &BTreeMap::from([(0, recs)]),
+        occ,
+    );
+}
+
+/// Runs `sqtt-patch CMD CAP -o OUT EXTRA...`.
+fn run_to(cmd: &str, cap: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![cmd, cap.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn perfetto_events(dir: &Path) -> Vec<Value> {
+    let f = dir.join("ui_output_agent_1_dispatch_7.perfetto.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    v["traceEvents"].as_array().unwrap().clone()
+}
+
+#[test]
+fn gfx942_calls_capture_flamegraph_and_perfetto() {
+    let tmp = tempfile::tempdir().unwrap();
+    let co = tmp.path().join("calls.co");
+    let ids = instrument(
+        "gfx942__calls__O3.co",
+        &co,
+        &["--functions", "1", "--kernel-scopes"],
+    );
+    let cap = tmp.path().join("cap");
+    std::fs::create_dir_all(&cap).unwrap();
+    let waves = calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0) as u64;
+    let svg = tmp.path().join("f.svg");
+    let folded = tmp.path().join("f.txt");
+    let speed = tmp.path().join("f.speedscope.json");
+    let o = run(&[
+        "flamegraph",
+        cap.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--folded",
+        folded.to_str().unwrap(),
+        "--speedscope",
+        speed.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = "code_object_5;k_call_chain;k_call_chain";
+    let expect = format!(
+        "{p} {}\n{p};_Z9chain_topPKffij {}\n{p};_Z9chain_topPKffij;_Z11tiny_affinef {}\n{p};_Z9chain_topPKffij;_Z9chain_midPKffi {}\n{p};_Z9chain_topPKffij;_Z9chain_midPKffi;_Z6hornerPKfif {}\n",
+        40 * waves, 30 * waves, 20 * waves, 25 * waves, 15 * waves
+    );
+    assert_eq!(std::fs::read_to_string(&folded).unwrap(), expect);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("PRIV (trap handler) records dropped: {waves}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "marker ids absent from the funcmap (dropped): {waves}"
+        )),
+        "{err}"
+    );
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<?xml") && svg_text.contains("_Z6hornerPKfif"));
+    let sp: Value = serde_json::from_slice(&std::fs::read(&speed).unwrap()).unwrap();
+    let total: u64 = sp["profiles"][0]["weights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 130 * waves);
+    let demangled = run(&[
+        "flamegraph",
+        cap.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--folded",
+        "-",
+        "--demangle",
+        "--cu",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&demangled.stdout);
+    assert!(
+        text.contains(&format!(
+            ";chain_top(float const*, float, int, unsigned int) {}\n",
+            30 * waves / 2
+        )),
+        "{text}"
+    );
+
+    // Perfetto, microseconds at 2 GHz.
+    let out = tmp.path().join("pf");
+    let o = run_to("perfetto", &cap, &out, &["--clock-rate-ghz", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = perfetto_events(&out);
+    let count = |ph: &str| ev.iter().filter(|e| e["ph"] == ph).count() as u64;
+    assert_eq!(
+        (count("B"), count("E"), count("i")),
+        (5 * waves, 5 * waves, 0)
+    );
+    let threads: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(threads.len() as u64, waves);
+    assert!(threads.contains(&"SE1/CU1/SIMD0/W3#1"), "{threads:?}");
+    let procs: Vec<&Value> = ev.iter().filter(|e| e["name"] == "process_name").collect();
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0]["args"]["name"], "kernel_id 1: k_call_chain");
+    // SE0/CU0/W0#0 starts at cycle 1: its first B is at 1/2000 us; horner's B at 36 cycles.
+    let first_tid = ev
+        .iter()
+        .find(|e| e["args"]["name"] == "SE0/CU0/SIMD0/W0#0")
+        .unwrap()["tid"]
+        .clone();
+    let mine: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["tid"] == first_tid && e["ph"] != "M")
+        .collect();
+    assert_eq!(mine[0]["ts"].as_f64().unwrap(), 1.0 / 2000.0);
+    let horner = mine.iter().find(|e| e["name"] == "_Z6hornerPKfif").unwrap();
+    assert_eq!(horner["ts"].as_f64().unwrap(), 36.0 / 2000.0);
+    assert_eq!(horner["cat"], "sqtt.function");
+    assert_eq!(mine[0]["cat"], "sqtt.user");
+}
+
+/// gfx1201 with 12-bit shader-clock packing: headers carry `(T >> 4) & 0xFFF` in bits 31..20 and
+/// arrive 40 cycles after issue, one 140 cycles after. The spec's correction puts it back inside
+/// its 16-cycle bucket: T + 40 + 15. `--packed normalised` (att_tool.py's view) cannot decode them.
+#[test]
+fn gfx1201_packed_headers_are_corrected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let co = tmp.path().join("calls1201.co");
+    let ids = instrument(
+        "gfx1201__calls__O3.co",
+        &co,
+        &[
+            "--functions",
+            "1",
+            "--kernel-scopes",
+            "--shader-clock-bits",
+            "12",
+        ],
+    );
+    let cap = tmp.path().join("cap");
+    std::fs::create_dir_all(&cap).unwrap();
+    std::fs::copy(&co, cap.join("gfx1201_code_object_id_3.out")).unwrap();
+    let enter = |n: &str| (ids[n] << 2) | 2;
+    // (issue time, legacy value, extra delay)
+    let stream = [
+        (160i64, enter("k_call_chain"), 0i64),
+        (320, enter("_Z9chain_topPKffij"), 0),
+        (480, enter("_Z6hornerPKfif"), 100),
+        (640, 1, 0),
+        (800, 1, 0),
+        (960, 1, 0),
+    ];
+    let cu = 128 + 2; // WGP 2 of shader array 1
+    let recs: Vec<[i64; 6]> = stream
+        .iter()
+        .map(|(t, v, d)| {
+            let packed = (((*t as u32 >> 4) & 0xFFF) << 20) | v;
+            [t + 40 + d, i64::from(packed), cu, 1, 4, 0]
+        })
+        .collect();
+    let occ = json!({"0": [[100, cu, 1, 4, 1, 1]], "dispatches": {"1": "k_call_chain"}});
+    write_one_se(&cap, recs, &occ);
+    let out = tmp.path().join("pf");
+    let o = run_to("perfetto", &cap, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ts: Vec<(String, i64)> = perfetto_events(&out)
+        .iter()
+        .filter(|e| e["ph"] == "B" || e["ph"] == "E")
+        .map(|e| {
+            (
+                e["ph"].as_str().unwrap().to_string(),
+                e["ts"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let expect: Vec<(String, i64)> = [
+        ("B", 200),
+        ("B", 360),
+        ("B", 535),
+        ("E", 680),
+        ("E", 840),
+        ("E", 1000),
+    ]
+    .iter()
+    .map(|(p, t)| (p.to_string(), *t))
+    .collect();
+    assert_eq!(ts, expect);
+    let o = run_to("perfetto", &cap, &out, &["--packed", "normalised"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("marker ids absent from the funcmap (dropped): 6"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// gfx942 `memory` with `--trace-addresses memory,lds`: one wave sends a global load block (lanes
+/// 4..7), an LDS block (all 64 lanes) and a raw buffer block (lanes 0 and 63).
+#[test]
+fn gfx942_memory_capture_memtrace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let co = tmp.path().join("mem.co");
+    let ids = instrument(
+        "gfx942__memory__O3.co",
+        &co,
+        &["--trace-addresses", "memory,lds"],
+    );
+    let cap = tmp.path().join("cap");
+    std::fs::create_dir_all(&cap).unwrap();
+    std::fs::copy(&co, cap.join("gfx942_code_object_id_2.out")).unwrap();
+    let mut words: Vec<(u32, u32)> = Vec::new(); // (value, flags)
+    let mut block = |id: u32, payload: Vec<u32>| {
+        words.push((id << 2, 0));
+        words.push((6, 2)); // a PRIV record inside the block is not payload
+        words.extend(payload.into_iter().map(|v| (v, 0)));
+    };
+    let mut load = vec![0xF0, 0];
+    load.extend((0..64u32).flat_map(|l| [0x1000 + 4 * l, 0x7f]));
+    block(ids["addr_trace_load"], load);
+    let mut lds = vec![u32::MAX, u32::MAX];
+    lds.extend((0..64u32).map(|l| 8 * l));
+    block(ids["addr_trace_lds_load"], lds);
+    let mut buf = vec![1, 1 << 31, 0x2000, 1, 0x10];
+    buf.extend((0..64u32).map(|l| 16 * l));
+    block(ids["addr_trace_buffer_load"], buf);
+    let recs: Vec<[i64; 6]> = words
+        .iter()
+        .enumerate()
+        .map(|(i, (v, f))| [10 + i as i64, i64::from(*v), 1, 2, 3, i64::from(*f)])
+        .collect();
+    let occ = json!({"0": [[0, 1, 2, 3, 1, 1]], "dispatches": {"1": "k_global_rw"}});
+    write_one_se(&cap, recs, &occ);
+    let out = tmp.path().join("m.json");
+    let o = run_to("memtrace", &cap, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 3);
+    let keys: Vec<&String> = blocks[0].as_object().unwrap().keys().collect();
+    let mut want = [
+        "marker_id",
+        "name",
+        "source",
+        "se",
+        "cu",
+        "simd",
+        "wave",
+        "instance",
+        "time",
+        "exec",
+        "addresses",
+    ];
+    want.sort();
+    assert_eq!(keys, want);
+    let addrs = |b: &Value| -> Vec<u64> {
+        b["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        addrs(&blocks[0]),
+        (4..8u64)
+            .map(|l| 0x7f_0000_0000 + 0x1000 + 4 * l)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (blocks[0]["exec"].as_u64(), blocks[0]["time"].as_i64()),
+        (Some(0xF0), Some(10))
+    );
+    assert_eq!(
+        (
+            blocks[0]["se"].as_u64(),
+            blocks[0]["cu"].as_u64(),
+            blocks[0]["simd"].as_u64(),
+            blocks[0]["wave"].as_u64()
+        ),
+        (Some(0), Some(1), Some(2), Some(3))
+    );
+    assert_eq!(
+        addrs(&blocks[1]),
+        (0..64u64).map(|l| 8 * l).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        addrs(&blocks[2]),
+        vec![0x1_0000_2000 + 0x10, 0x1_0000_2000 + 0x10 + 63 * 16]
+    );
+    assert_eq!(blocks[2]["name"], "addr_trace_buffer_load");
+    let sites = v["sites"].as_array().unwrap();
+    let site = |name: &str| sites.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(site("addr_trace_load")["lines_64"]["max"], 1);
+    assert_eq!(site("addr_trace_load")["stride"]["most_common"], 4);
+    assert_eq!(site("addr_trace_lds_load")["lines_64"]["max"], 8);
+    assert_eq!(site("addr_trace_lds_load")["lines_128"]["max"], 4);
+    assert_eq!(site("addr_trace_lds_load")["active_lanes"]["max"], 64);
+    assert_eq!(site("addr_trace_buffer_load")["stride"]["most_common"], 16);
+    assert_eq!(site("addr_trace_buffer_load")["code_object"], 2);
+}
+
+#[test]
+fn malformed_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let svg = tmp.path().join("x.svg");
+    let fg = |dir: &Path| {
+        run(&[
+            "flamegraph",
+            dir.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+            "--folded",
+            "-",
+        ])
+    };
+    // Missing path and a directory without UI directories.
+    let o = fg(&tmp.path().join("nope"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no such file or directory"));
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = fg(&empty);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no UI directory"));
+    assert!(!svg.exists());
+
+    let co = tmp.path().join("calls.co");
+    let ids = instrument(
+        "gfx942__calls__O3.co",
+        &co,
+        &["--functions", "1", "--kernel-scopes"],
+    );
+    let fresh = |name: &str| {
+        let cap = tmp.path().join(name);
+        std::fs::create_dir_all(&cap).unwrap();
+        calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0);
+        let ui = cap.join("ui_output_agent_1_dispatch_7");
+        (cap, ui)
+    };
+    // Truncated shaderdata of SE 1: SE 0 is still drawn.
+    let (cap, ui) = fresh("trunc");
+    let f = ui.join("shaderdata_1_0.json");
+    let text = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &text[..text.len() / 2]).unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o)
+        .contains("shaderdata JSON invalid or truncated (records before the error used): 1"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("code_object_5;k_call_chain;k_call_chain "));
+    // Wrong schema everywhere: nothing to draw.
+    let (cap, ui) = fresh("schema");
+    std::fs::write(ui.join("shaderdata_0_0.json"), "[[1,2,3,4,5,6]]").unwrap();
+    std::fs::write(
+        ui.join("shaderdata_1_0.json"),
+        r#"{"records_schema":["t"],"records":[[1,6,0,0,0,0]]}"#,
+    )
+    .unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("records_schema lacks a column") && e.contains("nothing to draw"),
+        "{e}"
+    );
+    // Missing and truncated occupancy: one instance per slot, kernel unknown; still drawn.
+    let (cap, ui) = fresh("occ");
+    std::fs::remove_file(ui.join("occupancy.json")).unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("occupancy.json missing"));
+    std::fs::write(ui.join("occupancy.json"), r#"{"0":[[0,0,0,0,1,1],[5"#).unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("occupancy.json invalid"));
+    // No code object: every record is unusable.
+    let (cap, _) = fresh("noco");
+    std::fs::remove_file(cap.join("gfx942_code_object_id_5.out")).unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("records of waves whose code object has no funcmap"));
+    // A code object that is not an ELF.
+    std::fs::write(cap.join("gfx942_code_object_id_5.out"), b"junk").unwrap();
+    let o = fg(&cap);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("code object not parsable"));
+    // Memtrace on a capture without address blocks, perfetto with a bad clock rate.
+    let (cap, _) = fresh("nomem");
+    let m = tmp.path().join("m.json");
+    let o = run(&["memtrace", cap.to_str().unwrap(), "-o", m.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!m.exists());
+    let o = run(&["perfetto", cap.to_str().unwrap(), "--clock-rate-ghz", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+}

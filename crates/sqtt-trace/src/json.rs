@@ -1,0 +1,587 @@
+//! Readers for the JSON files of a UI directory (att-format note §1.3–§1.6).
+//!
+//! `shaderdata_*.json` and `occupancy.json` are read with serde visitors straight from a buffered
+//! reader: records are handed to a callback one by one and never collected, so a file of any size
+//! is read in bounded memory. Every reader tolerates wrong input: a record that is not an array of
+//! integers is counted as malformed and skipped; a truncated or invalid file keeps what was read
+//! before the error and reports the error text.
+
+use foldhash::HashMap;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+use std::io::Read;
+
+/// One `s_ttracedata` record (shaderdata row `[time, value, cu, simd, wave_id, flags]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// Shader-clock cycles.
+    pub time: i64,
+    /// Low 32 bits of the M0/IMM value.
+    pub value: u32,
+    /// CU id (gfx9) or WGP id with the shader array at bit 7 (gfx10+).
+    pub cu: u32,
+    /// SIMD 0..3.
+    pub simd: u32,
+    /// Wave slot within the SIMD.
+    pub wave: u32,
+    /// Bit 0 IMM, bit 1 PRIV (trap handler).
+    pub flags: u32,
+}
+
+/// Bit of `flags` set on records written by the trap handler (`FLAGS_PRIV = 1`).
+pub const FLAG_PRIV: u32 = 2;
+
+/// A JSON scalar cell of a row: an integer, or anything else.
+#[derive(Clone, Copy, Default)]
+enum Cell {
+    I(i64),
+    U(u64),
+    #[default]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Cell {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Cell;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Cell, E> {
+                Ok(Cell::I(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Cell, E> {
+                Ok(Cell::U(v))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Cell, E> {
+                Ok(Cell::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Cell, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Cell::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Cell, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Cell::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Up to `ROW` leading cells of a row; `len` is the row's full length, `None` if not an array.
+const ROW: usize = 8;
+struct Row {
+    cells: [Cell; ROW],
+    len: Option<usize>,
+}
+
+impl Row {
+    fn int(&self, i: usize) -> Option<i128> {
+        if i >= self.len.unwrap_or(0) {
+            return None;
+        }
+        match self.cells.get(i)? {
+            Cell::I(v) => Some(i128::from(*v)),
+            Cell::U(v) => Some(i128::from(*v)),
+            Cell::Other => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Row;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Row, A::Error> {
+                let mut row = Row {
+                    cells: [Cell::Other; ROW],
+                    len: Some(0),
+                };
+                let mut n = 0;
+                while n < ROW {
+                    match s.next_element::<Cell>()? {
+                        Some(c) => row.cells[n] = c,
+                        None => break,
+                    }
+                    n += 1;
+                }
+                if n == ROW {
+                    while s.next_element::<IgnoredAny>()?.is_some() {
+                        n += 1;
+                    }
+                }
+                row.len = Some(n);
+                Ok(row)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Row, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Row {
+                    cells: [Cell::Other; ROW],
+                    len: None,
+                })
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+            fn visit_unit<E>(self) -> Result<Row, E> {
+                Ok(Row::not_array())
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Row {
+    fn not_array() -> Row {
+        Row {
+            cells: [Cell::Other; ROW],
+            len: None,
+        }
+    }
+}
+
+/// What reading one shaderdata file gave besides its records.
+#[derive(Debug, Default, Clone)]
+pub struct ShaderdataFile {
+    /// Records handed to the callback.
+    pub records: u64,
+    /// Rows skipped: not an array of integers, or values out of range.
+    pub malformed: u64,
+    /// The `"type"` string when it was neither `"shaderdata"` nor `"S_TTRACEDATA"`.
+    pub unexpected_type: Option<String>,
+    /// `"records_count"` when it differs from the records read.
+    pub count_mismatch: Option<u64>,
+    /// A `"records_schema"` without the six columns: no record was used.
+    pub bad_schema: Option<String>,
+    /// Parse error (truncated or invalid JSON, not an object); records before it were used.
+    pub error: Option<String>,
+}
+
+const SCHEMA: [&str; 6] = ["time", "value", "cu", "simd", "wave_id", "flags"];
+
+struct FileSeed<'a, F> {
+    cb: &'a mut F,
+    out: &'a mut ShaderdataFile,
+    columns: [usize; 6],
+    count: Option<u64>,
+}
+
+impl<'de, F: FnMut(Record)> Visitor<'de> for FileSeed<'_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a shaderdata object")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut m: A) -> Result<(), A::Error> {
+        while let Some(key) = m.next_key::<String>()? {
+            match key.as_str() {
+                "type" => {
+                    let v: Value = m.next_value()?;
+                    if !matches!(v.as_str(), Some("shaderdata" | "S_TTRACEDATA")) {
+                        self.out.unexpected_type = Some(v.to_string());
+                    }
+                }
+                "records_schema" => {
+                    let v: Value = m.next_value()?;
+                    let names: Vec<&str> = v
+                        .as_array()
+                        .map(|a| a.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    for (i, want) in SCHEMA.iter().enumerate() {
+                        match names.iter().position(|n| n == want) {
+                            Some(p) => self.columns[i] = p,
+                            None => {
+                                self.out.bad_schema = Some(v.to_string());
+                                break;
+                            }
+                        }
+                    }
+                }
+                "records_count" => self.count = m.next_value::<Value>()?.as_u64(),
+                "records" => m.next_value_seed(RecordsSeed { file: &mut self })?,
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if let Some(c) = self.count {
+            if c != self.out.records + self.out.malformed {
+                self.out.count_mismatch = Some(c);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct RecordsSeed<'a, 'b, F> {
+    file: &'a mut FileSeed<'b, F>,
+}
+
+impl<'de, F: FnMut(Record)> DeserializeSeed<'de> for RecordsSeed<'_, '_, F> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(Record)> Visitor<'de> for RecordsSeed<'_, '_, F> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of records")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        let f = self.file;
+        let c = f.columns;
+        while let Some(row) = s.next_element::<Row>()? {
+            if f.out.bad_schema.is_some() {
+                f.out.malformed += 1;
+                continue;
+            }
+            let small = |i: usize| row.int(c[i]).and_then(|v| u32::try_from(v).ok());
+            let rec = (|| {
+                Some(Record {
+                    time: i64::try_from(row.int(c[0])?).ok()?,
+                    value: u64::try_from(row.int(c[1])?).ok()? as u32,
+                    cu: small(2)?,
+                    simd: small(3)?,
+                    wave: small(4)?,
+                    flags: small(5)?,
+                })
+            })();
+            match rec {
+                Some(r) => {
+                    f.out.records += 1;
+                    (f.cb)(r);
+                }
+                None => f.out.malformed += 1,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Streams the records of one shaderdata JSON document from `reader` into `cb`, in file order.
+/// Columns follow `"records_schema"` when it comes before `"records"` (as every writer orders
+/// them), else the documented order. Never fails: problems are reported in the result.
+pub fn read_shaderdata<R: Read>(reader: R, cb: impl FnMut(Record)) -> ShaderdataFile {
+    shaderdata_from(serde_json::Deserializer::from_reader(reader), cb)
+}
+
+/// [`read_shaderdata`] over a document in memory (serde_json parses slices about twice as fast
+/// as readers; callers use it for files up to [`IN_MEMORY_LIMIT`] bytes).
+pub fn read_shaderdata_slice(bytes: &[u8], cb: impl FnMut(Record)) -> ShaderdataFile {
+    shaderdata_from(serde_json::Deserializer::from_slice(bytes), cb)
+}
+
+/// Shaderdata files up to this size (bytes) are read whole and parsed from memory; larger ones
+/// are streamed, so memory stays bounded by this figure whatever the file size.
+pub const IN_MEMORY_LIMIT: u64 = 64 << 20;
+
+fn shaderdata_from<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    mut cb: impl FnMut(Record),
+) -> ShaderdataFile {
+    let mut out = ShaderdataFile::default();
+    let seed = FileSeed {
+        cb: &mut cb,
+        out: &mut out,
+        columns: [0, 1, 2, 3, 4, 5],
+        count: None,
+    };
+    let r = de::Deserializer::deserialize_map(&mut de, seed).and_then(|()| de.end());
+    if let Err(e) = r {
+        out.error = Some(e.to_string());
+    }
+    out
+}
+
+/// A wave slot: (shader engine, cu, simd, wave slot).
+pub type SlotKey = (u32, u32, u32, u32);
+
+/// `occupancy.json`: wave launches and the kernel-name map.
+#[derive(Debug, Default, Clone)]
+pub struct Occupancy {
+    /// (se, cu, simd, slot) -> launches `(time, kernel_id)` sorted by time (rows with start = 1).
+    pub launches: HashMap<SlotKey, Vec<(i64, i64)>>,
+    /// kernel_id -> kernel name (`"dispatches"`).
+    pub dispatches: HashMap<i64, String>,
+    /// kernel_id -> code-object id from `att_tool.py` dispatch events (`entry_point`).
+    pub kernel_code_object: HashMap<i64, u32>,
+    /// The file has the 11-column `"occupancy_fields"` of `att_tool.py` (rcv.py).
+    pub att_tool_style: bool,
+    /// Rows shorter than 6 integers, skipped.
+    pub malformed: u64,
+}
+
+struct OccVisitor<'a> {
+    occ: &'a mut Occupancy,
+}
+
+struct OccRows<'a> {
+    occ: &'a mut Occupancy,
+    se: u32,
+}
+
+impl<'de> DeserializeSeed<'de> for OccRows<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OccRows<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("occupancy rows")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+        while let Some(row) = s.next_element::<Row>()? {
+            let v = (|| {
+                let mut v = [0i128; 6];
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x = row.int(i)?;
+                }
+                Some(v)
+            })();
+            let Some([time, cu, simd, wave, start, kernel]) = v else {
+                self.occ.malformed += 1;
+                continue;
+            };
+            let small = |x: i128| u32::try_from(x).ok();
+            match (
+                i64::try_from(time).ok(),
+                small(cu),
+                small(simd),
+                small(wave),
+                i64::try_from(kernel).ok(),
+            ) {
+                (Some(t), Some(c), Some(si), Some(w), Some(k)) => {
+                    if start == 1 {
+                        self.occ
+                            .launches
+                            .entry((self.se, c, si, w))
+                            .or_default()
+                            .push((t, k));
+                    }
+                }
+                _ => self.occ.malformed += 1,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Visitor<'de> for OccVisitor<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an occupancy object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(key) = m.next_key::<String>()? {
+            if let Ok(se) = key.parse::<u32>() {
+                m.next_value_seed(OccRows { occ: self.occ, se })?;
+                continue;
+            }
+            match key.as_str() {
+                "dispatches" => {
+                    let v: Value = m.next_value()?;
+                    for (k, name) in v.as_object().into_iter().flatten() {
+                        if let (Ok(k), Some(n)) = (k.parse::<i64>(), name.as_str()) {
+                            self.occ.dispatches.insert(k, n.to_string());
+                        }
+                    }
+                }
+                "events" => {
+                    let v: Value = m.next_value()?;
+                    let lists = v.as_object().into_iter().flat_map(|o| o.values());
+                    for e in lists.filter_map(Value::as_array).flatten() {
+                        if e.get("kind").and_then(Value::as_str) != Some("dispatch") {
+                            continue;
+                        }
+                        let k = e.get("kernel_id").and_then(Value::as_i64);
+                        let co = e
+                            .get("entry_point")
+                            .and_then(|p| p.get("code_object_id"))
+                            .and_then(Value::as_u64)
+                            .and_then(|c| u32::try_from(c).ok());
+                        if let (Some(k), Some(co)) = (k, co) {
+                            self.occ.kernel_code_object.insert(k, co);
+                        }
+                    }
+                }
+                "occupancy_fields" => {
+                    self.occ.att_tool_style = true;
+                    m.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads `occupancy.json` (6-column rocprofv3 rows or 11-column `att_tool.py` rows, by position).
+/// On a parse error the rows read before it are kept and the error text is returned beside them.
+pub fn read_occupancy<R: Read>(reader: R) -> (Occupancy, Option<String>) {
+    let mut occ = Occupancy::default();
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let r = de::Deserializer::deserialize_map(&mut de, OccVisitor { occ: &mut occ })
+        .and_then(|()| de.end());
+    for v in occ.launches.values_mut() {
+        v.sort_unstable();
+    }
+    (occ, r.err().map(|e| e.to_string()))
+}
+
+/// The parts of `code.json` the marker tools use; the large `"code"` rows are skipped unread.
+#[derive(Debug, Default, Deserialize)]
+pub struct CodeJson {
+    /// `[codeobj_id, marker_id, kind, name, source_loc, vaddr]` rows.
+    #[serde(default)]
+    pub sqtt_funcmap: Option<Value>,
+    /// `[codeobj_id, shader_clock_bits, shader_clock_shift]` rows (`att_tool.py`).
+    #[serde(default)]
+    pub sqtt_funcmap_layout: Option<Value>,
+    /// `[codeobj_id, marker_id, extra_payload_count]` rows (`att_tool.py`).
+    #[serde(default)]
+    pub sqtt_funcmap_payloads: Option<Value>,
+    /// `[{"address","codeobj","name","demangled"}]` (`att_tool.py`).
+    #[serde(default)]
+    pub kernels: Option<Value>,
+}
+
+/// Reads `code.json`.
+pub fn read_code_json<R: Read>(reader: R) -> Result<CodeJson, String> {
+    serde_json::from_reader(reader).map_err(|e| e.to_string())
+}
+
+/// Reads a small JSON document (`filenames.json`, `realtime.json`) as a value tree.
+pub fn read_value<R: Read>(reader: R) -> Result<Value, String> {
+    serde_json::from_reader(reader).map_err(|e| e.to_string())
+}
+
+/// Shader clock in Hz from `realtime.json`: `Δshader_clock / (Δrealtime / frequency)` over the
+/// first and last `[shader_clock, realtime_clock]` pair of the first shader engine that has two
+/// distinct pairs (att-format note §1.2). `None` when that cannot be computed.
+pub fn shader_clock_hz(realtime: &Value) -> Option<f64> {
+    let freq = realtime.get("metadata")?.get("frequency")?.as_f64()?;
+    let obj = realtime.as_object()?;
+    let mut keys: Vec<&String> = obj.keys().filter(|k| k.starts_with("SE")).collect();
+    keys.sort();
+    for k in keys {
+        let rows = obj[k].as_array()?;
+        let pair = |r: &Value| Some((r.get(0)?.as_f64()?, r.get(1)?.as_f64()?));
+        let (Some(a), Some(b)) = (rows.first().and_then(pair), rows.last().and_then(pair)) else {
+            continue;
+        };
+        let (ds, dr) = (b.0 - a.0, b.1 - a.1);
+        if ds > 0.0 && dr > 0.0 && freq > 0.0 {
+            return Some(ds / (dr / freq));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Vec<Record>, ShaderdataFile) {
+        let mut v = Vec::new();
+        let f = read_shaderdata(text.as_bytes(), |r| v.push(r));
+        (v, f)
+    }
+
+    #[test]
+    fn both_type_strings_and_schema_order() {
+        let (v, f) = read(
+            r#"{"type":"S_TTRACEDATA","begin_time":5,"end_time":6,"records_schema":["time","value","cu","simd","wave_id","flags"],"records_count":2,"records":[[5,6,1,2,3,0],[6,4294967297,1,2,3,2]]}"#,
+        );
+        assert!(f.error.is_none() && f.unexpected_type.is_none() && f.count_mismatch.is_none());
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].value, 1, "low 32 bits");
+        assert_eq!(v[1].flags, FLAG_PRIV);
+        let (v, _) = read(
+            r#"{"type":"shaderdata","records_schema":["flags","wave_id","simd","cu","value","time"],"records":[[0,3,2,1,6,5]]}"#,
+        );
+        assert_eq!(
+            v[0],
+            Record {
+                time: 5,
+                value: 6,
+                cu: 1,
+                simd: 2,
+                wave: 3,
+                flags: 0
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_rows_truncation_and_schema() {
+        let (v, f) = read(
+            r#"{"type":"x","records_count":9,"records":[[1,2,3],"s",{"a":1},[1.5,2,0,0,0,0],[-1,2,0,0,0,-3],[7,8,0,0,0,0,99,[1]],[9,9,0,0,0,0],[10,1"#,
+        );
+        assert_eq!(v.len(), 2);
+        assert_eq!(f.malformed, 5);
+        assert!(f.error.is_some());
+        assert_eq!(f.unexpected_type.as_deref(), Some("\"x\""));
+        let (v, f) = read(r#"{"records_schema":["t","v"],"records":[[1,2,0,0,0,0]]}"#);
+        assert!(v.is_empty() && f.bad_schema.is_some() && f.malformed == 1);
+        let (v, f) = read(r#"[[1,2,0,0,0,0]]"#);
+        assert!(v.is_empty() && f.error.is_some());
+    }
+
+    #[test]
+    fn occupancy_six_and_eleven_columns() {
+        let text = r#"{"0":[[100,1,2,3,1,1],[130,1,2,3,0,1],[300,1,2,3,1,2,0,0,0,5,0],[5,1]],
+            "occupancy_fields":["time"],"dispatches":{"1":"kernel","2":"k2","x":"y"},
+            "events":{"0":[{"kind":"dispatch","kernel_id":2,"entry_point":{"address":4096,"code_object_id":7}}]},
+            "version":"3.1.0"}"#;
+        let (o, err) = read_occupancy(text.as_bytes());
+        assert!(err.is_none());
+        assert_eq!(o.launches[&(0, 1, 2, 3)], vec![(100, 1), (300, 2)]);
+        assert_eq!(o.malformed, 1);
+        assert!(o.att_tool_style);
+        assert_eq!(o.dispatches[&1], "kernel");
+        assert_eq!(o.kernel_code_object[&2], 7);
+    }
+
+    #[test]
+    fn realtime_gives_clock_rate() {
+        let v: Value = serde_json::json!({"metadata": {"descriptor": "x", "frequency": 100_000_000},
+            "SE0": [[1000, 50], [3000, 150]]});
+        // 2000 shader cycles in 100 ticks of a 100 MHz clock (1 us) = 2 GHz.
+        assert_eq!(shader_clock_hz(&v), Some(2.0e9));
+    }
+}

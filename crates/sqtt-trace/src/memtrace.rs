@@ -1,0 +1,216 @@
+//! Memory traces: every address-trace block with its active lanes' addresses, and a summary per
+//! site (one code object's `addr_trace_*` marker id).
+//!
+//! Output shape (issue 14):
+//! `{"blocks": [{"marker_id", "name", "source", "se", "cu", "simd", "wave", "instance", "time",
+//! "exec", "addresses": [...]}], "sites": [{"code_object", "marker_id", "name", "source",
+//! "blocks", "active_lanes", "lines_64", "lines_128", "stride"}]}`. `time` is in shader cycles;
+//! `addresses` are integers in lane order (bytes). Per site: `active_lanes`, `lines_64` and
+//! `lines_128` (distinct 64/128-byte lines one block touches) are `{"min","mean","max"}` over the
+//! blocks; `stride` is the per-lane byte stride of blocks whose active lanes are evenly spaced:
+//! `{"uniform_blocks", "most_common", "most_common_blocks"}` (`most_common` null when no block was
+//! uniform). Blocks are written as they are decoded; only the per-site figures stay in memory.
+
+use crate::names::{NameId, Names};
+use crate::trace::{AddressBlock, Sink, WaveInfo};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Clone)]
+struct MinMeanMax {
+    min: u64,
+    max: u64,
+    sum: u64,
+    n: u64,
+}
+
+impl MinMeanMax {
+    fn add(&mut self, v: u64) {
+        if self.n == 0 || v < self.min {
+            self.min = v;
+        }
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.n += 1;
+    }
+    fn json(&self) -> serde_json::Value {
+        let mean = if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        };
+        serde_json::json!({"min": self.min, "mean": (mean * 1000.0).round() / 1000.0, "max": self.max})
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Site {
+    name: NameId,
+    source: Option<String>,
+    blocks: u64,
+    lanes: MinMeanMax,
+    lines64: MinMeanMax,
+    lines128: MinMeanMax,
+    strides: HashMap<i64, u64>,
+}
+
+/// Per-block figures: distinct 64- and 128-byte lines, and the per-lane stride when the active
+/// lanes are evenly spaced (`(a[j] - a[i]) / (lane j - lane i)` equal for every consecutive
+/// pair and exact).
+pub fn block_figures(lanes: &[u32], addresses: &[u64]) -> (u64, u64, Option<i64>) {
+    let mut l64: Vec<u64> = addresses.iter().map(|a| a >> 6).collect();
+    l64.sort_unstable();
+    l64.dedup();
+    let mut l128: Vec<u64> = addresses.iter().map(|a| a >> 7).collect();
+    l128.sort_unstable();
+    l128.dedup();
+    let mut stride = None;
+    let mut uniform = lanes.len() >= 2;
+    for i in 1..lanes.len() {
+        let dl = i64::from(lanes[i]) - i64::from(lanes[i - 1]);
+        let da = addresses[i].wrapping_sub(addresses[i - 1]) as i64;
+        if dl == 0 || da % dl != 0 || stride.is_some_and(|s| s != da / dl) {
+            uniform = false;
+            break;
+        }
+        stride = Some(da / dl);
+    }
+    (
+        l64.len() as u64,
+        l128.len() as u64,
+        if uniform { stride } else { None },
+    )
+}
+
+/// Streaming writer of the memory-trace JSON.
+pub struct MemTrace {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    first: bool,
+    sites: BTreeMap<(Option<u32>, u32), Site>,
+    error: Option<std::io::Error>,
+    /// Blocks written.
+    pub blocks: u64,
+}
+
+impl MemTrace {
+    /// Starts writing to a temporary file beside `path`; [`MemTrace::finish`] renames it.
+    pub fn create(path: &Path) -> anyhow::Result<MemTrace> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path.file_name().map_or_else(
+            || "memtrace.json".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        out.write_all(b"{\"blocks\":[")?;
+        Ok(MemTrace {
+            path: path.to_path_buf(),
+            tmp,
+            out,
+            first: true,
+            sites: BTreeMap::new(),
+            error: None,
+            blocks: 0,
+        })
+    }
+
+    /// Writes the site summaries and moves the file into place.
+    pub fn finish(mut self, names: &Names, demangle: bool) -> anyhow::Result<PathBuf> {
+        if let Some(e) = self.error.take() {
+            let _ = std::fs::remove_file(&self.tmp);
+            anyhow::bail!("{}: {e}", self.tmp.display());
+        }
+        let sites: Vec<serde_json::Value> = self
+            .sites
+            .iter()
+            .map(|((co, id), s)| {
+                let best = s.strides.iter().max_by_key(|(st, n)| (**n, -(**st)));
+                serde_json::json!({
+                    "code_object": co,
+                    "marker_id": id,
+                    "name": names.display(s.name, demangle),
+                    "source": s.source,
+                    "blocks": s.blocks,
+                    "active_lanes": s.lanes.json(),
+                    "lines_64": s.lines64.json(),
+                    "lines_128": s.lines128.json(),
+                    "stride": {
+                        "uniform_blocks": s.strides.values().sum::<u64>(),
+                        "most_common": best.map(|b| *b.0),
+                        "most_common_blocks": best.map_or(0, |b| *b.1),
+                    },
+                })
+            })
+            .collect();
+        write!(
+            self.out,
+            "\n],\"sites\":{}}}\n",
+            serde_json::to_string(&sites)?
+        )?;
+        self.out.flush()?;
+        std::fs::rename(&self.tmp, &self.path)?;
+        Ok(self.path)
+    }
+
+    /// Removes the temporary file (when the run failed).
+    pub fn abandon(self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+impl Sink for MemTrace {
+    type Wave = ();
+
+    fn header(&mut self, _: &WaveInfo, _: &mut (), _: &crate::trace::Header, _: &[NameId]) {}
+
+    fn address_block(&mut self, w: &WaveInfo, _: &mut (), b: &AddressBlock) {
+        self.blocks += 1;
+        let (l64, l128, stride) = block_figures(&b.lanes, &b.addresses);
+        let site = self
+            .sites
+            .entry((w.code_object, b.marker_id))
+            .or_insert_with(|| Site {
+                name: b.name,
+                source: b.source.map(str::to_string),
+                ..Site::default()
+            });
+        site.blocks += 1;
+        site.lanes.add(b.lanes.len() as u64);
+        site.lines64.add(l64);
+        site.lines128.add(l128);
+        if let Some(s) = stride {
+            if site.strides.len() < 256 || site.strides.contains_key(&s) {
+                *site.strides.entry(s).or_default() += 1;
+            }
+        }
+        let mut text = String::with_capacity(160 + 20 * b.addresses.len());
+        text.push_str(if self.first { "\n" } else { ",\n" });
+        self.first = false;
+        let source = match b.source {
+            Some(s) => serde_json::to_string(s).unwrap_or_else(|_| "null".into()),
+            None => "null".into(),
+        };
+        text.push_str(&format!(
+            "{{\"marker_id\":{},\"name\":{},\"source\":{source},\"se\":{},\"cu\":{},\"simd\":{},\"wave\":{},\"instance\":{},\"time\":{},\"exec\":{},\"addresses\":[",
+            b.marker_id,
+            serde_json::to_string(&b.name_text).unwrap_or_default(),
+            w.se, w.cu, w.simd, w.slot, w.instance, b.time, b.exec
+        ));
+        for (i, a) in b.addresses.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&a.to_string());
+        }
+        text.push_str("]}");
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
+            self.error.get_or_insert(e);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Chrome Trace Event Format JSON for the Perfetto UI, one file per UI directory, written as the
+//! events are decoded (bounded memory).
+//!
+//! Layout: one process per dispatch (`pid` = occupancy kernel_id, 0 when unknown; named after the
+//! kernel), one thread per wave instance (`tid` numbered in order of appearance, named
+//! `SE<se>/CU<cu>/SIMD<simd>/W<wave>#<instance>`), `B`/`E` slices for scopes (categories
+//! `sqtt.function`, `sqtt.user`), thread-scoped instant events for points (`sqtt.point`); slices
+//! still open when a wave ends are closed at its last record. `ts` is in microseconds, as the
+//! format defines it: cycles / (GHz * 1000) with a clock rate, else raw cycles (then the axis is
+//! labelled cycles in `otherData`).
+
+use crate::markers::Kind;
+use crate::names::{NameId, Names};
+use crate::trace::{wave_name, Header, Sink, TraceDir, WaveInfo};
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Writer of one Perfetto JSON file per UI directory.
+pub struct Perfetto {
+    out_dir: Option<PathBuf>,
+    clock_ghz: Option<f64>,
+    demangle: bool,
+    file: Option<(PathBuf, PathBuf, std::io::BufWriter<std::fs::File>)>,
+    scale: Option<f64>,
+    first: bool,
+    pids: HashSet<i64>,
+    next_tid: u64,
+    escaped: Vec<String>,
+    error: Option<std::io::Error>,
+    /// Files written (final paths).
+    pub written: Vec<PathBuf>,
+}
+
+/// Per-wave state of [`Perfetto`].
+#[derive(Debug, Default)]
+pub struct PerfettoWave {
+    tid: u64,
+    pid: i64,
+    depth: usize,
+}
+
+impl Perfetto {
+    /// Files go to `out_dir`, or next to each UI directory; `clock_ghz` overrides `realtime.json`.
+    pub fn new(out_dir: Option<&Path>, clock_ghz: Option<f64>, demangle: bool) -> Perfetto {
+        Perfetto {
+            out_dir: out_dir.map(Path::to_path_buf),
+            clock_ghz,
+            demangle,
+            file: None,
+            scale: None,
+            first: true,
+            pids: HashSet::new(),
+            next_tid: 1,
+            escaped: Vec::new(),
+            error: None,
+            written: Vec::new(),
+        }
+    }
+
+    fn ts(&self, cycles: i64) -> String {
+        match self.scale {
+            Some(s) => format!("{:.6}", cycles as f64 * s),
+            None => cycles.to_string(),
+        }
+    }
+
+    fn event(&mut self, text: std::fmt::Arguments) {
+        let Some((_, _, f)) = self.file.as_mut() else {
+            return;
+        };
+        let sep = if self.first { "\n" } else { ",\n" };
+        self.first = false;
+        if let Err(e) = f.write_all(sep.as_bytes()).and_then(|()| f.write_fmt(text)) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// The JSON string literal of a name (names are escaped once, in `begin_dir`).
+    fn name(&self, id: NameId) -> String {
+        self.escaped
+            .get(id as usize)
+            .cloned()
+            .unwrap_or_else(|| "\"?\"".into())
+    }
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+}
+
+impl Sink for Perfetto {
+    type Wave = PerfettoWave;
+
+    fn begin_dir(&mut self, dir: &TraceDir, names: &Names) -> anyhow::Result<()> {
+        for id in self.escaped.len()..names.len() {
+            self.escaped
+                .push(json_str(&names.display(id as NameId, self.demangle)));
+        }
+        let out = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => dir
+                .path
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        };
+        std::fs::create_dir_all(&out)?;
+        let final_path = out.join(format!("{}.perfetto.json", dir.name()));
+        let tmp = out.join(format!(".{}.perfetto.json.tmp", dir.name()));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let hz = self.clock_ghz.map(|g| g * 1e9).or(dir.clock_hz);
+        self.scale = hz.filter(|h| *h > 0.0).map(|h| 1e6 / h);
+        let unit = match (self.clock_ghz, dir.clock_hz) {
+            (Some(g), _) => format!("microseconds (--clock-rate-ghz {g})"),
+            (None, Some(h)) => format!("microseconds (realtime.json: {:.4} GHz)", h / 1e9),
+            (None, None) => "shader cycles (no clock rate: 1 us on the axis = 1 cycle)".into(),
+        };
+        write!(
+            f,
+            "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"source\":{},\"ts_unit\":{}}},\"traceEvents\":[",
+            json_str(&dir.path.display().to_string()),
+            json_str(&unit)
+        )?;
+        self.file = Some((final_path, tmp, f));
+        self.first = true;
+        self.pids.clear();
+        self.next_tid = 1;
+        Ok(())
+    }
+
+    fn wave_begin(&mut self, w: &WaveInfo, s: &mut PerfettoWave, names: &Names) {
+        s.pid = w.kernel_id.unwrap_or(0);
+        s.tid = self.next_tid;
+        self.next_tid += 1;
+        if self.pids.insert(s.pid) {
+            let kernel = match w.kernel {
+                Some(k) => names.display(k, self.demangle),
+                None => "unknown kernel".into(),
+            };
+            let label = json_str(&format!("kernel_id {}: {kernel}", s.pid));
+            self.event(format_args!(
+                "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{label}}}}}",
+                s.pid
+            ));
+        }
+        let tn = json_str(&wave_name(w));
+        self.event(format_args!(
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{tn}}}}}",
+            s.pid, s.tid
+        ));
+    }
+
+    fn header(&mut self, _: &WaveInfo, s: &mut PerfettoWave, h: &Header, _: &[NameId]) {
+        let ts = self.ts(h.time);
+        if h.popped {
+            s.depth -= 1;
+            self.event(format_args!(
+                "{{\"ph\":\"E\",\"ts\":{ts},\"pid\":{},\"tid\":{}}}",
+                s.pid, s.tid
+            ));
+        }
+        if let Some((n, kind)) = h.pushed {
+            let cat = if kind == Kind::User {
+                "sqtt.user"
+            } else {
+                "sqtt.function"
+            };
+            let name = self.name(n);
+            s.depth += 1;
+            self.event(format_args!(
+                "{{\"ph\":\"B\",\"ts\":{ts},\"pid\":{},\"tid\":{},\"name\":{name},\"cat\":\"{cat}\"}}",
+                s.pid, s.tid
+            ));
+        }
+        if let Some(n) = h.point {
+            let name = self.name(n);
+            self.event(format_args!(
+                "{{\"ph\":\"i\",\"ts\":{ts},\"pid\":{},\"tid\":{},\"name\":{name},\"cat\":\"sqtt.point\",\"s\":\"t\"}}",
+                s.pid, s.tid
+            ));
+        }
+    }
+
+    fn wave_end(&mut self, _: &WaveInfo, s: &mut PerfettoWave, last: i64, _: &[NameId]) {
+        let ts = self.ts(last);
+        for _ in 0..s.depth {
+            self.event(format_args!(
+                "{{\"ph\":\"E\",\"ts\":{ts},\"pid\":{},\"tid\":{}}}",
+                s.pid, s.tid
+            ));
+        }
+        s.depth = 0;
+    }
+
+    fn end_dir(&mut self, _: &TraceDir, _: &Names) -> anyhow::Result<()> {
+        let Some((final_path, tmp, mut f)) = self.file.take() else {
+            return Ok(());
+        };
+        if let Some(e) = self.error.take() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(anyhow::anyhow!("{}: {e}", tmp.display()));
+        }
+        f.write_all(b"\n]}\n")?;
+        f.flush()?;
+        drop(f);
+        std::fs::rename(&tmp, &final_path)?;
+        self.written.push(final_path);
+        Ok(())
+    }
+}

@@ -1,0 +1,1215 @@
+//! The marker decoder over UI directories: loads a directory's metadata (occupancy, shaderdata
+//! file list, funcmaps), streams its shaderdata records per wave and hands decoded events to a
+//! [`Sink`].
+//!
+//! Rules (att-format note §2.3, the C++ `MarkerStream` that rocprofv3 links, and the seed spec):
+//! - PRIV records (`flags & 2`, trap handler) are dropped before anything else.
+//! - Records are split per wave slot (SE, CU, SIMD, slot) and per wave instance: the instance is
+//!   the index of the latest occupancy launch at or before the record's time (0 before the first).
+//! - The funcmap is the one of the code object holding the wave's kernel.
+//! - After a header whose id has `R:extra_payload_count = N`, the next N records of the same wave
+//!   instance are payload, whatever their value; `addr_trace_*` payloads become address blocks.
+//! - An unknown id is dropped, except a bare exit (`0x1`), which pops; `exit_prev` pops; enter
+//!   pushes for `F`/`U` ids only; everything else that is not a pop is a point.
+//! - gfx12 packed headers (`M:` row) are decoded with the packed layout and their times corrected
+//!   with the spec's algorithm ("GFX12 Shader Clock Packing"), unless the directory comes from
+//!   `att_tool.py`, which already rewrote them (see [`PackedMode`]).
+//! - Malformed input is counted in [`Warnings`]; the rest of the trace is still used.
+
+use crate::discover::Found;
+use crate::json::{self, Occupancy, Record, SlotKey, FLAG_PRIV};
+use crate::markers::{decode_word, ClockLayout, Kind, Marker, MarkerTable};
+use crate::names::{NameId, Names};
+use crate::warnings::Warnings;
+use foldhash::{HashMap, HashMapExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufReader, IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+/// How to read gfx12 packed marker headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PackedMode {
+    /// `Normalised` for `att_tool.py` directories (11-column occupancy or `code.json` with a
+    /// `kernels` table), `Raw` otherwise.
+    #[default]
+    Auto,
+    /// Values are as the hardware wrote them (rocprofv3's C++ writer, `att_tool.py
+    /// --no-decode-markers`): decode packed headers and correct their times.
+    Raw,
+    /// Headers were already rewritten to `(id << 2) | flags` and their times corrected.
+    Normalised,
+}
+
+/// Decoding options.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Packed-header handling.
+    pub packed: PackedMode,
+    /// Keep only these CUs (all when empty).
+    pub cu: Vec<u32>,
+    /// Keep only these SIMDs (all when empty).
+    pub simd: Vec<u32>,
+    /// Keep only these wave slots (all when empty).
+    pub wave: Vec<u32>,
+    /// Draw a progress bar on stderr when it is a terminal.
+    pub progress: bool,
+}
+
+/// Identity of one wave instance and what it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaveInfo {
+    /// Shader engine.
+    pub se: u32,
+    /// CU (gfx9) or WGP with the SA at bit 7 (gfx10+).
+    pub cu: u32,
+    /// SIMD.
+    pub simd: u32,
+    /// Wave slot.
+    pub slot: u32,
+    /// Launch index of this slot in occupancy (0 before the first launch).
+    pub instance: u32,
+    /// Occupancy kernel_id, when a launch covers the record.
+    pub kernel_id: Option<i64>,
+    /// Kernel name from occupancy `"dispatches"`, unless empty or the `"0 /"` placeholder.
+    pub kernel: Option<NameId>,
+    /// Code object whose funcmap decodes this wave.
+    pub code_object: Option<u32>,
+    /// The frame name `code_object_<id>`.
+    pub code_object_frame: Option<NameId>,
+}
+
+/// One decoded marker header (not a payload record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Time in shader cycles (corrected for packed headers).
+    pub time: i64,
+    /// Marker id (0 for a bare exit).
+    pub marker_id: u32,
+    /// A scope was popped (exit_prev on a non-empty stack).
+    pub popped: bool,
+    /// A scope was pushed: its name and kind (`Function` or `User`).
+    pub pushed: Option<(NameId, Kind)>,
+    /// The header is a point event with this name.
+    pub point: Option<NameId>,
+}
+
+/// One address-trace block (seed spec "Address Tracing"), filtered by EXEC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressBlock<'a> {
+    /// Header marker id.
+    pub marker_id: u32,
+    /// `addr_trace_*` name (interned).
+    pub name: NameId,
+    /// The same name as text.
+    pub name_text: &'a str,
+    /// Source location of the operation (funcmap `@` part).
+    pub source: Option<&'a str>,
+    /// Header time in shader cycles.
+    pub time: i64,
+    /// EXEC mask (`exec_hi << 32 | exec_lo`).
+    pub exec: u64,
+    /// Active lanes, ascending.
+    pub lanes: Vec<u32>,
+    /// Address of each active lane (bytes): 64-bit flat/global, 32-bit LDS offsets and permute
+    /// indices, buffer `base + soffset + voffset (+ vindex * stride)`.
+    pub addresses: Vec<u64>,
+}
+
+/// Receiver of decoded events. Per-wave state lives in `Self::Wave`, owned by the decoder.
+pub trait Sink {
+    /// Per-wave-instance state.
+    type Wave: Default;
+    /// A UI directory starts.
+    fn begin_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// A wave instance appears (its first record).
+    fn wave_begin(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _names: &Names) {}
+    /// A header; `stack` is the scope stack before the header's pop and push.
+    fn header(&mut self, w: &WaveInfo, s: &mut Self::Wave, h: &Header, stack: &[NameId]);
+    /// A complete address-trace block.
+    fn address_block(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _b: &AddressBlock) {}
+    /// The wave instance ended (a later instance started, or the directory ended): `last_time`
+    /// is its last record's time, `open` the scopes still on its stack.
+    fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _last_time: i64, _open: &[NameId]) {}
+    /// The UI directory ended.
+    fn end_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// A sink that ignores everything (used for the clock-measuring pass).
+struct NullSink;
+impl Sink for NullSink {
+    type Wave = ();
+    fn header(&mut self, _: &WaveInfo, _: &mut (), _: &Header, _: &[NameId]) {}
+}
+
+/// The metadata of one UI directory.
+#[derive(Debug, Default)]
+pub struct TraceDir {
+    /// Directory path.
+    pub path: PathBuf,
+    /// Shaderdata files with their shader engine, in processing order (SE, begin time, index).
+    pub shaderdata: Vec<(u32, PathBuf)>,
+    /// Wave launches and kernel names.
+    pub occupancy: Occupancy,
+    /// Marker tables by code-object id.
+    pub tables: HashMap<u32, MarkerTable>,
+    /// kernel_id -> code object.
+    pub kernel_code_object: HashMap<i64, u32>,
+    /// kernel_id -> interned kernel name (placeholder names left out).
+    pub kernel_names: HashMap<i64, NameId>,
+    /// Code-object id -> interned `code_object_<id>`.
+    pub code_object_frames: HashMap<u32, NameId>,
+    /// The directory was written by `att_tool.py`.
+    pub att_tool_style: bool,
+    /// Shader clock (Hz) from `realtime.json`.
+    pub clock_hz: Option<f64>,
+}
+
+impl TraceDir {
+    /// The directory's base name.
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
+fn open(path: &Path) -> std::io::Result<BufReader<std::fs::File>> {
+    Ok(BufReader::with_capacity(
+        1 << 20,
+        std::fs::File::open(path)?,
+    ))
+}
+
+/// SE and index from `shaderdata_<se>_<idx>.json`.
+fn se_idx(name: &str) -> Option<(u32, u32)> {
+    let stem = name.strip_prefix("shaderdata_")?.strip_suffix(".json")?;
+    let mut it = stem.split('_');
+    let se = it.next()?.parse().ok()?;
+    let idx = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    Some((se, idx))
+}
+
+/// The shaderdata files of `dir`: from `filenames.json` `"shaderdata_filenames"` when it lists
+/// any, else every `shaderdata_*.json` (SE from the first number of the name).
+fn shaderdata_files(
+    dir: &Path,
+    filenames: Option<&serde_json::Value>,
+    w: &mut Warnings,
+) -> Vec<(u32, PathBuf)> {
+    let mut list: Vec<(u32, i64, u32, PathBuf)> = Vec::new();
+    if let Some(map) = filenames
+        .and_then(|f| f.get("shaderdata_filenames"))
+        .and_then(|v| v.as_object())
+    {
+        for (se, entries) in map {
+            let Ok(se) = se.parse::<u32>() else {
+                w.add("filenames.json: non-numeric shader engine key", || {
+                    se.clone()
+                });
+                continue;
+            };
+            for (i, e) in entries.as_array().into_iter().flatten().enumerate() {
+                let file = e.get(0).and_then(|f| f.as_str());
+                let begin = e.get(1).and_then(|b| b.as_i64()).unwrap_or(0);
+                match file {
+                    Some(f) if dir.join(f).is_file() => {
+                        list.push((se, begin, i as u32, dir.join(f)));
+                    }
+                    Some(f) => w.add("listed shaderdata file missing", || {
+                        dir.join(f).display().to_string()
+                    }),
+                    None => w.add("filenames.json: malformed shaderdata entry", || {
+                        e.to_string()
+                    }),
+                }
+            }
+        }
+    }
+    if list.is_empty() {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if let Some((se, idx)) = se_idx(&n) {
+                    list.push((se, 0, idx, e.path()));
+                } else if n.starts_with("shaderdata_") && n.ends_with(".json") {
+                    w.add("shaderdata file name without a shader engine", || {
+                        e.path().display().to_string()
+                    });
+                }
+            }
+        }
+    }
+    list.sort();
+    list.into_iter().map(|(se, _, _, p)| (se, p)).collect()
+}
+
+/// A whole capture: the UI directories under a path and the code objects beside them.
+pub struct Trace {
+    /// Interned names (marker, kernel and frame names).
+    pub names: Names,
+    /// Everything skipped, with counts.
+    pub warnings: Warnings,
+    found: Found,
+    tables: HashMap<PathBuf, Option<MarkerTable>>,
+}
+
+/// Counts of one run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RunStats {
+    /// UI directories processed.
+    pub dirs: u64,
+    /// Shaderdata records read (all passes counted once).
+    pub records: u64,
+    /// Marker headers decoded.
+    pub headers: u64,
+    /// Address blocks completed.
+    pub blocks: u64,
+}
+
+impl Trace {
+    /// Finds the UI directories and code objects under `root`. Error: no UI directory.
+    pub fn open(root: &Path) -> anyhow::Result<Trace> {
+        if !root.exists() {
+            anyhow::bail!("{}: no such file or directory", root.display());
+        }
+        let found = crate::discover::walk(root);
+        if found.ui_dirs.is_empty() {
+            anyhow::bail!(
+                "{}: no UI directory (ui_output_* or a directory with shaderdata_*.json / occupancy.json) found",
+                root.display()
+            );
+        }
+        Ok(Trace {
+            names: Names::default(),
+            warnings: Warnings::default(),
+            found,
+            tables: HashMap::new(),
+        })
+    }
+
+    /// The UI directories found, sorted.
+    pub fn ui_dirs(&self) -> &[PathBuf] {
+        &self.found.ui_dirs
+    }
+
+    /// The marker table of a code-object file (parsed once per path).
+    fn table_of(&mut self, path: &Path) -> Option<MarkerTable> {
+        if let Some(t) = self.tables.get(path) {
+            return t.clone();
+        }
+        let t = match std::fs::read(path) {
+            Err(e) => {
+                self.warnings.add("code object unreadable", || {
+                    format!("{}: {e}", path.display())
+                });
+                None
+            }
+            Ok(bytes) => match hsaco::CodeObject::parse(&bytes) {
+                Err(e) => {
+                    self.warnings.add("code object not parsable", || {
+                        format!("{}: {e}", path.display())
+                    });
+                    None
+                }
+                Ok(co) => match co.funcmap() {
+                    None => {
+                        self.warnings.add("code object without .sqtt_funcmap", || {
+                            path.display().to_string()
+                        });
+                        None
+                    }
+                    Some(s) => {
+                        let t = MarkerTable::from_section(s, &mut self.names);
+                        let n = t.warnings.len() as u64;
+                        let first = t.warnings.first().cloned().unwrap_or_default();
+                        self.warnings.add_n("funcmap rows skipped", n, || {
+                            format!("{}: {first}", path.display())
+                        });
+                        Some(t)
+                    }
+                },
+            },
+        };
+        self.tables.insert(path.to_path_buf(), t.clone());
+        t
+    }
+
+    /// Loads the metadata of one UI directory. Missing or broken files become warnings.
+    pub fn load_dir(&mut self, dir: &Path) -> TraceDir {
+        let mut td = TraceDir {
+            path: dir.to_path_buf(),
+            ..TraceDir::default()
+        };
+        let w = &mut self.warnings;
+        let read_small = |name: &str, w: &mut Warnings| -> Option<serde_json::Value> {
+            let p = dir.join(name);
+            if !p.exists() {
+                return None;
+            }
+            match open(&p)
+                .map_err(|e| e.to_string())
+                .and_then(json::read_value)
+            {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    w.add("unreadable JSON file skipped", || {
+                        format!("{}: {e}", p.display())
+                    });
+                    None
+                }
+            }
+        };
+        let filenames = read_small("filenames.json", w);
+        td.shaderdata = shaderdata_files(dir, filenames.as_ref(), w);
+        if td.shaderdata.is_empty() {
+            w.add("UI directory without shaderdata", || {
+                dir.display().to_string()
+            });
+        }
+        if filenames
+            .as_ref()
+            .and_then(|f| f.get("version"))
+            .and_then(|v| v.as_str())
+            == Some("3.1.0")
+        {
+            td.att_tool_style = true;
+        }
+        if let Some(rt) = read_small("realtime.json", w) {
+            td.clock_hz = json::shader_clock_hz(&rt);
+        }
+        let occ_path = dir.join("occupancy.json");
+        match open(&occ_path) {
+            Err(_) => w.add(
+                "occupancy.json missing (one wave instance per slot, kernel unknown)",
+                || dir.display().to_string(),
+            ),
+            Ok(r) => {
+                let (occ, err) = json::read_occupancy(r);
+                if let Some(e) = err {
+                    w.add(
+                        "occupancy.json invalid (rows before the error kept)",
+                        || format!("{}: {e}", occ_path.display()),
+                    );
+                }
+                w.add_n(
+                    "occupancy rows with fewer than 6 integers",
+                    occ.malformed,
+                    || occ_path.display().to_string(),
+                );
+                td.att_tool_style |= occ.att_tool_style;
+                td.occupancy = occ;
+            }
+        }
+        // code.json: funcmap rows, kernels table.
+        let code_path = dir.join("code.json");
+        let mut code_rows = HashMap::new();
+        let mut kernels_json: Vec<(String, u32)> = Vec::new();
+        if code_path.exists() {
+            match open(&code_path)
+                .map_err(|e| e.to_string())
+                .and_then(json::read_code_json)
+            {
+                Err(e) => w.add("unreadable JSON file skipped", || {
+                    format!("{}: {e}", code_path.display())
+                }),
+                Ok(cj) => {
+                    let (rows, bad) = crate::markers::rows_from_code_json(
+                        cj.sqtt_funcmap.as_ref(),
+                        cj.sqtt_funcmap_layout.as_ref(),
+                        cj.sqtt_funcmap_payloads.as_ref(),
+                    );
+                    w.add_n("code.json funcmap rows skipped", bad, || {
+                        code_path.display().to_string()
+                    });
+                    code_rows = rows;
+                    if let Some(k) = cj.kernels.as_ref().and_then(|k| k.as_array()) {
+                        td.att_tool_style = true;
+                        for e in k {
+                            let name = e.get("name").and_then(|n| n.as_str());
+                            let co = e
+                                .get("codeobj")
+                                .and_then(|c| c.as_u64())
+                                .and_then(|c| u32::try_from(c).ok());
+                            if let (Some(n), Some(c)) = (name, co) {
+                                kernels_json.push((n.to_string(), c));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Code objects: a file in this directory or its parent wins over one elsewhere.
+        let local =
+            |p: &Path| p.parent() == Some(dir) || Some(p.parent().unwrap_or(p)) == dir.parent();
+        let candidates: Vec<(u32, PathBuf, usize)> = self
+            .found
+            .code_objects
+            .iter()
+            .map(|(id, paths)| {
+                let pick = paths.iter().find(|p| local(p)).unwrap_or(&paths[0]);
+                (*id, pick.clone(), paths.len())
+            })
+            .collect();
+        for (id, path, n) in candidates {
+            if n > 1 && !local(&path) {
+                self.warnings.add(
+                    "several files claim one code-object id (first by path used)",
+                    || format!("id {id}: {}", path.display()),
+                );
+            }
+            if let Some(t) = self.table_of(&path) {
+                td.tables.insert(id, t);
+            }
+        }
+        for (id, rows) in code_rows {
+            td.tables
+                .entry(id)
+                .or_insert_with(|| MarkerTable::from_rows(&rows, &mut self.names));
+        }
+        for id in td.tables.keys() {
+            td.code_object_frames
+                .insert(*id, self.names.intern(&format!("code_object_{id}")));
+        }
+        // kernel_id -> name and code object.
+        for (&k, name) in &td.occupancy.dispatches {
+            let co = td
+                .occupancy
+                .kernel_code_object
+                .get(&k)
+                .copied()
+                .or_else(|| {
+                    kernels_json
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, c)| *c)
+                })
+                .or_else(|| {
+                    let mut hits = td
+                        .tables
+                        .iter()
+                        .filter(|(_, t)| t.kernels.iter().any(|kn| kn == name));
+                    match (hits.next(), hits.next()) {
+                        (Some((id, _)), None) => Some(*id),
+                        _ => None,
+                    }
+                })
+                .or_else(|| {
+                    name.split_once(" / ")
+                        .and_then(|(c, _)| c.trim().parse().ok())
+                        .filter(|c| *c != 0)
+                });
+            if let Some(co) = co {
+                td.kernel_code_object.insert(k, co);
+            }
+            if !name.is_empty() && !name.starts_with("0 /") {
+                td.kernel_names.insert(k, self.names.intern(name));
+            }
+        }
+        td
+    }
+
+    /// Runs every UI directory through `sink` (each directory is its own time domain).
+    pub fn run<S: Sink>(&mut self, opts: &Options, sink: &mut S) -> anyhow::Result<RunStats> {
+        let mut stats = RunStats::default();
+        let dirs = self.found.ui_dirs.clone();
+        let total: u64 = dirs
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .filter(|e| se_idx(&e.file_name().to_string_lossy()).is_some())
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        let pb = if opts.progress && std::io::stderr().is_terminal() {
+            let pb = ProgressBar::new(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} {msg} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({eta})",
+            ) {
+                pb.set_style(style);
+            }
+            pb
+        } else {
+            ProgressBar::hidden()
+        };
+        for d in &dirs {
+            let td = self.load_dir(d);
+            pb.set_message(td.name());
+            let normalised = match opts.packed {
+                PackedMode::Auto => td.att_tool_style,
+                PackedMode::Raw => false,
+                PackedMode::Normalised => true,
+            };
+            let packing = !normalised && td.tables.values().any(|t| t.clock.is_some());
+            let mut clock = ClockState::Off;
+            if packing {
+                pb.inc_length(
+                    td.shaderdata
+                        .iter()
+                        .filter_map(|(_, p)| p.metadata().ok())
+                        .map(|m| m.len())
+                        .sum(),
+                );
+                let mut measure = Decoder::new(
+                    &td,
+                    opts,
+                    &self.names,
+                    NullSink,
+                    normalised,
+                    ClockState::Measure(HashMap::new()),
+                );
+                let mut scratch = Warnings::default();
+                measure.feed_files(&pb, &mut scratch);
+                measure.finish_all(&mut scratch);
+                if let ClockState::Measure(m) = measure.clock {
+                    clock = ClockState::Apply(m);
+                }
+            }
+            sink.begin_dir(&td, &self.names)?;
+            let mut dec = Decoder::new(&td, opts, &self.names, &mut *sink, normalised, clock);
+            dec.feed_files(&pb, &mut self.warnings);
+            dec.finish_all(&mut self.warnings);
+            stats.dirs += 1;
+            stats.records += dec.records;
+            stats.headers += dec.headers;
+            stats.blocks += dec.blocks;
+            self.warnings.add_n(
+                "PRIV (trap handler) records dropped",
+                dec.priv_dropped,
+                || td.name(),
+            );
+            sink.end_dir(&td, &self.names)?;
+        }
+        pb.finish_and_clear();
+        Ok(stats)
+    }
+}
+
+impl<S: Sink> Sink for &mut S {
+    type Wave = S::Wave;
+    fn begin_dir(&mut self, d: &TraceDir, n: &Names) -> anyhow::Result<()> {
+        (**self).begin_dir(d, n)
+    }
+    fn wave_begin(&mut self, w: &WaveInfo, s: &mut Self::Wave, n: &Names) {
+        (**self).wave_begin(w, s, n)
+    }
+    fn header(&mut self, w: &WaveInfo, s: &mut Self::Wave, h: &Header, st: &[NameId]) {
+        (**self).header(w, s, h, st)
+    }
+    fn address_block(&mut self, w: &WaveInfo, s: &mut Self::Wave, b: &AddressBlock) {
+        (**self).address_block(w, s, b)
+    }
+    fn wave_end(&mut self, w: &WaveInfo, s: &mut Self::Wave, t: i64, o: &[NameId]) {
+        (**self).wave_end(w, s, t, o)
+    }
+    fn end_dir(&mut self, d: &TraceDir, n: &Names) -> anyhow::Result<()> {
+        (**self).end_dir(d, n)
+    }
+}
+
+/// Clock-correction domain: (SE, CU, SIMD, layout).
+type Domain = (u32, u32, u32, ClockLayout);
+
+/// Per-domain figures of the spec's correction: the coordinate origin (first header seen) and the
+/// minimum relative delay.
+#[derive(Debug, Clone, Copy)]
+struct DomainStat {
+    origin_time: i64,
+    origin_sampled: i64,
+    min_relative: i64,
+}
+
+enum ClockState {
+    Off,
+    Measure(HashMap<Domain, DomainStat>),
+    Apply(HashMap<Domain, DomainStat>),
+}
+
+/// `relative` of the seed spec: the arrival-minus-sample delay of a header against the domain's
+/// origin, wrapped into the signed sampled window.
+pub fn clock_relative(
+    l: ClockLayout,
+    time: i64,
+    sampled: i64,
+    origin_time: i64,
+    origin_sampled: i64,
+) -> i64 {
+    let mask = ((1u64 << (l.bits + l.shift)) - 1) as i64;
+    let half = (mask + 1) / 2;
+    (((time.wrapping_sub(origin_time))
+        .wrapping_sub(sampled.wrapping_sub(origin_sampled))
+        .wrapping_add(half))
+        & mask)
+        - half
+}
+
+/// How far the spec moves a header earlier: `max(0, relative - minimum_relative - (bucket - 1))`.
+pub fn clock_shift(l: ClockLayout, relative: i64, minimum_relative: i64) -> i64 {
+    let bucket = 1i64 << l.shift;
+    (relative - minimum_relative - (bucket - 1)).max(0)
+}
+
+enum Pending {
+    None,
+    Skip(u32),
+    Block {
+        marker_id: u32,
+        time: i64,
+        words: Vec<u32>,
+        need: u32,
+    },
+}
+
+struct Slot<W> {
+    info: WaveInfo,
+    /// Time range in which records belong to this instance.
+    from: i64,
+    until: i64,
+    stack: Vec<NameId>,
+    last_time: i64,
+    last_header: i64,
+    pending: Pending,
+    sink: W,
+}
+
+/// Deepest scope stack kept per wave; deeper pushes are dropped with a warning.
+const MAX_DEPTH: usize = 4096;
+/// Largest address block kept (payload words); larger `R:` counts are skipped.
+const MAX_BLOCK: u32 = 1 << 16;
+
+struct Decoder<'a, S: Sink> {
+    dir: &'a TraceDir,
+    opts: &'a Options,
+    names: &'a Names,
+    sink: S,
+    normalised: bool,
+    clock: ClockState,
+    slots: HashMap<SlotKey, Slot<S::Wave>>,
+    records: u64,
+    headers: u64,
+    blocks: u64,
+    priv_dropped: u64,
+}
+
+impl<'a, S: Sink> Decoder<'a, S> {
+    fn new(
+        dir: &'a TraceDir,
+        opts: &'a Options,
+        names: &'a Names,
+        sink: S,
+        normalised: bool,
+        clock: ClockState,
+    ) -> Self {
+        Decoder {
+            dir,
+            opts,
+            names,
+            sink,
+            normalised,
+            clock,
+            slots: HashMap::new(),
+            records: 0,
+            headers: 0,
+            blocks: 0,
+            priv_dropped: 0,
+        }
+    }
+
+    fn feed_files(&mut self, pb: &ProgressBar, w: &mut Warnings) {
+        for (se, path) in &self.dir.shaderdata {
+            let file = match std::fs::File::open(path) {
+                Ok(f) => f,
+                Err(e) => {
+                    w.add("shaderdata file unreadable", || {
+                        format!("{}: {e}", path.display())
+                    });
+                    continue;
+                }
+            };
+            let size = file.metadata().map_or(u64::MAX, |m| m.len());
+            let se = *se;
+            let res = if size <= json::IN_MEMORY_LIMIT {
+                let mut bytes = Vec::with_capacity(size as usize);
+                if let Err(e) = pb.wrap_read(file).read_to_end(&mut bytes) {
+                    w.add("shaderdata file unreadable", || {
+                        format!("{}: {e}", path.display())
+                    });
+                    continue;
+                }
+                json::read_shaderdata_slice(&bytes, |r| self.record(se, r, w))
+            } else {
+                let reader = BufReader::with_capacity(1 << 20, pb.wrap_read(file));
+                json::read_shaderdata(reader, |r| self.record(se, r, w))
+            };
+            let p = || path.display().to_string();
+            if let Some(e) = &res.error {
+                w.add(
+                    "shaderdata JSON invalid or truncated (records before the error used)",
+                    || format!("{}: {e}", p()),
+                );
+            }
+            w.add_n("shaderdata rows malformed (skipped)", res.malformed, p);
+            if let Some(t) = &res.unexpected_type {
+                w.add(
+                    "shaderdata \"type\" neither \"shaderdata\" nor \"S_TTRACEDATA\"",
+                    || format!("{}: {t}", p()),
+                );
+            }
+            if let Some(s) = &res.bad_schema {
+                w.add(
+                    "shaderdata records_schema lacks a column (file skipped)",
+                    || format!("{}: {s}", p()),
+                );
+            }
+            if let Some(c) = res.count_mismatch {
+                w.add(
+                    "shaderdata records_count differs from the rows read",
+                    || format!("{}: records_count {c}", p()),
+                );
+            }
+        }
+    }
+
+    /// (instance, kernel_id, valid from, valid until) for a record of a slot at `time`.
+    fn locate(&self, key: SlotKey, time: i64) -> (u32, Option<i64>, i64, i64) {
+        let Some(l) = self.dir.occupancy.launches.get(&key) else {
+            return (0, None, i64::MIN, i64::MAX);
+        };
+        let i = l.partition_point(|(t, _)| *t <= time);
+        let until = l.get(i).map_or(i64::MAX, |x| x.0);
+        if i == 0 {
+            (0, l.first().map(|x| x.1), i64::MIN, until)
+        } else {
+            ((i - 1) as u32, Some(l[i - 1].1), l[i - 1].0, until)
+        }
+    }
+
+    fn new_slot(&self, key: SlotKey, instance: u32, kernel_id: Option<i64>) -> WaveInfo {
+        let d = self.dir;
+        let mut co = kernel_id.and_then(|k| d.kernel_code_object.get(&k).copied());
+        if co.is_none() && d.tables.len() == 1 {
+            co = d.tables.keys().next().copied();
+        }
+        WaveInfo {
+            se: key.0,
+            cu: key.1,
+            simd: key.2,
+            slot: key.3,
+            instance,
+            kernel_id,
+            kernel: kernel_id.and_then(|k| d.kernel_names.get(&k).copied()),
+            code_object: co,
+            code_object_frame: co.and_then(|c| d.code_object_frames.get(&c).copied()),
+        }
+    }
+
+    fn finish(&mut self, mut slot: Slot<S::Wave>, w: &mut Warnings) {
+        if !matches!(slot.pending, Pending::None) {
+            w.add(
+                "payload cut short (wave ended inside a payload block)",
+                || wave_name(&slot.info),
+            );
+        }
+        self.sink
+            .wave_end(&slot.info, &mut slot.sink, slot.last_time, &slot.stack);
+    }
+
+    fn finish_all(&mut self, w: &mut Warnings) {
+        let mut keys: Vec<_> = self.slots.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            if let Some(s) = self.slots.remove(&k) {
+                self.finish(s, w);
+            }
+        }
+    }
+
+    fn record(&mut self, se: u32, r: Record, w: &mut Warnings) {
+        self.records += 1;
+        if r.flags & FLAG_PRIV != 0 {
+            self.priv_dropped += 1;
+            return;
+        }
+        let o = self.opts;
+        if (!o.cu.is_empty() && !o.cu.contains(&r.cu))
+            || (!o.simd.is_empty() && !o.simd.contains(&r.simd))
+            || (!o.wave.is_empty() && !o.wave.contains(&r.wave))
+        {
+            return;
+        }
+        let key = (se, r.cu, r.simd, r.wave);
+        let current =
+            matches!(self.slots.get(&key), Some(s) if s.from <= r.time && r.time < s.until);
+        if !current {
+            let (instance, kernel_id, from, until) = self.locate(key, r.time);
+            let same = matches!(self.slots.get(&key), Some(s) if s.info.instance == instance);
+            if same {
+                // An earlier record than the slot's range (out of order): keep the instance.
+                w.add("records out of time order within a wave", || {
+                    wave_name(&self.slots[&key].info)
+                });
+            } else {
+                if let Some(old) = self.slots.remove(&key) {
+                    self.finish(old, w);
+                }
+                let info = self.new_slot(key, instance, kernel_id);
+                let mut sink = S::Wave::default();
+                self.sink.wave_begin(&info, &mut sink, self.names);
+                self.slots.insert(
+                    key,
+                    Slot {
+                        info,
+                        from,
+                        until,
+                        stack: Vec::new(),
+                        last_time: r.time,
+                        last_header: i64::MIN,
+                        pending: Pending::None,
+                        sink,
+                    },
+                );
+            }
+        }
+        let Some(slot) = self.slots.get_mut(&key) else {
+            return;
+        };
+        if r.time < slot.last_time {
+            w.add("records out of time order within a wave", || {
+                wave_name(&slot.info)
+            });
+        }
+        slot.last_time = slot.last_time.max(r.time);
+        let d = self.dir;
+        let table = slot.info.code_object.and_then(|c| d.tables.get(&c));
+        // Payload records.
+        match &mut slot.pending {
+            Pending::None => {}
+            Pending::Skip(n) => {
+                *n -= 1;
+                if *n == 0 {
+                    slot.pending = Pending::None;
+                }
+                return;
+            }
+            Pending::Block { words, need, .. } => {
+                words.push(r.value);
+                if words.len() as u32 == *need {
+                    if let (
+                        Pending::Block {
+                            marker_id,
+                            time,
+                            words,
+                            ..
+                        },
+                        Some(t),
+                    ) = (std::mem::replace(&mut slot.pending, Pending::None), table)
+                    {
+                        if let Some(m) = t.markers.get(&marker_id) {
+                            let name = self.names.get(m.name);
+                            match parse_block(name, &words, t.wave_size) {
+                                Ok((exec, lanes, addresses)) => {
+                                    self.blocks += 1;
+                                    let b = AddressBlock {
+                                        marker_id,
+                                        name: m.name,
+                                        name_text: name,
+                                        source: m.loc.as_deref(),
+                                        time,
+                                        exec,
+                                        lanes,
+                                        addresses,
+                                    };
+                                    self.sink.address_block(&slot.info, &mut slot.sink, &b);
+                                }
+                                Err(e) => w.add("address block not decodable (dropped)", || {
+                                    format!("{name} id {marker_id}: {e}")
+                                }),
+                            }
+                        }
+                    }
+                }
+                return;
+            }
+        }
+        let Some(t) = table else {
+            w.add(
+                "records of waves whose code object has no funcmap (dropped)",
+                || {
+                    format!(
+                        "{} kernel_id {:?}",
+                        wave_name(&slot.info),
+                        slot.info.kernel_id
+                    )
+                },
+            );
+            return;
+        };
+        let layout = if self.normalised { None } else { t.clock };
+        let word = decode_word(r.value, layout, |id| t.markers.contains_key(&id));
+        let marker = t.markers.get(&word.id);
+        let bare_exit = word.exit_prev && !word.enter && word.id == 0;
+        if marker.is_none() && !bare_exit {
+            w.add("marker ids absent from the funcmap (dropped)", || {
+                format!(
+                    "value {:#x} (id {}) in {}",
+                    r.value,
+                    word.id,
+                    wave_name(&slot.info)
+                )
+            });
+            return;
+        }
+        let mut time = r.time;
+        if let (Some(sampled), Some(l)) = (word.sampled, layout) {
+            if marker.is_none_or(|m| m.payload == 0) {
+                let dom = (se, r.cu, r.simd, l);
+                let sampled = sampled as i64;
+                match &mut self.clock {
+                    ClockState::Off => {}
+                    ClockState::Measure(m) => {
+                        let s = m.entry(dom).or_insert(DomainStat {
+                            origin_time: time,
+                            origin_sampled: sampled,
+                            min_relative: 0,
+                        });
+                        let rel = clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
+                        s.min_relative = s.min_relative.min(rel);
+                    }
+                    ClockState::Apply(m) => {
+                        if let Some(s) = m.get(&dom) {
+                            let rel =
+                                clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
+                            time -= clock_shift(l, rel, s.min_relative);
+                        }
+                    }
+                }
+            }
+        }
+        time = time.max(slot.last_header);
+        slot.last_header = time;
+        self.headers += 1;
+        let mut h = Header {
+            time,
+            marker_id: word.id,
+            popped: false,
+            pushed: None,
+            point: None,
+        };
+        let before = slot.stack.len();
+        if word.exit_prev {
+            if before > 0 {
+                h.popped = true;
+            } else {
+                w.add("exit on an empty stack (stack underflow)", || {
+                    wave_name(&slot.info)
+                });
+            }
+        }
+        if let Some(m) = marker {
+            let scope = matches!(m.kind, Kind::Function | Kind::User);
+            if word.enter && scope {
+                if before - usize::from(h.popped) < MAX_DEPTH {
+                    h.pushed = Some((m.name, m.kind));
+                } else {
+                    w.add("scope stack deeper than 4096 (push dropped)", || {
+                        wave_name(&slot.info)
+                    });
+                }
+            } else if word.enter || !word.exit_prev {
+                h.point = Some(m.name);
+            }
+        }
+        self.sink
+            .header(&slot.info, &mut slot.sink, &h, &slot.stack);
+        if h.popped {
+            slot.stack.pop();
+        }
+        if let Some((n, _)) = h.pushed {
+            slot.stack.push(n);
+        }
+        if let Some(m) = marker {
+            arm_payload(slot, m, word.id, time, self.names, w);
+        }
+    }
+}
+
+fn arm_payload<W>(
+    slot: &mut Slot<W>,
+    m: &Marker,
+    id: u32,
+    time: i64,
+    names: &Names,
+    w: &mut Warnings,
+) {
+    if m.payload == 0 {
+        return;
+    }
+    let name = names.get(m.name);
+    if name.starts_with("addr_trace_") && m.payload <= MAX_BLOCK {
+        slot.pending = Pending::Block {
+            marker_id: id,
+            time,
+            words: Vec::with_capacity(m.payload as usize),
+            need: m.payload,
+        };
+    } else {
+        if name.starts_with("addr_trace_") {
+            w.add("address block larger than 65536 words (skipped)", || {
+                format!("{name} id {id}")
+            });
+        }
+        slot.pending = Pending::Skip(m.payload);
+    }
+}
+
+/// `SE<se>/CU<cu>/SIMD<simd>/W<slot>#<instance>`.
+pub fn wave_name(w: &WaveInfo) -> String {
+    format!(
+        "SE{}/CU{}/SIMD{}/W{}#{}",
+        w.se, w.cu, w.simd, w.slot, w.instance
+    )
+}
+
+/// Decodes an address block's payload words (after the header) for the `addr_trace_*` kind
+/// `name` (seed spec "Address Tracing", "Framing protocol"): `exec_lo`, `exec_hi`, then
+/// per kind: flat/global 64-bit `lo`,`hi` per lane; LDS and permutes one word per lane; raw
+/// buffers `rsrc_lo`, `rsrc_hi`, `soffset`, then `voffset` per lane; struct buffers the same
+/// plus `vindex` per lane. The wave size is `W:` when present, else inferred from the count.
+/// Returns (exec, active lanes, their addresses). Buffer addresses are
+/// `(rsrc & 0xFFFF_FFFF_FFFF) + soffset + voffset`, plus `vindex * stride` with the stride from
+/// descriptor word 1 bits 29:16.
+pub fn parse_block(
+    name: &str,
+    words: &[u32],
+    wave_size: Option<u32>,
+) -> Result<(u64, Vec<u32>, Vec<u64>), String> {
+    let kind = name.strip_prefix("addr_trace_").unwrap_or(name);
+    let (fixed, per_lane) = match kind {
+        "load" | "store" | "atomic" => (0usize, 2usize),
+        "lds_load" | "lds_store" | "lds_atomic" | "ds_permute" | "ds_bpermute" => (0, 1),
+        "buffer_load" | "buffer_store" | "buffer_atomic" => (3, 1),
+        "struct_buffer_load" | "struct_buffer_store" | "struct_buffer_atomic" => (3, 2),
+        _ => return Err(format!("unknown address-trace kind {name:?}")),
+    };
+    let data = words
+        .len()
+        .checked_sub(2 + fixed)
+        .ok_or("payload shorter than its fixed words")?;
+    if data % per_lane != 0 || !matches!(data / per_lane, 32 | 64) {
+        return Err(format!(
+            "{} payload words do not make a wave32/wave64 block",
+            words.len()
+        ));
+    }
+    let lanes_n = data / per_lane;
+    if let Some(ws) = wave_size {
+        if ws as usize != lanes_n {
+            return Err(format!("W:{ws} but the payload holds {lanes_n} lanes"));
+        }
+    }
+    let exec = u64::from(words[0]) | u64::from(words[1]) << 32;
+    let body = &words[2 + fixed..];
+    let (base, soffset, stride) = if fixed == 3 {
+        let (lo, hi, so) = (
+            u64::from(words[2]),
+            u64::from(words[3]),
+            u64::from(words[4]),
+        );
+        ((lo | hi << 32) & 0xFFFF_FFFF_FFFF, so, (hi >> 16) & 0x3FFF)
+    } else {
+        (0, 0, 0)
+    };
+    let mut lanes = Vec::new();
+    let mut addrs = Vec::new();
+    for lane in 0..lanes_n {
+        if lane >= 64 || exec >> lane & 1 == 0 {
+            continue;
+        }
+        let a = match (fixed, per_lane) {
+            (0, 2) => u64::from(body[2 * lane]) | u64::from(body[2 * lane + 1]) << 32,
+            (0, _) => u64::from(body[lane]),
+            (_, 1) => base
+                .wrapping_add(soffset)
+                .wrapping_add(u64::from(body[lane])),
+            _ => base
+                .wrapping_add(soffset)
+                .wrapping_add(u64::from(body[lane]))
+                .wrapping_add(u64::from(body[lanes_n + lane]).wrapping_mul(stride)),
+        };
+        lanes.push(lane as u32);
+        addrs.push(a);
+    }
+    Ok((exec, lanes, addrs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes(n: u32, f: impl Fn(u32) -> Vec<u32>) -> Vec<u32> {
+        (0..n).flat_map(f).collect()
+    }
+
+    /// marker_samples_test.py@0218074 (note §2.6): LDS wave32 exec 0b101 -> [0, 2]; global exec
+    /// 0b11 -> 0x100000000 + lane; buffer base 0x1000, soffset 0x20 -> [0x1020, 0x1021].
+    #[test]
+    fn address_known_answers() {
+        let mut w = vec![0b101, 0];
+        w.extend(lanes(32, |l| vec![l]));
+        let (_, l, a) = parse_block("addr_trace_lds_load", &w, Some(32)).unwrap();
+        assert_eq!((l, a), (vec![0, 2], vec![0, 2]));
+        let mut w = vec![0b11, 0];
+        w.extend(lanes(32, |l| vec![l, 1]));
+        let (_, _, a) = parse_block("addr_trace_load", &w, None).unwrap();
+        assert_eq!(a, vec![0x1_0000_0000, 0x1_0000_0001]);
+        let mut w = vec![0b11, 0, 0x1000, 0, 0x20];
+        w.extend(lanes(32, |l| vec![l]));
+        let (_, _, a) = parse_block("addr_trace_buffer_load", &w, Some(32)).unwrap();
+        assert_eq!(a, vec![0x1020, 0x1021]);
+    }
+
+    #[test]
+    fn struct_buffer_and_bad_blocks() {
+        // base 0x2_0000_1000 (rsrc_hi low 16 bits = 2), stride 16, soffset 4, voffset 1, vindex lane.
+        let mut w = vec![0b110, 0, 0x1000, (16 << 16) | 2, 4];
+        w.extend(lanes(32, |_| vec![1]));
+        w.extend(lanes(32, |l| vec![l]));
+        let (_, l, a) = parse_block("addr_trace_struct_buffer_store", &w, Some(32)).unwrap();
+        assert_eq!(l, vec![1, 2]);
+        assert_eq!(
+            a,
+            vec![0x2_0000_1000 + 4 + 1 + 16, 0x2_0000_1000 + 4 + 1 + 32]
+        );
+        assert!(parse_block("addr_trace_lds_load", &w[..20], None).is_err());
+        assert!(parse_block("addr_trace_lds_load", &[0, 0], None).is_err());
+        assert!(parse_block("addr_trace_frob", &w, None).is_err());
+        let mut w = vec![1, 0];
+        w.extend(lanes(64, |l| vec![l]));
+        assert!(parse_block("addr_trace_lds_load", &w, Some(32)).is_err());
+        // wave64 exec_hi bit: lane 63 active.
+        let mut w = vec![0, 1 << 31];
+        w.extend(lanes(64, |l| vec![l * 4]));
+        let (e, l, a) = parse_block("addr_trace_ds_bpermute", &w, None).unwrap();
+        assert_eq!((e, l, a), (1 << 63, vec![63], vec![252]));
+    }
+
+    /// att_tool_test.py@0218074 (note §2.6): at layout (12, 4), a second header of the same SIMD
+    /// that arrives 0x80 cycles after the first but sampled one 16-cycle bucket later is pulled
+    /// back to +0x1F; the first (the minimum delay) stays.
+    #[test]
+    fn clock_correction_known_answer() {
+        let l = ClockLayout { bits: 12, shift: 4 };
+        let (t0, s0) = (1000i64, 0x1000i64);
+        let (t1, s1) = (1000 + 0x80, 0x1010);
+        let r0 = clock_relative(l, t0, s0, t0, s0);
+        let r1 = clock_relative(l, t1, s1, t0, s0);
+        let min = r0.min(r1);
+        assert_eq!(t0 - clock_shift(l, r0, min), 1000);
+        assert_eq!(t1 - clock_shift(l, r1, min), 1000 + 0x1F);
+        // The window wraps: a sample just past the 16-bit window edge is still one bucket on.
+        let r2 = clock_relative(l, t0 + 0x80, 0x0_0005, t0, 0xFFF5);
+        assert_eq!(r2, 0x70);
+    }
+}
