@@ -69,7 +69,7 @@ impl DepField {
     /// The immediate that waits for this field only (every other field at its maximum).
     pub fn wait_imm(self) -> u16 {
         let (shift, width) = self.bits();
-        0xffff & !(((1u16 << width) - 1) << shift)
+        !(((1u16 << width) - 1) << shift)
     }
 
     fn bits(self) -> (u32, u32) {
