@@ -41,6 +41,7 @@ mod dwarfcheck;
 mod elfcheck;
 mod flow;
 pub mod funcmap;
+mod hazard;
 mod insn;
 mod region;
 
@@ -84,6 +85,9 @@ pub enum Check {
     Relocations,
     /// `.debug_line` source positions of original instructions.
     Dwarf,
+    /// A software hazard (missing wait states or dependency wait) involving inserted code
+    /// (`amdgpu_isa::hazard` rules).
+    Hazard,
 }
 
 impl std::fmt::Display for Check {
@@ -106,6 +110,7 @@ impl std::fmt::Display for Check {
             Check::Symbols => "symbols",
             Check::Relocations => "relocations",
             Check::Dwarf => "dwarf",
+            Check::Hazard => "hazard",
         };
         f.write_str(s)
     }
@@ -280,6 +285,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         })
         .collect();
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
+    hazard::check(&program, &mut findings);
     elfcheck::check_sections(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
