@@ -10,45 +10,10 @@
 //! hazard from the end of a loop body to its head is seen.
 
 use amdgpu_isa::hazard::{Fix, Need, Scanner};
-use amdgpu_isa::{Flow, Instruction};
+use amdgpu_isa::Flow;
 
 use crate::code::{Func, Program};
-use crate::{Check, Finding};
-
-/// One instruction of a rewritten function, in address order.
-struct Item {
-    addr: u64,
-    inst: Instruction,
-    /// Original address, for copies of original instructions.
-    orig: Option<u64>,
-}
-
-impl Item {
-    fn inserted(&self) -> bool {
-        self.orig.is_none()
-    }
-}
-
-fn items(f: &Func) -> Vec<Item> {
-    let mut v: Vec<Item> = f
-        .orig
-        .iter()
-        .filter_map(|o| {
-            o.new.map(|n| Item {
-                addr: n.addr,
-                inst: n.inst,
-                orig: Some(o.addr),
-            })
-        })
-        .chain(f.inserted.iter().map(|n| Item {
-            addr: n.addr,
-            inst: n.inst,
-            orig: None,
-        }))
-        .collect();
-    v.sort_by_key(|i| i.addr);
-    v
-}
+use crate::{Check, Finding, LaidOut as Item};
 
 fn fix_text(fix: Fix) -> String {
     match fix {
@@ -67,13 +32,13 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
 }
 
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
-    let seq = items(f);
+    let seq = f.in_address_order();
     let mut sc = Scanner::new(p.isa);
     let mut seen = std::collections::BTreeSet::new();
     let mut report = |k: usize, producer: Option<usize>, need: &Need, note: &str| {
         let c = &seq[k];
         let prod = producer.and_then(|q| seq.get(q));
-        if !c.inserted() && !prod.is_some_and(Item::inserted) {
+        if !c.inserted && !prod.is_some_and(|p| p.inserted) {
             return;
         }
         if !seen.insert((c.addr, need.rule.id)) {
@@ -82,7 +47,7 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         let who = |i: &Item| {
             format!(
                 "{} `{}` at {:#x}",
-                if i.inserted() { "inserted" } else { "original" },
+                if i.inserted { "inserted" } else { "original" },
                 i.inst,
                 i.addr
             )
@@ -91,7 +56,7 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         findings.push(Finding {
             check: Check::Hazard,
             function: Some(f.name.clone()),
-            original_address: c.orig,
+            original_address: c.original_address,
             new_address: Some(c.addr),
             message: format!(
                 "hazard {}: {} → {} needs {}{} ({}; {})",
@@ -111,7 +76,7 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         }
         sc.push(&it.inst);
         // A loop inside an inserted run: walk its body once more after the back edge.
-        if !it.inserted() || !matches!(it.inst.flow(), Flow::Branch { .. }) {
+        if !it.inserted || !matches!(it.inst.flow(), Flow::Branch { .. }) {
             continue;
         }
         let Some(target) = it.inst.branch_target(it.addr).filter(|t| *t < it.addr) else {
@@ -120,7 +85,7 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         let Some(head) = seq.iter().position(|x| x.addr == target) else {
             continue;
         };
-        if !seq[head..k].iter().all(Item::inserted) {
+        if !seq[head..k].iter().all(|x| x.inserted) {
             continue;
         }
         let mut again = sc.clone();

@@ -324,6 +324,43 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     })
 }
 
+/// One instruction of a rewritten function as the verifier aligned it.
+#[derive(Clone, Copy, Debug)]
+pub struct LaidOut {
+    /// Address in the rewritten code object (bytes).
+    pub addr: u64,
+    pub inst: amdgpu_isa::Instruction,
+    /// Inserted by the rewriter (not a copy of an original instruction).
+    pub inserted: bool,
+    /// For copies of original instructions: the original address (bytes).
+    pub original_address: Option<u64>,
+}
+
+/// The rewritten functions of `rewritten` aligned against `original` (the verifier's own
+/// alignment, [`verify`] step 2): per function its name and every instruction of its rewritten
+/// body in address order, marked original or inserted. For tools and oracles that examine
+/// inserted code (the LLVM hazard oracle test). Errors: as [`verify`].
+pub fn layout(
+    original: &[u8],
+    rewritten: &[u8],
+) -> Result<Vec<(String, Vec<LaidOut>)>, VerifyError> {
+    let orig = hsaco::CodeObject::parse(original).map_err(|error| VerifyError::Parse {
+        which: "original",
+        error,
+    })?;
+    let new = hsaco::CodeObject::parse(rewritten).map_err(|error| VerifyError::Parse {
+        which: "rewritten",
+        error,
+    })?;
+    let isa = isa_target(&orig, "original")?;
+    let program = code::Program::build(&orig, &new, isa, &mut Vec::new())?;
+    Ok(program
+        .funcs
+        .iter()
+        .map(|f| (f.name.clone(), f.in_address_order()))
+        .collect())
+}
+
 /// Lanes of a kernel's waves: 64 on gfx9 (wave64 only), else `ENABLE_WAVEFRONT_SIZE32` of the
 /// descriptor (AMDGPUUsage "Kernel Descriptor", `kernel_code_properties` bit 10).
 fn wave_size(isa: amdgpu_isa::Target, kd: &hsaco::KernelDescriptor) -> u32 {
