@@ -303,6 +303,7 @@ pub const RULES: [&Rule; 16] = [
 /// A violated rule: the consumer (the instruction being checked) needs `rule.fix` after the
 /// producer at position `producer` (the [`Scanner`] position, counted from 0 over pushed
 /// instructions; `None` when the producer is the assumed unknown state before the first one).
+/// For [`LDS_BRANCH_VMEM`] the producer is the branch between the two accesses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Need {
     pub rule: &'static Rule,
@@ -331,9 +332,9 @@ pub struct Scanner {
     /// gfx10.1: SGPRs (and M0 as 124) read by a VMEM/DS access since the last resolving event.
     vmem_reads: Vec<(u16, usize)>,
     /// gfx10.1: the last LDS / VMEM access not yet followed by `s_waitcnt_vscnt null, 0`, and
-    /// whether a branch followed it.
-    lds: Option<(usize, bool)>,
-    vmem: Option<(usize, bool)>,
+    /// the position of the first branch after it.
+    lds: Option<(usize, Option<usize>)>,
+    vmem: Option<(usize, Option<usize>)>,
 }
 
 /// SGPR number used for M0 in register-number sets (its scalar operand encoding).
@@ -559,16 +560,17 @@ impl Scanner {
                 add(&VMEM_SGPR_SALU_WRITE, Some(*p));
             }
         }
-        // gfx10.1 LDS / branch / VMEM.
+        // gfx10.1 LDS / branch / VMEM. The producer reported is the branch: it is what makes
+        // the two accesses a hazard (an inserted branch between two original accesses).
         if Scope::Gfx101.contains(t) {
             if is_vmem(i) {
-                if let Some((p, true)) = self.lds {
-                    add(&LDS_BRANCH_VMEM, Some(p));
+                if let Some((_, Some(b))) = self.lds {
+                    add(&LDS_BRANCH_VMEM, Some(b));
                 }
             }
             if i.class() == InstClass::Ds {
-                if let Some((p, true)) = self.vmem {
-                    add(&LDS_BRANCH_VMEM, Some(p));
+                if let Some((_, Some(b))) = self.vmem {
+                    add(&LDS_BRANCH_VMEM, Some(b));
                 }
             }
         }
@@ -634,14 +636,14 @@ impl Scanner {
                 self.vmem = None;
             }
             if matches!(i.flow(), crate::Flow::Branch { .. }) {
-                self.lds = self.lds.map(|(q, _)| (q, true));
-                self.vmem = self.vmem.map(|(q, _)| (q, true));
+                self.lds = self.lds.map(|(q, b)| (q, b.or(Some(p))));
+                self.vmem = self.vmem.map(|(q, b)| (q, b.or(Some(p))));
             }
             if class == InstClass::Ds {
-                self.lds = Some((p, false));
+                self.lds = Some((p, None));
             }
             if is_vmem(i) {
-                self.vmem = Some((p, false));
+                self.vmem = Some((p, None));
             }
         }
         if Scope::Gfx12.contains(self.t) {

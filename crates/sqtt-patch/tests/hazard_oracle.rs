@@ -158,6 +158,11 @@ fn lift(i: &Instruction, branch_bb: Option<usize>) -> Option<String> {
         (_, "s_cbranch_scc0" | "s_cbranch_scc1") => {
             format!("{} %bb.{}, implicit $scc", m.to_uppercase(), branch_bb?)
         }
+        // Other branches (windows of the negative tests only; the context stops at branches):
+        // a branch is a branch to the hazard passes.
+        (InstClass::Branch, _) if i.branch_target(0).is_some() => {
+            format!("S_CBRANCH_SCC1 %bb.{}, implicit $scc", branch_bb?)
+        }
         (_, "s_getreg_b32") => {
             format!("{} = S_GETREG_B32 {}, implicit $mode", sdst(i)?, simm_k())
         }
@@ -326,19 +331,15 @@ fn lift_salu_named(i: &Instruction, op: &str) -> Option<String> {
 
 /// One MIR function body for `items` (branches inside `items` become blocks; a branch leaving
 /// them goes to the final block).
-fn body(items: &[LaidOut], t: Target) -> Option<String> {
+fn body(items: &[LaidOut], _t: Target) -> Option<String> {
     let addr_idx: BTreeMap<u64, usize> =
         items.iter().enumerate().map(|(k, x)| (x.addr, k)).collect();
-    let end = items.last().map_or(0, |x| x.addr + x.inst.len() as u64);
     let mut starts = std::collections::BTreeSet::new();
     starts.insert(0usize);
     for (k, x) in items.iter().enumerate() {
         if let Some(tg) = x.inst.branch_target(x.addr) {
             starts.insert(k + 1);
             starts.insert(*addr_idx.get(&tg).unwrap_or(&items.len()));
-            if tg != end && !addr_idx.contains_key(&tg) {
-                return None;
-            }
         }
     }
     starts.insert(items.len());
@@ -360,7 +361,7 @@ fn body(items: &[LaidOut], t: Target) -> Option<String> {
 }
 
 /// Context on one side: originals that lift, stopping at the first one that does not.
-fn context<'a>(it: impl Iterator<Item = &'a LaidOut>, t: Target) -> Vec<LaidOut> {
+fn context<'a>(it: impl Iterator<Item = &'a LaidOut>) -> Vec<LaidOut> {
     let mut v = Vec::new();
     for x in it {
         if x.inserted || v.len() == CONTEXT || x.inst.branch_target(x.addr).is_some() {
@@ -479,9 +480,9 @@ fn check_output(original: &[u8], rewritten: &[u8], label: &str, tally: &mut Tall
             let e = (k..seq.len())
                 .find(|&j| !seq[j].inserted)
                 .unwrap_or(seq.len());
-            let mut before = context(seq[..k].iter().rev(), t);
+            let mut before = context(seq[..k].iter().rev());
             before.reverse();
-            let after = context(seq[e..].iter(), t);
+            let after = context(seq[e..].iter());
             let with: Vec<LaidOut> = before
                 .iter()
                 .chain(&seq[k..e])
@@ -581,4 +582,252 @@ fn llvm_wants_no_extra_wait_around_inserted_code() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// A same-length rewrite of inserted instructions of a real output that creates one hazard
+/// class: `(inserted instructions in address order, index) -> Some(new bytes at that index)`.
+type Mutation = fn(&[LaidOut], usize) -> Option<Vec<(usize, Vec<u8>)>>;
+
+fn is(x: &LaidOut, m: &str) -> bool {
+    x.inserted && x.inst.mnemonic() == m
+}
+
+fn vop1(op: u32, vdst: u16, vsrc: u16) -> Vec<u8> {
+    (0x7e00_0000 | (u32::from(vdst) << 17) | (op << 9) | (0x100 + u32::from(vsrc)))
+        .to_le_bytes()
+        .to_vec()
+}
+
+/// `s_mov_b32 m0, K; s_nop 0; s_ttracedata` -> `s_nop 0; s_mov_b32 m0, K; s_ttracedata`.
+fn swap_nop_and_m0_write(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b, c) = (s.get(k)?, s.get(k + 1)?, s.get(k + 2)?);
+    let m0 = a.inst.writes().contains(SpecialReg::M0) && a.inst.len() == 4;
+    (is(a, "s_mov_b32") && m0 && is(b, "s_nop") && is(c, "s_ttracedata")).then(|| {
+        vec![
+            (k, b.inst.bytes().to_vec()),
+            (k + 1, a.inst.bytes().to_vec()),
+        ]
+    })
+}
+
+/// `v_readlane sX, vA, sC; v_readlane sY, vA+1, sC` -> second one selects lane sX.
+fn lane_select_from_readlane(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    if !(is(a, "v_readlane_b32") && is(b, "v_readlane_b32")) {
+        return None;
+    }
+    let x = a.inst.field("vdst")?;
+    let mut w = b.inst.bytes().to_vec();
+    // VOP3 src1 is bits 17:9 of the second dword.
+    let mut d1 = u32::from_le_bytes(w[4..8].try_into().ok()?);
+    d1 = (d1 & !(0x1ff << 9)) | (x << 9);
+    w[4..8].copy_from_slice(&d1.to_le_bytes());
+    Some(vec![(k + 1, w)])
+}
+
+/// gfx12: the `s_wait_alu` committing the lane counter before the loop -> `s_nop 0`.
+fn drop_wait_alu(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    (is(a, "s_wait_alu") && is(b, "v_readlane_b32"))
+        .then(|| vec![(k, 0xbf80_0000u32.to_le_bytes().to_vec())])
+}
+
+/// The loop counter init before the loop -> a VALU write (`op`, VOP1) of the VGPR the loop reads.
+fn valu_before_readlane(op: u32) -> Mutation {
+    match op {
+        0x25 => |s, k| valu_write_read(s, k, 0x25),
+        _ => |s, k| valu_write_read(s, k, 0x01),
+    }
+}
+
+fn valu_write_read(s: &[LaidOut], k: usize, op: u32) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    if !(is(a, "s_mov_b32") && a.inst.len() == 4 && is(b, "v_readlane_b32")) {
+        return None;
+    }
+    let v = (0..256u16).find(|v| b.inst.reads().contains_vgpr(*v))?;
+    Some(vec![(k, vop1(op, v, v))])
+}
+
+/// gfx1010: a snippet's closing `s_waitcnt_vscnt null, 0` (and the scope guard's right after
+/// it) -> `s_nop 0`.
+fn drop_vscnt(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    if !is(&s[k], "s_waitcnt_vscnt") || (k > 0 && is(&s[k - 1], "s_waitcnt_vscnt")) {
+        return None;
+    }
+    let nop = 0xbf80_0000u32.to_le_bytes().to_vec();
+    Some(
+        (k..s.len())
+            .take_while(|&j| is(&s[j], "s_waitcnt_vscnt"))
+            .map(|j| (j, nop.clone()))
+            .collect(),
+    )
+}
+
+/// gfx9 scope check: the `s_cselect_b32` before the next field's `s_getreg_b32` -> an
+/// `s_setreg_b32` of the register that getreg reads.
+fn setreg_before_getreg(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    if !(is(a, "s_cselect_b32") && is(b, "s_getreg_b32")) {
+        return None;
+    }
+    let w = 0xb900_0000 | (b.inst.field("sdst")? << 16) | b.inst.field("simm16")?;
+    Some(vec![(k, w.to_le_bytes().to_vec())])
+}
+
+/// Every site of `m` in `out`: the mutated object and the address window `[from, to)` of a few
+/// instructions around the edit (for the LLVM check).
+fn mutate(original: &[u8], out: &[u8], m: Mutation) -> Vec<(Vec<u8>, u64, u64)> {
+    let co = hsaco::CodeObject::parse(out).unwrap();
+    let text = co.text().unwrap();
+    let mut v = Vec::new();
+    for (_, seq) in sqtt_verify::layout(original, out).unwrap() {
+        for k in 0..seq.len() {
+            if let Some(edits) = m(&seq, k) {
+                let mut b = out.to_vec();
+                for (j, bytes) in edits {
+                    let off = (text.offset + (seq[j].addr - text.addr)) as usize;
+                    b[off..off + bytes.len()].copy_from_slice(&bytes);
+                }
+                // Back far enough for the gfx10.1 LDS -> branch -> VMEM rule.
+                let from = seq[k.saturating_sub(24)].addr;
+                let last = &seq[(k + 4).min(seq.len() - 1)];
+                v.push((b, from, last.addr + last.inst.len() as u64));
+            }
+        }
+    }
+    v
+}
+
+/// Wait weight LLVM adds to the straight-line instructions of `bytes` in `[from, to)` (all
+/// lifted; inner branches are not expected in these windows).
+fn llvm_waits(bytes: &[u8], from: u64, to: u64) -> usize {
+    let co = hsaco::CodeObject::parse(bytes).unwrap();
+    let t = Target::from_elf_mach(co.elf.header.e_flags & 0xff).unwrap();
+    let text = co.text().unwrap();
+    let code = &bytes
+        [(text.offset + (from - text.addr)) as usize..(text.offset + (to - text.addr)) as usize];
+    let mut items = Vec::new();
+    let mut off = 0;
+    while off < code.len() {
+        let inst = amdgpu_isa::decode(&code[off..], t).unwrap();
+        items.push(LaidOut {
+            addr: from + off as u64,
+            inst,
+            inserted: true,
+            original_address: None,
+        });
+        off += inst.len();
+    }
+    // Start after the last instruction that does not lift (e.g. an EXEC write).
+    let start = items
+        .iter()
+        .rposition(|x| lift(&x.inst, Some(0)).is_none())
+        .map_or(0, |p| p + 1);
+    let b = body(&items[start..], t).expect("window lifts");
+    let out = run_llc(t, std::slice::from_ref(&b));
+    weight(&added_waits(&b, &out[0]))
+}
+
+#[test]
+fn each_hazard_class_is_rejected_by_verify_and_llvm_agrees() {
+    let cases: [(&str, &[&str], &str, Mutation); 8] = [
+        (
+            "gfx900__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "m0-msg",
+            swap_nop_and_m0_write,
+        ),
+        (
+            "gfx900__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "valu-sgpr-lanesel",
+            lane_select_from_readlane,
+        ),
+        (
+            "gfx1200__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "salu-sgpr-read",
+            drop_wait_alu,
+        ),
+        (
+            "gfx1200__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "valu-sgpr-read",
+            lane_select_from_readlane,
+        ),
+        (
+            "gfx1100__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "trans-use",
+            valu_before_readlane(0x25),
+        ),
+        (
+            "gfx942__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "valu-vgpr-rwlane",
+            valu_before_readlane(0x01),
+        ),
+        (
+            "gfx1010__memory__O3.co,gfx1010__ocl__O3.co,gfx1010__barriers__O3.co,gfx1010__memory__O0.co,gfx1010__ocl__O0.co",
+            &["--trace-addresses", "memory,lds", "--scope"],
+            "lds-branch-vmem",
+            drop_vscnt,
+        ),
+        (
+            "gfx900__memory__O3.co",
+            &["--scope", "--kernel-scopes", "--scope-wave", "1"],
+            "setreg",
+            setreg_before_getreg,
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (fixtures, args, rule, m) in cases {
+        let found = fixtures
+            .split(',')
+            .any(|f| rejected_and_llvm_agrees(f, args, rule, m, dir.path()));
+        assert!(
+            found,
+            "{fixtures}: no mutation site produced a {rule} finding"
+        );
+    }
+}
+
+/// Whether some site of `m` in the output of `fixture` is reported as `rule` by
+/// `sqtt-patch verify` (which must then fail); LLVM must add waits there.
+fn rejected_and_llvm_agrees(
+    fixture: &str,
+    args: &[&str],
+    rule: &str,
+    m: Mutation,
+    dir: &Path,
+) -> bool {
+    let path = workspace().join("fixtures/objects").join(fixture);
+    let original = std::fs::read(&path).unwrap();
+    let out = instrument(&path, args).unwrap_or_else(|| panic!("{fixture}: instrument"));
+    for (n, (bad, from, to)) in mutate(&original, &out, m).into_iter().enumerate() {
+        let p = dir.join(format!("{rule}-{n}.co"));
+        std::fs::write(&p, &bad).unwrap();
+        let v = Command::new(BIN)
+            .arg("verify")
+            .arg(&path)
+            .arg(&p)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&v.stdout).into_owned();
+        if !text.contains(&format!("hazard {rule}:")) {
+            continue;
+        }
+        assert!(
+            !v.status.success(),
+            "{fixture} {rule}: verify accepted\n{text}"
+        );
+        let (before, after) = (llvm_waits(&out, from, to), llvm_waits(&bad, from, to));
+        assert!(
+            after > before,
+            "{fixture} {rule}: LLVM adds {after} wait(s) after the mutation, {before} before"
+        );
+        return true;
+    }
+    false
 }
