@@ -192,7 +192,7 @@ fn lift(i: &Instruction, branch_bb: Option<usize>) -> Option<String> {
             let op = match m {
                 "s_add_co_u32" => "S_ADD_U32",
                 "s_add_co_ci_u32" => "S_ADDC_U32",
-                _ => return Some(lift_salu_named(i, &m.to_uppercase())?),
+                _ => return lift_salu_named(i, &m.to_uppercase()),
             };
             lift_salu_named(i, op)?
         }
@@ -352,8 +352,7 @@ fn body(items: &[LaidOut], _t: Target) -> Option<String> {
         let bb = x
             .inst
             .branch_target(x.addr)
-            .map(|tg| bb_of(*addr_idx.get(&tg).unwrap_or(&items.len())))
-            .flatten();
+            .and_then(|tg| bb_of(*addr_idx.get(&tg).unwrap_or(&items.len())));
         writeln!(out, "    {}", lift(&x.inst, bb)?).ok()?;
     }
     writeln!(out, "  bb.{}:\n    S_ENDPGM 0", bb_of(items.len())?).ok()?;
