@@ -28,6 +28,7 @@
 pub mod build;
 mod decode;
 mod display;
+pub mod hazard;
 mod image;
 mod regs;
 mod tables;

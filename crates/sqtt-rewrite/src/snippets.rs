@@ -35,6 +35,12 @@
 //!   results (up to 19) nor gfx11+ transcendental-result hazards (counted in VALUs): an address
 //!   VGPR written by such an instruction right before the traced op is not handled here.
 //!
+//!
+//! The hazard facts themselves live in `amdgpu_isa::hazard` (one table shared with the verifier,
+//! which checks every output against it and rejects the MFMA / transcendental cases above as
+//! `mfma-result` / `trans-use` findings); the processor sets and wait encodings used here come
+//! from there.
+//!
 //! Callers must insert a snippet immediately before the traced instruction, after the
 //! `s_waitcnt`/`s_wait_*` that guard its operands (the snippet reads the same VGPRs).
 
@@ -47,6 +53,7 @@ pub use clock::clock_marker;
 pub use scope::{scope_guard, scope_init, ScopeMasks};
 
 use amdgpu_isa::build::{self, Operand};
+use amdgpu_isa::hazard;
 use amdgpu_isa::{EncodeError, Family, Flow, InstClass, Instruction, Target};
 
 /// Why a snippet cannot be built. No variant carries a file offset: snippets are built from
@@ -175,9 +182,11 @@ impl Snippet {
     }
 }
 
-/// `s_wait_alu depctr_sa_sdst(0)` (gfx12 depctr immediate; `llvm-mc-22` prints 0xfffe so).
+/// `s_wait_alu depctr_sa_sdst(0)` (gfx12 depctr immediate; `llvm-mc-22` prints 0xfffe so):
+/// [`hazard::DepField::SaSdst`] at 0, the wait of rule [`hazard::SALU_SGPR_READ`].
 const WAIT_SA_SDST: u16 = 0xfffe;
-/// `s_wait_alu depctr_va_sdst(0)` (`llvm-mc-22` encodes it as 0xf19f).
+/// `s_wait_alu depctr_va_sdst(0)` (`llvm-mc-22` encodes it as 0xf19f): [`hazard::DepField::VaSdst`] at 0,
+/// the wait of rule [`hazard::VALU_SGPR_READ`].
 const WAIT_VA_SDST: u16 = 0xf19f;
 
 /// Number of SGPR encodings tracked by the gfx12 hazard model (`s0`..`s105`).
@@ -205,7 +214,7 @@ fn sgpr_bits(set: &amdgpu_isa::RegSet) -> u128 {
 impl Emitter {
     /// `caller_unknown`: the caller may have SALU-written any SGPR right before the snippet.
     pub fn new(t: Target, caller_unknown: bool) -> Emitter {
-        let gfx12 = t.family() == Family::Gfx12;
+        let gfx12 = hazard::SALU_SGPR_READ.scope.contains(t);
         Emitter {
             t,
             code: Vec::new(),
@@ -313,7 +322,7 @@ impl Emitter {
 
     /// Appends `s_waitcnt_vscnt null, 0` on gfx1010..gfx1013 (snippets with branches).
     pub fn branch_tail(&mut self) -> Result<(), SnippetError> {
-        if lds_branch_vmem_hazard(self.t) {
+        if hazard::LDS_BRANCH_VMEM.scope.contains(self.t) {
             self.push("s_waitcnt_vscnt", build::s_waitcnt_vscnt(self.t, 0))?;
         }
         Ok(())
@@ -322,15 +331,6 @@ impl Emitter {
     pub fn finish(self) -> Result<Snippet, SnippetError> {
         Snippet::new(self.code)
     }
-}
-
-/// gfx1010..gfx1013 (and gfx10-1-generic) have the LDS-branch-VMEM WAR hazard (LLVM 22
-/// `GCNSubtarget::hasLdsBranchVmemWARHazard`: GFX10 except gfx10.3).
-fn lds_branch_vmem_hazard(t: Target) -> bool {
-    matches!(
-        t.name(),
-        "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
-    )
 }
 
 /// Branch displacement (dwords, `simm16`) from the end of a branch to `target_bytes` before it
@@ -353,5 +353,28 @@ fn check_wave(t: Target, wave_size: u32) -> Result<(), SnippetError> {
             wave_size,
             target: t.name(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_isa::hazard::DepField;
+
+    /// The snippet wait encodings wait for exactly the fields the shared hazard rules name.
+    #[test]
+    fn wait_encodings_match_the_hazard_rules() {
+        assert_eq!(
+            hazard::SALU_SGPR_READ.fix,
+            hazard::Fix::DepCtr(DepField::SaSdst)
+        );
+        assert_eq!(
+            hazard::VALU_SGPR_READ.fix,
+            hazard::Fix::DepCtr(DepField::VaSdst)
+        );
+        assert!(DepField::SaSdst.is_zero_in(u32::from(WAIT_SA_SDST)));
+        assert!(!DepField::VaSdst.is_zero_in(u32::from(WAIT_SA_SDST)));
+        assert!(DepField::VaSdst.is_zero_in(u32::from(WAIT_VA_SDST)));
+        assert!(!DepField::SaSdst.is_zero_in(u32::from(WAIT_VA_SDST)));
     }
 }

@@ -134,6 +134,31 @@ impl Func {
         Some(last.addr + last.inst.len() as u64)
     }
 
+    /// Every instruction of the rewritten body (original copies and inserted ones), in address
+    /// order.
+    pub fn in_address_order(&self) -> Vec<crate::LaidOut> {
+        let mut v: Vec<crate::LaidOut> = self
+            .orig
+            .iter()
+            .filter_map(|o| {
+                o.new.map(|n| crate::LaidOut {
+                    addr: n.addr,
+                    inst: n.inst,
+                    inserted: false,
+                    original_address: Some(o.addr),
+                })
+            })
+            .chain(self.inserted.iter().map(|n| crate::LaidOut {
+                addr: n.addr,
+                inst: n.inst,
+                inserted: true,
+                original_address: None,
+            }))
+            .collect();
+        v.sort_by_key(|i| i.addr);
+        v
+    }
+
     fn finding(&self, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
         Finding {
             check,

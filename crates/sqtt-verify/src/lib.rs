@@ -44,6 +44,7 @@ mod dwarfcheck;
 mod elfcheck;
 mod flow;
 pub mod funcmap;
+mod hazard;
 mod insn;
 mod region;
 mod sgprs;
@@ -91,6 +92,9 @@ pub enum Check {
     Dwarf,
     /// A function that must be copied verbatim (execution falls off its end) was changed.
     Verbatim,
+    /// A software hazard (missing wait states or dependency wait) involving inserted code
+    /// (`amdgpu_isa::hazard` rules).
+    Hazard,
 }
 
 impl std::fmt::Display for Check {
@@ -114,6 +118,7 @@ impl std::fmt::Display for Check {
             Check::Relocations => "relocations",
             Check::Dwarf => "dwarf",
             Check::Verbatim => "verbatim",
+            Check::Hazard => "hazard",
         };
         f.write_str(s)
     }
@@ -288,6 +293,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         .collect();
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
     verbatim::check(&program, &mut findings);
+    hazard::check(&program, &mut findings);
     elfcheck::check_sections(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
@@ -317,6 +323,43 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         scope_flag_sgprs: analysis.scope_flags,
         findings,
     })
+}
+
+/// One instruction of a rewritten function as the verifier aligned it.
+#[derive(Clone, Copy, Debug)]
+pub struct LaidOut {
+    /// Address in the rewritten code object (bytes).
+    pub addr: u64,
+    pub inst: amdgpu_isa::Instruction,
+    /// Inserted by the rewriter (not a copy of an original instruction).
+    pub inserted: bool,
+    /// For copies of original instructions: the original address (bytes).
+    pub original_address: Option<u64>,
+}
+
+/// The rewritten functions of `rewritten` aligned against `original` (the verifier's own
+/// alignment, [`verify`] step 2): per function its name and every instruction of its rewritten
+/// body in address order, marked original or inserted. For tools and oracles that examine
+/// inserted code (the LLVM hazard oracle test). Errors: as [`verify`].
+pub fn layout(
+    original: &[u8],
+    rewritten: &[u8],
+) -> Result<Vec<(String, Vec<LaidOut>)>, VerifyError> {
+    let orig = hsaco::CodeObject::parse(original).map_err(|error| VerifyError::Parse {
+        which: "original",
+        error,
+    })?;
+    let new = hsaco::CodeObject::parse(rewritten).map_err(|error| VerifyError::Parse {
+        which: "rewritten",
+        error,
+    })?;
+    let isa = isa_target(&orig, "original")?;
+    let program = code::Program::build(&orig, &new, isa, &mut Vec::new())?;
+    Ok(program
+        .funcs
+        .iter()
+        .map(|f| (f.name.clone(), f.in_address_order()))
+        .collect())
 }
 
 /// Lanes of a kernel's waves: 64 on gfx9 (wave64 only), else `ENABLE_WAVEFRONT_SIZE32` of the

@@ -1,0 +1,836 @@
+//! Software-managed data hazards: which producer → consumer pairs need how many wait states or
+//! which dependency-counter wait, per processor. One table for the rewriter (which places the
+//! waits its snippets need) and the verifier (which checks every output against it).
+//!
+//! # Sources of the facts
+//! LLVM 22 `GCNHazardRecognizer.cpp` (the post-RA hazard recognizer, `-run-pass=post-RA-hazard-rec`)
+//! and `AMDGPUWaitSGPRHazards.cpp` (`-run-pass=amdgpu-wait-sgpr-hazards`, gfx12), read to learn
+//! and then probed with `llc-22 -run-pass=...` on two- and three-instruction MIR functions for
+//! gfx900, gfx90a, gfx942, gfx950, gfx1010, gfx1030, gfx1100, gfx1200 and gfx1250 (the probe
+//! results are in `docs/hazards.md`). Only hazards that code around an inserted snippet can take
+//! part in are modelled; see [`RULES`] for the list and `docs/hazards.md` for what is left out.
+//!
+//! # Counting
+//! A *wait state* is one issue cycle of the wave: `s_nop n` provides `n + 1`, every other
+//! instruction one (LLVM `SIInstrInfo::getNumWaitStates`). Rules that are not counted in wait
+//! states are resolved by a dependency-counter wait (`s_waitcnt_depctr` on gfx10/gfx11,
+//! `s_wait_alu` on gfx12, the same SOPP encoding) with a field at 0, by a number of VALU
+//! instructions, or by an event that drains the counter (see [`Fix`]).
+//!
+//! # Use
+//! [`Scanner`] walks straight-line code in issue order. Before each instruction,
+//! [`Scanner::check`] lists the rules it would violate if issued now ([`Need`], with the producer's
+//! position); [`Scanner::push`] then records it. A branch target has more predecessors than the
+//! previous instruction: callers that walk code linearly approximate control flow by fall-through.
+
+use std::collections::VecDeque;
+
+use crate::{Family, InstClass, Instruction, RegSet, Special, SpecialReg, Target};
+
+/// How a hazard is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fix {
+    /// At least this many wait states between producer and consumer (`s_nop n-1` in between).
+    WaitStates(u8),
+    /// A dependency-counter wait (`s_waitcnt_depctr` / `s_wait_alu`) whose field is 0.
+    DepCtr(DepField),
+    /// gfx11/gfx1250 transcendental forwarding: this many VALU instructions in between, or a
+    /// `DepCtr(VaVdst)` wait.
+    Valus(u8),
+    /// gfx10.1 `s_waitcnt_vscnt null, 0` between the two memory accesses.
+    VsCntZero,
+}
+
+/// A field of the dependency-counter immediate (`simm16` of `s_waitcnt_depctr` / `s_wait_alu`;
+/// bit positions: LLVM 22 `AMDGPUBaseInfo.cpp` `DepCtr` encoders, checked with `llvm-mc-22`:
+/// `depctr_sa_sdst(0)` = 0xfffe, `depctr_va_sdst(0)` = 0xf19f, `depctr_va_vdst(0)` = 0x0fff,
+/// `depctr_vm_vsrc(0)` = 0xffe3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DepField {
+    /// SALU writes of SGPRs (bit 0).
+    SaSdst,
+    /// VALU writes of VCC (bit 1).
+    VaVcc,
+    /// VMEM reads of VGPR/SGPR sources (bits 4:2).
+    VmVsrc,
+    /// VALU writes of SGPRs (bits 11:9).
+    VaSdst,
+    /// VALU writes of VGPRs (bits 15:12).
+    VaVdst,
+}
+
+impl DepField {
+    /// Whether the depctr immediate `imm` waits for this field to reach 0.
+    pub fn is_zero_in(self, imm: u32) -> bool {
+        let (shift, width) = self.bits();
+        (imm >> shift) & ((1 << width) - 1) == 0
+    }
+
+    /// The immediate that waits for this field only (every other field at its maximum).
+    pub fn wait_imm(self) -> u16 {
+        let (shift, width) = self.bits();
+        !(((1u16 << width) - 1) << shift)
+    }
+
+    fn bits(self) -> (u32, u32) {
+        match self {
+            DepField::SaSdst => (0, 1),
+            DepField::VaVcc => (1, 1),
+            DepField::VmVsrc => (2, 3),
+            DepField::VaSdst => (9, 3),
+            DepField::VaVdst => (12, 4),
+        }
+    }
+}
+
+/// Which processors a rule applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Family gfx9 (gfx900 .. gfx950).
+    Gfx9,
+    /// gfx908, gfx90a and the gfx940 line (the processors with MFMA).
+    Mfma,
+    /// gfx940, gfx941, gfx942, gfx950, gfx9-4-generic.
+    Gfx940,
+    /// gfx1010 .. gfx1013 and gfx10-1-generic (LLVM: GFX10 but not gfx10.3).
+    Gfx101,
+    /// Family gfx11.
+    Gfx11,
+    /// gfx1200, gfx1201, gfx12-generic (LLVM `hasVALUReadSGPRHazard`).
+    Gfx12,
+    /// Family gfx1250.
+    Gfx1250,
+}
+
+impl Scope {
+    /// Whether `t` is in this scope.
+    pub fn contains(self, t: Target) -> bool {
+        let n = t.name();
+        match self {
+            Scope::Gfx9 => t.family() == Family::Gfx9,
+            Scope::Mfma => matches!(n, "gfx908" | "gfx90a") || Scope::Gfx940.contains(t),
+            Scope::Gfx940 => matches!(
+                n,
+                "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic"
+            ),
+            Scope::Gfx101 => matches!(
+                n,
+                "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+            ),
+            Scope::Gfx11 => t.family() == Family::Gfx11,
+            Scope::Gfx12 => t.family() == Family::Gfx12,
+            Scope::Gfx1250 => t.family() == Family::Gfx1250,
+        }
+    }
+}
+
+/// One hazard rule: a producer, a consumer reading (or writing) what the producer touched, and
+/// what must lie between them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// Short stable name (findings and tests use it).
+    pub id: &'static str,
+    pub scope: Scope,
+    /// Producer → consumer, in words.
+    pub what: &'static str,
+    pub fix: Fix,
+    /// Where the fact comes from (LLVM 22 function / subtarget feature).
+    pub source: &'static str,
+}
+
+macro_rules! rule {
+    ($name:ident, $id:literal, $scope:ident, $fix:expr, $what:literal, $src:literal) => {
+        #[doc = $what]
+        pub const $name: Rule = Rule {
+            id: $id,
+            scope: Scope::$scope,
+            what: $what,
+            fix: $fix,
+            source: $src,
+        };
+    };
+}
+
+rule!(
+    M0_MSG,
+    "m0-msg",
+    Gfx9,
+    Fix::WaitStates(1),
+    "SALU write of M0 → s_ttracedata, s_sendmsg, s_sendmsghalt or a GDS access",
+    "GCNHazardRecognizer::checkReadM0Hazards, hasReadM0SendMsgHazard (VI..GFX9)"
+);
+rule!(
+    M0_MOVREL,
+    "m0-movrel",
+    Gfx9,
+    Fix::WaitStates(1),
+    "SALU write of M0 → s_movrel*, v_interp_*, ds_read/write_addtid_b32, or an LDS-DMA VMEM access",
+    "GCNHazardRecognizer::checkReadM0Hazards, hasReadM0MovRelInterpHazard / hasReadM0LdsDmaHazard (GFX9)"
+);
+rule!(
+    VALU_SGPR_LANESEL,
+    "valu-sgpr-lanesel",
+    Gfx9,
+    Fix::WaitStates(4),
+    "VALU write of an SGPR → v_readlane/v_writelane using it as lane select",
+    "GCNHazardRecognizer::checkRWLaneHazards (RWLaneWaitStates = 4)"
+);
+rule!(
+    VALU_SGPR_VMEM,
+    "valu-sgpr-vmem",
+    Gfx9,
+    Fix::WaitStates(5),
+    "VALU write of an SGPR → VMEM/FLAT instruction reading it",
+    "GCNHazardRecognizer::checkVMEMHazards, hasVMEMReadSGPRVALUDefHazard (VmemSgprWaitStates = 5)"
+);
+rule!(
+    SETREG,
+    "setreg",
+    Gfx9,
+    Fix::WaitStates(2),
+    "s_setreg of a hardware register → s_getreg or s_setreg of the same register",
+    "GCNHazardRecognizer::checkGetRegHazards / checkSetRegHazards (2 wait states on GFX9)"
+);
+rule!(
+    MFMA_RESULT,
+    "mfma-result",
+    Mfma,
+    Fix::WaitStates(19),
+    "MFMA/SMFMAC write of a VGPR/AGPR → VALU, VMEM, DS or export reading or writing it (19 wait states is LLVM's largest; shorter MFMAs need fewer)",
+    "GCNHazardRecognizer::checkMAIVALUHazards (MaxLookAhead 19)"
+);
+rule!(
+    VALU_VGPR_RWLANE,
+    "valu-vgpr-rwlane",
+    Gfx940,
+    Fix::WaitStates(1),
+    "VALU write of a VGPR → v_readlane/v_readfirstlane/v_writelane reading it",
+    "GCNHazardRecognizer::checkMAIVALUHazards, GFX940 VALU-write-VGPR / readlane (probed: s_nop 0)"
+);
+rule!(
+    TRANS_USE_940,
+    "trans-use",
+    Gfx940,
+    Fix::WaitStates(1),
+    "transcendental VALU write of a VGPR → non-transcendental VALU reading it",
+    "GCNHazardRecognizer::checkMAIVALUHazards, GFX940 TransDefWaitstates = 1"
+);
+rule!(
+    TRANS_USE_11,
+    "trans-use",
+    Gfx11,
+    Fix::Valus(6),
+    "transcendental VALU write of a VGPR → VALU reading it with fewer than 6 VALUs between, unless s_waitcnt_depctr va_vdst(0)",
+    "GCNHazardRecognizer::fixVALUTransUseHazard (probed: 5 VALUs between still need the wait)"
+);
+rule!(
+    TRANS_USE_1250,
+    "trans-use",
+    Gfx1250,
+    Fix::Valus(1),
+    "transcendental VALU write of a VGPR → the next VALU reading it (one VALU between, e.g. v_nop, resolves it)",
+    "GCNHazardRecognizer::fixVALUTransUseHazard, GFX1250 (probed: llc-22 inserts v_nop)"
+);
+rule!(
+    VMEM_SGPR_SALU_WRITE,
+    "vmem-sgpr-salu-write",
+    Gfx101,
+    Fix::DepCtr(DepField::VmVsrc),
+    "VMEM/DS/FLAT read of an SGPR or M0 → SALU/SMEM write of it, unless a VALU or s_waitcnt 0 lies between",
+    "GCNHazardRecognizer::fixVMEMtoScalarWriteHazards, hasVMEMtoScalarWriteHazard"
+);
+rule!(
+    LDS_BRANCH_VMEM,
+    "lds-branch-vmem",
+    Gfx101,
+    Fix::VsCntZero,
+    "LDS access → branch → VMEM access (or VMEM → branch → LDS)",
+    "GCNHazardRecognizer::fixLdsBranchVmemWARHazard, hasLdsBranchVmemWARHazard"
+);
+rule!(
+    SALU_SGPR_READ,
+    "salu-sgpr-read",
+    Gfx12,
+    Fix::DepCtr(DepField::SaSdst),
+    "SALU write of an SGPR → SALU or VALU reading it, unless SMEM, a buffer/image access or a wait lies between",
+    "AMDGPUWaitSGPRHazards (SALUHazards; every SGPR pair assumed tracked)"
+);
+rule!(
+    VALU_SGPR_READ,
+    "valu-sgpr-read",
+    Gfx12,
+    Fix::DepCtr(DepField::VaSdst),
+    "VALU write of an SGPR → VALU reading it, unless a SALU read of any SGPR, SMEM, a buffer/image access or a wait lies between",
+    "AMDGPUWaitSGPRHazards (VALUHazards)"
+);
+rule!(
+    VALU_VCC_READ,
+    "valu-vcc-read",
+    Gfx12,
+    Fix::DepCtr(DepField::VaVcc),
+    "VALU write of VCC → VALU reading VCC, unless a SALU read of VCC, SMEM, a buffer/image access or a wait lies between",
+    "AMDGPUWaitSGPRHazards (VCCHazard)"
+);
+rule!(
+    SETPC_PENDING,
+    "setpc-pending",
+    Gfx12,
+    Fix::DepCtr(DepField::SaSdst),
+    "uncommitted SALU/VALU SGPR write → call, return or indirect jump (s_setpc/s_swappc/s_call)",
+    "AMDGPUWaitSGPRHazards (IsSetPC flushes every hazard)"
+);
+
+/// Every rule, for documentation and tests.
+pub const RULES: [&Rule; 16] = [
+    &M0_MSG,
+    &M0_MOVREL,
+    &VALU_SGPR_LANESEL,
+    &VALU_SGPR_VMEM,
+    &SETREG,
+    &MFMA_RESULT,
+    &VALU_VGPR_RWLANE,
+    &TRANS_USE_940,
+    &TRANS_USE_11,
+    &TRANS_USE_1250,
+    &VMEM_SGPR_SALU_WRITE,
+    &LDS_BRANCH_VMEM,
+    &SALU_SGPR_READ,
+    &VALU_SGPR_READ,
+    &VALU_VCC_READ,
+    &SETPC_PENDING,
+];
+
+/// A violated rule: the consumer (the instruction being checked) needs `rule.fix` after the
+/// producer at position `producer` (the [`Scanner`] position, counted from 0 over pushed
+/// instructions; `None` when the producer is the assumed unknown state before the first one).
+/// For [`LDS_BRANCH_VMEM`] the producer is the branch between the two accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub rule: &'static Rule,
+    pub producer: Option<usize>,
+}
+
+/// Instructions kept for wait-state and VALU-count rules (at least the largest window, 19
+/// wait states, and enough SALU instructions around the 6 VALUs of the gfx11 rule).
+const HISTORY: usize = 64;
+
+/// LLVM `TSFlags` bit of transcendental VALU instructions (`SIInstrFlags::TRANS`, bit 16).
+const TSFLAG_TRANS: u64 = 1 << 16;
+
+/// Straight-line hazard state. See the module docs.
+#[derive(Clone, Debug)]
+pub struct Scanner {
+    t: Target,
+    pushed: usize,
+    /// Recent instructions, newest first, with their position.
+    hist: VecDeque<(usize, Instruction)>,
+    /// gfx12: SGPRs (0..=105) with an uncommitted SALU / VALU write, and the writer's position.
+    sa: Vec<(u16, Option<usize>)>,
+    va: Vec<(u16, usize)>,
+    /// gfx12: uncommitted VALU write of VCC.
+    va_vcc: Option<usize>,
+    /// gfx10.1: SGPRs (and M0 as 124) read by a VMEM/DS access since the last resolving event.
+    vmem_reads: Vec<(u16, usize)>,
+    /// gfx10.1: the last LDS / VMEM access not yet followed by `s_waitcnt_vscnt null, 0`, and
+    /// the position of the first branch after it.
+    lds: Option<(usize, Option<usize>)>,
+    vmem: Option<(usize, Option<usize>)>,
+}
+
+/// SGPR number used for M0 in register-number sets (its scalar operand encoding).
+const M0_NUM: u16 = 124;
+
+fn sgprs(set: &RegSet, with_m0: bool) -> Vec<u16> {
+    let mut v: Vec<u16> = (0..106).filter(|s| set.contains_sgpr(*s)).collect();
+    if with_m0 && set.contains(SpecialReg::M0) {
+        v.push(M0_NUM);
+    }
+    v
+}
+
+fn vregs(set: &RegSet) -> impl Iterator<Item = (bool, u16)> + '_ {
+    (0..512u16)
+        .filter(|r| set.contains_vgpr(*r))
+        .map(|r| (false, r))
+        .chain(
+            (0..256u16)
+                .filter(|r| set.contains_agpr(*r))
+                .map(|r| (true, r)),
+        )
+}
+
+fn overlap_v(a: &RegSet, b: &RegSet) -> bool {
+    vregs(a).any(|(acc, r)| {
+        if acc {
+            b.contains_agpr(r)
+        } else {
+            b.contains_vgpr(r)
+        }
+    })
+}
+
+fn is_vmem(i: &Instruction) -> bool {
+    matches!(
+        i.class(),
+        InstClass::Buffer
+            | InstClass::Image
+            | InstClass::Flat
+            | InstClass::Global
+            | InstClass::Scratch
+    )
+}
+
+fn is_trans(i: &Instruction) -> bool {
+    i.class() == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0
+}
+
+fn is_mfma(i: &Instruction) -> bool {
+    let m = i.mnemonic();
+    m.starts_with("v_mfma") || m.starts_with("v_smfmac")
+}
+
+fn is_rwlane(i: &Instruction) -> bool {
+    matches!(
+        i.mnemonic(),
+        "v_readlane_b32" | "v_writelane_b32" | "v_readfirstlane_b32"
+    ) || i.mnemonic().starts_with("v_readlane_b32")
+        || i.mnemonic().starts_with("v_writelane_b32")
+        || i.mnemonic().starts_with("v_readfirstlane_b32")
+}
+
+/// Hardware register id of `s_setreg*` / `s_getreg*` (simm16 bits 5:0).
+fn hwreg(i: &Instruction) -> Option<u32> {
+    matches!(i.special(), Special::Setreg | Special::Getreg)
+        .then(|| i.field("simm16").map(|v| v & 0x3f))
+        .flatten()
+}
+
+/// gfx9 readers of M0 with the one-wait-state hazard after a SALU write of M0.
+fn m0_msg_reader(i: &Instruction) -> bool {
+    matches!(i.special(), Special::TtraceData | Special::Sendmsg)
+        || (i.class() == InstClass::Ds && i.field("gds") == Some(1))
+}
+
+fn m0_movrel_reader(i: &Instruction) -> bool {
+    let m = i.mnemonic();
+    m.starts_with("s_movrel")
+        || m.starts_with("v_interp")
+        || m.starts_with("ds_read_addtid")
+        || m.starts_with("ds_write_addtid")
+        || (is_vmem(i) && i.reads().contains(SpecialReg::M0))
+}
+
+/// The SGPR a v_readlane/v_writelane uses as lane select (`src1`), when it is an SGPR.
+fn lane_select(i: &Instruction) -> Option<u16> {
+    let v = i.field("src1")?;
+    (v < 106).then_some(v as u16)
+}
+
+fn depctr_imm(i: &Instruction) -> Option<u32> {
+    (i.special() == Special::WaitAlu)
+        .then(|| i.field("simm16"))
+        .flatten()
+}
+
+impl Scanner {
+    /// An empty history: nothing was issued before the first pushed instruction.
+    pub fn new(t: Target) -> Scanner {
+        Scanner {
+            t,
+            pushed: 0,
+            hist: VecDeque::new(),
+            sa: Vec::new(),
+            va: Vec::new(),
+            va_vcc: None,
+            vmem_reads: Vec::new(),
+            lds: None,
+            vmem: None,
+        }
+    }
+
+    /// gfx12: assume every SGPR may have an uncommitted SALU write from code before the first
+    /// pushed instruction (a snippet entered after unknown original code). No-op elsewhere.
+    pub fn assume_unknown_salu_writes(&mut self) {
+        if Scope::Gfx12.contains(self.t) {
+            self.sa = (0..106).map(|s| (s, None)).collect();
+        }
+    }
+
+    /// Instructions pushed so far.
+    pub fn position(&self) -> usize {
+        self.pushed
+    }
+
+    /// gfx12: whether an SGPR write is still uncommitted.
+    pub fn pending_sgpr_writes(&self) -> bool {
+        !self.sa.is_empty() || !self.va.is_empty() || self.va_vcc.is_some()
+    }
+
+    /// The rules `i` would violate if it were issued next (each with its nearest producer).
+    pub fn check(&self, i: &Instruction) -> Vec<Need> {
+        let mut out: Vec<Need> = Vec::new();
+        let t = self.t;
+        let mut add = |rule: &'static Rule, p: Option<usize>| {
+            if !out.iter().any(|n| n.rule == rule) {
+                out.push(Need { rule, producer: p });
+            }
+        };
+        let (reads, writes) = (i.reads(), i.writes());
+        // Wait-state rules: find the newest producer inside the window. `dist` is the wait
+        // states issued after `prev`, `valus` the VALUs after it, `waited` whether a
+        // `va_vdst(0)` wait came after it.
+        let (mut dist, mut valus, mut waited) = (0u32, 0u32, false);
+        for (p, prev) in &self.hist {
+            let (pw, pc) = (prev.writes(), prev.class());
+            let mut window = |rule: &'static Rule, hit: bool| {
+                if let Fix::WaitStates(n) = rule.fix {
+                    if hit && rule.scope.contains(t) && dist < u32::from(n) {
+                        add(rule, Some(*p));
+                    }
+                }
+            };
+            let salu_m0 = pc == InstClass::Salu && pw.contains(SpecialReg::M0);
+            window(&M0_MSG, salu_m0 && m0_msg_reader(i));
+            window(&M0_MOVREL, salu_m0 && m0_movrel_reader(i));
+            let valu_sgprs = if pc == InstClass::Valu {
+                sgprs(&pw, true)
+            } else {
+                Vec::new()
+            };
+            if is_rwlane(i) && i.mnemonic() != "v_readfirstlane_b32" {
+                let sel = lane_select(i);
+                let hit = match sel {
+                    Some(s) => valu_sgprs.contains(&s),
+                    None => false,
+                };
+                window(&VALU_SGPR_LANESEL, hit);
+            }
+            if is_vmem(i) {
+                let r = sgprs(&reads, true);
+                window(&VALU_SGPR_VMEM, valu_sgprs.iter().any(|s| r.contains(s)));
+            }
+            if prev.special() == Special::Setreg {
+                window(&SETREG, hwreg(prev).is_some() && hwreg(prev) == hwreg(i));
+            }
+            if is_mfma(prev) {
+                let uses = matches!(
+                    i.class(),
+                    InstClass::Valu
+                        | InstClass::Buffer
+                        | InstClass::Image
+                        | InstClass::Flat
+                        | InstClass::Global
+                        | InstClass::Scratch
+                        | InstClass::Ds
+                        | InstClass::Export
+                );
+                window(
+                    &MFMA_RESULT,
+                    uses && (overlap_v(&pw, &reads) || overlap_v(&pw, &writes)),
+                );
+            }
+            if pc == InstClass::Valu {
+                window(&VALU_VGPR_RWLANE, is_rwlane(i) && overlap_v(&pw, &reads));
+                window(
+                    &TRANS_USE_940,
+                    is_trans(prev)
+                        && i.class() == InstClass::Valu
+                        && !is_trans(i)
+                        && overlap_v(&pw, &reads),
+                );
+            }
+            // VALU-counted transcendental forwarding (gfx11, gfx1250).
+            if is_trans(prev) && i.class() == InstClass::Valu && overlap_v(&pw, &reads) {
+                for rule in [&TRANS_USE_11, &TRANS_USE_1250] {
+                    if let Fix::Valus(n) = rule.fix {
+                        if rule.scope.contains(t) && !waited && valus < u32::from(n) {
+                            add(rule, Some(*p));
+                        }
+                    }
+                }
+            }
+            dist += ws(prev, t);
+            valus += u32::from(pc == InstClass::Valu);
+            waited |= depctr_imm(prev).is_some_and(|m| DepField::VaVdst.is_zero_in(m));
+        }
+        // gfx10.1 VMEM SGPR read → SALU/SMEM write.
+        if Scope::Gfx101.contains(t) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
+            let w = sgprs(&writes, true);
+            if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| w.contains(s)) {
+                add(&VMEM_SGPR_SALU_WRITE, Some(*p));
+            }
+        }
+        // gfx10.1 LDS / branch / VMEM. The producer reported is the branch: it is what makes
+        // the two accesses a hazard (an inserted branch between two original accesses).
+        if Scope::Gfx101.contains(t) {
+            if is_vmem(i) {
+                if let Some((_, Some(b))) = self.lds {
+                    add(&LDS_BRANCH_VMEM, Some(b));
+                }
+            }
+            if i.class() == InstClass::Ds {
+                if let Some((_, Some(b))) = self.vmem {
+                    add(&LDS_BRANCH_VMEM, Some(b));
+                }
+            }
+        }
+        // gfx12 SGPR hazards.
+        if Scope::Gfx12.contains(t) {
+            let valu = i.class() == InstClass::Valu;
+            let salu = i.class() == InstClass::Salu;
+            if valu || salu {
+                let r = sgprs(&reads, false);
+                if let Some((_, p)) = self.sa.iter().find(|(s, _)| r.contains(s)) {
+                    add(&SALU_SGPR_READ, *p);
+                }
+                if valu {
+                    if let Some((_, p)) = self.va.iter().find(|(s, _)| r.contains(s)) {
+                        add(&VALU_SGPR_READ, Some(*p));
+                    }
+                    let vcc =
+                        reads.contains(SpecialReg::VccLo) || reads.contains(SpecialReg::VccHi);
+                    if let (true, Some(p)) = (vcc, self.va_vcc) {
+                        add(&VALU_VCC_READ, Some(p));
+                    }
+                }
+            }
+            let setpc = matches!(
+                i.special(),
+                Special::SetPc | Special::SwapPc | Special::Call
+            );
+            if setpc && self.pending_sgpr_writes() {
+                let p = self
+                    .sa
+                    .first()
+                    .and_then(|x| x.1)
+                    .or(self.va.first().map(|x| x.1))
+                    .or(self.va_vcc);
+                add(&SETPC_PENDING, p);
+            }
+        }
+        out
+    }
+
+    /// Records `i` as issued.
+    pub fn push(&mut self, i: &Instruction) {
+        let p = self.pushed;
+        self.pushed += 1;
+        let (reads, writes, class) = (i.reads(), i.writes(), i.class());
+        if Scope::Gfx101.contains(self.t) {
+            let resolves = class == InstClass::Valu
+                || (i.special() == Special::Waitcnt
+                    && i.mnemonic() == "s_waitcnt"
+                    && i.field("simm16") == Some(0))
+                || depctr_imm(i).is_some_and(|m| DepField::VmVsrc.is_zero_in(m));
+            if resolves {
+                self.vmem_reads.clear();
+            }
+            if is_vmem(i) || class == InstClass::Ds {
+                for s in sgprs(&reads, true) {
+                    self.vmem_reads.retain(|(x, _)| *x != s);
+                    self.vmem_reads.push((s, p));
+                }
+            }
+            if i.mnemonic() == "s_waitcnt_vscnt" && i.field("simm16") == Some(0) {
+                self.lds = None;
+                self.vmem = None;
+            }
+            if matches!(i.flow(), crate::Flow::Branch { .. }) {
+                self.lds = self.lds.map(|(q, b)| (q, b.or(Some(p))));
+                self.vmem = self.vmem.map(|(q, b)| (q, b.or(Some(p))));
+            }
+            if class == InstClass::Ds {
+                self.lds = Some((p, None));
+            }
+            if is_vmem(i) {
+                self.vmem = Some((p, None));
+            }
+        }
+        if Scope::Gfx12.contains(self.t) {
+            if matches!(
+                class,
+                InstClass::Smem | InstClass::Buffer | InstClass::Image
+            ) {
+                self.sa.clear();
+                self.va.clear();
+                self.va_vcc = None;
+            }
+            if let Some(m) = depctr_imm(i) {
+                if DepField::SaSdst.is_zero_in(m) {
+                    self.sa.clear();
+                }
+                if DepField::VaSdst.is_zero_in(m) {
+                    self.va.clear();
+                }
+                if DepField::VaVcc.is_zero_in(m) {
+                    self.va_vcc = None;
+                }
+            }
+            let valu = class == InstClass::Valu;
+            let salu = class == InstClass::Salu;
+            // The wait a consumer needs is taken before it issues: its own reads commit.
+            let need = self.check(i);
+            for n in need {
+                match n.rule.fix {
+                    Fix::DepCtr(DepField::SaSdst) => self.sa.clear(),
+                    Fix::DepCtr(DepField::VaSdst) => self.va.clear(),
+                    Fix::DepCtr(DepField::VaVcc) => self.va_vcc = None,
+                    _ => {}
+                }
+            }
+            if salu {
+                if !sgprs(&reads, false).is_empty() {
+                    self.va.clear();
+                }
+                if reads.contains(SpecialReg::VccLo) || reads.contains(SpecialReg::VccHi) {
+                    self.va_vcc = None;
+                }
+            }
+            if valu || salu {
+                for s in sgprs(&writes, false) {
+                    if salu {
+                        self.sa.retain(|(x, _)| *x != s);
+                        self.sa.push((s, Some(p)));
+                    } else {
+                        self.va.retain(|(x, _)| *x != s);
+                        self.va.push((s, p));
+                    }
+                }
+                if valu
+                    && (writes.contains(SpecialReg::VccLo) || writes.contains(SpecialReg::VccHi))
+                {
+                    self.va_vcc = Some(p);
+                }
+            }
+        }
+        self.hist.push_front((p, *i));
+        self.hist.truncate(HISTORY);
+    }
+}
+
+/// Wait states an instruction provides (`s_nop n`: n + 1; the hardware reads 4 bits of n on
+/// gfx9/gfx10 and 7 bits later, ISA manuals "SOPP").
+pub fn ws(i: &Instruction, t: Target) -> u32 {
+    if i.special() == Special::Nop {
+        let mask = if matches!(t.family(), Family::Gfx9 | Family::Gfx10) {
+            0xf
+        } else {
+            0x7f
+        };
+        i.field("simm16").map_or(1, |n| (n & mask) + 1)
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Encodings from `llvm-mc-22 -show-encoding`; expected waits from `llc-22 -run-pass=
+    //! post-RA-hazard-rec` / `amdgpu-wait-sgpr-hazards` on the same sequences (docs/hazards.md).
+    use super::*;
+    use crate::build::{self, Operand};
+    use crate::decode;
+
+    const READFIRSTLANE_S5_V1: [u8; 4] = [0x01, 0x05, 0x0a, 0x7e];
+    const EXP_V0_V1_GFX11: [u8; 4] = [0x01, 0x4b, 0x00, 0x7e];
+
+    fn ids(t: Target, seq: &[Instruction]) -> Vec<&'static str> {
+        let (last, before) = seq.split_last().expect("non-empty");
+        let mut s = Scanner::new(t);
+        for i in before {
+            s.push(i);
+        }
+        s.check(last).iter().map(|n| n.rule.id).collect()
+    }
+
+    fn t(n: &str) -> Target {
+        Target::from_name(n).expect("known target")
+    }
+
+    #[test]
+    fn m0_write_then_ttracedata_needs_one_wait_state_on_gfx9_only() {
+        for (name, want) in [
+            ("gfx900", vec!["m0-msg"]),
+            ("gfx942", vec!["m0-msg"]),
+            ("gfx1100", vec![]),
+        ] {
+            let t = t(name);
+            let mov = build::s_mov_b32(t, Operand::M0, Operand::Imm(5)).unwrap();
+            let tt = build::s_ttracedata(t).unwrap();
+            assert_eq!(ids(t, &[mov, tt]), want, "{name}");
+            let nop = build::s_nop(t, 0).unwrap();
+            assert!(ids(t, &[mov, nop, tt]).is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn valu_sgpr_write_then_lane_select_needs_four_wait_states_on_gfx9() {
+        let t = t("gfx900");
+        let rfl = decode(&READFIRSTLANE_S5_V1, t).unwrap();
+        let rl = build::v_readlane_b32(t, Operand::Sgpr(6), 0, Operand::Sgpr(5)).unwrap();
+        assert_eq!(ids(t, &[rfl, rl]), vec!["valu-sgpr-lanesel"]);
+        let nop2 = build::s_nop(t, 2).unwrap();
+        assert_eq!(ids(t, &[rfl, nop2, rl]), vec!["valu-sgpr-lanesel"]);
+        let nop3 = build::s_nop(t, 3).unwrap();
+        assert!(ids(t, &[rfl, nop3, rl]).is_empty());
+        // Lane select s7 is not the written s5.
+        let rl7 = build::v_readlane_b32(t, Operand::Sgpr(6), 0, Operand::Sgpr(7)).unwrap();
+        assert!(ids(t, &[rfl, rl7]).is_empty());
+    }
+
+    #[test]
+    fn gfx12_sgpr_waits_follow_the_commit_model() {
+        let t = t("gfx1200");
+        let mov = build::s_mov_b32(t, Operand::Sgpr(5), Operand::Imm(1)).unwrap();
+        let rl = build::v_readlane_b32(t, Operand::Sgpr(6), 0, Operand::Sgpr(5)).unwrap();
+        let m0 = build::s_mov_b32(t, Operand::M0, Operand::Sgpr(5)).unwrap();
+        assert_eq!(ids(t, &[mov, rl]), vec!["salu-sgpr-read"]);
+        assert_eq!(ids(t, &[mov, m0]), vec!["salu-sgpr-read"]);
+        let w = build::s_wait_alu(t, DepField::SaSdst.wait_imm()).unwrap();
+        assert!(ids(t, &[mov, w, rl]).is_empty());
+        let rfl = decode(&READFIRSTLANE_S5_V1, t).unwrap();
+        assert_eq!(ids(t, &[rfl, rl]), vec!["valu-sgpr-read"]);
+        // A VALU-written SGPR read by SALU needs nothing, and that read commits VALU writes.
+        assert!(ids(t, &[rfl, m0]).is_empty());
+        assert!(ids(t, &[rfl, m0, rl]).is_empty());
+        assert_eq!(DepField::SaSdst.wait_imm(), 0xfffe);
+        assert_eq!(DepField::VaSdst.wait_imm(), 0xf1ff);
+        assert!(DepField::VaSdst.is_zero_in(0xf19f));
+        assert!(DepField::VaVdst.is_zero_in(0x0f9f));
+    }
+
+    #[test]
+    fn transcendental_result_read_by_readlane() {
+        for (name, want) in [("gfx1100", 6usize), ("gfx1250", 1)] {
+            let t = t(name);
+            let exp = decode(&EXP_V0_V1_GFX11, t).unwrap();
+            let rl = build::v_readlane_b32(t, Operand::Sgpr(6), 0, Operand::Sgpr(5)).unwrap();
+            let salu = build::s_mov_b32(t, Operand::Sgpr(20), Operand::Imm(1)).unwrap();
+            let valu = build::v_readlane_b32(t, Operand::Sgpr(7), 9, Operand::Sgpr(5)).unwrap();
+            let mut seq = vec![exp];
+            seq.extend(std::iter::repeat_n(salu, 9));
+            seq.push(rl);
+            assert_eq!(
+                ids(t, &seq),
+                vec!["trans-use"],
+                "{name}: SALUs do not count"
+            );
+            let mut seq = vec![exp];
+            seq.extend(std::iter::repeat_n(valu, want - 1));
+            seq.push(rl);
+            assert_eq!(ids(t, &seq), vec!["trans-use"], "{name}");
+            seq.insert(1, valu);
+            assert!(ids(t, &seq).is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn setreg_then_getreg_of_the_same_register_on_gfx9() {
+        let t = t("gfx900");
+        let set = decode(&[0x01, 0x18, 0x01, 0xb9], t).unwrap();
+        let same = build::s_getreg_b32(t, Operand::Sgpr(2), 1, 0, 4).unwrap();
+        let other = build::s_getreg_b32(t, Operand::Sgpr(2), 4, 0, 4).unwrap();
+        assert_eq!(ids(t, &[set, same]), vec!["setreg"]);
+        assert!(ids(t, &[set, other]).is_empty());
+    }
+}
