@@ -121,6 +121,9 @@ pub struct Instruction {
     pub(crate) row: &'static OpRow,
     /// Byte offset and size of the literal, if any.
     pub(crate) lit: Option<(u8, u8)>,
+    /// The opcode was found only in the other 16-bit mode's table (see
+    /// [`Instruction::decoded_in_other_mode`]).
+    pub(crate) other_mode: bool,
 }
 
 impl std::fmt::Debug for Instruction {
@@ -185,18 +188,31 @@ fn lookup(
     Some((row, (slot >> 16) as u8))
 }
 
-/// Opcode row of (format, key) and its size in bytes (see `TargetDef::ops_by_key`). The selected mode's table
-/// is searched first; the other mode's table is the fallback, so true16-only opcodes (gfx12
-/// `v_mov_b16`) decode in either mode.
+/// Opcode row of (format, key), its size in bytes (see `TargetDef::ops_by_key`) and whether it
+/// came from the other mode's table. The selected mode's table is searched first; the other
+/// mode's table is the fallback, so true16-only opcodes (gfx12 `v_mov_b16`) decode in either
+/// mode.
 #[inline]
-fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<(&'static OpRow, u8)> {
+fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<(&'static OpRow, u8, bool)> {
     let d = target.def();
     let main = || lookup(d.ops, d.ops_by_key, fmt_idx, key);
-    match (d.ops_t16, target.true16()) {
-        (Some(t16), true) => lookup(t16, d.ops_t16_by_key, fmt_idx, key).or_else(main),
-        (Some(t16), false) => main().or_else(|| lookup(t16, d.ops_t16_by_key, fmt_idx, key)),
-        (None, _) => main(),
+    let t16 = |t| lookup(t, d.ops_t16_by_key, fmt_idx, key);
+    let (first, other) = match (d.ops_t16, target.true16()) {
+        (Some(t), true) => (t16(t), main()),
+        (Some(t), false) => (main(), t16(t)),
+        (None, _) => (main(), None),
+    };
+    match first {
+        Some((r, n)) => Some((r, n, false)),
+        None => other.map(|(r, n)| (r, n, true)),
     }
+}
+
+/// The real-true16 row of (format, key), if the target has a real-true16 table and the opcode
+/// is in it.
+pub(crate) fn t16_row(target: Target, fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
+    let d = target.def();
+    lookup(d.ops_t16?, d.ops_t16_by_key, fmt_idx, key).map(|(r, _)| r)
 }
 
 /// The first `len` (<= `MAX_LEN`, <= `bytes.len()`) bytes of `bytes`, zero-padded to `MAX_LEN`.
@@ -250,11 +266,12 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         });
     }
     let key = opcode_key(fmt, bytes);
-    let (row, size) = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
-        format: fmt.name,
-        opcode: key,
-        word: w0,
-    })?;
+    let (row, size, other_mode) =
+        find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
+            format: fmt.name,
+            opcode: key,
+            word: w0,
+        })?;
     let mut len = usize::from(size);
     // A literal is present when the table size exceeds the nominal size (fixed literal: madmk,
     // s_setreg_imm32_b32, ...) or a literal probe (field value 255, gfx1250 254 = 64-bit) matches.
@@ -340,6 +357,7 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         fmt,
         row,
         lit,
+        other_mode,
     })
 }
 
@@ -581,6 +599,69 @@ impl Instruction {
         Ok(out)
     }
 
+    /// The opcode exists only in the other 16-bit mode's table: LLVM 22 in this instruction's
+    /// mode rejects the word (llvm-objdump prints `.long`), e.g. gfx12/gfx1250 `v_mov_b16`
+    /// (real-true16 only) decoded in fake16 mode. Code containing such instructions was
+    /// compiled for the other mode; [`Target::with_true16`] selects it.
+    pub fn decoded_in_other_mode(&self) -> bool {
+        self.other_mode
+    }
+
+    /// Does the operand in format field `field` take a 16-bit VGPR half in a 32-bit
+    /// VOP1/VOP2/VOPC encoding? There (gfx11+, either 16-bit mode) bit 7 of the VGPR number
+    /// selects the high half and only v0..v127 are addressable (LLVM `VGPR_16_Lo128`; fake16
+    /// prints `v130` for `v2.h`). Facts from the real-true16 opcode table: width 0.
+    fn e32_half(&self, field: u8) -> bool {
+        if self.target.family() < Family::Gfx11
+            || !matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc)
+        {
+            return false;
+        }
+        let d = self.target.def();
+        let Some(fi) = d.formats.iter().position(|f| std::ptr::eq(f, self.fmt)) else {
+            return false;
+        };
+        let row = if self.target.true16() != self.other_mode {
+            Some(self.row)
+        } else {
+            t16_row(self.target, fi as u8, opcode_key(self.fmt, self.bytes()))
+        };
+        row.is_some_and(|r| r.operands.iter().any(|o| o.field == field && o.width == 0))
+    }
+
+    /// Registers of a DPP/SDWA instruction's real src0 (ISA manuals, "VOP_DPP"/"VOP_DPP8"/
+    /// "VOP_SDWA"/"VOP3 DPP" microcode formats): VOP1/VOP2/VOPC with src0 = 250 (DPP16),
+    /// 233/234 (DPP8, gfx10+) or 249 (SDWA, gfx9/gfx10) take it from dword 1 bits 7:0 (an SGPR
+    /// when SDWA bit 23 `s0` is set); gfx11+ VOP3/VOP3P DPP from dword 2 bits 7:0.
+    fn dpp_src0_regs(&self, set: &mut RegSet) {
+        let Some((fi, o)) = self.operand_of("src0") else {
+            return;
+        };
+        let fam = self.target.family();
+        let src0 = self.field("src0").unwrap_or(0);
+        let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
+        let vop3 = matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) && fam >= Family::Gfx11;
+        let n = match src0 {
+            250 | 233 | 234 if e32 && (src0 == 250 || fam >= Family::Gfx10) => self.word(1) & 0xff,
+            249 if e32 && fam <= Family::Gfx10 => {
+                if self.word(1) & (1 << 23) != 0 {
+                    set.add_scalar(self.target.def().sregs, (self.word(1) & 0xff) as u16, 1);
+                    return;
+                }
+                self.word(1) & 0xff
+            }
+            250 | 233 | 234 if vop3 => self.word(2) & 0xff,
+            _ => return,
+        } as u16;
+        if self.len() <= usize::from(self.fmt.dwords) * 4 {
+            return;
+        }
+        let n = if self.e32_half(fi as u8) { n & 0x7f } else { n };
+        for i in 0..u16::from(o.width.max(1)) {
+            set.add_vgpr(n + i);
+        }
+    }
+
     /// The recognised special instruction kind.
     pub fn special(&self) -> Special {
         match self.row.special {
@@ -650,6 +731,8 @@ impl Instruction {
             };
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
             let mut width = o.width.max(1);
+            // 16-bit operands of 32-bit VOP encodings: bit 7 selects the half of v0..v127.
+            let half = |n: u16| if self.e32_half(o.field) { n & 0x7f } else { n };
             if self.fmt.format == Format::Exp && !self.exp_source_enabled(f.name) {
                 continue;
             }
@@ -668,7 +751,7 @@ impl Instruction {
                         if o.file == RegFile::Agpr || self.mai_acc(f.name) {
                             set.add_agpr(v - 256 + i)
                         } else {
-                            set.add_vgpr(v - 256 + i)
+                            set.add_vgpr(half(v - 256) + i)
                         }
                     }
                 }
@@ -681,7 +764,7 @@ impl Instruction {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
                 }
                 (FieldKind::V8, RegFile::Vgpr) => {
-                    (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i))
+                    (0..u16::from(width)).for_each(|i| set.add_vgpr(half(v) + i))
                 }
                 (FieldKind::V8, RegFile::Agpr) => {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
@@ -689,6 +772,9 @@ impl Instruction {
                 (FieldKind::Imm, _) => {}
                 _ => set.add_scalar(sregs, v, width),
             }
+        }
+        if !defs && image.is_none() {
+            self.dpp_src0_regs(&mut set);
         }
         // SMEM offset SGPR: not a table operand (the tables list the immediate-offset forms).
         if let (false, Some(v)) = (defs, self.smem_soffset()) {

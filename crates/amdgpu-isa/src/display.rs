@@ -141,7 +141,7 @@ impl Instruction {
             _ => return text,
         };
         if self.is_bitop3() {
-            return text;
+            return self.vop3_src_const(i, text);
         }
         if matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) {
             self.vop3_src_mods(i, text)
