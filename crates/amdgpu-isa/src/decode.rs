@@ -124,6 +124,8 @@ pub struct Instruction {
     /// The opcode was found only in the other 16-bit mode's table (see
     /// [`Instruction::decoded_in_other_mode`]).
     pub(crate) other_mode: bool,
+    /// Two-part instruction: index + 1 into the target's `pairs` (0 = none).
+    pub(crate) pair: u8,
 }
 
 impl std::fmt::Debug for Instruction {
@@ -349,6 +351,20 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
             word: w0,
         });
     }
+    // gfx950/gfx1250 VOP3PX2: a scale-load prefix followed by the MFMA/WMMA dwords that LLVM
+    // requires (isa-tables/pairs.tsv) is one 16-byte instruction.
+    let mut pair = 0u8;
+    if fmt.format == Format::Vop3p && !def.pairs.is_empty() && bytes.len() >= 16 && len == 8 {
+        let w = [w0, word(bytes, 1), word(bytes, 2), word(bytes, 3)];
+        if let Some(i) = def
+            .pairs
+            .iter()
+            .position(|p| p.prefix == key && (0..4).all(|k| w[k] & p.mask[k] == p.value[k]))
+        {
+            pair = i as u8 + 1;
+            len = 16;
+        }
+    }
     let raw = copy_raw(bytes, len);
     Ok(Instruction {
         raw,
@@ -358,6 +374,7 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         row,
         lit,
         other_mode,
+        pair,
     })
 }
 
@@ -458,7 +475,20 @@ impl Instruction {
 
     /// LLVM mnemonic (`"s_cbranch_scc1"`, `"v_add_f32_e32"`); for VOPD the X half.
     pub fn mnemonic(&self) -> &'static str {
-        self.row.mnemonic
+        self.pair_def().map_or(self.row.mnemonic, |p| p.mnemonic)
+    }
+
+    /// The two-part (VOP3PX2) definition, if this is one.
+    pub(crate) fn pair_def(&self) -> Option<&'static PairDef> {
+        let i = usize::from(self.pair).checked_sub(1)?;
+        self.target.def().pairs.get(i)
+    }
+
+    /// Part `i` (0: the scale-load prefix, bytes 0..8; 1: the MFMA/WMMA, bytes 8..16) of a
+    /// two-part instruction, decoded alone.
+    pub(crate) fn pair_part(&self, i: usize) -> Option<Instruction> {
+        self.pair_def()?;
+        decode_at(self.raw.get(i * 8..i * 8 + 8)?, self.target).ok()
     }
 
     /// VOPD/VOPD3: the Y half's mnemonic.
@@ -468,7 +498,7 @@ impl Instruction {
 
     /// LLVM MC opcode name (`"S_ENDPGM_gfx11"`), for diagnostics.
     pub fn llvm_opcode_name(&self) -> &'static str {
-        self.row.mc_name
+        self.pair_def().map_or(self.row.mc_name, |p| p.mc_name)
     }
 
     /// LLVM `TSFlags` of the MC opcode (bit meanings: LLVM `SIDefines.h`, `SIInstrFlags`).
@@ -662,6 +692,28 @@ impl Instruction {
         }
     }
 
+    /// gfx950 `v_mfma_*_f8f6f4` source widths in VGPRs from the operand formats: `cbsz`
+    /// (dword0 bits 10:8) for src0, `blgp` (dword1 bits 31:29) for src1; FP8/BF8 (0, 1) take 8
+    /// registers, FP6/BF6 (2, 3) 6, FP4 (4) 4 (LLVM 22 prints other values with 8; AMD CDNA4
+    /// ISA, "MFMA with FP8/FP6/FP4 operands").
+    pub(crate) fn f8f6f4_width(&self, field: &str) -> Option<u8> {
+        let m = self.row.mnemonic;
+        if self.fmt.format != Format::Vop3p || !m.starts_with("v_mfma_") || !m.ends_with("_f8f6f4")
+        {
+            return None;
+        }
+        let f = match field {
+            "src0" => (self.word(0) >> 8) & 7,
+            "src1" => self.word(1) >> 29,
+            _ => return None,
+        };
+        Some(match f {
+            2 | 3 => 6,
+            4 => 4,
+            _ => 8,
+        })
+    }
+
     /// The recognised special instruction kind.
     pub fn special(&self) -> Special {
         match self.row.special {
@@ -692,6 +744,13 @@ impl Instruction {
 
     fn regs(&self, defs: bool) -> RegSet {
         let mut set = RegSet::new();
+        // Two-part instructions: both parts' registers (the prefix reads the scale VGPRs).
+        if self.pair != 0 {
+            for p in (0..2).filter_map(|i| self.pair_part(i)) {
+                set.union_with(&p.regs(defs));
+            }
+            return set;
+        }
         let sregs = self.target.def().sregs;
         let b = self.bytes();
         // Image instructions: operand widths from dmask/d16/tfe/dim/a16/NSA (crate::image).
@@ -730,7 +789,7 @@ impl Instruction {
                 continue;
             };
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
-            let mut width = o.width.max(1);
+            let mut width = self.f8f6f4_width(f.name).unwrap_or(o.width.max(1));
             // 16-bit operands of 32-bit VOP encodings: bit 7 selects the half of v0..v127.
             let half = |n: u16| if self.e32_half(o.field) { n & 0x7f } else { n };
             if self.fmt.format == Format::Exp && !self.exp_source_enabled(f.name) {

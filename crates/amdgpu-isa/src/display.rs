@@ -87,7 +87,7 @@ impl Instruction {
         let (fi, op) = self.operand_of(name)?;
         let f = &self.fmt.fields[fi];
         let v = self.field(name)?;
-        let w = u32::from(op.width.max(1));
+        let w = u32::from(self.f8f6f4_width(name).unwrap_or(op.width.max(1)));
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
         let acc = (op.file == RegFile::Vgpr
             && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
@@ -724,6 +724,9 @@ impl Instruction {
 
 impl std::fmt::Display for Instruction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = self.pair_text() {
+            return f.write_str(&t);
+        }
         if self.fmt.format == Format::Sopp {
             return f.write_str(&self.sopp_text());
         }
@@ -766,7 +769,64 @@ impl std::fmt::Display for Instruction {
     }
 }
 
+/// Splits LLVM text `mnemonic op, op, op mod mod` into the operand list and the modifiers
+/// (operands are separated by `, `; modifiers by spaces).
+fn operands_and_mods(text: &str) -> (&str, &str) {
+    let rest = text.split_once(' ').map_or("", |(_, r)| r);
+    let mut end = 0;
+    for (i, tok) in rest.split(' ').enumerate() {
+        end += tok.len() + usize::from(i > 0);
+        if !tok.ends_with(',') {
+            break;
+        }
+    }
+    let end = end.min(rest.len());
+    (&rest[..end], rest[end..].trim_start())
+}
+
 impl Instruction {
+    /// Text of a two-part (VOP3PX2) instruction as LLVM 22 prints it: the pair's mnemonic,
+    /// the MFMA/WMMA operands, the prefix's scale operands, then the modifiers. gfx950:
+    /// the prefix's `op_sel:[a,b,0]` (when set) and `op_sel_hi:[c,d,0]` (always) before the
+    /// MFMA's `cbsz`/`abid`/`blgp`; gfx1250: the WMMA's modifiers, then the prefix's.
+    fn pair_text(&self) -> Option<String> {
+        let p = self.pair_def()?;
+        let (pre, main) = (self.pair_part(0)?, self.pair_part(1)?);
+        let (pt, mt) = (pre.to_string(), main.to_string());
+        let (pops, pmods) = operands_and_mods(&pt);
+        let (mops, mmods) = operands_and_mods(&mt);
+        let mut out = format!("{} {mops}, {pops}", p.mnemonic);
+        let mods: Vec<String> = if self.target.family() == Family::Gfx9 {
+            let (w0, w1) = (self.word(0), self.word(1));
+            let b = |w: u32, k: u32| (w >> k) & 1;
+            let mut v = Vec::new();
+            if w0 & (3 << 11) != 0 {
+                v.push(format!("op_sel:[{},{},0]", b(w0, 11), b(w0, 12)));
+            }
+            v.push(format!("op_sel_hi:[{},{},0]", b(w1, 27), b(w1, 28)));
+            // The pair fixes the MFMA's abid bits to 1 (pairs.tsv); LLVM prints no abid.
+            v.extend(
+                mmods
+                    .split(' ')
+                    .filter(|m| !m.is_empty() && !m.starts_with("abid:"))
+                    .map(String::from),
+            );
+            v
+        } else {
+            [mmods, pmods]
+                .iter()
+                .flat_map(|m| m.split(' '))
+                .filter(|m| !m.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        for m in mods {
+            out.push(' ');
+            out.push_str(&m);
+        }
+        Some(out)
+    }
+
     /// Is the operand with this field float-typed? (Mnemonic type suffix; LLVM prints
     /// `neg`/`abs` DPP/SDWA source modifiers for float operands and `sext` for integer ones.)
     fn float_op(&self) -> bool {

@@ -308,6 +308,7 @@ fn run_target(
 ) -> (usize, usize, usize, usize) {
     let t = Target::from_name(name).expect("target");
     let space = testing::opcode_words(t);
+    let pairs = testing::pair_words(t);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed);
     let (mut generated, mut ours_rejected, mut llvm_rejected, mut fallbacks) = (0, 0, 0, 0);
     let mut accepted = 0usize;
@@ -326,6 +327,13 @@ fn run_target(
                 rng.next(),
                 rng.next(),
             ];
+            // Two-part (VOP3PX2) encodings: the fixed bits of a pair, all others random.
+            if !pairs.is_empty() && rng.next() % 16 == 0 {
+                let (m, v) = pairs[rng.next() as usize % pairs.len()];
+                for k in 0..4 {
+                    words[k] = (words[k] & !m[k]) | v[k];
+                }
+            }
             match rng.next() % 8 {
                 0 => {
                     words[0] = (words[0] & !0x1ff)
