@@ -356,11 +356,14 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
     let mut pair = 0u8;
     if fmt.format == Format::Vop3p && !def.pairs.is_empty() && bytes.len() >= 16 && len == 8 {
         let w = [w0, word(bytes, 1), word(bytes, 2), word(bytes, 3)];
-        if let Some(i) = def
-            .pairs
-            .iter()
-            .position(|p| p.prefix == key && (0..4).all(|k| w[k] & p.mask[k] == p.value[k]))
-        {
+        // LLVM also requires the matrix sources A and B (the second part's src0/src1, dword
+        // 3) to be vector registers (value >= 256): with a scalar tuple it can reject the pair
+        // and decode the prefix alone (gfx1250 `s[103:118]`, random test). Real code never
+        // has them; such words decode as two instructions here.
+        let ab_vgpr = w[3] & 0x1ff >= 256 && (w[3] >> 9) & 0x1ff >= 256;
+        if let Some(i) = def.pairs.iter().position(|p| {
+            ab_vgpr && p.prefix == key && (0..4).all(|k| w[k] & p.mask[k] == p.value[k])
+        }) {
             pair = i as u8 + 1;
             len = 16;
         }
@@ -692,14 +695,30 @@ impl Instruction {
         }
     }
 
-    /// gfx950 `v_mfma_*_f8f6f4` source widths in VGPRs from the operand formats: `cbsz`
-    /// (dword0 bits 10:8) for src0, `blgp` (dword1 bits 31:29) for src1; FP8/BF8 (0, 1) take 8
-    /// registers, FP6/BF6 (2, 3) 6, FP4 (4) 4 (LLVM 22 prints other values with 8; AMD CDNA4
-    /// ISA, "MFMA with FP8/FP6/FP4 operands").
+    /// `*_f8f6f4` matrix source widths in VGPRs from the operand formats. gfx950
+    /// `v_mfma_*_f8f6f4`: `cbsz` (dword0 bits 10:8) for src0, `blgp` (dword1 bits 31:29) for
+    /// src1; FP8/BF8 (0, 1) take 8 registers, FP6/BF6 (2, 3) 6, FP4 (4) 4 (LLVM 22 prints
+    /// other values with 8; AMD CDNA4 ISA, "MFMA with FP8/FP6/FP4 operands").
+    /// gfx1250 `v_wmma_*_f8f6f4`: `matrix_a_fmt` (dword0 bits 13:11) for src0, `matrix_b_fmt`
+    /// (dword0 bit 14, dword1 bits 28:27) for src1: 16, 12 or 8 VGPRs (llvm-mc-22).
     pub(crate) fn f8f6f4_width(&self, field: &str) -> Option<u8> {
         let m = self.row.mnemonic;
-        if self.fmt.format != Format::Vop3p || !m.starts_with("v_mfma_") || !m.ends_with("_f8f6f4")
-        {
+        if self.fmt.format != Format::Vop3p || !m.ends_with("_f8f6f4") {
+            return None;
+        }
+        if m.starts_with("v_wmma_") && self.target.family() == Family::Gfx1250 {
+            let f = match field {
+                "src0" => (self.word(0) >> 11) & 7,
+                "src1" => ((self.word(0) >> 12) & 4) | ((self.word(1) >> 27) & 3),
+                _ => return None,
+            };
+            return Some(match f {
+                2 | 3 => 12,
+                4 => 8,
+                _ => 16,
+            });
+        }
+        if !m.starts_with("v_mfma_") {
             return None;
         }
         let f = match field {

@@ -762,6 +762,7 @@ impl std::fmt::Display for Instruction {
         self.fix_modifiers(&mut out);
         self.fix_scalar_symbolic(&mut out);
         self.fix_f16_sources(&mut out);
+        self.wmma_mods(&mut out);
         self.vop3_trailing_mods(&mut out);
         self.vop3_dpp(&mut out);
         self.dpp_sdwa(&mut out);
@@ -785,6 +786,70 @@ fn operands_and_mods(text: &str) -> (&str, &str) {
 }
 
 impl Instruction {
+    /// gfx1250 WMMA/SWMMAC and scale-load modifiers, right after the operands (LLVM 22
+    /// `AMDGPUInstPrinter`, checked bit by bit with llvm-mc-22): `*_f8f6f4` WMMAs print
+    /// `matrix_a_fmt` (dword0 bits 13:11) and `matrix_b_fmt` (dword0 bit 14, dword1 bits
+    /// 28:27); other WMMA/SWMMAC print `matrix_a_reuse`/`matrix_b_reuse` (dword0 bits 13/14);
+    /// `v_wmma_ld_scale*_paired` print `matrix_{a,b}_scale` (dword0 bit 11, dword1 bit 27),
+    /// `matrix_{a,b}_scale_fmt` (dword1 bits 30:29, dword0 bits 9:8) and the reuse bits. The
+    /// opcode template's text (decoded with bit 14 set) may carry a reuse flag: replaced.
+    fn wmma_mods(&self, out: &mut String) {
+        let m = self.row.mnemonic;
+        if self.target.family() != Family::Gfx1250
+            || self.fmt.format != Format::Vop3p
+            || !(m.starts_with("v_wmma_") || m.starts_with("v_swmmac_"))
+        {
+            return;
+        }
+        for r in [" matrix_a_reuse", " matrix_b_reuse"] {
+            if let Some(p) = out.find(r) {
+                out.replace_range(p..p + r.len(), "");
+            }
+        }
+        let (w0, w1) = (self.word(0), self.word(1));
+        let bit = |w: u32, b: u32| w & (1 << b) != 0;
+        let mut mods: Vec<String> = Vec::new();
+        if m.ends_with("_f8f6f4") {
+            const FMT: [&str; 5] = ["FP8", "BF8", "FP6", "BF6", "FP4"];
+            let a = (w0 >> 11) & 7;
+            let b = ((w0 >> 12) & 4) | ((w1 >> 27) & 3);
+            for (n, v) in [("a", a), ("b", b)] {
+                match FMT.get(v as usize) {
+                    Some(_) if v == 0 => {}
+                    Some(f) => mods.push(format!("matrix_{n}_fmt:MATRIX_FMT_{f}")),
+                    None => mods.push(format!("matrix_{n}_fmt:{v}")),
+                }
+            }
+        } else {
+            if m.starts_with("v_wmma_ld_scale") {
+                const SFMT: [&str; 4] = ["", "E5M3", "E4M3", ""];
+                for (n, on) in [("a", bit(w0, 11)), ("b", bit(w1, 27))] {
+                    if on {
+                        mods.push(format!("matrix_{n}_scale:MATRIX_SCALE_ROW1"));
+                    }
+                }
+                for (n, v) in [("a", (w1 >> 29) & 3), ("b", (w0 >> 8) & 3)] {
+                    match (v, SFMT[v as usize]) {
+                        (0, _) => {}
+                        (v, "") => mods.push(format!("matrix_{n}_scale_fmt:{v}")),
+                        (_, f) => mods.push(format!("matrix_{n}_scale_fmt:MATRIX_SCALE_FMT_{f}")),
+                    }
+                }
+            }
+            for (n, b) in [("a", 13), ("b", 14)] {
+                if bit(w0, b) {
+                    mods.push(format!("matrix_{n}_reuse"));
+                }
+            }
+        }
+        if mods.is_empty() {
+            return;
+        }
+        let (ops, _) = operands_and_mods(out);
+        let at = out.find(' ').map_or(out.len(), |p| p + 1 + ops.len());
+        out.insert_str(at, &format!(" {}", mods.join(" ")));
+    }
+
     /// Text of a two-part (VOP3PX2) instruction as LLVM 22 prints it: the pair's mnemonic,
     /// the MFMA/WMMA operands, the prefix's scale operands, then the modifiers. gfx950:
     /// the prefix's `op_sel:[a,b,0]` (when set) and `op_sel_hi:[c,d,0]` (always) before the
@@ -813,10 +878,13 @@ impl Instruction {
             );
             v
         } else {
-            [mmods, pmods]
-                .iter()
-                .flat_map(|m| m.split(' '))
-                .filter(|m| !m.is_empty())
+            // gfx1250: the WMMA's matrix formats, the prefix's scale modifiers, then the rest.
+            let m: Vec<&str> = mmods.split(' ').filter(|m| !m.is_empty()).collect();
+            let (fmts, rest): (Vec<&str>, Vec<&str>) =
+                m.into_iter().partition(|m| m.starts_with("matrix_"));
+            fmts.into_iter()
+                .chain(pmods.split(' ').filter(|m| !m.is_empty()))
+                .chain(rest)
                 .map(String::from)
                 .collect()
         };
