@@ -878,8 +878,12 @@ impl Instruction {
             );
             v
         } else {
-            // gfx1250: the WMMA's matrix formats, the prefix's scale modifiers, then the rest.
-            let m: Vec<&str> = mmods.split(' ').filter(|m| !m.is_empty()).collect();
+            // gfx1250: the WMMA's matrix formats, the prefix's scale modifiers, then the rest;
+            // the reuse flags are the prefix's (the pair fixes the WMMA's bits).
+            let m: Vec<&str> = mmods
+                .split(' ')
+                .filter(|m| !m.is_empty() && !m.ends_with("_reuse"))
+                .collect();
             let (fmts, rest): (Vec<&str>, Vec<&str>) =
                 m.into_iter().partition(|m| m.starts_with("matrix_"));
             fmts.into_iter()
