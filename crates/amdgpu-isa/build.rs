@@ -253,6 +253,18 @@ fn main() {
         .ok();
     }
 
+    // Two-part instructions per opcode table (isa-dump pairs).
+    let pairs_txt = read(&tables.join("pairs.tsv"));
+    let mut pairs: HashMap<&str, String> = HashMap::new();
+    for c in rows(&pairs_txt) {
+        let hex = |i: usize| u32::from_str_radix(c[i], 16).expect("pairs.tsv mask/value");
+        writeln!(
+            pairs.entry(c[0]).or_default(),
+            "PairDef {{ prefix: {}, mask: [{}, {}, {}, {}], value: [{}, {}, {}, {}], mc_name: {:?}, mnemonic: {:?} }},",
+            c[1], hex(3), hex(4), hex(5), hex(6), hex(7), hex(8), hex(9), hex(10), c[11], c[12]
+        )
+        .ok();
+    }
     // Opcode tables, deduplicated by content.
     let targets_txt = read(&tables.join("targets.tsv"));
     let mut table_ids: HashMap<String, usize> = HashMap::new(); // table name -> id
@@ -291,8 +303,8 @@ fn main() {
         let t16 = t16_id.map_or("None".to_string(), |i| format!("Some(OPS_{i})"));
         let t16_keys = t16_id.map_or("&[]".to_string(), |i| format!("OPS_{i}_BY_KEY"));
         let fam_uc = fam.to_uppercase();
-        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_by_key: OPS_{main_id}_BY_KEY, ops_t16: {t16}, ops_t16_by_key: {t16_keys}, formats: FORMATS_{fam_uc}, fmt_by_top9: &FMT_BY_TOP9_{fam_uc}, sregs: &SREGS_{fam_uc}, sym: &SYM_{fam_uc} }},",
-            family_variant(fam)).ok();
+        writeln!(tcode, "TargetDef {{ name: {name:?}, family: Family::{}, mach: {mach}, ops: OPS_{main_id}, ops_by_key: OPS_{main_id}_BY_KEY, ops_t16: {t16}, ops_t16_by_key: {t16_keys}, formats: FORMATS_{fam_uc}, fmt_by_top9: &FMT_BY_TOP9_{fam_uc}, sregs: &SREGS_{fam_uc}, sym: &SYM_{fam_uc}, pairs: &[{}] }},",
+            family_variant(fam), pairs.get(table).map_or("", |s| s.as_str())).ok();
     }
     writeln!(out, "pub(crate) static TARGETS: &[TargetDef] = &[{tcode}];").ok();
     let dest = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("tables.rs");

@@ -27,6 +27,13 @@ done
 for tf in gfx1100:gfx11 gfx1151:gfx11 gfx11-generic:gfx11 gfx1200:gfx12 gfx1201:gfx12 gfx12-generic:gfx12 gfx1250:gfx1250; do
   ISA_DUMP_FEATURES=+real-true16 "$bin" ops "${tf%%:*}" "${tf##*:}" "$tables/formats.tsv" > "$out/ops/${tf%%:*}+t16.tsv"
 done
+# Two-part instructions (VOP3PX2, gfx950/gfx1250) per opcode table: table name first.
+{
+  printf '#table\t'; "$bin" pairs gfx900 gfx9 "$tables/formats.tsv" | head -1
+  for tf in $table_targets; do
+    "$bin" pairs "${tf%%:*}" "${tf##*:}" "$tables/formats.tsv" | sed -n "2,\$ s/^/${tf%%:*}\t/p"
+  done
+} > "$out/pairs.tsv"
 for tf in gfx900:gfx9 gfx1030:gfx10 gfx1100:gfx11 gfx1200:gfx12 gfx1250:gfx1250; do
   "$bin" sregs "${tf%%:*}" "${tf##*:}" "$tables/formats.tsv" > "$out/sregs/${tf##*:}.tsv"
 done
@@ -48,6 +55,6 @@ for line in open(sys.argv[2]):
     print(f"{name}\t{fam}\t{table}\t{'-' if m is None else hex(m)}\t{t16}")
 PY
 if [[ "$out" != "$tables" ]]; then
-  for f in targets.tsv ops sregs symbolic; do diff -r -q "$tables/$f" "$out/$f" || { echo "isa-tables differ from regeneration ($f)"; exit 1; }; done
+  for f in targets.tsv ops sregs symbolic pairs.tsv; do diff -r -q "$tables/$f" "$out/$f" || { echo "isa-tables differ from regeneration ($f)"; exit 1; }; done
   echo "isa-tables are up to date"
 fi

@@ -4,6 +4,7 @@
 // Usage:
 //   isa-dump ops   <mcpu> <family> <formats.tsv>   -> opcode table on stdout
 //   isa-dump sregs <mcpu> <family> <formats.tsv>   -> scalar operand names (values 0..255)
+//   isa-dump pairs <mcpu> <family> <formats.tsv>   -> two-part (VOP3PX2) instructions
 //   isa-dump words <mcpu> <hexword>...              -> debug: decode one instruction
 //
 // Facts come from LLVM's AMDGPU MC layer only: MCDisassembler (does the word decode, to which
@@ -27,6 +28,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -360,6 +362,70 @@ int main(int argc, char **argv) {
       }
     }
     return 1;
+  }
+  if (mode == "pairs") {
+    // Two-part encodings LLVM decodes as ONE instruction (gfx950/gfx1250 VOP3PX2: a
+    // v_mfma_ld_scale_b32 / v_wmma_ld_scale*_paired prefix + the MFMA/WMMA dwords): every pair
+    // of VOP3P opcodes with the neutral template in both halves; a 16-byte decode is a row.
+    // mask/value per dword: the bits whose flip changes the decode to another length or
+    // mnemonic, or makes LLVM reject the words (a narrower match than LLVM's at worst: those
+    // words then decode as two instructions or not at all).
+    printf("#prefix_key\tkey\tmask0\tmask1\tmask2\tmask3\tvalue0\tvalue1\tvalue2\tvalue3\tmc_name\tmnemonic\n");
+    for (auto &f : fs) {
+      if (f.name != "VOP3P") continue;
+      uint32_t half[2] = {f.value, 0};
+      for (auto &fd : f.fields) setBits(half, fd.b, fd.tpl);
+      int nb = f.opBits();
+      auto withKey = [&](uint32_t *w, uint64_t key) {
+        for (int i = int(f.op.size()) - 1; i >= 0; i--) { int n = f.op[i].hi - f.op[i].lo + 1;
+          setBits(w, f.op[i], key & ((1ull << n) - 1)); key >>= n; } };
+      // Templates: the neutral one and the format's alternatives, applied to both halves.
+      std::vector<std::array<uint32_t, 2>> tpls;
+      for (size_t a = 0; a <= f.alts.size(); a++) {
+        uint32_t h[2] = {half[0], half[1]};
+        if (a) for (auto &as : f.alts[a - 1]) for (auto &fd : f.fields) if (fd.name == as.first) setBits(h, fd.b, as.second);
+        tpls.push_back({h[0], h[1]});
+        // The same with vdst = 0 (the prefixes have no destination and LLVM rejects one).
+        for (auto &fd : f.fields) if (fd.name == "vdst") setBits(h, fd.b, 0);
+        tpls.push_back({h[0], h[1]});
+      }
+      // Prefix candidates: VOP3P opcodes that decode alone (8 bytes) and define no register
+      // (the scale loads only read their two sources).
+      std::vector<std::pair<uint64_t, size_t>> prefixes; // opcode key, template that decodes
+      for (uint64_t p = 0; p < (1ull << nb); p++) for (size_t a = 0; a < tpls.size(); a++) {
+        uint32_t w[8] = {tpls[a][0], tpls[a][1], 0, 0, 0, 0, 0, 0}; withKey(w, p);
+        MCInst MI; if (L.decode(w, 8, MI) != 8) continue;
+        if (L.MII->get(MI.getOpcode()).getNumDefs() == 0) prefixes.push_back({p, a});
+        break; // the first template that decodes decides
+      }
+      for (auto [p, a] : prefixes) for (uint64_t q = 0; q < (1ull << nb); q++) {
+        // The second half's op_sel bits (dword 0 bits 14:11) are fixed by some pairs
+        // (gfx950 MFMA: 0b0001): each value is tried, with each template.
+        uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        MCInst MI; bool found = false;
+        for (size_t b = 0; b < tpls.size() && !found; b++)
+          for (uint32_t os = 0; os < 16 && !found; os++) {
+            w[0] = tpls[a][0]; w[1] = tpls[a][1]; w[2] = tpls[b][0]; w[3] = tpls[b][1];
+            withKey(w, p); withKey(w + 2, q);
+            w[2] = (w[2] & ~(15u << 11)) | (os << 11);
+            found = L.decode(w, 8, MI) == 16;
+          }
+        if (!found) continue;
+        std::string t = L.text(MI), mn = t.substr(0, t.find_first_of(" \t"));
+        uint32_t mask[4] = {0, 0, 0, 0};
+        for (int dw = 0; dw < 4; dw++) for (int b = 0; b < 32; b++) {
+          uint32_t w2[8]; std::copy(w, w + 8, w2); w2[dw] ^= 1u << b;
+          MCInst M2; int s2 = L.decode(w2, 8, M2);
+          std::string t2 = s2 ? L.text(M2) : "";
+          if (s2 != 16 || t2.substr(0, t2.find_first_of(" \t")) != mn) mask[dw] |= 1u << b;
+        }
+        printf("%llu\t%llu\t%08x\t%08x\t%08x\t%08x\t%08x\t%08x\t%08x\t%08x\t%s\t%s\n",
+               (unsigned long long)p, (unsigned long long)q, mask[0], mask[1], mask[2], mask[3],
+               w[0] & mask[0], w[1] & mask[1], w[2] & mask[2], w[3] & mask[3],
+               L.MII->getName(MI.getOpcode()).str().c_str(), mn.c_str());
+      }
+    }
+    return 0;
   }
   // ops
   printf("#format\tkey\tsize\tprobes\tmc_name\tmnemonic\tmcid\ttsflags\timp_uses\timp_defs\toperands\tmnemonic_y\tasm\tmods\n");

@@ -121,6 +121,11 @@ pub struct Instruction {
     pub(crate) row: &'static OpRow,
     /// Byte offset and size of the literal, if any.
     pub(crate) lit: Option<(u8, u8)>,
+    /// The opcode was found only in the other 16-bit mode's table (see
+    /// [`Instruction::decoded_in_other_mode`]).
+    pub(crate) other_mode: bool,
+    /// Two-part instruction: index + 1 into the target's `pairs` (0 = none).
+    pub(crate) pair: u8,
 }
 
 impl std::fmt::Debug for Instruction {
@@ -185,18 +190,31 @@ fn lookup(
     Some((row, (slot >> 16) as u8))
 }
 
-/// Opcode row of (format, key) and its size in bytes (see `TargetDef::ops_by_key`). The selected mode's table
-/// is searched first; the other mode's table is the fallback, so true16-only opcodes (gfx12
-/// `v_mov_b16`) decode in either mode.
+/// Opcode row of (format, key), its size in bytes (see `TargetDef::ops_by_key`) and whether it
+/// came from the other mode's table. The selected mode's table is searched first; the other
+/// mode's table is the fallback, so true16-only opcodes (gfx12 `v_mov_b16`) decode in either
+/// mode.
 #[inline]
-fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<(&'static OpRow, u8)> {
+fn find_row(target: Target, fmt_idx: u8, key: u32) -> Option<(&'static OpRow, u8, bool)> {
     let d = target.def();
     let main = || lookup(d.ops, d.ops_by_key, fmt_idx, key);
-    match (d.ops_t16, target.true16()) {
-        (Some(t16), true) => lookup(t16, d.ops_t16_by_key, fmt_idx, key).or_else(main),
-        (Some(t16), false) => main().or_else(|| lookup(t16, d.ops_t16_by_key, fmt_idx, key)),
-        (None, _) => main(),
+    let t16 = |t| lookup(t, d.ops_t16_by_key, fmt_idx, key);
+    let (first, other) = match (d.ops_t16, target.true16()) {
+        (Some(t), true) => (t16(t), main()),
+        (Some(t), false) => (main(), t16(t)),
+        (None, _) => (main(), None),
+    };
+    match first {
+        Some((r, n)) => Some((r, n, false)),
+        None => other.map(|(r, n)| (r, n, true)),
     }
+}
+
+/// The real-true16 row of (format, key), if the target has a real-true16 table and the opcode
+/// is in it.
+pub(crate) fn t16_row(target: Target, fmt_idx: u8, key: u32) -> Option<&'static OpRow> {
+    let d = target.def();
+    lookup(d.ops_t16?, d.ops_t16_by_key, fmt_idx, key).map(|(r, _)| r)
 }
 
 /// The first `len` (<= `MAX_LEN`, <= `bytes.len()`) bytes of `bytes`, zero-padded to `MAX_LEN`.
@@ -250,11 +268,12 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         });
     }
     let key = opcode_key(fmt, bytes);
-    let (row, size) = find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
-        format: fmt.name,
-        opcode: key,
-        word: w0,
-    })?;
+    let (row, size, other_mode) =
+        find_row(target, fmt_idx, key).ok_or(DecodeErrorKind::UnknownOpcode {
+            format: fmt.name,
+            opcode: key,
+            word: w0,
+        })?;
     let mut len = usize::from(size);
     // A literal is present when the table size exceeds the nominal size (fixed literal: madmk,
     // s_setreg_imm32_b32, ...) or a literal probe (field value 255, gfx1250 254 = 64-bit) matches.
@@ -332,6 +351,23 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
             word: w0,
         });
     }
+    // gfx950/gfx1250 VOP3PX2: a scale-load prefix followed by the MFMA/WMMA dwords that LLVM
+    // requires (isa-tables/pairs.tsv) is one 16-byte instruction.
+    let mut pair = 0u8;
+    if fmt.format == Format::Vop3p && !def.pairs.is_empty() && bytes.len() >= 16 && len == 8 {
+        let w = [w0, word(bytes, 1), word(bytes, 2), word(bytes, 3)];
+        // LLVM also requires the matrix sources A and B (the second part's src0/src1, dword
+        // 3) to be vector registers (value >= 256): with a scalar tuple it can reject the pair
+        // and decode the prefix alone (gfx1250 `s[103:118]`, random test). Real code never
+        // has them; such words decode as two instructions here.
+        let ab_vgpr = w[3] & 0x1ff >= 256 && (w[3] >> 9) & 0x1ff >= 256;
+        if let Some(i) = def.pairs.iter().position(|p| {
+            ab_vgpr && p.prefix == key && (0..4).all(|k| w[k] & p.mask[k] == p.value[k])
+        }) {
+            pair = i as u8 + 1;
+            len = 16;
+        }
+    }
     let raw = copy_raw(bytes, len);
     Ok(Instruction {
         raw,
@@ -340,6 +376,8 @@ fn decode_at(bytes: &[u8], target: Target) -> Result<Instruction, DecodeErrorKin
         fmt,
         row,
         lit,
+        other_mode,
+        pair,
     })
 }
 
@@ -440,7 +478,20 @@ impl Instruction {
 
     /// LLVM mnemonic (`"s_cbranch_scc1"`, `"v_add_f32_e32"`); for VOPD the X half.
     pub fn mnemonic(&self) -> &'static str {
-        self.row.mnemonic
+        self.pair_def().map_or(self.row.mnemonic, |p| p.mnemonic)
+    }
+
+    /// The two-part (VOP3PX2) definition, if this is one.
+    pub(crate) fn pair_def(&self) -> Option<&'static PairDef> {
+        let i = usize::from(self.pair).checked_sub(1)?;
+        self.target.def().pairs.get(i)
+    }
+
+    /// Part `i` (0: the scale-load prefix, bytes 0..8; 1: the MFMA/WMMA, bytes 8..16) of a
+    /// two-part instruction, decoded alone.
+    pub(crate) fn pair_part(&self, i: usize) -> Option<Instruction> {
+        self.pair_def()?;
+        decode_at(self.raw.get(i * 8..i * 8 + 8)?, self.target).ok()
     }
 
     /// VOPD/VOPD3: the Y half's mnemonic.
@@ -450,7 +501,7 @@ impl Instruction {
 
     /// LLVM MC opcode name (`"S_ENDPGM_gfx11"`), for diagnostics.
     pub fn llvm_opcode_name(&self) -> &'static str {
-        self.row.mc_name
+        self.pair_def().map_or(self.row.mc_name, |p| p.mc_name)
     }
 
     /// LLVM `TSFlags` of the MC opcode (bit meanings: LLVM `SIDefines.h`, `SIInstrFlags`).
@@ -581,6 +632,107 @@ impl Instruction {
         Ok(out)
     }
 
+    /// The opcode exists only in the other 16-bit mode's table: LLVM 22 in this instruction's
+    /// mode rejects the word (llvm-objdump prints `.long`), e.g. gfx12/gfx1250 `v_mov_b16`
+    /// (real-true16 only) decoded in fake16 mode. Code containing such instructions was
+    /// compiled for the other mode; [`Target::with_true16`] selects it.
+    pub fn decoded_in_other_mode(&self) -> bool {
+        self.other_mode
+    }
+
+    /// Does the operand in format field `field` take a 16-bit VGPR half in a 32-bit
+    /// VOP1/VOP2/VOPC encoding? There (gfx11+, either 16-bit mode) bit 7 of the VGPR number
+    /// selects the high half and only v0..v127 are addressable (LLVM `VGPR_16_Lo128`; fake16
+    /// prints `v130` for `v2.h`). Facts from the real-true16 opcode table: width 0.
+    fn e32_half(&self, field: u8) -> bool {
+        if self.target.family() < Family::Gfx11
+            || !matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc)
+        {
+            return false;
+        }
+        let d = self.target.def();
+        let Some(fi) = d.formats.iter().position(|f| std::ptr::eq(f, self.fmt)) else {
+            return false;
+        };
+        let row = if self.target.true16() != self.other_mode {
+            Some(self.row)
+        } else {
+            t16_row(self.target, fi as u8, opcode_key(self.fmt, self.bytes()))
+        };
+        row.is_some_and(|r| r.operands.iter().any(|o| o.field == field && o.width == 0))
+    }
+
+    /// Registers of a DPP/SDWA instruction's real src0 (ISA manuals, "VOP_DPP"/"VOP_DPP8"/
+    /// "VOP_SDWA"/"VOP3 DPP" microcode formats): VOP1/VOP2/VOPC with src0 = 250 (DPP16),
+    /// 233/234 (DPP8, gfx10+) or 249 (SDWA, gfx9/gfx10) take it from dword 1 bits 7:0 (an SGPR
+    /// when SDWA bit 23 `s0` is set); gfx11+ VOP3/VOP3P DPP from dword 2 bits 7:0.
+    fn dpp_src0_regs(&self, set: &mut RegSet) {
+        let Some((fi, o)) = self.operand_of("src0") else {
+            return;
+        };
+        let fam = self.target.family();
+        let src0 = self.field("src0").unwrap_or(0);
+        let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
+        let vop3 = matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) && fam >= Family::Gfx11;
+        let n = match src0 {
+            250 | 233 | 234 if e32 && (src0 == 250 || fam >= Family::Gfx10) => self.word(1) & 0xff,
+            249 if e32 && fam <= Family::Gfx10 => {
+                if self.word(1) & (1 << 23) != 0 {
+                    set.add_scalar(self.target.def().sregs, (self.word(1) & 0xff) as u16, 1);
+                    return;
+                }
+                self.word(1) & 0xff
+            }
+            250 | 233 | 234 if vop3 => self.word(2) & 0xff,
+            _ => return,
+        } as u16;
+        if self.len() <= usize::from(self.fmt.dwords) * 4 {
+            return;
+        }
+        let n = if self.e32_half(fi as u8) { n & 0x7f } else { n };
+        for i in 0..u16::from(o.width.max(1)) {
+            set.add_vgpr(n + i);
+        }
+    }
+
+    /// `*_f8f6f4` matrix source widths in VGPRs from the operand formats. gfx950
+    /// `v_mfma_*_f8f6f4`: `cbsz` (dword0 bits 10:8) for src0, `blgp` (dword1 bits 31:29) for
+    /// src1; FP8/BF8 (0, 1) take 8 registers, FP6/BF6 (2, 3) 6, FP4 (4) 4 (LLVM 22 prints
+    /// other values with 8; AMD CDNA4 ISA, "MFMA with FP8/FP6/FP4 operands").
+    /// gfx1250 `v_wmma_*_f8f6f4`: `matrix_a_fmt` (dword0 bits 13:11) for src0, `matrix_b_fmt`
+    /// (dword0 bit 14, dword1 bits 28:27) for src1: 16, 12 or 8 VGPRs (llvm-mc-22).
+    pub(crate) fn f8f6f4_width(&self, field: &str) -> Option<u8> {
+        let m = self.row.mnemonic;
+        if self.fmt.format != Format::Vop3p || !m.ends_with("_f8f6f4") {
+            return None;
+        }
+        if m.starts_with("v_wmma_") && self.target.family() == Family::Gfx1250 {
+            let f = match field {
+                "src0" => (self.word(0) >> 11) & 7,
+                "src1" => ((self.word(0) >> 12) & 4) | ((self.word(1) >> 27) & 3),
+                _ => return None,
+            };
+            return Some(match f {
+                2 | 3 => 12,
+                4 => 8,
+                _ => 16,
+            });
+        }
+        if !m.starts_with("v_mfma_") {
+            return None;
+        }
+        let f = match field {
+            "src0" => (self.word(0) >> 8) & 7,
+            "src1" => self.word(1) >> 29,
+            _ => return None,
+        };
+        Some(match f {
+            2 | 3 => 6,
+            4 => 4,
+            _ => 8,
+        })
+    }
+
     /// The recognised special instruction kind.
     pub fn special(&self) -> Special {
         match self.row.special {
@@ -611,6 +763,13 @@ impl Instruction {
 
     fn regs(&self, defs: bool) -> RegSet {
         let mut set = RegSet::new();
+        // Two-part instructions: both parts' registers (the prefix reads the scale VGPRs).
+        if self.pair != 0 {
+            for p in (0..2).filter_map(|i| self.pair_part(i)) {
+                set.union_with(&p.regs(defs));
+            }
+            return set;
+        }
         let sregs = self.target.def().sregs;
         let b = self.bytes();
         // Image instructions: operand widths from dmask/d16/tfe/dim/a16/NSA (crate::image).
@@ -649,7 +808,9 @@ impl Instruction {
                 continue;
             };
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
-            let mut width = o.width.max(1);
+            let mut width = self.f8f6f4_width(f.name).unwrap_or(o.width.max(1));
+            // 16-bit operands of 32-bit VOP encodings: bit 7 selects the half of v0..v127.
+            let half = |n: u16| if self.e32_half(o.field) { n & 0x7f } else { n };
             if self.fmt.format == Format::Exp && !self.exp_source_enabled(f.name) {
                 continue;
             }
@@ -668,7 +829,7 @@ impl Instruction {
                         if o.file == RegFile::Agpr || self.mai_acc(f.name) {
                             set.add_agpr(v - 256 + i)
                         } else {
-                            set.add_vgpr(v - 256 + i)
+                            set.add_vgpr(half(v - 256) + i)
                         }
                     }
                 }
@@ -681,7 +842,7 @@ impl Instruction {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
                 }
                 (FieldKind::V8, RegFile::Vgpr) => {
-                    (0..u16::from(width)).for_each(|i| set.add_vgpr(v + i))
+                    (0..u16::from(width)).for_each(|i| set.add_vgpr(half(v) + i))
                 }
                 (FieldKind::V8, RegFile::Agpr) => {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))
@@ -689,6 +850,9 @@ impl Instruction {
                 (FieldKind::Imm, _) => {}
                 _ => set.add_scalar(sregs, v, width),
             }
+        }
+        if !defs && image.is_none() {
+            self.dpp_src0_regs(&mut set);
         }
         // SMEM offset SGPR: not a table operand (the tables list the immediate-offset forms).
         if let (false, Some(v)) = (defs, self.smem_soffset()) {

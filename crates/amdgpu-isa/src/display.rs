@@ -87,7 +87,7 @@ impl Instruction {
         let (fi, op) = self.operand_of(name)?;
         let f = &self.fmt.fields[fi];
         let v = self.field(name)?;
-        let w = u32::from(op.width.max(1));
+        let w = u32::from(self.f8f6f4_width(name).unwrap_or(op.width.max(1)));
         let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
         let acc = (op.file == RegFile::Vgpr
             && matches!(name, "vdata" | "vdst" | "data" | "data0" | "data1")
@@ -141,7 +141,7 @@ impl Instruction {
             _ => return text,
         };
         if self.is_bitop3() {
-            return text;
+            return self.vop3_src_const(i, text);
         }
         if matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) {
             self.vop3_src_mods(i, text)
@@ -724,6 +724,9 @@ impl Instruction {
 
 impl std::fmt::Display for Instruction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = self.pair_text() {
+            return f.write_str(&t);
+        }
         if self.fmt.format == Format::Sopp {
             return f.write_str(&self.sopp_text());
         }
@@ -759,6 +762,7 @@ impl std::fmt::Display for Instruction {
         self.fix_modifiers(&mut out);
         self.fix_scalar_symbolic(&mut out);
         self.fix_f16_sources(&mut out);
+        self.wmma_mods(&mut out);
         self.vop3_trailing_mods(&mut out);
         self.vop3_dpp(&mut out);
         self.dpp_sdwa(&mut out);
@@ -766,7 +770,135 @@ impl std::fmt::Display for Instruction {
     }
 }
 
+/// Splits LLVM text `mnemonic op, op, op mod mod` into the operand list and the modifiers
+/// (operands are separated by `, `; modifiers by spaces).
+fn operands_and_mods(text: &str) -> (&str, &str) {
+    let rest = text.split_once(' ').map_or("", |(_, r)| r);
+    let mut end = 0;
+    for (i, tok) in rest.split(' ').enumerate() {
+        end += tok.len() + usize::from(i > 0);
+        if !tok.ends_with(',') {
+            break;
+        }
+    }
+    let end = end.min(rest.len());
+    (&rest[..end], rest[end..].trim_start())
+}
+
 impl Instruction {
+    /// gfx1250 WMMA/SWMMAC and scale-load modifiers, right after the operands (LLVM 22
+    /// `AMDGPUInstPrinter`, checked bit by bit with llvm-mc-22): `*_f8f6f4` WMMAs print
+    /// `matrix_a_fmt` (dword0 bits 13:11) and `matrix_b_fmt` (dword0 bit 14, dword1 bits
+    /// 28:27); other WMMA/SWMMAC print `matrix_a_reuse`/`matrix_b_reuse` (dword0 bits 13/14);
+    /// `v_wmma_ld_scale*_paired` print `matrix_{a,b}_scale` (dword0 bit 11, dword1 bit 27),
+    /// `matrix_{a,b}_scale_fmt` (dword1 bits 30:29, dword0 bits 9:8) and the reuse bits. The
+    /// opcode template's text (decoded with bit 14 set) may carry a reuse flag: replaced.
+    fn wmma_mods(&self, out: &mut String) {
+        let m = self.row.mnemonic;
+        if self.target.family() != Family::Gfx1250
+            || self.fmt.format != Format::Vop3p
+            || !(m.starts_with("v_wmma_") || m.starts_with("v_swmmac_"))
+        {
+            return;
+        }
+        for r in [" matrix_a_reuse", " matrix_b_reuse"] {
+            if let Some(p) = out.find(r) {
+                out.replace_range(p..p + r.len(), "");
+            }
+        }
+        let (w0, w1) = (self.word(0), self.word(1));
+        let bit = |w: u32, b: u32| w & (1 << b) != 0;
+        let mut mods: Vec<String> = Vec::new();
+        if m.ends_with("_f8f6f4") {
+            const FMT: [&str; 5] = ["FP8", "BF8", "FP6", "BF6", "FP4"];
+            let a = (w0 >> 11) & 7;
+            let b = ((w0 >> 12) & 4) | ((w1 >> 27) & 3);
+            for (n, v) in [("a", a), ("b", b)] {
+                match FMT.get(v as usize) {
+                    Some(_) if v == 0 => {}
+                    Some(f) => mods.push(format!("matrix_{n}_fmt:MATRIX_FMT_{f}")),
+                    None => mods.push(format!("matrix_{n}_fmt:{v}")),
+                }
+            }
+        } else {
+            if m.starts_with("v_wmma_ld_scale") {
+                const SFMT: [&str; 4] = ["", "E5M3", "E4M3", ""];
+                for (n, on) in [("a", bit(w0, 11)), ("b", bit(w1, 27))] {
+                    if on {
+                        mods.push(format!("matrix_{n}_scale:MATRIX_SCALE_ROW1"));
+                    }
+                }
+                for (n, v) in [("a", (w1 >> 29) & 3), ("b", (w0 >> 8) & 3)] {
+                    match (v, SFMT[v as usize]) {
+                        (0, _) => {}
+                        (v, "") => mods.push(format!("matrix_{n}_scale_fmt:{v}")),
+                        (_, f) => mods.push(format!("matrix_{n}_scale_fmt:MATRIX_SCALE_FMT_{f}")),
+                    }
+                }
+            }
+            for (n, b) in [("a", 13), ("b", 14)] {
+                if bit(w0, b) {
+                    mods.push(format!("matrix_{n}_reuse"));
+                }
+            }
+        }
+        if mods.is_empty() {
+            return;
+        }
+        let (ops, _) = operands_and_mods(out);
+        let at = out.find(' ').map_or(out.len(), |p| p + 1 + ops.len());
+        out.insert_str(at, &format!(" {}", mods.join(" ")));
+    }
+
+    /// Text of a two-part (VOP3PX2) instruction as LLVM 22 prints it: the pair's mnemonic,
+    /// the MFMA/WMMA operands, the prefix's scale operands, then the modifiers. gfx950:
+    /// the prefix's `op_sel:[a,b,0]` (when set) and `op_sel_hi:[c,d,0]` (always) before the
+    /// MFMA's `cbsz`/`abid`/`blgp`; gfx1250: the WMMA's modifiers, then the prefix's.
+    fn pair_text(&self) -> Option<String> {
+        let p = self.pair_def()?;
+        let (pre, main) = (self.pair_part(0)?, self.pair_part(1)?);
+        let (pt, mt) = (pre.to_string(), main.to_string());
+        let (pops, pmods) = operands_and_mods(&pt);
+        let (mops, mmods) = operands_and_mods(&mt);
+        let mut out = format!("{} {mops}, {pops}", p.mnemonic);
+        let mods: Vec<String> = if self.target.family() == Family::Gfx9 {
+            let (w0, w1) = (self.word(0), self.word(1));
+            let b = |w: u32, k: u32| (w >> k) & 1;
+            let mut v = Vec::new();
+            if w0 & (3 << 11) != 0 {
+                v.push(format!("op_sel:[{},{},0]", b(w0, 11), b(w0, 12)));
+            }
+            v.push(format!("op_sel_hi:[{},{},0]", b(w1, 27), b(w1, 28)));
+            // The pair fixes the MFMA's abid bits to 1 (pairs.tsv); LLVM prints no abid.
+            v.extend(
+                mmods
+                    .split(' ')
+                    .filter(|m| !m.is_empty() && !m.starts_with("abid:"))
+                    .map(String::from),
+            );
+            v
+        } else {
+            // gfx1250: the WMMA's matrix formats, the prefix's scale modifiers, then the rest;
+            // the reuse flags are the prefix's (the pair fixes the WMMA's bits).
+            let m: Vec<&str> = mmods
+                .split(' ')
+                .filter(|m| !m.is_empty() && !m.ends_with("_reuse"))
+                .collect();
+            let (fmts, rest): (Vec<&str>, Vec<&str>) =
+                m.into_iter().partition(|m| m.starts_with("matrix_"));
+            fmts.into_iter()
+                .chain(pmods.split(' ').filter(|m| !m.is_empty()))
+                .chain(rest)
+                .map(String::from)
+                .collect()
+        };
+        for m in mods {
+            out.push(' ');
+            out.push_str(&m);
+        }
+        Some(out)
+    }
+
     /// Is the operand with this field float-typed? (Mnemonic type suffix; LLVM prints
     /// `neg`/`abs` DPP/SDWA source modifiers for float operands and `sext` for integer ones.)
     fn float_op(&self) -> bool {

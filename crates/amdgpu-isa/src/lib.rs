@@ -187,4 +187,10 @@ pub mod testing {
         }
         v
     }
+
+    /// Two-part (VOP3PX2) instructions of `t`: per dword of the 16 bytes, the bits LLVM fixes
+    /// (mask) and their values; every other bit is a free operand/modifier bit.
+    pub fn pair_words(t: Target) -> Vec<([u32; 4], [u32; 4])> {
+        t.def().pairs.iter().map(|p| (p.mask, p.value)).collect()
+    }
 }

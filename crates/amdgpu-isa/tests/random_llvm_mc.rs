@@ -1,9 +1,10 @@
 //! Random-encoding differential test against `llvm-mc-22 --disassemble`, per family.
 //!
-//! Families and processors: gfx9 (gfx942 + gfx900), gfx10 (gfx1030), gfx11 (gfx1100), gfx12
-//! (gfx1201), gfx1250. Words are generated format-aware from each target's encoding space
+//! Families and processors: gfx9 (gfx900, gfx942, gfx950), gfx10 (gfx1030), gfx11 (gfx1100),
+//! gfx12 (gfx1201), gfx1250. Words are generated format-aware from each target's encoding space
 //! ([`testing::opcode_words`]: a format's fixed bits and one opcode, every other bit random,
-//! source operands biased towards literal/DPP/SDWA values), with a fixed seed per processor.
+//! source operands biased towards literal/DPP/SDWA values; one in 16 a two-part VOP3PX2
+//! encoding from [`testing::pair_words`]), with a fixed seed per processor.
 //! Every word OUR decoder accepts is given to llvm-mc as one line: our `len()` bytes followed
 //! by a sentinel `s_nop <i>`; LLVM must print exactly one instruction and then the sentinel.
 //!
@@ -308,6 +309,7 @@ fn run_target(
 ) -> (usize, usize, usize, usize) {
     let t = Target::from_name(name).expect("target");
     let space = testing::opcode_words(t);
+    let pairs = testing::pair_words(t);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed);
     let (mut generated, mut ours_rejected, mut llvm_rejected, mut fallbacks) = (0, 0, 0, 0);
     let mut accepted = 0usize;
@@ -326,6 +328,17 @@ fn run_target(
                 rng.next(),
                 rng.next(),
             ];
+            // Two-part (VOP3PX2) encodings: the fixed bits of a pair, all others random.
+            if !pairs.is_empty() && rng.next() % 16 == 0 {
+                let (m, v) = pairs[rng.next() as usize % pairs.len()];
+                for k in 0..4 {
+                    words[k] = (words[k] & !m[k]) | v[k];
+                }
+                // Mostly vector matrix sources A/B (scalar ones make LLVM reject the pair).
+                if rng.next() % 4 != 0 {
+                    words[3] |= (1 << 8) | (1 << 17);
+                }
+            }
             match rng.next() % 8 {
                 0 => {
                     words[0] = (words[0] & !0x1ff)
@@ -407,9 +420,10 @@ fn random_words_agree_with_llvm_mc() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200_000);
     let families: [(&str, &[&str]); 5] = [
-        // gfx942 gets a quarter: llvm-mc 22 crashes on about 1 in 250 random gfx942 VOP3
-        // words, and isolating each crash costs several llvm-mc runs.
-        ("gfx9", &["gfx900", "gfx900", "gfx900", "gfx942"]),
+        // gfx942 and gfx950 get a fifth each: llvm-mc 22 crashes on about 1 in 250 random
+        // gfx942 VOP3 words, and isolating each crash costs several llvm-mc runs. gfx950 has
+        // the two-part VOP3PX2 MFMAs.
+        ("gfx9", &["gfx900", "gfx900", "gfx900", "gfx942", "gfx950"]),
         ("gfx10", &["gfx1030"]),
         ("gfx11", &["gfx1100"]),
         ("gfx12", &["gfx1201"]),

@@ -32,8 +32,9 @@ pub struct DisArgs {
     #[arg(long)]
     pub mcpu: Option<String>,
     /// Decode gfx11/gfx12 16-bit operands in real-true16 mode (as `--mattr=+real-true16`).
-    /// Default: LLVM 22's mode for the processor (real-true16 on gfx11, fake16 on gfx12),
-    /// switched to the other mode for code that only decodes there.
+    /// Default: LLVM 22's mode for the processor (real-true16 on gfx11, fake16 on gfx12 and
+    /// gfx1250), switched to the other mode for code with opcodes only that mode has or
+    /// that only decodes there.
     #[arg(long)]
     pub true16: bool,
 }
@@ -108,6 +109,16 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
             .get((start - base) as usize..(end - base) as usize)
             .context("symbol outside its section")?;
         let insts = decode_all(slice, target)
+            .and_then(|insts| {
+                // Code with opcodes of the other 16-bit mode only (gfx12/gfx1250 true16 code:
+                // `v_mov_b16`; llvm-objdump-22 prints `.long` for them in its default mode)
+                // was compiled for that mode: print all of it in that mode.
+                let other = !args.true16 && insts.iter().any(|i| i.decoded_in_other_mode());
+                match other {
+                    true => decode_all(slice, target.with_true16(!target.true16())),
+                    false => Ok(insts),
+                }
+            })
             .or_else(|e| match args.true16 {
                 true => Err(e),
                 // Code that only decodes in the other 16-bit mode (gfx12 Triton true16 code).

@@ -40,12 +40,29 @@ impl Instruction {
                 _ => false,
             })
         };
+        let text = self.vop3_src_const(i, text);
+        let abs = mask(true) && self.word(0) & (1 << (8 + i)) != 0;
+        let neg = mask(false) && self.word(1) & (1 << (29 + i)) != 0;
+        let t = if abs { format!("|{text}|") } else { text };
+        if !neg {
+            t
+        } else if !abs && self.src_is_constant(i) {
+            format!("neg({t})")
+        } else {
+            format!("-{t}")
+        }
+    }
+
+    /// Source `i` (0..=2) text of a literal or inline constant as LLVM prints it for the
+    /// operand's type (16-bit literals, gfx1250 64-bit literals, f16 inline constants of
+    /// 16-bit integer operands); other operands unchanged.
+    pub(super) fn vop3_src_const(&self, i: u32, text: String) -> String {
         let bit = |b: u8| b & (1 << i) != 0;
         let lit16 = self.has_mod(|m| matches!(m, Mod::Lit16(b) if bit(b)));
         let fpc16 = self.has_mod(|m| matches!(m, Mod::Fpc16(b) if bit(b)));
         // Source 254 is a 64-bit literal on gfx1250 (`src_lds_direct` before).
         let lit64 = self.target.family() == Family::Gfx1250;
-        let text = match (self.src_field(i), self.literal()) {
+        match (self.src_field(i), self.literal()) {
             // LLVM printImmediateInt16/printImmediate16: a literal of a 16-bit operand prints
             // its low half, decimal when that is an inline integer.
             (Some(v @ (254 | 255)), Some(l)) if lit16 && (v == 255 || lit64) => {
@@ -66,16 +83,6 @@ impl Instruction {
                 format!("{:#x}", F16[(v - 240) as usize])
             }
             _ => text,
-        };
-        let abs = mask(true) && self.word(0) & (1 << (8 + i)) != 0;
-        let neg = mask(false) && self.word(1) & (1 << (29 + i)) != 0;
-        let t = if abs { format!("|{text}|") } else { text };
-        if !neg {
-            t
-        } else if !abs && self.src_is_constant(i) {
-            format!("neg({t})")
-        } else {
-            format!("-{t}")
         }
     }
 
