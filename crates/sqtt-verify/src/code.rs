@@ -540,6 +540,18 @@ impl Program {
             if f.new_start == last_n.new_start {
                 continue;
             }
+            // Real libraries (rocPRIM in onnxruntime) have `s_code_end` between functions: the
+            // original's own gap after `f` may keep it.
+            let next = self
+                .funcs
+                .iter()
+                .map(|g| g.orig_start)
+                .filter(|&s| s > f.orig_start)
+                .min()
+                .unwrap_or(self.otext.end());
+            if count_code_end(self.otext.slice(f.orig_end, next), self.isa) > 0 {
+                continue;
+            }
             if let Some(p) = f
                 .padding
                 .iter()

@@ -262,15 +262,22 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
     (0..sqtt_interp::NUM_SGPRS as u16).filter(|r| set.contains_sgpr(*r))
 }
 
-/// The SGPR a scope guard of `run` tests: `s_cmp_lg_u32 sF, 0` on an SGPR the run has not written
-/// before (seed spec "Scope filtering": the flag computed once at kernel entry).
-fn guard_reads(run: &[NInst]) -> BTreeSet<u16> {
+/// The SGPRs the scope guards of `run` test: `s_cmp_lg_u32 sF, 0` directly followed by
+/// `s_cbranch_scc0` (seed spec "Scope filtering": the flag computed once at kernel entry), on an
+/// SGPR the run has not written before unless `entry` (a kernel's entry run computes the flag and
+/// may guard a marker right after).
+fn guard_reads(run: &[NInst], entry: bool) -> BTreeSet<u16> {
     let mut written = RegSet::new();
     let mut out = BTreeSet::new();
-    for n in run {
-        if n.inst.mnemonic() == "s_cmp_lg_u32" && scalar_const(&n.inst, "ssrc1") == Some(0) {
+    for (i, n) in run.iter().enumerate() {
+        let guard = n.inst.mnemonic() == "s_cmp_lg_u32"
+            && scalar_const(&n.inst, "ssrc1") == Some(0)
+            && run
+                .get(i + 1)
+                .is_some_and(|b| b.inst.mnemonic() == "s_cbranch_scc0");
+        if guard {
             if let Some(r) = sgprs(&n.inst.reads()).next() {
-                if !written.contains_sgpr(r) {
+                if entry || !written.contains_sgpr(r) {
                     out.insert(r);
                 }
             }
@@ -330,11 +337,10 @@ fn scope_flags(
             let entry = entry_index(f);
             let mut tested = BTreeSet::new();
             for (k, o) in f.orig.iter().enumerate() {
-                if k == entry && f.kind == crate::FunctionKind::Kernel {
-                    continue;
-                }
+                let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
                     f.inserted.get(o.run.clone()).unwrap_or_default(),
+                    kernel_entry,
                 ));
             }
             if tested.len() > 1 {
