@@ -650,7 +650,8 @@ pub fn snippet(t: Target, value: u32, keep: M0Keep) -> Result<Vec<Instruction>, 
 }
 
 /// Wraps `body` (code that writes M0) so M0 survives as `keep` says: `s_mov_b32 sR, m0` before
-/// and `s_mov_b32 m0, sR` after for [`M0Keep::Save`], `s_mov_b32 m0, K` after for
+/// and `s_mov_b32 m0, sR` after for [`M0Keep::Save`] (gfx12: `s_wait_alu depctr_sa_sdst(0)`
+/// first), `s_mov_b32 m0, K` after for
 /// [`M0Keep::Constant`]; each restore is followed by `s_nop 0` (the M0 wait state before a
 /// following M0 reader, ISA manuals' "Manually inserted wait states").
 pub fn keep_m0(
@@ -670,6 +671,12 @@ pub fn keep_m0(
         M0Keep::Save(r) => Some(Operand::Sgpr(r)),
     };
     if let Some(src) = restore {
+        // gfx12: an SGPR written by SALU and read by SALU needs `s_wait_alu depctr_sa_sdst(0)`
+        // (LLVM AMDGPUWaitSGPRHazards; `amdgpu_isa::hazard` rule salu-sgpr-read), as in
+        // `save_scc`.
+        if matches!(keep, M0Keep::Save(_)) && t.family() == amdgpu_isa::Family::Gfx12 {
+            out.push(build::s_wait_alu(t, 0xff9e).map_err(e)?);
+        }
         out.push(build::s_mov_b32(t, Operand::M0, src).map_err(e)?);
         out.push(build::s_nop(t, 0).map_err(e)?);
     }
