@@ -192,7 +192,7 @@ pub(crate) fn analyse(
                 .collect()
         })
         .collect();
-    let changeable = sgprs::changeable(p, &cg, &succ);
+    let mut changeable = sgprs::changeable(p, &cg, &succ);
     let reach: Vec<Option<Vec<bool>>> = p
         .funcs
         .iter()
@@ -200,6 +200,20 @@ pub(crate) fn analyse(
         .map(|(fi, f)| (f.kind == crate::FunctionKind::Kernel).then(|| cg.reachable(fi)))
         .collect();
     let flags = scope_flags(p, &reach, findings);
+    // A kernel's entry run computes the scope flags its call graph tests. `scope_flags` proved
+    // that no original instruction the kernel reaches touches them, so writing them there
+    // changes nothing the original program reads, even where liveness is conservative (an
+    // unresolved call reads every SGPR).
+    for (ki, r) in reach.iter().enumerate() {
+        let Some(r) = r else { continue };
+        let tested = (0..p.funcs.len())
+            .filter(|&g| r[g])
+            .filter_map(|g| flags[g])
+            .fold(0u128, |a, f| a | 1u128 << f);
+        if let Some(c) = changeable[ki].get_mut(entry_index(&p.funcs[ki])) {
+            *c |= tested;
+        }
+    }
     let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
     let packing = fm.layout != Layout::Legacy;
     let free: Vec<u16> = sgprs(&p.free_sgprs).collect();
