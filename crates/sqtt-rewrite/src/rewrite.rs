@@ -1595,7 +1595,29 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
     let limit = u32::from(sgpr_limit(prog.target));
     let mask = |top: u32| -> Sgprs { (1u128 << top.min(limit)) - 1 };
     if prog.target.family() != Family::Gfx9 {
-        return vec![mask(limit); n];
+        // gfx1010-gfx1013: a SALU write of an SGPR that a VMEM/DS/FLAT instruction still reads
+        // needs `s_waitcnt_depctr` (LLVM `GCNHazardRecognizer::fixVMEMtoScalarWriteHazards`,
+        // `amdgpu_isa::hazard` rule vmem-sgpr-salu-write): scratch never takes an SGPR that a
+        // memory instruction of the function reads.
+        let vmem_hazard = matches!(
+            prog.target.name(),
+            "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+        );
+        return prog
+            .funcs
+            .iter()
+            .map(|f| {
+                let read_by_memory: Sgprs = if vmem_hazard {
+                    f.insts
+                        .iter()
+                        .filter(|(_, i)| i.memory().is_some())
+                        .fold(0, |a, (_, i)| a | i.reads().sgpr_bits())
+                } else {
+                    0
+                };
+                mask(limit) & !read_by_memory
+            })
+            .collect();
     }
     let mut top: Vec<Option<u32>> = vec![None; n];
     let mut lowest = limit;
