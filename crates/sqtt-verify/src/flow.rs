@@ -288,7 +288,7 @@ fn guard_reads(run: &[NInst], entry: bool) -> BTreeSet<u16> {
             && scalar_const(&n.inst, "ssrc1") == Some(0)
             && run
                 .get(i + 1)
-                .is_some_and(|b| b.inst.mnemonic() == "s_cbranch_scc0");
+                .is_some_and(|b| matches!(b.inst.mnemonic(), "s_cbranch_scc0" | "s_cbranch_scc1"));
         if guard {
             if let Some(r) = sgprs(&n.inst.reads()).next() {
                 if entry || !written.contains_sgpr(r) {

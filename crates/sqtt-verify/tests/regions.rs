@@ -140,6 +140,14 @@ fn block(t: Target, ws: u32, id: u32, end: LoopEnd, writelane: bool) -> Vec<Inst
     v.extend(send(t, Operand::ExecHi));
     v.push(build::s_mov_b32(t, Operand::Sgpr(S_LANE), Operand::Imm(0)).expect("lane init"));
     let mut body = Vec::new();
+    // gfx12: SALU-written SGPRs (the lane counter) need `s_wait_alu depctr_sa_sdst(0)` before a
+    // SALU or VALU reads them (hazard rule salu-sgpr-read).
+    let sa_sdst = |body: &mut Vec<Instruction>| {
+        if t.family() == Family::Gfx12 {
+            body.push(build::s_wait_alu(t, 0xfffe).expect("wait_alu"));
+        }
+    };
+    sa_sdst(&mut body);
     for vgpr in [2u16, 3] {
         if t.family() == Family::Gfx9 {
             body.push(build::s_nop(t, 4).expect("nop"));
@@ -167,6 +175,7 @@ fn block(t: Target, ws: u32, id: u32, end: LoopEnd, writelane: bool) -> Vec<Inst
         )
         .expect("s_add"),
     );
+    sa_sdst(&mut body);
     body.push(
         build::s_cmp(
             t,
@@ -445,7 +454,9 @@ fn gfx12_clock_packing_is_decoded_with_the_packed_layout() {
             s.mcpu,
             &format!(
                 "s_getreg_b32 s{S_CLK}, hwreg(29, {offset}, 12)\n\
+                 s_wait_alu 0xfffe\n\
                  s_lshl_b32 s{S_CLK}, s{S_CLK}, 20\n\
+                 s_wait_alu 0xfffe\n\
                  s_or_b32 m0, s{S_CLK}, 0x14\n\
                  s_nop 0\n\
                  s_ttracedata\n"
