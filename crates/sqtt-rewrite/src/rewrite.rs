@@ -1603,19 +1603,35 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             prog.target.name(),
             "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
         );
+        // gfx12+: an SGPR a VALU writes (a carry-out) needs `s_wait_alu depctr_va_sdst(0)`
+        // before inserted code reads it again (LLVM `AMDGPUWaitSGPRHazards`, rule
+        // valu-sgpr-read): scratch never takes an SGPR a VALU instruction of the function writes.
+        let valu_hazard = matches!(prog.target.family(), Family::Gfx12 | Family::Gfx1250);
         return prog
             .funcs
             .iter()
             .map(|f| {
-                let read_by_memory: Sgprs = if vmem_hazard {
-                    f.insts
-                        .iter()
-                        .filter(|(_, i)| i.memory().is_some())
-                        .fold(0, |a, (_, i)| a | i.reads().sgpr_bits())
-                } else {
-                    0
-                };
-                mask(limit) & !read_by_memory
+                let avoid: Sgprs = f
+                    .insts
+                    .iter()
+                    .filter(|(_, i)| {
+                        (vmem_hazard && i.memory().is_some())
+                            || (valu_hazard && i.class() == amdgpu_isa::InstClass::Valu)
+                    })
+                    .fold(0, |a, (_, i)| {
+                        let reads = if vmem_hazard && i.memory().is_some() {
+                            i.reads().sgpr_bits()
+                        } else {
+                            0
+                        };
+                        let writes = if valu_hazard && i.class() == amdgpu_isa::InstClass::Valu {
+                            i.writes().sgpr_bits()
+                        } else {
+                            0
+                        };
+                        a | reads | writes
+                    });
+                mask(limit) & !avoid
             })
             .collect();
     }
