@@ -113,8 +113,13 @@ fn summary(trace: &Trace, stats: &RunStats) {
     );
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it (no partial output).
+/// Writes `bytes` to `path` through a temporary file beside it (no partial output). An existing
+/// path that is not a regular file (`/dev/null`, a FIFO) is written into, never replaced.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return std::fs::write(path, bytes)
+            .with_context(|| format!("{}: cannot write", path.display()));
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
