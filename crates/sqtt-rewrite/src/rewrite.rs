@@ -1611,26 +1611,16 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             .funcs
             .iter()
             .map(|f| {
-                let avoid: Sgprs = f
-                    .insts
-                    .iter()
-                    .filter(|(_, i)| {
-                        (vmem_hazard && i.memory().is_some())
-                            || (valu_hazard && i.class() == amdgpu_isa::InstClass::Valu)
-                    })
-                    .fold(0, |a, (_, i)| {
-                        let reads = if vmem_hazard && i.memory().is_some() {
-                            i.reads().sgpr_bits()
-                        } else {
-                            0
-                        };
-                        let writes = if valu_hazard && i.class() == amdgpu_isa::InstClass::Valu {
-                            i.writes().sgpr_bits()
-                        } else {
-                            0
-                        };
-                        a | reads | writes
-                    });
+                let avoid: Sgprs = f.insts.iter().fold(0, |a, (_, i)| {
+                    let mut v = a;
+                    if vmem_hazard && i.memory().is_some() {
+                        v |= i.reads().sgpr_bits();
+                    }
+                    if valu_hazard && i.class() == amdgpu_isa::InstClass::Valu {
+                        v |= i.writes().sgpr_bits();
+                    }
+                    v
+                });
                 mask(limit) & !avoid
             })
             .collect();

@@ -248,7 +248,6 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
         let mut again = false;
         for fi in 0..n {
             live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
-            let f = &p.funcs[fi];
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
                 let out = succs[fi][k].iter().fold(0, |a, &s| a | live[fi][s]);
@@ -263,7 +262,6 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
                     again = true;
                 }
             }
-            let _ = f;
         }
         if !again {
             break;
