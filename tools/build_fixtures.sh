@@ -50,6 +50,7 @@ LONG_BRANCH="gfx942 gfx1100 gfx1200 gfx1250"
 ASM_GFX9="gfx90a gfx942 gfx950"
 ASM_GFX11="gfx1100 gfx1151"
 PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only by liveness
+RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed only after instrumentation
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 HIP_SOURCES="calls barriers memory"
 
@@ -89,6 +90,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
     pressure) if [[ "$target" == gfx9* ]]; then f=pressure_gfx9.S; else f=pressure_gfx11.S; fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
+    relax) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 relax.S); else f=(relax.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
            "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -109,6 +112,7 @@ for t in $PRELOAD; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-pr
 for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
+for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 drain
 

@@ -98,3 +98,40 @@ fn every_sgpr_used_scratch_comes_from_liveness() {
         }
     }
 }
+
+/// `relax.S`: a loop whose back edge (`s_cbranch_scc1` just before `s_endpgm`) is in SOPP range
+/// in the input and out of range once every load carries an address-trace loop. The relaxed
+/// branch jumps forward to its long-branch island, which the fall-through path skips with an
+/// `s_branch`; the verifier must accept the direction change and the island in front of the
+/// store's trace loop (XLA's rocPRIM trampoline kernels end this way; they were rejected).
+#[test]
+fn back_edge_relaxed_by_instrumentation_verifies() {
+    for t in ["gfx942", "gfx1100"] {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/objects")
+            .join(format!("{t}__relax__O3.co"));
+        let input = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let opts = Options {
+            trace_addresses: config::parse_trace_addresses("memory").expect("option"),
+            ..Options::default()
+        };
+        let out = rewrite(&input, &opts).expect("rewrite");
+        assert_eq!(out.report.status, Status::Instrumented, "{t}");
+        assert_eq!(covered(&out, "address_trace"), (2501, 2501), "{t}");
+        let bytes = out.bytes.clone().expect("rewritten");
+        let getpcs = |b: &[u8]| {
+            let co = hsaco::CodeObject::parse(b).expect("parse");
+            let text = co.text().expect(".text");
+            let target = amdgpu_isa::Target::from_name(t).expect("target");
+            amdgpu_isa::decode_all(co.section_data(text), target)
+                .expect("decode")
+                .iter()
+                .filter(|i| i.mnemonic() == "s_getpc_b64")
+                .count()
+        };
+        assert_eq!(getpcs(&input), 0, "{t}: no long branch in the input");
+        assert_eq!(getpcs(&bytes), 1, "{t}: the back edge is relaxed");
+        let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+        assert!(v.is_clean(), "{t}: {:?}", v.findings);
+    }
+}

@@ -748,12 +748,17 @@ fn matches(o_addr: u64, o: &Instruction, n: &NInst, w: Windows, pcrel_literal: b
     let (Some(to), Some(tn)) = (o.branch_target(o_addr), n.inst.branch_target(n.addr)) else {
         return true;
     };
+    // A relaxed branch targets its long-branch island, which trails it: forward, whatever the
+    // original direction (the island's own destination is checked by the flow check).
+    if w.islands.contains(&tn) {
+        return true;
+    }
     // Relocation keeps the order of instructions, so a branch keeps its direction.
     if (to > o_addr) != (tn > n.addr) {
         return false;
     }
     let inside = |t: u64, (a, b): (u64, u64)| t >= a && t <= b;
-    !inside(tn, w.new) || inside(to, w.orig) || w.islands.contains(&tn)
+    !inside(tn, w.new) || inside(to, w.orig)
 }
 
 /// Positions in `new` of a subsequence equal to `orig`, each matched as late as possible.

@@ -813,12 +813,26 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
 
 fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
     let mut run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
-    // A run that starts with a long-branch island (after a relaxed unconditional branch) is never
-    // entered by fall-through: execution starts after the island.
+    // A run that starts with a long-branch island is never entered by fall-through: after a
+    // relaxed unconditional branch nothing falls into it, and after a relaxed conditional branch
+    // the fall-through path takes the `s_branch` over it. Execution starts after the island.
     while let Some(first) = run.first() {
-        match p.island_containing(first.addr) {
-            Some(_) if landing.is_none() => run = &run[1..],
-            _ => break,
+        if landing.is_some() {
+            break;
+        }
+        if p.island_containing(first.addr).is_some() {
+            run = &run[1..];
+            continue;
+        }
+        let skips_island = run.get(1).and_then(|next| {
+            let isl = p.island_containing(next.addr)?;
+            let over = first.inst.mnemonic() == "s_branch"
+                && first.inst.branch_target(first.addr) == Some(isl.end);
+            over.then_some(())
+        });
+        match skips_island {
+            Some(()) => run = &run[1..],
+            None => break,
         }
     }
     match landing {
@@ -905,7 +919,8 @@ fn check_runs(
     for (k, es) in entries.iter().enumerate() {
         let o = &f.orig[k];
         let na = o.new.map(|x| x.addr);
-        let whole = f.inserted.get(o.run.clone()).unwrap_or_default();
+        // The run as fall-through enters it (a leading long-branch island is not part of it).
+        let whole = run_from(p, f, k, None);
         let is_legacy = legacy.get(k).copied().unwrap_or(true);
         let executable = whole.iter().all(|x| {
             region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
