@@ -107,14 +107,12 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
             };
             let (o0, o1) = m.ds_offsets.unwrap_or((0, 0));
             if let Some(kind) = permute {
-                if (o0, o1) != (0, 0) {
-                    return unsupported(
-                        "a lane shuffle with an immediate offset (the spec's index token has none)",
-                    );
-                }
                 return Classified::Traced(vec![TraceOp {
                     kind,
-                    src: AddrSource::Permute { index: vaddr },
+                    src: AddrSource::Permute {
+                        index: vaddr,
+                        offset: u32::from(o0) | (u32::from(o1) << 8),
+                    },
                 }]);
             }
             let Some(kind) = kind3(
@@ -263,7 +261,7 @@ fn source_regs(src: &AddrSource) -> RegSet {
             r.add_vgpr(voffset);
         }
         AddrSource::Lds32 { vaddr, .. } => r.add_vgpr(vaddr),
-        AddrSource::Permute { index } => r.add_vgpr(index),
+        AddrSource::Permute { index, .. } => r.add_vgpr(index),
         AddrSource::Buffer {
             rsrc,
             soffset,
@@ -549,7 +547,30 @@ mod tests {
             &[0x00, 0x00, 0x7e, 0xd8, 0x02, 0x03, 0x00, 0x01],
         ));
         assert_eq!(t[0].kind, TraceKind::DsBpermute);
-        assert_eq!(t[0].src, AddrSource::Permute { index: 2 });
+        assert_eq!(
+            t[0].src,
+            AddrSource::Permute {
+                index: 2,
+                offset: 0
+            }
+        );
+        // gfx942 / gfx1201: ds_bpermute_b32 v1, v2, v3 offset:260 (LLVM folds a constant add of
+        // the index into the offset field; the traced token is the effective index)
+        for (target, bytes) in [
+            ("gfx942", [0x04, 0x01, 0x7e, 0xd8, 0x02, 0x03, 0x00, 0x01]),
+            ("gfx1201", [0x04, 0x01, 0xcc, 0xda, 0x02, 0x03, 0x00, 0x01]),
+        ] {
+            let t = traced(one(target, &bytes));
+            assert_eq!(t[0].kind, TraceKind::DsBpermute, "{target}");
+            assert_eq!(
+                t[0].src,
+                AddrSource::Permute {
+                    index: 2,
+                    offset: 260
+                },
+                "{target}"
+            );
+        }
         let t = traced(one(
             "gfx1201",
             &[0x00, 0x00, 0xc8, 0xda, 0x02, 0x03, 0x00, 0x01],

@@ -129,7 +129,9 @@ fn expected(w: &Wave, ws: u32, header: u32, src: &AddrSource) -> Vec<u32> {
         AddrSource::Lds32 { vaddr, offset } => {
             out.extend((0..ws).map(|l| v(vaddr, l).wrapping_add(offset)));
         }
-        AddrSource::Permute { index } => out.extend((0..ws).map(|l| v(index, l))),
+        AddrSource::Permute { index, offset } => {
+            out.extend((0..ws).map(|l| v(index, l).wrapping_add(offset)))
+        }
         AddrSource::Buffer {
             rsrc,
             soffset,
@@ -192,7 +194,10 @@ fn sources(rng: &mut Rng) -> Vec<AddrSource> {
             vaddr: 3,
             offset: 65535,
         },
-        AddrSource::Permute { index: 200 },
+        AddrSource::Permute {
+            index: 200,
+            offset: 260,
+        },
         AddrSource::Buffer {
             rsrc: 4,
             soffset: ScalarSrc::Sgpr(12),
@@ -246,7 +251,10 @@ fn payload_counts_match_the_spec_table() {
         vaddr: 0,
         offset: 0,
     };
-    let p = AddrSource::Permute { index: 0 };
+    let p = AddrSource::Permute {
+        index: 0,
+        offset: 0,
+    };
     let raw = AddrSource::Buffer {
         rsrc: 0,
         soffset: ScalarSrc::Const(0),
@@ -595,7 +603,13 @@ fn all_snippets(name: &str, ws: u32) -> Vec<(String, Snippet)> {
                 offset: 128,
             },
         ),
-        ("ds_permute", AddrSource::Permute { index: 1 }),
+        (
+            "ds_permute",
+            AddrSource::Permute {
+                index: 1,
+                offset: 0,
+            },
+        ),
         (
             "raw buffer (offen)",
             AddrSource::Buffer {

@@ -44,8 +44,11 @@ pub enum AddrSource {
         vindex: Option<u16>,
         offset: u32,
     },
-    /// `ds_permute_b32` / `ds_bpermute_b32` (`_fi`): per lane the index VGPR (bytes, lane * 4).
-    Permute { index: u16 },
+    /// `ds_permute_b32` / `ds_bpermute_b32` (`_fi`): per lane `v[index] + offset` (32-bit,
+    /// wrapping): the byte address the hardware turns into a lane number (lane * 4). A nonzero
+    /// `offset` is LLVM folding a constant add of the index into the instruction's offset field
+    /// (`offset0 | offset1 << 8`); the token is the effective index either way.
+    Permute { index: u16, offset: u32 },
 }
 
 /// The fourteen address-trace kinds of the spec's "Funcmap name prefix" table.
@@ -191,7 +194,7 @@ pub fn address_trace(
         AddrSource::Lds32 { vaddr, .. } => {
             vgpr(vaddr)?;
         }
-        AddrSource::Permute { index } => {
+        AddrSource::Permute { index, .. } => {
             vgpr(index)?;
         }
         AddrSource::Buffer {
@@ -321,7 +324,9 @@ pub fn address_trace(
         AddrSource::Lds32 { vaddr, offset } => {
             one_word_loop(&mut e, wave_size, c, x, Some(vaddr), offset)?
         }
-        AddrSource::Permute { index } => one_word_loop(&mut e, wave_size, c, x, Some(index), 0)?,
+        AddrSource::Permute { index, offset } => {
+            one_word_loop(&mut e, wave_size, c, x, Some(index), offset)?
+        }
         AddrSource::Buffer {
             rsrc,
             soffset,
