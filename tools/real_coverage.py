@@ -5,6 +5,8 @@ Usage: real_coverage.py REPORT_DIR  (files named <object>__<featureset>.json, wr
 tools/real_coverage.sh). Prints a Markdown table: per object and feature set, the sites
 instrumented / sites found (percent), the object's status and the functions left alone.
 Sites found = sites instrumented (the report's per-function `sites`) + sites skipped.
+Sites inside compiled-out stubs (functions left alone because execution falls off their end:
+code that cannot run) are counted apart: "runnable" is instrumented / (found - in stubs).
 The scope-filter flag computation (`scope_init`) is not a requested site and is not counted.
 """
 import json
@@ -12,13 +14,16 @@ import os
 import sys
 from collections import Counter, defaultdict
 
+# sqtt_rewrite::verbatim::STUB_SKIP: the skip reason of sites in compiled-out stubs
+STUB_SKIP = "function left alone (compiled-out stub that cannot run"
+
 
 def summarise(path):
     with open(path) as f:
         r = json.load(f)
     reports = r if isinstance(r, list) else [r]
     done, skipped, why = Counter(), Counter(), Counter()
-    status, left = Counter(), 0
+    status, left, stubs = Counter(), 0, 0
     for rep in reports:
         status[rep.get("status", "?")] += 1
         left += len(rep.get("left_alone", []))
@@ -29,7 +34,12 @@ def summarise(path):
         for s in rep.get("skipped", []):
             skipped[s["kind"]] += 1
             why[s["why"][:70]] += 1
-    return done, skipped, why, status, left
+            stubs += s["why"].startswith(STUB_SKIP)
+    return done, skipped, why, status, left, stubs
+
+
+def pct_of(a, b):
+    return f"{100.0 * a / b:.2f} %" if b else "n/a"
 
 
 def main():
@@ -46,7 +56,7 @@ def main():
     feats = sorted({f for r in rows.values() for f in r})
     print("| object | " + " | ".join(feats) + " |")
     print("|---|" + "---|" * len(feats))
-    totals = {f: [0, 0] for f in feats}
+    totals = {f: [0, 0, 0] for f in feats}
     reasons = Counter()
     for obj, r in sorted(rows.items()):
         cells = []
@@ -57,21 +67,27 @@ def main():
             elif isinstance(s, Exception):
                 cells.append("error")
             else:
-                done, skipped, why, status, left = s
+                done, skipped, why, status, left, stubs = s
                 a, b = sum(done.values()), sum(done.values()) + sum(skipped.values())
                 totals[f][0] += a
                 totals[f][1] += b
+                totals[f][2] += stubs
                 reasons.update(why)
                 st = ",".join(k for k in status if k != "instrumented")
                 pct = f"{100.0 * a / b:.1f} %" if b else "n/a"
                 extra = f" {st}" if st else ""
                 extra += f" ({left} left alone)" if left else ""
+                if stubs:
+                    extra += f"; runnable {pct_of(a, b - stubs)} ({stubs} in stubs)"
                 cells.append(f"{a}/{b} {pct}{extra}")
         print(f"| {obj} | " + " | ".join(cells) + " |")
     cells = []
     for f in feats:
-        a, b = totals[f]
-        cells.append(f"**{a}/{b} {100.0 * a / b:.2f} %**" if b else "n/a")
+        a, b, stubs = totals[f]
+        cell = f"**{a}/{b} {100.0 * a / b:.2f} %**" if b else "n/a"
+        if stubs:
+            cell += f"; runnable **{pct_of(a, b - stubs)}**"
+        cells.append(cell)
     print("| **all** | " + " | ".join(cells) + " |")
     print()
     print("Skip reasons (all objects and feature sets):")

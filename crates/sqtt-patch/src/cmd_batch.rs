@@ -1093,29 +1093,26 @@ fn totals(files: &[FileReport]) -> Totals {
 /// `<kind>: <reason>`).
 fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage> {
     use sqtt_rewrite::plan::SiteKind;
-    let mut by: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    use sqtt_rewrite::rewrite::Coverage;
+    let mut by: BTreeMap<&'static str, Coverage> = BTreeMap::new();
     for (kind, &n) in &t.sites {
         if let Some(f) = SiteKind::feature_of_name(kind) {
-            let e = by.entry(f).or_default();
-            e.0 += u64::from(n);
-            e.1 += u64::from(n);
+            let c = by.entry(f).or_insert_with(|| Coverage::empty(f));
+            c.instrumented += u64::from(n);
+            c.found += u64::from(n);
         }
     }
     for (key, &n) in &t.skipped {
-        let kind = key.split(':').next().unwrap_or_default();
+        let (kind, why) = key.split_once(": ").unwrap_or((key, ""));
         if let Some(f) = SiteKind::feature_of_name(kind) {
-            by.entry(f).or_default().1 += u64::from(n);
+            let c = by.entry(f).or_insert_with(|| Coverage::empty(f));
+            c.found += u64::from(n);
+            if why.starts_with(sqtt_rewrite::verbatim::STUB_SKIP) {
+                c.in_stubs += u64::from(n);
+            }
         }
     }
-    by.into_iter()
-        .map(
-            |(feature, (instrumented, found))| sqtt_rewrite::rewrite::Coverage {
-                feature,
-                instrumented,
-                found,
-            },
-        )
-        .collect()
+    by.into_values().collect()
 }
 
 fn map_text(m: &BTreeMap<String, u32>) -> String {

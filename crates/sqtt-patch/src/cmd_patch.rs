@@ -467,7 +467,9 @@ pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
     }
 }
 
-/// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature.
+/// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature;
+/// with sites in compiled-out stubs (code that cannot run) `trace 90/100 (90.0 %; 10 in stubs,
+/// 100.0 % of code that can run)`.
 pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
     c.iter()
         .map(|c| {
@@ -476,7 +478,19 @@ pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
             } else {
                 100.0 * c.instrumented as f64 / c.found as f64
             };
-            format!("{} {}/{} ({pct:.1} %)", c.feature, c.instrumented, c.found)
+            let stubs = if c.in_stubs > 0 {
+                format!(
+                    "; {} in stubs, {:.1} % of code that can run",
+                    c.in_stubs,
+                    c.percent_runnable()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {}/{} ({pct:.1} %{stubs})",
+                c.feature, c.instrumented, c.found
+            )
         })
         .collect::<Vec<_>>()
         .join(", ")

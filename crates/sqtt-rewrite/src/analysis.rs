@@ -41,6 +41,10 @@ pub struct Problem {
     pub why: String,
 }
 
+/// The [`Problem`] of a function whose last instruction does not end execution (no `s_endpgm`,
+/// return or unconditional branch): execution would run into whatever follows it.
+pub const FALLS_OFF_END: &str = "execution falls off the end of the function";
+
 /// Who a call site calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Callee {
@@ -534,7 +538,7 @@ fn analyse_fn(
             } else if inst.special() != Special::CodeEnd {
                 f.problems.push(Problem {
                     addr: a,
-                    why: "execution falls off the end of the function".into(),
+                    why: FALLS_OFF_END.into(),
                 });
             }
         }

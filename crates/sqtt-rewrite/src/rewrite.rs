@@ -155,33 +155,55 @@ pub struct Coverage {
     pub instrumented: u64,
     /// Sites found: instrumented plus skipped (count of sites).
     pub found: u64,
+    /// Of the skipped sites, those inside compiled-out stubs ([`crate::verbatim::is_stub`]):
+    /// code that cannot run (count of sites). `instrumented / (found - in_stubs)` is the coverage
+    /// of code that can run.
+    pub in_stubs: u64,
+}
+
+impl Coverage {
+    /// No sites of `feature` yet.
+    pub fn empty(feature: &'static str) -> Coverage {
+        Coverage {
+            feature,
+            instrumented: 0,
+            found: 0,
+            in_stubs: 0,
+        }
+    }
+
+    /// Percent of the sites in code that can run that were instrumented (100 when there are none).
+    pub fn percent_runnable(&self) -> f64 {
+        let runnable = self.found.saturating_sub(self.in_stubs);
+        if runnable == 0 {
+            100.0
+        } else {
+            100.0 * self.instrumented as f64 / runnable as f64
+        }
+    }
 }
 
 impl Report {
     /// Per-feature coverage from the per-function site counts and the skipped sites.
     fn compute_coverage(&self) -> Vec<Coverage> {
-        let mut by: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+        let mut by: BTreeMap<&'static str, Coverage> = BTreeMap::new();
         for f in &self.functions {
             for (kind, &n) in &f.sites {
                 if let Some(feat) = SiteKind::feature_of_name(kind) {
-                    let e = by.entry(feat).or_default();
-                    e.0 += u64::from(n);
-                    e.1 += u64::from(n);
+                    let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
+                    c.instrumented += u64::from(n);
+                    c.found += u64::from(n);
                 }
             }
         }
         for sk in &self.skipped {
             if let Some(feat) = sk.kind.feature() {
-                by.entry(feat).or_default().1 += 1;
+                let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
+                c.found += 1;
+                c.in_stubs += u64::from(sk.why.starts_with(crate::verbatim::STUB_SKIP));
             }
         }
-        by.into_iter()
-            .map(|(feature, (instrumented, found))| Coverage {
-                feature,
-                instrumented,
-                found,
-            })
-            .collect()
+        by.into_values().collect()
     }
 }
 
@@ -1506,10 +1528,13 @@ fn trace_code(
     scc_live: bool,
     regs: &mut SiteRegs,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
-    let role = "the address-trace loop (3 SGPRs)";
-    let tmp = [regs.one(role)?, regs.one(role)?, regs.one(role)?];
+    let n = crate::snippets::scratch_count(&op.src);
+    let role = format!("the address-trace loop ({n} SGPRs)");
+    let tmp = (0..n)
+        .map(|_| regs.one(&role))
+        .collect::<Result<Vec<u8>, String>>()?;
     let block =
-        crate::snippets::address_trace(t, wave, value, &op.src, tmp).map_err(|x| x.to_string())?;
+        crate::snippets::address_trace(t, wave, value, &op.src, &tmp).map_err(|x| x.to_string())?;
     let body = scope_guarded(t, flag, plan::keep_m0(t, keep, block.code)?)?;
     save_scc(t, body, scc_live, regs)
 }
@@ -1603,10 +1628,9 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             prog.target.name(),
             "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
         );
-        // gfx12+: an SGPR a VALU writes (a carry-out) needs `s_wait_alu depctr_va_sdst(0)`
-        // before inserted code reads it again (LLVM `AMDGPUWaitSGPRHazards`, rule
-        // valu-sgpr-read): scratch never takes an SGPR a VALU instruction of the function writes.
-        let valu_hazard = matches!(prog.target.family(), Family::Gfx12 | Family::Gfx1250);
+        // gfx12 (rule valu-sgpr-read): an SGPR a VALU wrote may be scratch; the address-trace
+        // loop, the only snippet with a VALU reading scratch, waits `depctr_va_sdst(0)` first
+        // (`snippets::Emitter`).
         return prog
             .funcs
             .iter()
@@ -1615,9 +1639,6 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
                     let mut v = a;
                     if vmem_hazard && i.memory().is_some() {
                         v |= i.reads().sgpr_bits();
-                    }
-                    if valu_hazard && i.class() == amdgpu_isa::InstClass::Valu {
-                        v |= i.writes().sgpr_bits();
                     }
                     v
                 });

@@ -48,7 +48,9 @@ mod addr;
 mod clock;
 mod scope;
 
-pub use addr::{address_trace, payload_count, trace_name, AddrSource, ScalarSrc, TraceKind};
+pub use addr::{
+    address_trace, payload_count, scratch_count, trace_name, AddrSource, ScalarSrc, TraceKind,
+};
 pub use clock::clock_marker;
 pub use scope::{scope_guard, scope_init, ScopeMasks};
 
@@ -212,19 +214,22 @@ fn sgpr_bits(set: &amdgpu_isa::RegSet) -> u128 {
 }
 
 impl Emitter {
-    /// `caller_unknown`: the caller may have SALU-written any SGPR right before the snippet.
+    /// `caller_unknown`: the original code may have SALU- or VALU-written any SGPR right before
+    /// the snippet (scratch SGPRs come from liveness, so a dead carry-out a VALU just wrote may
+    /// be one): the first read of an SGPR waits for both.
     pub fn new(t: Target, caller_unknown: bool) -> Emitter {
         let gfx12 = hazard::SALU_SGPR_READ.scope.contains(t);
+        let unknown = if caller_unknown && gfx12 {
+            (1u128 << SGPR_FILE) - 1
+        } else {
+            0
+        };
         Emitter {
             t,
             code: Vec::new(),
             gfx12,
-            sa: if caller_unknown && gfx12 {
-                (1u128 << SGPR_FILE) - 1
-            } else {
-                0
-            },
-            va: 0,
+            sa: unknown,
+            va: unknown,
         }
     }
 

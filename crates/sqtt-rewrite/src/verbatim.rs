@@ -43,6 +43,25 @@ pub struct LeftAlone {
     pub address: u64,
     /// Why it cannot be instrumented (its problems, `; `-separated, each with its address).
     pub why: String,
+    /// A compiled-out stub ([`is_stub`]): it cannot run to completion, so the host never
+    /// launches it on this target. Its sites are counted apart in the coverage.
+    pub stub: bool,
+}
+
+/// Start of the skip reason of every site inside a compiled-out stub ([`is_stub`]); coverage
+/// counts such sites apart ([`crate::rewrite::Coverage::in_stubs`]).
+pub const STUB_SKIP: &str = "function left alone (compiled-out stub that cannot run";
+
+/// Whether a function with problems is a compiled-out stub: its only problem is that execution
+/// falls off its end (no `s_endpgm`, return or branch ends it), as in rocPRIM's trampoline
+/// kernels built for other targets (one `s_setreg_imm32_b32`, then zero padding). Such code
+/// cannot complete, so nothing launches it; every other problem (an undecodable word, an
+/// unresolved jump) may sit in code that runs and counts as lost coverage.
+pub fn is_stub(f: &Func) -> bool {
+    !f.problems.is_empty()
+        && f.problems
+            .iter()
+            .all(|p| p.why == crate::analysis::FALLS_OFF_END)
 }
 
 /// The left-alone decision for a whole program.
@@ -182,6 +201,7 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
                     name: f.spec.name.clone(),
                     address: f.spec.start,
                     why: describe(f),
+                    stub: is_stub(f),
                 });
             }
             Err(p) => {
@@ -208,10 +228,12 @@ pub fn skip_left_alone(
     skipped: &mut Vec<Skipped>,
 ) {
     let why = |fi: usize| {
-        format!(
-            "function left alone (copied verbatim): {}",
-            describe(&prog.funcs[fi])
-        )
+        let f = &prog.funcs[fi];
+        if is_stub(f) {
+            format!("{STUB_SKIP}, copied verbatim): {}", describe(f))
+        } else {
+            format!("function left alone (copied verbatim): {}", describe(f))
+        }
     };
     for sk in skipped.iter_mut() {
         if let Some(fi) = prog

@@ -11,8 +11,8 @@ use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Instruction, Target};
 use sqtt_interp::{run, Wave};
 use sqtt_rewrite::snippets::{
-    address_trace, clock_marker, payload_count, scope_guard, scope_init, trace_name, AddrSource,
-    ScalarSrc, ScopeMasks, Snippet, SnippetError, TraceKind,
+    address_trace, clock_marker, payload_count, scope_guard, scope_init, scratch_count, trace_name,
+    AddrSource, ScalarSrc, ScopeMasks, Snippet, SnippetError, TraceKind,
 };
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -315,7 +315,7 @@ fn address_trace_streams_match_the_framing_lane_by_lane() {
             for src in sources(&mut rng) {
                 let header = rng.below(1 << 20) << 2; // point marker: flags 0
                 let tmp = [100, 101, 98];
-                let snip = address_trace(t, ws, header, &src, tmp)
+                let snip = address_trace(t, ws, header, &src, &tmp)
                     .unwrap_or_else(|e| panic!("{name} w{ws} {src:?}: {e}"));
                 assert!(
                     snip.sgprs.iter().all(|s| tmp.contains(s)),
@@ -349,16 +349,16 @@ fn address_trace_rejects_bad_inputs() {
         offset: 0,
     };
     assert!(matches!(
-        address_trace(t, 32, 4, &src, [1, 2, 3]),
+        address_trace(t, 32, 4, &src, &[1, 2, 3]),
         Err(SnippetError::WaveSize { .. })
     ));
     let t = target("gfx1100");
     assert!(matches!(
-        address_trace(t, 48, 4, &src, [1, 2, 3]),
+        address_trace(t, 48, 4, &src, &[1, 2, 3]),
         Err(SnippetError::WaveSize { .. })
     ));
     assert!(matches!(
-        address_trace(t, 32, 4, &src, [1, 1, 3]),
+        address_trace(t, 32, 4, &src, &[1, 1, 3]),
         Err(SnippetError::RegisterOverlap { .. })
     ));
     let bad_v = AddrSource::Flat64 {
@@ -366,7 +366,7 @@ fn address_trace_rejects_bad_inputs() {
         offset: 0,
     };
     assert!(matches!(
-        address_trace(t, 32, 4, &bad_v, [1, 2, 3]),
+        address_trace(t, 32, 4, &bad_v, &[1, 2, 3]),
         Err(SnippetError::VgprRange { vgpr: 256 })
     ));
     let sa = AddrSource::GlobalSaddr {
@@ -375,7 +375,7 @@ fn address_trace_rejects_bad_inputs() {
         offset: 0,
     };
     assert!(matches!(
-        address_trace(t, 32, 4, &sa, [3, 4, 5]),
+        address_trace(t, 32, 4, &sa, &[3, 4, 5]),
         Err(SnippetError::RegisterOverlap { sgpr: 3, .. })
     ));
     let buf = AddrSource::Buffer {
@@ -386,12 +386,32 @@ fn address_trace_rejects_bad_inputs() {
         offset: 0,
     };
     assert!(matches!(
-        address_trace(t, 32, 4, &buf, [11, 4, 5]),
+        address_trace(t, 32, 4, &buf, &[11, 4, 5]),
         Err(SnippetError::RegisterOverlap { sgpr: 11, .. })
     ));
     assert!(matches!(
-        address_trace(t, 32, 4, &buf, [1, 20, 5]),
+        address_trace(t, 32, 4, &buf, &[1, 20, 5]),
         Err(SnippetError::RegisterOverlap { sgpr: 20, .. })
+    ));
+    // Two scratch SGPRs suffice except for a saddr address with an offset and a buffer soffset
+    // in M0 (real vendor kernels often have only two dead SGPRs at a 64-bit access).
+    let flat = AddrSource::Flat64 {
+        vaddr: 2,
+        offset: -16,
+    };
+    let sa_off = AddrSource::GlobalSaddr {
+        saddr: 8,
+        voffset: 0,
+        offset: 16,
+    };
+    assert_eq!(scratch_count(&flat), 2);
+    assert_eq!(scratch_count(&sa), 2);
+    assert_eq!(scratch_count(&sa_off), 3);
+    let two = address_trace(t, 32, 4, &flat, &[1, 2]).expect("two scratch SGPRs");
+    assert!(!two.sgprs.contains(&3), "{:?}", two.sgprs);
+    assert!(matches!(
+        address_trace(t, 32, 4, &sa_off, &[1, 2]),
+        Err(SnippetError::Rule(_))
     ));
 }
 
@@ -634,7 +654,7 @@ fn all_snippets(name: &str, ws: u32) -> Vec<(String, Snippet)> {
     for (label, src) in kinds {
         v.push((
             format!("addr {label}"),
-            address_trace(t, ws, 4 << 2, &src, [97, 98, 99]).expect("addr"),
+            address_trace(t, ws, 4 << 2, &src, &[97, 98, 99]).expect("addr"),
         ));
     }
     let init = scope_init(t, &ScopeMasks::default(), 90, 91).expect("init");

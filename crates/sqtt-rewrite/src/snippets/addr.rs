@@ -139,13 +139,22 @@ fn sgpr(n: u16) -> Result<u8, SnippetError> {
     })
 }
 
+/// Scratch SGPRs the block of `src` needs: the lane counter and one word register, plus a
+/// second word register for a `saddr` address with an immediate offset (the high half is built
+/// while the low one is sent) or a buffer `soffset` held in M0 (its copy).
+pub fn scratch_count(src: &AddrSource) -> usize {
+    match *src {
+        AddrSource::GlobalSaddr { offset, .. } if offset != 0 => 3,
+        AddrSource::Buffer {
+            soffset: ScalarSrc::M0,
+            ..
+        } => 3,
+        _ => 2,
+    }
+}
+
 /// Rejects scratch registers that repeat or overlap `[first, first + count)` of a source.
-fn no_overlap(
-    tmp: &[u8; 3],
-    first: u16,
-    count: u16,
-    what: &'static str,
-) -> Result<(), SnippetError> {
+fn no_overlap(tmp: &[u8], first: u16, count: u16, what: &'static str) -> Result<(), SnippetError> {
     for &r in tmp {
         if (first..first + count).contains(&u16::from(r)) {
             return Err(SnippetError::RegisterOverlap { sgpr: r, what });
@@ -160,26 +169,43 @@ fn no_overlap(
 /// each word sent with `s_mov_b32 m0, x` + `s_nop 0` + `s_ttracedata`. Lanes are read with
 /// `v_readlane_b32` in a loop over a lane counter (not unrolled, as the spec's pass does).
 ///
-/// `tmp = [counter, lo, hi]` are SGPRs the caller proved free; which ones are written is in
-/// [`Snippet::sgprs`] (`hi` only for 64-bit VGPR addresses, `GlobalSaddr` with an offset, or a
-/// buffer `soffset` in M0). Clobbers M0 and SCC. Length: `1 + payload_count(wave_size, src)`
-/// words. Errors: invalid wave size for `t`, VGPR above 255, scratch registers repeating or
-/// overlapping the source SGPRs, encodings missing on `t`.
+/// `tmp = [counter, word, word2]`: at least [`scratch_count`]`(src)` SGPRs the caller proved
+/// free; only that many are used (which ones are written is in [`Snippet::sgprs`]). A 64-bit
+/// VGPR address sends both halves through `word`: the low add's carry stays in SCC across the
+/// high half's `v_readlane_b32` (a VALU instruction, which leaves SCC alone). Clobbers M0 and
+/// SCC. Length: `1 + payload_count(wave_size, src)` words. Errors: invalid wave size for `t`,
+/// VGPR above 255, too few scratch registers, scratch registers repeating or overlapping the
+/// source SGPRs, encodings missing on `t`.
 pub fn address_trace(
     t: Target,
     wave_size: u32,
     header: u32,
     src: &AddrSource,
-    tmp: [u8; 3],
+    tmp: &[u8],
 ) -> Result<Snippet, SnippetError> {
     check_wave(t, wave_size)?;
-    let [c, x, y] = tmp;
-    if c == x || c == y || x == y {
-        return Err(SnippetError::RegisterOverlap {
-            sgpr: if c == x || c == y { c } else { x },
-            what: "another scratch register",
-        });
+    let need = scratch_count(src);
+    let Some(tmp) = tmp.get(..need) else {
+        return Err(SnippetError::Rule(format!(
+            "the address-trace block needs {need} scratch SGPRs, {} given",
+            tmp.len()
+        )));
+    };
+    for (i, r) in tmp.iter().enumerate() {
+        if tmp[i + 1..].contains(r) {
+            return Err(SnippetError::RegisterOverlap {
+                sgpr: *r,
+                what: "another scratch register",
+            });
+        }
     }
+    let (c, x) = (tmp[0], tmp[1]);
+    // The second word register; present whenever `scratch_count` asked for it.
+    let y = || {
+        tmp.get(2).copied().ok_or_else(|| {
+            SnippetError::Rule("the address-trace block needs a third scratch SGPR".into())
+        })
+    };
     // Validate registers first.
     match *src {
         AddrSource::Flat64 { vaddr, .. } => {
@@ -189,7 +215,7 @@ pub fn address_trace(
         AddrSource::GlobalSaddr { saddr, voffset, .. } => {
             vgpr(voffset)?;
             sgpr(saddr + 1)?;
-            no_overlap(&tmp, saddr, 2, "the saddr pair")?;
+            no_overlap(tmp, saddr, 2, "the saddr pair")?;
         }
         AddrSource::Lds32 { vaddr, .. } => {
             vgpr(vaddr)?;
@@ -205,9 +231,9 @@ pub fn address_trace(
             ..
         } => {
             sgpr(rsrc + 3)?;
-            no_overlap(&tmp, rsrc, 4, "the buffer descriptor")?;
+            no_overlap(tmp, rsrc, 4, "the buffer descriptor")?;
             if let ScalarSrc::Sgpr(s) = soffset {
-                no_overlap(&tmp, u16::from(s), 1, "soffset")?;
+                no_overlap(tmp, u16::from(s), 1, "soffset")?;
             }
             if let Some(v) = voffset {
                 vgpr(v)?;
@@ -228,7 +254,7 @@ pub fn address_trace(
     {
         e.push(
             "s_mov_b32",
-            build::s_mov_b32(t, Operand::Sgpr(y), Operand::M0),
+            build::s_mov_b32(t, Operand::Sgpr(y()?), Operand::M0),
         )?;
     }
     e.word(Operand::Literal(header))?;
@@ -245,82 +271,94 @@ pub fn address_trace(
                 "v_readlane_b32",
                 build::v_readlane_b32(t, Operand::Sgpr(x), vaddr, Operand::Sgpr(c)),
             )?;
+            if offset == 0 {
+                e.word(Operand::Sgpr(x))?;
+            } else {
+                e.push(
+                    "s_add_u32",
+                    build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
+                )?;
+                e.trace_m0()?;
+            }
             e.push(
                 "v_readlane_b32",
-                build::v_readlane_b32(t, Operand::Sgpr(y), vaddr + 1, Operand::Sgpr(c)),
+                build::v_readlane_b32(t, Operand::Sgpr(x), vaddr + 1, Operand::Sgpr(c)),
             )?;
-            Ok(Box::new(move |e: &mut Emitter| {
-                if offset == 0 {
-                    e.word(Operand::Sgpr(x))?;
-                    e.word(Operand::Sgpr(y))
-                } else {
-                    e.push(
-                        "s_add_u32",
-                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
-                    )?;
-                    e.trace_m0()?;
-                    e.push(
-                        "s_addc_u32",
-                        build::s_addc_u32(
-                            t,
-                            Operand::M0,
-                            Operand::Sgpr(y),
-                            Operand::Imm(sext_hi(offset)),
-                        ),
-                    )?;
-                    e.trace_m0()
-                }
-            }))
+            if offset == 0 {
+                e.word(Operand::Sgpr(x))?;
+            } else {
+                // SCC still holds the low add's carry.
+                e.push(
+                    "s_addc_u32",
+                    build::s_addc_u32(
+                        t,
+                        Operand::M0,
+                        Operand::Sgpr(x),
+                        Operand::Imm(sext_hi(offset)),
+                    ),
+                )?;
+                e.trace_m0()?;
+            }
+            Ok(Box::new(|_: &mut Emitter| Ok(())))
         })?,
         AddrSource::GlobalSaddr {
             saddr,
             voffset,
             offset,
-        } => lane_loop(&mut e, wave_size, c, |e| {
-            e.push(
-                "v_readlane_b32",
-                build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)),
-            )?;
-            Ok(Box::new(move |e: &mut Emitter| {
-                if offset == 0 {
-                    e.push(
-                        "s_add_u32",
-                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), s(saddr)),
-                    )?;
-                    e.trace_m0()?;
-                    e.push(
-                        "s_addc_u32",
-                        build::s_addc_u32(t, Operand::M0, s(saddr + 1), Operand::Imm(0)),
-                    )?;
-                    e.trace_m0()
-                } else {
-                    // lo = x + s_lo + off, hi = s_hi + sext_hi(off) + both carries.
-                    e.push(
-                        "s_add_u32",
-                        build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)),
-                    )?;
-                    e.push(
-                        "s_addc_u32",
-                        build::s_addc_u32(
-                            t,
-                            Operand::Sgpr(y),
-                            s(saddr + 1),
-                            Operand::Imm(sext_hi(offset)),
-                        ),
-                    )?;
-                    e.push(
-                        "s_add_u32",
-                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
-                    )?;
-                    e.trace_m0()?;
-                    e.push(
-                        "s_addc_u32",
-                        build::s_addc_u32(t, Operand::M0, Operand::Sgpr(y), Operand::Imm(0)),
-                    )?;
-                    e.trace_m0()
-                }
-            }))
-        })?,
+        } => {
+            // The high half's register, used only with an offset (`scratch_count` gave it).
+            let y = if offset == 0 { x } else { y()? };
+            lane_loop(&mut e, wave_size, c, |e| {
+                e.push(
+                    "v_readlane_b32",
+                    build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)),
+                )?;
+                Ok(Box::new(move |e: &mut Emitter| {
+                    if offset == 0 {
+                        e.push(
+                            "s_add_u32",
+                            build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), s(saddr)),
+                        )?;
+                        e.trace_m0()?;
+                        e.push(
+                            "s_addc_u32",
+                            build::s_addc_u32(t, Operand::M0, s(saddr + 1), Operand::Imm(0)),
+                        )?;
+                        e.trace_m0()
+                    } else {
+                        // lo = x + s_lo + off, hi = s_hi + sext_hi(off) + both carries.
+                        e.push(
+                            "s_add_u32",
+                            build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)),
+                        )?;
+                        e.push(
+                            "s_addc_u32",
+                            build::s_addc_u32(
+                                t,
+                                Operand::Sgpr(y),
+                                s(saddr + 1),
+                                Operand::Imm(sext_hi(offset)),
+                            ),
+                        )?;
+                        e.push(
+                            "s_add_u32",
+                            build::s_add_u32(
+                                t,
+                                Operand::M0,
+                                Operand::Sgpr(x),
+                                Operand::Imm(offset),
+                            ),
+                        )?;
+                        e.trace_m0()?;
+                        e.push(
+                            "s_addc_u32",
+                            build::s_addc_u32(t, Operand::M0, Operand::Sgpr(y), Operand::Imm(0)),
+                        )?;
+                        e.trace_m0()
+                    }
+                }))
+            })?
+        }
         AddrSource::Lds32 { vaddr, offset } => {
             one_word_loop(&mut e, wave_size, c, x, Some(vaddr), offset)?
         }
@@ -338,7 +376,7 @@ pub fn address_trace(
             e.word(s(rsrc + 1))?;
             e.word(match soffset {
                 ScalarSrc::Sgpr(r) => Operand::Sgpr(r),
-                ScalarSrc::M0 => Operand::Sgpr(y),
+                ScalarSrc::M0 => Operand::Sgpr(y()?),
                 ScalarSrc::Const(v) => Operand::Literal(v),
             })?;
             one_word_loop(&mut e, wave_size, c, x, voffset, offset)?;
