@@ -314,6 +314,26 @@ pub fn s_lshl_b32(
     sop2(t, "s_lshl_b32", dst, a, b)
 }
 
+/// `s_mul_i32 dst, a, b` (low 32 bits of the product; SCC unchanged).
+pub fn s_mul_i32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    sop2(t, "s_mul_i32", dst, a, b)
+}
+
+/// `s_mul_hi_i32 dst, a, b` (high 32 bits of the signed 64-bit product; SCC unchanged; gfx9+).
+pub fn s_mul_hi_i32(
+    t: Target,
+    dst: Operand,
+    a: Operand,
+    b: Operand,
+) -> Result<Instruction, EncodeError> {
+    sop2(t, "s_mul_hi_i32", dst, a, b)
+}
+
 /// `s_cselect_b32 dst, a, b` (dst = SCC ? a : b).
 pub fn s_cselect_b32(
     t: Target,

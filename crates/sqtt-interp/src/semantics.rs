@@ -45,6 +45,11 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("s_or_b32", "D = S0 | S1; SCC = D != 0"),
     ("s_lshr_b32", "D = S0 >> S1[4:0]; SCC = D != 0"),
     ("s_lshl_b32", "D = S0 << S1[4:0]; SCC = D != 0"),
+    ("s_mul_i32", "D = (S0 * S1)[31:0]; SCC unchanged"),
+    (
+        "s_mul_hi_i32",
+        "D = (sext(S0) * sext(S1))[63:32]; SCC unchanged",
+    ),
     (
         "s_bfe_u32",
         "D = (S0 >> S1[4:0]) & ((1 << S1[22:16]) - 1); SCC = D != 0",
@@ -420,6 +425,11 @@ pub(crate) fn step(
         "s_or_b32" => cx.sop2(|a, b, _| (a | b, a | b != 0)),
         "s_lshr_b32" => cx.sop2(|a, b, _| (a >> (b & 31), a >> (b & 31) != 0)),
         "s_lshl_b32" => cx.sop2(|a, b, _| (a << (b & 31), a << (b & 31) != 0)),
+        "s_mul_i32" => cx.sop2(|a, b, scc| (a.wrapping_mul(b), scc)),
+        "s_mul_hi_i32" => cx.sop2(|a, b, scc| {
+            let p = i64::from(a as i32) * i64::from(b as i32);
+            ((p >> 32) as u32, scc)
+        }),
         "s_bfe_u32" => cx.sop2(|a, b, _| {
             let d = low_bits(a >> (b & 31), (b >> 16) & 0x7f);
             (d, d != 0)

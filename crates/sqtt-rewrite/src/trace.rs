@@ -167,11 +167,24 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
             else {
                 return Classified::NotQualifying;
             };
-            // gfx1250 `scale_offset` (dword 1 bit 16, from llvm-mc-22 encodings) scales the
-            // VGPR offset by the access size.
-            if family == Family::Gfx1250 && inst.word(1) & (1 << 16) != 0 {
-                return unsupported("scale_offset (voffset scaled by the access size)");
-            }
+            // gfx1250 sign-extends the `saddr` form's VGPR offset, and `scale_offset` (dword 1
+            // bit 16, from llvm-mc-22 encodings) multiplies it by the access size.
+            let signed_scale = if family == Family::Gfx1250 {
+                if inst.word(1) & (1 << 16) != 0 {
+                    match access_size(name) {
+                        Some(n) => Some(n),
+                        None => {
+                            return unsupported(
+                                "scale_offset with an access size not named by the mnemonic",
+                            )
+                        }
+                    }
+                } else {
+                    Some(1)
+                }
+            } else {
+                None
+            };
             let offset = inst.mem_offset() as i32;
             let Some((vaddr, width)) = m.vaddr else {
                 return unsupported("no address VGPR decoded");
@@ -183,6 +196,7 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
                         saddr: s,
                         voffset: vaddr,
                         offset,
+                        signed_scale,
                     },
                 }]),
                 _ if width == 2 => Classified::Traced(vec![TraceOp {
@@ -243,6 +257,35 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
         }
         _ => Classified::NotQualifying,
     }
+}
+
+/// Bytes one lane accesses, from the mnemonic's data-type suffix (`_b128` 16, `_b96` 12,
+/// 64-bit types 8, packed 16-bit pairs and 32-bit types 4, 16-bit types 2, 8-bit types 1): the
+/// factor of gfx1250 `scale_offset`. `None` when no suffix names it.
+fn access_size(mnemonic: &str) -> Option<u32> {
+    const SIZES: [(&str, u32); 17] = [
+        ("b128", 16),
+        ("b96", 12),
+        ("b64", 8),
+        ("u64", 8),
+        ("i64", 8),
+        ("f64", 8),
+        ("pk_", 4),
+        ("b32", 4),
+        ("u32", 4),
+        ("i32", 4),
+        ("f32", 4),
+        ("b16", 2),
+        ("u16", 2),
+        ("i16", 2),
+        ("u8", 1),
+        ("i8", 1),
+        ("b8", 1),
+    ];
+    SIZES
+        .iter()
+        .find(|(suffix, _)| mnemonic.contains(suffix))
+        .map(|&(_, n)| n)
 }
 
 /// Registers a trace block of `src` reads, plus EXEC (traced in every block).
@@ -424,7 +467,8 @@ mod tests {
                 src: AddrSource::GlobalSaddr {
                     saddr: 4,
                     voffset: 2,
-                    offset: -8
+                    offset: -8,
+                    signed_scale: None
                 }
             }]
         );
@@ -488,7 +532,8 @@ mod tests {
             AddrSource::GlobalSaddr {
                 saddr: 4,
                 voffset: 2,
-                offset: -8_388_608
+                offset: -8_388_608,
+                signed_scale: None
             }
         );
     }
@@ -707,15 +752,23 @@ mod tests {
     }
 
     #[test]
-    fn gfx1250_scale_offset_is_refused() {
-        // gfx1250: global_load_b32 v1, v2, s[4:5] scale_offset / without it
-        let with = one(
+    fn gfx1250_voffset_is_signed_and_scale_offset_scales_it() {
+        // gfx1250: global_load_b32 v1, v2, s[4:5] scale_offset / without it (llvm-mc-22)
+        let with = traced(one(
             "gfx1250",
             &[
                 0x04, 0x00, 0x05, 0xee, 0x01, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00,
             ],
+        ));
+        assert_eq!(
+            with[0].src,
+            AddrSource::GlobalSaddr {
+                saddr: 4,
+                voffset: 2,
+                offset: 0,
+                signed_scale: Some(4)
+            }
         );
-        assert!(matches!(with, Classified::Unsupported(w) if w.contains("scale_offset")));
         let without = traced(one(
             "gfx1250",
             &[
@@ -724,8 +777,26 @@ mod tests {
         ));
         assert!(matches!(
             without[0].src,
-            AddrSource::GlobalSaddr { saddr: 4, .. }
+            AddrSource::GlobalSaddr {
+                saddr: 4,
+                signed_scale: Some(1),
+                ..
+            }
         ));
+        for (m, n) in [
+            ("global_load_b128", 16),
+            ("global_load_b96", 12),
+            ("global_store_b64", 8),
+            ("global_atomic_add_u64", 8),
+            ("global_atomic_pk_add_bf16", 4),
+            ("global_load_b32", 4),
+            ("global_load_u16", 2),
+            ("global_store_b16", 2),
+            ("global_load_d16_hi_i8", 1),
+            ("global_store_b8", 1),
+        ] {
+            assert_eq!(access_size(m), Some(n), "{m}");
+        }
     }
 
     #[test]

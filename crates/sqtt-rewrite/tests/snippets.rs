@@ -117,12 +117,16 @@ fn expected(w: &Wave, ws: u32, header: u32, src: &AddrSource) -> Vec<u32> {
             saddr,
             voffset,
             offset,
+            signed_scale,
         } => {
             let base = u64::from(s(saddr + 1)) << 32 | u64::from(s(saddr));
             for l in 0..ws {
-                let a = base
-                    .wrapping_add(u64::from(v(voffset, l)))
-                    .wrapping_add(offset as i64 as u64);
+                // gfx1250: sign-extended, then scaled; earlier: zero-extended.
+                let vo = match signed_scale {
+                    None => u64::from(v(voffset, l)),
+                    Some(n) => (i64::from(v(voffset, l) as i32) * i64::from(n)) as u64,
+                };
+                let a = base.wrapping_add(vo).wrapping_add(offset as i64 as u64);
                 out.extend([a as u32, (a >> 32) as u32]);
             }
         }
@@ -175,16 +179,39 @@ fn sources(rng: &mut Rng) -> Vec<AddrSource> {
             saddr: 2,
             voffset: 9,
             offset: 0,
+            signed_scale: None,
         },
         AddrSource::GlobalSaddr {
             saddr: 10,
             voffset: 255,
             offset: n2,
+            signed_scale: None,
         },
         AddrSource::GlobalSaddr {
             saddr: 10,
             voffset: 1,
             offset: 0x7f_ffff,
+            signed_scale: None,
+        },
+        // gfx1250 forms (the snippet does not depend on the target's family; the test runs
+        // them everywhere): signed VGPR offset, with and without scale_offset and an offset.
+        AddrSource::GlobalSaddr {
+            saddr: 2,
+            voffset: 9,
+            offset: 0,
+            signed_scale: Some(1),
+        },
+        AddrSource::GlobalSaddr {
+            saddr: 10,
+            voffset: 255,
+            offset: n2,
+            signed_scale: Some(4),
+        },
+        AddrSource::GlobalSaddr {
+            saddr: 4,
+            voffset: 3,
+            offset: 4095,
+            signed_scale: Some(12),
         },
         AddrSource::Lds32 {
             vaddr: 3,
@@ -246,6 +273,7 @@ fn payload_counts_match_the_spec_table() {
         saddr: 0,
         voffset: 0,
         offset: 0,
+        signed_scale: None,
     };
     let l = AddrSource::Lds32 {
         vaddr: 0,
@@ -373,6 +401,7 @@ fn address_trace_rejects_bad_inputs() {
         saddr: 2,
         voffset: 0,
         offset: 0,
+        signed_scale: None,
     };
     assert!(matches!(
         address_trace(t, 32, 4, &sa, &[3, 4, 5]),
@@ -403,6 +432,7 @@ fn address_trace_rejects_bad_inputs() {
         saddr: 8,
         voffset: 0,
         offset: 16,
+        signed_scale: None,
     };
     assert_eq!(scratch_count(&flat), 2);
     assert_eq!(scratch_count(&sa), 2);
@@ -599,6 +629,7 @@ fn all_snippets(name: &str, ws: u32) -> Vec<(String, Snippet)> {
                 saddr: 2,
                 voffset: 1,
                 offset: 0,
+                signed_scale: None,
             },
         ),
         (
@@ -607,6 +638,7 @@ fn all_snippets(name: &str, ws: u32) -> Vec<(String, Snippet)> {
                 saddr: 2,
                 voffset: 1,
                 offset: 256,
+                signed_scale: None,
             },
         ),
         (

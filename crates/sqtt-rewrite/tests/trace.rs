@@ -205,7 +205,8 @@ fn expected_payload(op: &str, part: usize, w: &Wave) -> Vec<u32> {
         let reads = m.contains("read") || m.contains("load") || m.contains("rtn") || permute;
         let a = reg(&ops[usize::from(reads)]);
         if permute {
-            return lanes.map(|l| v(a, l)).collect();
+            // the effective index: the VGPR plus the instruction's offset field
+            return lanes.map(|l| v(a, l).wrapping_add(offset as u32)).collect();
         }
         let two = two_address(&m);
         let off = if two {
@@ -267,7 +268,20 @@ fn expected_payload(op: &str, part: usize, w: &Wave) -> Vec<u32> {
         let base = match &saddr {
             Some(sa) => {
                 let b = reg(sa);
-                (u64::from(s(b + 1)) << 32 | u64::from(s(b))).wrapping_add(u64::from(v(reg(a), l)))
+                let vo = v(reg(a), l);
+                // gfx1250 sign-extends the VGPR offset and `scale_offset` multiplies it by the
+                // access size (LLVM hasSignedGVSOffset); earlier targets zero-extend it.
+                let vo = if w.target.family() == amdgpu_isa::Family::Gfx1250 {
+                    let n = if mods.iter().any(|x| x == "scale_offset") {
+                        data_bytes(&m)
+                    } else {
+                        1
+                    };
+                    (i64::from(vo as i32) * n) as u64
+                } else {
+                    u64::from(vo)
+                };
+                (u64::from(s(b + 1)) << 32 | u64::from(s(b))).wrapping_add(vo)
             }
             None => {
                 let b = reg(a);
@@ -279,6 +293,16 @@ fn expected_payload(op: &str, part: usize, w: &Wave) -> Vec<u32> {
         out.push((addr >> 32) as u32);
     }
     out
+}
+
+/// Bytes per lane named by a FLAT/GLOBAL mnemonic's last `_` part (`global_load_b64` → 8).
+fn data_bytes(m: &str) -> i64 {
+    let last = m.rsplit('_').next().unwrap_or_default();
+    let bits: i64 = last
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .unwrap_or_else(|_| panic!("{m}: no data type suffix"));
+    bits / 8
 }
 
 /// A seeded xorshift generator: reproducible random states.

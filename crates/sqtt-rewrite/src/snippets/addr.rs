@@ -25,11 +25,16 @@ pub enum ScalarSrc {
 pub enum AddrSource {
     /// FLAT/GLOBAL with a 64-bit VGPR address: per lane `v[vaddr+1]:v[vaddr] + sext(offset)`.
     Flat64 { vaddr: u16, offset: i32 },
-    /// GLOBAL with `saddr`: per lane `s[saddr+1]:s[saddr] + zext(v[voffset]) + sext(offset)`.
+    /// GLOBAL/FLAT with `saddr`: per lane `s[saddr+1]:s[saddr] + ext(v[voffset]) + sext(offset)`,
+    /// where `ext` is a zero extension up to gfx12 (`signed_scale: None`) and on gfx1250
+    /// (`Some(n)`) a sign extension times `n`: the access size in bytes with `scale_offset`, else
+    /// 1 (LLVM `GCNSubtarget::hasSignedGVSOffset`, gfx1250 and later; the scaled form widens
+    /// before it multiplies, so the product is signed).
     GlobalSaddr {
         saddr: u16,
         voffset: u16,
         offset: i32,
+        signed_scale: Option<u32>,
     },
     /// LDS (DS): per lane `v[vaddr] + offset` (32-bit, wrapping).
     Lds32 { vaddr: u16, offset: u32 },
@@ -140,11 +145,16 @@ fn sgpr(n: u16) -> Result<u8, SnippetError> {
 }
 
 /// Scratch SGPRs the block of `src` needs: the lane counter and one word register, plus a
-/// second word register for a `saddr` address with an immediate offset (the high half is built
-/// while the low one is sent) or a buffer `soffset` held in M0 (its copy).
+/// second word register for a `saddr` address with an immediate offset or a signed (gfx1250)
+/// VGPR offset (the high half is built while the low one is sent) or a buffer `soffset` held in
+/// M0 (its copy).
 pub fn scratch_count(src: &AddrSource) -> usize {
     match *src {
-        AddrSource::GlobalSaddr { offset, .. } if offset != 0 => 3,
+        AddrSource::GlobalSaddr {
+            offset,
+            signed_scale,
+            ..
+        } if offset != 0 || signed_scale.is_some() => 3,
         AddrSource::Buffer {
             soffset: ScalarSrc::M0,
             ..
@@ -305,6 +315,62 @@ pub fn address_trace(
             saddr,
             voffset,
             offset,
+            signed_scale: Some(n),
+        } => {
+            let y = y()?;
+            lane_loop(&mut e, wave_size, c, |e| {
+                e.push(
+                    "v_readlane_b32",
+                    build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)),
+                )?;
+                // y:x = sext(x) * n, then + s[saddr+1]:s[saddr]; the multiplies leave SCC alone.
+                let scale = Operand::Literal(n);
+                e.push(
+                    "s_mul_hi_i32",
+                    build::s_mul_hi_i32(t, Operand::Sgpr(y), Operand::Sgpr(x), scale),
+                )?;
+                if n != 1 {
+                    e.push(
+                        "s_mul_i32",
+                        build::s_mul_i32(t, Operand::Sgpr(x), Operand::Sgpr(x), scale),
+                    )?;
+                }
+                e.push(
+                    "s_add_u32",
+                    build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)),
+                )?;
+                e.push(
+                    "s_addc_u32",
+                    build::s_addc_u32(t, Operand::Sgpr(y), Operand::Sgpr(y), s(saddr + 1)),
+                )?;
+                if offset == 0 {
+                    e.word(Operand::Sgpr(x))?;
+                    e.word(Operand::Sgpr(y))?;
+                } else {
+                    e.push(
+                        "s_add_u32",
+                        build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), Operand::Imm(offset)),
+                    )?;
+                    e.trace_m0()?;
+                    e.push(
+                        "s_addc_u32",
+                        build::s_addc_u32(
+                            t,
+                            Operand::M0,
+                            Operand::Sgpr(y),
+                            Operand::Imm(sext_hi(offset)),
+                        ),
+                    )?;
+                    e.trace_m0()?;
+                }
+                Ok(Box::new(|_: &mut Emitter| Ok(())))
+            })?
+        }
+        AddrSource::GlobalSaddr {
+            saddr,
+            voffset,
+            offset,
+            signed_scale: None,
         } => {
             // The high half's register, used only with an offset (`scratch_count` gave it).
             let y = if offset == 0 { x } else { y()? };
