@@ -248,3 +248,36 @@ fn inlined_scopes_nest_as_dwarf_says_on_every_path() {
         }
     }
 }
+
+/// With kernel scopes and scope filtering too, the inlined exits in front of an `s_endpgm` split
+/// into a fall-through-only part and a part branches land on, each behind its scope guard; the
+/// verifier must count the markers of such a mid-run branch entry (it did not before: the corpus
+/// object below was rejected with "scope depth 1 and 0 meet here").
+#[test]
+fn inlined_scopes_with_kernel_scopes_and_scope_filtering_verify() {
+    let opts = Options {
+        functions: FunctionThreshold::Count(1),
+        kernel_scopes: true,
+        barriers: true,
+        scope: Some(Default::default()),
+        ..Options::default()
+    };
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/compiled/gfx1100__hip-mini__O3-g.co");
+    let mut inputs: Vec<(String, Vec<u8>)> = ["gfx942", "gfx1100"]
+        .iter()
+        .flat_map(|t| ["O3-g", "O3-gline"].map(|v| format!("{t}__inlined__{v}.co")))
+        .map(|n| (n.clone(), fixture(&n)))
+        .collect();
+    inputs.push((
+        "corpus gfx1100__hip-mini__O3-g.co".into(),
+        std::fs::read(&corpus).expect("corpus object"),
+    ));
+    for (name, orig) in inputs {
+        let out = rewrite(&orig, &opts).expect("rewrite");
+        assert_eq!(out.report.status, Status::Instrumented, "{name}");
+        assert!(out.report.inlined.marked > 0, "{name}");
+        let r = sqtt_verify::verify(&orig, &out.bytes.expect("bytes")).expect("verify");
+        assert!(r.is_clean(), "{name}: {:#?}", r.findings);
+    }
+}
