@@ -385,13 +385,17 @@ impl<'a> FuncPlan<'a> {
         out
     }
 
-    /// Removes scopes until every point can be served without a landing block.
+    /// Removes scopes until every point can be served without a landing block. Each round
+    /// finds every point that cannot be served and leaves out, per point, the innermost scope
+    /// that changes there on some edge (all scopes of the function if none is found, which
+    /// cannot happen for a point that needs markers).
     fn settle(&mut self) {
         let forbidden = forbidden_points(self.f);
+        let preds = self.preds();
         loop {
             let stacks = self.stacks();
-            let preds = self.preds();
-            let mut bad: Option<(usize, &str)> = None;
+            let mut victims: BTreeMap<usize, String> = BTreeMap::new();
+            let mut stuck = false;
             for k in 0..self.f.insts.len() {
                 let (ft, brs) = &preds[k];
                 let at = &stacks[k];
@@ -404,48 +408,52 @@ impl<'a> FuncPlan<'a> {
                 if !any {
                     continue;
                 }
-                if forbidden.hard.contains(&k) {
-                    bad = Some((k, "no safe insertion point (s_clause window, address builder or kernarg-preload prologue)"));
-                    break;
-                }
                 let seq_b: BTreeSet<(usize, usize)> =
                     brs.iter().map(|&p| edge(from(Some(p)), at)).collect();
-                if seq_b.len() > 1 {
-                    bad = Some((k, "branch edges into one instruction need different markers (needs a landing block)"));
-                    break;
-                }
                 let fall = (ft.is_some() || entry).then(|| edge(from(*ft), at));
-                if let (Some(f), Some(&b)) = (fall, seq_b.iter().next()) {
-                    if !suffix(f, b) {
-                        bad = Some((k, "the branch edges' markers are not a suffix of the fall-through edge's (needs a landing block)"));
-                        break;
+                let why = if forbidden.hard.contains(&k) {
+                    "no safe insertion point (s_clause window, address builder or kernarg-preload prologue)"
+                } else if seq_b.len() > 1 {
+                    "branch edges into one instruction need different markers (needs a landing block)"
+                } else if matches!((fall, seq_b.iter().next()), (Some(f), Some(&b)) if !suffix(f, b))
+                {
+                    "the branch edges' markers are not a suffix of the fall-through edge's (needs a landing block)"
+                } else {
+                    continue;
+                };
+                // The innermost scope that changes at k on some edge.
+                let open_k = |s: &usize| stacks[k].contains(s);
+                let victim = stacks[k]
+                    .iter()
+                    .chain(ft.iter().chain(brs).flat_map(|&p| stacks[p].iter()))
+                    .copied()
+                    .filter(|s| {
+                        ft.iter()
+                            .chain(brs)
+                            .any(|&p| stacks[p].contains(s) != open_k(s))
+                            || (entry && open_k(s))
+                    })
+                    .max_by_key(|&s| self.scopes[s].depth(self.scopes));
+                match victim {
+                    Some(s) => {
+                        victims
+                            .entry(s)
+                            .or_insert_with(|| format!("{why} at {:#x}", self.f.insts[k].0));
                     }
+                    None => stuck = true,
                 }
             }
-            let Some((k, why)) = bad else { return };
-            // Leave out the innermost scope that changes at k on some edge.
-            let stacks = self.stacks();
-            let (ft, brs) = &preds[k];
-            let mut cands: Vec<usize> = stacks[k].clone();
-            for p in ft.iter().chain(brs) {
-                cands.extend(stacks[*p].iter().copied());
-            }
-            let victim = cands
-                .into_iter()
-                .filter(|s| {
-                    let open_k = stacks[k].contains(s);
-                    ft.iter()
-                        .chain(brs)
-                        .any(|&p| stacks[p].contains(s) != open_k)
-                        || (k == 0 && open_k)
-                })
-                .max_by_key(|&s| self.scopes[s].depth(self.scopes));
-            match victim {
-                Some(s) => {
-                    let why = format!("{why} at {:#x}", self.f.insts[k].0);
-                    self.leave(s, &why);
+            if stuck {
+                for s in self.marked.clone() {
+                    self.leave(s, "scope placement did not converge in this function");
                 }
-                None => return,
+                return;
+            }
+            if victims.is_empty() {
+                return;
+            }
+            for (s, why) in victims {
+                self.leave(s, &why);
             }
         }
     }
