@@ -53,6 +53,7 @@ PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only 
 RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed only after instrumentation
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 HIP_SOURCES="calls barriers memory"
+INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
 HIP_DEVICE=("$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output -nogpuinc -nogpulib -I. "${REPRO[@]}")
@@ -65,6 +66,7 @@ variant_flags() {
     O3) echo "-O3" ;;
     O0) echo "-O0" ;;
     O3-g) echo "-O3 -g" ;;
+    O3-gline) echo "-O3 -gline-tables-only" ;;
     O3-wave64) echo "-O3 -mwavefrontsize64" ;;
     O3-preload8) echo "-O3 -mllvm -amdgpu-kernarg-preload-count=8" ;;
     g) echo "-g" ;;
@@ -110,6 +112,7 @@ done
 for t in $WAVE64; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-wave64; done; done
 for t in $PRELOAD; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-preload8; done; done
 for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
+for t in $INLINED; do for v in O3-g O3-gline; do spawn object "$t" inlined "$v"; done; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done

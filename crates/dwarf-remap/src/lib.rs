@@ -43,6 +43,7 @@ mod bytes;
 mod expr;
 mod frame;
 mod info;
+pub mod inlined;
 mod line;
 mod lists;
 pub mod locations;
@@ -50,6 +51,7 @@ mod map;
 
 use std::collections::HashMap;
 
+pub use inlined::{inlined_scopes, InlinedScope};
 pub use locations::{function_locations, inline_chain, render_chain, LocationIndex, SourceLoc};
 pub use map::AddressMap;
 

@@ -25,6 +25,7 @@ use std::fmt;
 
 use gimli::{AttributeValue, DwAt, EndianSlice, LittleEndian, SectionId, UnitSectionOffset};
 
+use crate::inlined::InlinedScope;
 use crate::Error;
 
 type R<'a> = EndianSlice<'a, LittleEndian>;
@@ -125,6 +126,10 @@ struct Node {
     parent: Option<usize>,
     /// For `DW_TAG_inlined_subroutine`: its call site; `None` for a subprogram.
     call: Option<SourceLoc>,
+    /// `.debug_info` offset of the DIE.
+    die: u64,
+    /// Code ranges `[begin, end)`, sorted.
+    code: Vec<(u64, u64)>,
 }
 
 /// Naming and declaration attributes of a subprogram DIE, by `.debug_info` offset.
@@ -151,6 +156,7 @@ pub struct LocationIndex {
     /// Innermost subroutine node of each segment.
     owner: Vec<Option<usize>>,
     functions: HashMap<String, SourceLoc>,
+    inlined: Vec<InlinedScope>,
 }
 
 fn gimli_err(section: &'static str, offset: u64) -> impl Fn(gimli::Error) -> Error {
@@ -202,6 +208,7 @@ impl LocationIndex {
             bounds: Vec::new(),
             owner: Vec::new(),
             functions: HashMap::new(),
+            inlined: Vec::new(),
         };
         let mut decls: HashMap<u64, Decl> = HashMap::new();
         // Subprograms with code, in `.debug_info` order.
@@ -252,6 +259,14 @@ impl LocationIndex {
                         code.push((r.begin, r.end));
                     }
                 }
+                let mut d = Decl {
+                    unit: unit_index,
+                    ..Decl::default()
+                };
+                for a in entry.attrs() {
+                    read_decl_attr(&dwarf, &unit, a.name(), a.value(), &mut d)?;
+                }
+                decls.insert(die_off, d);
                 let call = if is_inl {
                     // LLVM's `DWARFDie::getCallerFrame`: absent attributes read as 0.
                     let file = udata(entry.attr_value(gimli::DW_AT_call_file));
@@ -261,26 +276,21 @@ impl LocationIndex {
                         line: line.unwrap_or(0),
                     })
                 } else {
-                    let mut d = Decl {
-                        unit: unit_index,
-                        ..Decl::default()
-                    };
-                    for a in entry.attrs() {
-                        read_decl_attr(&dwarf, &unit, a.name(), a.value(), &mut d)?;
-                    }
-                    decls.insert(die_off, d);
                     if !code.is_empty() {
                         code_subprograms.push(die_off);
                     }
                     None
                 };
                 let node = ix.nodes.len();
+                painted.extend(code.iter().map(|&(b, e)| (b, e, node)));
+                code.sort_unstable();
                 ix.nodes.push(Node {
                     unit: unit_index,
                     parent,
                     call,
+                    die: die_off,
+                    code,
                 });
-                painted.extend(code.iter().map(|&(b, e)| (b, e, node)));
                 stack.push((depth, Some(node)));
             }
         }
@@ -290,7 +300,60 @@ impl LocationIndex {
         for off in code_subprograms {
             ix.add_function(&decls, off)?;
         }
+        ix.collect_inlined(&decls)?;
         Ok(ix)
+    }
+
+    /// Builds [`InlinedScope`]s from the inlined-subroutine nodes (pre-order, so a parent's
+    /// index is known before its children).
+    fn collect_inlined(&mut self, decls: &HashMap<u64, Decl>) -> Result<(), Error> {
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let Some(call) = &n.call else { continue };
+            let parent = n.parent.and_then(|p| index.get(&p).copied());
+            let mut up = n.parent;
+            while let Some(node) = up.and_then(|p| self.nodes.get(p)) {
+                if node.call.is_none() {
+                    break;
+                }
+                up = node.parent;
+            }
+            let function = up
+                .and_then(|p| self.nodes.get(p))
+                .and_then(|f| f.code.first())
+                .map(|&(b, _)| b);
+            let name = find(decls, n.die, |d| d.linkage_name.clone())
+                .or_else(|| find(decls, n.die, |d| d.name.clone()))
+                .unwrap_or_default();
+            let file = find(decls, n.die, |d| d.decl_file.map(|f| (d.unit, f)));
+            let line = find(decls, n.die, |d| d.decl_line);
+            let decl = match (file, line) {
+                (Some((unit, file)), Some(line)) => match self.units.get(unit) {
+                    Some(u) => Some(SourceLoc {
+                        file: u.file(file, INFO, n.die)?,
+                        line,
+                    }),
+                    None => None,
+                },
+                _ => None,
+            };
+            index.insert(i, self.inlined.len());
+            self.inlined.push(InlinedScope {
+                die: n.die,
+                parent,
+                function,
+                name,
+                decl,
+                call: call.clone(),
+                ranges: n.code.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Inlined instances in `.debug_info` pre-order; see [`crate::inlined_scopes`].
+    pub fn inlined(&self) -> &[InlinedScope] {
+        &self.inlined
     }
 
     /// Builds the segment map: each address gets the subroutine DIE painted last in DIE
@@ -422,7 +485,7 @@ fn udata(v: Option<AttributeValue<R<'_>>>) -> Option<u64> {
     }
 }
 
-/// Records one attribute of a subprogram DIE relevant to naming and declaration site.
+/// Records one attribute of a subprogram or inlined-subroutine DIE relevant to naming and declaration site.
 fn read_decl_attr(
     dwarf: &gimli::Dwarf<R<'_>>,
     unit: &gimli::Unit<R<'_>>,

@@ -49,6 +49,15 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
             n.to_string()
         }
     };
+    // F/K rows are resolved to code by symbol name (funcmap contract); an F row with no symbol is
+    // an inlined function's scope (seed spec "Extracting the funcmap": `(inlined)`).
+    let address = |n: &str| {
+        co.kernels
+            .iter()
+            .find(|k| k.name == n)
+            .map(|k| k.entry)
+            .or_else(|| co.functions.iter().find(|f| f.name == n).map(|f| f.address))
+    };
     let mut rows = Vec::new();
     for r in &parsed.rows {
         let (id, kind, n, loc) = match r {
@@ -59,7 +68,12 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
             _ => continue,
         };
         let payload = id.map_or(0, |i| parsed.payload_count(i));
-        rows.push((id, kind, n, loc, payload));
+        let (raw, addr) = match r {
+            Row::Function { name: n, .. } | Row::Kernel { name: n, .. } => (true, address(n)),
+            _ => (false, None),
+        };
+        let inlined = raw && kind == "function" && addr.is_none();
+        rows.push((id, kind, n, loc, payload, addr, inlined));
     }
     let extra: Vec<String> = parsed
         .rows
@@ -73,8 +87,8 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
     if args.json {
         let list: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(id, kind, n, loc, payload)| {
-                serde_json::json!({"id": id, "kind": kind, "name": n, "location": loc, "extra_payload_count": payload})
+            .map(|(id, kind, n, loc, payload, addr, inlined)| {
+                serde_json::json!({"id": id, "kind": kind, "name": n, "location": loc, "extra_payload_count": payload, "address": addr, "inlined": inlined})
             })
             .collect();
         let doc = serde_json::json!({"rows": list, "metadata": extra, "warnings": parsed.warnings});
@@ -84,13 +98,17 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         ));
     }
     let mut out = format!(
-        "{:>6}  {:<8}  {:>7}  name [@location]\n",
-        "id", "kind", "payload"
+        "{:>6}  {:<8}  {:>7}  {:>18}  name [@location]\n",
+        "id", "kind", "payload", "address"
     );
-    for (id, kind, n, loc, payload) in &rows {
+    for (id, kind, n, loc, payload, addr, inlined) in &rows {
         let id = id.map_or("-".to_string(), |i| i.to_string());
         let loc = loc.as_ref().map(|l| format!("  @{l}")).unwrap_or_default();
-        out.push_str(&format!("{id:>6}  {kind:<8}  {payload:>7}  {n}{loc}\n"));
+        let addr = addr.map_or("-".to_string(), |a| format!("{a:#018x}"));
+        let tag = if *inlined { "  (inlined)" } else { "" };
+        out.push_str(&format!(
+            "{id:>6}  {kind:<8}  {payload:>7}  {addr:>18}  {n}{loc}{tag}\n"
+        ));
     }
     for e in &extra {
         out.push_str(&format!("# {e}\n"));

@@ -273,6 +273,27 @@ pub fn render_report(what: &str, r: &Report) -> String {
     if !r.coverage.is_empty() {
         s += &format!("  coverage: {}\n", coverage_text(&r.coverage));
     }
+    let inl = &r.inlined;
+    if let Some(why) = &inl.unavailable {
+        s += &format!("  {why}\n");
+    }
+    if inl.found > 0 {
+        s += &format!(
+            "  inlined functions: {} found, {} marked, {} gaps merged, {} small fragments and {} instances below the threshold, {} left out\n",
+            inl.found,
+            inl.marked,
+            inl.merged_gaps,
+            inl.small_fragments,
+            inl.below_threshold,
+            inl.left_out.len()
+        );
+        for l in &inl.left_out {
+            s += &format!(
+                "  inlined {} (called at {}) in {} not marked: {}\n",
+                l.name, l.call, l.function, l.why
+            );
+        }
+    }
     for l in &r.left_alone {
         s += &format!(
             "  left alone (copied verbatim, not instrumented): {} at {:#x}: {}\n",

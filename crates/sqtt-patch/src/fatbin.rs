@@ -331,6 +331,7 @@ fn unparsable(target: &str, err: &anyhow::Error) -> Report {
         coverage: Vec::new(),
         inserted_sgprs: Vec::new(),
         notes: Vec::new(),
+        inlined: Default::default(),
     }
 }
 

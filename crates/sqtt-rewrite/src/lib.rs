@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod config;
 pub mod funcmap;
 mod idiom;
+pub mod inlined;
 pub mod layout;
 pub mod plan;
 pub mod regs;

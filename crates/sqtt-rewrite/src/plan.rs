@@ -34,6 +34,8 @@ pub enum MarkerKey {
     /// (0, or 1 for the second address of a 2-address DS operation). Ids come last, in
     /// instruction order (seed spec "ID Allocation", item 4).
     AddrTrace { func: usize, inst: usize, part: u8 },
+    /// The scopes of one inlined function ([`crate::inlined::InlinedNames`] index).
+    Inlined(u32),
 }
 
 impl MarkerKey {
@@ -41,7 +43,7 @@ impl MarkerKey {
     /// barrier_signal, barrier_wait, barrier).
     fn rank(self) -> u8 {
         match self {
-            MarkerKey::Function(_) | MarkerKey::Kernel(_) => 0,
+            MarkerKey::Function(_) | MarkerKey::Kernel(_) | MarkerKey::Inlined(_) => 0,
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
             MarkerKey::Barrier => 3,
@@ -91,11 +93,15 @@ pub enum SiteKind {
     ScopeInit,
     /// Per-lane address-trace block in front of a memory operation.
     AddressTrace,
+    /// Enter of an inlined function's scope ([`crate::inlined`]).
+    InlinedEnter,
+    /// Exit of an inlined function's scope ([`crate::inlined`]).
+    InlinedExit,
 }
 
 impl SiteKind {
     /// Every kind, in declaration order.
-    pub const ALL: [SiteKind; 12] = [
+    pub const ALL: [SiteKind; 14] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
@@ -108,6 +114,8 @@ impl SiteKind {
         SiteKind::MemoryStore,
         SiteKind::ScopeInit,
         SiteKind::AddressTrace,
+        SiteKind::InlinedEnter,
+        SiteKind::InlinedExit,
     ];
 
     /// The option a site kind belongs to, as reports name it: `functions`, `kernel_scopes`,
@@ -115,7 +123,10 @@ impl SiteKind {
     /// not a requested site.
     pub fn feature(self) -> Option<&'static str> {
         Some(match self {
-            SiteKind::FunctionEntry | SiteKind::FunctionExit => "functions",
+            SiteKind::FunctionEntry
+            | SiteKind::FunctionExit
+            | SiteKind::InlinedEnter
+            | SiteKind::InlinedExit => "functions",
             SiteKind::KernelEntry | SiteKind::KernelExit => "kernel_scopes",
             SiteKind::Barrier
             | SiteKind::BarrierSignal

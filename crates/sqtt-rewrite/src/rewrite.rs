@@ -144,6 +144,8 @@ pub struct Report {
     /// Sites instrumented and found per feature (issue 12 item 6), for the features whose sites
     /// were looked for (a code object that failed closed as a whole has none).
     pub coverage: Vec<Coverage>,
+    /// Inlined functions as scopes (`--functions`, from DWARF; [`crate::inlined`]).
+    pub inlined: crate::inlined::InlinedReport,
 }
 
 /// Sites of one feature: instrumented / found (found = instrumented + skipped).
@@ -353,8 +355,9 @@ fn alignment_of(addr: u64, kernel: bool) -> u64 {
     (1u64 << tz).max(4)
 }
 
-fn marker_name(prog: &Program, k: MarkerKey) -> String {
+fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: MarkerKey) -> String {
     match k {
+        MarkerKey::Inlined(n) => inlined.get(n).map(|r| r.0.clone()).unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
         MarkerKey::Barrier => "barrier".into(),
         MarkerKey::BarrierSignal => "barrier_signal".into(),
@@ -429,6 +432,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         relaxed_branches: 0,
         notes: Vec::new(),
         coverage: Vec::new(),
+        inlined: Default::default(),
     };
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
@@ -591,6 +595,14 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
     let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
+    let inlined = crate::inlined::sites(
+        &prog,
+        &ok,
+        opts,
+        co.has_dwarf().then(|| debug_sections(&co)).as_ref(),
+    );
+    sites.extend(inlined.sites);
+    report.inlined = inlined.report;
     // Address tracing: one block per qualifying operation, wave size from the descriptors.
     let mut waves: BTreeSet<u32> = co
         .kernels
@@ -644,6 +656,8 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
         SiteKind::KernelExit,
+        SiteKind::InlinedEnter,
+        SiteKind::InlinedExit,
     ];
     let (ids, snippets) = loop {
         let ids = plan::allocate_ids(&sites, &reserved);
@@ -1109,7 +1123,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         rows.push(Row::WaveSize(w));
     }
     for (&k, &id) in &ids {
-        let name = marker_name(&prog, k);
+        let name = marker_name(&prog, &inlined.names, k);
         report.ids.insert(name.clone(), id);
         if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
             (k, trace_ops.get(&k), wave)
@@ -1137,6 +1151,11 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             // Kernel scopes are a post-link extra: a user scope named after the kernel (the
             // kernel itself keeps its K: row; F: rows are for device functions).
             MarkerKey::Kernel(_) => Row::User { id, name },
+            MarkerKey::Inlined(n) => Row::Function {
+                id,
+                loc: inlined.names.get(n).and_then(|r| r.1.clone()),
+                name,
+            },
             MarkerKey::Function(_) => Row::Function {
                 id,
                 loc: locs.get(&name).cloned().filter(|l| !l.contains('@')),

@@ -149,3 +149,48 @@ fn global(message: String) -> Finding {
         message,
     }
 }
+
+/// Names of the functions the ORIGINAL's DWARF says were inlined: for every
+/// `DW_TAG_inlined_subroutine`, the `DW_AT_linkage_name` and `DW_AT_name` of its
+/// `DW_AT_abstract_origin` (and of what that origin's `DW_AT_specification` names). An `F:` row
+/// with one of these names and no symbol is an inlined function's scope (seed spec "Phase 2":
+/// fully inlined functions keep their `F:` rows, without an address). Empty when the object has
+/// no readable DWARF.
+pub(crate) fn inlined_names(co: &CodeObject) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let data = |name: &str| co.section(name).map_or(&[][..], |s| co.section_data(s));
+    let Ok(dwarf) = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
+        Ok(EndianSlice::new(data(id.name()), LittleEndian))
+    }) else {
+        return out;
+    };
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let mut entries = unit.entries();
+        while let Ok(Some(e)) = entries.next_dfs() {
+            if e.tag() != gimli::DW_TAG_inlined_subroutine {
+                continue;
+            }
+            let mut at = e.attr_value(gimli::DW_AT_abstract_origin);
+            // Origin, then its specification (a member function's declaration).
+            for _ in 0..2 {
+                let Some(gimli::AttributeValue::UnitRef(o)) = at else {
+                    break;
+                };
+                let Ok(d) = unit.entry(o) else { break };
+                for name in [gimli::DW_AT_linkage_name, gimli::DW_AT_name] {
+                    if let Some(v) = d.attr_value(name) {
+                        if let Ok(s) = dwarf.attr_string(&unit, v) {
+                            out.insert(String::from_utf8_lossy(s.slice()).into_owned());
+                        }
+                    }
+                }
+                at = d.attr_value(gimli::DW_AT_specification);
+            }
+        }
+    }
+    out
+}

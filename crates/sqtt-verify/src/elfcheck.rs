@@ -279,16 +279,25 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
             ));
         }
     }
-    for r in fm
+    let added_f = fm
         .rows
         .iter()
-        .filter(|r| r.kind == 'F' && !orig_rows.contains(r))
-    {
-        if !n.functions.iter().any(|f| f.name == r.name) {
+        .filter(|r| r.kind == 'F' && !orig_rows.contains(r));
+    let unnamed: Vec<&Row> = added_f
+        .filter(|r| !n.functions.iter().any(|f| f.name == r.name))
+        .collect();
+    // Rows of inlined functions (no symbol) must name a function the DWARF says was inlined.
+    let inlined = if unnamed.is_empty() {
+        Default::default()
+    } else {
+        crate::dwarfcheck::inlined_names(o)
+    };
+    for r in unnamed {
+        if !inlined.contains(&r.name) {
             findings.push(glob(
                 Check::Funcmap,
                 format!(
-                    "F row {:?} names no device function of the code object",
+                    "F row {:?} names no device function of the code object and no inlined function of its DWARF",
                     r.name
                 ),
             ));

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
-use crate::code::{Func, NInst, Program};
+use crate::code::{Func, NInst, OInst, Program};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
     allowed, every_sgpr, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const,
@@ -50,9 +50,6 @@ struct Effect {
     m0: Val,
     /// The last instruction of the run writes M0.
     last_writes_m0: bool,
-    /// Net scope depth change and lowest relative depth reached.
-    delta: i32,
-    low: i32,
     markers: Vec<(u64, u32)>,
     problems: Vec<(Check, u64, String)>,
     /// SCC differs after the run in some execution.
@@ -63,8 +60,6 @@ fn simulate(run: &[NInst]) -> Effect {
     let mut e = Effect {
         m0: Val::Orig,
         last_writes_m0: false,
-        delta: 0,
-        low: 0,
         markers: Vec::new(),
         problems: Vec::new(),
         scc_changed: false,
@@ -119,17 +114,6 @@ fn simulate(run: &[NInst]) -> Effect {
         e.last_writes_m0 = writes_m0;
         if let Some(v) = value {
             e.markers.push((n.addr, v));
-            match marker_kind(v) {
-                MarkerKind::Enter(_) => e.delta += 1,
-                MarkerKind::Exit => {
-                    e.delta -= 1;
-                    e.low = e.low.min(e.delta);
-                }
-                MarkerKind::Fused(_) => {
-                    e.low = e.low.min(e.delta - 1);
-                }
-                MarkerKind::Point(_) | MarkerKind::Reserved => {}
-            }
         }
     }
     e
@@ -855,8 +839,6 @@ fn executed_effect(run: &[NInst], at: u64, x: region::Exec, layout: Layout) -> E
         last_writes_m0: run
             .last()
             .is_some_and(|n| n.inst.writes().contains(SpecialReg::M0)),
-        delta: 0,
-        low: 0,
         markers: Vec::new(),
         problems: x.problems.into_iter().map(|(c, m)| (c, at, m)).collect(),
         scc_changed: x.scc_changed,
@@ -873,17 +855,7 @@ fn executed_effect(run: &[NInst], at: u64, x: region::Exec, layout: Layout) -> E
         }
     }
     for v in x.headers {
-        let v = layout.strip(v);
-        e.markers.push((at, v));
-        match marker_kind(v) {
-            MarkerKind::Enter(_) => e.delta += 1,
-            MarkerKind::Exit => {
-                e.delta -= 1;
-                e.low = e.low.min(e.delta);
-            }
-            MarkerKind::Fused(_) => e.low = e.low.min(e.delta - 1),
-            MarkerKind::Point(_) | MarkerKind::Reserved => {}
-        }
+        e.markers.push((at, layout.strip(v)));
     }
     e
 }
@@ -1011,7 +983,7 @@ fn check_runs(
         }
     }
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
-    check_balance(f, cfg, &effects, findings);
+    check_balance(f, cfg, &effects, fm, findings);
     counts
 }
 
@@ -1094,24 +1066,103 @@ fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &
     }
 }
 
-/// Scope depth before each original instruction must be the same on every path, never negative,
-/// and zero at every function exit (seed spec: enter/exit "properly nested").
+/// One scope operation of a marker word as the decoder applies it (seed spec "Semantic rules";
+/// `marker_stream.cpp`: `exit_prev` pops, `enter` pushes only for `F`/`U` rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScopeOp {
+    Push(u32),
+    Pop,
+}
+
+/// The scope operations of a run's marker words, in order. An enter (or fused exit+enter) whose id
+/// has no `F`/`U` row does not push (points never push); that is reported once per address.
+fn scope_ops(
+    f: &Func,
+    e: &Effect,
+    fm: &FuncmapInfo,
+    at: &OInst,
+    reported: &mut BTreeSet<u64>,
+    findings: &mut Vec<Finding>,
+) -> Vec<ScopeOp> {
+    let kind = |id: u32| {
+        fm.new
+            .as_ref()
+            .and_then(|m| m.by_id.get(&id))
+            .map(|r| r.kind)
+    };
+    let mut ops = Vec::new();
+    for &(a, v) in &e.markers {
+        let (pop, push) = match marker_kind(v) {
+            MarkerKind::Enter(id) => (false, Some(id)),
+            MarkerKind::Fused(id) => (true, Some(id)),
+            MarkerKind::Exit => (true, None),
+            MarkerKind::Point(_) | MarkerKind::Reserved => (false, None),
+        };
+        if pop {
+            ops.push(ScopeOp::Pop);
+        }
+        if let Some(id) = push {
+            match kind(id) {
+                Some('F' | 'U') => ops.push(ScopeOp::Push(id)),
+                // No row at all is `check_marker`'s finding.
+                None => {}
+                Some(k) if reported.insert(a) => {
+                    findings.push(fnd(
+                        f,
+                        Check::Markers,
+                        Some(at.addr),
+                        Some(a),
+                        format!(
+                            "enter marker {v:#x}: id {id} is a {k}: row, which never opens a scope"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    ops
+}
+
+/// Scope stacks (ids of the open `F`/`U` scopes, outermost first) for every path through the
+/// function: the stack before each original instruction must be the same on every path that
+/// reaches it (so every CFG join agrees, in depth and in which scopes are open), no exit may pop
+/// an empty stack, and the stack must be empty at every function exit (`s_endpgm`, return, tail
+/// call, unresolved indirect jump) (seed spec: enter/exit "properly nested"; the llvm-project test
+/// decoder rejects underflow and unclosed scopes). Applies to every kind of scope: device
+/// functions (`F:`), inlined instances (`F:` without address), kernel scopes (`U:`).
 fn check_balance(
     f: &Func,
     cfg: &Cfg,
     effects: &BTreeMap<(usize, Option<u64>), Effect>,
+    fm: &FuncmapInfo,
     findings: &mut Vec<Finding>,
 ) {
     let n = f.orig.len();
-    let mut depth: Vec<Option<i32>> = vec![None; n];
+    let mut stack: Vec<Option<Vec<u32>>> = vec![None; n];
     let mut reported = BTreeSet::new();
-    let eff = |k: usize, land: Option<u64>| {
+    let mut bad_enter = BTreeSet::new();
+    let mut ops = |k: usize, land: Option<u64>, findings: &mut Vec<Finding>| {
         effects
             .get(&(k, entry_key(f, k, land)))
-            .map_or((0, 0), |e| (e.delta, e.low))
+            .map_or_else(Vec::new, |e| {
+                scope_ops(f, e, fm, &f.orig[k], &mut bad_enter, findings)
+            })
     };
-    let (d0, low0) = eff(0, None);
-    if low0 < 0 {
+    // Applies `ops` to `from`; `false` when an exit finds no open scope.
+    let apply = |from: &[u32], ops: &[ScopeOp]| {
+        let mut s = from.to_vec();
+        let mut ok = true;
+        for op in ops {
+            match op {
+                ScopeOp::Push(id) => s.push(*id),
+                ScopeOp::Pop => ok &= s.pop().is_some(),
+            }
+        }
+        (s, ok)
+    };
+    let (s0, ok0) = apply(&[], &ops(0, None, findings));
+    if !ok0 {
         findings.push(fnd(
             f,
             Check::Markers,
@@ -1120,14 +1171,16 @@ fn check_balance(
             "exit marker at function entry with no open scope".into(),
         ));
     }
-    depth[0] = Some(d0);
+    stack[0] = Some(s0);
     let mut work = VecDeque::from([0usize]);
     while let Some(k) = work.pop_front() {
-        let Some(d) = depth[k] else { continue };
+        let Some(cur) = stack[k].clone() else {
+            continue;
+        };
         for &(s, land) in &cfg.succs[k] {
-            let (delta, low) = eff(s, land);
+            let (next, ok) = apply(&cur, &ops(s, land, findings));
             let o = &f.orig[s];
-            if d + low < 0 && reported.insert(s) {
+            if !ok && reported.insert(s) {
                 findings.push(fnd(
                     f,
                     Check::Markers,
@@ -1136,19 +1189,29 @@ fn check_balance(
                     "exit marker with no open scope on some path".into(),
                 ));
             }
-            let nd = d + delta;
-            match depth[s] {
+            match &stack[s] {
                 None => {
-                    depth[s] = Some(nd);
+                    stack[s] = Some(next);
                     work.push_back(s);
                 }
-                Some(old) if old != nd && reported.insert(s) => {
+                Some(old) if *old != next && reported.insert(s) => {
+                    let msg = if old.len() != next.len() {
+                        format!(
+                            "unbalanced markers: scope depth {} and {} meet here",
+                            old.len(),
+                            next.len()
+                        )
+                    } else {
+                        format!(
+                            "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
+                        )
+                    };
                     findings.push(fnd(
                         f,
                         Check::Markers,
                         Some(o.addr),
                         o.new.map(|x| x.addr),
-                        format!("unbalanced markers: scope depth {old} and {nd} meet here"),
+                        msg,
                     ));
                 }
                 Some(_) => {}
@@ -1156,7 +1219,7 @@ fn check_balance(
         }
     }
     for &k in &cfg.exits {
-        if let Some(d) = depth[k].filter(|d| *d != 0) {
+        if let Some(d) = stack[k].as_ref().map(Vec::len).filter(|d| *d != 0) {
             let o = &f.orig[k];
             findings.push(fnd(
                 f,

@@ -87,7 +87,8 @@ pub(crate) struct Entry<'a> {
     pub code: &'a [u8],
     pub start: u64,
     pub landing: u64,
-    /// Whether framing is checked (whole-run entries only).
+    /// Whether a framing error is a finding (whole-run entries). A mid-run (branch) entry's
+    /// headers are used when they frame and ignored otherwise.
     pub frame: bool,
     /// Whether marker headers must not depend on register values (runs beyond simple snippets).
     pub deterministic: bool,
@@ -214,11 +215,12 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                 }
                 continue;
             }
-            if !e.frame {
-                continue;
-            }
+            // A branch entry mid-run (`!e.frame`) runs a suffix of the snippets: its headers
+            // count for the scope balance whenever they frame (a landing between snippets);
+            // one that lands inside a payload sequence cannot be framed and is not counted.
             let headers = match frame(env, &before, &r.shaderdata) {
                 Ok(h) => h,
+                Err(_) if !e.frame => continue,
                 Err(msg) => {
                     out.problems.push((Check::Markers, msg));
                     return out;

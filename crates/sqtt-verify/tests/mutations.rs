@@ -494,6 +494,17 @@ fn function_enter_exit_markers_must_balance() {
         show(&r)
     );
 
+    // The same words with id 1 a point row: the decoder never pushes a P id, so every exit
+    // underflows.
+    let point = with_funcmap(&good, "P:1:barrier");
+    let r = run(&orig, &point);
+    for text in [
+        "enter marker 0x6: id 1 is a P: row, which never opens a scope",
+        "exit marker with no open scope on some path",
+    ] {
+        assert!(has(&r, Check::Markers, text), "{text}:\n{}", show(&r));
+    }
+
     let unknown = with_funcmap(&good, "F:1:no_such_function");
     let r = run(&orig, &unknown);
     assert!(
