@@ -1,6 +1,8 @@
 //! Issue 13: register sets of 16-bit VGPR halves and two-part (VOP3PX2) instructions, against
 //! llvm-mc-22 encodings (`echo 'v_add_f16_e32 v1.l, v2.l, v2.h' | llvm-mc-22 -mcpu=gfx1250
 //! -mattr=+real-true16 -show-encoding` = 0x64030502; the gfx950 repro of the issue).
+mod common;
+
 use amdgpu_isa::{decode, decode_all, Target};
 
 fn bytes(words: &[u32]) -> Vec<u8> {
@@ -53,4 +55,71 @@ fn vop3px2_is_one_instruction() {
     // The prefix followed by something else is the 8-byte v_mfma_ld_scale_b32.
     let b2 = bytes(&[0xd3ac_0000, 0x0002_9b4e, 0xbf80_0000]);
     assert_eq!(decode(&b2, t).unwrap().len(), 8);
+}
+
+/// llvm-mc-22's text for one encoding (`--disassemble`, default attributes of `mcpu`).
+fn llvm_mc_text(mcpu: &str, b: &[u8]) -> String {
+    use std::io::Write;
+    let line: Vec<String> = b.iter().map(|x| format!("{x:#04x}")).collect();
+    let mut c = std::process::Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            &format!("-mcpu={mcpu}"),
+            "--disassemble",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run llvm-mc-22");
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(line.join(" ").as_bytes())
+        .unwrap();
+    let o = c.wait_with_output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('.'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// gfx940-line fp8/bf8 → f32 conversions in SDWA form have no `dst_sel`/`dst_unused` operands
+/// (aiter's `v_cvt_pk_f32_fp8_sdwa v[180:181], v178 src0_sel:WORD_0`, 2,868 instructions that
+/// printed `dst_sel:DWORD dst_unused:UNUSED_PAD`). Text must equal llvm-mc-22's for every
+/// source select, clamp/omod, `sext`, an SGPR source and every dst_unused value.
+#[test]
+fn sdwa_fp8_conversions_print_like_llvm() {
+    if common::no_llvm() {
+        return;
+    }
+    let mut n = 0;
+    for mcpu in ["gfx942", "gfx950"] {
+        let t = Target::from_name(mcpu).unwrap();
+        // VOP1 opcodes 84..=87: v_cvt_f32_fp8, v_cvt_f32_bf8, v_cvt_pk_f32_fp8, v_cvt_pk_f32_bf8.
+        for op in 84u32..=87 {
+            let w0 = 0x7e00_0000 | (4 << 17) | (op << 9) | 249;
+            for w1 in [
+                0x0004_0602u32, // src0_sel:WORD_0 (dst_sel DWORD, the only valid value)
+                0x0005_0602,    // WORD_1
+                0x0000_0602,    // BYTE_0
+                0x0003_0602,    // BYTE_3
+                0x0004_0e02,    // dst_unused:UNUSED_SEXT (not printed by LLVM)
+                0x0004_1602,    // dst_unused:UNUSED_PRESERVE
+                0x000c_0602,    // sext(v2)
+                0x0004_a602,    // clamp mul:4
+                0x0004_c602,    // div:2
+                0x0085_0602,    // s2 (SDWA bit 23: scalar source)
+            ] {
+                let b = bytes(&[w0, w1]);
+                let ours = decode(&b, t).unwrap();
+                assert_eq!(ours.len(), 8);
+                let llvm = llvm_mc_text(mcpu, &b);
+                assert_eq!(ours.to_string(), llvm, "{mcpu} {w0:#010x} {w1:#010x}");
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 80);
 }
