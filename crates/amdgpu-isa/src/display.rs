@@ -973,6 +973,22 @@ impl Instruction {
         }
     }
 
+    /// Whether SDWA src0 is an integer operand (modifier `sext`, no neg/abs) although the
+    /// mnemonic names a float type: conversions from an integer, byte or fp8/bf8 source
+    /// (`v_cvt_f32_i32`, `v_cvt_f16_u16`, `v_cvt_f32_ubyte0`, `v_cvt_off_f32_i4`,
+    /// `v_cvt_pk_f32_fp8`, ...; the source type is the last part of the name). `llvm-mc-22
+    /// --disassemble` prints `sext(v5)` for these with SDWA bit 19 set (every VOP1 opcode of
+    /// gfx900, gfx908, gfx90a, gfx942, gfx950, gfx1010, gfx1030 probed).
+    fn sdwa_int_src0(&self) -> bool {
+        let m = self.mnemonic();
+        let m = m.strip_suffix("_e32").unwrap_or(m);
+        m.starts_with("v_cvt_")
+            && m.rsplit('_').next().is_some_and(|src| {
+                matches!(src, "i16" | "u16" | "i32" | "u32" | "i4" | "fp8" | "bf8")
+                    || src.starts_with("ubyte")
+            })
+    }
+
     /// The gfx940-line fp8/bf8 → f32 conversions (`v_cvt_f32_fp8`, `v_cvt_f32_bf8`,
     /// `v_cvt_pk_f32_fp8`, `v_cvt_pk_f32_bf8`). Their SDWA form (LLVM 22 `VOP1Instructions.td`,
     /// the fp8 conversion profile) has no `dst_sel`/`dst_unused` operands (dst_sel is fixed to
@@ -1027,7 +1043,7 @@ impl Instruction {
             // DPP16 neg/abs apply to float operands only (no `sext` in DPP).
             "dpp" => fp_mods(src, float && bit(20), float && bit(21)),
             "sdwa" if cnd => fp_mods(src, bit(20), bit(21)),
-            "sdwa" if self.is_fp8_to_f32_sdwa_profile() => {
+            "sdwa" if self.sdwa_int_src0() => {
                 if bit(19) {
                     format!("sext({src})")
                 } else {

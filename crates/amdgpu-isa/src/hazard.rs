@@ -463,7 +463,24 @@ impl Scanner {
 
     /// gfx12: whether an SGPR write is still uncommitted.
     pub fn pending_sgpr_writes(&self) -> bool {
-        !self.sa.is_empty() || !self.va.is_empty() || self.va_vcc.is_some()
+        !self.uncommitted().is_empty()
+    }
+
+    /// gfx12: the dependency-counter fields whose wait (field = 0) commits every uncommitted
+    /// SGPR write, in the order SALU writes ([`DepField::SaSdst`]), VALU writes
+    /// ([`DepField::VaSdst`]), VALU writes of VCC ([`DepField::VaVcc`]). Empty elsewhere.
+    pub fn uncommitted(&self) -> Vec<DepField> {
+        let mut v = Vec::new();
+        if !self.sa.is_empty() {
+            v.push(DepField::SaSdst);
+        }
+        if !self.va.is_empty() {
+            v.push(DepField::VaSdst);
+        }
+        if self.va_vcc.is_some() {
+            v.push(DepField::VaVcc);
+        }
+        v
     }
 
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
