@@ -973,6 +973,37 @@ impl Instruction {
         }
     }
 
+    /// Whether SDWA src0 is an integer operand (modifier `sext`, no neg/abs) although the
+    /// mnemonic names a float type: conversions from an integer, byte or fp8/bf8 source
+    /// (`v_cvt_f32_i32`, `v_cvt_f16_u16`, `v_cvt_f32_ubyte0`, `v_cvt_off_f32_i4`,
+    /// `v_cvt_pk_f32_fp8`, ...; the source type is the last part of the name). `llvm-mc-22
+    /// --disassemble` prints `sext(v5)` for these with SDWA bit 19 set (every VOP1 opcode of
+    /// gfx900, gfx908, gfx90a, gfx942, gfx950, gfx1010, gfx1030 probed).
+    fn sdwa_int_src0(&self) -> bool {
+        let m = self.mnemonic();
+        let m = m.strip_suffix("_e32").unwrap_or(m);
+        m.starts_with("v_cvt_")
+            && m.rsplit('_').next().is_some_and(|src| {
+                matches!(src, "i16" | "u16" | "i32" | "u32" | "i4" | "fp8" | "bf8")
+                    || src.starts_with("ubyte")
+            })
+    }
+
+    /// The gfx940-line fp8/bf8 → f32 conversions (`v_cvt_f32_fp8`, `v_cvt_f32_bf8`,
+    /// `v_cvt_pk_f32_fp8`, `v_cvt_pk_f32_bf8`). Their SDWA form (LLVM 22 `VOP1Instructions.td`,
+    /// the fp8 conversion profile) has no `dst_sel`/`dst_unused` operands (dst_sel is fixed to
+    /// DWORD, dst_unused ignored) and an integer source (`sext`, no neg/abs): `llvm-mc-22
+    /// -mcpu=gfx942/gfx950 --disassemble` prints so. Checked for every VOP1/VOP2 opcode of
+    /// gfx900, gfx90a, gfx942, gfx950, gfx1010 and gfx1030: these four are the only SDWA forms
+    /// without dst_sel.
+    fn is_fp8_to_f32_sdwa_profile(&self) -> bool {
+        let m = self.mnemonic();
+        matches!(
+            m.strip_suffix("_e32").unwrap_or(m),
+            "v_cvt_f32_fp8" | "v_cvt_f32_bf8" | "v_cvt_pk_f32_fp8" | "v_cvt_pk_f32_bf8"
+        )
+    }
+
     /// VOP1/VOP2/VOPC with src0 = 250 (DPP16), 233/234 (DPP8) or 249 (SDWA, gfx9/gfx10): the
     /// `_dpp`/`_sdwa` mnemonic, the real src0 from dword 1 and the control suffixes (ISA
     /// manuals "VOP_DPP"/"VOP_DPP8"/"VOP_SDWA" microcode formats).
@@ -1012,6 +1043,13 @@ impl Instruction {
             // DPP16 neg/abs apply to float operands only (no `sext` in DPP).
             "dpp" => fp_mods(src, float && bit(20), float && bit(21)),
             "sdwa" if cnd => fp_mods(src, bit(20), bit(21)),
+            "sdwa" if self.sdwa_int_src0() => {
+                if bit(19) {
+                    format!("sext({src})")
+                } else {
+                    src
+                }
+            }
             "sdwa" => self.ext_src(src, bit(20), bit(21), bit(19)),
             _ => src,
         };
@@ -1111,12 +1149,14 @@ impl Instruction {
                         3 => out.push_str(" div:2"),
                         _ => {}
                     }
-                    let _ = write!(
-                        out,
-                        " dst_sel:{} dst_unused:{}",
-                        SEL[((w1 >> 8) & 7) as usize],
-                        UNUSED[((w1 >> 11) & 3) as usize]
-                    );
+                    if !self.is_fp8_to_f32_sdwa_profile() {
+                        let _ = write!(
+                            out,
+                            " dst_sel:{} dst_unused:{}",
+                            SEL[((w1 >> 8) & 7) as usize],
+                            UNUSED[((w1 >> 11) & 3) as usize]
+                        );
+                    }
                 } else if bit(15) {
                     // VOPC SDWA (SDWAB): bit 15 `sd` selects the SGPR destination in bits
                     // 8..=14 instead of VCC (a pair in wave64 gfx9); no clamp.

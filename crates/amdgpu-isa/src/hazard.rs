@@ -326,7 +326,7 @@ pub struct Scanner {
     hist: VecDeque<(usize, Instruction)>,
     /// gfx12: SGPRs (0..=105) with an uncommitted SALU / VALU write, and the writer's position.
     sa: Vec<(u16, Option<usize>)>,
-    va: Vec<(u16, usize)>,
+    va: Vec<(u16, Option<usize>)>,
     /// gfx12: uncommitted VALU write of VCC.
     va_vcc: Option<usize>,
     /// gfx10.1: SGPRs (and M0 as 124) read by a VMEM/DS access since the last resolving event.
@@ -448,11 +448,13 @@ impl Scanner {
         }
     }
 
-    /// gfx12: assume every SGPR may have an uncommitted SALU write from code before the first
-    /// pushed instruction (a snippet entered after unknown original code). No-op elsewhere.
-    pub fn assume_unknown_salu_writes(&mut self) {
+    /// gfx12: assume every SGPR may have an uncommitted SALU or VALU write from code before the
+    /// first pushed instruction (a snippet entered after unknown original code, whose scratch
+    /// SGPRs may be dead carry-outs a VALU just wrote). No-op elsewhere.
+    pub fn assume_unknown_sgpr_writes(&mut self) {
         if Scope::Gfx12.contains(self.t) {
             self.sa = (0..106).map(|s| (s, None)).collect();
+            self.va = (0..106).map(|s| (s, None)).collect();
         }
     }
 
@@ -463,7 +465,24 @@ impl Scanner {
 
     /// gfx12: whether an SGPR write is still uncommitted.
     pub fn pending_sgpr_writes(&self) -> bool {
-        !self.sa.is_empty() || !self.va.is_empty() || self.va_vcc.is_some()
+        !self.uncommitted().is_empty()
+    }
+
+    /// gfx12: the dependency-counter fields whose wait (field = 0) commits every uncommitted
+    /// SGPR write, in the order SALU writes ([`DepField::SaSdst`]), VALU writes
+    /// ([`DepField::VaSdst`]), VALU writes of VCC ([`DepField::VaVcc`]). Empty elsewhere.
+    pub fn uncommitted(&self) -> Vec<DepField> {
+        let mut v = Vec::new();
+        if !self.sa.is_empty() {
+            v.push(DepField::SaSdst);
+        }
+        if !self.va.is_empty() {
+            v.push(DepField::VaSdst);
+        }
+        if self.va_vcc.is_some() {
+            v.push(DepField::VaVcc);
+        }
+        v
     }
 
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
@@ -585,7 +604,7 @@ impl Scanner {
                 }
                 if valu {
                     if let Some((_, p)) = self.va.iter().find(|(s, _)| r.contains(s)) {
-                        add(&VALU_SGPR_READ, Some(*p));
+                        add(&VALU_SGPR_READ, *p);
                     }
                     let vcc =
                         reads.contains(SpecialReg::VccLo) || reads.contains(SpecialReg::VccHi);
@@ -603,7 +622,7 @@ impl Scanner {
                     .sa
                     .first()
                     .and_then(|x| x.1)
-                    .or(self.va.first().map(|x| x.1))
+                    .or(self.va.first().and_then(|x| x.1))
                     .or(self.va_vcc);
                 add(&SETPC_PENDING, p);
             }
@@ -693,7 +712,7 @@ impl Scanner {
                         self.sa.push((s, Some(p)));
                     } else {
                         self.va.retain(|(x, _)| *x != s);
-                        self.va.push((s, p));
+                        self.va.push((s, Some(p)));
                     }
                 }
                 if valu

@@ -330,13 +330,13 @@ fn run_target(
                 rng.next(),
             ];
             // Two-part (VOP3PX2) encodings: the fixed bits of a pair, all others random.
-            if !pairs.is_empty() && rng.next() % 16 == 0 {
+            if !pairs.is_empty() && rng.next().is_multiple_of(16) {
                 let (m, v) = pairs[rng.next() as usize % pairs.len()];
                 for k in 0..4 {
                     words[k] = (words[k] & !m[k]) | v[k];
                 }
                 // Mostly vector matrix sources A/B (scalar ones make LLVM reject the pair).
-                if rng.next() % 4 != 0 {
+                if !rng.next().is_multiple_of(4) {
                     words[3] |= (1 << 8) | (1 << 17);
                 }
             }

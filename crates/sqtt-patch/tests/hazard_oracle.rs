@@ -26,7 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use amdgpu_isa::{Family, InstClass, Instruction, RegSet, Special, SpecialReg, Target};
+use amdgpu_isa::{Family, Flow, InstClass, Instruction, RegSet, Special, SpecialReg, Target};
 use sqtt_verify::LaidOut;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
@@ -113,6 +113,8 @@ fn vgpr(set: &RegSet) -> Option<u16> {
 fn ssrc(i: &Instruction, field: &str) -> String {
     match i.field(field) {
         Some(v @ 0..=105) => format!("$sgpr{v}"),
+        Some(106) => "$vcc_lo".into(),
+        Some(107) => "$vcc_hi".into(),
         Some(124) => "$m0".into(),
         Some(126) => "$exec_lo".into(),
         Some(127) => "$exec_hi".into(),
@@ -162,6 +164,39 @@ fn lift(i: &Instruction, branch_bb: Option<usize>) -> Option<String> {
         // a branch is a branch to the hazard passes.
         (InstClass::Branch, _) if i.branch_target(0).is_some() => {
             format!("S_CBRANCH_SCC1 %bb.{}, implicit $scc", branch_bb?)
+        }
+        // Negative tests only (see `each_hazard_class_is_rejected_by_verify_and_llvm_agrees`).
+        (_, "s_movrels_b32") => format!(
+            "{} = S_MOVRELS_B32 {}, implicit $m0",
+            sdst(i)?,
+            ssrc(i, "ssrc0")
+        ),
+        (_, "s_setpc_b64") => {
+            let s = (0..106u16).find(|n| r.contains_sgpr(*n))?;
+            format!("S_SETPC_B64 {}", sreg(s, 2))
+        }
+        // The 4x4x1 f32 MFMA with a VGPR result (gfx90a name; gfx940 line: `_16b_` spelling).
+        (_, "v_mfma_f32_4x4x1f32" | "v_mfma_f32_4x4x1_16b_f32") => {
+            let d = vgpr(&w)?;
+            if (0..256u16).any(|a| w.contains_agpr(a)) {
+                return None;
+            }
+            let src = |f: &str| match i.field(f) {
+                Some(v @ 256..=511) => Some(format!("$vgpr{}", v - 256)),
+                _ => None,
+            };
+            let quad = format!(
+                "${}",
+                (d..d + 4)
+                    .map(|v| format!("vgpr{v}"))
+                    .collect::<Vec<_>>()
+                    .join("_")
+            );
+            format!(
+                "{quad} = V_MFMA_F32_4X4X1F32_vgprcd_e64 {}, {}, {quad}, 0, 0, 0, implicit $mode, implicit $exec",
+                src("src0")?,
+                src("src1")?
+            )
         }
         (_, "s_getreg_b32") => {
             format!("{} = S_GETREG_B32 {}, implicit $mode", sdst(i)?, simm_k())
@@ -341,6 +376,10 @@ fn body(items: &[LaidOut], _t: Target) -> Option<String> {
             starts.insert(k + 1);
             starts.insert(*addr_idx.get(&tg).unwrap_or(&items.len()));
         }
+        // A terminator (`S_SETPC_B64`) must end its block.
+        if x.inst.flow() == Flow::IndirectJump {
+            starts.insert(k + 1);
+        }
     }
     starts.insert(items.len());
     let bb_of = |k: usize| starts.iter().position(|s| *s == k);
@@ -363,7 +402,7 @@ fn body(items: &[LaidOut], _t: Target) -> Option<String> {
 fn context<'a>(it: impl Iterator<Item = &'a LaidOut>) -> Vec<LaidOut> {
     let mut v = Vec::new();
     for x in it {
-        if x.inserted || v.len() == CONTEXT || x.inst.branch_target(x.addr).is_some() {
+        if x.inserted || v.len() == CONTEXT || x.inst.flow() != Flow::Fallthrough {
             break;
         }
         if lift(&x.inst, None).is_none() {
@@ -635,6 +674,7 @@ fn drop_wait_alu(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
 fn valu_before_readlane(op: u32) -> Mutation {
     match op {
         0x25 => |s, k| valu_write_read(s, k, 0x25),
+        0x20 => |s, k| valu_write_read(s, k, 0x20),
         _ => |s, k| valu_write_read(s, k, 0x01),
     }
 }
@@ -672,6 +712,98 @@ fn setreg_before_getreg(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>
     }
     let w = 0xb900_0000 | (b.inst.field("sdst")? << 16) | b.inst.field("simm16")?;
     Some(vec![(k, w.to_le_bytes().to_vec())])
+}
+
+/// gfx9: `s_mov_b32 m0, K; s_nop 0; s_ttracedata` -> the `s_nop 0` becomes `s_movrels_b32 s0, s0`
+/// (reads M0 right after its SALU write).
+fn movrel_after_m0_write(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b, c) = (s.get(k)?, s.get(k + 1)?, s.get(k + 2)?);
+    let m0 = a.inst.writes().contains(SpecialReg::M0) && a.inst.len() == 4;
+    // SOP1 `s_movrels_b32 s0, s0` (gfx9 opcode 0x2a; `llvm-mc-22 -mcpu=gfx900 -show-encoding`).
+    (is(a, "s_mov_b32") && m0 && is(b, "s_nop") && is(c, "s_ttracedata"))
+        .then(|| vec![(k + 1, 0xbe80_2a00u32.to_le_bytes().to_vec())])
+}
+
+/// The lowest SGPR an original VMEM access reads.
+fn vmem_sgpr(x: &LaidOut) -> Option<u16> {
+    let vmem = matches!(
+        x.inst.class(),
+        InstClass::Global | InstClass::Flat | InstClass::Buffer | InstClass::Scratch
+    );
+    (vmem && !x.inserted)
+        .then(|| (0..106u16).find(|n| x.inst.reads().contains_sgpr(*n)))
+        .flatten()
+}
+
+/// gfx9: the loop's closing `s_cmp_lg_u32` before `s_cbranch_scc1` and an original VMEM access
+/// that reads SGPR sN -> `v_readfirstlane_b32 sN, v0` (VALU write of the SGPR one wait state
+/// before the access).
+fn valu_sgpr_before_vmem(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b, c) = (s.get(k)?, s.get(k + 1)?, s.get(k + 2)?);
+    if !(is(a, "s_cmp_lg_u32") && is(b, "s_cbranch_scc1")) {
+        return None;
+    }
+    let n = vmem_sgpr(c)?;
+    // VOP1 `v_readfirstlane_b32` (opcode 2): vdst is an SGPR number.
+    Some(vec![(k, vop1(0x02, n, 0))])
+}
+
+/// gfx10.1: an original VMEM access reading SGPR sN, then the inserted `s_mov_b32 m0, K` ->
+/// `s_mov_b32 sN, K` (SALU write of an SGPR the access still reads).
+fn salu_write_after_vmem(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k.checked_sub(1)?)?, s.get(k)?);
+    if !(is(b, "s_mov_b32") && b.inst.len() == 4 && b.inst.writes().contains(SpecialReg::M0)) {
+        return None;
+    }
+    let n = vmem_sgpr(a)?;
+    let w = u32::from_le_bytes(b.inst.bytes()[..4].try_into().ok()?);
+    // SOP1 sdst is bits 22:16.
+    let w = (w & !(0x7f << 16)) | (u32::from(n) << 16);
+    Some(vec![(k, w.to_le_bytes().to_vec())])
+}
+
+/// MFMA machines: `v_readlane sX, vA, sC; v_readlane sY, vB, sC` -> the first one becomes
+/// `v_mfma_f32_4x4x1f32 v[D:D+3], v0, v1, v[D:D+3]` with D = B rounded down to even (the
+/// second reads an MFMA result at once). Encoding as `llvm-mc-22 -mcpu=gfx90a -show-encoding`:
+/// VOP3P opcode 0x42, src2 = vdst.
+fn mfma_before_readlane(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    if !(is(a, "v_readlane_b32") && is(b, "v_readlane_b32")) {
+        return None;
+    }
+    let v = (0..256u32).find(|v| b.inst.reads().contains_vgpr(*v as u16))?;
+    let d = v & !1;
+    let d0 = 0xd3c2_0000u32 | d;
+    let d1 = 0x100 | (0x101 << 9) | ((0x100 + d) << 18);
+    let mut w = d0.to_le_bytes().to_vec();
+    w.extend(d1.to_le_bytes());
+    Some(vec![(k, w)])
+}
+
+/// gfx12: `v_readlane sX, vA, sC; v_readlane sY, vB, sC` -> `v_cmp_eq_u32_e64 vcc_lo, vA, vA;
+/// v_readlane sY, vB, vcc_lo` (VALU write of VCC, then a VALU reading it as lane select).
+fn vcc_write_then_read(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let mut edits = lane_select_from_readlane(s, k)?;
+    let a = &s[k];
+    let v = (0..256u32).find(|v| a.inst.reads().contains_vgpr(*v as u16))?;
+    // VOP3 `v_cmp_eq_u32_e64` (opcode 0x4a) with vdst vcc_lo (106); `llvm-mc-22 -mcpu=gfx1200`.
+    let mut w = 0xd44a_006au32.to_le_bytes().to_vec();
+    w.extend(((0x100 + v) | ((0x100 + v) << 9)).to_le_bytes());
+    let sel = &mut edits[0].1;
+    let mut d1 = u32::from_le_bytes(sel[4..8].try_into().ok()?);
+    d1 = (d1 & !(0x1ff << 9)) | (106 << 9);
+    sel[4..8].copy_from_slice(&d1.to_le_bytes());
+    edits.push((k, w));
+    Some(edits)
+}
+
+/// gfx12: the loop-entry `s_wait_alu` after the lane counter's SALU write -> `s_setpc_b64 s[0:1]`
+/// (an indirect jump with an SGPR write still pending).
+fn setpc_after_salu_write(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let (a, b) = (s.get(k)?, s.get(k + 1)?);
+    // SOP1 `s_setpc_b64 s[0:1]` (gfx12 opcode 0x48; `llvm-mc-22 -mcpu=gfx1200`).
+    (is(a, "s_wait_alu") && is(b, "v_readlane_b32"))
+        .then(|| vec![(k, 0xbe80_4800u32.to_le_bytes().to_vec())])
 }
 
 /// Every site of `m` in `out`: the mutated object and the address window `[from, to)` of a few
@@ -730,7 +862,7 @@ fn llvm_waits(bytes: &[u8], from: u64, to: u64) -> usize {
 
 #[test]
 fn each_hazard_class_is_rejected_by_verify_and_llvm_agrees() {
-    let cases: [(&str, &[&str], &str, Mutation); 8] = [
+    let cases: [(&str, &[&str], &str, Mutation); 17] = [
         (
             "gfx900__memory__O3.co",
             &["--trace-addresses", "memory"],
@@ -779,6 +911,60 @@ fn each_hazard_class_is_rejected_by_verify_and_llvm_agrees() {
             "setreg",
             setreg_before_getreg,
         ),
+        (
+            "gfx900__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "m0-movrel",
+            movrel_after_m0_write,
+        ),
+        (
+            "gfx900__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "valu-sgpr-vmem",
+            valu_sgpr_before_vmem,
+        ),
+        (
+            "gfx90a__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "mfma-result",
+            mfma_before_readlane,
+        ),
+        (
+            "gfx942__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "mfma-result",
+            mfma_before_readlane,
+        ),
+        (
+            "gfx942__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "trans-use",
+            valu_before_readlane(0x20),
+        ),
+        (
+            "gfx1250__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "trans-use",
+            valu_before_readlane(0x25),
+        ),
+        (
+            "gfx1010__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "vmem-sgpr-salu-write",
+            salu_write_after_vmem,
+        ),
+        (
+            "gfx1200__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "valu-vcc-read",
+            vcc_write_then_read,
+        ),
+        (
+            "gfx1200__memory__O3.co",
+            &["--trace-addresses", "memory"],
+            "setpc-pending",
+            setpc_after_salu_write,
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for (fixtures, args, rule, m) in cases {
@@ -826,6 +1012,7 @@ fn rejected_and_llvm_agrees(
             after > before,
             "{fixture} {rule}: LLVM adds {after} wait(s) after the mutation, {before} before"
         );
+        eprintln!("{rule}: {fixture} site {n}: verify rejects; LLVM adds {after} wait(s) (unedited: {before})");
         return true;
     }
     false

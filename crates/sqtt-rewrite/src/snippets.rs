@@ -184,33 +184,35 @@ impl Snippet {
     }
 }
 
-/// `s_wait_alu depctr_sa_sdst(0)` (gfx12 depctr immediate; `llvm-mc-22` prints 0xfffe so):
+/// `s_wait_alu depctr_sa_sdst(0)` as `llvm-mc-22` encodes it (0xfffe):
 /// [`hazard::DepField::SaSdst`] at 0, the wait of rule [`hazard::SALU_SGPR_READ`].
 const WAIT_SA_SDST: u16 = 0xfffe;
-/// `s_wait_alu depctr_va_sdst(0)` (`llvm-mc-22` encodes it as 0xf19f): [`hazard::DepField::VaSdst`] at 0,
-/// the wait of rule [`hazard::VALU_SGPR_READ`].
+/// `s_wait_alu depctr_va_sdst(0)` as `llvm-mc-22` encodes it (0xf19f; bits 6:5 belong to no
+/// field): [`hazard::DepField::VaSdst`] at 0, the wait of rule [`hazard::VALU_SGPR_READ`].
 const WAIT_VA_SDST: u16 = 0xf19f;
 
-/// Number of SGPR encodings tracked by the gfx12 hazard model (`s0`..`s105`).
-const SGPR_FILE: u16 = 106;
+/// The dependency-counter immediate that waits for `field` (LLVM's encodings for the two the
+/// snippets need, every other field at its maximum otherwise).
+fn depctr_wait(field: hazard::DepField) -> u16 {
+    match field {
+        hazard::DepField::SaSdst => WAIT_SA_SDST,
+        hazard::DepField::VaSdst => WAIT_VA_SDST,
+        f => f.wait_imm(),
+    }
+}
 
-/// Appends instructions and places gfx1200/gfx1201 SGPR-hazard waits automatically: it keeps
-/// the set of SGPRs with an uncommitted SALU write (`sa`) or VALU write (`va`) and, before an
-/// instruction that reads one of them, inserts the wait LLVM's `AMDGPUWaitSGPRHazards` would
-/// (assuming every SGPR pair is tracked). `sa` starts full when the caller's recent writes are
-/// unknown.
+/// Appends instructions and places the waits their hazards need, from the shared rule table:
+/// every instruction is checked with [`hazard::Scanner`] (the verifier's scanner) against the
+/// snippet's own instructions before it, and each violated rule's fix is inserted first (gfx12
+/// `s_wait_alu` for the SGPR hazards of `AMDGPUWaitSGPRHazards`, `s_nop` for wait-state rules,
+/// `s_waitcnt_vscnt null, 0` for gfx10.1 LDS/branch/VMEM). Rules fixed by VALU counts cannot be
+/// placed by a snippet (it has no VALU to spare) and are an error. With `caller_unknown`, every
+/// SGPR is assumed to carry an uncommitted SALU write from the code before the snippet (gfx12).
+/// Hazards between the snippet and the original code around it are the verifier's to check.
 pub(crate) struct Emitter {
     pub t: Target,
     pub code: Vec<Instruction>,
-    gfx12: bool,
-    sa: u128,
-    va: u128,
-}
-
-fn sgpr_bits(set: &amdgpu_isa::RegSet) -> u128 {
-    (0..SGPR_FILE)
-        .filter(|s| set.contains_sgpr(*s))
-        .fold(0u128, |acc, s| acc | 1u128 << s)
+    sc: hazard::Scanner,
 }
 
 impl Emitter {
@@ -218,89 +220,89 @@ impl Emitter {
     /// the snippet (scratch SGPRs come from liveness, so a dead carry-out a VALU just wrote may
     /// be one): the first read of an SGPR waits for both.
     pub fn new(t: Target, caller_unknown: bool) -> Emitter {
-        let gfx12 = hazard::SALU_SGPR_READ.scope.contains(t);
-        let unknown = if caller_unknown && gfx12 {
-            (1u128 << SGPR_FILE) - 1
-        } else {
-            0
-        };
+        let mut sc = hazard::Scanner::new(t);
+        if caller_unknown {
+            sc.assume_unknown_sgpr_writes();
+        }
         Emitter {
             t,
             code: Vec::new(),
-            gfx12,
-            sa: unknown,
-            va: unknown,
+            sc,
         }
     }
 
-    fn raw(
-        &mut self,
+    fn encoded(
+        &self,
         what: &'static str,
         r: Result<Instruction, EncodeError>,
-    ) -> Result<(), SnippetError> {
-        let i = r.map_err(|source| SnippetError::Encode {
+    ) -> Result<Instruction, SnippetError> {
+        r.map_err(|source| SnippetError::Encode {
             what,
             target: self.t.name(),
             source,
-        })?;
-        self.code.push(i);
-        Ok(())
+        })
     }
 
-    /// Appends one instruction (after any wait its SGPR reads need).
+    /// Appends `i` without a hazard check (a wait itself).
+    fn raw(&mut self, i: Instruction) {
+        self.sc.push(&i);
+        self.code.push(i);
+    }
+
+    /// The instruction that resolves `fix`.
+    fn wait_for(&self, fix: hazard::Fix, rule: &str) -> Result<Instruction, SnippetError> {
+        let t = self.t;
+        match fix {
+            hazard::Fix::DepCtr(f) if matches!(t.family(), Family::Gfx12 | Family::Gfx1250) => {
+                self.encoded("s_wait_alu", build::s_wait_alu(t, depctr_wait(f)))
+            }
+            hazard::Fix::DepCtr(f) => self.encoded(
+                "s_waitcnt_depctr",
+                build::s_waitcnt_depctr(t, depctr_wait(f)),
+            ),
+            hazard::Fix::WaitStates(n) => {
+                self.encoded("s_nop", build::s_nop(t, u16::from(n.saturating_sub(1))))
+            }
+            hazard::Fix::VsCntZero => self.encoded("s_waitcnt_vscnt", build::s_waitcnt_vscnt(t, 0)),
+            hazard::Fix::Valus(_) => Err(SnippetError::Rule(format!(
+                "hazard {rule} needs VALU instructions in between"
+            ))),
+        }
+    }
+
+    /// Appends one instruction, after the waits its hazards need.
     pub fn push(
         &mut self,
         what: &'static str,
         r: Result<Instruction, EncodeError>,
     ) -> Result<(), SnippetError> {
-        let i = r.map_err(|source| SnippetError::Encode {
-            what,
-            target: self.t.name(),
-            source,
-        })?;
-        if self.gfx12 {
-            let reads = sgpr_bits(&i.reads());
-            let valu = i.class() == InstClass::Valu;
-            if reads & self.sa != 0 {
-                self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_SA_SDST))?;
-                self.sa = 0;
-            }
-            if valu && reads & self.va != 0 {
-                self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_VA_SDST))?;
-                self.va = 0;
-            }
-            // A SALU read of an SGPR waits for all VALU SGPR writes (LLVM: "SALU reading SGPR
-            // clears VALU hazards").
-            if i.class() == InstClass::Salu && reads != 0 {
-                self.va = 0;
-            }
-            let writes = sgpr_bits(&i.writes());
-            match i.class() {
-                InstClass::Salu => self.sa |= writes,
-                InstClass::Valu => self.va |= writes,
-                _ => {}
-            }
+        let i = self.encoded(what, r)?;
+        // Each wait resolves at least its rule; a few rounds cover every rule at once.
+        for _ in 0..hazard::RULES.len() {
+            let Some(need) = self.sc.check(&i).first().copied() else {
+                self.raw(i);
+                return Ok(());
+            };
+            let w = self.wait_for(need.rule.fix, need.rule.id)?;
+            self.raw(w);
         }
-        self.code.push(i);
-        Ok(())
+        Err(SnippetError::Rule(format!(
+            "{what}: hazard waits do not converge"
+        )))
     }
 
     /// Commits every pending SALU/VALU SGPR write (gfx1200/gfx1201 only; no-op elsewhere).
     pub fn flush(&mut self) -> Result<(), SnippetError> {
-        if self.sa != 0 {
-            self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_SA_SDST))?;
-            self.sa = 0;
-        }
-        if self.va != 0 {
-            self.raw("s_wait_alu", build::s_wait_alu(self.t, WAIT_VA_SDST))?;
-            self.va = 0;
+        for f in self.sc.uncommitted() {
+            let w = self.wait_for(hazard::Fix::DepCtr(f), "flush")?;
+            self.raw(w);
         }
         Ok(())
     }
 
     /// Whether SGPR writes are still uncommitted (gfx1200/gfx1201).
     pub fn pending(&self) -> bool {
-        self.sa != 0 || self.va != 0
+        self.sc.pending_sgpr_writes()
     }
 
     /// `s_nop 0` + `s_ttracedata` (M0 was just written: one wait state).
@@ -325,10 +327,12 @@ impl Emitter {
             .sum()
     }
 
-    /// Appends `s_waitcnt_vscnt null, 0` on gfx1010..gfx1013 (snippets with branches).
+    /// Appends `s_waitcnt_vscnt null, 0` on gfx1010..gfx1013 (snippets with branches): the
+    /// fix of [`hazard::LDS_BRANCH_VMEM`] for original LDS/VMEM accesses on both sides.
     pub fn branch_tail(&mut self) -> Result<(), SnippetError> {
         if hazard::LDS_BRANCH_VMEM.scope.contains(self.t) {
-            self.push("s_waitcnt_vscnt", build::s_waitcnt_vscnt(self.t, 0))?;
+            let w = self.wait_for(hazard::LDS_BRANCH_VMEM.fix, hazard::LDS_BRANCH_VMEM.id)?;
+            self.raw(w);
         }
         Ok(())
     }
