@@ -1549,9 +1549,16 @@ fn trace_code(
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
     let n = crate::snippets::scratch_count(&op.src);
     let role = format!("the address-trace loop ({n} SGPRs)");
-    let tmp = (0..n)
+    let mut tmp = (0..n)
         .map(|_| regs.one(&role))
         .collect::<Result<Vec<u8>, String>>()?;
+    // A third register makes some blocks shorter; they also work without it.
+    while tmp.len() < crate::snippets::scratch_wanted(&op.src) {
+        match regs.one(&role) {
+            Ok(r) => tmp.push(r),
+            Err(_) => break,
+        }
+    }
     let block =
         crate::snippets::address_trace(t, wave, value, &op.src, &tmp).map_err(|x| x.to_string())?;
     let body = scope_guarded(t, flag, plan::keep_m0(t, keep, block.code)?)?;

@@ -49,7 +49,8 @@ mod clock;
 mod scope;
 
 pub use addr::{
-    address_trace, payload_count, scratch_count, trace_name, AddrSource, ScalarSrc, TraceKind,
+    address_trace, payload_count, scratch_count, scratch_wanted, trace_name, AddrSource, ScalarSrc,
+    TraceKind,
 };
 pub use clock::clock_marker;
 pub use scope::{scope_guard, scope_init, ScopeMasks};

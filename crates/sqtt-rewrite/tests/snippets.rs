@@ -11,8 +11,9 @@ use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Instruction, Target};
 use sqtt_interp::{run, Wave};
 use sqtt_rewrite::snippets::{
-    address_trace, clock_marker, payload_count, scope_guard, scope_init, scratch_count, trace_name,
-    AddrSource, ScalarSrc, ScopeMasks, Snippet, SnippetError, TraceKind,
+    address_trace, clock_marker, payload_count, scope_guard, scope_init, scratch_count,
+    scratch_wanted, trace_name, AddrSource, ScalarSrc, ScopeMasks, Snippet, SnippetError,
+    TraceKind,
 };
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -342,8 +343,13 @@ fn address_trace_streams_match_the_framing_lane_by_lane() {
         for &ws in *waves {
             for src in sources(&mut rng) {
                 let header = rng.below(1 << 20) << 2; // point marker: flags 0
-                let tmp = [100, 101, 98];
-                let snip = address_trace(t, ws, header, &src, &tmp)
+                                                      // Three scratch SGPRs, and the two-register forms where a block has one.
+                let tmp: &[u8] = if scratch_count(&src) == 2 && rng.below(2) == 0 {
+                    &[100, 101]
+                } else {
+                    &[100, 101, 98]
+                };
+                let snip = address_trace(t, ws, header, &src, tmp)
                     .unwrap_or_else(|e| panic!("{name} w{ws} {src:?}: {e}"));
                 assert!(
                     snip.sgprs.iter().all(|s| tmp.contains(s)),
@@ -434,13 +440,20 @@ fn address_trace_rejects_bad_inputs() {
         offset: 16,
         signed_scale: None,
     };
+    let signed = AddrSource::GlobalSaddr {
+        saddr: 8,
+        voffset: 0,
+        offset: 16,
+        signed_scale: Some(4),
+    };
     assert_eq!(scratch_count(&flat), 2);
     assert_eq!(scratch_count(&sa), 2);
-    assert_eq!(scratch_count(&sa_off), 3);
-    let two = address_trace(t, 32, 4, &flat, &[1, 2]).expect("two scratch SGPRs");
+    assert_eq!((scratch_count(&sa_off), scratch_wanted(&sa_off)), (2, 3));
+    assert_eq!(scratch_count(&signed), 3);
+    let two = address_trace(t, 32, 4, &flat, &[1, 2, 3]).expect("two scratch SGPRs");
     assert!(!two.sgprs.contains(&3), "{:?}", two.sgprs);
     assert!(matches!(
-        address_trace(t, 32, 4, &sa_off, &[1, 2]),
+        address_trace(t, 32, 4, &signed, &[1, 2]),
         Err(SnippetError::Rule(_))
     ));
 }

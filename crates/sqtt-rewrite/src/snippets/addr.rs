@@ -144,22 +144,34 @@ fn sgpr(n: u16) -> Result<u8, SnippetError> {
     })
 }
 
-/// Scratch SGPRs the block of `src` needs: the lane counter and one word register, plus a
-/// second word register for a `saddr` address with an immediate offset or a signed (gfx1250)
-/// VGPR offset (the high half is built while the low one is sent) or a buffer `soffset` held in
-/// M0 (its copy).
+/// Scratch SGPRs the block of `src` needs at least: the lane counter and one word register, plus
+/// a second word register for a signed (gfx1250) `saddr` VGPR offset (the high half is built
+/// while the low one is sent) or a buffer `soffset` held in M0 (its copy).
 pub fn scratch_count(src: &AddrSource) -> usize {
     match *src {
         AddrSource::GlobalSaddr {
-            offset,
-            signed_scale,
+            signed_scale: Some(_),
             ..
-        } if offset != 0 || signed_scale.is_some() => 3,
+        } => 3,
         AddrSource::Buffer {
             soffset: ScalarSrc::M0,
             ..
         } => 3,
         _ => 2,
+    }
+}
+
+/// Scratch SGPRs the block of `src` uses when they are free: [`scratch_count`], or 3 for a
+/// zero-extended `saddr` address with an immediate offset, whose two-register form re-reads each
+/// lane (2 instructions more per lane).
+pub fn scratch_wanted(src: &AddrSource) -> usize {
+    match *src {
+        AddrSource::GlobalSaddr {
+            offset,
+            signed_scale: None,
+            ..
+        } if offset != 0 => 3,
+        _ => scratch_count(src),
     }
 }
 
@@ -180,7 +192,7 @@ fn no_overlap(tmp: &[u8], first: u16, count: u16, what: &'static str) -> Result<
 /// `v_readlane_b32` in a loop over a lane counter (not unrolled, as the spec's pass does).
 ///
 /// `tmp = [counter, word, word2]`: at least [`scratch_count`]`(src)` SGPRs the caller proved
-/// free; only that many are used (which ones are written is in [`Snippet::sgprs`]). A 64-bit
+/// free; at most [`scratch_wanted`]`(src)` are used (which ones are written is in [`Snippet::sgprs`]). A 64-bit
 /// VGPR address sends both halves through `word`: the low add's carry stays in SCC across the
 /// high half's `v_readlane_b32` (a VALU instruction, which leaves SCC alone). Clobbers M0 and
 /// SCC. Length: `1 + payload_count(wave_size, src)` words. Errors: invalid wave size for `t`,
@@ -195,12 +207,13 @@ pub fn address_trace(
 ) -> Result<Snippet, SnippetError> {
     check_wave(t, wave_size)?;
     let need = scratch_count(src);
-    let Some(tmp) = tmp.get(..need) else {
+    if tmp.len() < need {
         return Err(SnippetError::Rule(format!(
             "the address-trace block needs {need} scratch SGPRs, {} given",
             tmp.len()
         )));
-    };
+    }
+    let tmp = &tmp[..tmp.len().min(scratch_wanted(src))];
     for (i, r) in tmp.iter().enumerate() {
         if tmp[i + 1..].contains(r) {
             return Err(SnippetError::RegisterOverlap {
@@ -371,8 +384,49 @@ pub fn address_trace(
             voffset,
             offset,
             signed_scale: None,
+        } if offset != 0 && tmp.len() < 3 => lane_loop(&mut e, wave_size, c, |e| {
+            // Two registers only: the low half is sent first; the high half re-reads the lane
+            // and recomputes both carries (t = v + off: carry c0; lo = t + s_lo: carry c1;
+            // hi = s_hi + sext_hi(off) + c0 + c1, accumulated in M0).
+            let read = |e: &mut Emitter| {
+                e.push(
+                    "v_readlane_b32",
+                    build::v_readlane_b32(t, Operand::Sgpr(x), voffset, Operand::Sgpr(c)),
+                )?;
+                e.push(
+                    "s_add_u32",
+                    build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), Operand::Imm(offset)),
+                )
+            };
+            read(e)?;
+            e.push(
+                "s_add_u32",
+                build::s_add_u32(t, Operand::M0, Operand::Sgpr(x), s(saddr)),
+            )?;
+            e.trace_m0()?;
+            read(e)?;
+            e.push(
+                "s_addc_u32",
+                build::s_addc_u32(t, Operand::M0, s(saddr + 1), Operand::Imm(sext_hi(offset))),
+            )?;
+            e.push(
+                "s_add_u32",
+                build::s_add_u32(t, Operand::Sgpr(x), Operand::Sgpr(x), s(saddr)),
+            )?;
+            e.push(
+                "s_addc_u32",
+                build::s_addc_u32(t, Operand::M0, Operand::M0, Operand::Imm(0)),
+            )?;
+            e.trace_m0()?;
+            Ok(Box::new(|_: &mut Emitter| Ok(())))
+        })?,
+        AddrSource::GlobalSaddr {
+            saddr,
+            voffset,
+            offset,
+            signed_scale: None,
         } => {
-            // The high half's register, used only with an offset (`scratch_count` gave it).
+            // The high half's register, used only with an offset (three were given).
             let y = if offset == 0 { x } else { y()? };
             lane_loop(&mut e, wave_size, c, |e| {
                 e.push(
