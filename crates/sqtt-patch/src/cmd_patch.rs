@@ -458,14 +458,9 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.
-pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(s.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(0),
-    }
-}
+/// Writes to stdout and flushes; a closed pipe (e.g. `| head`) is not an error, any other write
+/// error is, naming standard output (kept here for the commands that call it by this path).
+pub use crate::output::write_stdout;
 
 /// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature.
 pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {

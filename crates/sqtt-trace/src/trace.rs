@@ -171,10 +171,14 @@ pub struct TraceDir {
 impl TraceDir {
     /// The directory's base name.
     pub fn name(&self) -> String {
-        self.path
-            .file_name()
-            .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned())
+        dir_name(&self.path)
     }
+}
+
+/// The base name of a UI directory (`trace` when the path has none).
+pub fn dir_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned())
 }
 
 fn open(path: &Path) -> std::io::Result<BufReader<std::fs::File>> {
@@ -294,6 +298,29 @@ impl Trace {
     /// The UI directories found, sorted.
     pub fn ui_dirs(&self) -> &[PathBuf] {
         &self.found.ui_dirs
+    }
+
+    /// Every file a run may read, for callers that must not write over one: the entries of each
+    /// UI directory, the shaderdata files its `filenames.json` lists (which may lie elsewhere)
+    /// and the code objects found.
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self
+            .found
+            .code_objects
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+        for dir in &self.found.ui_dirs {
+            let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+            v.extend(entries.map(|e| e.path()));
+            let listing = open(&dir.join("filenames.json"))
+                .ok()
+                .and_then(|r| json::read_value(r).ok());
+            let files = shaderdata_files(dir, listing.as_ref(), &mut Warnings::default());
+            v.extend(files.into_iter().map(|(_, p)| p));
+        }
+        v
     }
 
     /// The marker table of a code-object file (parsed once per path).

@@ -113,6 +113,7 @@ fn outputs(root: &Path) -> (Vec<u8>, String, Vec<u8>, u64, Vec<u64>) {
     let mut t = Trace::open(root).unwrap();
     let mut p = Perfetto::new(Some(out.path()), None, false);
     let stats = t.run(&Options::default(), &mut p).unwrap();
+    p.commit().unwrap();
     // The header names the source directory: make it the same for both captures.
     let perfetto = std::fs::read_to_string(&p.written[0])
         .unwrap()
@@ -123,7 +124,7 @@ fn outputs(root: &Path) -> (Vec<u8>, String, Vec<u8>, u64, Vec<u64>) {
     t.run(&Options::default(), &mut f).unwrap();
     let folded = f.folded(&t.names, false);
     let m_path = out.path().join("m.json");
-    let mut m = MemTrace::create(&m_path).unwrap();
+    let mut m = MemTrace::new(std::fs::File::create(&m_path).unwrap()).unwrap();
     let mut t = Trace::open(root).unwrap();
     t.run(&Options::default(), &mut m).unwrap();
     m.finish(&t.names, false).unwrap();
