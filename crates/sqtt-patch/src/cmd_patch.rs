@@ -419,8 +419,8 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
-    let bytes =
-        std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
+    let bytes = crate::sniff::read_input(&input)
+        .with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
     if let Some(e) = crate::sniff::not_a_code_object(&name, &bytes, "instrument") {
         return Err(e);
