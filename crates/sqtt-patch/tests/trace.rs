@@ -711,9 +711,17 @@ fn outputs_fail_closed() {
         &format!("-o {}: exists and is not a directory", file.display()),
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
-    // perfetto writing next to the UI directory: no temporary file left when it succeeds.
+    // perfetto writing next to the UI directory: no temporary file left when it succeeds, and
+    // the file has the usual mode (not the temporary file's 0600).
     let o = run(&["perfetto", capture]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mode = std::fs::metadata(cap.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o644
+    );
     assert_eq!(
         names_in(&cap),
         [

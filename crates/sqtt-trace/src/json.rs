@@ -447,17 +447,16 @@ fn value_end(b: &[u8], mut i: usize) -> (usize, u32) {
     (i, deepest)
 }
 
-/// The row starting with `[` at `b[i]` when every element is an integer serde_json reads as
-/// `u64` (at most 19 digits) or negative `i64` (at most 18 digits, not `-0`, which it reads as
-/// a float), without fraction or exponent; with the index after its `]`. `None`: not such a row.
-fn plain_row(b: &[u8], i: usize) -> Option<(Row, usize)> {
-    let mut row = Row {
-        cells: [Cell::Other; ROW],
-        len: Some(0),
-    };
+/// Reads the row starting with `[` at `b[i]` into `row` when every element is an integer
+/// serde_json reads as `u64` (at most 19 digits) or negative `i64` (at most 18 digits, not
+/// `-0`, which it reads as a float), without fraction or exponent; returns the index after its
+/// `]`. `None`: not such a row (`row` is then partly overwritten). Cells at or past the row's
+/// length are left as they were: [`Row::int`] never reads them, so `row` is reused unreset.
+fn plain_row(b: &[u8], i: usize, row: &mut Row) -> Option<usize> {
     let mut i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b']') {
-        return Some((row, i + 1));
+        row.len = Some(0);
+        return Some(i + 1);
     }
     let mut n = 0;
     loop {
@@ -493,7 +492,7 @@ fn plain_row(b: &[u8], i: usize) -> Option<(Row, usize)> {
             Some(b',') => i = skip_ws(b, i + 1),
             Some(b']') => {
                 row.len = Some(n);
-                return Some((row, i + 1));
+                return Some(i + 1);
             }
             _ => return None,
         }
@@ -512,21 +511,22 @@ fn scan_records(b: &[u8], mut i: usize, mut each: impl FnMut(&Row)) -> Result<us
     if b.get(i) == Some(&b']') {
         return Ok(i + 1);
     }
+    let mut row = Row::not_array();
     loop {
         let fast = if b.get(i) == Some(&b'[') {
-            plain_row(b, i)
+            plain_row(b, i, &mut row)
         } else {
             None
         };
-        let (row, next) = match fast {
-            Some(x) => x,
+        let next = match fast {
+            Some(next) => next,
             None => {
                 let (end, depth) = value_end(b, i);
                 if depth > MAX_ELEMENT_DEPTH {
                     return Err("records element nested too deep for the fast path".into());
                 }
-                let row: Row = serde_json::from_slice(&b[i..end]).map_err(|e| e.to_string())?;
-                (row, end)
+                row = serde_json::from_slice(&b[i..end]).map_err(|e| e.to_string())?;
+                end
             }
         };
         each(&row);

@@ -225,15 +225,20 @@ pub fn output_path(ui_dir: &Path, out_dir: Option<&Path>) -> PathBuf {
 }
 
 impl Perfetto {
-    /// Moves every complete file into place, once all UI directories were written (a failed run
+    /// Moves every complete file into place (mode 0644), once all UI directories were written (a failed run
     /// leaves none: the temporary files are deleted when the writer is dropped). Errors: a
     /// rename failed (the files renamed before it stay).
     pub fn commit(&mut self) -> anyhow::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
         for (path, tmp) in self.done.drain(..) {
-            tmp.as_file()
-                .sync_all()
-                .and_then(|()| tmp.persist(&path).map(drop).map_err(|e| e.error))
-                .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+            // Temporary files are created 0600; the output gets the usual 0644.
+            let cannot =
+                |e: std::io::Error| anyhow::anyhow!("{}: cannot write: {e}", path.display());
+            let f = tmp.as_file();
+            f.set_permissions(std::fs::Permissions::from_mode(0o644))
+                .and_then(|()| f.sync_all())
+                .map_err(cannot)?;
+            tmp.persist(&path).map_err(|e| cannot(e.error))?;
             self.written.push(path);
         }
         Ok(())

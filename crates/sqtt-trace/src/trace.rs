@@ -772,11 +772,25 @@ impl<'a, S: Sink> Decoder<'a, S> {
     }
 
     /// (instance, kernel_id, valid from, valid until) for a record of a slot at `time`.
-    fn locate(&self, key: SlotKey, time: i64) -> (u32, Option<i64>, i64, i64) {
+    /// `guess` is a likely answer for the number of launches at or before `time` (the slot's
+    /// next launch, as records arrive in time order); it is used only when it is that number,
+    /// which saves a binary search over a long launch list per wave instance.
+    fn locate(
+        &self,
+        key: SlotKey,
+        time: i64,
+        guess: Option<usize>,
+    ) -> (u32, Option<i64>, i64, i64) {
         let Some(l) = self.dir.occupancy.launches.get(&key) else {
             return (0, None, i64::MIN, i64::MAX);
         };
-        let i = l.partition_point(|(t, _)| *t <= time);
+        let is_point = |p: usize| {
+            p <= l.len() && (p == 0 || l[p - 1].0 <= time) && l.get(p).is_none_or(|x| x.0 > time)
+        };
+        let i = match guess {
+            Some(p) if is_point(p) => p,
+            _ => l.partition_point(|(t, _)| *t <= time),
+        };
         let until = l.get(i).map_or(i64::MAX, |x| x.0);
         if i == 0 {
             (0, l.first().map(|x| x.1), i64::MIN, until)
@@ -842,7 +856,15 @@ impl<'a, S: Sink> Decoder<'a, S> {
         let current =
             matches!(self.slots.get(&key), Some(s) if s.from <= r.time && r.time < s.until);
         if !current {
-            let (instance, kernel_id, from, until) = self.locate(key, r.time);
+            // The launch after the slot's current instance, when there is one.
+            let guess = self.slots.get(&key).map(|s| {
+                if s.from == i64::MIN {
+                    1
+                } else {
+                    s.info.instance as usize + 2
+                }
+            });
+            let (instance, kernel_id, from, until) = self.locate(key, r.time, guess);
             let same = matches!(self.slots.get(&key), Some(s) if s.info.instance == instance);
             if same {
                 // An earlier record than the slot's range (out of order): keep the instance.
