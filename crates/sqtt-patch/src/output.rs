@@ -40,8 +40,13 @@ fn is_stdout(path: &Path) -> bool {
 /// Writes all of `s` to standard output and flushes it. A closed pipe (`| head`) is not an
 /// error (exit 0); any other write error is, naming standard output (`> /dev/full`).
 pub fn write_stdout(s: &str) -> Result<i32> {
+    write_stdout_bytes(s.as_bytes())
+}
+
+/// [`write_stdout`] for bytes.
+fn write_stdout_bytes(b: &[u8]) -> Result<i32> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+    match out.write_all(b).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(e).context("standard output: cannot write")
         }
@@ -188,9 +193,9 @@ impl Sink {
         match self.tmp {
             Tmp::Unnamed(mut f) if is_stdout(path) => {
                 f.rewind().with_context(cannot)?;
-                let mut text = String::new();
-                std::io::Read::read_to_string(&mut f, &mut text).with_context(cannot)?;
-                write_stdout(&text).map(drop)
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut bytes).with_context(cannot)?;
+                write_stdout_bytes(&bytes).map(drop)
             }
             Tmp::Unnamed(mut f) => {
                 f.rewind().with_context(cannot)?;
