@@ -472,7 +472,11 @@ fn plain_row(b: &[u8], i: usize, row: &mut Row) -> Option<usize> {
             i += 1;
         }
         let digits = i - start;
-        if digits == 0 || matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
+        // JSON has no leading zeros (`0362` is invalid: serde_json must see it and fail).
+        if digits == 0
+            || (digits > 1 && b[start] == b'0')
+            || matches!(b.get(i), Some(b'.' | b'e' | b'E'))
+        {
             return None;
         }
         let cell = if neg {
@@ -806,7 +810,7 @@ mod tests {
     /// escapes, nested and long rows, duplicate keys, other keys, truncation and junk after it.
     #[test]
     fn slice_fast_path_agrees_with_visitor() {
-        const CELLS: [&str; 24] = [
+        const CELLS: [&str; 26] = [
             "0",
             "1",
             "7",
@@ -831,6 +835,8 @@ mod tests {
             "\n3\t",
             "123456789012345678",
             "-1234567890123456789",
+            "0362",
+            "-01",
         ];
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut rnd = |n: usize| {
