@@ -41,7 +41,7 @@ pub struct DisArgs {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: DisArgs) -> anyhow::Result<i32> {
-    let data = std::fs::read(&args.file)
+    let data = crate::sniff::read_input(&args.file)
         .with_context(|| format!("{}: cannot read", args.file.display()))?;
     if let Some(e) = crate::sniff::not_a_code_object(&args.file.display().to_string(), &data, "dis")
     {

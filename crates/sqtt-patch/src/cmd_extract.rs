@@ -18,7 +18,8 @@ pub struct ExtractArgs {
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
+    let bytes =
+        crate::sniff::read_input(&args.file).with_context(|| format!("{name}: cannot read"))?;
     let (_, cos) =
         open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
     if cos.is_empty() {

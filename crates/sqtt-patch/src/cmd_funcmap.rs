@@ -30,7 +30,7 @@ fn demangle(name: &str) -> String {
 /// Runs the subcommand; returns the process exit code (0). Errors (exit 2): unreadable input,
 /// or no `.sqtt_funcmap` section.
 pub fn run(args: FuncmapArgs) -> Result<i32> {
-    let bytes = std::fs::read(&args.file)
+    let bytes = crate::sniff::read_input(&args.file)
         .with_context(|| format!("{}: cannot read", args.file.display()))?;
     if let Some(e) =
         crate::sniff::not_a_code_object(&args.file.display().to_string(), &bytes, "funcmap")

@@ -107,7 +107,8 @@ fn print_text(out: &mut String, n: usize, v: &Value) {
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file).with_context(|| format!("{name}: cannot read"))?;
+    let bytes =
+        crate::sniff::read_input(&args.file).with_context(|| format!("{name}: cannot read"))?;
     let (kind, cos) =
         open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
     let mut blocks = Vec::new();

@@ -440,8 +440,8 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
-    let bytes =
-        std::fs::read(&input).with_context(|| format!("{}: cannot read", input.display()))?;
+    let bytes = crate::sniff::read_input(&input)
+        .with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
     if let Some(e) = crate::sniff::not_a_code_object(&name, &bytes, "instrument") {
         return Err(e);
@@ -479,14 +479,9 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Writes to stdout; a closed pipe (e.g. `| head`) is not an error.
-pub fn write_stdout(s: &str) -> anyhow::Result<i32> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(s.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(0),
-    }
-}
+/// Writes to stdout and flushes; a closed pipe (e.g. `| head`) is not an error, any other write
+/// error is, naming standard output (kept here for the commands that call it by this path).
+pub use crate::output::write_stdout;
 
 /// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature;
 /// with sites in compiled-out stubs (code that cannot run) `trace 90/100 (90.0 %; 10 in stubs,

@@ -4,14 +4,18 @@
 //!
 //! Exit codes: 0 = output written (warnings about skipped input are printed on stderr);
 //! 2 = nothing usable (no UI directory, no record decoded to anything the output needs) or an
-//! output file cannot be written; no output file is left behind then.
+//! output cannot be written; no output and no temporary file is left behind then. Outputs are
+//! checked before the trace is read (a directory, a missing directory, an input of the run,
+//! two flags naming one file are refused) and committed together at the end (`output.rs`).
 
+use crate::output;
 use anyhow::{bail, Context, Result};
 use sqtt_trace::flame::Flame;
 use sqtt_trace::memtrace::MemTrace;
 use sqtt_trace::perfetto::Perfetto;
 use sqtt_trace::trace::RunStats;
 use sqtt_trace::{Options, PackedMode, Trace};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// How packed gfx12 headers are read.
@@ -113,29 +117,54 @@ fn summary(trace: &Trace, stats: &RunStats) {
     );
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it (no partial output). An existing
-/// path that is not a regular file (`/dev/null`, a FIFO) is written into, never replaced.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        return std::fs::write(path, bytes)
-            .with_context(|| format!("{}: cannot write", path.display()));
+/// The checked destination of one output flag: standard output for `-` when `dash` allows it,
+/// else [`output::check`]; refused when it is one of the run's `inputs`.
+fn dest(flag: &str, path: &Path, inputs: &[PathBuf], dash: bool) -> Result<output::Dest> {
+    if dash && path.as_os_str() == "-" {
+        return Ok(output::stdout());
     }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name()
-            .map_or("out".into(), |n| n.to_string_lossy())
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
+    let d = output::check(flag, path)?;
+    output::check_not_input(flag, path, inputs)?;
+    Ok(d)
+}
+
+/// Writes every output to its temporary file first and moves them into place only when all are
+/// complete: a failure leaves no output and no temporary file.
+fn write_outputs(outs: Vec<(output::Dest, Vec<u8>)>) -> Result<()> {
+    let mut sinks = Vec::new();
+    for (d, bytes) in &outs {
+        let mut s = output::Sink::new(d)?;
+        s.file()
+            .write_all(bytes)
+            .with_context(|| format!("{}: cannot write", d.path.display()))?;
+        sinks.push(s);
+    }
+    output::commit_all(sinks)
 }
 
 /// Runs `sqtt-patch flamegraph`.
 pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     let mut trace = Trace::open(&a.common.trace_dir)?;
+    let inputs = trace.inputs();
+    let svg_dest = dest("-o", &a.output, &inputs, false)?;
+    let folded_dest = (a.folded.as_deref())
+        .map(|p| dest("--folded", p, &inputs, true))
+        .transpose()?;
+    let speedscope_dest = (a.speedscope.as_deref())
+        .map(|p| dest("--speedscope", p, &inputs, false))
+        .transpose()?;
+    let folded_file = a.folded.as_deref().filter(|p| p.as_os_str() != "-");
+    let named = [
+        Some(("-o", a.output.as_path())),
+        folded_file.map(|p| ("--folded", p)),
+        a.speedscope.as_deref().map(|p| ("--speedscope", p)),
+    ];
+    let named: Vec<(&str, &Path)> = named.into_iter().flatten().collect();
+    for (i, (fa, pa)) in named.iter().enumerate() {
+        for (fb, pb) in &named[i + 1..] {
+            output::check_distinct(fa, pa, fb, pb)?;
+        }
+    }
     let mut flame = Flame::default();
     let stats = trace.run(&options(&a.common), &mut flame)?;
     summary(&trace, &stats);
@@ -147,24 +176,17 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     }
     let d = a.common.demangle;
     let title = format!("SQTT markers: {}", a.common.trace_dir.display());
-    let svg = flame.svg(&trace.names, d, &title)?;
-    let folded = flame.folded(&trace.names, d);
-    let speedscope = a
-        .speedscope
-        .as_ref()
-        .map(|_| serde_json::to_vec(&flame.speedscope(&trace.names, d, &title)))
-        .transpose()?;
-    write_atomic(&a.output, &svg)?;
-    match a.folded.as_deref() {
-        Some(p) if p == Path::new("-") => {
-            crate::cmd_patch::write_stdout(&folded)?;
-        }
-        Some(p) => write_atomic(p, folded.as_bytes())?,
-        None => {}
+    let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title)?)];
+    if let Some(f) = folded_dest {
+        outs.push((f, flame.folded(&trace.names, d).into_bytes()));
     }
-    if let (Some(p), Some(s)) = (&a.speedscope, speedscope) {
-        write_atomic(p, &s)?;
+    if let Some(s) = speedscope_dest {
+        outs.push((
+            s,
+            serde_json::to_vec(&flame.speedscope(&trace.names, d, &title))?,
+        ));
     }
+    write_outputs(outs)?;
     eprintln!(
         "sqtt-patch: {} cycles in scopes; wrote {}",
         flame.total(),
@@ -181,18 +203,37 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
         }
     }
     let mut trace = Trace::open(&a.common.trace_dir)?;
+    if let Some(o) = &a.output {
+        if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
+            bail!(
+                "-o {}: exists and is not a directory (perfetto writes one file per UI directory into -o DIR)",
+                o.display()
+            );
+        }
+    }
+    let inputs = trace.inputs();
+    for d in trace.ui_dirs() {
+        let p = sqtt_trace::perfetto::output_path(d, a.output.as_deref());
+        if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+            bail!(
+                "{}: exists and is not a regular file; refusing to replace it",
+                p.display()
+            );
+        }
+        output::check_not_input("the Perfetto output", &p, &inputs)?;
+    }
+    // Files are committed only when every UI directory was written: on any error below the
+    // writer is dropped with its temporary files.
     let mut sink = Perfetto::new(a.output.as_deref(), a.clock_rate_ghz, a.common.demangle);
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if stats.headers == 0 {
-        for p in &sink.written {
-            let _ = std::fs::remove_file(p);
-        }
         bail!(
             "{}: no marker header decoded; no trace written",
             a.common.trace_dir.display()
         );
     }
+    sink.commit()?;
     for p in &sink.written {
         eprintln!("sqtt-patch: wrote {}", p.display());
     }
@@ -202,25 +243,26 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
 /// Runs `sqtt-patch memtrace`.
 pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     let mut trace = Trace::open(&a.common.trace_dir)?;
-    let mut sink = MemTrace::create(&a.output)
-        .with_context(|| format!("{}: cannot write", a.output.display()))?;
-    let stats = match trace.run(&options(&a.common), &mut sink) {
-        Ok(s) => s,
-        Err(e) => {
-            sink.abandon();
-            return Err(e);
-        }
-    };
+    let d = dest("-o", &a.output, &trace.inputs(), false)?;
+    let cannot = || format!("{}: cannot write", a.output.display());
+    let mut out = output::Sink::new(&d)?;
+    let file = out.file().try_clone().with_context(cannot)?;
+    let mut sink = MemTrace::new(file).with_context(cannot)?;
+    let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if sink.blocks == 0 {
-        sink.abandon();
         bail!(
             "{}: no address-trace block decoded; nothing written",
             a.common.trace_dir.display()
         );
     }
     let n = sink.blocks;
-    let path = sink.finish(&trace.names, a.common.demangle)?;
-    eprintln!("sqtt-patch: {n} address blocks; wrote {}", path.display());
+    sink.finish(&trace.names, a.common.demangle)
+        .with_context(cannot)?;
+    output::commit_all(vec![out])?;
+    eprintln!(
+        "sqtt-patch: {n} address blocks; wrote {}",
+        a.output.display()
+    );
     Ok(0)
 }

@@ -17,10 +17,63 @@ use std::path::{Path, PathBuf};
 /// A checked output path.
 #[derive(Debug, Clone)]
 pub struct Dest {
-    /// The path as given.
+    /// The path as given (`-` for standard output, see [`stdout`]).
     pub path: PathBuf,
-    /// True for a character device or FIFO: written in place, never renamed over.
+    /// True for a character device, a FIFO or standard output: written in place, never
+    /// renamed over.
     pub stream: bool,
+}
+
+/// Standard output as a destination (the `-` of `--folded -`).
+pub fn stdout() -> Dest {
+    Dest {
+        path: PathBuf::from("-"),
+        stream: true,
+    }
+}
+
+/// True for the [`stdout`] destination.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes all of `s` to standard output and flushes it. A closed pipe (`| head`) is not an
+/// error (exit 0); any other write error is, naming standard output (`> /dev/full`).
+pub fn write_stdout(s: &str) -> Result<i32> {
+    write_stdout_bytes(s.as_bytes())
+}
+
+/// [`write_stdout`] for bytes.
+fn write_stdout_bytes(b: &[u8]) -> Result<i32> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(b).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("standard output: cannot write")
+        }
+        _ => Ok(0),
+    }
+}
+
+/// Refuses an output path (named by `flag`) that is one of `inputs` (the same file by device
+/// and inode, so through links too): a run never writes over what it reads.
+pub fn check_not_input(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !m.is_file() {
+        return Ok(());
+    }
+    for i in inputs {
+        if std::fs::metadata(i).is_ok_and(|n| (n.dev(), n.ino()) == (m.dev(), m.ino())) {
+            bail!(
+                "{flag} {}: is an input of this run ({}); choose another path",
+                path.display(),
+                i.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Checks `path`, named by `flag` (`-o`, `--report-json`) in messages, before any work.
@@ -138,6 +191,12 @@ impl Sink {
         let path = &self.dest.path;
         let cannot = || format!("{}: cannot write", path.display());
         match self.tmp {
+            Tmp::Unnamed(mut f) if is_stdout(path) => {
+                f.rewind().with_context(cannot)?;
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut bytes).with_context(cannot)?;
+                write_stdout_bytes(&bytes).map(drop)
+            }
             Tmp::Unnamed(mut f) => {
                 f.rewind().with_context(cannot)?;
                 let mut out = std::fs::OpenOptions::new()
@@ -145,7 +204,7 @@ impl Sink {
                     .open(path)
                     .with_context(cannot)?;
                 std::io::copy(&mut f, &mut out).with_context(cannot)?;
-                Ok(())
+                out.flush().with_context(cannot)
             }
             Tmp::Named(t) => {
                 let mode = like
@@ -162,6 +221,17 @@ impl Sink {
             }
         }
     }
+}
+
+/// Commits outputs of one run together: streams first (a failure there leaves no regular file
+/// renamed), then the regular files. Every sink not committed when an error is returned is
+/// dropped, deleting its temporary file.
+pub fn commit_all(sinks: Vec<Sink>) -> Result<()> {
+    let (streams, files): (Vec<Sink>, Vec<Sink>) = sinks.into_iter().partition(|s| s.dest.stream);
+    for s in streams.into_iter().chain(files) {
+        s.commit(None)?;
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to a checked destination: atomically for a regular file (mode of `like`, or

@@ -7,6 +7,34 @@
 
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
 use hsaco::container::InputKind;
+use std::io::Read;
+use std::path::Path;
+
+/// Most bytes read from an input that is not a regular file (bytes): 256 MiB, above any code
+/// object or host binary met so far, and a bound on `/dev/zero` or `/dev/urandom`.
+pub const STREAM_INPUT_LIMIT: u64 = 256 << 20;
+
+/// Reads an input file whole. A regular file is read as it is; anything else (a FIFO, process
+/// substitution, character device) up to [`STREAM_INPUT_LIMIT`] bytes. Errors: the I/O error,
+/// or an input that is not a regular file and longer than the limit (`/dev/zero` never ends).
+pub fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        let mut v = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        (&file).read_to_end(&mut v)?;
+        return Ok(v);
+    }
+    let mut v = Vec::new();
+    file.take(STREAM_INPUT_LIMIT + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > STREAM_INPUT_LIMIT {
+        return Err(std::io::Error::other(format!(
+            "not a regular file and longer than {} MiB (the limit for devices and pipes)",
+            STREAM_INPUT_LIMIT >> 20
+        )));
+    }
+    Ok(v)
+}
 
 /// ELF magic (`e_ident[EI_MAG0..3]`).
 const ELF_MAGIC: &[u8] = b"\x7fELF";

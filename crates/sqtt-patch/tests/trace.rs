@@ -146,6 +146,21 @@ fn calls_capture(root: &Path, co: &Path, coid: u32, pattern: &[(i64, u32)], cu_b
     waves
 }
 
+/// Instruments gfx942 `calls` (functions, kernel scopes) into `tmp` and writes its capture as
+/// `tmp/cap` (code object id 5); returns the capture directory and its wave count.
+fn calls_in(tmp: &Path) -> (PathBuf, usize) {
+    let co = tmp.join("calls.co");
+    let ids = instrument(
+        "gfx942__calls__O3.co",
+        &co,
+        &["--functions", "1", "--kernel-scopes"],
+    );
+    let cap = tmp.join("cap");
+    std::fs::create_dir_all(&cap).unwrap();
+    let waves = calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0);
+    (cap, waves)
+}
+
 /// Writes one shader engine's records as dispatch 7 under `cap`.
 fn write_one_se(cap: &Path, recs: Vec<[i64; 6]>, occ: &Value) {
     write_ui(
@@ -153,6 +168,31 @@ fn write_one_se(cap: &Path, recs: Vec<[i64; 6]>, occ: &Value) {
         &BTreeMap::from([(0, recs)]),
         occ,
     );
+}
+
+/// Asserts that `path` is still the character device `1, minor`; when a run replaced it with a
+/// regular file (as root it can), the device is made again before failing, so that one failed
+/// run does not break the machine.
+fn assert_char_device(path: &str, minor: u32) {
+    use std::os::unix::fs::FileTypeExt;
+    let m = std::fs::symlink_metadata(path).expect(path);
+    if !m.file_type().is_char_device() {
+        let _ = std::fs::remove_file(path);
+        let _ = Command::new("mknod")
+            .args(["-m", "666", path, "c", "1", &minor.to_string()])
+            .status();
+        panic!("{path} was replaced by a regular file (restored)");
+    }
+}
+
+/// The names in `dir` (sorted).
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
 }
 
 /// Runs `sqtt-patch CMD CAP -o OUT EXTRA...`.
@@ -171,15 +211,8 @@ fn perfetto_events(dir: &Path) -> Vec<Value> {
 #[test]
 fn gfx942_calls_capture_flamegraph_and_perfetto() {
     let tmp = tempfile::tempdir().unwrap();
-    let co = tmp.path().join("calls.co");
-    let ids = instrument(
-        "gfx942__calls__O3.co",
-        &co,
-        &["--functions", "1", "--kernel-scopes"],
-    );
-    let cap = tmp.path().join("cap");
-    std::fs::create_dir_all(&cap).unwrap();
-    let waves = calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0) as u64;
+    let (cap, waves) = calls_in(tmp.path());
+    let waves = waves as u64;
     let svg = tmp.path().join("f.svg");
     let folded = tmp.path().join("f.txt");
     let speed = tmp.path().join("f.speedscope.json");
@@ -392,6 +425,29 @@ fn gfx942_memory_capture_memtrace() {
     let out = tmp.path().join("m.json");
     let o = run_to("memtrace", &cap, &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // Streams are written into (never replaced); a failing one is an error naming it; an input
+    // of the run is refused before anything is read.
+    let o = run_to("memtrace", &cap, Path::new("/dev/null"), &[]);
+    assert_char_device("/dev/null", 3);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run_to("memtrace", &cap, Path::new("/dev/full"), &[]);
+    assert_char_device("/dev/full", 7);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/dev/full: cannot write"),
+        "{}",
+        stderr(&o)
+    );
+    let occ_file = cap.join("ui_output_agent_1_dispatch_7/occupancy.json");
+    let before = std::fs::read(&occ_file).unwrap();
+    let o = run_to("memtrace", &cap, &occ_file, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is an input of this run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(&occ_file).unwrap(), before);
     let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let blocks = v["blocks"].as_array().unwrap();
     assert_eq!(blocks.len(), 3);
@@ -550,4 +606,128 @@ fn malformed_directories() {
     assert!(!m.exists());
     let o = run(&["perfetto", cap.to_str().unwrap(), "--clock-rate-ghz", "-1"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Fresh-tester findings on the outputs of the trace commands: write errors, outputs that are
+/// inputs, a directory as `-o`, a second output failing after the first, `perfetto -o FILE`.
+/// Each case checks the exit code, the message and what is left on disk.
+#[test]
+fn outputs_fail_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, _) = calls_in(tmp.path());
+    let ui = cap.join("ui_output_agent_1_dispatch_7");
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let w = |n: &str| work.join(n).to_str().unwrap().to_string();
+    let capture = cap.to_str().unwrap();
+    let fg = |extra: &[&str]| {
+        let mut args = vec!["flamegraph", capture];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let fails = |o: &Output, needle: &str| {
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+        assert!(stderr(o).contains(needle), "want {needle:?}: {}", stderr(o));
+    };
+
+    // Streams: /dev/null takes every output and stays a device; /dev/full is an error naming it.
+    let o = fg(&[
+        "-o",
+        "/dev/null",
+        "--folded",
+        "/dev/null",
+        "--speedscope",
+        "/dev/null",
+    ]);
+    assert_char_device("/dev/null", 3);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = fg(&["-o", "/dev/full"]);
+    assert_char_device("/dev/full", 7);
+    fails(&o, "/dev/full: cannot write");
+    // Standard output on /dev/full (`--folded -`): an error naming it, and no SVG either.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(BIN)
+        .args(["flamegraph", capture, "-o", &w("a.svg"), "--folded", "-"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    fails(&o, "standard output: cannot write");
+    assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+    // A second output failing after the first was complete: neither is written.
+    let o = fg(&[
+        "-o",
+        &w("b.svg"),
+        "--folded",
+        &w("b.folded"),
+        "--speedscope",
+        "/dev/full",
+    ]);
+    fails(&o, "/dev/full: cannot write");
+    assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+
+    // Inputs of the run are never written over, whichever flag names them.
+    let inputs = [
+        ui.join("occupancy.json"),
+        ui.join("shaderdata_0_0.json"),
+        cap.join("gfx942_code_object_id_5.out"),
+    ];
+    for flag in ["-o", "--folded", "--speedscope"] {
+        for input in &inputs {
+            let before = std::fs::read(input).unwrap();
+            let mut args = vec![flag, input.to_str().unwrap()];
+            let svg = w("c.svg");
+            if flag != "-o" {
+                args.extend(["-o", &svg]);
+            }
+            let o = fg(&args);
+            fails(&o, "is an input of this run");
+            assert_eq!(std::fs::read(input).unwrap(), before, "{flag} {input:?}");
+        }
+    }
+    assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+    // Two flags naming one file.
+    let o = fg(&["-o", &w("d.svg"), "--folded", &w("d.svg")]);
+    fails(&o, "the same file as -o");
+
+    // A directory as -o: refused up front, no temporary file beside it.
+    let sub = work.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let o = fg(&["-o", sub.to_str().unwrap()]);
+    fails(&o, "is a directory");
+    let o = run(&["memtrace", capture, "-o", sub.to_str().unwrap()]);
+    fails(&o, "is a directory");
+    assert_eq!(names_in(&work), ["sub"]);
+    assert!(names_in(&sub).is_empty());
+
+    // perfetto -o FILE: the message names the path; nothing is written.
+    let file = work.join("not_a_dir");
+    std::fs::write(&file, b"x").unwrap();
+    let o = run(&["perfetto", capture, "-o", file.to_str().unwrap()]);
+    fails(
+        &o,
+        &format!("-o {}: exists and is not a directory", file.display()),
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    // perfetto writing next to the UI directory: no temporary file left when it succeeds, and
+    // the file has the usual mode (not the temporary file's 0600).
+    let o = run(&["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mode = std::fs::metadata(cap.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o644
+    );
+    assert_eq!(
+        names_in(&cap),
+        [
+            "gfx942_code_object_id_5.out",
+            "ui_output_agent_1_dispatch_7",
+            "ui_output_agent_1_dispatch_7.perfetto.json"
+        ]
+    );
 }

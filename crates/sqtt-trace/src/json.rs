@@ -195,6 +195,35 @@ struct FileSeed<'a, F> {
     count: Option<u64>,
 }
 
+impl<F: FnMut(Record)> FileSeed<'_, F> {
+    /// Turns one row into a record (columns from the schema) or counts it as malformed.
+    fn take(&mut self, row: &Row) {
+        if self.out.bad_schema.is_some() {
+            self.out.malformed += 1;
+            return;
+        }
+        let c = self.columns;
+        let small = |i: usize| row.int(c[i]).and_then(|v| u32::try_from(v).ok());
+        let rec = (|| {
+            Some(Record {
+                time: i64::try_from(row.int(c[0])?).ok()?,
+                value: u64::try_from(row.int(c[1])?).ok()? as u32,
+                cu: small(2)?,
+                simd: small(3)?,
+                wave: small(4)?,
+                flags: small(5)?,
+            })
+        })();
+        match rec {
+            Some(r) => {
+                self.out.records += 1;
+                (self.cb)(r);
+            }
+            None => self.out.malformed += 1,
+        }
+    }
+}
+
 impl<'de, F: FnMut(Record)> Visitor<'de> for FileSeed<'_, F> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -203,41 +232,53 @@ impl<'de, F: FnMut(Record)> Visitor<'de> for FileSeed<'_, F> {
     fn visit_map<A: MapAccess<'de>>(mut self, mut m: A) -> Result<(), A::Error> {
         while let Some(key) = m.next_key::<String>()? {
             match key.as_str() {
-                "type" => {
-                    let v: Value = m.next_value()?;
-                    if !matches!(v.as_str(), Some("shaderdata" | "S_TTRACEDATA")) {
-                        self.out.unexpected_type = Some(v.to_string());
-                    }
-                }
-                "records_schema" => {
-                    let v: Value = m.next_value()?;
-                    let names: Vec<&str> = v
-                        .as_array()
-                        .map(|a| a.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    for (i, want) in SCHEMA.iter().enumerate() {
-                        match names.iter().position(|n| n == want) {
-                            Some(p) => self.columns[i] = p,
-                            None => {
-                                self.out.bad_schema = Some(v.to_string());
-                                break;
-                            }
-                        }
-                    }
-                }
-                "records_count" => self.count = m.next_value::<Value>()?.as_u64(),
+                "type" | "records_schema" | "records_count" => self.field(&key, m.next_value()?),
                 "records" => m.next_value_seed(RecordsSeed { file: &mut self })?,
                 _ => {
                     m.next_value::<IgnoredAny>()?;
                 }
             }
         }
+        self.finish();
+        Ok(())
+    }
+}
+
+impl<F: FnMut(Record)> FileSeed<'_, F> {
+    /// Takes the value of the `"type"`, `"records_schema"` or `"records_count"` key.
+    fn field(&mut self, key: &str, v: Value) {
+        match key {
+            "type" => {
+                if !matches!(v.as_str(), Some("shaderdata" | "S_TTRACEDATA")) {
+                    self.out.unexpected_type = Some(v.to_string());
+                }
+            }
+            "records_schema" => {
+                let names: Vec<&str> = v
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                for (i, want) in SCHEMA.iter().enumerate() {
+                    match names.iter().position(|n| n == want) {
+                        Some(p) => self.columns[i] = p,
+                        None => {
+                            self.out.bad_schema = Some(v.to_string());
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => self.count = v.as_u64(),
+        }
+    }
+
+    /// At the end of the document: compares `"records_count"` with the rows read.
+    fn finish(&mut self) {
         if let Some(c) = self.count {
             if c != self.out.records + self.out.malformed {
                 self.out.count_mismatch = Some(c);
             }
         }
-        Ok(())
     }
 }
 
@@ -258,31 +299,8 @@ impl<'de, F: FnMut(Record)> Visitor<'de> for RecordsSeed<'_, '_, F> {
         f.write_str("an array of records")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
-        let f = self.file;
-        let c = f.columns;
         while let Some(row) = s.next_element::<Row>()? {
-            if f.out.bad_schema.is_some() {
-                f.out.malformed += 1;
-                continue;
-            }
-            let small = |i: usize| row.int(c[i]).and_then(|v| u32::try_from(v).ok());
-            let rec = (|| {
-                Some(Record {
-                    time: i64::try_from(row.int(c[0])?).ok()?,
-                    value: u64::try_from(row.int(c[1])?).ok()? as u32,
-                    cu: small(2)?,
-                    simd: small(3)?,
-                    wave: small(4)?,
-                    flags: small(5)?,
-                })
-            })();
-            match rec {
-                Some(r) => {
-                    f.out.records += 1;
-                    (f.cb)(r);
-                }
-                None => f.out.malformed += 1,
-            }
+            self.file.take(&row);
         }
         Ok(())
     }
@@ -295,10 +313,234 @@ pub fn read_shaderdata<R: Read>(reader: R, cb: impl FnMut(Record)) -> Shaderdata
     shaderdata_from(serde_json::Deserializer::from_reader(reader), cb)
 }
 
-/// [`read_shaderdata`] over a document in memory (serde_json parses slices about twice as fast
-/// as readers; callers use it for files up to [`IN_MEMORY_LIMIT`] bytes).
-pub fn read_shaderdata_slice(bytes: &[u8], cb: impl FnMut(Record)) -> ShaderdataFile {
-    shaderdata_from(serde_json::Deserializer::from_slice(bytes), cb)
+/// [`read_shaderdata`] over a document in memory (callers use it for files up to
+/// [`IN_MEMORY_LIMIT`] bytes), with the same records and result.
+///
+/// Fast path ([`scan_document`]): the top-level object and the `"records"` array are walked
+/// directly, rows of plain integers are read by [`plain_row`], and every other value (keys,
+/// `"type"`, the schema, rows of another shape) goes to serde_json, so each byte is checked once.
+/// A document the fast path cannot take whole (invalid, truncated, not an object, too deep) is
+/// read again by the streaming visitor, which is then the answer; the records the fast path
+/// already delivered (always a prefix of the visitor's) are not delivered twice.
+pub fn read_shaderdata_slice(bytes: &[u8], mut cb: impl FnMut(Record)) -> ShaderdataFile {
+    let mut delivered = 0u64;
+    let mut out = ShaderdataFile::default();
+    let mut count = |r| {
+        delivered += 1;
+        cb(r);
+    };
+    let mut seed = FileSeed {
+        cb: &mut count,
+        out: &mut out,
+        columns: [0, 1, 2, 3, 4, 5],
+        count: None,
+    };
+    if scan_document(bytes, &mut seed).is_some() {
+        return out;
+    }
+    let mut skip = delivered;
+    shaderdata_from(serde_json::Deserializer::from_slice(bytes), |r| {
+        if skip > 0 {
+            skip -= 1;
+        } else {
+            cb(r);
+        }
+    })
+}
+
+/// The fast path of [`read_shaderdata_slice`]: `{ "key": value, ... }` with `"records"` read
+/// by [`scan_records`] and the other values by serde_json, as [`FileSeed`] takes them. `None`:
+/// not a complete valid document of at most [`MAX_ELEMENT_DEPTH`] nesting per value.
+fn scan_document<F: FnMut(Record)>(b: &[u8], seed: &mut FileSeed<F>) -> Option<()> {
+    let mut i = skip_ws(b, 0);
+    (b.get(i) == Some(&b'{')).then_some(())?;
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            (b.get(i) == Some(&b'"')).then_some(())?;
+            let end = string_end(b, i);
+            let key: String = serde_json::from_slice(&b[i..end]).ok()?;
+            let colon = skip_ws(b, end);
+            (b.get(colon) == Some(&b':')).then_some(())?;
+            i = skip_ws(b, colon + 1);
+            if key == "records" {
+                i = scan_records(b, i, |row| seed.take(row)).ok()?;
+            } else {
+                let (end, depth) = value_end(b, i);
+                (depth <= MAX_ELEMENT_DEPTH).then_some(())?;
+                let text = &b[i..end];
+                match key.as_str() {
+                    "type" | "records_schema" | "records_count" => {
+                        seed.field(&key, serde_json::from_slice(text).ok()?)
+                    }
+                    _ => {
+                        serde_json::from_slice::<IgnoredAny>(text).ok()?;
+                    }
+                }
+                i = end;
+            }
+            i = skip_ws(b, i);
+            match b.get(i) {
+                Some(b',') => i = skip_ws(b, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (skip_ws(b, i) == b.len()).then_some(())?;
+    seed.finish();
+    Some(())
+}
+
+/// JSON whitespace (RFC 8259 §2) from `i` on; the index of the next other byte.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Deepest nesting [`scan_records`] hands to serde_json for one element; deeper elements make
+/// it fail, so that the visitor (whose recursion limit counts from the document root) decides.
+const MAX_ELEMENT_DEPTH: u32 = 64;
+
+/// The index after the closing quote of the JSON string whose opening quote is at `b[i]`
+/// (`b.len()` when it is not closed); escapes are skipped, not checked.
+fn string_end(b: &[u8], mut i: usize) -> usize {
+    i += 1;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'"' => return i + 1,
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// End of the JSON value starting at `b[i]` in valid JSON (the index of the `,` or `]` that
+/// follows it, or `b.len()`) and its nesting depth.
+fn value_end(b: &[u8], mut i: usize) -> (usize, u32) {
+    let (mut depth, mut deepest) = (0u32, 0u32);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'"' => {
+                i = string_end(b, i);
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' if depth == 0 => return (i, deepest),
+            b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => return (i, deepest),
+            _ => {}
+        }
+        i += 1;
+    }
+    (i, deepest)
+}
+
+/// Reads the row starting with `[` at `b[i]` into `row` when every element is an integer
+/// serde_json reads as `u64` (at most 19 digits) or negative `i64` (at most 18 digits, not
+/// `-0`, which it reads as a float), without fraction or exponent; returns the index after its
+/// `]`. `None`: not such a row (`row` is then partly overwritten). Cells at or past the row's
+/// length are left as they were: [`Row::int`] never reads them, so `row` is reused unreset.
+fn plain_row(b: &[u8], i: usize, row: &mut Row) -> Option<usize> {
+    let mut i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        row.len = Some(0);
+        return Some(i + 1);
+    }
+    let mut n = 0;
+    loop {
+        let neg = b.get(i) == Some(&b'-');
+        i += usize::from(neg);
+        let start = i;
+        let mut v = 0u64;
+        while let Some(d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+            if i - start == 19 {
+                return None;
+            }
+            v = v * 10 + u64::from(d - b'0');
+            i += 1;
+        }
+        let digits = i - start;
+        // JSON has no leading zeros (`0362` is invalid: serde_json must see it and fail).
+        if digits == 0
+            || (digits > 1 && b[start] == b'0')
+            || matches!(b.get(i), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        let cell = if neg {
+            if digits > 18 || v == 0 {
+                return None;
+            }
+            Cell::I(-(v as i64))
+        } else {
+            Cell::U(v)
+        };
+        if let Some(c) = row.cells.get_mut(n) {
+            *c = cell;
+        }
+        n += 1;
+        i = skip_ws(b, i);
+        match b.get(i) {
+            Some(b',') => i = skip_ws(b, i + 1),
+            Some(b']') => {
+                row.len = Some(n);
+                return Some(i + 1);
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the rows of the `"records"` array starting at `b[i]`, in order: rows of plain integers
+/// with [`plain_row`], any other element with serde_json as a [`Row`] (which checks it). Returns
+/// the index after the closing `]`. Errors: not an array, an element that is not valid JSON or
+/// nested deeper than [`MAX_ELEMENT_DEPTH`], a missing `,` or `]`.
+fn scan_records(b: &[u8], mut i: usize, mut each: impl FnMut(&Row)) -> Result<usize, String> {
+    if b.get(i) != Some(&b'[') {
+        return Err("records is not an array".into());
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b']') {
+        return Ok(i + 1);
+    }
+    let mut row = Row::not_array();
+    loop {
+        let fast = if b.get(i) == Some(&b'[') {
+            plain_row(b, i, &mut row)
+        } else {
+            None
+        };
+        let next = match fast {
+            Some(next) => next,
+            None => {
+                let (end, depth) = value_end(b, i);
+                if depth > MAX_ELEMENT_DEPTH {
+                    return Err("records element nested too deep for the fast path".into());
+                }
+                row = serde_json::from_slice(&b[i..end]).map_err(|e| e.to_string())?;
+                end
+            }
+        };
+        each(&row);
+        i = skip_ws(b, next);
+        match b.get(i) {
+            Some(b',') => i = skip_ws(b, i + 1),
+            Some(b']') => return Ok(i + 1),
+            _ => return Err("records array not closed".into()),
+        }
+    }
 }
 
 /// Shaderdata files up to this size (bytes) are read whole and parsed from memory; larger ones
@@ -560,6 +802,102 @@ mod tests {
         assert!(v.is_empty() && f.bad_schema.is_some() && f.malformed == 1);
         let (v, f) = read(r#"[[1,2,0,0,0,0]]"#);
         assert!(v.is_empty() && f.error.is_some());
+    }
+
+    /// The fast slice path and the streaming visitor (the reference, and the reader before the
+    /// fast path existed) give the same records and result on documents of every shape: plain
+    /// rows with spaces, integer edges (u64/i64 limits, 19/20 digits, `-0`), floats, strings with
+    /// escapes, nested and long rows, duplicate keys, other keys, truncation and junk after it.
+    #[test]
+    fn slice_fast_path_agrees_with_visitor() {
+        const CELLS: [&str; 26] = [
+            "0",
+            "1",
+            "7",
+            "-1",
+            "4294967297",
+            "18446744073709551615",
+            "18446744073709551616",
+            "9999999999999999999",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "-999999999999999999",
+            "-0",
+            "1.5",
+            "1e3",
+            "2E-1",
+            "\"s,]\\\"x\"",
+            "null",
+            "true",
+            "[1,[2,{\"a\":[3]}]]",
+            "{\"k\":1}",
+            " 12 ",
+            "\n3\t",
+            "123456789012345678",
+            "-1234567890123456789",
+            "0362",
+            "-01",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for case in 0..3000 {
+            let mut rows = Vec::new();
+            for _ in 0..rnd(12) {
+                let row = match rnd(10) {
+                    0 => CELLS[rnd(CELLS.len())].to_string(),
+                    1..=3 => {
+                        let n = rnd(11);
+                        let cells: Vec<&str> = (0..n).map(|_| CELLS[rnd(CELLS.len())]).collect();
+                        format!("[{}]", cells.join(if rnd(2) == 0 { "," } else { " , " }))
+                    }
+                    _ => format!(
+                        "[{},{},{},{},{},{}]",
+                        rnd(1000),
+                        rnd(1 << 20),
+                        rnd(4),
+                        rnd(4),
+                        rnd(8),
+                        rnd(3)
+                    ),
+                };
+                rows.push(row);
+            }
+            let schema = match rnd(6) {
+                0 => r#""records_schema":["flags","wave_id","simd","cu","value","time"],"#,
+                1 => r#""records_schema":["time"],"#,
+                2 => {
+                    r#""records_schema":["a","b","c","d","e","f","g","h","time","value","cu","simd","wave_id","flags"],"#
+                }
+                _ => r#""records_schema":["time","value","cu","simd","wave_id","flags"],"#,
+            };
+            let extra = match rnd(5) {
+                0 => r#""records":[[1,2,3,4,5,6]],"#,
+                1 => r#""other":{"x":[1,"]"]},"type":"S_TTRACEDATA","#,
+                2 => r#""type":7,"#,
+                _ => "",
+            };
+            let mut doc = format!(
+                "{{ \"type\" : \"shaderdata\",{schema}{extra}\"records_count\":{},\n\"records\": [ {} ] }}",
+                rnd(14),
+                rows.join(",\n")
+            );
+            match rnd(8) {
+                0 => doc.truncate(rnd(doc.len() + 1)),
+                1 => doc.push_str(" x"),
+                2 => doc.push_str(" \n"),
+                _ => {}
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let fa = read_shaderdata_slice(doc.as_bytes(), |r| a.push(r));
+            let fb = read_shaderdata(doc.as_bytes(), |r| b.push(r));
+            assert_eq!(a, b, "case {case}: {doc}");
+            assert_eq!(format!("{fa:?}"), format!("{fb:?}"), "case {case}: {doc}");
+        }
     }
 
     #[test]

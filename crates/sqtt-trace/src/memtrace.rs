@@ -15,7 +15,6 @@ use crate::names::{NameId, Names};
 use crate::trace::{AddressBlock, Sink, WaveInfo};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, Clone)]
 struct MinMeanMax {
@@ -83,10 +82,9 @@ pub fn block_figures(lanes: &[u32], addresses: &[u64]) -> (u64, u64, Option<i64>
     )
 }
 
-/// Streaming writer of the memory-trace JSON.
+/// Streaming writer of the memory-trace JSON into a file the caller opened (the CLI gives it a
+/// temporary file and moves it into place only when the whole run succeeded).
 pub struct MemTrace {
-    path: PathBuf,
-    tmp: PathBuf,
     out: std::io::BufWriter<std::fs::File>,
     first: bool,
     sites: BTreeMap<(Option<u32>, u32), Site>,
@@ -96,22 +94,11 @@ pub struct MemTrace {
 }
 
 impl MemTrace {
-    /// Starts writing to a temporary file beside `path`; [`MemTrace::finish`] renames it.
-    pub fn create(path: &Path) -> anyhow::Result<MemTrace> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path.file_name().map_or_else(
-            || "memtrace.json".into(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let tmp = dir.join(format!(".{name}.tmp"));
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    /// Starts the document in `file`. Errors: the file cannot be written.
+    pub fn new(file: std::fs::File) -> std::io::Result<MemTrace> {
+        let mut out = std::io::BufWriter::new(file);
         out.write_all(b"{\"blocks\":[")?;
         Ok(MemTrace {
-            path: path.to_path_buf(),
-            tmp,
             out,
             first: true,
             sites: BTreeMap::new(),
@@ -120,11 +107,10 @@ impl MemTrace {
         })
     }
 
-    /// Writes the site summaries and moves the file into place.
-    pub fn finish(mut self, names: &Names, demangle: bool) -> anyhow::Result<PathBuf> {
+    /// Writes the site summaries and flushes. Errors: any write of the run failed.
+    pub fn finish(mut self, names: &Names, demangle: bool) -> anyhow::Result<()> {
         if let Some(e) = self.error.take() {
-            let _ = std::fs::remove_file(&self.tmp);
-            anyhow::bail!("{}: {e}", self.tmp.display());
+            return Err(e.into());
         }
         let sites: Vec<serde_json::Value> = self
             .sites
@@ -154,13 +140,7 @@ impl MemTrace {
             serde_json::to_string(&sites)?
         )?;
         self.out.flush()?;
-        std::fs::rename(&self.tmp, &self.path)?;
-        Ok(self.path)
-    }
-
-    /// Removes the temporary file (when the run failed).
-    pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.tmp);
+        Ok(())
     }
 }
 

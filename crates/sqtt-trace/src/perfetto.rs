@@ -21,14 +21,15 @@ pub struct Perfetto {
     out_dir: Option<PathBuf>,
     clock_ghz: Option<f64>,
     demangle: bool,
-    file: Option<(PathBuf, PathBuf, std::io::BufWriter<std::fs::File>)>,
+    file: Option<(PathBuf, std::io::BufWriter<tempfile::NamedTempFile>)>,
+    done: Vec<(PathBuf, tempfile::NamedTempFile)>,
     scale: Option<f64>,
     first: bool,
     pids: HashSet<i64>,
     next_tid: u64,
     escaped: Vec<String>,
     error: Option<std::io::Error>,
-    /// Files written (final paths).
+    /// Files written by [`Perfetto::commit`] (final paths).
     pub written: Vec<PathBuf>,
 }
 
@@ -48,6 +49,7 @@ impl Perfetto {
             clock_ghz,
             demangle,
             file: None,
+            done: Vec::new(),
             scale: None,
             first: true,
             pids: HashSet::new(),
@@ -66,7 +68,7 @@ impl Perfetto {
     }
 
     fn event(&mut self, text: std::fmt::Arguments) {
-        let Some((_, _, f)) = self.file.as_mut() else {
+        let Some((_, f)) = self.file.as_mut() else {
             return;
         };
         let sep = if self.first { "\n" } else { ",\n" };
@@ -97,17 +99,17 @@ impl Sink for Perfetto {
             self.escaped
                 .push(json_str(&names.display(id as NameId, self.demangle)));
         }
-        let out = match &self.out_dir {
-            Some(d) => d.clone(),
-            None => dir
-                .path
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        };
-        std::fs::create_dir_all(&out)?;
-        let final_path = out.join(format!("{}.perfetto.json", dir.name()));
-        let tmp = out.join(format!(".{}.perfetto.json.tmp", dir.name()));
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let final_path = output_path(&dir.path, self.out_dir.as_deref());
+        let out = final_path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(out)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create the directory: {e}", out.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{}.perfetto.json.", dir.name()))
+            .tempfile_in(out)
+            .map_err(|e| {
+                anyhow::anyhow!("{}: cannot create a temporary file: {e}", out.display())
+            })?;
+        let mut f = std::io::BufWriter::new(tmp);
         let hz = self.clock_ghz.map(|g| g * 1e9).or(dir.clock_hz);
         self.scale = hz.filter(|h| *h > 0.0).map(|h| 1e6 / h);
         let unit = match (self.clock_ghz, dir.clock_hz) {
@@ -121,7 +123,7 @@ impl Sink for Perfetto {
             json_str(&dir.path.display().to_string()),
             json_str(&unit)
         )?;
-        self.file = Some((final_path, tmp, f));
+        self.file = Some((final_path, f));
         self.first = true;
         self.pids.clear();
         self.next_tid = 1;
@@ -193,18 +195,52 @@ impl Sink for Perfetto {
     }
 
     fn end_dir(&mut self, _: &TraceDir, _: &Names) -> anyhow::Result<()> {
-        let Some((final_path, tmp, mut f)) = self.file.take() else {
+        let Some((final_path, mut f)) = self.file.take() else {
             return Ok(());
         };
+        let cannot =
+            |e: std::io::Error| anyhow::anyhow!("{}: cannot write: {e}", final_path.display());
         if let Some(e) = self.error.take() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(anyhow::anyhow!("{}: {e}", tmp.display()));
+            return Err(cannot(e));
         }
-        f.write_all(b"\n]}\n")?;
-        f.flush()?;
-        drop(f);
-        std::fs::rename(&tmp, &final_path)?;
-        self.written.push(final_path);
+        f.write_all(b"\n]}\n").map_err(cannot)?;
+        let tmp = f.into_inner().map_err(|e| cannot(e.into_error()))?;
+        self.done.push((final_path, tmp));
+        Ok(())
+    }
+}
+
+/// Where the Perfetto file of the UI directory `ui_dir` goes: `<out_dir or the UI directory's
+/// parent>/<UI directory name>.perfetto.json`.
+pub fn output_path(ui_dir: &Path, out_dir: Option<&Path>) -> PathBuf {
+    let name = crate::trace::dir_name(ui_dir);
+    let dir = match out_dir {
+        Some(d) => d.to_path_buf(),
+        None => ui_dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    dir.join(format!("{name}.perfetto.json"))
+}
+
+impl Perfetto {
+    /// Moves every complete file into place (mode 0644), once all UI directories were written (a failed run
+    /// leaves none: the temporary files are deleted when the writer is dropped). Errors: a
+    /// rename failed (the files renamed before it stay).
+    pub fn commit(&mut self) -> anyhow::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, tmp) in self.done.drain(..) {
+            // Temporary files are created 0600; the output gets the usual 0644.
+            let cannot =
+                |e: std::io::Error| anyhow::anyhow!("{}: cannot write: {e}", path.display());
+            let f = tmp.as_file();
+            f.set_permissions(std::fs::Permissions::from_mode(0o644))
+                .and_then(|()| f.sync_all())
+                .map_err(cannot)?;
+            tmp.persist(&path).map_err(|e| cannot(e.error))?;
+            self.written.push(path);
+        }
         Ok(())
     }
 }

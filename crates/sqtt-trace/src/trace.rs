@@ -171,10 +171,14 @@ pub struct TraceDir {
 impl TraceDir {
     /// The directory's base name.
     pub fn name(&self) -> String {
-        self.path
-            .file_name()
-            .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned())
+        dir_name(&self.path)
     }
+}
+
+/// The base name of a UI directory (`trace` when the path has none).
+pub fn dir_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned())
 }
 
 fn open(path: &Path) -> std::io::Result<BufReader<std::fs::File>> {
@@ -294,6 +298,29 @@ impl Trace {
     /// The UI directories found, sorted.
     pub fn ui_dirs(&self) -> &[PathBuf] {
         &self.found.ui_dirs
+    }
+
+    /// Every file a run may read, for callers that must not write over one: the entries of each
+    /// UI directory, the shaderdata files its `filenames.json` lists (which may lie elsewhere)
+    /// and the code objects found.
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self
+            .found
+            .code_objects
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+        for dir in &self.found.ui_dirs {
+            let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+            v.extend(entries.map(|e| e.path()));
+            let listing = open(&dir.join("filenames.json"))
+                .ok()
+                .and_then(|r| json::read_value(r).ok());
+            let files = shaderdata_files(dir, listing.as_ref(), &mut Warnings::default());
+            v.extend(files.into_iter().map(|(_, p)| p));
+        }
+        v
     }
 
     /// The marker table of a code-object file (parsed once per path).
@@ -717,67 +744,53 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
     }
 
+    /// Reads the directory's shaderdata files on a second thread ([`parse_files`]) and decodes
+    /// their records here, in file order: the records, warnings and sink events are the same as
+    /// reading and decoding on one thread, while parsing and decoding overlap.
     fn feed_files(&mut self, pb: &ProgressBar, w: &mut Warnings) {
-        for (se, path) in &self.dir.shaderdata {
-            let file = match std::fs::File::open(path) {
-                Ok(f) => f,
-                Err(e) => {
-                    w.add("shaderdata file unreadable", || {
+        let dir = self.dir;
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+            let (back, spare) = std::sync::mpsc::channel::<Vec<Record>>();
+            s.spawn(move || parse_files(&dir.shaderdata, pb, &tx, &spare));
+            for batch in rx {
+                match batch {
+                    Batch::Records(se, mut v) => {
+                        for r in v.drain(..) {
+                            self.record(se, r, w);
+                        }
+                        // The parser may have finished: then the buffer is simply dropped.
+                        let _ = back.send(v);
+                    }
+                    Batch::Unreadable(path, e) => w.add("shaderdata file unreadable", || {
                         format!("{}: {e}", path.display())
-                    });
-                    continue;
+                    }),
+                    Batch::Done(path, res) => file_warnings(path, &res, w),
                 }
-            };
-            let size = file.metadata().map_or(u64::MAX, |m| m.len());
-            let se = *se;
-            let res = if size <= json::IN_MEMORY_LIMIT {
-                let mut bytes = Vec::with_capacity(size as usize);
-                if let Err(e) = pb.wrap_read(file).read_to_end(&mut bytes) {
-                    w.add("shaderdata file unreadable", || {
-                        format!("{}: {e}", path.display())
-                    });
-                    continue;
-                }
-                json::read_shaderdata_slice(&bytes, |r| self.record(se, r, w))
-            } else {
-                let reader = BufReader::with_capacity(1 << 20, pb.wrap_read(file));
-                json::read_shaderdata(reader, |r| self.record(se, r, w))
-            };
-            let p = || path.display().to_string();
-            if let Some(e) = &res.error {
-                w.add(
-                    "shaderdata JSON invalid or truncated (records before the error used)",
-                    || format!("{}: {e}", p()),
-                );
             }
-            w.add_n("shaderdata rows malformed (skipped)", res.malformed, p);
-            if let Some(t) = &res.unexpected_type {
-                w.add(
-                    "shaderdata \"type\" neither \"shaderdata\" nor \"S_TTRACEDATA\"",
-                    || format!("{}: {t}", p()),
-                );
-            }
-            if let Some(s) = &res.bad_schema {
-                w.add(
-                    "shaderdata records_schema lacks a column (file skipped)",
-                    || format!("{}: {s}", p()),
-                );
-            }
-            if let Some(c) = res.count_mismatch {
-                w.add(
-                    "shaderdata records_count differs from the rows read",
-                    || format!("{}: records_count {c}", p()),
-                );
-            }
-        }
+        });
     }
 
     /// (instance, kernel_id, valid from, valid until) for a record of a slot at `time`.
-    fn locate(&self, key: SlotKey, time: i64) -> (u32, Option<i64>, i64, i64) {
+    /// `guess` is a likely answer for the number of launches at or before `time` (the slot's
+    /// next launch, as records arrive in time order); it is used only when it is that number,
+    /// which saves a binary search over a long launch list per wave instance.
+    fn locate(
+        &self,
+        key: SlotKey,
+        time: i64,
+        guess: Option<usize>,
+    ) -> (u32, Option<i64>, i64, i64) {
         let Some(l) = self.dir.occupancy.launches.get(&key) else {
             return (0, None, i64::MIN, i64::MAX);
         };
-        let i = l.partition_point(|(t, _)| *t <= time);
+        let is_point = |p: usize| {
+            p <= l.len() && (p == 0 || l[p - 1].0 <= time) && l.get(p).is_none_or(|x| x.0 > time)
+        };
+        let i = match guess {
+            Some(p) if is_point(p) => p,
+            _ => l.partition_point(|(t, _)| *t <= time),
+        };
         let until = l.get(i).map_or(i64::MAX, |x| x.0);
         if i == 0 {
             (0, l.first().map(|x| x.1), i64::MIN, until)
@@ -843,7 +856,15 @@ impl<'a, S: Sink> Decoder<'a, S> {
         let current =
             matches!(self.slots.get(&key), Some(s) if s.from <= r.time && r.time < s.until);
         if !current {
-            let (instance, kernel_id, from, until) = self.locate(key, r.time);
+            // The launch after the slot's current instance, when there is one.
+            let guess = self.slots.get(&key).map(|s| {
+                if s.from == i64::MIN {
+                    1
+                } else {
+                    s.info.instance as usize + 2
+                }
+            });
+            let (instance, kernel_id, from, until) = self.locate(key, r.time, guess);
             let same = matches!(self.slots.get(&key), Some(s) if s.info.instance == instance);
             if same {
                 // An earlier record than the slot's range (out of order): keep the instance.
@@ -1032,6 +1053,106 @@ impl<'a, S: Sink> Decoder<'a, S> {
         if let Some(m) = marker {
             arm_payload(slot, m, word.id, time, self.names, w);
         }
+    }
+}
+
+/// Records per message from the parsing thread to the decoder (64 Ki x 32 bytes = 2 MiB).
+const BATCH: usize = 1 << 16;
+
+/// A message from [`parse_files`] to the decoder, in file order.
+enum Batch<'a> {
+    /// Records of one file (its shader engine, up to [`BATCH`] records in file order).
+    Records(u32, Vec<Record>),
+    /// A file that cannot be opened or read, with the error text.
+    Unreadable(&'a Path, String),
+    /// A file is complete: what reading it gave besides its records.
+    Done(&'a Path, json::ShaderdataFile),
+}
+
+/// Parses `files` in order and sends their records in batches, then each file's result. Files
+/// up to [`json::IN_MEMORY_LIMIT`] bytes are read whole (the fast slice reader), larger ones
+/// streamed. Emptied buffers come back through `spare`. Stops when the decoder is gone.
+fn parse_files<'a>(
+    files: &'a [(u32, PathBuf)],
+    pb: &ProgressBar,
+    tx: &std::sync::mpsc::SyncSender<Batch<'a>>,
+    spare: &std::sync::mpsc::Receiver<Vec<Record>>,
+) {
+    let fresh = || {
+        spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH))
+    };
+    for (se, path) in files {
+        let se = *se;
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                if tx.send(Batch::Unreadable(path, e.to_string())).is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let size = file.metadata().map_or(u64::MAX, |m| m.len());
+        let mut buf = fresh();
+        let mut gone = false;
+        let mut push = |r: Record| {
+            buf.push(r);
+            if buf.len() == BATCH {
+                let full = std::mem::replace(&mut buf, fresh());
+                gone |= tx.send(Batch::Records(se, full)).is_err();
+            }
+        };
+        let res = if size <= json::IN_MEMORY_LIMIT {
+            let mut bytes = Vec::with_capacity(size as usize);
+            if let Err(e) = pb.wrap_read(file).read_to_end(&mut bytes) {
+                if tx.send(Batch::Unreadable(path, e.to_string())).is_err() {
+                    return;
+                }
+                continue;
+            }
+            json::read_shaderdata_slice(&bytes, &mut push)
+        } else {
+            let reader = BufReader::with_capacity(1 << 20, pb.wrap_read(file));
+            json::read_shaderdata(reader, &mut push)
+        };
+        if gone
+            || (!buf.is_empty() && tx.send(Batch::Records(se, buf)).is_err())
+            || tx.send(Batch::Done(path, res)).is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The warnings of one shaderdata file's result.
+fn file_warnings(path: &Path, res: &json::ShaderdataFile, w: &mut Warnings) {
+    let p = || path.display().to_string();
+    if let Some(e) = &res.error {
+        w.add(
+            "shaderdata JSON invalid or truncated (records before the error used)",
+            || format!("{}: {e}", p()),
+        );
+    }
+    w.add_n("shaderdata rows malformed (skipped)", res.malformed, p);
+    if let Some(t) = &res.unexpected_type {
+        w.add(
+            "shaderdata \"type\" neither \"shaderdata\" nor \"S_TTRACEDATA\"",
+            || format!("{}: {t}", p()),
+        );
+    }
+    if let Some(s) = &res.bad_schema {
+        w.add(
+            "shaderdata records_schema lacks a column (file skipped)",
+            || format!("{}: {s}", p()),
+        );
+    }
+    if let Some(c) = res.count_mismatch {
+        w.add(
+            "shaderdata records_count differs from the rows read",
+            || format!("{}: records_count {c}", p()),
+        );
     }
 }
 

@@ -45,6 +45,7 @@ fn phases(root: &Path) -> Vec<String> {
     let mut t = Trace::open(root).unwrap();
     let mut p = Perfetto::new(Some(out.path()), None, false);
     t.run(&Options::default(), &mut p).unwrap();
+    p.commit().unwrap();
     assert_eq!(p.written.len(), 1);
     let v: Value = serde_json::from_slice(&std::fs::read(&p.written[0]).unwrap()).unwrap();
     v["traceEvents"]

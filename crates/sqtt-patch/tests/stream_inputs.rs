@@ -1,0 +1,82 @@
+//! Inputs that are not regular files: a device that never ends (`/dev/zero`, `/dev/urandom`)
+//! is read up to a limit and refused with a clear error instead of hanging or filling memory;
+//! a FIFO carrying a real code object is read like the file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/objects")
+        .join(rel)
+}
+
+/// Runs `sqtt-patch ARGS`, killing it after 120 s (a hang fails the test instead of blocking).
+fn run_bounded(args: &[&str]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("sqtt-patch {args:?} still running after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn endless_devices_are_refused() {
+    for (cmd, dev) in [
+        ("info", "/dev/zero"),
+        ("info", "/dev/urandom"),
+        ("dis", "/dev/zero"),
+    ] {
+        let o = run_bounded(&[cmd, dev]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd} {dev}: {err}");
+        assert!(
+            err.contains(&format!("{dev}: cannot read"))
+                && err.contains("not a regular file and longer than 256 MiB"),
+            "{cmd} {dev}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_fifo_input_is_read_like_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("co.pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let co = fixture("gfx942__calls__O3.co");
+    let writer = {
+        let (fifo, co) = (fifo.clone(), co.clone());
+        std::thread::spawn(move || std::fs::write(fifo, std::fs::read(co).unwrap()).unwrap())
+    };
+    let from_fifo = run_bounded(&["info", fifo.to_str().unwrap()]);
+    writer.join().unwrap();
+    let from_file = run_bounded(&["info", co.to_str().unwrap()]);
+    assert_eq!(
+        from_fifo.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&from_fifo.stderr)
+    );
+    let strip = |o: &Output, name: &str| String::from_utf8_lossy(&o.stdout).replace(name, "IN");
+    assert_eq!(
+        strip(&from_fifo, fifo.to_str().unwrap()),
+        strip(&from_file, co.to_str().unwrap())
+    );
+}
