@@ -1,33 +1,134 @@
 #!/usr/bin/env bash
-# Benchmark: sqtt-patch (decode, analyse, instrument, lay out, write AND verify) against
-# llvm-objdump-22 -d (disassembly only) on the same code objects, in the same run.
-# Usage: tools/bench.sh [OBJECT...]   (default: the biggest objects in /work/thirdparty/objects,
-#        else the biggest fixtures). Needs /usr/bin/time and LLVM 22. Prints a Markdown table.
+# Benchmark of sqtt-patch against LLVM 22 on the same inputs, in the same run, on the same machine
+# (issue 15). Every command is measured with /usr/bin/time: wall seconds, user seconds, peak RSS.
+#
+# Usage: tools/bench.sh [objects|fatbin|all] [FILE...]
+#   objects (default FILEs: cupy's cub gfx1201 and gfx942 objects and rocsparse's gfx90a object with
+#           DWARF, from $SQTT_THIRDPARTY/objects): per code object
+#           - `llvm-objdump-22 -d` (the reference: decode + print);
+#           - `sqtt-patch IN -o OUT` with `--functions 1 --barriers 1` ("fb"), with every feature that
+#             combines with memory markers ("allmem": + --kernel-scopes --memory 2:5 --scope) and,
+#             with BENCH_TRACE=1, every feature that combines with address tracing ("alltrace":
+#             + --kernel-scopes --trace-addresses memory,lds --scope); each run includes the
+#             built-in verification;
+#           - `sqtt-patch verify IN OUT` on each of those outputs (the verifier alone);
+#           - `sqtt-patch dis IN` (our decode + print).
+#   fatbin  (default FILEs: onnxruntime-rocm's ROCm provider and Debian's librocsparse):
+#           `sqtt-patch --fatbin LIB -o OUT --functions 1 --barriers 1`, with and without
+#           --compress-bundles (output size too), against `llvm-objdump-22 --offloading LIB` plus
+#           `llvm-objdump-22 -d` of every extracted code object (times summed, peak = largest).
+#   all     both (the default), each with its default files.
+# The ratio columns divide by the LLVM reference of the same input. Output: Markdown tables.
+# Environment: SQTT_THIRDPARTY (default <workspace>/../thirdparty), CARGO_TARGET_DIR,
+# SQTT_PATCH_BIN (a prebuilt sqtt-patch to measure instead of building this checkout),
+# BENCH_TRACE=1 (also the "alltrace" configuration: address tracing makes the job several times
+# longer, about 15 minutes for the cub gfx1201 object on a loaded 2-core machine).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-cargo build --release -q -p sqtt-patch
-BIN="$TARGET_DIR/release/sqtt-patch"
-OBJDUMP=/usr/lib/llvm-22/bin/llvm-objdump
-if [ $# -gt 0 ]; then
-  FILES=("$@")
-elif compgen -G "/work/thirdparty/objects/*.co" >/dev/null; then
-  mapfile -t FILES < <(ls -S /work/thirdparty/objects/*.co)
-else
-  mapfile -t FILES < <(ls -S fixtures/objects/*.co | head -3)
+root=$(cd "$(dirname "$0")/.." && pwd)
+tp=${SQTT_THIRDPARTY:-$root/../thirdparty}
+mode=${1:-all}
+case "$mode" in
+  objects | fatbin | all) shift || true ;;
+  *) echo "usage: tools/bench.sh [objects|fatbin|all] [FILE...]" >&2; exit 2 ;;
+esac
+if [ "$mode" = all ] && [ $# -gt 0 ]; then
+  echo "tools/bench.sh: give FILEs with 'objects' or 'fatbin', not 'all'" >&2; exit 2
 fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-measure() { # prints "seconds kilobytes"
-  /usr/bin/time -f "%e %M" -o "$TMP/t" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; }
-  cat "$TMP/t"
+if [ -n "${SQTT_PATCH_BIN:-}" ]; then
+  bin=$SQTT_PATCH_BIN
+else
+  (cd "$root" && cargo build --release -q -p sqtt-patch)
+  bin="${CARGO_TARGET_DIR:-$root/target}/release/sqtt-patch"
+fi
+objdump=/usr/lib/llvm-22/bin/llvm-objdump
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# measure COMMAND...: runs COMMAND (stdout discarded) and sets $wall, $user (seconds) and $rss
+# (MiB, peak of the process). A failing command (exit status other than 0) stops the benchmark.
+measure() {
+  /usr/bin/time -f "%e %U %M" -o "$work/t" "$@" >/dev/null 2>"$work/err" || {
+    echo "failed: $*" >&2; tail -n 5 "$work/err" >&2; exit 1; }
+  read -r wall user kib < "$work/t"
+  rss=$((kib / 1024))
 }
-echo "| object | bytes | instructions | sqtt-patch instrument+verify s | RSS MB | llvm-objdump -d s | RSS MB | ratio |"
-echo "|---|---|---|---|---|---|---|---|"
-for f in "${FILES[@]}"; do
-  n=$("$OBJDUMP" -d "$f" | grep -c '^\s' || true)
-  read -r ts ms < <(measure "$BIN" "$f" -o "$TMP/out.co" --functions 1 --barriers 1)
-  read -r tl ml < <(measure "$OBJDUMP" -d "$f")
-  ratio=$(python3 -c "print(f'{$ts/$tl:.3f}' if $tl > 0 else 'n/a')")
-  echo "| $(basename "$f") | $(stat -c %s "$f") | $n | $ts | $((ms / 1024)) | $tl | $((ml / 1024)) | $ratio |"
-done
+ratio() { python3 -c "print(f'{$1 / $2:.2f}' if $2 > 0 else 'n/a')"; }
+row() { # name what wall user rss ref_wall ref_rss
+  echo "| $1 | $2 | $3 | $4 | $5 | $(ratio "$3" "$6") | $(ratio "$5" "$7") |"
+}
+
+bench_objects() {
+  echo "| object | run | wall s | user s | peak MiB | wall / objdump | peak / objdump |"
+  echo "|---|---|---|---|---|---|---|"
+  local f name fb allmem alltrace cfg
+  fb="--functions 1 --barriers 1"
+  allmem="$fb --kernel-scopes --memory 2:5 --scope"
+  alltrace="$fb --kernel-scopes --trace-addresses memory,lds --scope"
+  for f in "$@"; do
+    name="$(basename "$f") ($(($(stat -L -c %s "$f") / 1048576)) MiB)"
+    measure "$objdump" -d "$f"
+    local rw=$wall ru=$rss
+    row "$name" "llvm-objdump-22 -d" "$wall" "$user" "$rss" "$rw" "$ru"
+    measure "$bin" dis "$f"
+    row "$name" "sqtt-patch dis" "$wall" "$user" "$rss" "$rw" "$ru"
+    local cfgs=(fb allmem)
+    [ "${BENCH_TRACE:-0}" = 1 ] && cfgs+=(alltrace)
+    for cfg in "${cfgs[@]}"; do
+      # shellcheck disable=SC2086
+      measure env -u SQTT_INSTRUMENT_FUNCTIONS -u SQTT_INSTRUMENT_BARRIERS \
+        -u SQTT_INSTRUMENT_MEMORY -u SQTT_TRACE_ADDRESSES "$bin" "$f" -o "$work/out.co" ${!cfg}
+      row "$name" "main job, $cfg" "$wall" "$user" "$rss" "$rw" "$ru"
+      measure "$bin" verify "$f" "$work/out.co"
+      row "$name" "verify alone, $cfg" "$wall" "$user" "$rss" "$rw" "$ru"
+      rm -f "$work/out.co"
+    done
+  done
+}
+
+bench_fatbin() {
+  echo "| library | run | wall s | user s | peak MiB | output MiB | wall / LLVM | peak / LLVM |"
+  echo "|---|---|---|---|---|---|---|---|"
+  local f name o tw tu tr n
+  for f in "$@"; do
+    name="$(basename "$f") ($(($(stat -L -c %s "$f") / 1048576)) MiB)"
+    # llvm-objdump --offloading writes its entries next to the input: use a symlink in $work.
+    mkdir "$work/x"
+    ln -s "$(readlink -f "$f")" "$work/x/lib"
+    (cd "$work/x" && measure "$objdump" --offloading lib)
+    tw=$wall tu=$user tr=$rss
+    n=0
+    for o in "$work"/x/lib.*; do
+      measure "$objdump" -d "$o"
+      tw=$(python3 -c "print(f'{$tw + $wall:.2f}')")
+      tu=$(python3 -c "print(f'{$tu + $user:.2f}')")
+      [ "$rss" -gt "$tr" ] && tr=$rss
+      n=$((n + 1))
+    done
+    rm -rf "$work/x"
+    echo "| $name | llvm-objdump-22 --offloading + -d of $n objects | $tw | $tu | $tr | - | 1.00 | 1.00 |"
+    for extra in "" "--compress-bundles"; do
+      # shellcheck disable=SC2086
+      measure "$bin" --fatbin "$f" -o "$work/out.so" --functions 1 --barriers 1 $extra
+      echo "| $name | sqtt-patch --fatbin ${extra:-(bundles as in the input)} | $wall | $user | $rss | $(($(stat -c %s "$work/out.so") / 1048576)) | $(ratio "$wall" "$tw") | $(ratio "$rss" "$tr") |"
+      rm -f "$work/out.so"
+    done
+  done
+}
+
+if [ "$mode" != fatbin ]; then
+  if [ "$mode" = objects ] && [ $# -gt 0 ]; then
+    bench_objects "$@"
+  else
+    bench_objects "$tp/objects/cub-gfx1201.co" "$tp/objects/cub-gfx942.co" \
+      "$tp/objects/rocsparse44-gfx90a.co"
+  fi
+fi
+if [ "$mode" != objects ]; then
+  [ "$mode" = all ] && echo
+  if [ "$mode" = fatbin ] && [ $# -gt 0 ]; then
+    bench_fatbin "$@"
+  else
+    bench_fatbin "$tp/wheels/onnxruntime-rocm/x/onnxruntime/capi/libonnxruntime_providers_rocm.so" \
+      "$tp/deb-x/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1"
+  fi
+fi

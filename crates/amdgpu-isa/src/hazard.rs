@@ -322,8 +322,9 @@ const TSFLAG_TRANS: u64 = 1 << 16;
 pub struct Scanner {
     t: Target,
     pushed: usize,
-    /// Recent instructions, newest first, with their position.
-    hist: VecDeque<(usize, Instruction)>,
+    /// Recent instructions, newest first, with their position, and the registers they write
+    /// and their class (decoded once when pushed, not once per later instruction checked).
+    hist: VecDeque<(usize, Instruction, RegSet, InstClass)>,
     /// gfx12: SGPRs (0..=105) with an uncommitted SALU / VALU write, and the writer's position.
     sa: Vec<(u16, Option<usize>)>,
     va: Vec<(u16, Option<usize>)>,
@@ -341,7 +342,13 @@ pub struct Scanner {
 const M0_NUM: u16 = 124;
 
 fn sgprs(set: &RegSet, with_m0: bool) -> Vec<u16> {
-    let mut v: Vec<u16> = (0..106).filter(|s| set.contains_sgpr(*s)).collect();
+    // Ascending SGPR numbers 0..=105, from the set bits (not a membership test per number).
+    let mut bits = set.sgpr_bits() & ((1u128 << 106) - 1);
+    let mut v = Vec::with_capacity(bits.count_ones() as usize + 1);
+    while bits != 0 {
+        v.push(bits.trailing_zeros() as u16);
+        bits &= bits - 1;
+    }
     if with_m0 && set.contains(SpecialReg::M0) {
         v.push(M0_NUM);
     }
@@ -499,8 +506,21 @@ impl Scanner {
         // states issued after `prev`, `valus` the VALUs after it, `waited` whether a
         // `va_vdst(0)` wait came after it.
         let (mut dist, mut valus, mut waited) = (0u32, 0u32, false);
-        for (p, prev) in &self.hist {
-            let (pw, pc) = (prev.writes(), prev.class());
+        // Facts about `i` the loop below asks once per producer.
+        let (i_class, i_rwlane, i_vmem) = (i.class(), is_rwlane(i), is_vmem(i));
+        // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
+        // and `waited` only grow, so the walk stops there.
+        let (max_ws, max_valus) = RULES.iter().fold((0u32, 0u32), |(w, v), r| match r.fix {
+            Fix::WaitStates(n) => (w.max(u32::from(n)), v),
+            Fix::Valus(n) => (w, v.max(u32::from(n))),
+            _ => (w, v),
+        });
+        for (p, prev, pw, pc) in &self.hist {
+            if dist >= max_ws && (waited || valus >= max_valus) {
+                break;
+            }
+            let pc = *pc;
+            let prev_trans = pc == InstClass::Valu && prev.llvm_tsflags() & TSFLAG_TRANS != 0;
             let mut window = |rule: &'static Rule, hit: bool| {
                 if let Fix::WaitStates(n) = rule.fix {
                     if hit && rule.scope.contains(t) && dist < u32::from(n) {
@@ -511,29 +531,32 @@ impl Scanner {
             let salu_m0 = pc == InstClass::Salu && pw.contains(SpecialReg::M0);
             window(&M0_MSG, salu_m0 && m0_msg_reader(i));
             window(&M0_MOVREL, salu_m0 && m0_movrel_reader(i));
-            let valu_sgprs = if pc == InstClass::Valu {
-                sgprs(&pw, true)
-            } else {
-                Vec::new()
+            // SGPRs (and M0) a VALU producer writes; only the two rules below need them.
+            let valu_sgprs = || {
+                if pc == InstClass::Valu {
+                    sgprs(pw, true)
+                } else {
+                    Vec::new()
+                }
             };
-            if is_rwlane(i) && i.mnemonic() != "v_readfirstlane_b32" {
+            if i_rwlane && i.mnemonic() != "v_readfirstlane_b32" {
                 let sel = lane_select(i);
                 let hit = match sel {
-                    Some(s) => valu_sgprs.contains(&s),
+                    Some(s) => valu_sgprs().contains(&s),
                     None => false,
                 };
                 window(&VALU_SGPR_LANESEL, hit);
             }
-            if is_vmem(i) {
+            if i_vmem {
                 let r = sgprs(&reads, true);
-                window(&VALU_SGPR_VMEM, valu_sgprs.iter().any(|s| r.contains(s)));
+                window(&VALU_SGPR_VMEM, valu_sgprs().iter().any(|s| r.contains(s)));
             }
             if prev.special() == Special::Setreg {
                 window(&SETREG, hwreg(prev).is_some() && hwreg(prev) == hwreg(i));
             }
             if is_mfma(prev) {
                 let uses = matches!(
-                    i.class(),
+                    i_class,
                     InstClass::Valu
                         | InstClass::Buffer
                         | InstClass::Image
@@ -545,21 +568,21 @@ impl Scanner {
                 );
                 window(
                     &MFMA_RESULT,
-                    uses && (overlap_v(&pw, &reads) || overlap_v(&pw, &writes)),
+                    uses && (overlap_v(pw, &reads) || overlap_v(pw, &writes)),
                 );
             }
             if pc == InstClass::Valu {
-                window(&VALU_VGPR_RWLANE, is_rwlane(i) && overlap_v(&pw, &reads));
+                window(&VALU_VGPR_RWLANE, i_rwlane && overlap_v(pw, &reads));
                 window(
                     &TRANS_USE_940,
-                    is_trans(prev)
-                        && i.class() == InstClass::Valu
+                    prev_trans
+                        && i_class == InstClass::Valu
                         && !is_trans(i)
-                        && overlap_v(&pw, &reads),
+                        && overlap_v(pw, &reads),
                 );
             }
             // VALU-counted transcendental forwarding (gfx11, gfx1250).
-            if is_trans(prev) && i.class() == InstClass::Valu && overlap_v(&pw, &reads) {
+            if prev_trans && i_class == InstClass::Valu && overlap_v(pw, &reads) {
                 for rule in [&TRANS_USE_11, &TRANS_USE_1250] {
                     if let Fix::Valus(n) = rule.fix {
                         if rule.scope.contains(t) && !waited && valus < u32::from(n) {
@@ -722,7 +745,7 @@ impl Scanner {
                 }
             }
         }
-        self.hist.push_front((p, *i));
+        self.hist.push_front((p, *i, writes, class));
         self.hist.truncate(HISTORY);
     }
 }

@@ -32,6 +32,12 @@ pub struct PatchArgs {
     /// binaries: instrument every code object inside it.
     #[arg(long)]
     pub fatbin: bool,
+    /// With `--fatbin`: write every rebuilt bundle as a zstd CCOB v3 (the format
+    /// `clang-offload-bundler -compress` writes), whatever its input format, so a host binary
+    /// whose bundles had to move does not grow by a second plain copy of them. Bundles without
+    /// an instrumented code object keep their bytes.
+    #[arg(long)]
+    pub compress_bundles: bool,
     /// Print the human report to stderr.
     #[arg(long)]
     pub report: bool,
@@ -434,6 +440,9 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     let output = args.output.clone().context("missing -o OUT")?;
     if !args.common.offload_arch.is_empty() {
         anyhow::bail!("--offload-arch selects code objects inside a bundle or host binary: it needs --fatbin (or batch)");
+    }
+    if args.compress_bundles {
+        anyhow::bail!("--compress-bundles rewrites the offload bundles of a bundle or host binary: it needs --fatbin");
     }
     let opts = flag_options(&args.common.flags)?;
     if !opts.any_enabled() {

@@ -283,7 +283,7 @@ fn process_bundle(
         .collect();
     let changed = results.iter().any(|r| r.0.is_some());
     let filtered_out = results.iter().filter(|r| r.2).count();
-    if !changed && format == BundleFormat::Keep {
+    if !changed {
         return Ok(BundleResult {
             bytes: None,
             objects: results.into_iter().filter_map(|r| r.1).collect(),
@@ -451,12 +451,20 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     // The output is streamed into a temporary file, renamed over (or copied into) OUT only on
     // success; dropped, and so deleted, on error or with --strict.
     let mut sink = output::Sink::new(&dest)?;
+    let format = if args.compress_bundles {
+        BundleFormat::Compressed {
+            version: 3,
+            method: hsaco::bundle::Method::Zstd,
+        }
+    } else {
+        BundleFormat::Keep
+    };
     let outcome = instrument_container_into(
         &name,
         &bytes,
         &opts,
         &filter,
-        BundleFormat::Keep,
+        format,
         &progress,
         sink.file(),
     );

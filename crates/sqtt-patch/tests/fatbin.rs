@@ -643,3 +643,102 @@ fn every_metadata_note_of_an_rdc_link_covers_the_reserved_sgprs() {
     }
     assert!(checked >= 20, "only {checked} kernels checked");
 }
+
+/// `--compress-bundles`: every rebuilt bundle becomes a zstd CCOB v3, whatever its input format
+/// (plain, CCOB v1/v2 zlib, ...); bundles whose code objects are unchanged keep their bytes; the
+/// code objects equal the bare path's; clang-offload-bundler-22 lists and unbundles every
+/// bundle of the output (oracle), and a host whose plain bundles had to move grows less than
+/// with the input's format.
+#[test]
+fn compress_bundles_writes_zstd_ccob_v3_that_clang_offload_bundler_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cob = tool("clang-offload-bundler");
+    let mut smaller = 0;
+    for p in hosts().into_iter().chain(bundle_files()) {
+        let name = p.display().to_string();
+        let input = std::fs::read(&p).expect("read");
+        let run = |compress: bool, out: &Path| {
+            let args = cmd_patch::PatchArgs {
+                input: Some(p.clone()),
+                output: Some(out.to_path_buf()),
+                compress_bundles: compress,
+                common: cmd_patch::CommonArgs {
+                    flags: cmd_patch::InstrumentFlags {
+                        functions: Some("1".into()),
+                        barriers: Some("1".into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            fatbin::run(&args).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            std::fs::read(out).expect("output")
+        };
+        let kept = run(false, &dir.path().join("kept"));
+        let out = run(true, &dir.path().join("compressed"));
+        let want = expected(&name, &input);
+        let (kind, got) = open(&out, DEFAULT_DECOMPRESS_LIMIT).expect("open output");
+        let (_, orig) = open(&input, DEFAULT_DECOMPRESS_LIMIT).expect("open input");
+        assert_eq!(got.len(), want.len(), "{name}: code object count");
+        let changed = |bi: usize| {
+            want.iter()
+                .any(|(e, b)| e.bundle_index == bi && e.data != *b)
+        };
+        for ((g, (w, bytes)), o) in got.iter().zip(&want).zip(&orig) {
+            assert!(
+                g.data == *bytes,
+                "{name}: {} differs from the bare path",
+                g.id
+            );
+            if changed(g.bundle_index) {
+                match &g.storage {
+                    Some(Storage::Compressed(h)) => assert_eq!(
+                        (h.version, h.method),
+                        (3, hsaco::bundle::Method::Zstd),
+                        "{name}: {}",
+                        w.id
+                    ),
+                    s => panic!("{name}: {}: rebuilt bundle stored as {s:?}", w.id),
+                }
+            } else {
+                assert_eq!(g.storage, o.storage, "{name}: unchanged bundle re-encoded");
+            }
+        }
+        if out.len() < kept.len() {
+            smaller += 1;
+        }
+        let Some(cob) = &cob else { continue };
+        let ranges: Vec<(u64, u64)> = if kind == InputKind::Host {
+            scan_host(&out)
+                .expect("rescan")
+                .bundles
+                .iter()
+                .map(|b| (b.location.offset, b.location.extent))
+                .collect()
+        } else {
+            hsaco::hostwrite::locate_bundles(&out, 0)
+                .expect("locate")
+                .iter()
+                .map(|b| (b.offset, b.extent))
+                .collect()
+        };
+        for (bi, (off, len)) in ranges.iter().enumerate() {
+            let entries: Vec<(&str, &[u8])> = want
+                .iter()
+                .filter(|(e, _)| e.bundle_index == bi)
+                .map(|(e, b)| (e.id.as_str(), b.as_slice()))
+                .collect();
+            unbundle(
+                cob,
+                &out[*off as usize..(*off + *len) as usize],
+                &entries,
+                &name,
+            );
+        }
+    }
+    assert!(
+        smaller > 0,
+        "--compress-bundles never made an output smaller"
+    );
+}

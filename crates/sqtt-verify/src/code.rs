@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
+use rayon::prelude::*;
 
 use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
 use crate::{Check, Finding, FunctionKind, VerifyError};
@@ -175,9 +176,8 @@ pub(crate) struct Program {
     pub isa: Target,
     pub otext: Text,
     pub ntext: Text,
+    /// Every function, ascending by original start address (bodies do not overlap).
     pub funcs: Vec<Func>,
-    /// Original instruction address -> (function index, instruction index).
-    pub omap: BTreeMap<u64, (usize, usize)>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
     pub secmap: Vec<(u64, u64, u64)>,
     /// SGPRs no original instruction of the object reads or writes (the only SGPRs inserted code
@@ -418,17 +418,25 @@ impl Program {
             }
         }
 
-        let mut omap = BTreeMap::new();
-        let mut bodies = Vec::with_capacity(funcs.len());
-        let mut used = RegSet::new();
-        for f in &funcs {
-            let body = decode_original(&otext, f, isa)?;
-            for (_, i) in &body {
-                used.union_with(&i.reads());
-                used.union_with(&i.writes());
-            }
-            bodies.push(body);
-        }
+        // Functions are decoded and aligned in parallel; findings keep the function order.
+        let bodies: Vec<Vec<(u64, Instruction)>> = funcs
+            .par_iter()
+            .map(|f| decode_original(&otext, f, isa))
+            .collect::<Result<_, _>>()?;
+        let used = bodies
+            .par_iter()
+            .map(|body| {
+                let mut used = RegSet::new();
+                for (_, i) in body {
+                    used.union_with(&i.reads());
+                    used.union_with(&i.writes());
+                }
+                used
+            })
+            .reduce(RegSet::new, |mut a, b| {
+                a.union_with(&b);
+                a
+            });
         // Inserted code may write any SGPR that is dead where it runs (checked per run by
         // `flow`), so the aligner accepts SGPR writes anywhere.
         let every = crate::insn::every_sgpr();
@@ -439,17 +447,22 @@ impl Program {
             }
         }
         let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
-        for (fi, (f, body)) in funcs.iter_mut().zip(bodies).enumerate() {
-            if crate::verbatim::falls_off(&body) {
-                let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
-                f.falls_off = Some(next.saturating_sub(f.orig_end));
-            }
-            f.builders = find_builders(&body);
-            for (k, (a, _)) in body.iter().enumerate() {
-                omap.insert(*a, (fi, k));
-            }
-            align(f, body, &ntext, isa, &every, findings);
-        }
+        let aligned: Vec<Vec<Finding>> = funcs
+            .par_iter_mut()
+            .zip(bodies)
+            .enumerate()
+            .map(|(fi, (f, body))| {
+                if crate::verbatim::falls_off(&body) {
+                    let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
+                    f.falls_off = Some(next.saturating_sub(f.orig_end));
+                }
+                f.builders = find_builders(&body);
+                let mut found = Vec::new();
+                align(f, body, &ntext, isa, &every, &mut found);
+                found
+            })
+            .collect();
+        findings.extend(aligned.into_iter().flatten());
         let secmap = orig
             .elf
             .sections
@@ -466,7 +479,6 @@ impl Program {
             otext,
             ntext,
             funcs,
-            omap,
             secmap,
             free_sgprs,
             islands,
@@ -478,9 +490,9 @@ impl Program {
     /// Landing addresses allowed for a jump to original address `target`: every instruction start
     /// of the inserted run in front of the original instruction, and the instruction itself.
     pub fn landing(&self, target: u64) -> Option<(usize, usize, Vec<u64>)> {
-        let &(fi, k) = self.omap.get(&target)?;
-        let f = self.funcs.get(fi)?;
-        let o = f.orig.get(k)?;
+        let (fi, k) = self.original_at(target)?;
+        let f = &self.funcs[fi];
+        let o = &f.orig[k];
         let mut v: Vec<u64> = f
             .inserted
             .get(o.run.clone())
@@ -501,9 +513,25 @@ impl Program {
             .map_or(a, |(s, _, n)| n.wrapping_add(a - s))
     }
 
-    /// Original function index whose entry is `addr`.
+    /// Original function index whose entry is `addr` (binary search: `funcs` is sorted by start).
     pub fn func_at(&self, addr: u64) -> Option<usize> {
-        self.funcs.iter().position(|f| f.orig_start == addr)
+        self.funcs
+            .binary_search_by_key(&addr, |f| f.orig_start)
+            .ok()
+    }
+
+    /// The original instruction starting at address `a`: (function index, instruction index).
+    /// Binary searches: functions by start, then the function's instructions (in address order).
+    pub fn original_at(&self, a: u64) -> Option<(usize, usize)> {
+        let fi = self
+            .funcs
+            .partition_point(|f| f.orig_start <= a)
+            .checked_sub(1)?;
+        let k = self.funcs[fi]
+            .orig
+            .binary_search_by_key(&a, |o| o.addr)
+            .ok()?;
+        Some((fi, k))
     }
 
     /// The tail `s_code_end` padding after the last function is copied (same count).

@@ -15,6 +15,7 @@ use crate::insn::{
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
 use crate::{Check, Finding};
+use rayon::prelude::*;
 
 /// Marker counts of one function (instructions).
 #[derive(Clone, Copy, Debug, Default)]
@@ -152,9 +153,15 @@ pub(crate) fn analyse(
     findings: &mut Vec<Finding>,
 ) -> Analysis {
     let legacy: Vec<Vec<bool>> = p.funcs.iter().map(legacy_runs).collect();
-    let cfgs: Vec<Cfg> = (0..p.funcs.len())
-        .map(|fi| build_cfg(p, fi, findings))
-        .collect();
+    // Per-function work runs in parallel; findings keep the function order.
+    let (cfgs, found): (Vec<Cfg>, Vec<Vec<Finding>>) = (0..p.funcs.len())
+        .into_par_iter()
+        .map(|fi| {
+            let mut found = Vec::new();
+            (build_cfg(p, fi, &mut found), found)
+        })
+        .unzip();
+    findings.extend(found.into_iter().flatten());
     let exits: Vec<Vec<usize>> = cfgs.iter().map(|c| c.exits.clone()).collect();
     let cg = CallGraph::new(p, &exits);
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
@@ -201,30 +208,37 @@ pub(crate) fn analyse(
     let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
     let packing = fm.layout != Layout::Legacy;
     let free: Vec<u16> = sgprs(&p.free_sgprs).collect();
-    let mut markers = Vec::with_capacity(p.funcs.len());
-    for (fi, f) in p.funcs.iter().enumerate() {
-        check_inserted(p, f, &all_flags, &changeable[fi], packing, findings);
-        check_windows(f, findings);
-        let env = region::Env {
-            target: p.isa,
-            wave_size: wave_sizes.get(fi).copied().unwrap_or(64),
-            free: &free,
-            scope_flag: flags[fi],
-            layout: fm.layout,
-            payload: &fm.payload,
-            names: &fm.names,
-        };
-        markers.push(check_runs(
-            p,
-            f,
-            &legacy[fi],
-            &cfgs[fi],
-            &changeable[fi],
-            fm,
-            &env,
-            findings,
-        ));
-    }
+    let (markers, found): (Vec<MarkerCounts>, Vec<Vec<Finding>>) = p
+        .funcs
+        .par_iter()
+        .enumerate()
+        .map(|(fi, f)| {
+            let mut found = Vec::new();
+            check_inserted(p, f, &all_flags, &changeable[fi], packing, &mut found);
+            check_windows(f, &mut found);
+            let env = region::Env {
+                target: p.isa,
+                wave_size: wave_sizes.get(fi).copied().unwrap_or(64),
+                free: &free,
+                scope_flag: flags[fi],
+                layout: fm.layout,
+                payload: &fm.payload,
+                names: &fm.names,
+            };
+            let counts = check_runs(
+                p,
+                f,
+                &legacy[fi],
+                &cfgs[fi],
+                &changeable[fi],
+                fm,
+                &env,
+                &mut found,
+            );
+            (counts, found)
+        })
+        .unzip();
+    findings.extend(found.into_iter().flatten());
     let written: Vec<u128> = p
         .funcs
         .iter()
@@ -541,21 +555,19 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
 }
 
 /// Checks one relocated jump and returns the landing if it is inside the same function.
+/// `k`: index of the jumping original instruction in function `fi`.
 fn check_target(
     p: &Program,
     fi: usize,
-    o_addr: u64,
+    k: usize,
     t_o: u64,
     t_n: Option<u64>,
     what: &str,
     findings: &mut Vec<Finding>,
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
-    let n_addr = f
-        .orig
-        .iter()
-        .find(|x| x.addr == o_addr)
-        .and_then(|x| x.new.map(|n| n.addr));
+    let o_addr = f.orig[k].addr;
+    let n_addr = f.orig[k].new.map(|n| n.addr);
     // A relaxed branch reaches its target through a long-branch island.
     let t_n = t_n.map(|t| p.islands.get(&t).map_or(t, |isl| isl.dest))?;
     if !p.otext.contains(t_o) {
@@ -632,7 +644,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
             _ => None,
         };
-        let edge = check_target(p, fi, g.addr, t_o, t_n, "address builder", findings);
+        let edge = check_target(p, fi, b.getpc, t_o, t_n, "address builder", findings);
         builder_edges.insert(b.getpc, (b.dst, edge));
     }
     for (k, o) in f.orig.iter().enumerate() {
@@ -645,9 +657,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
                     let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
-                    if let Some(s) =
-                        check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings)
-                    {
+                    if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
                         succs[k].push(s);
                     }
                 }
@@ -659,7 +669,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 };
                 if let Some(t_o) = target_of(&o.inst, o.addr) {
                     let t_n = o.new.and_then(|nn| target_of(&nn.inst, nn.addr));
-                    match check_target(p, fi, o.addr, t_o, t_n, "s_add_pc_i64", findings) {
+                    match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
                         Some(s) => succs[k].push(s),
                         None => exits.push(k),
                     }
@@ -686,7 +696,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
             if let Some(t_o) = o.inst.branch_target(o.addr) {
                 let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
-                check_target(p, fi, o.addr, t_o, t_n, o.inst.mnemonic(), findings);
+                check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
             }
         }
     }
@@ -874,6 +884,12 @@ fn check_runs(
     let mut counts = MarkerCounts::default();
     let n = f.orig.len();
     if n == 0 {
+        return counts;
+    }
+    if f.inserted.is_empty() {
+        // Nothing inserted: every run is empty, so no run changes M0, SCC or the scope depth and
+        // no marker is emitted; only an F row added for this function can be wrong.
+        check_f_entry(f, fm, None, findings);
         return counts;
     }
     let live = m0_liveness(f, cfg);

@@ -14,6 +14,7 @@ use amdgpu_isa::Flow;
 
 use crate::code::{Func, Program};
 use crate::{Check, Finding, LaidOut as Item};
+use rayon::prelude::*;
 
 fn fix_text(fix: Fix) -> String {
     match fix {
@@ -25,10 +26,21 @@ fn fix_text(fix: Fix) -> String {
 }
 
 /// Checks every function of `p`; appends findings.
+/// Functions are scanned in parallel; findings keep the function order. A function without
+/// inserted instructions cannot have a finding (every pair is original) and is not scanned.
 pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
-    for f in &p.funcs {
-        check_func(p, f, findings);
-    }
+    let found: Vec<Vec<Finding>> = p
+        .funcs
+        .par_iter()
+        .map(|f| {
+            let mut found = Vec::new();
+            if !f.inserted.is_empty() {
+                check_func(p, f, &mut found);
+            }
+            found
+        })
+        .collect();
+    findings.extend(found.into_iter().flatten());
 }
 
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
