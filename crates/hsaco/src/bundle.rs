@@ -467,6 +467,15 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     if dec.read(&mut probe).map_err(failed)? != 0 {
         return Err(size_lie(cap + 1));
     }
+    // The stored hash covers the plain bundle (`clang-offload-bundler -verbose` checks it too): a
+    // corrupt payload can decompress to the declared size and must not be instrumented.
+    let got = ccob_hash(&out);
+    if got != h.hash {
+        return Err(bad(format!(
+            "stored hash {:#018x} does not match the decompressed bundle's {got:#018x} (first 8 bytes of its MD5): the compressed bundle is corrupt",
+            h.hash
+        )));
+    }
     Ok((h, out, extent))
 }
 

@@ -109,3 +109,22 @@ fn non_bundle_garbage_after_bundle() {
         .to_string();
     assert_eq!(e, format!("malformed offload bundle region at offset {n:#x}: non-zero bytes where a bundle or zero padding was expected"));
 }
+
+/// A CCOB whose stored hash does not match its decompressed bundle (a corrupt payload can still
+/// decompress to the declared size) is refused with the offset, as `clang-offload-bundler
+/// -verbose` reports "Hashes match: No".
+#[test]
+fn ccob_hash_mismatch() {
+    let mut b = std::fs::read(common::corpus().join("bundles/multi4__hip-mini__O3.ccob-v2-zlib"))
+        .expect("read");
+    assert!(bundle::parse_all(&b, 0, bundle::DEFAULT_DECOMPRESS_LIMIT).is_ok());
+    // v2 header: magic (4), u16 version, u16 method, u32 total, u32 uncompressed, u64 hash.
+    b[16] ^= 0x55;
+    let e = bundle::parse_all(&b, 0, bundle::DEFAULT_DECOMPRESS_LIMIT)
+        .expect_err("hash")
+        .to_string();
+    assert!(
+        e.contains("offset 0x0") && e.contains("does not match") && e.contains("corrupt"),
+        "{e}"
+    );
+}

@@ -183,11 +183,25 @@ fn the_bombs_really_expand() {
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     // Sanity check of the hand-made streams with the real decoders: 1 + 258 * 4000 and
     // 8 * 128 KiB zero bytes.
-    let z = ccob_v2(Method::Zlib, 24 + 1 + 258 * 4000, &zlib_bomb(4000));
+    // The stored hash (v2: bytes 16..24) must be that of the expansion: the bundle magic, then
+    // zero bytes.
+    let hashed = |mut ccob: Vec<u8>, len: usize| {
+        let mut plain = bundle::BUNDLE_MAGIC.to_vec();
+        plain.resize(len, 0);
+        ccob[16..24].copy_from_slice(&bundle::ccob_hash(&plain).to_le_bytes());
+        ccob
+    };
+    let z = hashed(
+        ccob_v2(Method::Zlib, 24 + 1 + 258 * 4000, &zlib_bomb(4000)),
+        24 + 1 + 258 * 4000,
+    );
     let (_, plain, _) = bundle::decompress_ccob(&z, 0, 1 << 30).expect("zlib bomb is valid");
     assert_eq!(plain.len(), 24 + 1 + 258 * 4000);
     assert!(plain.starts_with(bundle::BUNDLE_MAGIC) && plain[24..].iter().all(|&b| b == 0));
-    let s = ccob_v2(Method::Zstd, 24 + (8 << 17), &zstd_bomb(8));
+    let s = hashed(
+        ccob_v2(Method::Zstd, 24 + (8 << 17), &zstd_bomb(8)),
+        24 + (8 << 17),
+    );
     let (_, plain, _) = bundle::decompress_ccob(&s, 0, 1 << 30).expect("zstd bomb is valid");
     assert_eq!(plain.len(), 24 + (8 << 17));
 }

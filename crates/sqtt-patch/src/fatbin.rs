@@ -250,14 +250,14 @@ fn process_bundle(
     let results: Vec<EntryResult> = b
         .entries
         .par_iter()
-        .map(|en| {
+        .map(|en| -> Result<EntryResult> {
             let data = b.data(en);
             let target = en.target_id().unwrap_or_default().to_string();
             if !en.is_amdgcn() || data.is_empty() {
-                return (None, None, false);
+                return Ok((None, None, false));
             }
             if !filter.matches(&target) {
-                return (None, None, true);
+                return Ok((None, None, true));
             }
             let what = format!("{name}: bundle {bi} entry {}", en.id);
             let (bytes, report, verifier_rejected) =
@@ -268,6 +268,9 @@ fn process_bundle(
                         p.report,
                         p.verifier_rejected,
                     ),
+                    // Instrumenting twice is a usage error for the whole input, as for one code
+                    // object: nothing is written unless `--force` says so.
+                    Err(err) if already_instrumented(&err) => return Err(err),
                     Err(err) => (None, unparsable(&target, &err), false),
                 };
             progress.objects_done(1);
@@ -278,9 +281,9 @@ fn process_bundle(
                 report,
                 verifier_rejected,
             };
-            (bytes, Some(o), false)
+            Ok((bytes, Some(o), false))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let changed = results.iter().any(|r| r.0.is_some());
     let filtered_out = results.iter().filter(|r| r.2).count();
     if !changed {
@@ -308,6 +311,17 @@ fn process_bundle(
         bytes: Some(rebuilt),
         objects,
         filtered_out,
+    })
+}
+
+/// Whether `err` is the rewriter's "already instrumented" refusal (an input sqtt-patch wrote,
+/// given again without `--force`).
+fn already_instrumented(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<sqtt_rewrite::rewrite::RewriteError>(),
+            Some(sqtt_rewrite::rewrite::RewriteError::AlreadyInstrumented)
+        )
     })
 }
 

@@ -644,8 +644,9 @@ fn human_reports_name_each_kernel_once_in_user_words() {
 /// name (was `skipped AddressTrace in ...`).
 #[test]
 fn skipped_sites_use_report_names() {
-    // gfx1250 `scale_offset` addressing is refused by address tracing (README limitations).
-    let t = workdir(&[("objects/gfx1250__barriers__O3.co", "in.co")]);
+    // At -O0 the device function `stage_exchange` keeps every SGPR live at some loads (its
+    // callers are unknown to liveness): those address traces are skipped.
+    let t = workdir(&[("objects/gfx1030__barriers__O0.co", "in.co")]);
     let r = run(
         t.path(),
         &[
@@ -662,7 +663,7 @@ fn skipped_sites_use_report_names() {
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.files, files(&["in.co"]));
     assert!(
-        r.stderr.contains("  skipped address_trace in k_bar_reduce at 0x2060: global_load_b32: scale_offset (voffset scaled by the access size)"),
+        r.stderr.contains("  skipped address_trace in _Z14stage_exchangePfjfj at 0x40e8: no SGPR is provably free here for the address-trace loop (2 SGPRs)"),
         "{}",
         r.stderr
     );

@@ -501,6 +501,52 @@ fn run_writes_the_container_and_one_merged_json_report() {
     }
 }
 
+/// A host binary sqtt-patch already instrumented is refused as a whole (usage error, nothing
+/// written), as a single code object is; `--force` instruments it again.
+#[test]
+fn an_instrumented_host_is_refused_without_force() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = |input: PathBuf, output: PathBuf, force: bool| cmd_patch::PatchArgs {
+        input: Some(input),
+        output: Some(output),
+        common: cmd_patch::CommonArgs {
+            flags: cmd_patch::InstrumentFlags {
+                functions: Some("1".into()),
+                force,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let once = dir.path().join("once.so");
+    let input = root().join("fixtures/hosts/libfx_hip.so");
+    assert_eq!(
+        fatbin::run(&args(input, once.clone(), false)).expect("first run"),
+        cmd_patch::EXIT_OK
+    );
+    let twice = dir.path().join("twice.so");
+    let err = fatbin::run(&args(once.clone(), twice.clone(), false)).expect_err("refused");
+    assert!(
+        format!("{err:#}").contains("already instrumented")
+            && format!("{err:#}").contains("--force"),
+        "{err:#}"
+    );
+    assert!(!twice.exists(), "nothing written");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n != "once.so")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(
+        fatbin::run(&args(once, twice.clone(), true)).expect("forced"),
+        cmd_patch::EXIT_OK
+    );
+    assert!(twice.exists());
+}
+
 /// Benchmark hook (ignored by default): instruments `$SQTT_FATBIN_BENCH` with functions 1 and
 /// barriers on, streaming to the file `$SQTT_FATBIN_BENCH_OUT` as the CLI does; run under
 /// `/usr/bin/time -v`.
