@@ -650,17 +650,32 @@ fn swap_nop_and_m0_write(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)
 
 /// `v_readlane sX, vA, sC; v_readlane sY, vA+1, sC` -> second one selects lane sX.
 fn lane_select_from_readlane(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
-    let (a, b) = (s.get(k)?, s.get(k + 1)?);
-    if !(is(a, "v_readlane_b32") && is(b, "v_readlane_b32")) {
+    let a = s.get(k)?;
+    if !is(a, "v_readlane_b32") {
         return None;
     }
     let x = a.inst.field("vdst")?;
+    // The block's next `v_readlane_b32` (the high half of a 64-bit address, a few instructions
+    // on): it reads `x` as its lane select. SALU reads of SGPRs in between (which commit VALU
+    // SGPR writes on gfx12) become `s_nop 0`s of the same length.
+    let j = (k + 1..(k + 6).min(s.len())).find(|&j| is(&s[j], "v_readlane_b32"))?;
+    let mut edits = Vec::new();
+    for (i, n) in s.iter().enumerate().take(j).skip(k + 1) {
+        let salu_reads_sgpr = n.inst.class() == InstClass::Salu
+            && (0..106u16).any(|r| n.inst.reads().contains_sgpr(r));
+        if salu_reads_sgpr {
+            let nops = 0xbf80_0000u32.to_le_bytes().repeat(n.inst.len() / 4);
+            edits.push((i, nops));
+        }
+    }
+    let b = &s[j];
     let mut w = b.inst.bytes().to_vec();
     // VOP3 src1 is bits 17:9 of the second dword.
     let mut d1 = u32::from_le_bytes(w[4..8].try_into().ok()?);
     d1 = (d1 & !(0x1ff << 9)) | (x << 9);
     w[4..8].copy_from_slice(&d1.to_le_bytes());
-    Some(vec![(k + 1, w)])
+    edits.push((j, w));
+    Some(edits)
 }
 
 /// gfx12: the `s_wait_alu` committing the lane counter before the loop -> `s_nop 0`.
@@ -767,10 +782,12 @@ fn salu_write_after_vmem(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)
 /// second reads an MFMA result at once). Encoding as `llvm-mc-22 -mcpu=gfx90a -show-encoding`:
 /// VOP3P opcode 0x42, src2 = vdst.
 fn mfma_before_readlane(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>> {
-    let (a, b) = (s.get(k)?, s.get(k + 1)?);
-    if !(is(a, "v_readlane_b32") && is(b, "v_readlane_b32")) {
+    if !is(s.get(k)?, "v_readlane_b32") {
         return None;
     }
+    // The block's next `v_readlane_b32`, a few instructions on.
+    let j = (k + 1..(k + 6).min(s.len())).find(|&j| is(&s[j], "v_readlane_b32"))?;
+    let b = &s[j];
     let v = (0..256u32).find(|v| b.inst.reads().contains_vgpr(*v as u16))?;
     let d = v & !1;
     let d0 = 0xd3c2_0000u32 | d;
@@ -789,7 +806,7 @@ fn vcc_write_then_read(s: &[LaidOut], k: usize) -> Option<Vec<(usize, Vec<u8>)>>
     // VOP3 `v_cmp_eq_u32_e64` (opcode 0x4a) with vdst vcc_lo (106); `llvm-mc-22 -mcpu=gfx1200`.
     let mut w = 0xd44a_006au32.to_le_bytes().to_vec();
     w.extend(((0x100 + v) | ((0x100 + v) << 9)).to_le_bytes());
-    let sel = &mut edits[0].1;
+    let sel = &mut edits.last_mut()?.1;
     let mut d1 = u32::from_le_bytes(sel[4..8].try_into().ok()?);
     d1 = (d1 & !(0x1ff << 9)) | (106 << 9);
     sel[4..8].copy_from_slice(&d1.to_le_bytes());
