@@ -1661,13 +1661,11 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             .funcs
             .iter()
             .map(|f| {
-                let avoid: Sgprs = f.insts.iter().fold(0, |a, (_, i)| {
-                    let mut v = a;
-                    if vmem_hazard && i.memory().is_some() {
-                        v |= i.reads().sgpr_bits();
-                    }
-                    v
-                });
+                let avoid: Sgprs = f
+                    .insts
+                    .iter()
+                    .filter(|(_, i)| vmem_hazard && i.memory().is_some())
+                    .fold(0, |a, (_, i)| a | i.reads().sgpr_bits());
                 mask(limit) & !avoid
             })
             .collect();
