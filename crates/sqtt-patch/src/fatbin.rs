@@ -185,8 +185,10 @@ pub fn instrument_container_into<W: Output>(
             host_write: None,
         });
     }
-    let e =
-        hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
+    let e = hsaco::elf::Elf::parse(input).with_context(|| match input.starts_with(b"\x7fELF") {
+        true => format!("{name}: a corrupt or truncated ELF file"),
+        false => format!("{name}: not a bundle or ELF"),
+    })?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
         return bare_object(name, input, opts, filter, progress, out);
     }
