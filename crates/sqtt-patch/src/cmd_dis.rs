@@ -4,6 +4,7 @@
 //! `--format=compare` prints `<hex address>\t<length in bytes>\t<text>` per instruction (text as
 //! `llvm-objdump-22 -d` prints it, without raw words or trailing comments), for diffing against
 //! LLVM.
+use crate::exit;
 use amdgpu_isa::{decode, decode_all, Instruction, Target};
 use anyhow::{bail, Context};
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
@@ -176,7 +177,7 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
                 "sqtt-patch: error: {}: {undecodable} dword(s) could not be decoded, printed as .long (first at {pc:#x}: {why})",
                 args.file.display()
             );
-            Ok(crate::cmd_patch::EXIT_INPUT)
+            Ok(exit::INPUT)
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `sqtt-patch info` on every malformed-input class of issue 3 (truncated files, wrong
 //! `e_machine`, ELF32, HSAIL-era ABI-0 objects, corrupt descriptors, overlapping sections, bundle
-//! offsets past the end, lying CCOB sizes): exit code 2 (`EXIT_INPUT`), no panic, and a message
+//! offsets past the end, lying CCOB sizes): exit code 2 (`exit::INPUT`), no panic, and a message
 //! on stderr naming the file and the offset, pinned here.
 //!
 //! Inputs are real objects and bundles from `fixtures/` (clang/LLVM 22, see

@@ -605,7 +605,8 @@ fn malformed_directories() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!m.exists());
     for bad in ["-1", "1e-300", "2100"] {
-        let o = run(&["perfetto", cap.to_str().unwrap(), "--clock-rate-ghz", bad]);
+        let flag = format!("--clock-rate-ghz={bad}");
+        let o = run(&["perfetto", cap.to_str().unwrap(), &flag]);
         assert_eq!(o.status.code(), Some(2), "--clock-rate-ghz {bad}");
         assert!(stderr(&o).contains("between 0.1 and 10"), "{}", stderr(&o));
     }
