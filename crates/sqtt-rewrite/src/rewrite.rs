@@ -630,6 +630,10 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     };
     crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
     let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, &co));
+    let caps: Vec<(usize, u32)> = kernel_funcs(&prog, &co)
+        .map(|(fi, k)| (fi, k.descriptor.registers(&co.target).arch_vgprs))
+        .collect();
+    let spill_vgpr = crate::regs::spill_vgprs(&prog, &caps);
     let scope = opts.scope.filter(|m| m.filters(target));
     let flags = match scope {
         Some(_) => scope_flags(&prog, &mut sgprs),
@@ -679,7 +683,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             let needs_m0 = packing.is_some()
                 || trace.is_some()
                 || !(target.has_ttracedata_imm() && value <= 0xff);
-            let mut regs = SiteRegs::new(sgprs.free_at(&prog, s.func, s.before));
+            let mut regs = site_regs(&prog, &mut sgprs, s.func, s.before, spill_vgpr[s.func]);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
             } else {
@@ -700,6 +704,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
                     _ => site_code(target, value, k, packing, flag, scc_live, &mut regs),
                 }
             });
+            let code = code.and_then(|c| spilled(target, &regs, c));
             match code {
                 Ok(code) => {
                     used_by_func[s.func] |= regs.used;
@@ -810,13 +815,14 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             let init = entry
                 .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
                 .and_then(|e| {
-                    let mut regs = SiteRegs::new(sgprs.free_at(&prog, fi, e));
+                    let mut regs = site_regs(&prog, &mut sgprs, fi, e, spill_vgpr[fi]);
                     let tmp = regs.one("the scope check's scratch")?;
                     let code = crate::snippets::scope_init(target, &masks, flag, tmp)
                         .map_err(|x| x.to_string())?
                         .code;
                     let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
                     let code = save_scc(target, code, scc_live, &mut regs)?;
+                    let code = spilled(target, &regs, code)?;
                     used_by_func[fi] |= regs.used | 1u128 << flag;
                     Ok((e, code))
                 });
@@ -1456,6 +1462,40 @@ fn relaxable(
         });
     }
     Err("not an instruction of any function".into())
+}
+
+/// The register allocator of a snippet in front of instruction `i` of function `fi`: the SGPRs
+/// free there, and with a spill VGPR `vgpr` the savable live SGPRs ([`SgprFacts::savable_at`])
+/// except those instruction `i` reads (a snippet may read the operands of the instruction it
+/// traces, so they keep their values throughout).
+fn site_regs(
+    prog: &Program,
+    sgprs: &mut SgprFacts,
+    fi: usize,
+    i: usize,
+    vgpr: Option<u16>,
+) -> SiteRegs {
+    let free = sgprs.free_at(prog, fi, i);
+    let inputs = prog.funcs[fi]
+        .insts
+        .get(i)
+        .map_or(ALL_SGPRS, |(_, x)| crate::regs::sgpr_reads(x));
+    SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
+}
+
+/// `code` with the live SGPRs `regs` handed out saved before it and restored after it
+/// ([`crate::snippets::spill_wrap`]); unchanged when none was.
+fn spilled(
+    t: Target,
+    regs: &SiteRegs,
+    code: Vec<amdgpu_isa::Instruction>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    match regs.vgpr {
+        Some(v) if regs.spilled != 0 => {
+            crate::snippets::spill_wrap(t, v, regs.spilled, code).map_err(|x| x.to_string())
+        }
+        _ => Ok(code),
+    }
 }
 
 /// Wraps `code` (which clobbers SCC) in an SCC save/restore when SCC is live there:

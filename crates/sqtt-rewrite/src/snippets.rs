@@ -47,6 +47,7 @@
 mod addr;
 mod clock;
 mod scope;
+mod spill;
 
 pub use addr::{
     address_trace, payload_count, scratch_count, scratch_wanted, trace_name, AddrSource, ScalarSrc,
@@ -54,6 +55,7 @@ pub use addr::{
 };
 pub use clock::clock_marker;
 pub use scope::{scope_guard, scope_init, ScopeMasks};
+pub use spill::{spill_wrap, MAX_SAVED};
 
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::hazard;
