@@ -500,15 +500,17 @@ fn indexes_vgprs(inst: &Instruction) -> bool {
     .any(|p| m.starts_with(p))
 }
 
-/// The VGPR each function may use to save SGPRs in (issue 12 item 3): the highest VGPR below
-/// the architected VGPRs that every kernel reaching the function already has allocated (`caps`:
-/// kernel function index and its descriptor's architected VGPR count) and above every VGPR
-/// (and AGPR number) that any original instruction of those kernels' call graphs uses. Its
-/// lanes then hold nothing the original program ever reads, and using it costs no allocation.
-/// `None` for a function no kernel reaches, a call graph with an unresolved call or a function
-/// that did not decode, one that indexes VGPRs ([`indexes_vgprs`]), or no unused allocated VGPR.
+/// The VGPR each function may use to save SGPRs in (issue 12 item 3). `caps`: per kernel, its
+/// function index, the architected VGPRs its descriptor allocates now, and the most it may be
+/// given without fewer waves per SIMD (the caller's occupancy rule). A VGPR is usable when no
+/// original instruction of any kernel call graph containing the function touches it (VGPR or
+/// AGPR number) and every one of those kernels has it allocated or may grow to it: the highest
+/// VGPR already allocated everywhere (no descriptor change), else the lowest untouched one (the
+/// smallest growth, the caller grows the descriptors). Its lanes then hold nothing the original program
+/// ever reads. `None` for a function no kernel reaches, a call graph with an unresolved call or
+/// a function that did not decode, one that indexes VGPRs ([`indexes_vgprs`]), or no such VGPR.
 /// At most v255 (`v_readlane_b32` / `v_writelane_b32` address v0..v255).
-pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32)]) -> Vec<Option<u16>> {
+pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32, u32)]) -> Vec<Option<u16>> {
     let n = prog.funcs.len();
     // Per function: highest VGPR/AGPR number + 1 its instructions touch, or None when unknown.
     let top: Vec<Option<u16>> = prog
@@ -532,26 +534,31 @@ pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32)]) -> Vec<Option<u16>> {
             Some(t)
         })
         .collect();
-    // Per function: (lowest cap, highest top) over the call graphs of the kernels reaching it.
-    let mut bound: Vec<Option<(u32, Option<u16>)>> = vec![None; n];
-    for &(k, cap) in caps {
+    // Per function: (lowest allocation, lowest growth cap, highest top) over the call graphs of
+    // the kernels reaching it.
+    let mut bound: Vec<Option<(u32, u32, Option<u16>)>> = vec![None; n];
+    for &(k, now, cap) in caps {
         let reach = prog.reachable(k);
         let used = reach
             .iter()
             .try_fold(0u16, |a, &g| top[g].map(|t| a.max(t)));
         for &g in &reach {
             bound[g] = Some(match bound[g] {
-                None => (cap, used),
-                Some((c, u)) => (c.min(cap), u.zip(used).map(|(a, b)| a.max(b))),
+                None => (now, cap, used),
+                Some((a, c, u)) => (a.min(now), c.min(cap), u.zip(used).map(|(x, y)| x.max(y))),
             });
         }
     }
     bound
         .into_iter()
         .map(|b| {
-            let (cap, used) = b?;
-            let v = u16::try_from(cap.min(256)).ok()?.checked_sub(1)?;
-            (v >= used?).then_some(v)
+            let (now, cap, used) = b?;
+            let used = used?;
+            let highest = u16::try_from(now.min(256)).ok()?.checked_sub(1)?;
+            if highest >= used {
+                return Some(highest);
+            }
+            (u32::from(used) < cap.min(256)).then_some(used)
         })
         .collect()
 }

@@ -95,6 +95,8 @@ fn every_site_is_instrumented_by_saving_live_sgprs() {
             let bytes = out.bytes.clone().expect("rewritten");
             let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
             assert!(v.is_clean(), "{t} {what}: {:?}", v.findings);
+            // gfx942: k_spill; gfx10+: k_spill and k_grow.
+            let kernels = if t == "gfx942" { 1 } else { 2 };
             if what == "trace" {
                 assert_eq!(
                     out.report
@@ -102,7 +104,7 @@ fn every_site_is_instrumented_by_saving_live_sgprs() {
                         .iter()
                         .find(|c| c.feature == "address_trace")
                         .map(|c| c.found),
-                    Some(3),
+                    Some(3 * kernels),
                     "{t}"
                 );
                 let saves = text_insts(&bytes, t)
@@ -111,7 +113,32 @@ fn every_site_is_instrumented_by_saving_live_sgprs() {
                     .count();
                 // The load and the first store (every SGPR live) save two SGPRs each; at the last
                 // store everything but s[2:3] is dead.
-                assert_eq!(saves, 4, "{t}: two trace loops save two SGPRs each");
+                assert_eq!(
+                    saves,
+                    4 * kernels as usize,
+                    "{t}: two trace loops per kernel"
+                );
+            }
+            // Occupancy never drops; k_grow's 8 VGPRs are all used, so its descriptor grows by
+            // one granule for the lane saves; k_spill's unused tail suffices.
+            for k in &out.report.kernels {
+                assert_eq!(
+                    k.occupancy_after, k.occupancy_before,
+                    "{t} {what} {}",
+                    k.name
+                );
+            }
+            let co = hsaco::CodeObject::parse(&bytes).expect("parse output");
+            let target = co.target.clone();
+            for k in &co.kernels {
+                let vgprs = k.descriptor.registers(&target).vgprs_allocated;
+                // Only the trace loops need scratch SGPRs (the clock goes through M0).
+                let want = if k.name == "k_grow" && what == "trace" {
+                    16
+                } else {
+                    8
+                };
+                assert_eq!(vgprs, want, "{t} {what} {}", k.name);
             }
         }
     }
