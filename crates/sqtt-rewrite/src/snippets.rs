@@ -7,6 +7,8 @@
 //! never touches memory, VGPRs, AGPRs, EXEC or VCC; it writes only M0, SCC and the SGPRs the
 //! caller passes in (proven free by the caller). [`Snippet::new`] re-checks these rules on the
 //! decoded instructions, so the reported clobbers are derived from the code, not hand-kept.
+//! The one exception is [`spill_wrap`], which saves live SGPRs around a finished snippet in lanes
+//! of a VGPR the original program never uses (issue 12 item 3).
 //!
 //! # Hazards (software wait states), per generation
 //! The waits were taken from what `llc-22` inserts for the equivalent LLVM IR
