@@ -425,6 +425,27 @@ pub fn v_readlane_b32(
     e.scalar("src1", lane, false)?.finish()
 }
 
+/// `v_writelane_b32 v<vdst>, src, lane` (VOP3): writes `src` into lane `lane` of `v<vdst>`,
+/// ignoring EXEC (ISA manuals, "V_WRITELANE_B32"; src: SGPR/M0/constant, lane: SGPR/M0 or
+/// inline constant).
+pub fn v_writelane_b32(
+    t: Target,
+    vdst: u16,
+    src: Operand,
+    lane: Operand,
+) -> Result<Instruction, EncodeError> {
+    if vdst > 255 {
+        return Err(EncodeError::BadOperand {
+            what: format!("v{vdst}"),
+            target: t.name(),
+        });
+    }
+    // VOP3 `vdst` holds the VGPR number itself (0..=255).
+    let e = start(t, Format::Vop3, "v_writelane_b32")?.field("vdst", u32::from(vdst))?;
+    let e = e.scalar("src0", src, false)?;
+    e.scalar("src1", lane, false)?.finish()
+}
+
 /// gfx1250 `s_add_pc_i64 lit64(offset)`: PC of the next instruction + `offset` (bytes), always
 /// encoded with the 64-bit literal (scalar source 254, as LLVM 22 encodes it), 12 bytes.
 pub fn s_add_pc_i64(t: Target, offset: i64) -> Result<Instruction, EncodeError> {

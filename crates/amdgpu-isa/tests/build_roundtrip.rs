@@ -136,6 +136,15 @@ fn snippets(t: Target) -> Vec<(Instruction, String)> {
             build::v_readlane_b32(t, Operand::Sgpr(5), 7, Operand::Sgpr(8)).expect("readlane"),
             "v_readlane_b32 s5, v7, s8".into(),
         ),
+        (
+            build::v_writelane_b32(t, 255, Operand::Sgpr(101), Operand::Imm(31))
+                .expect("writelane"),
+            "v_writelane_b32 v255, s101, 31".into(),
+        ),
+        (
+            build::v_writelane_b32(t, 3, Operand::Sgpr(0), Operand::Imm(0)).expect("writelane"),
+            "v_writelane_b32 v3, s0, 0".into(),
+        ),
     ];
     let (add, addc) = if gfx12 {
         ("s_add_co_u32", "s_add_co_ci_u32")

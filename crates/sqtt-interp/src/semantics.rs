@@ -86,6 +86,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "v_readlane_b32",
         "D(SGPR) = VGPR S0 of lane (S1 mod wave_size); ignores EXEC",
     ),
+    (
+        "v_writelane_b32",
+        "VGPR D of lane (S1 mod wave_size) = S0 (scalar); ignores EXEC",
+    ),
 ];
 
 /// Whether `mnemonic` (LLVM spelling) is in [`SUPPORTED`]. Other `s_wait*`/`s_waitcnt*` counter
@@ -479,6 +483,25 @@ pub(crate) fn step(
                         available,
                     })?;
             cx.dst32("vdst", v)?;
+            Ok(Next::Fallthrough)
+        }
+        "v_writelane_b32" => {
+            // VOP3 `vdst` is the VGPR number (0..=255).
+            let vgpr = cx.field("vdst")?;
+            let value = cx.src32("src0")?;
+            let lane = cx.src32("src1")? % cx.w.wave_size;
+            let available = cx.w.vgpr.len();
+            let slot =
+                cx.w.vgpr
+                    .get_mut(vgpr as usize)
+                    .and_then(|r| r.get_mut(lane as usize))
+                    .ok_or(InterpError::VgprOutOfRange {
+                        pc: at.pc,
+                        offset: at.offset,
+                        vgpr,
+                        available,
+                    })?;
+            *slot = value;
             Ok(Next::Fallthrough)
         }
         _ if matches!(i.special(), Special::Waitcnt) => Ok(Next::Fallthrough),

@@ -108,7 +108,9 @@ pub struct SgprFacts {
     /// SMEM destinations of the whole object (what may be in flight when a device function is
     /// entered).
     smem_all: Sgprs,
-    cache: Option<(usize, Vec<Sgprs>)>,
+    /// Per instruction of one function: (free, savable) sets (see [`SgprFacts::free_at`] and
+    /// [`SgprFacts::savable_at`]).
+    cache: Option<(usize, Vec<(Sgprs, Sgprs)>)>,
 }
 
 /// Per-instruction exits and callees of a function, by instruction index.
@@ -356,23 +358,39 @@ impl SgprFacts {
         pend.into_iter().map(|p| p.unwrap_or(ALL_SGPRS)).collect()
     }
 
-    /// SGPRs inserted code may write right before instruction `i` of function `fi` (dead, not
-    /// awaiting an SMEM result, allowed in the function).
-    pub fn free_at(&mut self, prog: &Program, fi: usize, i: usize) -> Sgprs {
+    /// Per-instruction (free, savable) sets of function `fi`, cached.
+    fn sets_at(&mut self, prog: &Program, fi: usize, i: usize) -> (Sgprs, Sgprs) {
         if self.cache.as_ref().is_none_or(|(f, _)| *f != fi) {
             let live = self.live_in(prog, fi);
             let pend = self.pending_in(prog, fi);
-            let free = live
+            let sets = live
                 .iter()
                 .zip(&pend)
-                .map(|(l, p)| self.allowed[fi] & !l & !p)
+                .map(|(l, p)| {
+                    let savable = self.allowed[fi] & !p;
+                    (savable & !l, savable)
+                })
                 .collect();
-            self.cache = Some((fi, free));
+            self.cache = Some((fi, sets));
         }
         self.cache
             .as_ref()
             .and_then(|(_, v)| v.get(i).copied())
-            .unwrap_or(0)
+            .unwrap_or((0, 0))
+    }
+
+    /// SGPRs inserted code may write right before instruction `i` of function `fi` (dead, not
+    /// awaiting an SMEM result, allowed in the function).
+    pub fn free_at(&mut self, prog: &Program, fi: usize, i: usize) -> Sgprs {
+        self.sets_at(prog, fi, i).0
+    }
+
+    /// SGPRs inserted code may use right before instruction `i` of function `fi` when it saves
+    /// and restores their values around itself (issue 12 item 3): allowed in the function and
+    /// not awaiting an SMEM result (a result arriving between the save and the restore would be
+    /// lost). Live ones included; the caller removes what the snippet reads as input.
+    pub fn savable_at(&mut self, prog: &Program, fi: usize, i: usize) -> Sgprs {
+        self.sets_at(prog, fi, i).1
     }
 
     /// SGPRs inserted code may use in function `fi` at all.
@@ -394,39 +412,70 @@ impl SgprFacts {
     }
 }
 
-/// Registers handed out to one snippet from the SGPRs free at its insertion point.
+/// Registers handed out to one snippet from the SGPRs free at its insertion point, and, when
+/// none is left and a spill VGPR exists, from live SGPRs that the snippet saves into lanes of
+/// that VGPR first and restores afterwards ([`crate::snippets::spill_wrap`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SiteRegs {
     free: Sgprs,
+    /// Live SGPRs that may be saved and restored (empty without a spill VGPR).
+    savable: Sgprs,
+    /// VGPR whose lanes hold saved SGPRs ([`spill_vgprs`]).
+    pub vgpr: Option<u16>,
     /// Every SGPR handed out so far.
     pub used: Sgprs,
+    /// The handed-out SGPRs that are live and must be saved and restored.
+    pub spilled: Sgprs,
 }
 
 impl SiteRegs {
-    /// An allocator over `free`.
+    /// An allocator over `free` that never spills.
     pub fn new(free: Sgprs) -> SiteRegs {
-        SiteRegs { free, used: 0 }
+        SiteRegs::with_spill(free, 0, None)
     }
 
-    /// The lowest free SGPR, or `Err(why)` naming the role that found none.
+    /// An allocator over `free` that falls back to `savable` SGPRs (saved in lanes of `vgpr`).
+    pub fn with_spill(free: Sgprs, savable: Sgprs, vgpr: Option<u16>) -> SiteRegs {
+        SiteRegs {
+            free,
+            savable: if vgpr.is_some() { savable & !free } else { 0 },
+            vgpr,
+            used: 0,
+            spilled: 0,
+        }
+    }
+
+    fn take(&mut self, regs: Sgprs) {
+        self.spilled |= regs & !self.free;
+        self.free &= !regs;
+        self.savable &= !regs;
+        self.used |= regs;
+    }
+
+    /// The lowest free SGPR, else the lowest savable one (spilled), or `Err(why)` naming the
+    /// role that found none.
     pub fn one(&mut self, role: &str) -> Result<u8, String> {
-        if self.free == 0 {
+        let pool = if self.free != 0 {
+            self.free
+        } else {
+            self.savable
+        };
+        if pool == 0 {
             return Err(format!("no SGPR is provably free here for {role}"));
         }
-        let r = self.free.trailing_zeros() as u8;
-        self.free &= !(1u128 << r);
-        self.used |= 1u128 << r;
+        let r = pool.trailing_zeros() as u8;
+        self.take(1u128 << r);
         Ok(r)
     }
 
-    /// The lowest free even-aligned SGPR pair (`s[r:r+1]`), or `Err(why)`.
+    /// The lowest free even-aligned SGPR pair (`s[r:r+1]`), else the lowest pair made of free
+    /// and savable SGPRs (the savable ones spilled), or `Err(why)`.
     pub fn pair(&mut self, role: &str) -> Result<u8, String> {
-        let r = (0..105u8)
-            .step_by(2)
-            .find(|&r| self.free >> r & 3 == 3)
+        let find = |pool: Sgprs| (0..105u8).step_by(2).find(|&r| pool >> r & 3 == 3);
+        let r = find(self.free)
+            .or_else(|| find(self.free | self.savable))
             .ok_or_else(|| format!("no SGPR pair is provably free here for {role}"))?;
-        self.free &= !(3u128 << r);
-        self.used |= 3u128 << r;
+        self.take(3u128 << r);
         Ok(r)
     }
 }
@@ -434,4 +483,82 @@ impl SiteRegs {
 /// SGPR numbers of a set, ascending.
 pub fn members(s: Sgprs) -> impl Iterator<Item = u8> {
     (0..106u8).filter(move |r| s >> r & 1 == 1)
+}
+
+/// Whether `inst` may address VGPRs other than its decoded operands: M0- or mode-indexed VGPR
+/// access (`v_movrel*`, gfx9 `s_set_gpr_idx_*`), gfx1250 VGPR bank selection (`s_set_vgpr_msb`)
+/// or gfx12+ dynamic VGPR allocation (`s_alloc_vgpr`).
+fn indexes_vgprs(inst: &Instruction) -> bool {
+    let m = inst.mnemonic();
+    [
+        "v_movrel",
+        "s_set_gpr_idx",
+        "s_set_vgpr_msb",
+        "s_alloc_vgpr",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
+}
+
+/// The VGPR each function may use to save SGPRs in (issue 12 item 3). `caps`: per kernel, its
+/// function index, the architected VGPRs its descriptor allocates now, and the most it may be
+/// given without fewer waves per SIMD (the caller's occupancy rule). A VGPR is usable when no
+/// original instruction of any kernel call graph containing the function touches it (VGPR or
+/// AGPR number) and every one of those kernels has it allocated or may grow to it: the highest
+/// VGPR already allocated everywhere (no descriptor change), else the lowest untouched one (the
+/// smallest growth, the caller grows the descriptors). Its lanes then hold nothing the original program
+/// ever reads. `None` for a function no kernel reaches, a call graph with an unresolved call or
+/// a function that did not decode, one that indexes VGPRs ([`indexes_vgprs`]), or no such VGPR.
+/// At most v255 (`v_readlane_b32` / `v_writelane_b32` address v0..v255).
+pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32, u32)]) -> Vec<Option<u16>> {
+    let n = prog.funcs.len();
+    // Per function: highest VGPR/AGPR number + 1 its instructions touch, or None when unknown.
+    let top: Vec<Option<u16>> = prog
+        .funcs
+        .iter()
+        .map(|f| {
+            if opaque(f) || f.calls.iter().any(|(_, c)| *c == Callee::Indirect) {
+                return None;
+            }
+            let mut t = 0u16;
+            for (_, i) in &f.insts {
+                if indexes_vgprs(i) {
+                    return None;
+                }
+                for set in [i.reads(), i.writes()] {
+                    for r in [set.max_vgpr(), set.max_agpr()].into_iter().flatten() {
+                        t = t.max(r + 1);
+                    }
+                }
+            }
+            Some(t)
+        })
+        .collect();
+    // Per function: (lowest allocation, lowest growth cap, highest top) over the call graphs of
+    // the kernels reaching it.
+    let mut bound: Vec<Option<(u32, u32, Option<u16>)>> = vec![None; n];
+    for &(k, now, cap) in caps {
+        let reach = prog.reachable(k);
+        let used = reach
+            .iter()
+            .try_fold(0u16, |a, &g| top[g].map(|t| a.max(t)));
+        for &g in &reach {
+            bound[g] = Some(match bound[g] {
+                None => (now, cap, used),
+                Some((a, c, u)) => (a.min(now), c.min(cap), u.zip(used).map(|(x, y)| x.max(y))),
+            });
+        }
+    }
+    bound
+        .into_iter()
+        .map(|b| {
+            let (now, cap, used) = b?;
+            let used = used?;
+            let highest = u16::try_from(now.min(256)).ok()?.checked_sub(1)?;
+            if highest >= used {
+                return Some(highest);
+            }
+            (u32::from(used) < cap.min(256)).then_some(used)
+        })
+        .collect()
 }

@@ -630,6 +630,15 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
     };
     crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
     let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, &co));
+    let caps: Vec<(usize, u32, u32)> = kernel_funcs(&prog, &co)
+        .map(|(fi, k)| {
+            let now = k.descriptor.registers(&co.target).arch_vgprs;
+            (fi, now, vgpr_budget(&co, k))
+        })
+        .collect();
+    let spill_vgpr = crate::regs::spill_vgprs(&prog, &caps);
+    // Per function: VGPRs the lane saves of its snippets need allocated (highest spill VGPR + 1).
+    let mut spill_need: Vec<u32> = vec![0; prog.funcs.len()];
     let scope = opts.scope.filter(|m| m.filters(target));
     let flags = match scope {
         Some(_) => scope_flags(&prog, &mut sgprs),
@@ -679,7 +688,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             let needs_m0 = packing.is_some()
                 || trace.is_some()
                 || !(target.has_ttracedata_imm() && value <= 0xff);
-            let mut regs = SiteRegs::new(sgprs.free_at(&prog, s.func, s.before));
+            let mut regs = site_regs(&prog, &mut sgprs, s.func, s.before, spill_vgpr[s.func]);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
             } else {
@@ -700,9 +709,13 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
                     _ => site_code(target, value, k, packing, flag, scc_live, &mut regs),
                 }
             });
+            let code = code.and_then(|c| spilled(target, &regs, c));
             match code {
                 Ok(code) => {
                     used_by_func[s.func] |= regs.used;
+                    if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
+                        spill_need[s.func] = spill_need[s.func].max(u32::from(v) + 1);
+                    }
                     snippets
                         .entry((s.func, s.before))
                         .or_default()
@@ -810,13 +823,17 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             let init = entry
                 .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
                 .and_then(|e| {
-                    let mut regs = SiteRegs::new(sgprs.free_at(&prog, fi, e));
+                    let mut regs = site_regs(&prog, &mut sgprs, fi, e, spill_vgpr[fi]);
                     let tmp = regs.one("the scope check's scratch")?;
                     let code = crate::snippets::scope_init(target, &masks, flag, tmp)
                         .map_err(|x| x.to_string())?
                         .code;
                     let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
                     let code = save_scc(target, code, scc_live, &mut regs)?;
+                    let code = spilled(target, &regs, code)?;
+                    if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
+                        spill_need[fi] = spill_need[fi].max(u32::from(v) + 1);
+                    }
                     used_by_func[fi] |= regs.used | 1u128 << flag;
                     Ok((e, code))
                 });
@@ -1182,11 +1199,18 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         "options": format!("{opts:?}"),
     });
     ed.add_or_replace_section(PATCH_SECTION, 1, 0, 1, format!("{record}\n").into_bytes())?;
-    let bumped = if target.family() == Family::Gfx9 {
-        bump_gfx9_sgprs(&co, &mut ed, &need)?
+    let sgpr_need = if target.family() == Family::Gfx9 {
+        need
     } else {
-        Vec::new()
+        BTreeMap::new()
     };
+    let vgpr_need: BTreeMap<String, u32> = kernel_funcs(&prog, &co)
+        .map(|(fi, k)| {
+            let v = prog.reachable(fi).iter().map(|&g| spill_need[g]).max();
+            (k.name.clone(), v.unwrap_or(0))
+        })
+        .collect();
+    let bumped = bump_registers(&co, &mut ed, &sgpr_need, &vgpr_need)?;
     let bytes = ed.write()?;
     // Report.
     fill_function_reports(&mut report, &prog, &layout, &snippets, &ids, text_end);
@@ -1458,6 +1482,40 @@ fn relaxable(
     Err("not an instruction of any function".into())
 }
 
+/// The register allocator of a snippet in front of instruction `i` of function `fi`: the SGPRs
+/// free there, and with a spill VGPR `vgpr` the savable live SGPRs ([`SgprFacts::savable_at`])
+/// except those instruction `i` reads (a snippet may read the operands of the instruction it
+/// traces, so they keep their values throughout).
+fn site_regs(
+    prog: &Program,
+    sgprs: &mut SgprFacts,
+    fi: usize,
+    i: usize,
+    vgpr: Option<u16>,
+) -> SiteRegs {
+    let free = sgprs.free_at(prog, fi, i);
+    let inputs = prog.funcs[fi]
+        .insts
+        .get(i)
+        .map_or(ALL_SGPRS, |(_, x)| crate::regs::sgpr_reads(x));
+    SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
+}
+
+/// `code` with the live SGPRs `regs` handed out saved before it and restored after it
+/// ([`crate::snippets::spill_wrap`]); unchanged when none was.
+fn spilled(
+    t: Target,
+    regs: &SiteRegs,
+    code: Vec<amdgpu_isa::Instruction>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    match regs.vgpr {
+        Some(v) if regs.spilled != 0 => {
+            crate::snippets::spill_wrap(t, v, regs.spilled, code).map_err(|x| x.to_string())
+        }
+        _ => Ok(code),
+    }
+}
+
 /// Wraps `code` (which clobbers SCC) in an SCC save/restore when SCC is live there:
 /// `s_cselect_b32 sS, 1, 0` before and `s_cmp_lg_u32 sS, 0` after (gfx12: `s_wait_alu
 /// depctr_sa_sdst(0)` before the restore reads the saved SGPR).
@@ -1589,26 +1647,40 @@ fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
     best
 }
 
-/// gfx9: grows each kernel's granulated SGPR count (descriptor) so that its allocation covers
-/// `need[kernel]` SGPRs (highest SGPR inserted code writes in its call graph + 1 + 6 extras).
-/// [`allocation_masks`] only hands out registers within [`gfx9_sgpr_budget`], so occupancy never
-/// drops. Returns the kernels changed with their new allocation and waves per SIMD (recomputed
-/// from the new descriptor, so the report shows what the hardware will do).
-fn bump_gfx9_sgprs(
+/// Grows each kernel's granulated SGPR count (gfx9; descriptor) so that its allocation covers
+/// `sgprs[kernel]` SGPRs (highest SGPR inserted code writes in its call graph + 1 + 6 extras),
+/// and its granulated VGPR count so that it covers `vgprs[kernel]` VGPRs (the VGPR whose lanes
+/// hold saved SGPRs + 1). [`allocation_masks`] only hands out SGPRs within
+/// [`gfx9_sgpr_budget`] and [`crate::regs::spill_vgprs`] only VGPRs within [`vgpr_budget`], so
+/// occupancy never drops. Returns the kernels changed with their new SGPR allocation and waves
+/// per SIMD (recomputed from the new descriptor, so the report shows what the hardware will do).
+fn bump_registers(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
-    need: &BTreeMap<String, u32>,
+    sgprs: &BTreeMap<String, u32>,
+    vgprs: &BTreeMap<String, u32>,
 ) -> Result<Vec<(String, Option<u32>, u32)>, RewriteError> {
     let mut changed = Vec::new();
     for k in &co.kernels {
         let regs = k.descriptor.registers(&co.target);
-        let now = regs.sgprs.unwrap_or(0);
-        let needed = need.get(&k.name).copied().unwrap_or(0);
-        if needed <= now {
+        let want_s = sgprs.get(&k.name).copied().unwrap_or(0);
+        let want_v = vgprs.get(&k.name).copied().unwrap_or(0);
+        let grow_s = regs.sgprs.is_some_and(|now| want_s > now);
+        let grow_v = want_v > regs.vgprs_allocated;
+        if !grow_s && !grow_v {
             continue;
         }
         let mut kd = k.descriptor.clone();
-        kd.set_granulated_sgpr_count(hsaco::kd::sgprs_to_granules(&co.target, needed));
+        if grow_s {
+            kd.set_granulated_sgpr_count(hsaco::kd::sgprs_to_granules(&co.target, want_s));
+        }
+        if grow_v {
+            kd.set_granulated_vgpr_count(hsaco::kd::vgprs_to_granules(
+                &co.target,
+                regs.wave32,
+                want_v,
+            ));
+        }
         ed.set_kernel_descriptor(&k.name, &kd)?;
         let regs = kd.registers(&co.target);
         let occ = hsaco::kd::occupancy(
@@ -1621,6 +1693,27 @@ fn bump_gfx9_sgprs(
         changed.push((k.name.clone(), regs.sgprs, occ.waves_per_simd));
     }
     Ok(changed)
+}
+
+/// Most architected VGPRs kernel `k` can be given with the same waves per SIMD (hsaco
+/// `occupancy`, LLVM `getOccupancyWithNumVGPRs`), at most 256 (the VGPRs `v_writelane_b32`
+/// addresses). The gfx90a family keeps its allocation: its granule also covers the AGPRs that
+/// follow `accum_offset`, so growing it adds no architected VGPR.
+fn vgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
+    let regs = k.descriptor.registers(&co.target);
+    if co.target.has_gfx90a_insts() {
+        return regs.arch_vgprs;
+    }
+    let lds = k.descriptor.group_segment_fixed_size;
+    let sgprs = regs.sgprs.unwrap_or(0);
+    let occ = |v: u32| hsaco::kd::occupancy(&co.target, regs.wave32, v, sgprs, lds).waves_per_simd;
+    let step = hsaco::kd::vgpr_encoding_granule(&co.target, regs.wave32);
+    let base = occ(regs.vgprs_allocated);
+    let mut best = regs.vgprs_allocated;
+    while best + step <= 256 && occ(best + step) == base {
+        best += step;
+    }
+    best
 }
 
 /// Every code-object kernel with the index of its function in `prog` (several kernels may share

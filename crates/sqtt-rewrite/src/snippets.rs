@@ -7,6 +7,8 @@
 //! never touches memory, VGPRs, AGPRs, EXEC or VCC; it writes only M0, SCC and the SGPRs the
 //! caller passes in (proven free by the caller). [`Snippet::new`] re-checks these rules on the
 //! decoded instructions, so the reported clobbers are derived from the code, not hand-kept.
+//! The one exception is [`spill_wrap`], which saves live SGPRs around a finished snippet in lanes
+//! of a VGPR the original program never uses (issue 12 item 3).
 //!
 //! # Hazards (software wait states), per generation
 //! The waits were taken from what `llc-22` inserts for the equivalent LLVM IR
@@ -47,6 +49,7 @@
 mod addr;
 mod clock;
 mod scope;
+mod spill;
 
 pub use addr::{
     address_trace, payload_count, scratch_count, scratch_wanted, trace_name, AddrSource, ScalarSrc,
@@ -54,6 +57,7 @@ pub use addr::{
 };
 pub use clock::clock_marker;
 pub use scope::{scope_guard, scope_init, ScopeMasks};
+pub use spill::{spill_wrap, MAX_SAVED};
 
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::hazard;

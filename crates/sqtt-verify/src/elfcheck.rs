@@ -662,10 +662,16 @@ pub(crate) fn check_descriptors(
         if nk.entry % 256 != 0 {
             findings.push(kf("kernel entry is not 256-byte aligned".into()));
         }
-        // Every field except entry offset, SGPR granule and gfx11+ INST_PREF_SIZE is unchanged.
+        // Every field except entry offset, SGPR granule, a grown VGPR granule (VGPR lanes that
+        // hold saved SGPRs, issue 12; not on the gfx90a family, whose granule also counts
+        // AGPRs) and gfx11+ INST_PREF_SIZE is unchanged. Waves per SIMD are checked below.
         let mut want = ok.descriptor.clone();
         want.kernel_code_entry_byte_offset = nk.descriptor.kernel_code_entry_byte_offset;
         want.set_granulated_sgpr_count(nk.descriptor.granulated_sgpr_count());
+        let vgpr_granule = nk.descriptor.granulated_vgpr_count();
+        if !n.target.has_gfx90a_insts() && vgpr_granule > ok.descriptor.granulated_vgpr_count() {
+            want.set_granulated_vgpr_count(vgpr_granule);
+        }
         if let Some(v) = nk.descriptor.inst_pref_size(gen) {
             want.set_inst_pref_size(gen, v);
         }
@@ -676,7 +682,7 @@ pub(crate) fn check_descriptors(
                 .zip(b.iter())
                 .position(|(x, y)| x != y)
                 .unwrap_or_default();
-            findings.push(kf(format!("descriptor byte {at:#x} changed (only the entry offset, SGPR granule and INST_PREF_SIZE may change)")));
+            findings.push(kf(format!("descriptor byte {at:#x} changed (only the entry offset, SGPR granule, a grown VGPR granule and INST_PREF_SIZE may change)")));
         }
         // Kernarg preload (AMDGPUUsage "Preloaded Kernel Arguments"): firmware may enter at
         // entry + 256, so the kernel's first 256 bytes keep their layout: no insertion there and

@@ -191,6 +191,7 @@ pub(crate) fn analyse(
         .map(|(fi, f)| (f.kind == crate::FunctionKind::Kernel).then(|| cg.reachable(fi)))
         .collect();
     let flags = scope_flags(p, &reach, findings);
+    let vgprs_used = crate::spill::used_in_call_graphs(p, &reach);
     // A kernel's entry run computes the scope flags its call graph tests. `scope_flags` proved
     // that no original instruction the kernel reaches touches them, so writing them there
     // changes nothing the original program reads, even where liveness is conservative (an
@@ -214,7 +215,12 @@ pub(crate) fn analyse(
         .enumerate()
         .map(|(fi, f)| {
             let mut found = Vec::new();
-            check_inserted(p, f, &all_flags, &changeable[fi], packing, &mut found);
+            let regs = RunRegs {
+                changeable: &changeable[fi],
+                vgprs_used: vgprs_used[fi],
+                wave: wave_sizes.get(fi).copied().unwrap_or(64),
+            };
+            check_inserted(p, f, &cfgs[fi], &all_flags, &regs, packing, &mut found);
             check_windows(f, &mut found);
             let env = region::Env {
                 target: p.isa,
@@ -427,18 +433,30 @@ fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) 
     }
 }
 
+/// What inserted code of one function may do with registers.
+struct RunRegs<'a> {
+    /// `changeable[k]`: SGPRs inserted code in front of original `k` may change.
+    changeable: &'a [u128],
+    /// VGPRs original code of the function's call graphs uses (no lane save may go there).
+    vgprs_used: crate::spill::Vgprs,
+    /// Lanes of the waves running the function.
+    wave: u32,
+}
+
 /// Static whitelist of every inserted instruction (class, memory, registers written, branch
-/// targets, hardware registers read).
-/// `flags`: every scope-filter flag of the object (only kernel entry runs may write one);
-/// `changeable[k]`: SGPRs inserted code in front of original `k` may change.
+/// targets, hardware registers read), and the SGPRs each run writes: changeable there, or saved
+/// and restored around the run ([`crate::spill`]).
+/// `flags`: every scope-filter flag of the object (only kernel entry runs may write one).
 fn check_inserted(
     p: &Program,
     f: &Func,
+    cfg: &Cfg,
     flags: &BTreeSet<u16>,
-    changeable: &[u128],
+    regs: &RunRegs,
     packing: bool,
     findings: &mut Vec<Finding>,
 ) {
+    let changeable = regs.changeable;
     let every = every_sgpr();
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
@@ -450,6 +468,40 @@ fn check_inserted(
         };
         let (run_start, run_end) = (first.addr, end.addr);
         let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
+        let landings: Vec<u64> = cfg
+            .succs
+            .iter()
+            .flatten()
+            .filter(|&&(s, _)| s == k)
+            .filter_map(|&(_, l)| l)
+            .collect();
+        let body: Vec<NInst> = run
+            .iter()
+            .filter(|n| p.island_containing(n.addr).is_none())
+            .copied()
+            .collect();
+        let saves = crate::spill::saves(&body, run_end, &landings, regs.wave, regs.vgprs_used);
+        for (a, msg) in saves.problems {
+            findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
+        }
+        let may_write = changeable.get(k).copied().unwrap_or(0) | saves.restored;
+        if let Some(n) = body
+            .iter()
+            .find(|n| n.inst.writes().sgpr_bits() & !may_write != 0)
+        {
+            let w = n.inst.writes().sgpr_bits() & !may_write;
+            findings.push(fnd(
+                f,
+                Check::Inserted,
+                Some(o.addr),
+                Some(n.addr),
+                format!(
+                    "inserted {} writes s{}, which is live or awaiting an SMEM result there and not saved and restored around the run",
+                    n.inst.mnemonic(),
+                    w.trailing_zeros()
+                ),
+            ));
+        }
         for n in run {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {
@@ -505,7 +557,9 @@ fn check_inserted(
                 bad(format!("inserted instruction {m} accesses memory"));
             }
             let m0_save = matches!(class, Some(Region::Legacy(Allowed::SaveM0(_))));
-            if !m0_save && !writes_only(&n.inst, &every) {
+            // Lane saves write a VGPR; `spill::saves` checked them above.
+            let lane_save = matches!(class, Some(Region::Writelane));
+            if !m0_save && !lane_save && !writes_only(&n.inst, &every) {
                 bad(format!(
                     "inserted instruction {m} writes registers other than M0, SCC and SGPRs"
                 ));
@@ -913,6 +967,7 @@ fn check_runs(
         let executable = whole.iter().all(|x| {
             region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
                 || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
+                || matches!(region_class(&x.inst), Some(Region::Writelane))
         });
         let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
         for &land in es {

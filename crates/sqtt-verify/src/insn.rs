@@ -170,6 +170,8 @@ pub(crate) enum Region {
     Wait,
     /// `v_readlane_b32 sX, vN, lane` (reads one lane of a VGPR into an SGPR).
     Readlane,
+    /// `v_writelane_b32 vN, sX, lane` (saves an SGPR in one lane of a VGPR; `spill` checks it).
+    Writelane,
 }
 
 /// SALU mnemonic stems whose only effects are their register operands and SCC (ISA manuals,
@@ -286,20 +288,22 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
                 .then_some(Region::Salu)
         }
         Format::Vop3 if m == "v_readlane_b32" => Some(Region::Readlane),
+        Format::Vop3 if m == "v_writelane_b32" => Some(Region::Writelane),
         _ => None,
     }
 }
 
 /// Whether `inst` may be part of an inserted run for the aligner: a simple marker-snippet
 /// instruction, a region instruction whose SGPR writes all lie in `free` (SGPRs no original
-/// instruction of the object uses) and which writes nothing else but M0 and SCC, or a
-/// `v_writelane_b32` / `v_readfirstlane_b32` (never allowed, but aligned as inserted).
+/// instruction of the object uses) and which writes nothing else but M0 and SCC, a
+/// `v_writelane_b32` (a lane save, checked by `spill`), or a `v_readfirstlane_b32` (never
+/// allowed, but aligned as inserted).
 pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
     match region_class(inst) {
         // Lane movers are what a faulty snippet most plausibly contains: align them as inserted
         // so that the whitelist reports them instead of a broken alignment.
-        None => matches!(inst.mnemonic(), "v_writelane_b32" | "v_readfirstlane_b32"),
-        Some(Region::Legacy(_)) => true,
+        None => inst.mnemonic() == "v_readfirstlane_b32",
+        Some(Region::Legacy(_) | Region::Writelane) => true,
         Some(_) => writes_only(inst, free),
     }
 }

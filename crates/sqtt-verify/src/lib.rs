@@ -48,6 +48,7 @@ mod hazard;
 mod insn;
 mod region;
 mod sgprs;
+mod spill;
 mod verbatim;
 
 use serde::Serialize;

@@ -274,7 +274,7 @@ fn address_trace_block_verifies_and_its_mutations_are_rejected() {
             show(&r)
         );
 
-        // v_writelane writes a VGPR.
+        // v_writelane writes a VGPR, and not as a save of an SGPR (issue 12 item 3).
         let wl = cat(&block(t, ws, 5, LoopEnd::Head, true));
         let new = with_funcmap(&insert_before(&s.orig, s.store, &wl), &rows(ws, count));
         let r = run(&s.orig, &new);
@@ -282,7 +282,7 @@ fn address_trace_block_verifies_and_its_mutations_are_rejected() {
             has(
                 &r,
                 Check::Inserted,
-                "inserted instruction v_writelane_b32 is not allowed"
+                "v_writelane_b32 is not a save of an SGPR into a constant lane"
             ),
             "{mcpu}:\n{}",
             show(&r)
