@@ -671,7 +671,7 @@ fn decode_original(
     Ok(out)
 }
 
-fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
+pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
     let mut out = Vec::new();
     for (k, (_, g)) in body.iter().enumerate() {
         if g.special() != Special::GetPc {

@@ -98,7 +98,12 @@ fn smem_drained(i: &Instruction) -> bool {
     }
 }
 
-/// Original target of the latest address builder before `k` that produces the pair `pair`.
+/// Original target of the latest address builder before `k` that produces the pair `pair`, when
+/// the pair provably still holds it at `k`: the builder and `k` are on one straight-line stretch
+/// (no original branch or address-builder target lands after the `s_getpc` up to `k`) and nothing
+/// after the builder's last instruction writes either half of the pair (an `-O0` spill/reload
+/// through VGPR lanes or a load of a function pointer would). Otherwise `None`: the call is
+/// unresolved and liveness treats it as reaching anything.
 fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let b = f
         .builders
@@ -107,6 +112,29 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
         .max_by_key(|b| b.getpc)?;
     let lo = &f.orig.get(b.lo)?.inst;
     let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
+    let done = b.hi.map_or(b.lo, |h| h.max(b.lo));
+    let written = (done + 1..k).any(|j| {
+        let w = writes(&f.orig[j].inst);
+        w >> pair & 3 != 0
+    });
+    let first = f.orig.get(b.getpc + 1)?.addr;
+    let last = f.orig.get(k)?.addr;
+    let lands_between = |t: u64| t >= first && t <= last;
+    let joined = f
+        .orig
+        .iter()
+        .any(|o| o.inst.branch_target(o.addr).is_some_and(lands_between))
+        || f.builders.iter().any(|o| {
+            let (Some(l), Some(g)) = (f.orig.get(o.lo), f.orig.get(o.getpc)) else {
+                return true;
+            };
+            let h = o.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
+            o.offset(&l.inst, h)
+                .is_some_and(|off| lands_between(g.addr.wrapping_add(4).wrapping_add(off as u64)))
+        });
+    if written || joined {
+        return None;
+    }
     let off = b.offset(lo, hi)?;
     Some(
         f.orig
@@ -406,4 +434,81 @@ pub(crate) fn touched(f: &Func) -> Mask {
     f.orig
         .iter()
         .fold(0, |a, o| a | reads(&o.inst) | writes(&o.inst))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::OInst;
+    use crate::FunctionKind;
+    use amdgpu_isa::{decode_all, Target};
+
+    /// A function from gfx942 words (llvm-mc-22 encodings) at address 0x1000.
+    fn func(bytes: &[u8]) -> Func {
+        let t = Target::from_name("gfx942").expect("gfx942");
+        let mut addr = 0x1000;
+        let body: Vec<(u64, Instruction)> = decode_all(bytes, t)
+            .expect("decodes")
+            .into_iter()
+            .map(|i| {
+                let a = addr;
+                addr += i.len() as u64;
+                (a, i)
+            })
+            .collect();
+        Func {
+            name: "f".into(),
+            kind: FunctionKind::Function,
+            orig_start: 0x1000,
+            orig_end: addr,
+            new_start: None,
+            new_region_end: addr,
+            builders: crate::code::find_builders(&body),
+            orig: body
+                .into_iter()
+                .map(|(addr, inst)| OInst {
+                    addr,
+                    inst,
+                    new: None,
+                    run: 0..0,
+                })
+                .collect(),
+            inserted: Vec::new(),
+            padding: Vec::new(),
+            falls_off: None,
+        }
+    }
+
+    /// `s_getpc_b64 s[0:1]; s_add_u32 s0, s0, 0x100; s_addc_u32 s1, s1, 0`, then `between`, then
+    /// `s_swappc_b64 s[30:31], s[0:1]` (llvm-mc-22 -mcpu=gfx942 encodings).
+    fn call_after(between: &[u8]) -> Func {
+        let mut b = vec![
+            0x00, 0x1c, 0x80, 0xbe, 0x00, 0xff, 0x00, 0x80, 0x00, 0x01, 0x00, 0x00, 0x01, 0x80,
+            0x01, 0x82,
+        ];
+        b.extend_from_slice(between);
+        b.extend_from_slice(&[0x00, 0x1e, 0x9e, 0xbe, 0x00, 0x00, 0x81, 0xbf]);
+        func(&b)
+    }
+
+    /// A call through a builder's pair resolves to the builder's target only while the pair
+    /// provably holds it (session-6 finding: the latest builder was taken even when the pair was
+    /// overwritten before the call, e.g. by an `-O0` reload from VGPR lanes).
+    #[test]
+    fn call_targets_need_an_untouched_pair_on_a_straight_line() {
+        // Target: getpc address + 4 + 0x100.
+        let f = call_after(&[]);
+        assert_eq!(builder_target(&f, 3, 0), Some(0x1104));
+        // `s_mov_b32 s2, s5` touches another pair: still resolved.
+        let f = call_after(&[0x05, 0x00, 0x82, 0xbe]);
+        assert_eq!(builder_target(&f, 4, 0), Some(0x1104));
+        // `s_mov_b32 s0, s5` overwrites the low half: unresolved.
+        let f = call_after(&[0x05, 0x00, 0x80, 0xbe]);
+        assert_eq!(builder_target(&f, 4, 0), None);
+        // `s_cbranch_scc0 -2` (back to the s_addc_u32's successor region): a branch lands
+        // between the builder and the call, so another path may reach the call: unresolved.
+        let f = call_after(&[0x00, 0x00, 0x84, 0xbf, 0xfe, 0xff, 0x84, 0xbf]);
+        assert_eq!(f.orig[4].inst.mnemonic(), "s_cbranch_scc0");
+        assert_eq!(builder_target(&f, 5, 0), None);
+    }
 }
