@@ -585,3 +585,89 @@ fn relocate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_isa::decode;
+
+    /// `s_cbranch_scc0` at 0x1000 with a landing block `{s_ttracedata_imm 1; jump}` to the
+    /// `s_nop 0` at `target`, then `nops` original `s_nop 0`s.
+    fn plan(t: Target, nops: u64, target: u64, long: bool) -> TextPlan {
+        let mut pieces = vec![
+            Piece::Orig {
+                addr: 0x1000,
+                inst: build::s_cbranch_scc0(t, 0).unwrap(),
+                reloc: Reloc::ToIsland { island: 0 },
+            },
+            Piece::Island {
+                from: 0x1000,
+                target,
+                markers: vec![build::s_ttracedata_imm(t, 1).unwrap()],
+                long,
+                pair: 4,
+                isa: t,
+                skip: true,
+            },
+        ];
+        for i in 0..nops {
+            pieces.push(Piece::Orig {
+                addr: 0x1004 + 4 * i,
+                inst: build::s_nop(t, 0).unwrap(),
+                reloc: Reloc::None,
+            });
+        }
+        TextPlan {
+            text_addr: 0x1000,
+            pieces,
+            pcrels: Vec::new(),
+        }
+    }
+
+    fn at(l: &Layout, a: u64) -> Instruction {
+        let off = (a - 0x1000) as usize;
+        decode(&l.bytes[off..], Target::from_name("gfx1100").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn landing_block_runs_its_markers_then_jumps_to_the_target() {
+        let t = Target::from_name("gfx1100").unwrap();
+        let l = lay_out(&plan(t, 4, 0x1008, false), 0x1014).unwrap();
+        // branch → block at 0x1008 (after the skip); skip → the first original after the block.
+        assert_eq!(at(&l, 0x1000).branch_target(0x1000), Some(0x1008));
+        assert_eq!(at(&l, 0x1004).mnemonic(), "s_branch");
+        assert_eq!(at(&l, 0x1004).branch_target(0x1004), Some(0x1010));
+        assert_eq!(
+            at(&l, 0x1008).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        let dest = l.map_branch(0x1008).unwrap();
+        assert_eq!(at(&l, 0x100c).branch_target(0x100c), Some(dest));
+        assert_eq!(l.new_inst_addr(0x1004), Some(0x1010));
+    }
+
+    #[test]
+    fn far_landing_block_is_out_of_range_until_its_jump_is_long() {
+        let t = Target::from_name("gfx1100").unwrap();
+        // 40,000 dwords: beyond simm16.
+        let target = 0x1004 + 4 * 39_999;
+        let end = 0x1004 + 4 * 40_000;
+        assert_eq!(
+            lay_out(&plan(t, 40_000, target, false), end).unwrap_err(),
+            LayoutError::OutOfRange { at: 0x1000 }
+        );
+        let l = lay_out(&plan(t, 40_000, target, true), end).unwrap();
+        assert_eq!(
+            at(&l, 0x1008).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        // s_getpc_b64 s[4:5] at 0x100c; the adds' literals carry the offset from 0x1010.
+        assert_eq!(at(&l, 0x100c).mnemonic(), "s_getpc_b64");
+        let lo = at(&l, 0x1010).literal().unwrap();
+        let hi = at(&l, 0x1018).literal().unwrap();
+        let dest = 0x1010u64.wrapping_add((hi << 32) | lo);
+        assert_eq!(Some(dest), l.map_branch(target));
+        let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
+        assert_eq!(Some(skip), l.new_inst_addr(0x1004));
+    }
+}

@@ -790,9 +790,25 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         })
         .collect();
     ids.retain(|k, _| emitted.contains(k));
-    // Entry snippets first at a shared point (they are skipped by branches).
+    // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
+    // entries and the markers describing the previous instruction (after a barrier signal) come
+    // first, then the
+    // inlined-scope markers (a scope changes on the edge into an instruction), then the markers
+    // describing the instruction (barrier, memory, function and kernel exits), directly in front
+    // of it.
     for v in snippets.values_mut() {
-        v.sort_by_key(|(s, _)| s.landing != Landing::After);
+        v.sort_by_key(|(s, _)| match (s.landing, s.kind) {
+            (Landing::After, _) => 0,
+            (
+                _,
+                SiteKind::FunctionEntry
+                | SiteKind::KernelEntry
+                | SiteKind::BarrierPair
+                | SiteKind::BarrierSignal,
+            ) => 1,
+            (_, SiteKind::InlinedEnter | SiteKind::InlinedExit) => 2,
+            _ => 3,
+        });
     }
     // Scope filtering: every kernel computes the flag once at its entry, before any marker
     // (callees read it too, so kernels without markers of their own compute it as well).
