@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Writes a small synthetic rocprofv3-style capture for the gfx942 `calls` fixture instrumented
-with `--functions 1 --kernel-scopes`, used for the picture in docs/trace.md.
+"""Writes a small synthetic rocprofv3-style capture for a code object instrumented with
+`--functions N --kernel-scopes`, used for the picture in docs/trace.md (the gfx942 `calls` fixture).
 
 Usage: tools/trace_demo.py INSTRUMENTED.co OUT_DIR
-The marker ids are read from the object's .sqtt_funcmap with llvm-objcopy-22. Four kernels run on
-2 shader engines x 4 CUs x 4 slots; each wave walks a fixed call tree with jittered durations.
+The marker ids are read from the object's .sqtt_funcmap with llvm-objcopy-22: kernels are its
+`U:` rows (kernel scopes), functions its `F:` rows. The kernels run on 2 shader engines x 4 CUs x
+4 slots; each wave walks a call tree with jittered durations: the `calls` fixture's real call
+tree when the object is that fixture, else a made-up tree over up to three of its functions.
 """
 import json, os, random, shutil, subprocess, sys, tempfile
 
@@ -14,13 +16,17 @@ with tempfile.TemporaryDirectory() as t:
     subprocess.run(["/usr/lib/llvm-22/bin/llvm-objcopy", f"--dump-section=.sqtt_funcmap={dump}", co,
                     os.path.join(t, "o")], check=True)
     text = open(dump, "rb").read().decode().replace("\0", "\n")
-ids = {}
+ids, kinds = {}, {}
 for line in text.splitlines():
     p = line.split(":", 2)
     if len(p) == 3 and p[0] in "FUP":
-        ids[p[2].split("@")[0]] = int(p[1])
+        name = p[2].split("@")[0]
+        ids[name] = int(p[1])
+        kinds.setdefault(p[0], []).append(name)
+if not kinds.get("U"):
+    sys.exit(f"{co}: no kernel scopes in .sqtt_funcmap: instrument with --kernel-scopes")
 E = lambda n: (ids[n] << 2) | 2
-trees = {  # kernel -> list of (function, children, self cycles)
+calls_fixture = {  # kernel -> list of (function, children, self cycles)
     "k_call_chain": [("_Z9chain_topPKffij", [("_Z9chain_midPKffi", [("_Z6hornerPKfif", [], 300)], 150),
                                              ("_Z11tiny_affinef", [], 80)], 120)],
     "k_call_mix": [("_Z9big_mixerjj", [("_Z9tiny_rotljj", [], 60)], 400),
@@ -29,6 +35,17 @@ trees = {  # kernel -> list of (function, children, self cycles)
     "k_shared_b": [("_Z13shared_helperjj", [], 180), ("_Z9tiny_rotljj", [], 40)],
 }
 rng = random.Random(7)
+if all(f in ids for f in ["_Z9chain_topPKffij", "_Z13shared_helperjj", "k_call_mix"]):
+    trees = calls_fixture
+else:
+    funcs = kinds.get("F", [])
+    trees = {}
+    for k in kinds["U"]:
+        chain = rng.sample(funcs, min(3, len(funcs)))
+        node = []
+        for f in reversed(chain):
+            node = [(f, node, rng.randint(50, 400))]
+        trees[k] = node
 def walk(nodes, t, out):
     for name, kids, own in nodes:
         out.append((t, E(name))); t += int(own * rng.uniform(0.5, 1.0))

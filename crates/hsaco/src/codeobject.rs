@@ -169,6 +169,24 @@ impl CodeObject {
                 .iter()
                 .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
                 .map(|f| f.size);
+            // The kernel's own symbol elsewhere and another function at the entry: the
+            // descriptor's entry offset is corrupt (it would run that function as the kernel).
+            let own = raw_syms
+                .iter()
+                .find(|f| f.st_type == elf::STT_FUNC && f.name == name);
+            let other = raw_syms
+                .iter()
+                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name != name);
+            if let (None, Some(own), Some(other)) = (code_size, own, other) {
+                return Err(Error::Malformed {
+                    what: "kernel descriptor",
+                    offset: kd_offset,
+                    detail: format!(
+                        "{}: kernel_code_entry_byte_offset {:#x} points at {entry:#x}, the function {}, not at the kernel's own symbol {name} ({:#x})",
+                        s.name, descriptor.kernel_code_entry_byte_offset, other.name, own.value
+                    ),
+                });
+            }
             // A kernel without code (its symbol has size 0) may sit at the very end of its
             // section: rocPRIM's "trampoline" kernels compiled out for other targets do.
             let exec = elf.sections.iter().find(|x| {

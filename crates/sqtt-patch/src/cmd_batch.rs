@@ -3,10 +3,11 @@
 //! with one set of options, in parallel, and summarize the result in one stable, sorted report that
 //! can be compared with a stored baseline (CI regression check). See `docs/batch.md`.
 //!
-//! Exit codes (documented in `docs/batch.md`, the first that applies): [`EXIT_INTERNAL`] 1,
-//! [`EXIT_INPUT`] 2, [`EXIT_STRICT`] 3, [`EXIT_REGRESSION`] 4, else [`EXIT_OK`] 0.
+//! Exit codes (documented in `docs/batch.md`, the first that applies): [`exit::VERIFY`] 1,
+//! [`exit::INPUT`] 2, [`exit::STRICT`] 3, [`exit::REGRESSION`] 4, else [`exit::OK`] 0.
 
 use crate::cmd_patch::{self, CommonArgs};
+use crate::exit;
 use crate::fatbin::{self, ArchFilter};
 use crate::output;
 use crate::progress::Progress;
@@ -20,21 +21,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Exit code: every input processed, every rewrite verified, no regression against the baseline.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: internal error — the independent verifier rejected at least one rewrite (that
-/// object was left unchanged).
-pub const EXIT_INTERNAL: i32 = 1;
-/// Exit code: input or usage error — a path that does not exist, a file that is not a code
-/// object/bundle/host binary, an object the rewriter cannot read, or a baseline made with other
-/// options or an unknown schema.
-pub const EXIT_INPUT: i32 = 2;
-/// Exit code: `--strict` and some code object failed closed or skipped a site (its file's output
-/// is not written).
-pub const EXIT_STRICT: i32 = 3;
-/// Exit code: at least one regression against `--baseline` (and `--update-baseline` not given).
-pub const EXIT_REGRESSION: i32 = 4;
 
 /// Version of the JSON report/baseline layout ([`BatchReport::schema`]).
 pub const SCHEMA: u32 = 1;
@@ -427,15 +413,15 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read or skipped a site; their outputs were not written");
     }
     Ok(if rejected {
-        EXIT_INTERNAL
+        exit::VERIFY
     } else if bad_input {
-        EXIT_INPUT
+        exit::INPUT
     } else if common.strict && withheld > 0 {
-        EXIT_STRICT
+        exit::STRICT
     } else if !regressions.is_empty() && !args.update_baseline {
-        EXIT_REGRESSION
+        exit::REGRESSION
     } else {
-        EXIT_OK
+        exit::OK
     })
 }
 

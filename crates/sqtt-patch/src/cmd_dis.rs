@@ -4,7 +4,8 @@
 //! `--format=compare` prints `<hex address>\t<length in bytes>\t<text>` per instruction (text as
 //! `llvm-objdump-22 -d` prints it, without raw words or trailing comments), for diffing against
 //! LLVM.
-use amdgpu_isa::{decode_all, Target};
+use crate::exit;
+use amdgpu_isa::{decode, decode_all, Instruction, Target};
 use anyhow::{bail, Context};
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags};
 
@@ -89,6 +90,7 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let mut out = String::new();
+    let (mut undecodable, mut first_bad) = (0usize, None);
     for sec in file.sections() {
         let SectionFlags::Elf { sh_flags, .. } = sec.flags() else {
             continue;
@@ -123,17 +125,31 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
                 true => Err(e),
                 // Code that only decodes in the other 16-bit mode (gfx12 Triton true16 code).
                 false => decode_all(slice, target.with_true16(!target.true16())).map_err(|_| e),
-            })
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "{}: at {:#x}: {}",
-                    args.file.display(),
-                    start + e.offset as u64,
-                    e.kind
-                )
-            })?;
+            });
+        let items = match insts {
+            Ok(insts) => insts.into_iter().map(Ok).collect(),
+            Err(_) => decode_lossy(slice, target),
+        };
         let mut pc = start;
-        for i in insts {
+        for item in items {
+            let i = match item {
+                Ok(i) => i,
+                Err((word, kind)) => {
+                    // Like llvm-objdump's `<unknown>`: the word is printed and decoding goes on
+                    // at the next dword.
+                    undecodable += 1;
+                    first_bad.get_or_insert((pc, kind.to_string()));
+                    out.push_str(&match args.format {
+                        DisFormat::Compare => format!("{pc:x}\t4\t.long 0x{word:08x}\n"),
+                        DisFormat::Text => format!(
+                            "\t{:<58} // {pc:012X}: {word:08X} ({kind})\n",
+                            format!(".long 0x{word:08x}")
+                        ),
+                    });
+                    pc += 4;
+                    continue;
+                }
+            };
             match args.format {
                 DisFormat::Compare => out.push_str(&format!("{pc:x}\t{}\t{i}\n", i.len())),
                 DisFormat::Text => {
@@ -153,5 +169,41 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
             pc += i.len() as u64;
         }
     }
-    crate::cmd_patch::write_stdout(&out)
+    let code = crate::cmd_patch::write_stdout(&out)?;
+    match first_bad {
+        None => Ok(code),
+        Some((pc, why)) => {
+            eprintln!(
+                "sqtt-patch: error: {}: {undecodable} dword(s) could not be decoded, printed as .long (first at {pc:#x}: {why})",
+                args.file.display()
+            );
+            Ok(exit::INPUT)
+        }
+    }
+}
+
+/// Decodes `bytes` instruction by instruction, going on after a failure at the next dword:
+/// each item is an instruction or the undecodable dword (little-endian) with the reason.
+fn decode_lossy(
+    bytes: &[u8],
+    target: Target,
+) -> Vec<Result<Instruction, (u32, amdgpu_isa::DecodeErrorKind)>> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < bytes.len() {
+        match decode(&bytes[off..], target) {
+            Ok(i) => {
+                off += i.len();
+                out.push(Ok(i));
+            }
+            Err(e) => {
+                let mut w = [0u8; 4];
+                let tail = &bytes[off..bytes.len().min(off + 4)];
+                w[..tail.len()].copy_from_slice(tail);
+                out.push(Err((u32::from_le_bytes(w), e.kind)));
+                off += 4;
+            }
+        }
+    }
+    out
 }

@@ -4,20 +4,12 @@
 //! verified by the independent translation validator before it is written, and written by
 //! [`crate::output`] (atomically to a file, or streamed into a character device or FIFO).
 
+use crate::exit;
 use crate::output::{self, Dest};
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
 use sqtt_rewrite::rewrite::{rewrite, Report, Status};
 use std::path::{Path, PathBuf};
-
-/// Exit code: success (instrumented, or nothing to instrument).
-pub const EXIT_OK: i32 = 0;
-/// Exit code: the output failed verification (nothing written) — an internal error.
-pub const EXIT_VERIFY: i32 = 1;
-/// Exit code: bad input or usage.
-pub const EXIT_INPUT: i32 = 2;
-/// Exit code: `--strict` and some kernel failed closed or some site was skipped.
-pub const EXIT_COVERAGE: i32 = 3;
 
 /// Flags of the main job and of `--fatbin` mode.
 #[derive(clap::Args, Debug, Default)]
@@ -472,7 +464,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         for r in patched.report.reasons.iter().take(20) {
             eprintln!("  {r}");
         }
-        return Ok(EXIT_VERIFY);
+        return Ok(exit::VERIFY);
     }
     let report = &patched.report;
     if report.status == Status::FailedClosed {
@@ -483,10 +475,10 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     }
     if args.common.strict && lost_coverage(report) {
         eprintln!("sqtt-patch: {name}: --strict and the object failed closed or skipped a site: nothing written");
-        return Ok(EXIT_COVERAGE);
+        return Ok(exit::STRICT);
     }
     output::write(&dest, &patched.bytes, Some(&input))?;
-    Ok(EXIT_OK)
+    Ok(exit::OK)
 }
 
 /// Writes to stdout and flushes; a closed pipe (e.g. `| head`) is not an error, any other write

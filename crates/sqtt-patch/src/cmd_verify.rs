@@ -2,8 +2,8 @@
 //! rewritten code object against its original (crate `sqtt-verify`). Exit codes: 0 clean,
 //! 1 findings, 2 input error (unreadable file, not a code object, original does not decode).
 
+use crate::exit;
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::Context;
 
@@ -25,7 +25,8 @@ const PATCH_SECTION: &str = ".sqtt_patch";
 /// Reads and parses one side; errors name the file and its role.
 fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)> {
     let name = path.display();
-    let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read the {role}"))?;
+    let bytes = crate::sniff::read_input(path)
+        .with_context(|| format!("{name}: cannot read the {role}"))?;
     if let Some(e) = crate::sniff::not_a_code_object(&name.to_string(), &bytes, "verify") {
         return Err(e.context(format!("the {role}")));
     }
@@ -106,11 +107,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
         writeln!(out, "{verdict}")?;
     }
     // A closed stdout (e.g. piped into `head`) is not an error of the verification.
-    match std::io::stdout().lock().write_all(out.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
-        _ => {}
-    }
-    Ok(if report.is_clean() { 0 } else { 1 })
+    crate::output::write_stdout(&out)?;
+    Ok(if report.is_clean() {
+        exit::OK
+    } else {
+        exit::VERIFY
+    })
 }
 
 /// `s1,s5,s7` or `none`.

@@ -14,6 +14,7 @@
 //! bundle. Peak: the input (read once) plus about two to three times the largest decompressed
 //! bundle. Measurements in `docs/fatbin.md`.
 
+use crate::exit;
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
@@ -185,8 +186,10 @@ pub fn instrument_container_into<W: Output>(
             host_write: None,
         });
     }
-    let e =
-        hsaco::elf::Elf::parse(input).with_context(|| format!("{name}: not a bundle or ELF"))?;
+    let e = hsaco::elf::Elf::parse(input).with_context(|| match input.starts_with(b"\x7fELF") {
+        true => format!("{name}: a corrupt or truncated ELF file"),
+        false => format!("{name}: not a bundle or ELF"),
+    })?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
         return bare_object(name, input, opts, filter, progress, out);
     }
@@ -437,9 +440,9 @@ struct JsonReport<'a> {
 /// (targets limited by `--offload-arch`), writes `args.output` through [`crate::output`], prints
 /// one summary line per code object on stdout, the human reports (one block per bundle entry)
 /// on stderr with `--report`, the merged JSON report to `--report-json`, and progress on stderr
-/// when it is a terminal. Returns the exit code: [`cmd_patch::EXIT_VERIFY`] when the verifier
-/// rejected some rewrite (that object kept unchanged), else [`cmd_patch::EXIT_COVERAGE`] with
-/// `--strict` when any object failed closed or skipped a site, else [`cmd_patch::EXIT_OK`].
+/// when it is a terminal. Returns the exit code: [`exit::VERIFY`] when the verifier
+/// rejected some rewrite (that object kept unchanged), else [`exit::STRICT`] with
+/// `--strict` when any object failed closed or skipped a site, else [`exit::OK`].
 /// With `--strict` and lost coverage nothing is written.
 pub fn run(args: &PatchArgs) -> Result<i32> {
     let input = args
@@ -536,16 +539,12 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         .any(|o| cmd_patch::lost_coverage(&o.report));
     if common.strict && lost {
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
-        return Ok(if rejected {
-            cmd_patch::EXIT_VERIFY
-        } else {
-            cmd_patch::EXIT_COVERAGE
-        });
+        return Ok(if rejected { exit::VERIFY } else { exit::STRICT });
     }
     sink.commit(Some(&input))?;
     if rejected {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
-        return Ok(cmd_patch::EXIT_VERIFY);
+        return Ok(exit::VERIFY);
     }
-    Ok(cmd_patch::EXIT_OK)
+    Ok(exit::OK)
 }

@@ -11,6 +11,7 @@ mod cmd_info;
 mod cmd_patch;
 mod cmd_trace;
 mod cmd_verify;
+mod exit;
 mod fatbin;
 mod output;
 mod progress;
@@ -75,7 +76,7 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sqtt-patch: error: {e:#}");
-            cmd_patch::EXIT_INPUT
+            exit::INPUT
         }
     };
     std::process::exit(code);

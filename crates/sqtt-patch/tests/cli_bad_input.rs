@@ -1,6 +1,6 @@
 //! `sqtt-patch info` on every malformed-input class of issue 3 (truncated files, wrong
 //! `e_machine`, ELF32, HSAIL-era ABI-0 objects, corrupt descriptors, overlapping sections, bundle
-//! offsets past the end, lying CCOB sizes): exit code 2 (`EXIT_INPUT`), no panic, and a message
+//! offsets past the end, lying CCOB sizes): exit code 2 (`exit::INPUT`), no panic, and a message
 //! on stderr naming the file and the offset, pinned here.
 //!
 //! Inputs are real objects and bundles from `fixtures/` (clang/LLVM 22, see
@@ -142,6 +142,32 @@ fn corrupt_descriptor() {
             k.name,
             k.kd_offset,
             k.kd_address + 0x4000_0000
+        ),
+    );
+}
+
+/// A descriptor whose entry points at a device function while the kernel's own symbol is
+/// elsewhere (fresh-tester finding: it was reported as "does not verify against itself").
+#[test]
+fn descriptor_entry_at_a_device_function() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let k = &co.kernels[0];
+    let f = co
+        .functions
+        .first()
+        .expect("the calls fixture has device functions");
+    let mut b2 = b.clone();
+    let o = k.kd_offset as usize + 0x10; // kernel_code_entry_byte_offset
+    let rel = f.address as i64 - k.kd_address as i64;
+    b2[o..o + 8].copy_from_slice(&rel.to_le_bytes());
+    check(
+        "kd-at-function.co",
+        &b2,
+        CO,
+        &format!(
+            "malformed kernel descriptor at offset {:#x}: {}.kd: kernel_code_entry_byte_offset {rel:#x} points at {:#x}, the function {}, not at the kernel's own symbol {} ({:#x})",
+            k.kd_offset, k.name, f.address, f.name, k.name, k.entry
         ),
     );
 }

@@ -553,6 +553,22 @@ fn the_wrong_kind_of_file_is_named() {
         .first_line()
         .starts_with("sqtt-patch: error: /bin/ls: malformed host ELF at offset 0x"));
     assert!(r.first_line().contains("not a HIP host binary"));
+    // A host ELF cut after its program headers: named as corrupt or truncated, not as
+    // "not a bundle or ELF" (fresh-tester finding).
+    let ls = std::fs::read("/bin/ls").expect("/bin/ls");
+    std::fs::write(t.path().join("cut"), &ls[..3000]).expect("cut");
+    let r = run(
+        t.path(),
+        &["--fatbin", "cut", "-o", "o", "--functions", "1"],
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.first_line()
+            .starts_with("sqtt-patch: error: cut: a corrupt or truncated ELF file: section header table at offset 0x"),
+        "{}",
+        r.first_line()
+    );
+    assert!(!t.path().join("o").exists());
 }
 
 // ------------------------------------------------------------------ items 12-13: reports

@@ -80,3 +80,48 @@ fn compare_format_equals_llvm_objdump_on_every_fixture() {
     );
     assert!(labels < 100, "{labels} symbolized branch lines");
 }
+
+/// An undecodable dword in the middle of a function (fresh-tester finding: `dis` stopped there)
+/// is printed as `.long` like llvm-objdump-22 prints it, decoding goes on with the next dword and
+/// the whole listing still equals LLVM's; the exit code is 2 and stderr names the address.
+#[test]
+fn undecodable_word_is_printed_and_decoding_goes_on() {
+    if std::env::var("SQTT_NO_LLVM").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/objects/gfx942__relax__O3.co");
+    let mut data = std::fs::read(&src).expect("read");
+    let text = {
+        let f = object::File::parse(&*data).expect("elf");
+        use object::{Object, ObjectSection};
+        let s = f.section_by_name(".text").expect(".text");
+        (s.file_range().expect("file range").0, s.address())
+    };
+    // The third dword of the kernel's first instruction run: after the 8-byte s_load.
+    let at = text.0 as usize + 8;
+    data[at..at + 4].copy_from_slice(&[0xff; 4]);
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.co");
+    std::fs::write(&bad, &data).unwrap();
+    let out = Command::new(BIN)
+        .args(["dis", "--format=compare"])
+        .arg(&bad)
+        .output()
+        .expect("run sqtt-patch dis");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "1 dword(s) could not be decoded, printed as .long (first at {:#x}",
+            text.1 + 8
+        )),
+        "{err}"
+    );
+    let ours: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.splitn(3, '\t').nth(2).unwrap_or("").to_string())
+        .collect();
+    assert_eq!(ours, objdump(&bad, "gfx942", &[]));
+    assert!(ours.iter().filter(|l| *l == ".long 0xffffffff").count() == 1 && ours.len() > 10);
+}

@@ -6,6 +6,9 @@
 #[allow(dead_code)]
 #[path = "../src/cmd_patch.rs"]
 mod cmd_patch;
+#[allow(dead_code)]
+#[path = "../src/exit.rs"]
+mod exit;
 #[path = "../src/fatbin.rs"]
 mod fatbin;
 #[allow(dead_code)]
@@ -481,7 +484,7 @@ fn run_writes_the_container_and_one_merged_json_report() {
         },
         ..Default::default()
     };
-    assert_eq!(fatbin::run(&args).expect("run"), cmd_patch::EXIT_OK);
+    assert_eq!(fatbin::run(&args).expect("run"), exit::OK);
     let j: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).expect("json"))
             .expect("parse");
@@ -523,7 +526,7 @@ fn an_instrumented_host_is_refused_without_force() {
     let input = root().join("fixtures/hosts/libfx_hip.so");
     assert_eq!(
         fatbin::run(&args(input, once.clone(), false)).expect("first run"),
-        cmd_patch::EXIT_OK
+        exit::OK
     );
     let twice = dir.path().join("twice.so");
     let err = fatbin::run(&args(once.clone(), twice.clone(), false)).expect_err("refused");
@@ -542,7 +545,7 @@ fn an_instrumented_host_is_refused_without_force() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     assert_eq!(
         fatbin::run(&args(once, twice.clone(), true)).expect("forced"),
-        cmd_patch::EXIT_OK
+        exit::OK
     );
     assert!(twice.exists());
 }

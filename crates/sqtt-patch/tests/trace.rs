@@ -604,8 +604,12 @@ fn malformed_directories() {
     let o = run(&["memtrace", cap.to_str().unwrap(), "-o", m.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(!m.exists());
-    let o = run(&["perfetto", cap.to_str().unwrap(), "--clock-rate-ghz", "-1"]);
-    assert_eq!(o.status.code(), Some(2));
+    for bad in ["-1", "1e-300", "2100"] {
+        let flag = format!("--clock-rate-ghz={bad}");
+        let o = run(&["perfetto", cap.to_str().unwrap(), &flag]);
+        assert_eq!(o.status.code(), Some(2), "--clock-rate-ghz {bad}");
+        assert!(stderr(&o).contains("between 0.1 and 10"), "{}", stderr(&o));
+    }
 }
 
 /// Fresh-tester findings on the outputs of the trace commands: write errors, outputs that are

@@ -175,10 +175,13 @@ pub fn parse_trace_addresses(text: &str) -> Result<Option<TraceAddresses>, Confi
     }
     let mut out = TraceAddresses::default();
     for part in t.split(',') {
-        match part.trim() {
-            "memory" => out.memory = true,
-            "lds" => out.lds = true,
+        let seen = match part.trim() {
+            "memory" => std::mem::replace(&mut out.memory, true),
+            "lds" => std::mem::replace(&mut out.lds, true),
             _ => return Err(err(NAME, text, "expected memory, lds or memory,lds")),
+        };
+        if seen {
+            return Err(err(NAME, text, "each of memory and lds may be named once"));
         }
     }
     Ok(Some(out))
@@ -365,6 +368,8 @@ mod tests {
         );
         assert_eq!(parse_trace_addresses("off"), Ok(None));
         assert!(parse_trace_addresses("global").is_err());
+        assert!(parse_trace_addresses("memory,memory").is_err());
+        assert!(parse_trace_addresses("lds,memory,lds").is_err());
         let env = |k: &str| match k {
             "SQTT_TRACE_ADDRESSES" => Some("memory".to_string()),
             "SQTT_INSTRUMENT_MEMORY" => Some("2:5".to_string()),

@@ -223,6 +223,10 @@ fn shaderdata_files(
                     Some(f) if dir.join(f).is_file() => {
                         list.push((se, begin, i as u32, dir.join(f)));
                     }
+                    Some(f) if dir.join(f).exists() => w
+                        .add("listed shaderdata file is not a regular file", || {
+                            dir.join(f).display().to_string()
+                        }),
                     Some(f) => w.add("listed shaderdata file missing", || {
                         dir.join(f).display().to_string()
                     }),
@@ -1268,6 +1272,23 @@ pub fn parse_block(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A listed shaderdata file that exists but is a directory is named as such, one that does
+    /// not exist as missing, and a regular one is kept (fresh-tester finding: both were
+    /// "missing").
+    #[test]
+    fn listed_shaderdata_kinds() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("se0.json")).unwrap();
+        std::fs::write(t.path().join("se1.json"), "{}").unwrap();
+        let listing = serde_json::json!({"shaderdata_filenames": {
+            "0": [["se0.json", 0]], "1": [["se1.json", 0]], "2": [["se2.json", 0]]}});
+        let mut w = Warnings::default();
+        let files = shaderdata_files(t.path(), Some(&listing), &mut w);
+        assert_eq!(files, vec![(1, t.path().join("se1.json"))]);
+        assert_eq!(w.count("listed shaderdata file is not a regular file"), 1);
+        assert_eq!(w.count("listed shaderdata file missing"), 1);
+    }
 
     fn lanes(n: u32, f: impl Fn(u32) -> Vec<u32>) -> Vec<u32> {
         (0..n).flat_map(f).collect()

@@ -1,0 +1,15 @@
+//! The process exit codes of every `sqtt-patch` command, defined once (README "Exit codes").
+
+/// Success: instrumented, or nothing to instrument; `batch`: no regression either.
+pub const OK: i32 = 0;
+/// Internal error: our independent verifier rejected a rewrite. The main job writes nothing;
+/// `--fatbin` and `batch` keep that code object unchanged and name it.
+pub const VERIFY: i32 = 1;
+/// Bad input or usage: a missing path, a file that is not a code object / bundle / host binary,
+/// an object the rewriter cannot read, a baseline made with other options.
+pub const INPUT: i32 = 2;
+/// `--strict` and some code object failed closed, could not be read or skipped a site: that
+/// input's output is not written (reports still are).
+pub const STRICT: i32 = 3;
+/// `batch`: at least one regression against `--baseline` (and `--update-baseline` not given).
+pub const REGRESSION: i32 = 4;
