@@ -204,9 +204,9 @@ pub(crate) struct LandingBlock {
     pub dest: u64,
 }
 
-/// Recognises a landing block starting at `run[j]`: contiguous instructions `is_body` accepts,
-/// then an `s_branch` out of the block or a long-branch island. Returns the block and its
-/// tail island, if any.
+/// Recognises a landing block starting at `run[j]`: at least one contiguous instruction
+/// `is_body` accepts (a relaxed branch's bare island is not a landing block), then an `s_branch`
+/// out of the block or a long-branch island. Returns the block and its tail island, if any.
 fn landing_at(
     run: &[NInst],
     j: usize,
@@ -219,7 +219,8 @@ fn landing_at(
         if n.addr != next {
             return None;
         }
-        if let Some(isl) = island_at(run, i) {
+        let tail = i > j;
+        if let Some(isl) = island_at(run, i).filter(|_| tail) {
             let block = LandingBlock {
                 body_end: n.addr,
                 end: isl.end,
@@ -227,7 +228,7 @@ fn landing_at(
             };
             return Some((block, Some(isl)));
         }
-        if n.inst.mnemonic() == "s_branch" {
+        if tail && n.inst.mnemonic() == "s_branch" {
             let t = n.inst.branch_target(n.addr)?;
             if t >= start && t <= n.addr {
                 return None;
