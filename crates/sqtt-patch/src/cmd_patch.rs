@@ -277,10 +277,11 @@ pub fn render_report(what: &str, r: &Report) -> String {
     }
     if inl.found > 0 {
         s += &format!(
-            "  inlined functions: {} found, {} marked, {} gaps merged, {} small fragments and {} instances below the threshold, {} left out\n",
+            "  inlined functions: {} found, {} marked, {} gaps merged, {} landing blocks, {} small fragments and {} instances below the threshold, {} left out\n",
             inl.found,
             inl.marked,
             inl.merged_gaps,
+            inl.landing_blocks,
             inl.small_fragments,
             inl.below_threshold,
             inl.left_out.len()

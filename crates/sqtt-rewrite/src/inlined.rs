@@ -20,13 +20,17 @@
 //!    `k` (bare `0x1`, innermost first), then the enters of the scopes open at `k` and not at `p`
 //!    (outermost first); the function's entry is an edge from "nothing open".
 //!
-//! # Placement without landing blocks (what is not done yet)
+//! # Placement
 //!
-//! Markers go in front of `k`; the fall-through edge runs all of them, every branch edge into `k`
-//! runs the part placed with [`Landing::Before`] (a suffix). This serves `k` when every branch
-//! edge into it needs the same markers and they are a suffix of the fall-through edge's. Where
-//! that does not hold (an edge would need a landing block), the scopes involved are left out and
-//! reported, and the placement is recomputed without them.
+//! Markers of the edges into `k` go in front of `k`: the fall-through edge runs all of them,
+//! every branch edge into `k` runs the part placed with [`Landing::Before`] (a suffix). A branch
+//! edge that needs more (its markers differ from the fall-through edge's or from another branch
+//! edge's) gets a landing block: its SOPP branch is retargeted to a small block after it,
+//! `{markers; s_branch k}` ([`Landing::Edge`], laid out by [`crate::layout`] like a long-branch
+//! island, so a branch pushed out of range turns the block's jump into a long one). Where that is
+//! not possible (the edge comes from an indirect or long jump, there is no safe insertion point,
+//! or the target has no landing blocks) the scopes involved are left out and reported, and the
+//! placement is recomputed without them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -35,8 +39,8 @@ use dwarf_remap::InlinedScope;
 
 use crate::analysis::{Func, Program};
 use crate::config::{FunctionThreshold, Options};
-use crate::layout::Landing;
-use crate::plan::{cost, forbidden_points, MarkerKey, Site, SiteKind, Word};
+use crate::layout::{Landing, Reloc};
+use crate::plan::{cost, forbidden_points, Forbidden, MarkerKey, Site, SiteKind, Word};
 
 /// Fragments of one instance separated by at most this many foreign instructions are merged.
 pub const MERGE_GAP: usize = 8;
@@ -65,6 +69,9 @@ pub struct InlinedReport {
     pub merged_gaps: usize,
     /// Fragments of marked instances below the threshold, not marked.
     pub small_fragments: usize,
+    /// Branch edges given a landing block (their markers differ from the other edges' into the
+    /// same instruction).
+    pub landing_blocks: usize,
     /// Instances not marked: below the threshold (counted, not listed).
     pub below_threshold: usize,
     /// Instances not marked for another reason, each with the reason.
@@ -163,7 +170,7 @@ pub fn sites(
                 );
             }
         }
-        fp.settle();
+        fp.settle(crate::layout::may_add_branches(prog.target));
         for &s in &fp.marked {
             let name = &scopes[s].name;
             if !keys.contains_key(name) {
@@ -179,30 +186,44 @@ pub fn sites(
             }
         }
         let key = |s: usize| MarkerKey::Inlined(keys[&scopes[s].name]);
+        // (point, rank at the point, landing rule, operation); the edge of an unconditional
+        // branch goes in front of the branch, after the markers of the edges into it: every path
+        // through the branch takes the edge, so it needs no landing block.
+        let conditional = |p: usize| f.insts[p].1.flow() == Flow::Branch { conditional: true };
+        let mut placed: Vec<(usize, u8, Landing, Op)> = Vec::new();
+        let mut blocks = 0;
         for (k, parts) in fp.placement() {
-            let addr = f.insts[k].0;
             for (landing, ops) in parts {
-                for op in ops {
-                    let (word, kind) = match op {
-                        Op::Pop => (Word::Exit, SiteKind::InlinedExit),
-                        Op::Push(s) => (Word::Enter(key(s)), SiteKind::InlinedEnter),
-                    };
-                    out.sites.push(Site {
-                        func: fi,
-                        before: k,
-                        word,
-                        landing,
-                        kind,
-                        addr,
-                    });
-                }
+                let (before, rank, landing) = match *landing {
+                    Landing::Edge(p) if !conditional(p) => (p, 2, Landing::Before),
+                    Landing::After => (*k, 0, Landing::After),
+                    l => (*k, 1, l),
+                };
+                blocks += usize::from(matches!(landing, Landing::Edge(_)) && !ops.is_empty());
+                placed.extend(ops.iter().map(|&op| (before, rank, landing, op)));
             }
+        }
+        placed.sort_by_key(|x| (x.0, x.1));
+        for (before, _, landing, op) in placed {
+            let (word, kind) = match op {
+                Op::Pop => (Word::Exit, SiteKind::InlinedExit),
+                Op::Push(s) => (Word::Enter(key(s)), SiteKind::InlinedEnter),
+            };
+            out.sites.push(Site {
+                func: fi,
+                before,
+                word,
+                landing,
+                kind,
+                addr: f.insts[before].0,
+            });
         }
         let r = &mut out.report;
         r.found += fp.report.found;
         r.marked += fp.marked.len();
         r.merged_gaps += fp.report.merged_gaps;
         r.small_fragments += fp.report.small_fragments;
+        r.landing_blocks += blocks;
         r.below_threshold += fp.report.below_threshold;
         r.left_out.extend(fp.report.left_out);
     }
@@ -226,6 +247,8 @@ struct FuncPlan<'a> {
     marked: Vec<usize>,
     /// Region of each scope: instruction indices, before clipping to marked ancestors.
     region: BTreeMap<usize, BTreeSet<usize>>,
+    /// Marker operations by point, as [`FuncPlan::settle`] placed them.
+    placed: Vec<(usize, Parts)>,
     report: InlinedReport,
 }
 
@@ -250,6 +273,7 @@ impl<'a> FuncPlan<'a> {
             scopes,
             marked: Vec::new(),
             region: BTreeMap::new(),
+            placed: Vec::new(),
             report: InlinedReport::default(),
         };
         let raw = |s: usize| -> BTreeSet<usize> {
@@ -385,42 +409,29 @@ impl<'a> FuncPlan<'a> {
         out
     }
 
-    /// Removes scopes until every point can be served without a landing block. Each round
-    /// finds every point that cannot be served and leaves out, per point, the innermost scope
-    /// that changes there on some edge (all scopes of the function if none is found, which
-    /// cannot happen for a point that needs markers).
-    fn settle(&mut self) {
+    /// Removes scopes until every point can be served, and keeps the placement of the last
+    /// round. Each round finds every point that cannot be served ([`FuncPlan::point`]) and leaves
+    /// out, per point, the innermost scope that changes there on some edge (all scopes of the
+    /// function if none is found, which cannot happen for a point that needs markers).
+    fn settle(&mut self, landing_blocks: bool) {
         let forbidden = forbidden_points(self.f);
         let preds = self.preds();
         loop {
             let stacks = self.stacks();
             let mut victims: BTreeMap<usize, String> = BTreeMap::new();
             let mut stuck = false;
+            let mut placed = Vec::new();
             for k in 0..self.f.insts.len() {
-                let (ft, brs) = &preds[k];
-                let at = &stacks[k];
-                let from = |p: Option<usize>| p.map_or(&[][..], |p| stacks[p].as_slice());
-                let needs = |p: Option<usize>| from(p) != at.as_slice();
-                let entry = k == 0;
-                let any = (entry && !at.is_empty())
-                    || ft.is_some_and(|p| needs(Some(p)))
-                    || brs.iter().any(|&p| needs(Some(p)));
-                if !any {
-                    continue;
-                }
-                let seq_b: BTreeSet<(usize, usize)> =
-                    brs.iter().map(|&p| edge(from(Some(p)), at)).collect();
-                let fall = (ft.is_some() || entry).then(|| edge(from(*ft), at));
-                let why = if forbidden.hard.contains(&k) {
-                    "no safe insertion point (s_clause window, address builder or kernarg-preload prologue)"
-                } else if seq_b.len() > 1 {
-                    "branch edges into one instruction need different markers (needs a landing block)"
-                } else if matches!((fall, seq_b.iter().next()), (Some(f), Some(&b)) if !suffix(f, b))
-                {
-                    "the branch edges' markers are not a suffix of the fall-through edge's (needs a landing block)"
-                } else {
-                    continue;
+                let why = match self.point(k, &stacks, &preds, &forbidden, landing_blocks) {
+                    Ok(None) => continue,
+                    Ok(Some(parts)) => {
+                        placed.push((k, parts));
+                        continue;
+                    }
+                    Err(why) => why,
                 };
+                let (ft, brs) = &preds[k];
+                let entry = k == 0;
                 // The innermost scope that changes at k on some edge.
                 let open_k = |s: &usize| stacks[k].contains(s);
                 let victim = stacks[k]
@@ -447,9 +458,11 @@ impl<'a> FuncPlan<'a> {
                 for s in self.marked.clone() {
                     self.leave(s, "scope placement did not converge in this function");
                 }
+                self.placed.clear();
                 return;
             }
             if victims.is_empty() {
+                self.placed = placed;
                 return;
             }
             for (s, why) in victims {
@@ -458,57 +471,99 @@ impl<'a> FuncPlan<'a> {
         }
     }
 
-    /// Marker operations in front of each instruction: the part only the fall-through edge runs
-    /// ([`Landing::After`]), then the part every edge runs ([`Landing::Before`]).
-    fn placement(&self) -> Vec<(usize, Parts)> {
-        let stacks = self.stacks();
-        let preds = self.preds();
-        let mut out = Vec::new();
-        for k in 0..self.f.insts.len() {
-            let (ft, brs) = &preds[k];
-            let at = &stacks[k];
-            let from = |p: Option<usize>| p.map_or(&[][..], |p| stacks[p].as_slice());
-            let entry = k == 0;
-            let fall = (ft.is_some() || entry).then(|| edge(from(*ft), at));
-            let br = brs.first().map(|&p| edge(from(Some(p)), at));
-            let ops = |(pops, keep): (usize, usize), upto: usize| {
-                let mut v = vec![Op::Pop; pops];
-                v.extend(at[keep..upto].iter().map(|&s| Op::Push(s)));
-                v
-            };
-            let parts = match (fall, br) {
-                (None, None) => continue,
-                (Some(f), None) => vec![(Landing::Before, ops(f, at.len()))],
-                (None, Some(b)) => vec![(Landing::Before, ops(b, at.len()))],
-                (Some(f), Some(b)) if b.0 > 0 => vec![
-                    (Landing::After, vec![Op::Pop; f.0 - b.0]),
-                    (Landing::Before, ops(b, at.len())),
-                ],
-                (Some(f), Some(b)) => vec![
-                    (Landing::After, ops(f, b.1)),
-                    (Landing::Before, ops((0, b.1), at.len())),
-                ],
-            };
-            if parts.iter().any(|(_, v)| !v.is_empty()) {
-                out.push((k, parts));
-            }
+    /// Marker operations on the edges into instruction `k` and where they go (`None`: no edge
+    /// into `k` needs a marker), or why they cannot be placed:
+    /// - [`Landing::After`] in front of `k`: the part only the fall-through edge (or the
+    ///   function's entry) runs;
+    /// - [`Landing::Before`] in front of `k`: the part every edge runs, chosen among the suffixes
+    ///   of the fall-through edge's markers so that the most branch edges need nothing else;
+    /// - [`Landing::Edge`]`(p)`: the rest of the markers of the branch edge from `p`: in a
+    ///   landing block the conditional SOPP branch `p` is retargeted to (`landing_blocks`: the
+    ///   target allows them), or in front of `p` when it is an unconditional `s_branch`.
+    fn point(
+        &self,
+        k: usize,
+        stacks: &[Vec<usize>],
+        preds: &[(Option<usize>, Vec<usize>)],
+        forbidden: &Forbidden,
+        landing_blocks: bool,
+    ) -> Result<Option<Parts>, &'static str> {
+        let f = self.f;
+        let (ft, brs) = &preds[k];
+        let at = &stacks[k];
+        let from = |p: Option<usize>| p.map_or(&[][..], |p| stacks[p].as_slice());
+        let entry = k == 0;
+        let fall = (ft.is_some() || entry).then(|| ops(from(*ft), at));
+        let branches: Vec<(usize, Vec<Op>)> =
+            brs.iter().map(|&p| (p, ops(from(Some(p)), at))).collect();
+        if fall.as_ref().is_none_or(Vec::is_empty) && branches.iter().all(|(_, v)| v.is_empty()) {
+            return Ok(None);
         }
-        out
+        // The part every edge runs: a suffix of the fall-through edge's markers (of the first
+        // branch edge's without one) that ends every branch edge's; most edges served, longest.
+        let base = fall.as_ref().or(branches.first().map(|(_, v)| v));
+        let base = base.map_or(&[][..], Vec::as_slice);
+        let before = (0..=base.len())
+            .map(|n| &base[base.len() - n..])
+            .filter(|b| branches.iter().all(|(_, v)| v.ends_with(b)))
+            .max_by_key(|b| {
+                (
+                    branches.iter().filter(|(_, v)| v.as_slice() == *b).count(),
+                    b.len(),
+                )
+            })
+            .unwrap_or_default();
+        let mut parts: Parts = Vec::new();
+        if let Some(fv) = &fall {
+            parts.push((Landing::After, fv[..fv.len() - before.len()].to_vec()));
+        }
+        parts.push((Landing::Before, before.to_vec()));
+        let mut landed = BTreeSet::new();
+        for (p, v) in &branches {
+            if v.len() == before.len() || !landed.insert(*p) {
+                continue;
+            }
+            let (_, inst) = &f.insts[*p];
+            let sopp = matches!(f.relocs[*p], Reloc::Branch { .. })
+                && matches!(inst.flow(), Flow::Branch { .. });
+            if !landing_blocks {
+                return Err("the branch edges need their own markers and the target has no landing blocks (gfx1010-gfx1013: LDS/VMEM hazard waits around new branches not implemented)");
+            }
+            if !sopp {
+                return Err("a branch edge needs its own markers and its branch is not a SOPP branch (no landing block)");
+            }
+            // A conditional branch's landing block goes after it; an unconditional branch's
+            // edge markers go in front of it.
+            let point = match inst.flow() {
+                Flow::Branch { conditional: true } => *p + 1,
+                _ => *p,
+            };
+            if point >= f.insts.len() || forbidden.hard.contains(&point) {
+                return Err("a branch edge needs its own markers and there is no safe insertion point at its branch");
+            }
+            parts.push((Landing::Edge(*p), v[..v.len() - before.len()].to_vec()));
+        }
+        let inline = parts
+            .iter()
+            .any(|(l, v)| !v.is_empty() && !matches!(l, Landing::Edge(_)));
+        if inline && forbidden.hard.contains(&k) {
+            return Err("no safe insertion point (s_clause window, address builder or kernarg-preload prologue)");
+        }
+        Ok(Some(parts))
+    }
+
+    /// Marker operations in front of each instruction, by landing rule (see
+    /// [`FuncPlan::point`]), as [`FuncPlan::settle`] left them.
+    fn placement(&self) -> &[(usize, Parts)] {
+        &self.placed
     }
 }
 
-/// Markers of an edge from open scopes `from` to `to`: (exits, length of the common prefix kept;
-/// the enters are `to[kept..]`).
-fn edge(from: &[usize], to: &[usize]) -> (usize, usize) {
+/// Marker operations of an edge from open scopes `from` to `to`: exits of the scopes `to` does
+/// not keep (innermost first), then enters of `to`'s new scopes (outermost first).
+fn ops(from: &[usize], to: &[usize]) -> Vec<Op> {
     let keep = from.iter().zip(to).take_while(|(a, b)| a == b).count();
-    (from.len() - keep, keep)
-}
-
-/// Whether edge markers `b` are a suffix of edge markers `f` (both into the same instruction).
-fn suffix(f: (usize, usize), b: (usize, usize)) -> bool {
-    if b.0 > 0 {
-        b.1 == f.1 && b.0 <= f.0
-    } else {
-        b.1 >= f.1
-    }
+    let mut v = vec![Op::Pop; from.len() - keep];
+    v.extend(to[keep..].iter().map(|&s| Op::Push(s)));
+    v
 }

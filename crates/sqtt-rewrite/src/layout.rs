@@ -27,6 +27,20 @@ pub enum Landing {
     Before,
     /// Branches land after this inserted instruction (function entry markers).
     After,
+    /// Runs only on the branch edge of original instruction `.0` (index in its function): the
+    /// instruction goes into that SOPP branch's landing block ([`Piece::Island`] with
+    /// `markers`), never in front of an instruction.
+    Edge(usize),
+}
+
+/// Whether inserted code may contain new branches (long-branch islands, landing blocks) on `t`:
+/// not on gfx1010-gfx1013, which have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
+/// `checkLdsBranchVmemWARHazard`): a new branch would need `s_waitcnt_vscnt null, 0` waits.
+pub fn may_add_branches(t: Target) -> bool {
+    !matches!(
+        t.name(),
+        "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+    )
 }
 
 /// What a PC-relative address builder points at, which decides how its target is mapped.
@@ -115,16 +129,24 @@ pub enum Piece {
         /// Field to recompute.
         reloc: Reloc,
     },
-    /// Long-branch island for a relaxed branch: an unconditional jump to the original address
-    /// `target` (mapped with the landing rule) through SGPR pair `pair` ([`island_code`]).
+    /// Code trailing a SOPP branch that now targets it, ending in a jump to the branch's
+    /// original address `target` (mapped with the landing rule): a long-branch island for a
+    /// relaxed branch (`markers` empty, `long`), or a landing block (`markers` run on the branch
+    /// edge only, then `s_branch`, or a long jump when the block's branch was relaxed).
     Island {
+        /// Original address of the branch (bytes; names it when the jump is out of range).
+        from: u64,
         /// Original absolute target (bytes).
         target: u64,
-        /// First SGPR of the even-aligned pair the island may clobber (unused on gfx1250).
+        /// Marker code of the edge, run before the jump.
+        markers: Vec<Instruction>,
+        /// Jump through SGPR pair `pair` ([`island_code`]) instead of `s_branch`.
+        long: bool,
+        /// First SGPR of the even-aligned pair the long jump may clobber (unused on gfx1250).
         pair: u8,
         /// Target processor (encodings).
         isa: Target,
-        /// Start with `s_branch` over the island (the relaxed branch was conditional and its
+        /// Start with `s_branch` over the island (the branch is conditional and its
         /// fall-through path must skip the island).
         skip: bool,
     },
@@ -339,6 +361,8 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                         landing.get_or_insert(addr);
                     }
                     Landing::After => landing = None,
+                    // Never in front of an instruction (text plans put them in islands).
+                    Landing::Edge(_) => {}
                 }
                 addr += inst.len() as u64;
             }
@@ -358,15 +382,26 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                 addr += inst.len() as u64;
             }
             Piece::Island {
-                pair, isa, skip, ..
+                pair,
+                isa,
+                skip,
+                markers,
+                long,
+                ..
             } => {
-                // Trails the relaxed branch: not part of the next instruction's block.
+                // Trails its branch: not part of the next instruction's block.
                 new_addrs.push(addr);
-                let code = island_code(*isa, 0, 0, *pair)
-                    .map_err(|why| LayoutError::Encode { at: 0, why })?;
+                let jump = if *long {
+                    code_len(
+                        &island_code(*isa, 0, 0, *pair)
+                            .map_err(|why| LayoutError::Encode { at: 0, why })?,
+                    )
+                } else {
+                    4
+                };
                 let over = if *skip { 4 } else { 0 };
                 islands.push(addr + over);
-                addr += over + code_len(&code);
+                addr += over + code_len(markers) + jump;
             }
             Piece::Raw { addr: old, bytes } => {
                 new_addrs.push(addr);
@@ -399,7 +434,10 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
             Piece::Insert { inst, .. } => out.extend_from_slice(inst.bytes()),
             Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
             Piece::Island {
+                from,
                 target,
+                markers,
+                long,
                 pair,
                 isa,
                 skip,
@@ -408,9 +446,25 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                     at,
                     target: *target,
                 })?;
-                let start = if *skip { at + 4 } else { at };
-                let code = island_code(*isa, start, dest, *pair)
-                    .map_err(|why| LayoutError::Encode { at, why })?;
+                let start = if *skip { at + 4 } else { at } + code_len(markers);
+                let mut code = markers.clone();
+                if *long {
+                    code.extend(
+                        island_code(*isa, start, dest, *pair)
+                            .map_err(|why| LayoutError::Encode { at, why })?,
+                    );
+                } else {
+                    let dwords = (dest.wrapping_sub(start + 4) as i64) / 4;
+                    let jump = i16::try_from(dwords)
+                        .map_err(|_| LayoutError::OutOfRange { at: *from })
+                        .and_then(|d| {
+                            build::s_branch(*isa, d).map_err(|e| LayoutError::Encode {
+                                at,
+                                why: e.to_string(),
+                            })
+                        })?;
+                    code.push(jump);
+                }
                 if *skip {
                     let dwords = (code_len(&code) / 4) as i16;
                     let over = build::s_branch(*isa, dwords).map_err(|e| LayoutError::Encode {
@@ -529,5 +583,91 @@ fn relocate(
             let off = pcrel_offset(idiom)?;
             inst.with_literal(off as u64).map_err(enc)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_isa::decode;
+
+    /// `s_cbranch_scc0` at 0x1000 with a landing block `{s_ttracedata_imm 1; jump}` to the
+    /// `s_nop 0` at `target`, then `nops` original `s_nop 0`s.
+    fn plan(t: Target, nops: u64, target: u64, long: bool) -> TextPlan {
+        let mut pieces = vec![
+            Piece::Orig {
+                addr: 0x1000,
+                inst: build::s_cbranch_scc0(t, 0).unwrap(),
+                reloc: Reloc::ToIsland { island: 0 },
+            },
+            Piece::Island {
+                from: 0x1000,
+                target,
+                markers: vec![build::s_ttracedata_imm(t, 1).unwrap()],
+                long,
+                pair: 4,
+                isa: t,
+                skip: true,
+            },
+        ];
+        for i in 0..nops {
+            pieces.push(Piece::Orig {
+                addr: 0x1004 + 4 * i,
+                inst: build::s_nop(t, 0).unwrap(),
+                reloc: Reloc::None,
+            });
+        }
+        TextPlan {
+            text_addr: 0x1000,
+            pieces,
+            pcrels: Vec::new(),
+        }
+    }
+
+    fn at(l: &Layout, a: u64) -> Instruction {
+        let off = (a - 0x1000) as usize;
+        decode(&l.bytes[off..], Target::from_name("gfx1100").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn landing_block_runs_its_markers_then_jumps_to_the_target() {
+        let t = Target::from_name("gfx1100").unwrap();
+        let l = lay_out(&plan(t, 4, 0x1008, false), 0x1014).unwrap();
+        // branch → block at 0x1008 (after the skip); skip → the first original after the block.
+        assert_eq!(at(&l, 0x1000).branch_target(0x1000), Some(0x1008));
+        assert_eq!(at(&l, 0x1004).mnemonic(), "s_branch");
+        assert_eq!(at(&l, 0x1004).branch_target(0x1004), Some(0x1010));
+        assert_eq!(
+            at(&l, 0x1008).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        let dest = l.map_branch(0x1008).unwrap();
+        assert_eq!(at(&l, 0x100c).branch_target(0x100c), Some(dest));
+        assert_eq!(l.new_inst_addr(0x1004), Some(0x1010));
+    }
+
+    #[test]
+    fn far_landing_block_is_out_of_range_until_its_jump_is_long() {
+        let t = Target::from_name("gfx1100").unwrap();
+        // 40,000 dwords: beyond simm16.
+        let target = 0x1004 + 4 * 39_999;
+        let end = 0x1004 + 4 * 40_000;
+        assert_eq!(
+            lay_out(&plan(t, 40_000, target, false), end).unwrap_err(),
+            LayoutError::OutOfRange { at: 0x1000 }
+        );
+        let l = lay_out(&plan(t, 40_000, target, true), end).unwrap();
+        assert_eq!(
+            at(&l, 0x1008).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        // s_getpc_b64 s[4:5] at 0x100c; the adds' literals carry the offset from 0x1010.
+        assert_eq!(at(&l, 0x100c).mnemonic(), "s_getpc_b64");
+        let lo = at(&l, 0x1010).literal().unwrap();
+        let hi = at(&l, 0x1018).literal().unwrap();
+        let dest = 0x1010u64.wrapping_add((hi << 32) | lo);
+        assert_eq!(Some(dest), l.map_branch(target));
+        let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
+        assert_eq!(Some(skip), l.new_inst_addr(0x1004));
     }
 }

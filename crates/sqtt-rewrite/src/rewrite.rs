@@ -15,7 +15,7 @@ use crate::layout::{
 };
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{members, SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
-use amdgpu_isa::{Family, Special, Target};
+use amdgpu_isa::{Family, Instruction, Special, Target};
 use hsaco::{CodeObject, CodeObjectEditor};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -803,9 +803,25 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         })
         .collect();
     ids.retain(|k, _| emitted.contains(k));
-    // Entry snippets first at a shared point (they are skipped by branches).
+    // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
+    // entries and the markers describing the previous instruction (after a barrier signal) come
+    // first, then the
+    // inlined-scope markers (a scope changes on the edge into an instruction), then the markers
+    // describing the instruction (barrier, memory, function and kernel exits), directly in front
+    // of it.
     for v in snippets.values_mut() {
-        v.sort_by_key(|(s, _)| s.landing != Landing::After);
+        v.sort_by_key(|(s, _)| match (s.landing, s.kind) {
+            (Landing::After, _) => 0,
+            (
+                _,
+                SiteKind::FunctionEntry
+                | SiteKind::KernelEntry
+                | SiteKind::BarrierPair
+                | SiteKind::BarrierSignal,
+            ) => 1,
+            (_, SiteKind::InlinedEnter | SiteKind::InlinedExit) => 2,
+            _ => 3,
+        });
     }
     // Scope filtering: every kernel computes the flag once at its entry, before any marker
     // (callees read it too, so kernels without markers of their own compute it as well).
@@ -1321,7 +1337,8 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
 }
 
 /// Builds the output order of `.text`: each function re-aligned, snippets in front of their
-/// instructions, relaxed branches (original address → conditional) followed by their island;
+/// instructions, relaxed branches and branches with a landing block followed by their island
+/// ([`Piece::Island`]);
 /// left-alone functions (`verbatim[fi] = Some(end)`) as one raw block `[start, end)`.
 #[allow(clippy::too_many_arguments)]
 fn text_plan(
@@ -1377,9 +1394,23 @@ fn text_plan(
             cursor = end;
             continue;
         }
+        // Landing blocks: the markers of a branch edge, by branch (the sites of point `k`
+        // marked `Landing::Edge(p)` belong to the edge from `p` into `k`).
+        let mut edges: BTreeMap<usize, (u64, Vec<Instruction>)> = BTreeMap::new();
+        for ((_, k), list) in snippets.range((fi, 0)..(fi + 1, 0)) {
+            for (s, code) in list {
+                if let Landing::Edge(p) = s.landing {
+                    let e = edges.entry(p).or_insert((f.insts[*k].0, Vec::new()));
+                    e.1.extend_from_slice(code);
+                }
+            }
+        }
         for (i, (a, inst)) in f.insts.iter().enumerate() {
             if let Some(list) = snippets.get(&(fi, i)) {
                 for (s, code) in list {
+                    if matches!(s.landing, Landing::Edge(_)) {
+                        continue;
+                    }
                     for c in code {
                         tp.pieces.push(Piece::Insert {
                             inst: *c,
@@ -1388,18 +1419,22 @@ fn text_plan(
                     }
                 }
             }
+            let edge = edges.remove(&i);
             match (relax.get(a), f.relocs[i]) {
-                (Some(r), Reloc::Branch { target: t }) => {
+                (r, Reloc::Branch { target: t }) if r.is_some() || edge.is_some() => {
                     tp.pieces.push(Piece::Orig {
                         addr: *a,
                         inst: *inst,
                         reloc: Reloc::ToIsland { island: islands },
                     });
                     tp.pieces.push(Piece::Island {
-                        target: t,
-                        pair: r.pair.unwrap_or(0),
+                        from: *a,
+                        target: edge.as_ref().map_or(t, |e| e.0),
+                        markers: edge.map(|e| e.1).unwrap_or_default(),
+                        long: r.is_some(),
+                        pair: r.and_then(|r| r.pair).unwrap_or(0),
                         isa: target,
-                        skip: r.conditional,
+                        skip: matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true }),
                     });
                     islands += 1;
                 }
@@ -1426,8 +1461,6 @@ fn text_plan(
 struct Relaxed {
     /// Function of the branch (index into [`Program::funcs`]).
     func: usize,
-    /// The branch is conditional (the island starts with an `s_branch` over itself).
-    conditional: bool,
     /// Even-aligned SGPR pair the island clobbers (`None` on gfx1250: `s_add_pc_i64`).
     pair: Option<u8>,
 }
@@ -1450,13 +1483,7 @@ fn relaxable(
         let Reloc::Branch { target: t } = f.relocs[i] else {
             return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
         };
-        let conditional = matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true });
-        // gfx1010-gfx1013 have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
-        // `checkLdsBranchVmemWARHazard`): new branches would need `s_waitcnt_vscnt null, 0`.
-        if matches!(
-            target.name(),
-            "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
-        ) {
+        if !crate::layout::may_add_branches(target) {
             return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
         }
         let mut pair = None;
@@ -1473,11 +1500,7 @@ fn relaxable(
             }
             pair = Some(SiteRegs::new(sgprs.free_at(prog, fi, ti)).pair("a long branch")?);
         }
-        return Ok(Relaxed {
-            func: fi,
-            conditional,
-            pair,
-        });
+        return Ok(Relaxed { func: fi, pair });
     }
     Err("not an instruction of any function".into())
 }

@@ -58,18 +58,6 @@ fn marker_before(ins: &[String], i: usize) -> Option<u32> {
     marker_ending_at(ins, j)
 }
 
-/// Every marker of the run of markers right before index `i` (nearest first): inlined-scope
-/// markers (issue 16) may sit between a barrier marker and its barrier.
-fn markers_before(ins: &[String], i: usize) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut j = i;
-    while let Some(v) = marker_ending_at(ins, j) {
-        out.push(v);
-        j -= if ins[j - 1] == "s_ttracedata" { 3 } else { 1 };
-    }
-    out
-}
-
 fn marker_ending_at(ins: &[String], j: usize) -> Option<u32> {
     let prev = ins.get(j.checked_sub(1)?)?;
     if let Some(v) = prev.strip_prefix("s_ttracedata_imm ") {
@@ -189,8 +177,7 @@ fn markers_sit_exactly_where_the_spec_says() {
                 let t = &ins[i];
                 if t == "s_barrier" {
                     barrier_sites += 1;
-                    if pid("barrier").is_some_and(|id| markers_before(&ins, i).contains(&(id << 2)))
-                    {
+                    if pid("barrier").is_some_and(|id| marker_before(&ins, i) == Some(id << 2)) {
                         barrier_markers += 1;
                     }
                 } else if t.starts_with("s_barrier_signal") {

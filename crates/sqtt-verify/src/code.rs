@@ -183,8 +183,91 @@ pub(crate) struct Program {
     /// SGPRs no original instruction of the object reads or writes (the only SGPRs inserted code
     /// may write).
     pub free_sgprs: RegSet,
-    /// Long-branch islands found in inserted code, by start address.
+    /// Long-branch islands found in inserted code (a relaxed branch's, or a landing block's
+    /// long jump), by start address.
     pub islands: BTreeMap<u64, Island>,
+    /// Landing blocks found in inserted code, by start address.
+    pub landings: BTreeMap<u64, LandingBlock>,
+}
+
+/// A landing block the rewriter emits for a branch edge that needs markers of its own (issue
+/// 16): the original conditional SOPP branch is retargeted to inserted code right after it and
+/// an `s_branch` over the block, `{marker code; s_branch D}` or
+/// `{marker code; long-branch island to D}`, where `D` must be a landing of the original target.
+#[derive(Clone, Debug)]
+pub(crate) struct LandingBlock {
+    /// End of the marker code (exclusive; start of the jump).
+    pub body_end: u64,
+    /// End of the block (exclusive).
+    pub end: u64,
+    /// Where the jump lands.
+    pub dest: u64,
+}
+
+/// Recognises a landing block starting at `run[j]`: at least one contiguous instruction
+/// `is_body` accepts (a relaxed branch's bare island is not a landing block), then an `s_branch`
+/// out of the block or a long-branch island. Returns the block and its tail island, if any.
+fn landing_at(
+    run: &[NInst],
+    j: usize,
+    is_body: impl Fn(&Instruction) -> bool,
+) -> Option<(LandingBlock, Option<Island>)> {
+    let start = run.get(j)?.addr;
+    let mut next = start;
+    for i in j..run.len() {
+        let n = &run[i];
+        if n.addr != next {
+            return None;
+        }
+        let tail = i > j;
+        if let Some(isl) = island_at(run, i).filter(|_| tail) {
+            let block = LandingBlock {
+                body_end: n.addr,
+                end: isl.end,
+                dest: isl.dest,
+            };
+            return Some((block, Some(isl)));
+        }
+        if tail && n.inst.mnemonic() == "s_branch" {
+            let t = n.inst.branch_target(n.addr)?;
+            if t >= start && t <= n.addr {
+                return None;
+            }
+            let block = LandingBlock {
+                body_end: n.addr,
+                end: n.addr + 4,
+                dest: t,
+            };
+            return Some((block, None));
+        }
+        if !is_body(&n.inst) {
+            return None;
+        }
+        next = n.addr + n.inst.len() as u64;
+    }
+    None
+}
+
+/// The landing block a conditional SOPP branch at `new[q]` (the instructions after it follow in
+/// `new`) was retargeted to, with its tail island: the block starts right after an `s_branch` to
+/// the block's end, which follows the branch.
+fn landing_after(
+    new: &[NInst],
+    q: usize,
+    is_body: impl Fn(&Instruction) -> bool,
+) -> Option<(u64, LandingBlock, Option<Island>)> {
+    let b = new.get(q)?;
+    if b.inst.flow() != (amdgpu_isa::Flow::Branch { conditional: true }) {
+        return None;
+    }
+    let t = b.inst.branch_target(b.addr)?;
+    let j = new.binary_search_by_key(&t, |n| n.addr).ok()?;
+    let after = b.addr + b.inst.len() as u64;
+    let s = new.get(j.checked_sub(1)?)?;
+    let over = (s.addr == after && s.inst.mnemonic() == "s_branch" && t == after + 4)
+        .then(|| s.inst.branch_target(s.addr))??;
+    let (block, isl) = landing_at(new, j, is_body)?;
+    (over == block.end).then_some((t, block, isl))
 }
 
 /// A long-branch island the rewriter emits for a relaxed branch: `s_getpc_b64 s[p:p+1]`,
@@ -257,6 +340,37 @@ fn island_at(run: &[NInst], i: usize) -> Option<Island> {
     })
 }
 
+/// Every landing block in the inserted code of `funcs` (an original branch whose target is not
+/// the next original instruction, retargeted to inserted code after it), and the islands at
+/// their tails, by start address.
+fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, Island>) {
+    let mut out = BTreeMap::new();
+    let mut tails = BTreeMap::new();
+    for f in funcs {
+        for (k, o) in f.orig.iter().enumerate() {
+            let (Some(n), Some(to)) = (o.new, o.inst.branch_target(o.addr)) else {
+                continue;
+            };
+            if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
+                continue;
+            }
+            // The branch, then the run of the next original (where the block sits).
+            let run = f.orig.get(k + 1).map_or(&[][..], |x| {
+                f.inserted.get(x.run.clone()).unwrap_or_default()
+            });
+            let mut seq = vec![n];
+            seq.extend_from_slice(run);
+            if let Some((t, block, isl)) = landing_after(&seq, 0, |_| true) {
+                if let Some(isl) = isl {
+                    tails.insert(block.body_end, isl);
+                }
+                out.insert(t, block);
+            }
+        }
+    }
+    (out, tails)
+}
+
 /// Every island in the inserted code of `funcs` that a relocated original branch targets.
 fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
     let mut out = BTreeMap::new();
@@ -279,6 +393,15 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
 }
 
 impl Program {
+    /// The landing block containing new address `a`, with its start, if any.
+    pub(crate) fn landing_containing(&self, a: u64) -> Option<(u64, &LandingBlock)> {
+        self.landings
+            .range(..=a)
+            .next_back()
+            .map(|(s, b)| (*s, b))
+            .filter(|(_, b)| a < b.end)
+    }
+
     /// The island containing new address `a`, if any.
     pub(crate) fn island_containing(&self, a: u64) -> Option<&Island> {
         self.islands
@@ -473,7 +596,9 @@ impl Program {
                     .map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr))
             })
             .collect();
-        let islands = find_islands(&funcs);
+        let mut islands = find_islands(&funcs);
+        let (landings, tails) = find_landings(&funcs);
+        islands.extend(tails);
         let program = Program {
             isa,
             otext,
@@ -482,6 +607,7 @@ impl Program {
             secmap,
             free_sgprs,
             islands,
+            landings,
         };
         program.check_tail(findings);
         Ok(program)
@@ -760,8 +886,8 @@ fn hex(b: &[u8]) -> String {
 struct Windows<'a> {
     orig: (u64, u64),
     new: (u64, u64),
-    /// Start addresses of long-branch islands in the rewritten region: a relaxed original branch
-    /// targets one of them.
+    /// Start addresses of long-branch islands and landing blocks in the rewritten region: a
+    /// relaxed original branch, or one with a landing block, targets one of them.
     islands: &'a std::collections::BTreeSet<u64>,
 }
 
@@ -776,8 +902,9 @@ fn matches(o_addr: u64, o: &Instruction, n: &NInst, w: Windows, pcrel_literal: b
     let (Some(to), Some(tn)) = (o.branch_target(o_addr), n.inst.branch_target(n.addr)) else {
         return true;
     };
-    // A relaxed branch targets its long-branch island, which trails it: forward, whatever the
-    // original direction (the island's own destination is checked by the flow check).
+    // A relaxed branch targets its long-branch island, a branch with a landing block that block;
+    // both trail it: forward, whatever the original direction (their own destination is checked
+    // by the flow check).
     if w.islands.contains(&tn) {
         return true;
     }
@@ -929,8 +1056,16 @@ fn align(
         .filter(|&q| targeted.contains(&new[q].addr))
         .filter_map(|q| island_at(&new, q).map(|isl| (new[q].addr, isl.end)))
         .collect();
-    let island_starts: std::collections::BTreeSet<u64> =
-        island_ranges.iter().map(|&(a, _)| a).collect();
+    // Landing blocks: inserted code a branch right before it was retargeted to.
+    let landing_ranges: Vec<(u64, u64)> = (0..new.len())
+        .filter_map(|q| landing_after(&new, q, ins).map(|(t, b, _)| (t, b.end)))
+        .collect();
+    let island_starts: std::collections::BTreeSet<u64> = island_ranges
+        .iter()
+        .chain(&landing_ranges)
+        .map(|&(a, _)| a)
+        .collect();
+    let island_ranges: Vec<(u64, u64)> = island_ranges.into_iter().chain(landing_ranges).collect();
     let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
     let ins_new = |n: &NInst| ins(&n.inst) || in_island(n.addr);
     let (mut i, mut j) = (0usize, 0usize);

@@ -126,6 +126,8 @@ type Succ = (usize, Option<u64>);
 
 struct Cfg {
     succs: Vec<Vec<Succ>>,
+    /// Branch edges through a landing block: (branch, successor) → the block's start.
+    via: BTreeMap<(usize, usize), u64>,
     /// Function exits (end of program, return, tail call) that must leave no open scope.
     exits: Vec<usize>,
 }
@@ -530,6 +532,13 @@ fn check_inserted(
                 }
                 continue;
             }
+            if p.landing_containing(n.addr)
+                .is_some_and(|(_, b)| n.addr >= b.body_end)
+            {
+                // A landing block's jump: its destination is checked through the branch that
+                // uses the block (check_target).
+                continue;
+            }
             let class = region_class(&n.inst);
             match class {
                 None => bad(format!("inserted instruction {m} is not allowed")),
@@ -622,8 +631,15 @@ fn check_target(
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
     let n_addr = f.orig[k].new.map(|n| n.addr);
-    // A relaxed branch reaches its target through a long-branch island.
-    let t_n = t_n.map(|t| p.islands.get(&t).map_or(t, |isl| isl.dest))?;
+    // A relaxed branch reaches its target through a long-branch island, a branch with a landing
+    // block through the block's jump.
+    let t_n = t_n.map(|t| {
+        p.landings
+            .get(&t)
+            .map(|b| b.dest)
+            .or_else(|| p.islands.get(&t).map(|isl| isl.dest))
+            .unwrap_or(t)
+    })?;
     if !p.otext.contains(t_o) {
         let want = p.map_data(t_o);
         if t_n != want {
@@ -676,6 +692,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     let f = &p.funcs[fi];
     let n = f.orig.len();
     let mut succs: Vec<Vec<Succ>> = vec![Vec::new(); n];
+    let mut via = BTreeMap::new();
     let mut exits = Vec::new();
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
@@ -712,6 +729,9 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
                     let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
                     if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
+                        if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
+                            via.insert((k, s.0), b);
+                        }
                         succs[k].push(s);
                     }
                 }
@@ -754,7 +774,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             }
         }
     }
-    Cfg { succs, exits }
+    Cfg { succs, via, exits }
 }
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
@@ -861,21 +881,26 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
 
 fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
     let mut run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
-    // A run that starts with a long-branch island is never entered by fall-through: after a
-    // relaxed unconditional branch nothing falls into it, and after a relaxed conditional branch
-    // the fall-through path takes the `s_branch` over it. Execution starts after the island.
+    // A run that starts with a long-branch island or a landing block is never entered by
+    // fall-through: after an unconditional branch nothing falls into it, and after a conditional
+    // branch the fall-through path takes the `s_branch` over it. Execution starts after it.
+    let trailer_end = |a: u64| {
+        p.landing_containing(a)
+            .map(|(_, b)| b.end)
+            .or_else(|| p.island_containing(a).map(|isl| isl.end))
+    };
     while let Some(first) = run.first() {
         if landing.is_some() {
             break;
         }
-        if p.island_containing(first.addr).is_some() {
+        if trailer_end(first.addr).is_some() {
             run = &run[1..];
             continue;
         }
         let skips_island = run.get(1).and_then(|next| {
-            let isl = p.island_containing(next.addr)?;
+            let end = trailer_end(next.addr)?;
             let over = first.inst.mnemonic() == "s_branch"
-                && first.inst.branch_target(first.addr) == Some(isl.end);
+                && first.inst.branch_target(first.addr) == Some(end);
             over.then_some(())
         });
         match skips_island {
@@ -957,105 +982,201 @@ fn check_runs(
             entries[s].insert(entry_key(f, s, land));
         }
     }
+    let facts = Facts {
+        live: &live,
+        scc_live: &scc_live,
+        consts: &consts,
+        fm,
+        layout: env.layout,
+    };
     let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
     for (k, es) in entries.iter().enumerate() {
         let o = &f.orig[k];
-        let na = o.new.map(|x| x.addr);
         // The run as fall-through enters it (a leading long-branch island is not part of it).
-        let whole = run_from(p, f, k, None);
-        let is_legacy = legacy.get(k).copied().unwrap_or(true);
-        let executable = whole.iter().all(|x| {
-            region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
-                || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
-                || matches!(region_class(&x.inst), Some(Region::Writelane))
-        });
-        let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
+        let code = Code {
+            whole: run_from(p, f, k, None),
+            end: o.new.map(|x| x.addr),
+            legacy: legacy.get(k).copied().unwrap_or(true),
+            changeable: changeable.get(k).copied().unwrap_or(0),
+        };
         for &land in es {
-            let run = run_from(p, f, k, land);
-            let exec = match (whole.first(), na) {
-                (Some(first), Some(end)) if executable && !run.is_empty() => {
-                    let landing = run.first().map_or(end, |x| x.addr);
-                    Some((
-                        landing,
-                        region::execute(
-                            env,
-                            &region::Entry {
-                                code: p.ntext.slice(first.addr, end),
-                                start: first.addr,
-                                landing,
-                                frame: land.is_none(),
-                                deterministic: !is_legacy,
-                                trials: if is_legacy { 2 } else { 6 },
-                                vgprs: &vgprs,
-                                changeable: changeable.get(k).copied().unwrap_or(0),
-                            },
-                        ),
-                    ))
-                }
-                _ => None,
-            };
-            let e = match exec {
-                Some((at, x)) if !is_legacy => executed_effect(run, at, x, env.layout),
-                Some((at, x)) => {
-                    let mut e = simulate(run);
-                    e.scc_changed = x.scc_changed;
-                    e.problems
-                        .extend(x.problems.into_iter().map(|(c, m)| (c, at, m)));
-                    e
-                }
-                None => simulate(run),
-            };
-            if e.scc_changed && scc_live[k] {
-                findings.push(fnd(
-                    f,
-                    Check::Scc,
-                    Some(o.addr),
-                    na,
-                    "SCC is live here and the inserted run changes it".into(),
-                ));
-            }
-            let clobbered = match e.m0 {
-                Val::Orig => false,
-                Val::Const(c) => live[k] && consts[k] != Some(Val::Const(c)),
-                Val::Unknown => live[k],
-            };
-            if clobbered {
-                findings.push(fnd(
-                    f,
-                    Check::M0,
-                    Some(o.addr),
-                    na,
-                    format!("M0 is live here and the inserted run leaves it {:?}", e.m0),
-                ));
-            }
-            if e.last_writes_m0 && reads_m0(&o.inst) {
-                findings.push(fnd(
-                    f,
-                    Check::M0,
-                    Some(o.addr),
-                    na,
-                    format!(
-                        "M0 written directly before {}, which reads it (needs s_nop 0)",
-                        o.inst.mnemonic()
-                    ),
-                ));
-            }
-            for (c, a, msg) in &e.problems {
-                if land.is_none() || *c != Check::Markers || !is_legacy {
-                    findings.push(fnd(f, *c, Some(o.addr), Some(*a), msg.clone()));
-                }
-            }
-            if land.is_none() {
-                for &(a, v) in &e.markers {
-                    check_marker(f, o.addr, a, env.layout.strip(v), fm, &mut counts, findings);
-                }
-            }
+            let e = entry_effect(p, env, &code, run_from(p, f, k, land), land.is_none());
+            check_effect(
+                f,
+                k,
+                &e,
+                land.is_none(),
+                code.legacy,
+                &facts,
+                &mut counts,
+                findings,
+            );
             effects.insert((k, land), e);
         }
     }
+    // Landing blocks: their marker code runs on the branch edge only, before the target's run.
+    let mut landed: BTreeMap<u64, Effect> = BTreeMap::new();
+    for (&(_, s), &start) in &cfg.via {
+        let Some(b) = p
+            .landings
+            .get(&start)
+            .filter(|_| !landed.contains_key(&start))
+        else {
+            continue;
+        };
+        let lo = f.inserted.partition_point(|x| x.addr < start);
+        let hi = f.inserted.partition_point(|x| x.addr < b.body_end);
+        let body = &f.inserted[lo..hi];
+        let code = Code {
+            whole: body,
+            end: Some(b.body_end),
+            legacy: body.iter().all(|n| allowed(&n.inst).is_some()),
+            changeable: changeable.get(s).copied().unwrap_or(0),
+        };
+        let e = entry_effect(p, env, &code, body, true);
+        check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);
+        landed.insert(start, e);
+    }
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
-    check_balance(f, cfg, &effects, fm, findings);
+    check_balance(f, cfg, &effects, &landed, fm, findings);
     counts
+}
+
+/// Facts of the original program the effect of inserted code is checked against, by original
+/// instruction index.
+struct Facts<'a> {
+    live: &'a [bool],
+    scc_live: &'a [bool],
+    consts: &'a [Option<Val>],
+    fm: &'a FuncmapInfo,
+    layout: Layout,
+}
+
+/// Inserted code in front of one original instruction (a run) or of one jump (a landing block).
+struct Code<'a> {
+    /// The code as fall-through enters it.
+    whole: &'a [NInst],
+    /// Where it ends (new address; the original instruction after a run, a landing block's
+    /// jump).
+    end: Option<u64>,
+    /// Every instruction is a simple marker-snippet instruction.
+    legacy: bool,
+    /// SGPRs the code may change (bit n = s<n>).
+    changeable: u128,
+}
+
+/// Effect of executing `run` (a suffix of `c.whole`, from one entry); `frame`: entered whole.
+fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: bool) -> Effect {
+    let executable = c.whole.iter().all(|x| {
+        region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
+            || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
+            || matches!(region_class(&x.inst), Some(Region::Writelane))
+    });
+    let vgprs = region::vgprs_read(c.whole.iter().map(|x| &x.inst));
+    let exec = match (c.whole.first(), c.end) {
+        (Some(first), Some(end)) if executable && !run.is_empty() => {
+            let landing = run.first().map_or(end, |x| x.addr);
+            Some((
+                landing,
+                region::execute(
+                    env,
+                    &region::Entry {
+                        code: p.ntext.slice(first.addr, end),
+                        start: first.addr,
+                        landing,
+                        frame,
+                        deterministic: !c.legacy,
+                        trials: if c.legacy { 2 } else { 6 },
+                        vgprs: &vgprs,
+                        changeable: c.changeable,
+                    },
+                ),
+            ))
+        }
+        _ => None,
+    };
+    match exec {
+        Some((at, x)) if !c.legacy => executed_effect(run, at, x, env.layout),
+        Some((at, x)) => {
+            let mut e = simulate(run);
+            e.scc_changed = x.scc_changed;
+            e.problems
+                .extend(x.problems.into_iter().map(|(c, m)| (c, at, m)));
+            e
+        }
+        None => simulate(run),
+    }
+}
+
+/// Checks the effect of inserted code that runs just before original `k`: SCC and M0 kept where
+/// live, no M0 write right before an M0 reader, its problems, and (`whole`: entered whole) its
+/// marker words.
+#[allow(clippy::too_many_arguments)]
+fn check_effect(
+    f: &Func,
+    k: usize,
+    e: &Effect,
+    whole: bool,
+    legacy: bool,
+    facts: &Facts,
+    counts: &mut MarkerCounts,
+    findings: &mut Vec<Finding>,
+) {
+    let o = &f.orig[k];
+    let na = o.new.map(|x| x.addr);
+    if e.scc_changed && facts.scc_live[k] {
+        findings.push(fnd(
+            f,
+            Check::Scc,
+            Some(o.addr),
+            na,
+            "SCC is live here and the inserted run changes it".into(),
+        ));
+    }
+    let clobbered = match e.m0 {
+        Val::Orig => false,
+        Val::Const(c) => facts.live[k] && facts.consts[k] != Some(Val::Const(c)),
+        Val::Unknown => facts.live[k],
+    };
+    if clobbered {
+        findings.push(fnd(
+            f,
+            Check::M0,
+            Some(o.addr),
+            na,
+            format!("M0 is live here and the inserted run leaves it {:?}", e.m0),
+        ));
+    }
+    if e.last_writes_m0 && reads_m0(&o.inst) {
+        findings.push(fnd(
+            f,
+            Check::M0,
+            Some(o.addr),
+            na,
+            format!(
+                "M0 written directly before {}, which reads it (needs s_nop 0)",
+                o.inst.mnemonic()
+            ),
+        ));
+    }
+    for (c, a, msg) in &e.problems {
+        if whole || *c != Check::Markers || !legacy {
+            findings.push(fnd(f, *c, Some(o.addr), Some(*a), msg.clone()));
+        }
+    }
+    if whole {
+        for &(a, v) in &e.markers {
+            check_marker(
+                f,
+                o.addr,
+                a,
+                facts.layout.strip(v),
+                facts.fm,
+                counts,
+                findings,
+            );
+        }
+    }
 }
 
 fn check_marker(
@@ -1202,10 +1323,14 @@ fn scope_ops(
 /// call, unresolved indirect jump) (seed spec: enter/exit "properly nested"; the llvm-project test
 /// decoder rejects underflow and unclosed scopes). Applies to every kind of scope: device
 /// functions (`F:`), inlined instances (`F:` without address), kernel scopes (`U:`).
+///
+/// A branch edge through a landing block (`landed`: effects by block start) runs the block's
+/// markers before the target's run.
 fn check_balance(
     f: &Func,
     cfg: &Cfg,
     effects: &BTreeMap<(usize, Option<u64>), Effect>,
+    landed: &BTreeMap<u64, Effect>,
     fm: &FuncmapInfo,
     findings: &mut Vec<Finding>,
 ) {
@@ -1213,12 +1338,15 @@ fn check_balance(
     let mut stack: Vec<Option<Vec<u32>>> = vec![None; n];
     let mut reported = BTreeSet::new();
     let mut bad_enter = BTreeSet::new();
-    let mut ops = |k: usize, land: Option<u64>, findings: &mut Vec<Finding>| {
-        effects
-            .get(&(k, entry_key(f, k, land)))
-            .map_or_else(Vec::new, |e| {
-                scope_ops(f, e, fm, &f.orig[k], &mut bad_enter, findings)
-            })
+    // Scope operations on entering original `k` at `land`, after landing block `via` if any.
+    let mut ops = |k: usize, land: Option<u64>, via: Option<u64>, findings: &mut Vec<Finding>| {
+        let block = via.and_then(|b| landed.get(&b));
+        let run = effects.get(&(k, entry_key(f, k, land)));
+        let mut v = Vec::new();
+        for e in block.into_iter().chain(run) {
+            v.extend(scope_ops(f, e, fm, &f.orig[k], &mut bad_enter, findings));
+        }
+        v
     };
     // Applies `ops` to `from`; `false` when an exit finds no open scope.
     let apply = |from: &[u32], ops: &[ScopeOp]| {
@@ -1232,7 +1360,7 @@ fn check_balance(
         }
         (s, ok)
     };
-    let (s0, ok0) = apply(&[], &ops(0, None, findings));
+    let (s0, ok0) = apply(&[], &ops(0, None, None, findings));
     if !ok0 {
         findings.push(fnd(
             f,
@@ -1249,7 +1377,8 @@ fn check_balance(
             continue;
         };
         for &(s, land) in &cfg.succs[k] {
-            let (next, ok) = apply(&cur, &ops(s, land, findings));
+            let via = cfg.via.get(&(k, s)).copied();
+            let (next, ok) = apply(&cur, &ops(s, land, via, findings));
             let o = &f.orig[s];
             if !ok && reported.insert(s) {
                 findings.push(fnd(
