@@ -64,14 +64,14 @@ pub fn print_object(name: &str, t: &Timings) {
         eprint!(
             "{}",
             t.render(&format!(
-                "sqtt-patch: timings of {name} (wall ms per stage; peak MiB: the process's RSS high-water mark during the stage, VmHWM of /proc/self/status, reset per stage)"
+                "sqtt-patch: timings of {name} (wall ms per stage; cpu ms: user + system time of the process, all threads, /proc/self/stat; peak MiB: the process's RSS high-water mark during the stage, VmHWM of /proc/self/status, reset per stage)"
             ))
         );
     }
 }
 
 /// Prints the process-wide sum (`--fatbin`, `batch`) to stderr: the table, then the process's
-/// wall time since `started` and its peak RSS.
+/// wall time since `started`, its CPU time and its peak RSS.
 pub fn print_sum(what: &str, started: Instant) {
     if MODE.load(Ordering::Relaxed) == 0 {
         return;
@@ -80,16 +80,19 @@ pub fn print_sum(what: &str, started: Instant) {
     eprint!(
         "{}",
         sum.render(&format!(
-            "sqtt-patch: timings of {what}: {} code object(s), summed over objects processed in parallel (wall ms per stage, summed; peak MiB: the process's RSS high-water mark when the stage ended, VmHWM of /proc/self/status)",
+            "sqtt-patch: timings of {what}: {} code object(s), summed over objects processed in parallel (wall ms per stage, summed; cpu ms not measured per object; peak MiB: the process's RSS high-water mark when the stage ended, VmHWM of /proc/self/status)",
             sum.objects()
         ))
     );
     let peak = peak_rss().map_or("n/a".into(), |b| format!("{:.1}", b as f64 / 1048576.0));
+    let cpu = sqtt_rewrite::timings::process_cpu()
+        .map_or("n/a".into(), |d| format!("{:.0}", d.as_secs_f64() * 1000.0));
     eprintln!(
-        "  {:<12} {:>10.1} {:>6} {:>9}",
+        "  {:<12} {:>10.1} {:>6} {:>8} {:>9}",
         "process",
         started.elapsed().as_secs_f64() * 1000.0,
         "",
+        cpu,
         peak
     );
 }

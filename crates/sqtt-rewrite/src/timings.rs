@@ -11,6 +11,12 @@
 //! figure is the peak reached during that stage; without it (objects processed in parallel,
 //! where one object's reset would hide another's peak) it is the process's peak so far when the
 //! stage ended. Where `/proc` is unavailable, memory is not reported.
+//!
+//! CPU time (user + system, every thread of the process) comes from `/proc/self/stat` fields 14
+//! and 15 (`proc(5)`, clock ticks of 1/100 s): 10 ms resolution. It is recorded only when one
+//! code object is processed at a time (`reset_peak`): with objects in parallel the process's
+//! CPU time is shared between them. On a loaded machine it is the figure to compare, as wall
+//! time includes waiting for a core.
 
 use std::time::{Duration, Instant};
 
@@ -70,9 +76,11 @@ impl Stage {
 pub struct Timings {
     on: bool,
     reset_peak: bool,
-    running: Option<(Stage, Instant)>,
+    running: Option<(Stage, Instant, Option<Duration>)>,
     /// Wall time per stage, indexed like [`Stage::ALL`].
     wall: [Duration; 8],
+    /// CPU time per stage (see the module documentation), indexed like [`Stage::ALL`].
+    cpu: [Option<Duration>; 8],
     /// Peak RSS per stage (bytes), indexed like [`Stage::ALL`]; `None`: not measured.
     peak: [Option<u64>; 8],
     /// Code objects summed into this record.
@@ -116,16 +124,20 @@ impl Timings {
         if self.reset_peak {
             reset_peak_rss();
         }
-        self.running = Some((stage, Instant::now()));
+        let cpu = if self.reset_peak { process_cpu() } else { None };
+        self.running = Some((stage, Instant::now(), cpu));
     }
 
     /// Ends the running stage, if any.
     pub fn end(&mut self) {
-        let Some((stage, t0)) = self.running.take() else {
+        let Some((stage, t0, cpu0)) = self.running.take() else {
             return;
         };
         let i = stage as usize;
         self.wall[i] += t0.elapsed();
+        if let (Some(a), Some(b)) = (cpu0, process_cpu()) {
+            self.cpu[i] = Some(self.cpu[i].unwrap_or_default() + b.saturating_sub(a));
+        }
         if let Some(p) = peak_rss() {
             self.peak[i] = Some(self.peak[i].map_or(p, |q| q.max(p)));
         }
@@ -137,6 +149,10 @@ impl Timings {
         self.on |= other.on;
         for i in 0..Stage::ALL.len() {
             self.wall[i] += other.wall[i];
+            self.cpu[i] = match (self.cpu[i], other.cpu[i]) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
             self.peak[i] = match (self.peak[i], other.peak[i]) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
@@ -150,6 +166,11 @@ impl Timings {
         self.wall[stage as usize]
     }
 
+    /// CPU time of `stage`, `None` when not measured (see the module documentation).
+    pub fn cpu(&self, stage: Stage) -> Option<Duration> {
+        self.cpu[stage as usize]
+    }
+
     /// Peak RSS of `stage` in bytes (see the module documentation), `None` when not measured.
     pub fn peak(&self, stage: Stage) -> Option<u64> {
         self.peak[stage as usize]
@@ -161,17 +182,21 @@ impl Timings {
     }
 
     /// The table printed by `--timings`: one line per stage (wall milliseconds, share of the
-    /// summed wall time in percent, peak MiB), then a `total` line (summed wall time, largest
-    /// peak). `title` heads it; every line ends with a newline.
+    /// summed wall time in percent, CPU milliseconds, peak MiB), then a `total` line (summed
+    /// times, largest peak). `title` heads it; every line ends with a newline.
     pub fn render(&self, title: &str) -> String {
         let total: Duration = self.wall.iter().sum();
         let mib = |p: Option<u64>| match p {
             Some(b) => format!("{:.1}", b as f64 / 1048576.0),
             None => "n/a".into(),
         };
+        let ms = |d: Option<Duration>| match d {
+            Some(d) => format!("{:.0}", d.as_secs_f64() * 1000.0),
+            None => "n/a".into(),
+        };
         let mut s = format!(
-            "{title}\n  {:<12} {:>10} {:>6} {:>9}\n",
-            "stage", "wall ms", "%", "peak MiB"
+            "{title}\n  {:<12} {:>10} {:>6} {:>8} {:>9}\n",
+            "stage", "wall ms", "%", "cpu ms", "peak MiB"
         );
         for st in Stage::ALL {
             let w = self.wall(st);
@@ -181,19 +206,22 @@ impl Timings {
                 100.0 * w.as_secs_f64() / total.as_secs_f64()
             };
             s += &format!(
-                "  {:<12} {:>10.1} {:>6.1} {:>9}\n",
+                "  {:<12} {:>10.1} {:>6.1} {:>8} {:>9}\n",
                 st.name(),
                 w.as_secs_f64() * 1000.0,
                 pct,
+                ms(self.cpu(st)),
                 mib(self.peak(st))
             );
         }
         let top = self.peak.iter().flatten().copied().max();
+        let cpu_total = self.cpu.iter().flatten().copied().reduce(|a, b| a + b);
         s += &format!(
-            "  {:<12} {:>10.1} {:>6.1} {:>9}\n",
+            "  {:<12} {:>10.1} {:>6.1} {:>8} {:>9}\n",
             "total",
             total.as_secs_f64() * 1000.0,
             100.0,
+            ms(cpu_total),
             mib(top)
         );
         s
@@ -207,6 +235,19 @@ pub fn peak_rss() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// CPU time (user + system, all threads) of the process so far: `utime` + `stime` of
+/// `/proc/self/stat` (fields 14 and 15, `proc(5)`) in clock ticks of 1/100 s (`USER_HZ`);
+/// `None` where it cannot be read.
+pub fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Field 2 (the command name) is in parentheses and may hold spaces: count after its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3.
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Resets the process's RSS high-water mark to its current RSS (`5` into
@@ -244,6 +285,29 @@ mod tests {
             assert!(text.contains(&format!("  {:<12} ", st.name())), "{text}");
         }
         assert!(text.contains("  total "), "{text}");
+    }
+
+    #[test]
+    fn cpu_time_follows_a_busy_loop() {
+        if process_cpu().is_none() {
+            return; // no /proc: nothing to check
+        }
+        let mut t = Timings::new(true);
+        t.begin(Stage::Analyse);
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        t.end();
+        let cpu = t.cpu(Stage::Analyse).unwrap_or_default();
+        // At most the wall time plus one tick; at least some of it (the machine may be shared).
+        assert!(
+            cpu <= t.wall(Stage::Analyse) + Duration::from_millis(20),
+            "{cpu:?}"
+        );
+        assert!(cpu >= Duration::from_millis(20), "{cpu:?}");
+        assert_eq!(t.cpu(Stage::Load), None);
     }
 
     #[test]

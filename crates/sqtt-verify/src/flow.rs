@@ -3,6 +3,7 @@
 //! constants, marker words and enter/exit balance.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
@@ -367,7 +368,13 @@ fn scope_flags(
             tested.first().copied()
         })
         .collect();
-    let touched: Vec<u128> = p.funcs.iter().map(crate::sgprs::touched).collect();
+    // Only needed when some kernel's call graph tests a flag (decoded lazily: most objects have
+    // no scope filtering).
+    let touched: Vec<u128> = if flags.iter().any(Option::is_some) {
+        p.funcs.iter().map(crate::sgprs::touched).collect()
+    } else {
+        Vec::new()
+    };
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
         let kf = &p.funcs[ki];
@@ -704,19 +711,29 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
 }
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
-fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
     let n = f.orig.len();
+    // (reads, kills) per instruction, decoded once, not once per iteration.
+    let facts: Vec<(bool, bool)> = f
+        .orig
+        .iter()
+        .zip(regs)
+        .map(|(o, (r, w))| {
+            let kills = w.contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
+            // `reads_m0` is false without M0 among the decoder's reads.
+            (r.contains(SpecialReg::M0) && reads_m0(&o.inst), kills)
+        })
+        .collect();
     let mut live_in = vec![false; n];
     let mut changed = true;
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let o = &f.orig[k];
             let out = cfg.succs[k]
                 .iter()
                 .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
-            let kills = o.inst.writes().contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
-            let v = reads_m0(&o.inst) || (out && !kills);
+            let (reads, kills) = facts[k];
+            let v = reads || (out && !kills);
             if v != live_in[k] {
                 live_in[k] = v;
                 changed = true;
@@ -729,19 +746,28 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 /// Backward SCC liveness over the original CFG (reads and writes from the decoder's implicit
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
-fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+fn scc_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
     let n = f.orig.len();
+    // (reads, kills) per instruction, decoded once, not once per iteration.
+    let facts: Vec<(bool, bool)> = f
+        .orig
+        .iter()
+        .zip(regs)
+        .map(|(o, (r, w))| {
+            let kills = w.contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
+            (r.contains(SpecialReg::Scc), kills)
+        })
+        .collect();
     let mut live_in = vec![false; n];
     let mut changed = true;
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let o = &f.orig[k];
             let out = cfg.succs[k]
                 .iter()
                 .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
-            let kills = o.inst.writes().contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
-            let v = o.inst.reads().contains(SpecialReg::Scc) || (out && !kills);
+            let (reads, kills) = facts[k];
+            let v = reads || (out && !kills);
             if v != live_in[k] {
                 live_in[k] = v;
                 changed = true;
@@ -752,7 +778,7 @@ fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 }
 
 /// Forward reaching constant of M0 before each original instruction (`None`: unreached).
-fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
+fn m0_constants(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<Option<Val>> {
     let n = f.orig.len();
     let mut val_in: Vec<Option<Val>> = vec![None; n];
     if n == 0 {
@@ -765,7 +791,7 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         let Some(vin) = val_in[k] else { continue };
         let out = if o.inst.flow() == Flow::Call {
             Val::Unknown
-        } else if o.inst.writes().contains(SpecialReg::M0) {
+        } else if regs[k].1.contains(SpecialReg::M0) {
             match allowed(&o.inst) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
@@ -892,19 +918,36 @@ fn check_runs(
         check_f_entry(f, fm, None, findings);
         return counts;
     }
-    let live = m0_liveness(f, cfg);
-    let scc_live = scc_liveness(f, cfg);
-    let consts = m0_constants(f, cfg);
-    // Entries into each run: whole run (entry, fall-through) and each branch landing.
-    let mut entries: Vec<BTreeSet<Option<u64>>> = vec![BTreeSet::new(); n];
-    entries[0].insert(None);
+    // Registers read and written by each original instruction, decoded once for the three
+    // analyses below.
+    let regs: Vec<(RegSet, RegSet)> = f
+        .orig
+        .iter()
+        .map(|o| (o.inst.reads(), o.inst.writes()))
+        .collect();
+    let live = m0_liveness(f, cfg, &regs);
+    let scc_live = scc_liveness(f, cfg, &regs);
+    let consts = m0_constants(f, cfg, &regs);
+    drop(regs);
+    // Entries into each run: whole run (entry, fall-through) and each branch landing, as
+    // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
+    // an allocation per instruction).
+    let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
     for ss in &cfg.succs {
         for &(s, land) in ss {
-            entries[s].insert(entry_key(f, s, land));
+            entries.push((s, entry_key(f, s, land)));
         }
     }
+    entries.sort_unstable();
+    entries.dedup();
     let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
-    for (k, es) in entries.iter().enumerate() {
+    let mut next = 0;
+    for k in 0..n {
+        let first = next;
+        while entries.get(next).is_some_and(|e| e.0 == k) {
+            next += 1;
+        }
+        let es = entries[first..next].iter().map(|e| e.1);
         let o = &f.orig[k];
         let na = o.new.map(|x| x.addr);
         // The run as fall-through enters it (a leading long-branch island is not part of it).
@@ -914,8 +957,13 @@ fn check_runs(
             region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
                 || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
         });
-        let vgprs = region::vgprs_read(whole.iter().map(|x| &x.inst));
-        for &land in es {
+        // An empty run reads nothing (and most original instructions have one).
+        let vgprs = if whole.is_empty() {
+            Vec::new()
+        } else {
+            region::vgprs_read(whole.iter().map(|x| &x.inst))
+        };
+        for land in es {
             let run = run_from(p, f, k, land);
             let exec = match (whole.first(), na) {
                 (Some(first), Some(end)) if executable && !run.is_empty() => {
@@ -995,7 +1043,11 @@ fn check_runs(
                     check_marker(f, o.addr, a, env.layout.strip(v), fm, &mut counts, findings);
                 }
             }
-            effects.insert((k, land), e);
+            // Only runs with markers matter to the scope checks (a missing effect is an empty
+            // one); one map entry per original instruction cost time and memory.
+            if !e.markers.is_empty() {
+                effects.insert((k, land), e);
+            }
         }
     }
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
@@ -1155,7 +1207,9 @@ fn check_balance(
     findings: &mut Vec<Finding>,
 ) {
     let n = f.orig.len();
-    let mut stack: Vec<Option<Vec<u32>>> = vec![None; n];
+    // Scope stacks are shared between instructions until a marker changes them (a copy per
+    // instruction was an allocation per instruction inside every scope).
+    let mut stack: Vec<Option<Rc<Vec<u32>>>> = vec![None; n];
     let mut reported = BTreeSet::new();
     let mut bad_enter = BTreeSet::new();
     let mut ops = |k: usize, land: Option<u64>, findings: &mut Vec<Finding>| {
@@ -1166,7 +1220,10 @@ fn check_balance(
             })
     };
     // Applies `ops` to `from`; `false` when an exit finds no open scope.
-    let apply = |from: &[u32], ops: &[ScopeOp]| {
+    let apply = |from: &Rc<Vec<u32>>, ops: &[ScopeOp]| {
+        if ops.is_empty() {
+            return (Rc::clone(from), true);
+        }
         let mut s = from.to_vec();
         let mut ok = true;
         for op in ops {
@@ -1175,9 +1232,9 @@ fn check_balance(
                 ScopeOp::Pop => ok &= s.pop().is_some(),
             }
         }
-        (s, ok)
+        (Rc::new(s), ok)
     };
-    let (s0, ok0) = apply(&[], &ops(0, None, findings));
+    let (s0, ok0) = apply(&Rc::new(Vec::new()), &ops(0, None, findings));
     if !ok0 {
         findings.push(fnd(
             f,
@@ -1235,7 +1292,7 @@ fn check_balance(
         }
     }
     for &k in &cfg.exits {
-        if let Some(d) = stack[k].as_ref().map(Vec::len).filter(|d| *d != 0) {
+        if let Some(d) = stack[k].as_ref().map(|s| s.len()).filter(|d| *d != 0) {
             let o = &f.orig[k];
             findings.push(fnd(
                 f,
