@@ -563,7 +563,7 @@ impl Scanner {
                 window(&VALU_SGPR_LANESEL, hit);
             }
             if i_vmem {
-                let r = sgprs(&reads, true);
+                let r = sgprs(reads, true);
                 window(&VALU_SGPR_VMEM, valu_sgprs().iter().any(|s| r.contains(s)));
             }
             if let Some(id) = pf.setreg {
@@ -583,21 +583,21 @@ impl Scanner {
                 );
                 window(
                     &MFMA_RESULT,
-                    uses && (overlap_v(pw, &reads) || overlap_v(pw, &writes)),
+                    uses && (overlap_v(pw, reads) || overlap_v(pw, writes)),
                 );
             }
             if pc == InstClass::Valu {
-                window(&VALU_VGPR_RWLANE, i_rwlane && overlap_v(pw, &reads));
+                window(&VALU_VGPR_RWLANE, i_rwlane && overlap_v(pw, reads));
                 window(
                     &TRANS_USE_940,
                     prev_trans
                         && i_class == InstClass::Valu
                         && !is_trans(i)
-                        && overlap_v(pw, &reads),
+                        && overlap_v(pw, reads),
                 );
             }
             // VALU-counted transcendental forwarding (gfx11, gfx1250).
-            if prev_trans && i_class == InstClass::Valu && overlap_v(pw, &reads) {
+            if prev_trans && i_class == InstClass::Valu && overlap_v(pw, reads) {
                 for rule in [&TRANS_USE_11, &TRANS_USE_1250] {
                     if let Fix::Valus(n) = rule.fix {
                         if rule.scope.contains(t) && !waited && valus < u32::from(n) {
@@ -612,7 +612,7 @@ impl Scanner {
         }
         // gfx10.1 VMEM SGPR read → SALU/SMEM write.
         if Scope::Gfx101.contains(t) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
-            let w = sgprs(&writes, true);
+            let w = sgprs(writes, true);
             if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| w.contains(s)) {
                 add(&VMEM_SGPR_SALU_WRITE, Some(*p));
             }
@@ -636,7 +636,7 @@ impl Scanner {
             let valu = i.class() == InstClass::Valu;
             let salu = i.class() == InstClass::Salu;
             if valu || salu {
-                let r = sgprs(&reads, false);
+                let r = sgprs(reads, false);
                 if let Some((_, p)) = self.sa.iter().find(|(s, _)| r.contains(s)) {
                     add(&SALU_SGPR_READ, *p);
                 }
