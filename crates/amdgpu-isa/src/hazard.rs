@@ -322,9 +322,10 @@ const TSFLAG_TRANS: u64 = 1 << 16;
 pub struct Scanner {
     t: Target,
     pushed: usize,
-    /// Recent instructions, newest first, with their position, and the registers they write
-    /// and their class (decoded once when pushed, not once per later instruction checked).
-    hist: VecDeque<(usize, Instruction, RegSet, InstClass)>,
+    /// Recent instructions, newest first: their position, the registers they write, their
+    /// class and their producer facts (decoded once when pushed, not once per later instruction
+    /// checked).
+    hist: VecDeque<(usize, RegSet, InstClass, Producer)>,
     /// gfx12: SGPRs (0..=105) with an uncommitted SALU / VALU write, and the writer's position.
     sa: Vec<(u16, Option<usize>)>,
     va: Vec<(u16, Option<usize>)>,
@@ -336,6 +337,22 @@ pub struct Scanner {
     /// the position of the first branch after it.
     lds: Option<(usize, Option<usize>)>,
     vmem: Option<(usize, Option<usize>)>,
+}
+
+/// Facts about a pushed instruction that every later check asks of it as a producer (computed
+/// once when pushed, not once per consumer inside the window).
+#[derive(Clone, Copy, Debug)]
+struct Producer {
+    /// A transcendental VALU (LLVM `TSFLAGS` `IsTRANS`).
+    trans: bool,
+    /// `v_mfma*` / `v_smfmac*`.
+    mfma: bool,
+    /// `s_setreg*`, with its hardware register id.
+    setreg: Option<Option<u32>>,
+    /// Wait states it provides ([`ws`]).
+    ws: u32,
+    /// A dependency-counter wait with `va_vdst(0)`.
+    va_vdst_wait: bool,
 }
 
 /// SGPR number used for M0 in register-number sets (its scalar operand encoding).
@@ -355,25 +372,11 @@ fn sgprs(set: &RegSet, with_m0: bool) -> Vec<u16> {
     v
 }
 
-fn vregs(set: &RegSet) -> impl Iterator<Item = (bool, u16)> + '_ {
-    (0..512u16)
-        .filter(|r| set.contains_vgpr(*r))
-        .map(|r| (false, r))
-        .chain(
-            (0..256u16)
-                .filter(|r| set.contains_agpr(*r))
-                .map(|r| (true, r)),
-        )
-}
-
+/// Whether `a` and `b` share a VGPR or an AGPR (one bitset intersection, not a membership test
+/// per register number).
 fn overlap_v(a: &RegSet, b: &RegSet) -> bool {
-    vregs(a).any(|(acc, r)| {
-        if acc {
-            b.contains_agpr(r)
-        } else {
-            b.contains_vgpr(r)
-        }
-    })
+    let both = a.intersection(b);
+    both.max_vgpr().is_some() || both.max_agpr().is_some()
 }
 
 fn is_vmem(i: &Instruction) -> bool {
@@ -494,6 +497,19 @@ impl Scanner {
 
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
     pub fn check(&self, i: &Instruction) -> Vec<Need> {
+        self.check_regs(i, &i.reads(), &i.writes())
+    }
+
+    /// [`Scanner::check`], then [`Scanner::push`], with `i`'s registers decoded once.
+    pub fn check_push(&mut self, i: &Instruction) -> Vec<Need> {
+        let (reads, writes) = (i.reads(), i.writes());
+        let needs = self.check_regs(i, &reads, &writes);
+        self.push_regs(i, reads, writes);
+        needs
+    }
+
+    /// [`Scanner::check`] given `i`'s registers read and written.
+    fn check_regs(&self, i: &Instruction, reads: &RegSet, writes: &RegSet) -> Vec<Need> {
         let mut out: Vec<Need> = Vec::new();
         let t = self.t;
         let mut add = |rule: &'static Rule, p: Option<usize>| {
@@ -501,7 +517,6 @@ impl Scanner {
                 out.push(Need { rule, producer: p });
             }
         };
-        let (reads, writes) = (i.reads(), i.writes());
         // Wait-state rules: find the newest producer inside the window. `dist` is the wait
         // states issued after `prev`, `valus` the VALUs after it, `waited` whether a
         // `va_vdst(0)` wait came after it.
@@ -515,12 +530,12 @@ impl Scanner {
             Fix::Valus(n) => (w, v.max(u32::from(n))),
             _ => (w, v),
         });
-        for (p, prev, pw, pc) in &self.hist {
+        for (p, pw, pc, pf) in &self.hist {
             if dist >= max_ws && (waited || valus >= max_valus) {
                 break;
             }
             let pc = *pc;
-            let prev_trans = pc == InstClass::Valu && prev.llvm_tsflags() & TSFLAG_TRANS != 0;
+            let prev_trans = pf.trans;
             let mut window = |rule: &'static Rule, hit: bool| {
                 if let Fix::WaitStates(n) = rule.fix {
                     if hit && rule.scope.contains(t) && dist < u32::from(n) {
@@ -548,13 +563,13 @@ impl Scanner {
                 window(&VALU_SGPR_LANESEL, hit);
             }
             if i_vmem {
-                let r = sgprs(&reads, true);
+                let r = sgprs(reads, true);
                 window(&VALU_SGPR_VMEM, valu_sgprs().iter().any(|s| r.contains(s)));
             }
-            if prev.special() == Special::Setreg {
-                window(&SETREG, hwreg(prev).is_some() && hwreg(prev) == hwreg(i));
+            if let Some(id) = pf.setreg {
+                window(&SETREG, id.is_some() && id == hwreg(i));
             }
-            if is_mfma(prev) {
+            if pf.mfma {
                 let uses = matches!(
                     i_class,
                     InstClass::Valu
@@ -568,21 +583,21 @@ impl Scanner {
                 );
                 window(
                     &MFMA_RESULT,
-                    uses && (overlap_v(pw, &reads) || overlap_v(pw, &writes)),
+                    uses && (overlap_v(pw, reads) || overlap_v(pw, writes)),
                 );
             }
             if pc == InstClass::Valu {
-                window(&VALU_VGPR_RWLANE, i_rwlane && overlap_v(pw, &reads));
+                window(&VALU_VGPR_RWLANE, i_rwlane && overlap_v(pw, reads));
                 window(
                     &TRANS_USE_940,
                     prev_trans
                         && i_class == InstClass::Valu
                         && !is_trans(i)
-                        && overlap_v(pw, &reads),
+                        && overlap_v(pw, reads),
                 );
             }
             // VALU-counted transcendental forwarding (gfx11, gfx1250).
-            if prev_trans && i_class == InstClass::Valu && overlap_v(pw, &reads) {
+            if prev_trans && i_class == InstClass::Valu && overlap_v(pw, reads) {
                 for rule in [&TRANS_USE_11, &TRANS_USE_1250] {
                     if let Fix::Valus(n) = rule.fix {
                         if rule.scope.contains(t) && !waited && valus < u32::from(n) {
@@ -591,13 +606,13 @@ impl Scanner {
                     }
                 }
             }
-            dist += ws(prev, t);
+            dist += pf.ws;
             valus += u32::from(pc == InstClass::Valu);
-            waited |= depctr_imm(prev).is_some_and(|m| DepField::VaVdst.is_zero_in(m));
+            waited |= pf.va_vdst_wait;
         }
         // gfx10.1 VMEM SGPR read → SALU/SMEM write.
         if Scope::Gfx101.contains(t) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
-            let w = sgprs(&writes, true);
+            let w = sgprs(writes, true);
             if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| w.contains(s)) {
                 add(&VMEM_SGPR_SALU_WRITE, Some(*p));
             }
@@ -621,7 +636,7 @@ impl Scanner {
             let valu = i.class() == InstClass::Valu;
             let salu = i.class() == InstClass::Salu;
             if valu || salu {
-                let r = sgprs(&reads, false);
+                let r = sgprs(reads, false);
                 if let Some((_, p)) = self.sa.iter().find(|(s, _)| r.contains(s)) {
                     add(&SALU_SGPR_READ, *p);
                 }
@@ -655,9 +670,14 @@ impl Scanner {
 
     /// Records `i` as issued.
     pub fn push(&mut self, i: &Instruction) {
+        self.push_regs(i, i.reads(), i.writes());
+    }
+
+    /// [`Scanner::push`] given `i`'s registers read and written.
+    fn push_regs(&mut self, i: &Instruction, reads: RegSet, writes: RegSet) {
         let p = self.pushed;
         self.pushed += 1;
-        let (reads, writes, class) = (i.reads(), i.writes(), i.class());
+        let class = i.class();
         if Scope::Gfx101.contains(self.t) {
             let resolves = class == InstClass::Valu
                 || (i.special() == Special::Waitcnt
@@ -745,7 +765,14 @@ impl Scanner {
                 }
             }
         }
-        self.hist.push_front((p, *i, writes, class));
+        let facts = Producer {
+            trans: class == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0,
+            mfma: is_mfma(i),
+            setreg: (i.special() == Special::Setreg).then(|| hwreg(i)),
+            ws: ws(i, self.t),
+            va_vdst_wait: depctr_imm(i).is_some_and(|m| DepField::VaVdst.is_zero_in(m)),
+        };
+        self.hist.push_front((p, writes, class, facts));
         self.hist.truncate(HISTORY);
     }
 }

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sqtt_rewrite::config::Options;
 use sqtt_rewrite::rewrite::{Report, Status};
+use sqtt_rewrite::timings::Stage;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -299,6 +300,9 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         _ => None,
     };
     let started = Instant::now();
+    if common.timings {
+        crate::timings::enable(true);
+    }
     let (found, mut input_errors) = discover(&args.paths)?;
     let out_dir = if args.check {
         None
@@ -408,6 +412,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             }
         }
     }
+    crate::timings::print_sum(&format!("batch ({} files)", report.files.len()), started);
     let withheld = report.files.iter().filter(|f| f.not_written).count();
     if common.strict && withheld > 0 {
         eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read or skipped a site; their outputs were not written");
@@ -684,7 +689,7 @@ fn process_file(
         time_ms: None,
         not_written: false,
     };
-    let data = match std::fs::read(&f.path) {
+    let data = match crate::timings::time(Stage::Load, || std::fs::read(&f.path)) {
         Ok(d) => d,
         Err(e) => {
             rep.error = Some(format!("cannot read: {e}"));
@@ -738,7 +743,7 @@ fn process_file(
             .map_or(Ok(()), std::fs::create_dir_all)
             .map_err(anyhow::Error::from)
             .and_then(|()| output::check("-o", &dest))
-            .and_then(|d| output::write(&d, &bytes, None));
+            .and_then(|d| crate::timings::time(Stage::Write, || output::write(&d, &bytes, None)));
         if let Err(e) = written {
             rep.error = Some(format!("{}: {e:#}", dest.display()));
         }

@@ -8,7 +8,8 @@ use crate::exit;
 use crate::output::{self, Dest};
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
-use sqtt_rewrite::rewrite::{rewrite, Report, Status};
+use sqtt_rewrite::rewrite::{rewrite_timed, Report, Status};
+use sqtt_rewrite::timings::{Stage, Timings};
 use std::path::{Path, PathBuf};
 
 /// Flags of the main job and of `--fatbin` mode.
@@ -56,6 +57,11 @@ pub struct CommonArgs {
     /// unchanged. Default: all.
     #[arg(long = "offload-arch", value_name = "TARGET")]
     pub offload_arch: Vec<String>,
+    /// Print the wall time and peak memory of every pipeline stage (load, decode, analyse,
+    /// instrument, lay out, encode, verify, write) to stderr when done; with `--fatbin` and
+    /// `batch`, summed over the code objects.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// True when the outcome lost coverage in the sense of `--strict`: the object failed closed (or
@@ -371,8 +377,34 @@ pub struct Patched {
 /// (crate `sqtt-verify`). Never returns unverified bytes: a rejected rewrite becomes "unchanged,
 /// failed closed" with the findings as reasons. Errors: bad input (named by `name`), including
 /// an input that does not verify against itself (a rejection caused by the input, not by us).
+/// With `--timings` on ([`crate::timings`]), its stages are added into the process-wide sum.
 pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Patched> {
-    let outcome = rewrite(input, opts).with_context(|| name.to_string())?;
+    let mut t = crate::timings::object();
+    let r = patch_code_object_timed(name, input, opts, &mut t);
+    crate::timings::record(t);
+    r
+}
+
+/// [`patch_code_object`], recording its stages (load to verify) in `t`; no stage is left
+/// running on return.
+pub fn patch_code_object_timed(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    t: &mut Timings,
+) -> Result<Patched> {
+    let r = rewrite_and_verify(name, input, opts, t);
+    t.end();
+    r
+}
+
+fn rewrite_and_verify(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    t: &mut Timings,
+) -> Result<Patched> {
+    let outcome = rewrite_timed(input, opts, t).with_context(|| name.to_string())?;
     let mut report = outcome.report;
     let Some(out) = outcome.bytes else {
         return Ok(Patched {
@@ -381,6 +413,7 @@ pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Pat
             verifier_rejected: false,
         });
     };
+    t.begin(Stage::Verify);
     let findings: Vec<String> = match sqtt_verify::verify(input, &out) {
         Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
         Err(e) => vec![format!("verifier error: {e}")],
@@ -442,13 +475,18 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
     }
     let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
+    if args.common.timings {
+        crate::timings::enable(false);
+    }
+    let mut t = crate::timings::object();
+    t.begin(Stage::Load);
     let bytes = crate::sniff::read_input(&input)
         .with_context(|| format!("{}: cannot read", input.display()))?;
     let name = input.display().to_string();
     if let Some(e) = crate::sniff::not_a_code_object(&name, &bytes, "instrument") {
         return Err(e);
     }
-    let patched = patch_code_object(&name, &bytes, &opts)?;
+    let patched = patch_code_object_timed(&name, &bytes, &opts, &mut t)?;
     for n in &patched.report.notes {
         eprintln!("sqtt-patch: {name}: warning: {n}");
     }
@@ -477,7 +515,10 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         eprintln!("sqtt-patch: {name}: --strict and the object failed closed or skipped a site: nothing written");
         return Ok(exit::STRICT);
     }
+    t.begin(Stage::Write);
     output::write(&dest, &patched.bytes, Some(&input))?;
+    t.end();
+    crate::timings::print_object(&name, &t);
     Ok(exit::OK)
 }
 

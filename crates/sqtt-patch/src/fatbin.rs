@@ -17,6 +17,7 @@
 use crate::exit;
 use std::collections::BTreeMap;
 use std::io::Cursor;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use hsaco::bundle::{self, DEFAULT_DECOMPRESS_LIMIT};
@@ -25,6 +26,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sqtt_rewrite::config::Options;
 use sqtt_rewrite::rewrite::{Report, Status};
+use sqtt_rewrite::timings::Stage;
 
 use crate::cmd_patch::{self, PatchArgs};
 use crate::output;
@@ -176,7 +178,7 @@ pub fn instrument_container_into<W: Output>(
             objects.extend(r.objects);
             filtered_out += r.filtered_out;
             let bytes = r.bytes.as_deref().unwrap_or_else(|| slice(input, loc));
-            hostwrite::push_bundle_file(out, bytes)
+            crate::timings::time(Stage::Write, || hostwrite::push_bundle_file(out, bytes))
                 .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
             progress.bytes_done(loc.extent);
         }
@@ -201,10 +203,10 @@ pub fn instrument_container_into<W: Output>(
         let r = process_bundle(name, bi, input, &b.location, opts, filter, format, progress)?;
         objects.extend(r.objects);
         filtered_out += r.filtered_out;
-        w.push(r.bytes.as_deref()).with_context(cannot)?;
+        crate::timings::time(Stage::Write, || w.push(r.bytes.as_deref())).with_context(cannot)?;
         progress.bytes_done(b.location.extent);
     }
-    let (_, mode) = w.finish().with_context(cannot)?;
+    let (_, mode) = crate::timings::time(Stage::Write, || w.finish()).with_context(cannot)?;
     Ok(ContainerReport {
         objects,
         filtered_out,
@@ -238,8 +240,10 @@ fn process_bundle(
     format: BundleFormat,
     progress: &Progress,
 ) -> Result<BundleResult> {
-    let b = bundle::open(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
-        .with_context(|| format!("{name}: bundle {bi}"))?;
+    let b = crate::timings::time(Stage::Load, || {
+        bundle::open(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
+    })
+    .with_context(|| format!("{name}: bundle {bi}"))?;
     let selected = b
         .entries
         .iter()
@@ -308,8 +312,10 @@ fn process_bundle(
     // Free the changed entries and the decompressed input before compressing.
     let objects: Vec<ObjectOutcome> = results.into_iter().filter_map(|r| r.1).collect();
     drop(b);
-    let rebuilt = hostwrite::compress_like(plain, &storage, format)
-        .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?;
+    let rebuilt = crate::timings::time(Stage::Write, || {
+        hostwrite::compress_like(plain, &storage, format)
+    })
+    .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?;
     Ok(BundleResult {
         bytes: Some(rebuilt),
         objects,
@@ -459,7 +465,12 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     let arch = &common.offload_arch;
     let filter = ArchFilter::new(arch)?;
     let name = input.display().to_string();
-    let bytes = std::fs::read(&input).with_context(|| format!("{name}: cannot read"))?;
+    let started = Instant::now();
+    if common.timings {
+        crate::timings::enable(true);
+    }
+    let bytes = crate::timings::time(Stage::Load, || std::fs::read(&input))
+        .with_context(|| format!("{name}: cannot read"))?;
     if crate::sniff::kind(&bytes).is_none() {
         let is = crate::sniff::describe(&bytes).unwrap_or_default();
         bail!("{name}: {is}; --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects");
@@ -539,9 +550,11 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         .any(|o| cmd_patch::lost_coverage(&o.report));
     if common.strict && lost {
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
+        crate::timings::print_sum(&name, started);
         return Ok(if rejected { exit::VERIFY } else { exit::STRICT });
     }
-    sink.commit(Some(&input))?;
+    crate::timings::time(Stage::Write, || sink.commit(Some(&input)))?;
+    crate::timings::print_sum(&name, started);
     if rejected {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");
         return Ok(exit::VERIFY);

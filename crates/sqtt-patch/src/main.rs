@@ -16,6 +16,7 @@ mod fatbin;
 mod output;
 mod progress;
 mod sniff;
+mod timings;
 
 use clap::{Parser, Subcommand};
 

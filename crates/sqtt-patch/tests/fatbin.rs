@@ -20,6 +20,9 @@ mod progress;
 #[allow(dead_code)]
 #[path = "../src/sniff.rs"]
 mod sniff;
+#[allow(dead_code)]
+#[path = "../src/timings.rs"]
+mod timings;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

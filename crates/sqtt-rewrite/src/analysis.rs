@@ -284,17 +284,49 @@ fn pc_source(inst: &Instruction) -> Option<u16> {
     (0..106u16).find(|&n| r.contains_sgpr(n) && r.contains_sgpr(n + 1))
 }
 
-/// Analyses every function. `specs` must be sorted by start and non-overlapping.
-pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> Program {
-    let text_end = text_addr + text.len() as u64;
-    let starts: BTreeMap<u64, usize> = specs
+/// Every function decoded, not yet analysed: the output of the decode stage ([`decode`]) and
+/// the input of [`analyse_decoded`].
+pub struct DecodedProgram {
+    target: Target,
+    text_addr: u64,
+    text_end: u64,
+    funcs: Vec<(FnSpec, Result<Decoded, Problem>)>,
+}
+
+/// Decodes every function (`text` is `.text`, loaded at `text_addr`). `specs` must be sorted by
+/// start and non-overlapping. A function that does not decode keeps the problem.
+pub fn decode(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> DecodedProgram {
+    let funcs = specs
+        .into_iter()
+        .map(|spec| {
+            let d = decode_fn(target, text, text_addr, &spec);
+            (spec, d)
+        })
+        .collect();
+    DecodedProgram {
+        target,
+        text_addr,
+        text_end: text_addr + text.len() as u64,
+        funcs,
+    }
+}
+
+/// Analyses every decoded function: branches, successors, calls, exits, PC-relative sequences.
+pub fn analyse_decoded(d: DecodedProgram) -> Program {
+    let DecodedProgram {
+        target,
+        text_addr,
+        text_end,
+        funcs: decoded,
+    } = d;
+    let starts: BTreeMap<u64, usize> = decoded
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.start, i))
+        .map(|(i, (s, _))| (s.start, i))
         .collect();
     let mut pcrels = Vec::new();
-    let mut funcs = Vec::with_capacity(specs.len());
-    for spec in specs {
+    let mut funcs = Vec::with_capacity(decoded.len());
+    for (spec, d) in decoded {
         let mut f = Func {
             spec,
             insts: Vec::new(),
@@ -305,7 +337,7 @@ pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) 
             exits: Vec::new(),
             problems: Vec::new(),
         };
-        match decode_fn(target, text, text_addr, &f.spec) {
+        match d {
             Ok(d) => f.insts = d.insts,
             Err(p) => {
                 f.problems.push(p);
@@ -323,6 +355,12 @@ pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) 
         funcs,
         pcrels,
     }
+}
+
+/// Decodes and analyses every function ([`decode`], then [`analyse_decoded`]). `specs` must be
+/// sorted by start and non-overlapping.
+pub fn analyse(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> Program {
+    analyse_decoded(decode(target, text, text_addr, specs))
 }
 
 fn analyse_fn(

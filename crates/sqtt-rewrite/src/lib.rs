@@ -15,5 +15,6 @@ pub mod plan;
 pub mod regs;
 pub mod rewrite;
 pub mod snippets;
+pub mod timings;
 pub mod trace;
 pub mod verbatim;

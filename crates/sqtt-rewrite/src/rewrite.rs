@@ -15,6 +15,7 @@ use crate::layout::{
 };
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{members, SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
+use crate::timings::{Stage, Timings};
 use amdgpu_isa::{Family, Instruction, Special, Target};
 use hsaco::{CodeObject, CodeObjectEditor};
 use serde::Serialize;
@@ -392,12 +393,23 @@ fn kind_name(k: SiteKind) -> String {
 /// Rewrites one code object. `Ok` with `bytes: None` means the output must equal the input
 /// (nothing to do, or failed closed: see the report, which carries per-feature coverage).
 pub fn rewrite(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
-    let mut out = rewrite_object(input, opts)?;
+    rewrite_timed(input, opts, &mut Timings::off())
+}
+
+/// [`rewrite`], recording the wall time and peak memory of each stage from load to encode in
+/// `t` (`--timings`); the stage running on return is left open for the caller to end.
+pub fn rewrite_timed(
+    input: &[u8],
+    opts: &Options,
+    t: &mut Timings,
+) -> Result<Outcome, RewriteError> {
+    let mut out = rewrite_object(input, opts, t)?;
     out.report.coverage = out.report.compute_coverage();
     Ok(out)
 }
 
-fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError> {
+fn rewrite_object(input: &[u8], opts: &Options, t: &mut Timings) -> Result<Outcome, RewriteError> {
+    t.begin(Stage::Load);
     opts.validate()?;
     let co = CodeObject::parse(input)?;
     if co.elf.header.e_type != 3 {
@@ -473,7 +485,10 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             report,
         });
     }
-    let mut prog = analyse(target, &text_bytes, text_addr, specs.clone());
+    t.begin(Stage::Decode);
+    let decoded = crate::analysis::decode(target, &text_bytes, text_addr, specs.clone());
+    t.begin(Stage::Analyse);
+    let mut prog = crate::analysis::analyse_decoded(decoded);
     if matches!(
         target.family(),
         Family::Gfx11 | Family::Gfx12 | Family::Gfx1250
@@ -591,6 +606,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             }
         }
     }
+    t.begin(Stage::Instrument);
     // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
@@ -890,6 +906,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
             report,
         });
     }
+    t.begin(Stage::LayOut);
     // Text plan; branches pushed out of simm16 range are relaxed through long-branch islands and
     // the layout is redone.
     let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
@@ -937,6 +954,7 @@ fn rewrite_object(input: &[u8], opts: &Options) -> Result<Outcome, RewriteError>
         }
     };
     report.relaxed_branches = relax.len();
+    t.begin(Stage::Encode);
     // Edit the ELF.
     let mut ed = CodeObjectEditor::new(&co);
     let fail = |report: &mut Report, why: String| {

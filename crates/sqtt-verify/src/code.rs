@@ -962,7 +962,8 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
     let mut bad = 0;
     let mut prev_matched = true;
     for (q, n) in new.iter().enumerate() {
-        let matched = pos.contains(&q);
+        // `pos` is strictly increasing (a subsequence's positions).
+        let matched = pos.binary_search(&q).is_ok();
         if !matched
             && prev_matched
             && (matches!(
@@ -1067,7 +1068,13 @@ fn align(
         .collect();
     let island_ranges: Vec<(u64, u64)> = island_ranges.into_iter().chain(landing_ranges).collect();
     let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
-    let ins_new = |n: &NInst| ins(&n.inst) || in_island(n.addr);
+    // Classified once per instruction (the loop below asks several times per position).
+    let new_ins: Vec<bool> = new
+        .iter()
+        .map(|n| ins(&n.inst) || in_island(n.addr))
+        .collect();
+    let body_ins: Vec<bool> = body.iter().map(|(_, x)| ins(x)).collect();
+    let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;
     let mut orig = Vec::with_capacity(body.len());
@@ -1076,16 +1083,14 @@ fn align(
         // insertable-looking original up to that point: match them as late as possible (inserted
         // code goes in front of originals), so an inserted `s_nop 0` is not taken for an
         // original one.
-        let e = (j..new.len())
-            .find(|&x| !ins_new(&new[x]))
-            .unwrap_or(new.len());
-        let m = body[i..].iter().take_while(|(_, x)| ins(x)).count();
+        let e = (j..new.len()).find(|&x| !ins_new(x)).unwrap_or(new.len());
+        let m = body_ins[i..].iter().take_while(|&&x| x).count();
         let w = Windows {
             orig: (body[i].0, body.get(i + m).map_or(f.orig_end, |(a, _)| *a)),
             new: (new[j].addr, new.get(e).map_or(f.new_region_end, |n| n.addr)),
             islands: &island_starts,
         };
-        if ins_new(&new[j]) && e < new.len() {
+        if ins_new(j) && e < new.len() {
             let late = match_late(&body[i..i + m], &new[j..e], w);
             let early = match_early(&body[i..i + m], &new[j..e], w);
             let pick = match (late, early) {
@@ -1100,7 +1105,8 @@ fn align(
             };
             if let Some(pos) = pick {
                 for (q, n) in new[j..e].iter().enumerate() {
-                    if let Some(t) = pos.iter().position(|&p| p == q) {
+                    // `pos` is strictly increasing: a binary search, not a scan per instruction.
+                    if let Ok(t) = pos.binary_search(&q) {
                         let (oa, oi) = body[i + t];
                         orig.push(OInst {
                             addr: oa,
@@ -1133,7 +1139,7 @@ fn align(
             j += 1;
             continue;
         }
-        if ins_new(&n) {
+        if ins_new(j) {
             f.inserted.push(n);
             j += 1;
             continue;

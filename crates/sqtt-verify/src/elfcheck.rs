@@ -1,7 +1,8 @@
 //! Container-level checks: ELF header, sections, symbols, `.rela.dyn`, kernel descriptors, the
 //! metadata note and the `.sqtt_funcmap` section.
 
-use std::collections::{BTreeMap, BTreeSet};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use amdgpu_isa::{Flow, Instruction};
 use hsaco::elf::{self, Section};
@@ -583,8 +584,16 @@ pub(crate) fn check_relocations(
     }
 }
 
+/// Highest (SGPR, VGPR, AGPR) numbers + 1 used by some code.
+type Usage = (u32, u32, u32);
+
+/// The larger of two usages, per register file.
+fn max_usage(a: Usage, b: Usage) -> Usage {
+    (a.0.max(b.0), a.1.max(b.1), a.2.max(b.2))
+}
+
 /// Highest (SGPR, VGPR, AGPR) numbers + 1 used by a set of functions (original or rewritten code).
-fn usage<'a>(insts: impl Iterator<Item = &'a Instruction>) -> (u32, u32, u32) {
+fn usage<'a>(insts: impl Iterator<Item = &'a Instruction>) -> Usage {
     let mut m = (0u32, 0u32, 0u32);
     for i in insts {
         let s = i.reads().union(&i.writes());
@@ -637,8 +646,29 @@ pub(crate) fn check_descriptors(
     findings: &mut Vec<Finding>,
 ) {
     let gen = n.target.generation();
+    // The first rewritten kernel of each name (a linear search per kernel was quadratic).
+    let mut by_name: HashMap<&str, &hsaco::Kernel> = HashMap::new();
+    for k in &n.kernels {
+        by_name.entry(k.name.as_str()).or_insert(k);
+    }
+    // Register usage (original, rewritten) per function, computed once (kernels share
+    // callees), in parallel.
+    let func_use: Vec<(Usage, Usage)> = p
+        .funcs
+        .par_iter()
+        .map(|g| {
+            let a = usage(g.orig.iter().map(|x| &x.inst));
+            let b = usage(
+                g.orig
+                    .iter()
+                    .filter_map(|x| x.new.as_ref().map(|n| &n.inst))
+                    .chain(g.inserted.iter().map(|n| &n.inst)),
+            );
+            (a, b)
+        })
+        .collect();
     for ok in &o.kernels {
-        let Some(nk) = n.kernels.iter().find(|k| k.name == ok.name) else {
+        let Some(&nk) = by_name.get(ok.name.as_str()) else {
             continue;
         };
         let Some(fi) = p.func_at(ok.entry) else {
@@ -714,18 +744,12 @@ pub(crate) fn check_descriptors(
             }
         }
         // Register coverage of the kernel and its callees.
-        let set = callees(p, fi);
-        let orig_use = usage(
-            set.iter()
-                .flat_map(|&i| p.funcs[i].orig.iter().map(|x| &x.inst)),
-        );
-        let new_use = usage(set.iter().flat_map(|&i| {
-            let g = &p.funcs[i];
-            g.orig
-                .iter()
-                .filter_map(|x| x.new.as_ref().map(|n| &n.inst))
-                .chain(g.inserted.iter().map(|n| &n.inst))
-        }));
+        let (mut orig_use, mut new_use) = ((0, 0, 0), (0, 0, 0));
+        for i in callees(p, fi) {
+            let (a, b) = func_use[i];
+            orig_use = max_usage(orig_use, a);
+            new_use = max_usage(new_use, b);
+        }
         let waves = |co: &CodeObject, k: &hsaco::Kernel| {
             let r = k.descriptor.registers(&co.target);
             hsaco::kd::occupancy(

@@ -3,6 +3,7 @@
 //! constants, marker words and enter/exit balance.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
@@ -375,7 +376,13 @@ fn scope_flags(
             tested.first().copied()
         })
         .collect();
-    let touched: Vec<u128> = p.funcs.iter().map(crate::sgprs::touched).collect();
+    // Only needed when some kernel's call graph tests a flag (decoded lazily: most objects have
+    // no scope filtering).
+    let touched: Vec<u128> = if flags.iter().any(Option::is_some) {
+        p.funcs.iter().map(crate::sgprs::touched).collect()
+    } else {
+        Vec::new()
+    };
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
         let kf = &p.funcs[ki];
@@ -778,19 +785,29 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
 }
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
-fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
     let n = f.orig.len();
+    // (reads, kills) per instruction, decoded once, not once per iteration.
+    let facts: Vec<(bool, bool)> = f
+        .orig
+        .iter()
+        .zip(regs)
+        .map(|(o, (r, w))| {
+            let kills = w.contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
+            // `reads_m0` is false without M0 among the decoder's reads.
+            (r.contains(SpecialReg::M0) && reads_m0(&o.inst), kills)
+        })
+        .collect();
     let mut live_in = vec![false; n];
     let mut changed = true;
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let o = &f.orig[k];
             let out = cfg.succs[k]
                 .iter()
                 .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
-            let kills = o.inst.writes().contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
-            let v = reads_m0(&o.inst) || (out && !kills);
+            let (reads, kills) = facts[k];
+            let v = reads || (out && !kills);
             if v != live_in[k] {
                 live_in[k] = v;
                 changed = true;
@@ -803,19 +820,28 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 /// Backward SCC liveness over the original CFG (reads and writes from the decoder's implicit
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
-fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+fn scc_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
     let n = f.orig.len();
+    // (reads, kills) per instruction, decoded once, not once per iteration.
+    let facts: Vec<(bool, bool)> = f
+        .orig
+        .iter()
+        .zip(regs)
+        .map(|(o, (r, w))| {
+            let kills = w.contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
+            (r.contains(SpecialReg::Scc), kills)
+        })
+        .collect();
     let mut live_in = vec![false; n];
     let mut changed = true;
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let o = &f.orig[k];
             let out = cfg.succs[k]
                 .iter()
                 .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
-            let kills = o.inst.writes().contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
-            let v = o.inst.reads().contains(SpecialReg::Scc) || (out && !kills);
+            let (reads, kills) = facts[k];
+            let v = reads || (out && !kills);
             if v != live_in[k] {
                 live_in[k] = v;
                 changed = true;
@@ -826,7 +852,7 @@ fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 }
 
 /// Forward reaching constant of M0 before each original instruction (`None`: unreached).
-fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
+fn m0_constants(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<Option<Val>> {
     let n = f.orig.len();
     let mut val_in: Vec<Option<Val>> = vec![None; n];
     if n == 0 {
@@ -839,7 +865,7 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         let Some(vin) = val_in[k] else { continue };
         let out = if o.inst.flow() == Flow::Call {
             Val::Unknown
-        } else if o.inst.writes().contains(SpecialReg::M0) {
+        } else if regs[k].1.contains(SpecialReg::M0) {
             match allowed(&o.inst) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
@@ -971,17 +997,28 @@ fn check_runs(
         check_f_entry(f, fm, None, findings);
         return counts;
     }
-    let live = m0_liveness(f, cfg);
-    let scc_live = scc_liveness(f, cfg);
-    let consts = m0_constants(f, cfg);
-    // Entries into each run: whole run (entry, fall-through) and each branch landing.
-    let mut entries: Vec<BTreeSet<Option<u64>>> = vec![BTreeSet::new(); n];
-    entries[0].insert(None);
+    // Registers read and written by each original instruction, decoded once for the three
+    // analyses below.
+    let regs: Vec<(RegSet, RegSet)> = f
+        .orig
+        .iter()
+        .map(|o| (o.inst.reads(), o.inst.writes()))
+        .collect();
+    let live = m0_liveness(f, cfg, &regs);
+    let scc_live = scc_liveness(f, cfg, &regs);
+    let consts = m0_constants(f, cfg, &regs);
+    drop(regs);
+    // Entries into each run: whole run (entry, fall-through) and each branch landing, as
+    // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
+    // an allocation per instruction).
+    let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
     for ss in &cfg.succs {
         for &(s, land) in ss {
-            entries[s].insert(entry_key(f, s, land));
+            entries.push((s, entry_key(f, s, land)));
         }
     }
+    entries.sort_unstable();
+    entries.dedup();
     let facts = Facts {
         live: &live,
         scc_live: &scc_live,
@@ -990,7 +1027,13 @@ fn check_runs(
         layout: env.layout,
     };
     let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
-    for (k, es) in entries.iter().enumerate() {
+    let mut next = 0;
+    for k in 0..n {
+        let first = next;
+        while entries.get(next).is_some_and(|e| e.0 == k) {
+            next += 1;
+        }
+        let es = entries[first..next].iter().map(|e| e.1);
         let o = &f.orig[k];
         // The run as fall-through enters it (a leading long-branch island is not part of it).
         let code = Code {
@@ -999,7 +1042,7 @@ fn check_runs(
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
         };
-        for &land in es {
+        for land in es {
             let e = entry_effect(p, env, &code, run_from(p, f, k, land), land.is_none());
             check_effect(
                 f,
@@ -1011,7 +1054,11 @@ fn check_runs(
                 &mut counts,
                 findings,
             );
-            effects.insert((k, land), e);
+            // Only runs with markers matter to the scope checks (a missing effect is an empty
+            // one); one map entry per original instruction cost time and memory.
+            if !e.markers.is_empty() {
+                effects.insert((k, land), e);
+            }
         }
     }
     // Landing blocks: their marker code runs on the branch edge only, before the target's run.
@@ -1072,7 +1119,12 @@ fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: 
             || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
             || matches!(region_class(&x.inst), Some(Region::Writelane))
     });
-    let vgprs = region::vgprs_read(c.whole.iter().map(|x| &x.inst));
+    // An empty run reads nothing (and most original instructions have one).
+    let vgprs = if c.whole.is_empty() {
+        Vec::new()
+    } else {
+        region::vgprs_read(c.whole.iter().map(|x| &x.inst))
+    };
     let exec = match (c.whole.first(), c.end) {
         (Some(first), Some(end)) if executable && !run.is_empty() => {
             let landing = run.first().map_or(end, |x| x.addr);
@@ -1335,7 +1387,9 @@ fn check_balance(
     findings: &mut Vec<Finding>,
 ) {
     let n = f.orig.len();
-    let mut stack: Vec<Option<Vec<u32>>> = vec![None; n];
+    // Scope stacks are shared between instructions until a marker changes them (a copy per
+    // instruction was an allocation per instruction inside every scope).
+    let mut stack: Vec<Option<Rc<Vec<u32>>>> = vec![None; n];
     let mut reported = BTreeSet::new();
     let mut bad_enter = BTreeSet::new();
     // Scope operations on entering original `k` at `land`, after landing block `via` if any.
@@ -1349,7 +1403,10 @@ fn check_balance(
         v
     };
     // Applies `ops` to `from`; `false` when an exit finds no open scope.
-    let apply = |from: &[u32], ops: &[ScopeOp]| {
+    let apply = |from: &Rc<Vec<u32>>, ops: &[ScopeOp]| {
+        if ops.is_empty() {
+            return (Rc::clone(from), true);
+        }
         let mut s = from.to_vec();
         let mut ok = true;
         for op in ops {
@@ -1358,9 +1415,9 @@ fn check_balance(
                 ScopeOp::Pop => ok &= s.pop().is_some(),
             }
         }
-        (s, ok)
+        (Rc::new(s), ok)
     };
-    let (s0, ok0) = apply(&[], &ops(0, None, None, findings));
+    let (s0, ok0) = apply(&Rc::new(Vec::new()), &ops(0, None, None, findings));
     if !ok0 {
         findings.push(fnd(
             f,
@@ -1419,7 +1476,7 @@ fn check_balance(
         }
     }
     for &k in &cfg.exits {
-        if let Some(d) = stack[k].as_ref().map(Vec::len).filter(|d| *d != 0) {
+        if let Some(d) = stack[k].as_ref().map(|s| s.len()).filter(|d| *d != 0) {
             let o = &f.orig[k];
             findings.push(fnd(
                 f,

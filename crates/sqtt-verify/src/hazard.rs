@@ -83,10 +83,9 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         });
     };
     for (k, it) in seq.iter().enumerate() {
-        for need in sc.check(&it.inst) {
+        for need in sc.check_push(&it.inst) {
             report(k, need.producer, &need, "");
         }
-        sc.push(&it.inst);
         // A loop inside an inserted run: walk its body once more after the back edge.
         if !it.inserted || !matches!(it.inst.flow(), Flow::Branch { .. }) {
             continue;

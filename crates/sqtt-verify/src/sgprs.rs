@@ -15,6 +15,7 @@
 //!   every SMEM destination of the object pending, and a call adds those of every function the
 //!   callee can reach.
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
@@ -325,7 +326,9 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             break;
         }
     }
+    // Independent per function: in parallel (the order of the result is kept).
     (0..n)
+        .into_par_iter()
         .map(|fi| {
             let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
             live[fi]
@@ -364,12 +367,14 @@ fn live_in(
             None => 0,
         })
         .collect();
+    // Decoded once, not once per iteration of the fixed point.
+    let kill: Vec<Mask> = f.orig.iter().map(|o| kills(&o.inst)).collect();
     let mut live = vec![0; n];
     loop {
         let mut again = false;
         for k in (0..n).rev() {
             let out = succs[k].iter().fold(end[k], |a, &s| a | live[s]);
-            let v = gen[k] | (out & !kills(&f.orig[k].inst));
+            let v = gen[k] | (out & !kill[k]);
             again |= v != live[k];
             live[k] = v;
         }
@@ -399,22 +404,32 @@ fn pending(
     } else {
         smem_all
     });
+    // Per instruction, decoded once (not once per iteration of the fixed point): whether it
+    // drains the SMEM results, the results it starts, and what a call adds.
+    let facts: Vec<(bool, Mask, Mask)> = f
+        .orig
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let i = &o.inst;
+            let call = if i.flow() == Flow::Call {
+                match calls.get(&k) {
+                    Some(Some(g)) => smem[*g],
+                    _ => EVERY,
+                }
+            } else {
+                0
+            };
+            (smem_drained(i), smem_result(i), call)
+        })
+        .collect();
     loop {
         let mut again = false;
         for k in 0..n {
             let Some(v) = at[k] else { continue };
-            let i = &f.orig[k].inst;
-            let mut out = if smem_drained(i) {
-                smem_result(i)
-            } else {
-                v | smem_result(i)
-            };
-            if i.flow() == Flow::Call {
-                out |= match calls.get(&k) {
-                    Some(Some(g)) => smem[*g],
-                    _ => EVERY,
-                };
-            }
+            let (drained, result, call) = facts[k];
+            let mut out = if drained { result } else { v | result };
+            out |= call;
             for &s in &succs[k] {
                 let m = at[s].unwrap_or(0) | out;
                 if at[s] != Some(m) {
