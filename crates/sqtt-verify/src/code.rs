@@ -1069,9 +1069,11 @@ fn align(
     let island_ranges: Vec<(u64, u64)> = island_ranges.into_iter().chain(landing_ranges).collect();
     let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
     // Classified once per instruction (the loop below asks several times per position).
+    let new_island: Vec<bool> = new.iter().map(|n| in_island(n.addr)).collect();
     let new_ins: Vec<bool> = new
         .iter()
-        .map(|n| ins(&n.inst) || in_island(n.addr))
+        .zip(&new_island)
+        .map(|(n, &isl)| isl || ins(&n.inst))
         .collect();
     let body_ins: Vec<bool> = body.iter().map(|(_, x)| ins(x)).collect();
     let ins_new = |q: usize| new_ins[q];
@@ -1126,6 +1128,14 @@ fn align(
         }
         let (oa, oi) = body[i];
         let n = new[j];
+        // Islands and landing blocks are never original code, even where no original follows
+        // them (a landing block right before a function's last branch: its own `s_branch` must
+        // not be taken for that branch).
+        if new_island[j] {
+            f.inserted.push(n);
+            j += 1;
+            continue;
+        }
         let lit = pcrel.contains(&i);
         if matches(oa, &oi, &n, w, lit) {
             orig.push(OInst {
