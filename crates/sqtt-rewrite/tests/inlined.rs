@@ -295,6 +295,27 @@ fn inlined_scopes_with_kernel_scopes_and_scope_filtering_verify() {
     }
 }
 
+/// Landing blocks with shader-clock packing on gfx1250 (fresh-tester finding, session 6): a
+/// block's clock marker may use SGPRs dead at the branch target though live at the fall-through
+/// instruction the block sits in front of (here the kernarg pointer s[0:1] read by the
+/// `s_load_b256` after a `s_cbranch_execz`); the verifier judged it by the fall-through.
+#[test]
+fn landing_blocks_with_clock_packing_verify() {
+    let opts = Options {
+        functions: FunctionThreshold::Count(1),
+        shader_clock_bits: 6,
+        ..Options::default()
+    };
+    for name in ["gfx1250__memory__O3-g.co", "gfx1250__calls__O3-g.co"] {
+        let orig = fixture(name);
+        let out = rewrite(&orig, &opts).expect("rewrite");
+        assert_eq!(out.report.status, Status::Instrumented, "{name}");
+        assert!(out.report.inlined.landing_blocks > 0, "{name}");
+        let r = sqtt_verify::verify(&orig, &out.bytes.expect("bytes")).expect("verify");
+        assert!(r.is_clean(), "{name}: {:#?}", r.findings);
+    }
+}
+
 /// Landing blocks of one rewritten kernel (the verifier's alignment tells inserted from original
 /// instructions): an original conditional SOPP branch retargeted to inserted code right after
 /// it and an inserted `s_branch` over the block, up to the block's `s_branch`. Returns

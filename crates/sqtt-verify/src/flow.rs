@@ -470,12 +470,44 @@ fn check_inserted(
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
     let entry = entry_index(f);
+    // Landing block start -> the original instruction its branch edge leads to.
+    let landed_at: BTreeMap<u64, usize> = cfg.via.iter().map(|(&(_, s), &b)| (b, s)).collect();
     for (k, o) in f.orig.iter().enumerate() {
         let run = f.inserted.get(o.run.clone()).unwrap_or_default();
         let (Some(first), Some(end)) = (run.first(), o.new) else {
             continue;
         };
         let (run_start, run_end) = (first.addr, end.addr);
+        // A landing block sits in front of `k` but runs on its branch edge only, right before
+        // the branch target: what it writes must be changeable there (its tail island is checked
+        // below like every island).
+        for n in run {
+            let Some((start, _)) = p.landing_containing(n.addr) else {
+                continue;
+            };
+            if p.island_containing(n.addr).is_some() {
+                continue;
+            }
+            let may = landed_at
+                .get(&start)
+                .and_then(|&s| changeable.get(s))
+                .copied()
+                .unwrap_or(0);
+            let w = n.inst.writes().sgpr_bits() & !may;
+            if w != 0 {
+                findings.push(fnd(
+                    f,
+                    Check::Inserted,
+                    Some(o.addr),
+                    Some(n.addr),
+                    format!(
+                        "inserted {} in a landing block writes s{}, which is live or awaiting an SMEM result at the branch target",
+                        n.inst.mnemonic(),
+                        w.trailing_zeros()
+                    ),
+                ));
+            }
+        }
         let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
         let landings: Vec<u64> = cfg
             .succs
@@ -486,7 +518,9 @@ fn check_inserted(
             .collect();
         let body: Vec<NInst> = run
             .iter()
-            .filter(|n| p.island_containing(n.addr).is_none())
+            .filter(|n| {
+                p.island_containing(n.addr).is_none() && p.landing_containing(n.addr).is_none()
+            })
             .copied()
             .collect();
         let saves = crate::spill::saves(&body, run_end, &landings, regs.wave, regs.vgprs_used);
