@@ -439,6 +439,10 @@ fn rewrite_and_verify(
         );
     }
     report.status = Status::FailedClosed;
+    // Nothing of the rewrite is written: no site counts as instrumented (the sites found stay).
+    for c in &mut report.coverage {
+        c.instrumented = 0;
+    }
     report.reasons = findings
         .into_iter()
         .map(|f| format!("verifier: {f}"))
