@@ -201,7 +201,7 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
         // Shader clocks of every AMD GPU lie well inside this range (100 MHz .. 10 GHz); a value
         // outside it is a unit mistake (MHz or Hz given) and would scale the timeline absurdly.
         if !(0.1..=10.0).contains(&g) {
-            bail!("--clock-rate-ghz {g}: must be a shader clock in GHz between 0.1 and 10");
+            bail!("--clock-rate-ghz {g:?}: must be a shader clock in GHz between 0.1 and 10");
         }
     }
     let mut trace = Trace::open(&a.common.trace_dir)?;
