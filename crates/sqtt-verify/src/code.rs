@@ -73,6 +73,18 @@ pub(crate) struct OInst {
     pub run: Range<usize>,
 }
 
+impl OInst {
+    /// An original instruction with no copy found in the rewritten text (and no run in front).
+    pub(crate) fn unplaced(addr: u64, inst: Instruction) -> OInst {
+        OInst {
+            addr,
+            inst,
+            new: None,
+            run: 0..0,
+        }
+    }
+}
+
 /// A `s_getpc_b64`/`s_get_pc_i64` address builder of the original (rewriting.md "Layout and
 /// relocation"): instruction indices of the getpc and of the adds carrying the offset.
 pub(crate) struct Builder {
@@ -998,12 +1010,7 @@ fn align(
     let Some(start) = f.new_start else {
         f.orig = body
             .into_iter()
-            .map(|(addr, inst)| OInst {
-                addr,
-                inst,
-                new: None,
-                run: 0..0,
-            })
+            .map(|(addr, inst)| OInst::unplaced(addr, inst))
             .collect();
         return;
     };
@@ -1016,12 +1023,7 @@ fn align(
         ));
         f.orig = body
             .into_iter()
-            .map(|(addr, inst)| OInst {
-                addr,
-                inst,
-                new: None,
-                run: 0..0,
-            })
+            .map(|(addr, inst)| OInst::unplaced(addr, inst))
             .collect();
         return;
     }
@@ -1194,12 +1196,11 @@ fn align(
                 oi.mnemonic()
             ),
         ));
-        orig.extend(body[i..].iter().map(|&(addr, inst)| OInst {
-            addr,
-            inst,
-            new: None,
-            run: 0..0,
-        }));
+        orig.extend(
+            body[i..]
+                .iter()
+                .map(|&(addr, inst)| OInst::unplaced(addr, inst)),
+        );
     }
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.
     let copied_end = f

@@ -818,20 +818,11 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     Cfg { succs, via, exits }
 }
 
-/// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
-fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
-    let n = f.orig.len();
-    // (reads, kills) per instruction, decoded once, not once per iteration.
-    let facts: Vec<(bool, bool)> = f
-        .orig
-        .iter()
-        .zip(regs)
-        .map(|(o, (r, w))| {
-            let kills = w.contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
-            // `reads_m0` is false without M0 among the decoder's reads.
-            (r.contains(SpecialReg::M0) && reads_m0(&o.inst), kills)
-        })
-        .collect();
+/// Backward liveness of one register over the original CFG to a fixed point: `facts[k]` is
+/// (instruction `k` reads it, instruction `k` kills it); returns whether it is live before each
+/// instruction.
+fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
+    let n = facts.len();
     let mut live_in = vec![false; n];
     let mut changed = true;
     while changed {
@@ -851,11 +842,26 @@ fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
     live_in
 }
 
+/// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
+fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
+    // (reads, kills) per instruction, decoded once, not once per iteration.
+    let facts: Vec<(bool, bool)> = f
+        .orig
+        .iter()
+        .zip(regs)
+        .map(|(o, (r, w))| {
+            let kills = w.contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
+            // `reads_m0` is false without M0 among the decoder's reads.
+            (r.contains(SpecialReg::M0) && reads_m0(&o.inst), kills)
+        })
+        .collect();
+    backward_liveness(cfg, &facts)
+}
+
 /// Backward SCC liveness over the original CFG (reads and writes from the decoder's implicit
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
 fn scc_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
-    let n = f.orig.len();
     // (reads, kills) per instruction, decoded once, not once per iteration.
     let facts: Vec<(bool, bool)> = f
         .orig
@@ -866,23 +872,7 @@ fn scc_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
             (r.contains(SpecialReg::Scc), kills)
         })
         .collect();
-    let mut live_in = vec![false; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for k in (0..n).rev() {
-            let out = cfg.succs[k]
-                .iter()
-                .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
-            let (reads, kills) = facts[k];
-            let v = reads || (out && !kills);
-            if v != live_in[k] {
-                live_in[k] = v;
-                changed = true;
-            }
-        }
-    }
-    live_in
+    backward_liveness(cfg, &facts)
 }
 
 /// Forward reaching constant of M0 before each original instruction (`None`: unreached).

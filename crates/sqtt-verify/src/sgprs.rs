@@ -481,12 +481,7 @@ mod tests {
             builders: crate::code::find_builders(&body),
             orig: body
                 .into_iter()
-                .map(|(addr, inst)| OInst {
-                    addr,
-                    inst,
-                    new: None,
-                    run: 0..0,
-                })
+                .map(|(addr, inst)| OInst::unplaced(addr, inst))
                 .collect(),
             inserted: Vec::new(),
             padding: Vec::new(),
