@@ -272,7 +272,6 @@ mod tests {
         t.end();
         assert!(t.wall(Stage::Load) >= Duration::from_millis(25));
         assert!(t.wall(Stage::Verify) >= Duration::from_millis(10));
-        assert!(t.wall(Stage::Verify) < t.wall(Stage::Load));
         assert_eq!(t.wall(Stage::Decode), Duration::ZERO);
         let mut sum = Timings::off();
         sum.add(&t);
@@ -301,10 +300,13 @@ mod tests {
         }
         t.end();
         let cpu = t.cpu(Stage::Analyse).unwrap_or_default();
-        // At most the wall time plus one tick; at least some of it (the machine may be shared).
+        // Process CPU time counts every thread, and the test harness runs other tests beside
+        // this one: at most the wall time on every core plus two ticks; at least some of the
+        // loop's own time (the machine may be shared).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         assert!(
-            cpu <= t.wall(Stage::Analyse) + Duration::from_millis(20),
-            "{cpu:?}"
+            cpu <= t.wall(Stage::Analyse) * cores + Duration::from_millis(20),
+            "{cpu:?} on {cores} cores"
         );
         assert!(cpu >= Duration::from_millis(20), "{cpu:?}");
         assert_eq!(t.cpu(Stage::Load), None);
