@@ -314,6 +314,58 @@ pub struct Need {
 /// wait states, and enough SALU instructions around the 6 VALUs of the gfx11 rule).
 const HISTORY: usize = 64;
 
+/// How far back (pushed instructions) a producer of a wait-state or VALU-count rule
+/// ([`Fix::WaitStates`], [`Fix::Valus`]) can be from its consumer: [`Scanner::check`] looks at
+/// the last `LOOKBACK` pushed instructions only (its history), which covers the widest of those
+/// rules, [`MFMA_RESULT`]'s 19 wait states (LLVM 22 `GCNHazardRecognizer::checkMAIVALUHazards`,
+/// `MaxLookAhead` 19; every other instruction provides at least one wait state), and the 6 VALUs
+/// of [`TRANS_USE_11`] with SALUs between. The other rules ([`Fix::DepCtr`],
+/// [`Fix::VsCntZero`]) follow state with no such bound ([`SgprUse`],
+/// [`Scanner::check_push_state`]).
+pub const LOOKBACK: usize = HISTORY;
+
+/// The scalar registers of one instruction that the rules without a window
+/// ([`VMEM_SGPR_SALU_WRITE`], [`LDS_BRANCH_VMEM`], the gfx12 rules) read: enough to follow their
+/// state through code whose wait-state rules need no check ([`Scanner::check_push_state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SgprUse {
+    /// SGPRs read: bit `n` is `s<n>` (0..=105, `RegSet::sgpr_bits`).
+    pub reads: u128,
+    /// SGPRs written.
+    pub writes: u128,
+    pub m0_read: bool,
+    pub m0_write: bool,
+    /// VCC_LO or VCC_HI read.
+    pub vcc_read: bool,
+    /// VCC_LO or VCC_HI written.
+    pub vcc_write: bool,
+}
+
+impl SgprUse {
+    /// From the registers an instruction reads and writes (`Instruction::reads` / `writes`).
+    pub fn of(reads: &RegSet, writes: &RegSet) -> SgprUse {
+        let vcc = |s: &RegSet| s.contains(SpecialReg::VccLo) || s.contains(SpecialReg::VccHi);
+        SgprUse {
+            reads: reads.sgpr_bits(),
+            writes: writes.sgpr_bits(),
+            m0_read: reads.contains(SpecialReg::M0),
+            m0_write: writes.contains(SpecialReg::M0),
+            vcc_read: vcc(reads),
+            vcc_write: vcc(writes),
+        }
+    }
+
+    /// SGPRs read as a mask, with M0 as bit [`M0_NUM`] when `with_m0`.
+    fn read_mask(&self, with_m0: bool) -> u128 {
+        (self.reads & ((1u128 << 106) - 1)) | (u128::from(with_m0 && self.m0_read) << M0_NUM)
+    }
+
+    /// SGPRs written as a mask, with M0 as bit [`M0_NUM`] when `with_m0`.
+    fn write_mask(&self, with_m0: bool) -> u128 {
+        (self.writes & ((1u128 << 106) - 1)) | (u128::from(with_m0 && self.m0_write) << M0_NUM)
+    }
+}
+
 /// LLVM `TSFlags` bit of transcendental VALU instructions (`SIInstrFlags::TRANS`, bit 16).
 const TSFLAG_TRANS: u64 = 1 << 16;
 
@@ -358,18 +410,27 @@ struct Producer {
 /// SGPR number used for M0 in register-number sets (its scalar operand encoding).
 const M0_NUM: u16 = 124;
 
-fn sgprs(set: &RegSet, with_m0: bool) -> Vec<u16> {
-    // Ascending SGPR numbers 0..=105, from the set bits (not a membership test per number).
-    let mut bits = set.sgpr_bits() & ((1u128 << 106) - 1);
-    let mut v = Vec::with_capacity(bits.count_ones() as usize + 1);
+fn sgprs(mut bits: u128) -> Vec<u16> {
+    // Ascending SGPR numbers 0..=105 (and M0 as 124 last), from the set bits (not a membership
+    // test per number).
+    let mut v = Vec::with_capacity(bits.count_ones() as usize);
     while bits != 0 {
         v.push(bits.trailing_zeros() as u16);
         bits &= bits - 1;
     }
-    if with_m0 && set.contains(SpecialReg::M0) {
-        v.push(M0_NUM);
-    }
     v
+}
+
+/// The SGPRs 0..=105 of `set` as a bit mask (bit `n`: `s<n>`), with M0 as bit [`M0_NUM`] when
+/// `with_m0` (membership tests on the mask instead of a list per check).
+fn sgpr_mask(set: &RegSet, with_m0: bool) -> u128 {
+    let m0 = with_m0 && set.contains(SpecialReg::M0);
+    (set.sgpr_bits() & ((1u128 << 106) - 1)) | (u128::from(m0) << M0_NUM)
+}
+
+/// Whether SGPR number `s` (0..=105, or [`M0_NUM`]) is in `mask`.
+fn has(mask: u128, s: u16) -> bool {
+    s < 128 && mask >> s & 1 == 1
 }
 
 /// Whether `a` and `b` share a VGPR or an AGPR (one bitset intersection, not a membership test
@@ -504,25 +565,55 @@ impl Scanner {
     pub fn check_push(&mut self, i: &Instruction) -> Vec<Need> {
         let (reads, writes) = (i.reads(), i.writes());
         let needs = self.check_regs(i, &reads, &writes);
-        self.push_regs(i, reads, writes);
+        self.push_regs(i, reads, writes, Some(&needs));
         needs
+    }
+
+    /// [`Scanner::check_push`] for the rules without a window only ([`LOOKBACK`]), given `i`'s
+    /// scalar registers `u` (no register decode): returns what those rules find and follows
+    /// their state exactly as [`Scanner::check_push`] does. The wait-state history is emptied,
+    /// so a caller may check every rule again ([`Scanner::check_push`]) only after
+    /// [`LOOKBACK`] instructions pushed that way (or from the first instruction).
+    pub fn check_push_state(&mut self, i: &Instruction, u: SgprUse) -> Vec<Need> {
+        let mut out: Vec<Need> = Vec::new();
+        self.check_state(i, &u, &mut out);
+        self.push_state(i, &u, &out);
+        self.pushed += 1;
+        self.hist.clear();
+        out
     }
 
     /// [`Scanner::check`] given `i`'s registers read and written.
     fn check_regs(&self, i: &Instruction, reads: &RegSet, writes: &RegSet) -> Vec<Need> {
         let mut out: Vec<Need> = Vec::new();
+        self.check_window(i, reads, writes, &mut out);
+        self.check_state(i, &SgprUse::of(reads, writes), &mut out);
+        out
+    }
+
+    /// Adds `rule` with producer `p` to `out` unless the rule is already there.
+    fn add(out: &mut Vec<Need>, rule: &'static Rule, p: Option<usize>) {
+        if !out.iter().any(|n| n.rule == rule) {
+            out.push(Need { rule, producer: p });
+        }
+    }
+
+    /// The wait-state and VALU-count rules (producers in the history).
+    fn check_window(&self, i: &Instruction, reads: &RegSet, writes: &RegSet, out: &mut Vec<Need>) {
         let t = self.t;
-        let mut add = |rule: &'static Rule, p: Option<usize>| {
-            if !out.iter().any(|n| n.rule == rule) {
-                out.push(Need { rule, producer: p });
-            }
-        };
+        let mut add = |rule: &'static Rule, p: Option<usize>| Scanner::add(out, rule, p);
         // Wait-state rules: find the newest producer inside the window. `dist` is the wait
         // states issued after `prev`, `valus` the VALUs after it, `waited` whether a
         // `va_vdst(0)` wait came after it.
         let (mut dist, mut valus, mut waited) = (0u32, 0u32, false);
         // Facts about `i` the loop below asks once per producer.
         let (i_class, i_rwlane, i_vmem) = (i.class(), is_rwlane(i), is_vmem(i));
+        let lanesel = if i_rwlane && i.mnemonic() != "v_readfirstlane_b32" {
+            Some(lane_select(i))
+        } else {
+            None
+        };
+        let i_sgprs_m0 = if i_vmem { sgpr_mask(reads, true) } else { 0 };
         // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
         // and `waited` only grow, so the walk stops there.
         let (max_ws, max_valus) = RULES.iter().fold((0u32, 0u32), |(w, v), r| match r.fix {
@@ -549,22 +640,20 @@ impl Scanner {
             // SGPRs (and M0) a VALU producer writes; only the two rules below need them.
             let valu_sgprs = || {
                 if pc == InstClass::Valu {
-                    sgprs(pw, true)
+                    sgpr_mask(pw, true)
                 } else {
-                    Vec::new()
+                    0
                 }
             };
-            if i_rwlane && i.mnemonic() != "v_readfirstlane_b32" {
-                let sel = lane_select(i);
+            if let Some(sel) = lanesel {
                 let hit = match sel {
-                    Some(s) => valu_sgprs().contains(&s),
+                    Some(s) => has(valu_sgprs(), s),
                     None => false,
                 };
                 window(&VALU_SGPR_LANESEL, hit);
             }
             if i_vmem {
-                let r = sgprs(reads, true);
-                window(&VALU_SGPR_VMEM, valu_sgprs().iter().any(|s| r.contains(s)));
+                window(&VALU_SGPR_VMEM, valu_sgprs() & i_sgprs_m0 != 0);
             }
             if let Some(id) = pf.setreg {
                 window(&SETREG, id.is_some() && id == hwreg(i));
@@ -610,10 +699,16 @@ impl Scanner {
             valus += u32::from(pc == InstClass::Valu);
             waited |= pf.va_vdst_wait;
         }
+    }
+
+    /// The rules that follow state instead of a window (gfx10.1, gfx12).
+    fn check_state(&self, i: &Instruction, u: &SgprUse, out: &mut Vec<Need>) {
+        let t = self.t;
+        let mut add = |rule: &'static Rule, p: Option<usize>| Scanner::add(out, rule, p);
         // gfx10.1 VMEM SGPR read → SALU/SMEM write.
         if Scope::Gfx101.contains(t) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
-            let w = sgprs(writes, true);
-            if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| w.contains(s)) {
+            let w = u.write_mask(true);
+            if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| has(w, *s)) {
                 add(&VMEM_SGPR_SALU_WRITE, Some(*p));
             }
         }
@@ -636,17 +731,15 @@ impl Scanner {
             let valu = i.class() == InstClass::Valu;
             let salu = i.class() == InstClass::Salu;
             if valu || salu {
-                let r = sgprs(reads, false);
-                if let Some((_, p)) = self.sa.iter().find(|(s, _)| r.contains(s)) {
+                let r = u.read_mask(false);
+                if let Some((_, p)) = self.sa.iter().find(|(s, _)| has(r, *s)) {
                     add(&SALU_SGPR_READ, *p);
                 }
                 if valu {
-                    if let Some((_, p)) = self.va.iter().find(|(s, _)| r.contains(s)) {
+                    if let Some((_, p)) = self.va.iter().find(|(s, _)| has(r, *s)) {
                         add(&VALU_SGPR_READ, *p);
                     }
-                    let vcc =
-                        reads.contains(SpecialReg::VccLo) || reads.contains(SpecialReg::VccHi);
-                    if let (true, Some(p)) = (vcc, self.va_vcc) {
+                    if let (true, Some(p)) = (u.vcc_read, self.va_vcc) {
                         add(&VALU_VCC_READ, Some(p));
                     }
                 }
@@ -665,18 +758,55 @@ impl Scanner {
                 add(&SETPC_PENDING, p);
             }
         }
-        out
     }
 
     /// Records `i` as issued.
     pub fn push(&mut self, i: &Instruction) {
-        self.push_regs(i, i.reads(), i.writes());
+        self.push_regs(i, i.reads(), i.writes(), None);
     }
 
-    /// [`Scanner::push`] given `i`'s registers read and written.
-    fn push_regs(&mut self, i: &Instruction, reads: RegSet, writes: RegSet) {
+    /// [`Scanner::push`] given `i`'s registers read and written, and (`checked`) what
+    /// [`Scanner::check`] said about `i` before this push, when the caller has it.
+    fn push_regs(
+        &mut self,
+        i: &Instruction,
+        reads: RegSet,
+        writes: RegSet,
+        checked: Option<&[Need]>,
+    ) {
         let p = self.pushed;
+        let u = SgprUse::of(&reads, &writes);
+        let fresh;
+        let checked = match checked {
+            Some(n) => n,
+            None => {
+                // Only the stateful rules' needs change the state.
+                let mut n = Vec::new();
+                self.check_state(i, &u, &mut n);
+                fresh = n;
+                &fresh[..]
+            }
+        };
+        self.push_state(i, &u, checked);
         self.pushed += 1;
+        let class = i.class();
+        let facts = Producer {
+            trans: class == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0,
+            mfma: is_mfma(i),
+            setreg: (i.special() == Special::Setreg).then(|| hwreg(i)),
+            ws: ws(i, self.t),
+            va_vdst_wait: depctr_imm(i).is_some_and(|m| DepField::VaVdst.is_zero_in(m)),
+        };
+        self.hist.push_front((p, writes, class, facts));
+        self.hist.truncate(HISTORY);
+    }
+}
+
+impl Scanner {
+    /// Follows the state of the rules without a window (gfx10.1, gfx12) over `i`, issued at
+    /// position `self.pushed`; `checked`: what [`Scanner::check_state`] found for `i` before.
+    fn push_state(&mut self, i: &Instruction, u: &SgprUse, checked: &[Need]) {
+        let p = self.pushed;
         let class = i.class();
         if Scope::Gfx101.contains(self.t) {
             let resolves = class == InstClass::Valu
@@ -688,7 +818,7 @@ impl Scanner {
                 self.vmem_reads.clear();
             }
             if is_vmem(i) || class == InstClass::Ds {
-                for s in sgprs(&reads, true) {
+                for s in sgprs(u.read_mask(true)) {
                     self.vmem_reads.retain(|(x, _)| *x != s);
                     self.vmem_reads.push((s, p));
                 }
@@ -731,8 +861,11 @@ impl Scanner {
             let valu = class == InstClass::Valu;
             let salu = class == InstClass::Salu;
             // The wait a consumer needs is taken before it issues: its own reads commit.
-            let need = self.check(i);
-            for n in need {
+            // `checked` was found before the commits above; it clears the same fields: a field
+            // the commits above emptied stays empty either way, and one they left alone gives
+            // the same SGPR-read needs (SETPC_PENDING clears only the SALU field, pending in
+            // both states whenever that field is non-empty).
+            for n in checked {
                 match n.rule.fix {
                     Fix::DepCtr(DepField::SaSdst) => self.sa.clear(),
                     Fix::DepCtr(DepField::VaSdst) => self.va.clear(),
@@ -741,15 +874,15 @@ impl Scanner {
                 }
             }
             if salu {
-                if !sgprs(&reads, false).is_empty() {
+                if u.read_mask(false) != 0 {
                     self.va.clear();
                 }
-                if reads.contains(SpecialReg::VccLo) || reads.contains(SpecialReg::VccHi) {
+                if u.vcc_read {
                     self.va_vcc = None;
                 }
             }
             if valu || salu {
-                for s in sgprs(&writes, false) {
+                for s in sgprs(u.write_mask(false)) {
                     if salu {
                         self.sa.retain(|(x, _)| *x != s);
                         self.sa.push((s, Some(p)));
@@ -758,22 +891,11 @@ impl Scanner {
                         self.va.push((s, Some(p)));
                     }
                 }
-                if valu
-                    && (writes.contains(SpecialReg::VccLo) || writes.contains(SpecialReg::VccHi))
-                {
+                if valu && u.vcc_write {
                     self.va_vcc = Some(p);
                 }
             }
         }
-        let facts = Producer {
-            trans: class == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0,
-            mfma: is_mfma(i),
-            setreg: (i.special() == Special::Setreg).then(|| hwreg(i)),
-            ws: ws(i, self.t),
-            va_vdst_wait: depctr_imm(i).is_some_and(|m| DepField::VaVdst.is_zero_in(m)),
-        };
-        self.hist.push_front((p, writes, class, facts));
-        self.hist.truncate(HISTORY);
     }
 }
 
@@ -890,6 +1012,90 @@ mod tests {
             assert_eq!(ids(t, &seq), vec!["trans-use"], "{name}");
             seq.insert(1, valu);
             assert!(ids(t, &seq).is_empty(), "{name}");
+        }
+    }
+
+    /// `check_push_state` (no register decode, no history) follows the stateful rules exactly as
+    /// `check_push`, and after [`LOOKBACK`] full pushes every rule is checked as in a scan that
+    /// never skipped: the premise of the verifier's scan limited to code near inserted
+    /// instructions. Pseudo-random sequences over SALU/VALU SGPR and VCC writers and readers,
+    /// SGPR waits, `s_setpc`, branches and M0 readers.
+    #[test]
+    fn state_only_pushes_follow_the_same_state() {
+        for name in ["gfx900", "gfx1010", "gfx1100", "gfx1200"] {
+            let t = t(name);
+            let s = |n| Operand::Sgpr(n);
+            let mut pool = vec![
+                build::s_mov_b32(t, s(5), Operand::Imm(1)).unwrap(),
+                build::s_mov_b32(t, s(7), s(5)).unwrap(),
+                build::s_mov_b32(t, Operand::M0, s(5)).unwrap(),
+                build::s_mov_b32(t, s(6), Operand::VccLo).unwrap(),
+                build::v_readlane_b32(t, s(6), 0, s(5)).unwrap(),
+                build::v_readlane_b32(t, s(5), 1, s(7)).unwrap(),
+                build::v_writelane_b32(t, 2, s(6), s(5)).unwrap(),
+                build::s_add_u32(t, s(8), s(6), Operand::Imm(3)).unwrap(),
+                build::s_nop(t, 1).unwrap(),
+                build::s_ttracedata(t).unwrap(),
+                build::s_branch(t, 0).unwrap(),
+                build::s_cbranch_vccz(t, 0).unwrap(),
+                build::s_setpc_b64(t, 8).unwrap(),
+                build::s_getreg_b32(t, s(9), 1, 0, 4).unwrap(),
+            ];
+            if t.family() == Family::Gfx12 {
+                pool.push(build::s_wait_alu(t, DepField::SaSdst.wait_imm()).unwrap());
+                pool.push(build::s_wait_alu(t, DepField::VaSdst.wait_imm()).unwrap());
+            }
+            if matches!(t.family(), Family::Gfx10 | Family::Gfx11) {
+                pool.push(build::s_waitcnt_depctr(t, DepField::VmVsrc.wait_imm()).unwrap());
+                pool.push(build::s_waitcnt_vscnt(t, 0).unwrap());
+            }
+            if name == "gfx1100" {
+                // A transcendental VALU writing v0, which `v_readlane_b32 .., v0, ..` reads.
+                pool.push(decode(&EXP_V0_V1_GFX11, t).unwrap());
+            }
+            if name == "gfx1010" {
+                // llvm-mc-22 -mcpu=gfx1010: `global_load_dword v1, v2, s[4:5]`,
+                // `ds_read_b32 v1, v2`; and a SALU write of s4.
+                pool.push(decode(&[0x00, 0x80, 0x30, 0xdc, 0x02, 0x00, 0x04, 0x01], t).unwrap());
+                pool.push(decode(&[0x00, 0x00, 0xd8, 0xd8, 0x02, 0x00, 0x00, 0x01], t).unwrap());
+                pool.push(build::s_mov_b32(t, s(4), Operand::Imm(2)).unwrap());
+            }
+            let stateful = |n: &Need| matches!(n.rule.fix, Fix::DepCtr(_) | Fix::VsCntZero);
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut hits = 0;
+            for _ in 0..40 {
+                let (mut full, mut part) = (Scanner::new(t), Scanner::new(t));
+                // Positions since the last state-only push (`None`: none yet).
+                let mut since: Option<usize> = None;
+                for k in 0..400 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let i = pool[(x % pool.len() as u64) as usize];
+                    let want = full.check_push(&i);
+                    hits += want.len();
+                    if (k / 90) % 2 == 1 {
+                        let got = part.check_push_state(&i, SgprUse::of(&i.reads(), &i.writes()));
+                        let want: Vec<Need> = want.into_iter().filter(stateful).collect();
+                        assert_eq!(got, want, "{name} position {k}: state-only push");
+                        since = Some(0);
+                        continue;
+                    }
+                    let got = part.check_push(&i);
+                    if since.is_none_or(|n| n >= LOOKBACK) {
+                        assert_eq!(got, want, "{name} position {k}: full history again");
+                    } else {
+                        let (g, w): (Vec<Need>, Vec<Need>) = (
+                            got.into_iter().filter(stateful).collect(),
+                            want.into_iter().filter(stateful).collect(),
+                        );
+                        assert_eq!(g, w, "{name} position {k}: stateful rules");
+                    }
+                    since = since.map(|n| n + 1);
+                }
+                assert_eq!(full.position(), part.position());
+            }
+            assert!(hits > 0, "{name}: the sequences hit no rule");
         }
     }
 

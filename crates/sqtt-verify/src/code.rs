@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
 use crate::{Check, Finding, FunctionKind, VerifyError};
-use amdgpu_isa::RegSet;
+use amdgpu_isa::{RegSet, SpecialReg};
 
 /// The executable `.text` section of one code object.
 pub(crate) struct Text {
@@ -63,10 +63,93 @@ pub(crate) struct NInst {
     pub inst: Instruction,
 }
 
+/// The registers an original instruction reads and writes, as far as the checks on original
+/// code ask (SGPR liveness, M0/SCC liveness, descriptor register usage): decoded once per
+/// original instruction (`Instruction::reads` / `writes`, the decoder's explicit and implicit
+/// operands at full width) and shared by every check, instead of a decode per check and per
+/// fixed-point iteration. 48 bytes per instruction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Regs {
+    /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
+    pub sgpr_reads: u128,
+    /// SGPRs written.
+    pub sgpr_writes: u128,
+    /// Highest VGPR and AGPR number read or written, plus one (0: none).
+    pub vgpr_top: u16,
+    pub agpr_top: u16,
+    /// [`Regs::M0_READ`] .. [`Regs::VCC_WRITE`].
+    flags: u8,
+}
+
+impl Regs {
+    pub const M0_READ: u8 = 1;
+    pub const M0_WRITE: u8 = 2;
+    pub const SCC_READ: u8 = 4;
+    pub const SCC_WRITE: u8 = 8;
+    pub const VCC_READ: u8 = 16;
+    pub const VCC_WRITE: u8 = 32;
+
+    /// The summary of the sets an instruction reads (`r`) and writes (`w`).
+    pub fn of(r: &RegSet, w: &RegSet) -> Regs {
+        let top = |m: Option<u16>| m.map_or(0, |x| x + 1);
+        let u = r.union(w);
+        let flag = |set: &RegSet, reg: SpecialReg, bit: u8| {
+            if set.contains(reg) {
+                bit
+            } else {
+                0
+            }
+        };
+        Regs {
+            sgpr_reads: r.sgpr_bits(),
+            sgpr_writes: w.sgpr_bits(),
+            vgpr_top: top(u.max_vgpr()),
+            agpr_top: top(u.max_agpr()),
+            flags: flag(r, SpecialReg::M0, Regs::M0_READ)
+                | flag(w, SpecialReg::M0, Regs::M0_WRITE)
+                | flag(r, SpecialReg::Scc, Regs::SCC_READ)
+                | flag(w, SpecialReg::Scc, Regs::SCC_WRITE)
+                | flag(r, SpecialReg::VccLo, Regs::VCC_READ)
+                | flag(r, SpecialReg::VccHi, Regs::VCC_READ)
+                | flag(w, SpecialReg::VccLo, Regs::VCC_WRITE)
+                | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE),
+        }
+    }
+
+    /// Decodes `i`'s registers.
+    pub fn of_inst(i: &Instruction) -> Regs {
+        Regs::of(&i.reads(), &i.writes())
+    }
+
+    /// Whether the flag bit `f` (one of the constants above) is set.
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    /// The scalar registers the hazard rules without a window follow.
+    pub fn sgpr_use(&self) -> amdgpu_isa::hazard::SgprUse {
+        amdgpu_isa::hazard::SgprUse {
+            reads: self.sgpr_reads,
+            writes: self.sgpr_writes,
+            m0_read: self.has(Regs::M0_READ),
+            m0_write: self.has(Regs::M0_WRITE),
+            vcc_read: self.has(Regs::VCC_READ),
+            vcc_write: self.has(Regs::VCC_WRITE),
+        }
+    }
+
+    /// Highest SGPR number read or written, plus one (0: none).
+    pub fn sgpr_top(&self) -> u16 {
+        128 - (self.sgpr_reads | self.sgpr_writes).leading_zeros() as u16
+    }
+}
+
 /// An original instruction and where it went.
 pub(crate) struct OInst {
     pub addr: u64,
     pub inst: Instruction,
+    /// Its registers, decoded once.
+    pub regs: Regs,
     /// Its copy in the rewritten text, when found.
     pub new: Option<NInst>,
     /// Indices into [`Func::inserted`] of the run inserted in front of it.
@@ -75,10 +158,11 @@ pub(crate) struct OInst {
 
 impl OInst {
     /// An original instruction with no copy found in the rewritten text (and no run in front).
-    pub(crate) fn unplaced(addr: u64, inst: Instruction) -> OInst {
+    pub(crate) fn unplaced(addr: u64, inst: Instruction, regs: Regs) -> OInst {
         OInst {
             addr,
             inst,
+            regs,
             new: None,
             run: 0..0,
         }
@@ -138,6 +222,8 @@ pub(crate) struct Func {
     /// of those bytes (original body end up to the next function or the end of `.text`).
     pub falls_off: Option<u64>,
     pub builders: Vec<Builder>,
+    /// Every register the original instructions read or write (their union).
+    pub orig_used: RegSet,
 }
 
 impl Func {
@@ -150,25 +236,40 @@ impl Func {
     /// Every instruction of the rewritten body (original copies and inserted ones), in address
     /// order.
     pub fn in_address_order(&self) -> Vec<crate::LaidOut> {
-        let mut v: Vec<crate::LaidOut> = self
+        self.in_address_order_with_regs()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// [`Func::in_address_order`], each instruction with its registers when they are known
+    /// without a decode: a copy with its original's bytes has its original's [`Regs`].
+    pub fn in_address_order_with_regs(&self) -> Vec<(crate::LaidOut, Option<Regs>)> {
+        let mut v: Vec<(crate::LaidOut, Option<Regs>)> = self
             .orig
             .iter()
             .filter_map(|o| {
-                o.new.map(|n| crate::LaidOut {
-                    addr: n.addr,
-                    inst: n.inst,
-                    inserted: false,
-                    original_address: Some(o.addr),
+                o.new.map(|n| {
+                    let item = crate::LaidOut {
+                        addr: n.addr,
+                        inst: n.inst,
+                        inserted: false,
+                        original_address: Some(o.addr),
+                    };
+                    (item, (n.inst.bytes() == o.inst.bytes()).then_some(o.regs))
                 })
             })
-            .chain(self.inserted.iter().map(|n| crate::LaidOut {
-                addr: n.addr,
-                inst: n.inst,
-                inserted: true,
-                original_address: None,
+            .chain(self.inserted.iter().map(|n| {
+                let item = crate::LaidOut {
+                    addr: n.addr,
+                    inst: n.inst,
+                    inserted: true,
+                    original_address: None,
+                };
+                (item, None)
             }))
             .collect();
-        v.sort_by_key(|i| i.addr);
+        v.sort_by_key(|(i, _)| i.addr);
         v
     }
 
@@ -535,6 +636,7 @@ impl Program {
                 padding: Vec::new(),
                 falls_off: None,
                 builders: Vec::new(),
+                orig_used: RegSet::new(),
             });
         }
         check_new_only(orig, new, findings);
@@ -558,20 +660,27 @@ impl Program {
             .par_iter()
             .map(|f| decode_original(&otext, f, isa))
             .collect::<Result<_, _>>()?;
-        let used = bodies
+        // Registers of every original instruction, decoded once here for every later check.
+        let regs: Vec<(Vec<Regs>, RegSet)> = bodies
             .par_iter()
             .map(|body| {
                 let mut used = RegSet::new();
-                for (_, i) in body {
-                    used.union_with(&i.reads());
-                    used.union_with(&i.writes());
-                }
-                used
+                let regs = body
+                    .iter()
+                    .map(|(_, i)| {
+                        let (r, w) = (i.reads(), i.writes());
+                        used.union_with(&r);
+                        used.union_with(&w);
+                        Regs::of(&r, &w)
+                    })
+                    .collect();
+                (regs, used)
             })
-            .reduce(RegSet::new, |mut a, b| {
-                a.union_with(&b);
-                a
-            });
+            .collect();
+        let used = regs.iter().fold(RegSet::new(), |mut a, (_, b)| {
+            a.union_with(b);
+            a
+        });
         // Inserted code may write any SGPR that is dead where it runs (checked per run by
         // `flow`), so the aligner accepts SGPR writes anywhere.
         let every = crate::insn::every_sgpr();
@@ -584,16 +693,17 @@ impl Program {
         let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
         let aligned: Vec<Vec<Finding>> = funcs
             .par_iter_mut()
-            .zip(bodies)
+            .zip(bodies.into_par_iter().zip(regs))
             .enumerate()
-            .map(|(fi, (f, body))| {
+            .map(|(fi, (f, (body, (regs, used))))| {
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
                     f.falls_off = Some(next.saturating_sub(f.orig_end));
                 }
                 f.builders = find_builders(&body);
+                f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, &ntext, isa, &every, &mut found);
+                align(f, body, regs, &ntext, isa, &every, &mut found);
                 found
             })
             .collect();
@@ -996,6 +1106,7 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
 fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
+    regs: Vec<Regs>,
     ntext: &Text,
     isa: Target,
     free: &RegSet,
@@ -1010,7 +1121,8 @@ fn align(
     let Some(start) = f.new_start else {
         f.orig = body
             .into_iter()
-            .map(|(addr, inst)| OInst::unplaced(addr, inst))
+            .zip(regs)
+            .map(|((addr, inst), r)| OInst::unplaced(addr, inst, r))
             .collect();
         return;
     };
@@ -1023,7 +1135,8 @@ fn align(
         ));
         f.orig = body
             .into_iter()
-            .map(|(addr, inst)| OInst::unplaced(addr, inst))
+            .zip(regs)
+            .map(|((addr, inst), r)| OInst::unplaced(addr, inst, r))
             .collect();
         return;
     }
@@ -1115,6 +1228,7 @@ fn align(
                         orig.push(OInst {
                             addr: oa,
                             inst: oi,
+                            regs: regs[i + t],
                             new: Some(*n),
                             run: run_start..f.inserted.len(),
                         });
@@ -1143,6 +1257,7 @@ fn align(
             orig.push(OInst {
                 addr: oa,
                 inst: oi,
+                regs: regs[i],
                 new: Some(n),
                 run: run_start..f.inserted.len(),
             });
@@ -1177,6 +1292,7 @@ fn align(
         orig.push(OInst {
             addr: oa,
             inst: oi,
+            regs: regs[i],
             new: Some(n),
             run: run_start..f.inserted.len(),
         });
@@ -1199,7 +1315,8 @@ fn align(
         orig.extend(
             body[i..]
                 .iter()
-                .map(|&(addr, inst)| OInst::unplaced(addr, inst)),
+                .zip(&regs[i..])
+                .map(|(&(addr, inst), &r)| OInst::unplaced(addr, inst, r)),
         );
     }
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.

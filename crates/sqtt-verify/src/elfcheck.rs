@@ -4,11 +4,11 @@
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use amdgpu_isa::{Flow, Instruction};
+use amdgpu_isa::Flow;
 use hsaco::elf::{self, Section};
 use hsaco::CodeObject;
 
-use crate::code::Program;
+use crate::code::{Program, Regs};
 use crate::funcmap::{self, Funcmap, Row};
 use crate::region::Layout;
 use crate::{Check, Finding};
@@ -592,14 +592,13 @@ fn max_usage(a: Usage, b: Usage) -> Usage {
     (a.0.max(b.0), a.1.max(b.1), a.2.max(b.2))
 }
 
-/// Highest (SGPR, VGPR, AGPR) numbers + 1 used by a set of functions (original or rewritten code).
-fn usage<'a>(insts: impl Iterator<Item = &'a Instruction>) -> Usage {
+/// Highest (SGPR, VGPR, AGPR) numbers + 1 used by a set of instructions, from their registers.
+fn usage(regs: impl Iterator<Item = Regs>) -> Usage {
     let mut m = (0u32, 0u32, 0u32);
-    for i in insts {
-        let s = i.reads().union(&i.writes());
-        m.0 = m.0.max(s.max_sgpr().map_or(0, |r| u32::from(r) + 1));
-        m.1 = m.1.max(s.max_vgpr().map_or(0, |r| u32::from(r) + 1));
-        m.2 = m.2.max(s.max_agpr().map_or(0, |r| u32::from(r) + 1));
+    for r in regs {
+        m.0 = m.0.max(u32::from(r.sgpr_top()));
+        m.1 = m.1.max(u32::from(r.vgpr_top));
+        m.2 = m.2.max(u32::from(r.agpr_top));
     }
     m
 }
@@ -657,12 +656,21 @@ pub(crate) fn check_descriptors(
         .funcs
         .par_iter()
         .map(|g| {
-            let a = usage(g.orig.iter().map(|x| &x.inst));
+            let a = usage(g.orig.iter().map(|x| x.regs));
+            // A copy with the original's bytes has the original's registers (decoded once);
+            // any other copy (a relocated branch, a changed instruction) is decoded.
             let b = usage(
                 g.orig
                     .iter()
-                    .filter_map(|x| x.new.as_ref().map(|n| &n.inst))
-                    .chain(g.inserted.iter().map(|n| &n.inst)),
+                    .filter_map(|x| {
+                        let n = x.new.as_ref()?;
+                        Some(if n.inst.bytes() == x.inst.bytes() {
+                            x.regs
+                        } else {
+                            Regs::of_inst(&n.inst)
+                        })
+                    })
+                    .chain(g.inserted.iter().map(|n| Regs::of_inst(&n.inst))),
             );
             (a, b)
         })

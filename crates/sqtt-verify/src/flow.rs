@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
-use crate::code::{Func, NInst, OInst, Program};
+use crate::code::{Func, NInst, OInst, Program, Regs};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
     allowed, every_sgpr, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const,
@@ -843,16 +843,15 @@ fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
 }
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
-fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
-    // (reads, kills) per instruction, decoded once, not once per iteration.
+fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
-        .zip(regs)
-        .map(|(o, (r, w))| {
-            let kills = w.contains(SpecialReg::M0) || o.inst.flow() == Flow::Call;
+        .map(|o| {
+            let kills = o.regs.has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
             // `reads_m0` is false without M0 among the decoder's reads.
-            (r.contains(SpecialReg::M0) && reads_m0(&o.inst), kills)
+            (o.regs.has(Regs::M0_READ) && reads_m0(&o.inst), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -861,22 +860,21 @@ fn m0_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
 /// Backward SCC liveness over the original CFG (reads and writes from the decoder's implicit
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
-fn scc_liveness(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<bool> {
-    // (reads, kills) per instruction, decoded once, not once per iteration.
+fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
+    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
-        .zip(regs)
-        .map(|(o, (r, w))| {
-            let kills = w.contains(SpecialReg::Scc) || o.inst.flow() == Flow::Call;
-            (r.contains(SpecialReg::Scc), kills)
+        .map(|o| {
+            let kills = o.regs.has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
+            (o.regs.has(Regs::SCC_READ), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
 }
 
 /// Forward reaching constant of M0 before each original instruction (`None`: unreached).
-fn m0_constants(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<Option<Val>> {
+fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
     let n = f.orig.len();
     let mut val_in: Vec<Option<Val>> = vec![None; n];
     if n == 0 {
@@ -889,7 +887,7 @@ fn m0_constants(f: &Func, cfg: &Cfg, regs: &[(RegSet, RegSet)]) -> Vec<Option<Va
         let Some(vin) = val_in[k] else { continue };
         let out = if o.inst.flow() == Flow::Call {
             Val::Unknown
-        } else if regs[k].1.contains(SpecialReg::M0) {
+        } else if o.regs.has(Regs::M0_WRITE) {
             match allowed(&o.inst) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
@@ -1021,17 +1019,9 @@ fn check_runs(
         check_f_entry(f, fm, None, findings);
         return counts;
     }
-    // Registers read and written by each original instruction, decoded once for the three
-    // analyses below.
-    let regs: Vec<(RegSet, RegSet)> = f
-        .orig
-        .iter()
-        .map(|o| (o.inst.reads(), o.inst.writes()))
-        .collect();
-    let live = m0_liveness(f, cfg, &regs);
-    let scc_live = scc_liveness(f, cfg, &regs);
-    let consts = m0_constants(f, cfg, &regs);
-    drop(regs);
+    let live = m0_liveness(f, cfg);
+    let scc_live = scc_liveness(f, cfg);
+    let consts = m0_constants(f, cfg);
     // Entries into each run: whole run (entry, fall-through) and each branch landing, as
     // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
     // an allocation per instruction).
@@ -1138,8 +1128,9 @@ struct Code<'a> {
 
 /// Effect of executing `run` (a suffix of `c.whole`, from one entry); `frame`: entered whole.
 fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: bool) -> Effect {
+    let every = every_sgpr();
     let executable = c.whole.iter().all(|x| {
-        region_class(&x.inst).is_some() && writes_only(&x.inst, &every_sgpr())
+        region_class(&x.inst).is_some() && writes_only(&x.inst, &every)
             || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
             || matches!(region_class(&x.inst), Some(Region::Writelane))
     });

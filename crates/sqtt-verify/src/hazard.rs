@@ -8,11 +8,15 @@
 //! Control flow is approximated by fall-through (a branch target is checked after the instruction
 //! before it), plus one extra pass over every loop inside an inserted run (its back edge), so a
 //! hazard from the end of a loop body to its head is seen.
+//!
+//! Only instructions near inserted code get every rule checked ([`near_inserted`]); elsewhere
+//! the scanner follows the rules without a window from the registers decoded once per original
+//! instruction ([`Scanner::check_push_state`]). The findings are the same as from a full scan.
 
-use amdgpu_isa::hazard::{Fix, Need, Scanner};
+use amdgpu_isa::hazard::{Fix, Need, Scanner, SgprUse, LOOKBACK};
 use amdgpu_isa::Flow;
 
-use crate::code::{Func, Program};
+use crate::code::{Func, Program, Regs};
 use crate::{Check, Finding, LaidOut as Item};
 use rayon::prelude::*;
 
@@ -43,8 +47,41 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
     findings.extend(found.into_iter().flatten());
 }
 
+/// Per position of `seq`: whether an inserted instruction lies within [`LOOKBACK`] positions
+/// before or after it (prefix counts of inserted instructions).
+///
+/// Why checking every rule only there finds the same as checking everywhere: a finding needs an
+/// inserted consumer or an inserted producer. The producer of a wait-state or VALU-count rule is
+/// one of the [`LOOKBACK`] instructions pushed before its consumer (the scanner's history; it
+/// covers the widest such rule, `MFMA_RESULT`'s 19 wait states from LLVM 22
+/// `GCNHazardRecognizer::checkMAIVALUHazards`, `MaxLookAhead` 19, and the gfx11 rule's 6 VALUs;
+/// `amdgpu_isa::hazard::LOOKBACK`). So an original consumer with no inserted instruction among the
+/// [`LOOKBACK`] before it can only pair with original producers for those rules: nothing to
+/// report, no need to check them (an original stretch far from inserted code was already
+/// hazard-free, or not, in the input). Such a consumer `k` is "not needed"; a needed consumer `k`
+/// has an inserted instruction in `[k - LOOKBACK, k]`, and every position in `[k - LOOKBACK, k]`
+/// then has one within [`LOOKBACK`] before or after it, so the scanner's history at `k` holds the
+/// same [`LOOKBACK`] fully pushed instructions as in a full scan. The rules without a window
+/// (gfx10.1, gfx12) are followed and checked at every position either way.
+fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<bool> {
+    let mut before = Vec::with_capacity(seq.len() + 1);
+    before.push(0usize);
+    for (it, _) in seq {
+        before.push(before.last().copied().unwrap_or(0) + usize::from(it.inserted));
+    }
+    (0..seq.len())
+        .map(|j| {
+            let lo = j.saturating_sub(LOOKBACK);
+            let hi = (j + LOOKBACK + 1).min(seq.len());
+            before[hi] > before[lo]
+        })
+        .collect()
+}
+
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
-    let seq = f.in_address_order();
+    let with_regs = f.in_address_order_with_regs();
+    let full = near_inserted(&with_regs);
+    let (seq, regs): (Vec<Item>, Vec<Option<Regs>>) = with_regs.into_iter().unzip();
     let mut sc = Scanner::new(p.isa);
     let mut seen = std::collections::BTreeSet::new();
     let mut report = |k: usize, producer: Option<usize>, need: &Need, note: &str| {
@@ -83,7 +120,16 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         });
     };
     for (k, it) in seq.iter().enumerate() {
-        for need in sc.check_push(&it.inst) {
+        let needs = if full[k] {
+            sc.check_push(&it.inst)
+        } else {
+            let u = regs[k].map_or_else(
+                || SgprUse::of(&it.inst.reads(), &it.inst.writes()),
+                |r| r.sgpr_use(),
+            );
+            sc.check_push_state(&it.inst, u)
+        };
+        for need in needs {
             report(k, need.producer, &need, "");
         }
         // A loop inside an inserted run: walk its body once more after the back edge.
@@ -93,9 +139,11 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         let Some(target) = it.inst.branch_target(it.addr).filter(|t| *t < it.addr) else {
             continue;
         };
-        let Some(head) = seq.iter().position(|x| x.addr == target) else {
+        // `seq` is sorted by address: the first instruction at `target`.
+        let head = seq.partition_point(|x| x.addr < target);
+        if seq.get(head).is_none_or(|x| x.addr != target) {
             continue;
-        };
+        }
         if !seq[head..k].iter().all(|x| x.inserted) {
             continue;
         }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
 
-use crate::code::{Func, Program};
+use crate::code::{Func, OInst, Program};
 
 /// Bit `n` is `s<n>`.
 pub(crate) type Mask = u128;
@@ -45,35 +45,39 @@ pub(crate) struct CallGraph {
     leaves: Vec<BTreeMap<usize, Leave>>,
 }
 
-fn reads(i: &Instruction) -> Mask {
-    if i.mnemonic().starts_with("s_movrels") {
+// The four facts below take the registers decoded once per original instruction
+// (`OInst::regs`).
+
+fn reads(o: &OInst) -> Mask {
+    if o.inst.mnemonic().starts_with("s_movrels") {
         EVERY
     } else {
-        i.reads().sgpr_bits()
+        o.regs.sgpr_reads
     }
 }
 
-fn writes(i: &Instruction) -> Mask {
-    if i.mnemonic().starts_with("s_movreld") {
+fn writes(o: &OInst) -> Mask {
+    if o.inst.mnemonic().starts_with("s_movreld") {
         EVERY
     } else {
-        i.writes().sgpr_bits()
+        o.regs.sgpr_writes
     }
 }
 
-fn kills(i: &Instruction) -> Mask {
-    let m = i.mnemonic();
+fn kills(o: &OInst) -> Mask {
+    let m = o.inst.mnemonic();
     if m.starts_with("s_cmov") || m.starts_with("s_movreld") {
         0
     } else {
-        i.writes().sgpr_bits()
+        o.regs.sgpr_writes
     }
 }
 
-fn smem_result(i: &Instruction) -> Mask {
+fn smem_result(o: &OInst) -> Mask {
+    let i = &o.inst;
     let asynchronous = i.format() == Format::Smem || i.mnemonic().starts_with("s_sendmsg_rtn");
     if asynchronous {
-        i.writes().sgpr_bits()
+        o.regs.sgpr_writes
     } else {
         0
     }
@@ -115,7 +119,7 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
     let done = b.hi.map_or(b.lo, |h| h.max(b.lo));
     let written = (done + 1..k).any(|j| {
-        let w = writes(&f.orig[j].inst);
+        let w = writes(&f.orig[j]);
         w >> pair & 3 != 0
     });
     let first = f.orig.get(b.getpc + 1)?.addr;
@@ -236,7 +240,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             if opaque(f) {
                 EVERY
             } else {
-                f.orig.iter().fold(0, |a, o| a | reads(&o.inst))
+                f.orig.iter().fold(0, |a, o| a | reads(o))
             }
         })
         .collect();
@@ -304,7 +308,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             if opaque(f) {
                 EVERY
             } else {
-                f.orig.iter().fold(0, |a, o| a | smem_result(&o.inst))
+                f.orig.iter().fold(0, |a, o| a | smem_result(o))
             }
         })
         .collect();
@@ -354,7 +358,7 @@ fn live_in(
     let gen: Vec<Mask> = (0..n)
         .map(|k| {
             let c = calls.get(&k).map_or(0, |c| c.map_or(EVERY, |g| deep[g]));
-            reads(&f.orig[k].inst) | c
+            reads(&f.orig[k]) | c
         })
         .collect();
     let end: Vec<Mask> = (0..n)
@@ -368,7 +372,7 @@ fn live_in(
         })
         .collect();
     // Decoded once, not once per iteration of the fixed point.
-    let kill: Vec<Mask> = f.orig.iter().map(|o| kills(&o.inst)).collect();
+    let kill: Vec<Mask> = f.orig.iter().map(kills).collect();
     let mut live = vec![0; n];
     loop {
         let mut again = false;
@@ -420,7 +424,7 @@ fn pending(
             } else {
                 0
             };
-            (smem_drained(i), smem_result(i), call)
+            (smem_drained(i), smem_result(o), call)
         })
         .collect();
     loop {
@@ -446,15 +450,13 @@ fn pending(
 
 /// SGPRs any original instruction of the function reads or may write.
 pub(crate) fn touched(f: &Func) -> Mask {
-    f.orig
-        .iter()
-        .fold(0, |a, o| a | reads(&o.inst) | writes(&o.inst))
+    f.orig.iter().fold(0, |a, o| a | reads(o) | writes(o))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::OInst;
+    use crate::code::Regs;
     use crate::FunctionKind;
     use amdgpu_isa::{decode_all, Target};
 
@@ -479,9 +481,10 @@ mod tests {
             new_start: None,
             new_region_end: addr,
             builders: crate::code::find_builders(&body),
+            orig_used: amdgpu_isa::RegSet::new(),
             orig: body
                 .into_iter()
-                .map(|(addr, inst)| OInst::unplaced(addr, inst))
+                .map(|(addr, inst)| OInst::unplaced(addr, inst, Regs::of_inst(&inst)))
                 .collect(),
             inserted: Vec::new(),
             padding: Vec::new(),

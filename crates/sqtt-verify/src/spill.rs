@@ -17,6 +17,8 @@
 
 use amdgpu_isa::Instruction;
 
+use rayon::prelude::*;
+
 use crate::code::{Func, NInst, Program};
 use crate::insn::scalar_const;
 
@@ -59,16 +61,14 @@ fn used(f: &Func) -> Vgprs {
     if f.orig.is_empty() && f.orig_end > f.orig_start {
         return Vgprs::ALL;
     }
+    if f.orig.iter().any(|o| indexed(&o.inst)) {
+        return Vgprs::ALL;
+    }
+    // The union of every original instruction's registers, collected when they were decoded.
     let mut u = Vgprs::default();
-    for o in &f.orig {
-        if indexed(&o.inst) {
-            return Vgprs::ALL;
-        }
-        let (r, w) = (o.inst.reads(), o.inst.writes());
-        for v in 0..256u16 {
-            if r.contains_vgpr(v) || w.contains_vgpr(v) {
-                u.add(v);
-            }
+    for v in 0..256u16 {
+        if f.orig_used.contains_vgpr(v) {
+            u.add(v);
         }
     }
     u
@@ -78,7 +78,7 @@ fn used(f: &Func) -> Vgprs {
 /// (`reach[k]`: functions kernel `k` reaches, `None` for device functions). A function no kernel
 /// reaches gets every VGPR (nothing is known about who calls it).
 pub(crate) fn used_in_call_graphs(p: &Program, reach: &[Option<Vec<bool>>]) -> Vec<Vgprs> {
-    let own: Vec<Vgprs> = p.funcs.iter().map(used).collect();
+    let own: Vec<Vgprs> = p.funcs.par_iter().map(used).collect();
     let mut out: Vec<Option<Vgprs>> = vec![None; p.funcs.len()];
     for r in reach.iter().flatten() {
         let graph = (0..p.funcs.len())
