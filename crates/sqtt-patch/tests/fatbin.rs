@@ -210,7 +210,7 @@ fn check(path: &Path, input: &[u8], out: &[u8], want: &[(Embedded, Vec<u8>)]) {
             .map(|b| (b.location.offset, b.location.extent))
             .collect()
     } else {
-        hsaco::hostwrite::locate_bundles(out, 0)
+        hsaco::hostwrite::locate_bundles(out, 0..out.len() as u64)
             .expect("locate")
             .iter()
             .map(|b| (b.offset, b.extent))
@@ -769,7 +769,7 @@ fn compress_bundles_writes_zstd_ccob_v3_that_clang_offload_bundler_reads() {
                 .map(|b| (b.location.offset, b.location.extent))
                 .collect()
         } else {
-            hsaco::hostwrite::locate_bundles(&out, 0)
+            hsaco::hostwrite::locate_bundles(&out, 0..out.len() as u64)
                 .expect("locate")
                 .iter()
                 .map(|b| (b.offset, b.extent))
