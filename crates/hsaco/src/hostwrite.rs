@@ -21,9 +21,11 @@
 //! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
 //! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
 //!
-//! Memory: [`HostWriter`] streams the output to any [`Output`] (a file, or a `Cursor<Vec<u8>>`)
-//! and takes the rebuilt bundles one at a time, so a caller holds at most one rebuilt bundle
-//! besides the input; [`write_host`] is the same writer into memory.
+//! Memory: the input is a [`Source`] read by offset ([`scan_host`] reads only the ELF headers,
+//! bundle headers, wrappers and relocations; a file is never read whole). [`HostWriter`]
+//! streams the output to any [`Output`] (a file, or a `Cursor<Vec<u8>>`), copies unchanged
+//! input ranges in chunks, and takes the rebuilt bundles one at a time, so a caller holds at
+//! most one rebuilt bundle; [`write_host`] is the same writer from and into memory.
 
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::ops::Range;

@@ -6,13 +6,17 @@
 //! independent verification), in parallel with rayon; bundles are rebuilt in their input format
 //! and the host ELF is written back in place or append-only ([`hsaco::hostwrite::HostWriter`]).
 //!
-//! Memory (issue #6): bundles are processed one at a time and the output is streamed to its
-//! file. A bundle is opened without copying its entries ([`hsaco::bundle::open`]: borrowed from
-//! the input when plain, one decompressed buffer when compressed); only the entries that changed
-//! are held as new buffers; the rebuilt plain bundle is written, the entries dropped, then it is
-//! compressed if needed and handed to the writer, which writes it and drops it before the next
-//! bundle. Peak: the input (read once) plus about two to three times the largest decompressed
-//! bundle. Measurements in `docs/fatbin.md`.
+//! Memory (issues #6 and #15): a regular input file is read by offset
+//! ([`hsaco::source::FileSource`]), never whole: its ELF headers, wrappers and relocations, then
+//! one bundle at a time (a pipe or a device is read whole). Bundles are processed one at a time
+//! and the output is streamed to its file, unchanged ranges copied from the input in chunks. A
+//! bundle's bytes are read, then opened without copying its entries ([`hsaco::bundle::open`]:
+//! borrowed from those bytes when plain, one decompressed buffer when compressed); only the
+//! entries that changed are held as new buffers; the rebuilt plain bundle is written, the
+//! entries and the bundle's bytes dropped, then it is compressed if needed and handed to the
+//! writer, which writes it and drops it before the next bundle. Peak: about three times the
+//! largest decompressed bundle plus the rewriter's working set. Measurements in
+//! `docs/fatbin.md`.
 
 use crate::exit;
 use std::collections::BTreeMap;

@@ -466,6 +466,26 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
     };
     assert!(fatbin::run(&args).is_err());
     assert!(!dir.path().join("out").exists());
+
+    // A host cut in the middle of its second bundle, read by offset from its file: an error
+    // naming the file and an offset, no output.
+    let h = std::fs::read(hd.join("x86_64__fx-app__pie.elf")).expect("read");
+    let l = scan_host(&h).expect("scan").bundles[1].location;
+    let cut = dir.path().join("cut.elf");
+    std::fs::write(&cut, &h[..(l.offset + l.extent / 2) as usize]).expect("write");
+    let args = cmd_patch::PatchArgs {
+        input: Some(cut.clone()),
+        ..args
+    };
+    let e = format!("{:#}", fatbin::run(&args).expect_err("cut host"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: a corrupt or truncated ELF file: section header table at offset 0x",
+            cut.display()
+        )),
+        "{e}"
+    );
+    assert!(!dir.path().join("out").exists());
 }
 
 #[test]
