@@ -273,16 +273,13 @@ impl Elf {
         };
         let mut segments = Vec::new();
         if header.e_phnum > 0 {
-            if header.e_phentsize != 56 {
-                return Err(Error::Malformed {
-                    what: "program header table",
-                    offset: 0x36,
-                    detail: format!("e_phentsize {} is not 56", header.e_phentsize),
-                });
-            }
-            let len = 56 * u64::from(header.e_phnum);
-            check_range(size, "program header table", header.e_phoff, len)?;
-            let t = src.read_at(header.e_phoff, len, "program header table")?;
+            let t = header_table(
+                src,
+                "program header table",
+                (0x36, "e_phentsize", header.e_phentsize, 56),
+                header.e_phoff,
+                header.e_phnum,
+            )?;
             for i in 0..u64::from(header.e_phnum) {
                 let o = 56 * i;
                 segments.push(Segment {
@@ -299,16 +296,13 @@ impl Elf {
         }
         let mut sections = Vec::new();
         if header.e_shnum > 0 {
-            if header.e_shentsize != 64 {
-                return Err(Error::Malformed {
-                    what: "section header table",
-                    offset: 0x3a,
-                    detail: format!("e_shentsize {} is not 64", header.e_shentsize),
-                });
-            }
-            let len = 64 * u64::from(header.e_shnum);
-            check_range(size, "section header table", header.e_shoff, len)?;
-            let t = src.read_at(header.e_shoff, len, "section header table")?;
+            let t = header_table(
+                src,
+                "section header table",
+                (0x3a, "e_shentsize", header.e_shentsize, 64),
+                header.e_shoff,
+                header.e_shnum,
+            )?;
             for i in 0..usize::from(header.e_shnum) {
                 let o = 64 * i as u64;
                 sections.push(Section {
@@ -490,6 +484,29 @@ impl Elf {
         }
         Ok(out)
     }
+}
+
+/// Reads the program or section header table (`what`) of `count` entries at `offset`, after
+/// checking its entry size: `(header offset, field name, value, expected)` of `e_phentsize` /
+/// `e_shentsize`. Errors: [`Error::Malformed`] (entry size), [`Error::OutOfBounds`] (table
+/// past the end), [`Error::Input`].
+fn header_table<'a, S: Source + ?Sized>(
+    src: &'a S,
+    what: &'static str,
+    (field_offset, field, entsize, expected): (u64, &str, u16, u16),
+    offset: u64,
+    count: u16,
+) -> Result<Cow<'a, [u8]>> {
+    if entsize != expected {
+        return Err(Error::Malformed {
+            what,
+            offset: field_offset,
+            detail: format!("{field} {entsize} is not {expected}"),
+        });
+    }
+    let len = u64::from(expected) * u64::from(count);
+    check_range(src.size(), what, offset, len)?;
+    src.read_at(offset, len, what)
 }
 
 /// Fails with [`Error::OutOfBounds`] unless `[offset, offset + size)` lies inside `0..len`.
