@@ -14,6 +14,7 @@ use std::io::Read;
 use md5::{Digest, Md5};
 
 use crate::error::{slice_at, u16_at, u32_at, u64_at, Error, Result};
+use crate::source::Source;
 
 /// Magic of a plain offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -292,8 +293,17 @@ fn rebase(e: Error, base: u64) -> Error {
     }
 }
 
-/// Parses a CCOB header at `data[0]`.
+/// Parses a CCOB header at `data[0]` (`base`: its file offset, for errors); `total_size` must
+/// fit in `data`. Errors: [`Error::Truncated`], [`Error::Ccob`] (bad magic, method, version or
+/// total size).
 pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
+    parse_ccob_header_in(data, base, data.len() as u64)
+}
+
+/// Parses a CCOB header at `head[0]` whose bundle has `avail` bytes up to the end of its region
+/// (`head` may be only the first 32 bytes): errors as [`parse_ccob_header`], a `total_size`
+/// above `avail` being refused.
+pub(crate) fn parse_ccob_header_in(data: &[u8], base: u64, avail: u64) -> Result<CcobHeader> {
     let bad = |detail: String| Error::Ccob {
         offset: base,
         detail,
@@ -331,10 +341,9 @@ pub fn parse_ccob_header(data: &[u8], base: u64) -> Result<CcobHeader> {
         v => return Err(bad(format!("unsupported CCOB version {v}"))),
     };
     if let Some(t) = total_size {
-        if t < header_len || t > data.len() as u64 {
+        if t < header_len || t > avail {
             return Err(bad(format!(
-                "total size {t} is outside [{header_len}, {}] (bytes available)",
-                data.len()
+                "total size {t} is outside [{header_len}, {avail}] (bytes available)"
             )));
         }
     }
@@ -395,7 +404,7 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     let extent = match h.total_size {
         Some(t) => t,
         // v1 has no total size: it extends to the next bundle magic at a 4096-aligned offset.
-        None => next_magic(data, BUNDLE_ALIGN).unwrap_or(data.len() as u64),
+        None => next_magic(data, 0, BUNDLE_ALIGN)?.unwrap_or(data.len() as u64),
     };
     let payload = &data[h.header_len as usize..extent as usize];
     let cap = h.uncompressed_size;
@@ -479,16 +488,27 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     Ok((h, out, extent))
 }
 
-pub(crate) fn next_magic(data: &[u8], align: u64) -> Option<u64> {
+/// Offset, relative to `start`, of the first bundle magic at a multiple of `align` after
+/// `start` and before the end of `src` (`None`: there is none). Errors: [`Error::Input`].
+pub(crate) fn next_magic<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    align: u64,
+) -> Result<Option<u64>> {
+    let avail = src.size().saturating_sub(start);
     let mut p = align;
-    while p < data.len() as u64 {
-        let rest = &data[p as usize..];
-        if rest.starts_with(CCOB_MAGIC) || rest.starts_with(BUNDLE_MAGIC) {
-            return Some(p);
+    while p < avail {
+        let head = src.read_at(
+            start + p,
+            (avail - p).min(BUNDLE_MAGIC.len() as u64),
+            "bundle magic",
+        )?;
+        if is_bundle(&head) {
+            return Ok(Some(p));
         }
         p += align;
     }
-    None
+    Ok(None)
 }
 
 /// Parses one bundle (plain or compressed) at `data[0]`, decompressing with `limit`; the

@@ -2,7 +2,10 @@
 //! binaries (EM_X86_64). Layouts follow the System V gABI ("ELF Header", "Sections",
 //! "Program Header", "Symbol Table", "Relocation", "Dynamic Section").
 
+use std::borrow::Cow;
+
 use crate::error::{slice_at, u16_at, u32_at, u64_at, Error, Result};
+use crate::source::Source;
 
 /// `SHT_NOBITS`: section occupies no file space.
 pub const SHT_NOBITS: u32 = 8;
@@ -214,14 +217,24 @@ pub struct Elf {
 }
 
 impl Elf {
-    /// Parses and validates an ELF64 little-endian file: identification, header, program and
-    /// section header tables within bounds, section contents within bounds, no two non-empty
-    /// file-backed sections overlapping.
+    /// Parses and validates an ELF64 little-endian file held in memory ([`Elf::read`]).
+    ///
+    /// Errors: as [`Elf::read`].
+    pub fn parse(data: &[u8]) -> Result<Elf> {
+        Elf::read(data)
+    }
+
+    /// Parses and validates an ELF64 little-endian file read by offset: identification, header,
+    /// program and section header tables within bounds, section contents within bounds, no two
+    /// non-empty file-backed sections overlapping. Only the header, the two header tables and
+    /// the section name table are read.
     ///
     /// Errors: [`Error::NotElf`], [`Error::Elf32`], [`Error::BadIdent`], [`Error::Truncated`],
-    /// [`Error::OutOfBounds`], [`Error::OverlappingSections`], [`Error::Malformed`].
-    pub fn parse(data: &[u8]) -> Result<Elf> {
-        let ident = slice_at(data, 0, 16, "ELF identification")?;
+    /// [`Error::OutOfBounds`], [`Error::OverlappingSections`], [`Error::Malformed`],
+    /// [`Error::Input`] (a file read that failed).
+    pub fn read<S: Source + ?Sized>(src: &S) -> Result<Elf> {
+        let size = src.size();
+        let ident = src.read_at(0, 16, "ELF identification")?;
         if &ident[0..4] != b"\x7fELF" {
             return Err(Error::NotElf);
         }
@@ -241,87 +254,76 @@ impl Elf {
                 value: ident[5],
             });
         }
-        slice_at(data, 0, 64, "ELF64 header")?;
+        let h = src.read_at(0, 64, "ELF64 header")?;
+        let h = &h[..];
         let header = Header {
             os_abi: ident[7],
             abi_version: ident[8],
-            e_type: u16_at(data, 0x10, "e_type")?,
-            e_machine: u16_at(data, 0x12, "e_machine")?,
-            e_entry: u64_at(data, 0x18, "e_entry")?,
-            e_phoff: u64_at(data, 0x20, "e_phoff")?,
-            e_shoff: u64_at(data, 0x28, "e_shoff")?,
-            e_flags: u32_at(data, 0x30, "e_flags")?,
-            e_phentsize: u16_at(data, 0x36, "e_phentsize")?,
-            e_phnum: u16_at(data, 0x38, "e_phnum")?,
-            e_shentsize: u16_at(data, 0x3a, "e_shentsize")?,
-            e_shnum: u16_at(data, 0x3c, "e_shnum")?,
-            e_shstrndx: u16_at(data, 0x3e, "e_shstrndx")?,
+            e_type: u16_at(h, 0x10, "e_type")?,
+            e_machine: u16_at(h, 0x12, "e_machine")?,
+            e_entry: u64_at(h, 0x18, "e_entry")?,
+            e_phoff: u64_at(h, 0x20, "e_phoff")?,
+            e_shoff: u64_at(h, 0x28, "e_shoff")?,
+            e_flags: u32_at(h, 0x30, "e_flags")?,
+            e_phentsize: u16_at(h, 0x36, "e_phentsize")?,
+            e_phnum: u16_at(h, 0x38, "e_phnum")?,
+            e_shentsize: u16_at(h, 0x3a, "e_shentsize")?,
+            e_shnum: u16_at(h, 0x3c, "e_shnum")?,
+            e_shstrndx: u16_at(h, 0x3e, "e_shstrndx")?,
         };
         let mut segments = Vec::new();
         if header.e_phnum > 0 {
-            if header.e_phentsize != 56 {
-                return Err(Error::Malformed {
-                    what: "program header table",
-                    offset: 0x36,
-                    detail: format!("e_phentsize {} is not 56", header.e_phentsize),
-                });
-            }
-            check_range(
-                data,
+            let t = header_table(
+                src,
                 "program header table",
+                (0x36, "e_phentsize", header.e_phentsize, 56),
                 header.e_phoff,
-                56 * u64::from(header.e_phnum),
+                header.e_phnum,
             )?;
             for i in 0..u64::from(header.e_phnum) {
-                let o = header.e_phoff + 56 * i;
+                let o = 56 * i;
                 segments.push(Segment {
-                    p_type: u32_at(data, o, "p_type")?,
-                    p_flags: u32_at(data, o + 4, "p_flags")?,
-                    offset: u64_at(data, o + 8, "p_offset")?,
-                    vaddr: u64_at(data, o + 16, "p_vaddr")?,
-                    paddr: u64_at(data, o + 24, "p_paddr")?,
-                    filesz: u64_at(data, o + 32, "p_filesz")?,
-                    memsz: u64_at(data, o + 40, "p_memsz")?,
-                    align: u64_at(data, o + 48, "p_align")?,
+                    p_type: u32_at(&t, o, "p_type")?,
+                    p_flags: u32_at(&t, o + 4, "p_flags")?,
+                    offset: u64_at(&t, o + 8, "p_offset")?,
+                    vaddr: u64_at(&t, o + 16, "p_vaddr")?,
+                    paddr: u64_at(&t, o + 24, "p_paddr")?,
+                    filesz: u64_at(&t, o + 32, "p_filesz")?,
+                    memsz: u64_at(&t, o + 40, "p_memsz")?,
+                    align: u64_at(&t, o + 48, "p_align")?,
                 });
             }
         }
         let mut sections = Vec::new();
         if header.e_shnum > 0 {
-            if header.e_shentsize != 64 {
-                return Err(Error::Malformed {
-                    what: "section header table",
-                    offset: 0x3a,
-                    detail: format!("e_shentsize {} is not 64", header.e_shentsize),
-                });
-            }
-            check_range(
-                data,
+            let t = header_table(
+                src,
                 "section header table",
+                (0x3a, "e_shentsize", header.e_shentsize, 64),
                 header.e_shoff,
-                64 * u64::from(header.e_shnum),
+                header.e_shnum,
             )?;
             for i in 0..usize::from(header.e_shnum) {
-                let o = header.e_shoff + 64 * i as u64;
+                let o = 64 * i as u64;
                 sections.push(Section {
                     index: i,
                     name: String::new(),
-                    sh_name: u32_at(data, o, "sh_name")?,
-                    sh_type: u32_at(data, o + 4, "sh_type")?,
-                    flags: u64_at(data, o + 8, "sh_flags")?,
-                    addr: u64_at(data, o + 16, "sh_addr")?,
-                    offset: u64_at(data, o + 24, "sh_offset")?,
-                    size: u64_at(data, o + 32, "sh_size")?,
-                    link: u32_at(data, o + 40, "sh_link")?,
-                    info: u32_at(data, o + 44, "sh_info")?,
-                    addralign: u64_at(data, o + 48, "sh_addralign")?,
-                    entsize: u64_at(data, o + 56, "sh_entsize")?,
+                    sh_name: u32_at(&t, o, "sh_name")?,
+                    sh_type: u32_at(&t, o + 4, "sh_type")?,
+                    flags: u64_at(&t, o + 8, "sh_flags")?,
+                    addr: u64_at(&t, o + 16, "sh_addr")?,
+                    offset: u64_at(&t, o + 24, "sh_offset")?,
+                    size: u64_at(&t, o + 32, "sh_size")?,
+                    link: u32_at(&t, o + 40, "sh_link")?,
+                    info: u32_at(&t, o + 44, "sh_info")?,
+                    addralign: u64_at(&t, o + 48, "sh_addralign")?,
+                    entsize: u64_at(&t, o + 56, "sh_entsize")?,
                 });
             }
         }
         for s in &sections {
             if s.file_size() > 0 {
-                check_range(data, &format!("section [{}]", s.index), s.offset, s.size)?;
+                check_range(size, &format!("section [{}]", s.index), s.offset, s.size)?;
             }
         }
         let shstrndx = usize::from(header.e_shstrndx);
@@ -333,14 +335,9 @@ impl Elf {
                     detail: format!("e_shstrndx {shstrndx} >= e_shnum {}", header.e_shnum),
                 });
             };
-            let table = slice_at(
-                data,
-                strtab.offset,
-                strtab.file_size(),
-                "section name table",
-            )?;
+            let table = src.read_at(strtab.offset, strtab.file_size(), "section name table")?;
             for s in &mut sections {
-                s.name = cstr(table, u64::from(s.sh_name));
+                s.name = cstr(&table, u64::from(s.sh_name));
             }
         }
         // Overlap check of file-backed sections.
@@ -389,8 +386,10 @@ impl Elf {
         Some(s.offset + (addr - s.addr))
     }
 
-    /// Reads every symbol of `.symtab` and `.dynsym` (null symbol 0 skipped).
-    pub fn symbols(&self, data: &[u8]) -> Result<Vec<Symbol>> {
+    /// Reads every symbol of `.symtab` and `.dynsym` (null symbol 0 skipped), each table and
+    /// its string table in one read. Errors: [`Error::Malformed`] for a bad `sh_link` or
+    /// `st_shndx`, [`Error::Truncated`] / [`Error::Input`] from the reads.
+    pub fn symbols<S: Source + ?Sized>(&self, src: &S) -> Result<Vec<Symbol>> {
         let mut out = Vec::new();
         for s in &self.sections {
             let table = match s.sh_type {
@@ -406,13 +405,18 @@ impl Elf {
                     offset: s.offset,
                     detail: format!("sh_link {} is not a section", s.link),
                 })?;
-            let strs = self.section_data(data, strtab);
             let n = s.size / 24;
+            if n < 2 {
+                continue;
+            }
+            let strs = self.read_section(src, strtab)?;
+            let t = src.read_at(s.offset, 24 * n, "symbol table")?;
             for i in 1..n {
-                let o = s.offset + 24 * i;
-                let info = crate::error::bytes_at::<1>(data, o + 4, "st_info")?[0];
-                let name = cstr(strs, u64::from(u32_at(data, o, "st_name")?));
-                let shndx = u16_at(data, o + 6, "st_shndx")?;
+                let r = 24 * i;
+                let o = s.offset + r;
+                let info = t[r as usize + 4];
+                let name = cstr(&strs, u64::from(u32_at(&t, r, "st_name")?));
+                let shndx = u16_at(&t, r + 6, "st_shndx")?;
                 // Indices from SHN_LORESERVE (0xff00) up are special (SHN_ABS, SHN_COMMON);
                 // any other must name a section (ELF specification, "Symbol Table").
                 if shndx != SHN_UNDEF && shndx < 0xff00 && usize::from(shndx) >= self.sections.len()
@@ -433,29 +437,48 @@ impl Elf {
                     name,
                     st_type: info & 0xf,
                     bind: info >> 4,
-                    other: crate::error::bytes_at::<1>(data, o + 5, "st_other")?[0],
+                    other: t[r as usize + 5],
                     shndx,
-                    value: u64_at(data, o + 8, "st_value")?,
-                    size: u64_at(data, o + 16, "st_size")?,
+                    value: u64_at(&t, r + 8, "st_value")?,
+                    size: u64_at(&t, r + 16, "st_size")?,
                 });
             }
         }
         Ok(out)
     }
 
-    /// Reads every `Elf64_Rela` of every `SHT_RELA` section.
-    pub fn relas(&self, data: &[u8]) -> Result<Vec<Rela>> {
+    /// Contents of a section read from `src` (empty for `SHT_NOBITS` or contents outside
+    /// `src`, as [`Elf::section_data`]). Errors: [`Error::Input`] for a failed file read.
+    pub fn read_section<'a, S: Source + ?Sized>(
+        &self,
+        src: &'a S,
+        section: &Section,
+    ) -> Result<Cow<'a, [u8]>> {
+        match src.read_at(section.offset, section.file_size(), "section") {
+            Err(Error::Truncated { .. }) => Ok(Cow::Borrowed(&[])),
+            r => r,
+        }
+    }
+
+    /// Reads every `Elf64_Rela` of every `SHT_RELA` section (each section in one read).
+    /// Errors: [`Error::Truncated`] / [`Error::Input`] from the reads.
+    pub fn relas<S: Source + ?Sized>(&self, src: &S) -> Result<Vec<Rela>> {
         let mut out = Vec::new();
         for s in self.sections.iter().filter(|s| s.sh_type == SHT_RELA) {
-            for i in 0..s.size / 24 {
-                let o = s.offset + 24 * i;
-                let info = u64_at(data, o + 8, "r_info")?;
+            let n = s.size / 24;
+            if n == 0 {
+                continue;
+            }
+            let t = src.read_at(s.offset, 24 * n, "relocation table")?;
+            for i in 0..n {
+                let r = 24 * i;
+                let info = u64_at(&t, r + 8, "r_info")?;
                 out.push(Rela {
-                    entry_offset: o,
-                    r_offset: u64_at(data, o, "r_offset")?,
+                    entry_offset: s.offset + r,
+                    r_offset: u64_at(&t, r, "r_offset")?,
                     r_type: (info & 0xffff_ffff) as u32,
                     r_sym: (info >> 32) as u32,
-                    addend: u64_at(data, o + 16, "r_addend")? as i64,
+                    addend: u64_at(&t, r + 16, "r_addend")? as i64,
                 });
             }
         }
@@ -463,15 +486,38 @@ impl Elf {
     }
 }
 
-/// Fails with [`Error::OutOfBounds`] unless `[offset, offset + size)` lies inside `data`.
-pub(crate) fn check_range(data: &[u8], what: &str, offset: u64, size: u64) -> Result<()> {
+/// Reads the program or section header table (`what`) of `count` entries at `offset`, after
+/// checking its entry size: `(header offset, field name, value, expected)` of `e_phentsize` /
+/// `e_shentsize`. Errors: [`Error::Malformed`] (entry size), [`Error::OutOfBounds`] (table
+/// past the end), [`Error::Input`].
+fn header_table<'a, S: Source + ?Sized>(
+    src: &'a S,
+    what: &'static str,
+    (field_offset, field, entsize, expected): (u64, &str, u16, u16),
+    offset: u64,
+    count: u16,
+) -> Result<Cow<'a, [u8]>> {
+    if entsize != expected {
+        return Err(Error::Malformed {
+            what,
+            offset: field_offset,
+            detail: format!("{field} {entsize} is not {expected}"),
+        });
+    }
+    let len = u64::from(expected) * u64::from(count);
+    check_range(src.size(), what, offset, len)?;
+    src.read_at(offset, len, what)
+}
+
+/// Fails with [`Error::OutOfBounds`] unless `[offset, offset + size)` lies inside `0..len`.
+pub(crate) fn check_range(len: u64, what: &str, offset: u64, size: u64) -> Result<()> {
     match offset.checked_add(size) {
-        Some(end) if end <= data.len() as u64 => Ok(()),
+        Some(end) if end <= len => Ok(()),
         _ => Err(Error::OutOfBounds {
             what: what.to_string(),
             offset,
             size,
-            len: data.len() as u64,
+            len,
         }),
     }
 }

@@ -117,6 +117,14 @@ pub enum Error {
     /// An editor request that cannot be satisfied.
     #[error("invalid edit: {0}")]
     InvalidEdit(String),
+    /// Reading the input by offset failed or was cut short ([`crate::source::FileSource`]).
+    #[error("input I/O at offset {offset:#x}: {detail}")]
+    Input {
+        /// File offset of the failed read (bytes).
+        offset: u64,
+        /// The I/O error.
+        detail: String,
+    },
     /// Writing, reading back or resizing the output failed (streaming writers of
     /// [`crate::hostwrite`]).
     #[error("output I/O at offset {offset:#x}: {detail}")]

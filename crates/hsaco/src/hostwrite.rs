@@ -21,16 +21,20 @@
 //! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
 //! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
 //!
-//! Memory: [`HostWriter`] streams the output to any [`Output`] (a file, or a `Cursor<Vec<u8>>`)
-//! and takes the rebuilt bundles one at a time, so a caller holds at most one rebuilt bundle
-//! besides the input; [`write_host`] is the same writer into memory.
+//! Memory: the input is a [`Source`] read by offset ([`scan_host`] reads only the ELF headers,
+//! bundle headers, wrappers and relocations; a file is never read whole). [`HostWriter`]
+//! streams the output to any [`Output`] (a file, or a `Cursor<Vec<u8>>`), copies unchanged
+//! input ranges in chunks, and takes the rebuilt bundles one at a time, so a caller holds at
+//! most one rebuilt bundle; [`write_host`] is the same writer from and into memory.
 
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 
 use crate::bundle::{self, Method, Storage, BUNDLE_ALIGN, BUNDLE_MAGIC, CCOB_MAGIC};
 use crate::elf::{self, Elf};
-use crate::error::{slice_at, u32_at, u64_at, Error, Result};
+use crate::error::{u32_at, u64_at, Error, Result};
 use crate::host::{PointerKind, HIPF_MAGIC, R_X86_64_RELATIVE};
+use crate::source::{check, copy_at, Prefix, Source};
 
 /// `PT_INTERP`: the file is a program run by the kernel (gABI "Program Header").
 const PT_INTERP: u32 = 3;
@@ -40,6 +44,8 @@ const PF_R: u32 = 4;
 const PAGE: u64 = 4096;
 /// Size of one program header (bytes).
 const PHDR_SIZE: u64 = 56;
+/// Longest CCOB header (v3, bytes): what [`bundle_extent`] reads first.
+const CCOB_HEADER_MAX: u64 = 32;
 /// Size of one `.hipFatBinSegment` wrapper (bytes).
 const WRAPPER_SIZE: u64 = 24;
 /// Largest zero padding accepted to keep the appended segment's address congruent with the
@@ -164,63 +170,57 @@ pub struct BundleLocation {
     pub slot: u64,
 }
 
-/// Extent (bytes) of the bundle at `data[0]` read from its size fields only (nothing is
-/// decompressed or copied); `base` is its file offset for errors.
-/// Errors: [`Error::Truncated`], [`Error::OutOfBounds`] (an entry past the end),
-/// [`Error::Ccob`], [`Error::Malformed`] (no bundle magic).
-pub fn bundle_extent(data: &[u8], base: u64) -> Result<u64> {
-    let rebase = |e: Error| match e {
-        Error::Truncated {
-            what,
-            offset,
-            need,
-            len,
-        } => Error::Truncated {
-            what,
-            offset: offset + base,
-            need,
-            len: len + base,
-        },
-        other => other,
+/// Extent (bytes) of the bundle at offset `at` of `src`, read from its size fields only
+/// (nothing is decompressed or copied); the bundle's region ends at `src.size()` (a
+/// [`Prefix`] cuts a file at the end of its `.hip_fatbin`).
+/// Errors: [`Error::Truncated`], [`Error::OutOfBounds`] (an entry past the end of the region),
+/// [`Error::Ccob`], [`Error::Malformed`] (no bundle magic), [`Error::Input`] (a failed read).
+pub fn bundle_extent<S: Source + ?Sized>(src: &S, at: u64) -> Result<u64> {
+    let avail = src.size().saturating_sub(at);
+    let u64_in = |off: u64, what: &'static str| -> Result<u64> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&src.read_at(at + off, 8, what)?);
+        Ok(u64::from_le_bytes(b))
     };
-    if data.starts_with(CCOB_MAGIC) {
-        let h = bundle::parse_ccob_header(data, base)?;
+    let head = src.read_at(at, avail.min(CCOB_HEADER_MAX), "offload bundle header")?;
+    if head.starts_with(CCOB_MAGIC) {
+        let h = bundle::parse_ccob_header_in(&head, at, avail)?;
         return Ok(match h.total_size {
             Some(t) => t,
-            None => bundle::next_magic(data, BUNDLE_ALIGN).unwrap_or(data.len() as u64),
+            None => bundle::next_magic(src, at, BUNDLE_ALIGN)?.unwrap_or(avail),
         });
     }
-    if !data.starts_with(BUNDLE_MAGIC) {
+    if !head.starts_with(BUNDLE_MAGIC) {
         return Err(Error::Malformed {
             what: "offload bundle",
-            offset: base,
+            offset: at,
             detail: "no __CLANG_OFFLOAD_BUNDLE__ or CCOB magic".into(),
         });
     }
-    let n = u64_at(data, 24, "bundle entry count").map_err(rebase)?;
-    if n > (data.len() as u64) / 24 {
+    let n = u64_in(24, "bundle entry count")?;
+    if n > avail / 24 {
         return Err(Error::Malformed {
             what: "offload bundle",
-            offset: base + 24,
+            offset: at + 24,
             detail: format!("entry count {n} cannot fit"),
         });
     }
     let mut p = 32u64;
     let mut end = 32u64;
     for i in 0..n {
-        let off = u64_at(data, p, "bundle entry offset").map_err(rebase)?;
-        let size = u64_at(data, p + 8, "bundle entry size").map_err(rebase)?;
-        let idlen = u64_at(data, p + 16, "bundle entry id length").map_err(rebase)?;
-        slice_at(data, p + 24, idlen, "bundle entry id").map_err(rebase)?;
+        let off = u64_in(p, "bundle entry offset")?;
+        let size = u64_in(p + 8, "bundle entry size")?;
+        let idlen = u64_in(p + 16, "bundle entry id length")?;
+        check(src.size(), at + p + 24, idlen, "bundle entry id")?;
         p += 24 + idlen;
         match off.checked_add(size) {
-            Some(e) if e <= data.len() as u64 => end = end.max(e),
+            Some(e) if e <= avail => end = end.max(e),
             _ => {
                 return Err(Error::OutOfBounds {
                     what: format!("offload bundle entry {i}"),
-                    offset: base.saturating_add(off),
+                    offset: at.saturating_add(off),
                     size,
-                    len: base + data.len() as u64,
+                    len: at + avail,
                 })
             }
         }
@@ -228,19 +228,30 @@ pub fn bundle_extent(data: &[u8], base: u64) -> Result<u64> {
     Ok(end.max(p))
 }
 
-/// Locates every bundle of a region of concatenated bundles (each next one right after the
-/// previous extent or at the next 4096-aligned offset relative to the region start, zero
-/// padding between), from size fields only. `base` is the region's file offset.
+/// Locates every bundle of `region` of `src`, a run of concatenated bundles (a `.hip_fatbin`
+/// section, or a whole bundle file: `0..src.size()`; each next bundle right after the previous
+/// extent or at the next 4096-aligned offset relative to the region start, zero padding
+/// between), from size fields only: only bundle headers and padding are read.
 /// Errors: those of [`bundle_extent`]; [`Error::Malformed`] for non-zero bytes where a bundle or
-/// padding is expected, or a region without any bundle.
-pub fn locate_bundles(data: &[u8], base: u64) -> Result<Vec<BundleLocation>> {
+/// padding is expected, or a region without any bundle; [`Error::Truncated`] for a region past
+/// the end of `src`.
+pub fn locate_bundles<S: Source + ?Sized>(
+    src: &S,
+    region: Range<u64>,
+) -> Result<Vec<BundleLocation>> {
+    let base = region.start;
+    let len = region.end.saturating_sub(base);
+    check(src.size(), base, len, "offload bundle region")?;
+    let src = &Prefix {
+        source: src,
+        end: region.end,
+    };
     let mut out: Vec<BundleLocation> = Vec::new();
-    let len = data.len() as u64;
     let mut p = 0u64;
     while p < len {
-        let rest = &data[p as usize..];
-        if bundle::is_bundle(rest) {
-            let extent = bundle_extent(rest, base + p)?.max(1);
+        let magic_len = (len - p).min(BUNDLE_MAGIC.len() as u64);
+        if bundle::is_bundle(&src.read_at(base + p, magic_len, "offload bundle magic")?) {
+            let extent = bundle_extent(src, base + p)?.max(1);
             out.push(BundleLocation {
                 offset: base + p,
                 extent,
@@ -250,10 +261,8 @@ pub fn locate_bundles(data: &[u8], base: u64) -> Result<Vec<BundleLocation>> {
             continue;
         }
         let pad_end = ((p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN).min(len);
-        if let Some(i) = data[p as usize..pad_end as usize]
-            .iter()
-            .position(|&b| b != 0)
-        {
+        let pad = src.read_at(base + p, pad_end - p, "offload bundle padding")?;
+        if let Some(i) = pad.iter().position(|&b| b != 0) {
             return Err(Error::Malformed {
                 what: "offload bundle region",
                 offset: base + p + i as u64,
@@ -301,10 +310,28 @@ pub fn write_bundle_file(bundles: &[Vec<u8>]) -> Vec<u8> {
 /// empty, else at the first 4096-aligned offset at or after its end, zero padding between (the
 /// layout of [`write_bundle_file`]). Errors: [`Error::Output`].
 pub fn push_bundle_file<W: Output>(out: &mut W, bundle: &[u8]) -> Result<()> {
+    let at = pad_bundle_file(out)?;
+    put(out, at, bundle)
+}
+
+/// [`push_bundle_file`] of the unchanged bundle at `loc` of `src`, copied without holding it in
+/// memory. Errors: [`Error::Output`]; [`Error::Truncated`] / [`Error::Input`] from the input.
+pub fn copy_bundle_file<S: Source + ?Sized, W: Output>(
+    out: &mut W,
+    src: &S,
+    loc: &BundleLocation,
+) -> Result<()> {
+    let at = pad_bundle_file(out)?;
+    copy_at(src, loc.offset, loc.extent, out, at)
+}
+
+/// Zero-pads the bundle file being written to `out` to the next 4096-aligned offset and returns
+/// that offset (bytes).
+fn pad_bundle_file<W: Output>(out: &mut W) -> Result<u64> {
     let end = out.seek(SeekFrom::End(0)).map_err(io_error(0))?;
     let at = align_up(end, BUNDLE_ALIGN);
     put(out, end, &vec![0u8; (at - end) as usize])?;
-    put(out, at, bundle)
+    Ok(at)
 }
 
 /// One bundle of a host's `.hip_fatbin`.
@@ -344,9 +371,10 @@ pub struct HostImage {
 /// Errors: ELF errors; [`Error::WrongMachine`]; [`Error::Malformed`] for a relocatable object, a
 /// missing or empty `.hip_fatbin`, a wrapper with a bad magic, or a wrapper whose pointer is
 /// outside the file or not the start of a bundle of `.hip_fatbin` (offsets name the wrapper's
-/// pointer field); bundle errors of [`locate_bundles`].
-pub fn scan_host(data: &[u8]) -> Result<HostImage> {
-    let e = Elf::parse(data)?;
+/// pointer field); bundle errors of [`locate_bundles`]; [`Error::Input`] for a failed read.
+/// Only the ELF headers, the bundle headers, the wrappers and the relocations are read.
+pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
+    let e = Elf::read(src)?;
     if e.header.e_machine != elf::EM_X86_64 {
         return Err(Error::WrongMachine {
             found: e.header.e_machine,
@@ -397,24 +425,26 @@ pub fn scan_host(data: &[u8]) -> Result<HostImage> {
             detail: ".hip_fatbin is empty or SHT_NOBITS".into(),
         });
     }
-    let region = e.section_data(data, sec);
-    let bundles: Vec<HostBundle> = locate_bundles(region, sec.offset)?
+    let region = sec.offset..sec.offset + sec.file_size();
+    let bundles: Vec<HostBundle> = locate_bundles(src, region)?
         .into_iter()
         .map(|l| HostBundle {
             addr: sec.addr + (l.offset - sec.offset),
             location: l,
         })
         .collect();
-    let relas = e.relas(data)?;
+    let relas = e.relas(src)?;
     let mut wrappers = Vec::new();
     for ws in e
         .sections
         .iter()
         .filter(|s| s.name == ".hipFatBinSegment" && s.file_size() > 0)
     {
-        for i in 0..ws.size / WRAPPER_SIZE {
+        let count = ws.size / WRAPPER_SIZE;
+        let table = src.read_at(ws.offset, WRAPPER_SIZE * count, "fat binary wrappers")?;
+        for i in 0..count {
             let o = ws.offset + WRAPPER_SIZE * i;
-            let magic = u32_at(data, o, "fat binary wrapper magic")?;
+            let magic = u32_at(&table, WRAPPER_SIZE * i, "fat binary wrapper magic")?;
             if magic != HIPF_MAGIC {
                 return Err(Error::Malformed {
                     what: "fat binary wrapper",
@@ -434,7 +464,7 @@ pub fn scan_host(data: &[u8]) -> Result<HostImage> {
                     },
                 ),
                 None => (
-                    u64_at(data, o + 8, "fat binary wrapper pointer")?,
+                    u64_at(&table, WRAPPER_SIZE * i + 8, "fat binary wrapper pointer")?,
                     PointerKind::Absolute,
                 ),
             };
@@ -538,7 +568,8 @@ struct AppendPlan {
 }
 
 impl AppendPlan {
-    fn new(data: &[u8], img: &HostImage) -> Result<AppendPlan> {
+    /// Plans the segment for an input of `input_len` bytes scanned into `img`.
+    fn new(input_len: u64, img: &HostImage) -> Result<AppendPlan> {
         let e = &img.elf;
         let loads: Vec<&elf::Segment> = e
             .segments
@@ -563,7 +594,7 @@ impl AppendPlan {
             .map(|s| s.vaddr.saturating_add(s.memsz))
             .max()
             .unwrap_or(0);
-        let mut seg_off = align_up(data.len() as u64, PAGE);
+        let mut seg_off = align_up(input_len, PAGE);
         let vaddr_for = |off: u64| align_up(max_vend, align) + off % align;
         // Executables: keep vaddr - offset equal to the first PT_LOAD's so that kernels that
         // derive AT_PHDR from e_phoff and the first PT_LOAD find the new table.
@@ -628,10 +659,11 @@ impl AppendPlan {
 /// A rebuilt bundle is written into its old slot while every rebuilt bundle so far fits its
 /// slot; at the first that does not, the earlier ones are moved (read back from the output one
 /// at a time) to the appended segment and their slots restored. Unchanged bundles are copied
-/// from the input only when appending. Memory: nothing besides the borrowed input and one
-/// bundle read back at a time.
-pub struct HostWriter<'a, W: Output> {
-    data: &'a [u8],
+/// from the input only when appending. The input is a [`Source`]: a slice, or a file read by
+/// offset, whose ranges are copied to the output in chunks. Memory: one rebuilt bundle read
+/// back at a time, the relocation and symbol tables when appending, and a copy buffer.
+pub struct HostWriter<'a, S: Source + ?Sized, W: Output> {
+    src: &'a S,
     img: &'a HostImage,
     out: W,
     /// Append placement, computed at the first bundle that does not fit its slot.
@@ -642,13 +674,13 @@ pub struct HostWriter<'a, W: Output> {
     changed: Vec<bool>,
 }
 
-impl<'a, W: Output> HostWriter<'a, W> {
-    /// Starts the output: copies `data` (the input scanned into `img`) to the start of `out`.
-    /// Errors: [`Error::Output`].
-    pub fn new(data: &'a [u8], img: &'a HostImage, mut out: W) -> Result<Self> {
-        put(&mut out, 0, data)?;
+impl<'a, S: Source + ?Sized, W: Output> HostWriter<'a, S, W> {
+    /// Starts the output: copies the input `src` (scanned into `img`) to the start of `out`.
+    /// Errors: [`Error::Output`]; [`Error::Input`] for a failed read.
+    pub fn new(src: &'a S, img: &'a HostImage, mut out: W) -> Result<Self> {
+        copy_at(src, 0, src.size(), &mut out, 0)?;
         Ok(HostWriter {
-            data,
+            src,
             img,
             out,
             plan: None,
@@ -698,7 +730,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
         if let Some(p) = self.plan {
             return Ok(p);
         }
-        let plan = AppendPlan::new(self.data, self.img)?;
+        let plan = AppendPlan::new(self.src.size(), self.img)?;
         let offsets = plan.offsets(&self.lens);
         for (j, b) in self.img.bundles.iter().enumerate().take(self.lens.len()) {
             if !self.changed[j] {
@@ -707,8 +739,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
             let l = b.location;
             let moved = get(&mut self.out, l.offset, self.lens[j])?;
             put(&mut self.out, offsets[j], &moved)?;
-            let orig = &self.data[l.offset as usize..(l.offset + l.slot) as usize];
-            put(&mut self.out, l.offset, orig)?;
+            copy_at(self.src, l.offset, l.slot, &mut self.out, l.offset)?;
         }
         self.plan = Some(plan);
         Ok(plan)
@@ -724,7 +755,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
                 self.img.bundles.len()
             )));
         }
-        let n = self.data.len() as u64;
+        let n = self.src.size();
         let Some(plan) = self.plan else {
             self.out.set_len(n).map_err(io_error(n))?;
             let mode = if self.changed.iter().any(|&c| c) {
@@ -741,7 +772,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
     /// Writes the unchanged bundles, the new program header table and every pointer update of
     /// the append strategy.
     fn append(&mut self, plan: &AppendPlan) -> Result<HostWriteMode> {
-        let (data, img) = (self.data, self.img);
+        let (src, img) = (self.src, self.img);
         let e = &img.elf;
         let offsets = plan.offsets(&self.lens);
         let seg_end = offsets
@@ -752,11 +783,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
         for (j, b) in img.bundles.iter().enumerate() {
             if !self.changed[j] {
                 let l = b.location;
-                put(
-                    out,
-                    offsets[j],
-                    &data[l.offset as usize..(l.offset + l.extent) as usize],
-                )?;
+                copy_at(src, l.offset, l.extent, out, offsets[j])?;
             }
         }
         // Program-header table: the old entries (PT_PHDR updated) plus the new PT_LOAD after
@@ -827,7 +854,8 @@ impl<'a, W: Output> HostWriter<'a, W> {
                 put_u64(out, rela_entry_offset + 16, new_addr)?;
                 done_relas.push(rela_entry_offset);
                 // Linkers may also store the value in place (-z apply-dynamic-relocs).
-                if u64_at(data, w.offset + 8, "fat binary wrapper pointer")? == old {
+                let stored = src.read_at(w.offset + 8, 8, "fat binary wrapper pointer")?;
+                if u64_at(&stored, 0, "fat binary wrapper pointer")? == old {
                     put_u64(out, w.offset + 8, new_addr)?;
                 }
             } else {
@@ -836,7 +864,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
         }
         // Other RELATIVE relocations and symbols naming a bundle start (or the section end).
         let mut references = 0;
-        for r in e.relas(data)? {
+        for r in e.relas(src)? {
             if r.r_type == R_X86_64_RELATIVE && !done_relas.contains(&r.entry_offset) {
                 if let Some(n) = moved(r.addend as u64) {
                     put_u64(out, r.entry_offset + 16, n)?;
@@ -844,7 +872,7 @@ impl<'a, W: Output> HostWriter<'a, W> {
                 }
             }
         }
-        for s in e.symbols(data)? {
+        for s in e.symbols(src)? {
             if usize::from(s.shndx) != img.fatbin_section {
                 continue;
             }

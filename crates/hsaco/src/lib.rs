@@ -14,6 +14,7 @@ pub mod host;
 pub mod hostwrite;
 pub mod kd;
 pub mod metadata;
+pub mod source;
 pub mod target;
 
 pub use codeobject::{ClassifiedSymbol, CodeObject, DeviceFunction, Kernel, SymbolKind};

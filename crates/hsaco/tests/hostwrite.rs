@@ -387,7 +387,7 @@ fn rebuilt_bundles_keep_format_and_are_read_by_clang_offload_bundler() {
         for e in std::fs::read_dir(&d).expect("dir") {
             let p = e.expect("entry").path();
             let data = std::fs::read(&p).expect("read");
-            let locs = locate_bundles(&data, 0).expect("locate");
+            let locs = locate_bundles(&data, 0..data.len() as u64).expect("locate");
             let all = bundle::parse_all(&data, 0, DEFAULT_DECOMPRESS_LIMIT).expect("parse");
             assert_eq!(locs.len(), all.len());
             for (l, b) in locs.iter().zip(&all) {
@@ -494,14 +494,16 @@ fn bundle_files_concatenate_at_4096_aligned_offsets() {
         std::fs::read(fixtures().join("bundles/calls-4arch__ccob-v2-zstd.hipfb")).expect("read");
     let b = std::fs::read(fixtures().join("bundles/calls-4arch__plain.hipfb")).expect("read");
     let f = hostwrite::write_bundle_file(&[a.clone(), b.clone()]);
-    let locs = locate_bundles(&f, 0).expect("locate");
+    let locs = locate_bundles(&f, 0..f.len() as u64).expect("locate");
     assert_eq!(locs.len(), 2);
     assert_eq!(locs[1].offset, a.len().div_ceil(4096) as u64 * 4096);
     assert_eq!(locs[0].slot, locs[1].offset);
     assert_eq!(&f[locs[1].offset as usize..], &b[..]);
     let mut t = b.clone();
     t.truncate(b.len() - 1);
-    let e = locate_bundles(&t, 0).expect_err("truncated").to_string();
+    let e = locate_bundles(&t, 0..t.len() as u64)
+        .expect_err("truncated")
+        .to_string();
     assert!(e.contains("extends past the end of the data"), "{e}");
 }
 
@@ -510,7 +512,8 @@ fn bundle_files_concatenate_at_4096_aligned_offsets() {
 /// restored. Every host with two or more bundles: bundle 0 recompressed (smaller than its slot),
 /// the others grown. The output must keep every original byte outside the documented header
 /// fields (slot 0 included), rescan to exactly the new bundles, satisfy llvm-readelf-22 and
-/// llvm-objdump-22 --offloading, and be the same whether written into memory or into a file.
+/// llvm-objdump-22 --offloading, and be the same whether written into memory or into a file from
+/// the input read by offset (`FileSource`).
 #[test]
 fn a_bundle_written_in_place_moves_when_a_later_one_does_not_fit() {
     let mut hosts_tested = 0;
@@ -559,7 +562,10 @@ fn a_bundle_written_in_place_moves_when_a_later_one_does_not_fit() {
             .truncate(true)
             .open(&path)
             .expect("open");
-        let mut w = hostwrite::HostWriter::new(&data, &img, file).expect("writer");
+        // The input read by offset from its file, as `--fatbin` reads it.
+        let src = hsaco::source::FileSource::open(&h).expect("input file");
+        assert!(scan_host(&src).expect("scan the file") == img);
+        let mut w = hostwrite::HostWriter::new(&src, &img, file).expect("writer");
         for n in &new {
             w.push(n.as_deref()).expect("push");
         }

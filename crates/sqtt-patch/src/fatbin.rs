@@ -6,13 +6,17 @@
 //! independent verification), in parallel with rayon; bundles are rebuilt in their input format
 //! and the host ELF is written back in place or append-only ([`hsaco::hostwrite::HostWriter`]).
 //!
-//! Memory (issue #6): bundles are processed one at a time and the output is streamed to its
-//! file. A bundle is opened without copying its entries ([`hsaco::bundle::open`]: borrowed from
-//! the input when plain, one decompressed buffer when compressed); only the entries that changed
-//! are held as new buffers; the rebuilt plain bundle is written, the entries dropped, then it is
-//! compressed if needed and handed to the writer, which writes it and drops it before the next
-//! bundle. Peak: the input (read once) plus about two to three times the largest decompressed
-//! bundle. Measurements in `docs/fatbin.md`.
+//! Memory (issues #6 and #15): a regular input file is read by offset
+//! ([`hsaco::source::FileSource`]), never whole: its ELF headers, wrappers and relocations, then
+//! one bundle at a time (a pipe or a device is read whole). Bundles are processed one at a time
+//! and the output is streamed to its file, unchanged ranges copied from the input in chunks. A
+//! bundle's bytes are read, then opened without copying its entries ([`hsaco::bundle::open`]:
+//! borrowed from those bytes when plain, one decompressed buffer when compressed); only the
+//! entries that changed are held as new buffers; the rebuilt plain bundle is written, the
+//! entries and the bundle's bytes dropped, then it is compressed if needed and handed to the
+//! writer, which writes it and drops it before the next bundle. Peak: about three times the
+//! largest decompressed bundle plus the rewriter's working set. Measurements in
+//! `docs/fatbin.md`.
 
 use crate::exit;
 use std::collections::BTreeMap;
@@ -22,6 +26,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use hsaco::bundle::{self, DEFAULT_DECOMPRESS_LIMIT};
 use hsaco::hostwrite::{self, BundleFormat, BundleLocation, HostWriteMode, HostWriter, Output};
+use hsaco::source::{FileSource, Source};
 use rayon::prelude::*;
 use serde::Serialize;
 use sqtt_rewrite::config::Options;
@@ -31,6 +36,10 @@ use sqtt_rewrite::timings::Stage;
 use crate::cmd_patch::{self, PatchArgs};
 use crate::output;
 use crate::progress::Progress;
+
+/// Bytes read from the start of an input to tell what it is: an ELF64 header (64 bytes) holds
+/// the ELF magic and `e_machine`; a bundle magic is 24 bytes.
+const ELF_MAGIC_AND_MORE: u64 = 64;
 
 /// `--offload-arch` style target filter. An entry matches a filter item when the item equals
 /// the entry's target ID (the part of the bundle entry id after `amdgcn-amd-amdhsa--`), or names
@@ -157,12 +166,14 @@ pub fn instrument_container(
 /// `filter` go through `patch_code_object` in parallel; a failed-closed or unparsable object
 /// stays original and is reported. Changed bundles are rebuilt in `format`; unchanged bundles
 /// keep their bytes. Bundles are processed and written one at a time (see the module
-/// documentation for the memory bound). Errors (the output is then incomplete: callers discard
-/// it): container structure errors of `hsaco` (missing `.hip_fatbin`, wrapper pointing outside
-/// the file, truncated bundles, bad CCOB), each naming the file and the offset; output I/O.
-pub fn instrument_container_into<W: Output>(
+/// documentation for the memory bound). `input` is read by offset ([`Source`]): only the
+/// headers and one bundle at a time are read, and unchanged ranges are copied to `out` in
+/// chunks. Errors (the output is then incomplete: callers discard it): container structure
+/// errors of `hsaco` (missing `.hip_fatbin`, wrapper pointing outside the file, truncated
+/// bundles, bad CCOB), each naming the file and the offset; input and output I/O.
+pub fn instrument_container_into<S: Source + ?Sized, W: Output>(
     name: &str,
-    input: &[u8],
+    input: &S,
     opts: &Options,
     filter: &ArchFilter,
     format: BundleFormat,
@@ -171,15 +182,21 @@ pub fn instrument_container_into<W: Output>(
 ) -> Result<ContainerReport> {
     let mut objects = Vec::new();
     let mut filtered_out = 0;
-    if bundle::is_bundle(input) {
-        let locs = hostwrite::locate_bundles(input, 0).with_context(|| name.to_string())?;
+    let size = input.size();
+    let head = input
+        .read_at(0, size.min(ELF_MAGIC_AND_MORE), "file header")
+        .with_context(|| format!("{name}: cannot read"))?;
+    if bundle::is_bundle(&head) {
+        let locs = hostwrite::locate_bundles(input, 0..size).with_context(|| name.to_string())?;
         for (bi, loc) in locs.iter().enumerate() {
             let r = process_bundle(name, bi, input, loc, opts, filter, format, progress)?;
             objects.extend(r.objects);
             filtered_out += r.filtered_out;
-            let bytes = r.bytes.as_deref().unwrap_or_else(|| slice(input, loc));
-            crate::timings::time(Stage::Write, || hostwrite::push_bundle_file(out, bytes))
-                .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
+            crate::timings::time(Stage::Write, || match &r.bytes {
+                Some(b) => hostwrite::push_bundle_file(out, b),
+                None => hostwrite::copy_bundle_file(out, input, loc),
+            })
+            .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
             progress.bytes_done(loc.extent);
         }
         return Ok(ContainerReport {
@@ -188,12 +205,16 @@ pub fn instrument_container_into<W: Output>(
             host_write: None,
         });
     }
-    let e = hsaco::elf::Elf::parse(input).with_context(|| match input.starts_with(b"\x7fELF") {
+    let e = hsaco::elf::Elf::read(input).with_context(|| match head.starts_with(b"\x7fELF") {
         true => format!("{name}: a corrupt or truncated ELF file"),
         false => format!("{name}: not a bundle or ELF"),
     })?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
-        return bare_object(name, input, opts, filter, progress, out);
+        // A code object is rewritten in memory: read it whole.
+        let data = input
+            .read_at(0, size, "code object")
+            .with_context(|| format!("{name}: cannot read"))?;
+        return bare_object(name, &data, opts, filter, progress, out);
     }
     // hsaco's message says "not a HIP host binary" for an ELF without `.hip_fatbin`.
     let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
@@ -214,10 +235,6 @@ pub fn instrument_container_into<W: Output>(
     })
 }
 
-fn slice<'a>(input: &'a [u8], loc: &BundleLocation) -> &'a [u8] {
-    &input[loc.offset as usize..(loc.offset + loc.extent) as usize]
-}
-
 struct BundleResult {
     /// Rebuilt bundle, `None` when no entry changed.
     bytes: Option<Vec<u8>>,
@@ -229,19 +246,25 @@ struct BundleResult {
 /// and whether the target filter left it out.
 type EntryResult = (Option<Vec<u8>>, Option<ObjectOutcome>, bool);
 
+/// Reads bundle `bi` at `loc` of `input`, instruments its selected code objects in parallel
+/// and rebuilds it in `format` when one changed. The bundle's bytes are held only here.
 #[allow(clippy::too_many_arguments)]
-fn process_bundle(
+fn process_bundle<S: Source + ?Sized>(
     name: &str,
     bi: usize,
-    input: &[u8],
+    input: &S,
     loc: &BundleLocation,
     opts: &Options,
     filter: &ArchFilter,
     format: BundleFormat,
     progress: &Progress,
 ) -> Result<BundleResult> {
+    let raw = crate::timings::time(Stage::Load, || {
+        input.read_at(loc.offset, loc.extent, "offload bundle")
+    })
+    .with_context(|| format!("{name}: bundle {bi}: cannot read"))?;
     let b = crate::timings::time(Stage::Load, || {
-        bundle::open(slice(input, loc), loc.offset, DEFAULT_DECOMPRESS_LIMIT)
+        bundle::open(&raw, loc.offset, DEFAULT_DECOMPRESS_LIMIT)
     })
     .with_context(|| format!("{name}: bundle {bi}"))?;
     let selected = b
@@ -312,6 +335,7 @@ fn process_bundle(
     // Free the changed entries and the decompressed input before compressing.
     let objects: Vec<ObjectOutcome> = results.into_iter().filter_map(|r| r.1).collect();
     drop(b);
+    drop(raw);
     let rebuilt = crate::timings::time(Stage::Write, || {
         hostwrite::compress_like(plain, &storage, format)
     })
@@ -398,6 +422,40 @@ fn bare_object<W: Output>(
     })
 }
 
+/// The part of [`run`] that reads the input: checks its kind from its first bytes, then streams
+/// the instrumented container into a temporary file for `dest` (see [`output::Sink`]), with
+/// progress on stderr. Returns the report and the uncommitted output. Errors: an input that is
+/// not a bundle, an x86-64 host or an AMDGPU code object (named, with what it is); those of
+/// [`instrument_container_into`].
+fn instrument_file<S: Source + ?Sized>(
+    name: &str,
+    src: &S,
+    opts: &Options,
+    filter: &ArchFilter,
+    format: BundleFormat,
+    dest: &output::Dest,
+) -> Result<(ContainerReport, output::Sink)> {
+    let size = src.size();
+    let cannot_read = || format!("{name}: cannot read");
+    let head = src
+        .read_at(0, size.min(ELF_MAGIC_AND_MORE), "file header")
+        .with_context(cannot_read)?;
+    if crate::sniff::kind(&head).is_none() {
+        // Only for the message: read the whole file, as `describe` counts its bytes.
+        let all = src.read_at(0, size, "file").with_context(cannot_read)?;
+        let is = crate::sniff::describe(&all).unwrap_or_default();
+        bail!("{name}: {is}; --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects");
+    }
+    let progress = Progress::new(size);
+    // The output is streamed into a temporary file, renamed over (or copied into) OUT only on
+    // success; dropped, and so deleted, on error or with --strict.
+    let mut sink = output::Sink::new(dest)?;
+    let outcome =
+        instrument_container_into(name, src, opts, filter, format, &progress, sink.file());
+    progress.finish();
+    Ok((outcome?, sink))
+}
+
 /// One line per code object for stdout.
 pub fn summary_line(o: &ObjectOutcome) -> String {
     let r = &o.report;
@@ -469,16 +527,6 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     if common.timings {
         crate::timings::enable(true);
     }
-    let bytes = crate::timings::time(Stage::Load, || std::fs::read(&input))
-        .with_context(|| format!("{name}: cannot read"))?;
-    if crate::sniff::kind(&bytes).is_none() {
-        let is = crate::sniff::describe(&bytes).unwrap_or_default();
-        bail!("{name}: {is}; --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects");
-    }
-    let progress = Progress::new(bytes.len() as u64);
-    // The output is streamed into a temporary file, renamed over (or copied into) OUT only on
-    // success; dropped, and so deleted, on error or with --strict.
-    let mut sink = output::Sink::new(&dest)?;
     let format = if args.compress_bundles {
         BundleFormat::Compressed {
             version: 3,
@@ -487,18 +535,20 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     } else {
         BundleFormat::Keep
     };
-    let outcome = instrument_container_into(
-        &name,
-        &bytes,
-        &opts,
-        &filter,
-        format,
-        &progress,
-        sink.file(),
-    );
-    progress.finish();
-    let outcome = outcome?;
-    drop(bytes);
+    let cannot_read = || format!("{name}: cannot read");
+    let file = std::fs::File::open(&input).with_context(cannot_read)?;
+    // A regular file is read by offset (headers, then one bundle at a time); a pipe or a device
+    // cannot be, and is read whole.
+    let regular = file.metadata().with_context(cannot_read)?.is_file();
+    let (outcome, sink) = if regular {
+        let src = FileSource::new(file).with_context(cannot_read)?;
+        instrument_file(&name, &src, &opts, &filter, format, &dest)?
+    } else {
+        drop(file);
+        let bytes = crate::timings::time(Stage::Load, || std::fs::read(&input))
+            .with_context(cannot_read)?;
+        instrument_file(&name, &bytes[..], &opts, &filter, format, &dest)?
+    };
     let mut lines = String::new();
     let mut notes: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &outcome.objects {

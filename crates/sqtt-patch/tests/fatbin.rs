@@ -210,7 +210,7 @@ fn check(path: &Path, input: &[u8], out: &[u8], want: &[(Embedded, Vec<u8>)]) {
             .map(|b| (b.location.offset, b.location.extent))
             .collect()
     } else {
-        hsaco::hostwrite::locate_bundles(out, 0)
+        hsaco::hostwrite::locate_bundles(out, 0..out.len() as u64)
             .expect("locate")
             .iter()
             .map(|b| (b.offset, b.extent))
@@ -465,6 +465,26 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
         ..Default::default()
     };
     assert!(fatbin::run(&args).is_err());
+    assert!(!dir.path().join("out").exists());
+
+    // A host cut in the middle of its second bundle, read by offset from its file: an error
+    // naming the file and an offset, no output.
+    let h = std::fs::read(hd.join("x86_64__fx-app__pie.elf")).expect("read");
+    let l = scan_host(&h).expect("scan").bundles[1].location;
+    let cut = dir.path().join("cut.elf");
+    std::fs::write(&cut, &h[..(l.offset + l.extent / 2) as usize]).expect("write");
+    let args = cmd_patch::PatchArgs {
+        input: Some(cut.clone()),
+        ..args
+    };
+    let e = format!("{:#}", fatbin::run(&args).expect_err("cut host"));
+    assert!(
+        e.starts_with(&format!(
+            "{}: a corrupt or truncated ELF file: section header table at offset 0x",
+            cut.display()
+        )),
+        "{e}"
+    );
     assert!(!dir.path().join("out").exists());
 }
 
@@ -769,7 +789,7 @@ fn compress_bundles_writes_zstd_ccob_v3_that_clang_offload_bundler_reads() {
                 .map(|b| (b.location.offset, b.location.extent))
                 .collect()
         } else {
-            hsaco::hostwrite::locate_bundles(&out, 0)
+            hsaco::hostwrite::locate_bundles(&out, 0..out.len() as u64)
                 .expect("locate")
                 .iter()
                 .map(|b| (b.offset, b.extent))
