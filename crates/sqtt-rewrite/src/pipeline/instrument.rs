@@ -11,6 +11,7 @@ use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
 use crate::rewrite::{Report, Status};
+use crate::snippets::ScopeMasks;
 use crate::trace::TraceOp;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Instruction, Target};
@@ -91,21 +92,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
     // Address tracing: one block per qualifying operation, wave size from the descriptors.
-    let mut waves: BTreeSet<u32> = co
-        .kernels
-        .iter()
-        .map(|k| k.descriptor.wave_size())
-        .collect();
-    if target.family() == Family::Gfx9 || waves.is_empty() {
-        waves = BTreeSet::from([if target.family() == Family::Gfx9 {
-            64
-        } else {
-            32
-        }]);
-    }
-    let wave = (waves.len() == 1)
-        .then(|| waves.iter().copied().next())
-        .flatten();
+    let wave = wave_size(co, target);
     let trace_ops = match opts.trace_addresses {
         Some(want) => {
             let (t_sites, t_skipped, ops) = crate::trace::trace_sites(&prog, want, wave);
@@ -123,16 +110,17 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             (fi, now, vgpr_budget(co, k))
         })
         .collect();
-    let spill_vgpr = crate::regs::spill_vgprs(&prog, &caps);
-    // Per function: VGPRs the lane saves of its snippets need allocated (highest spill VGPR + 1).
-    let mut spill_need: Vec<u32> = vec![0; prog.funcs.len()];
     let scope = opts.scope.filter(|m| m.filters(target));
     let flags = match scope {
         Some(_) => scope_flags(&prog, &mut sgprs),
         None => vec![None; prog.funcs.len()],
     };
-    // SGPRs inserted code writes, per function (flags, scratch, saves, island pairs).
-    let mut used_by_func: Vec<Sgprs> = vec![0; prog.funcs.len()];
+    let mut alloc = Alloc {
+        sgprs,
+        spill_vgpr: crate::regs::spill_vgprs(&prog, &caps),
+        used_by_func: vec![0; prog.funcs.len()],
+        spill_need: vec![0; prog.funcs.len()],
+    };
     let mut facts = BTreeMap::new();
     let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
     // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
@@ -167,7 +155,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             let needs_m0 = packing.is_some()
                 || trace.is_some()
                 || !(target.has_ttracedata_imm() && value <= 0xff);
-            let mut regs = site_regs(&prog, &mut sgprs, s.func, s.before, spill_vgpr[s.func]);
+            let mut regs = alloc.at(&prog, s.func, s.before);
             let keep = if needs_m0 {
                 plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
             } else {
@@ -191,10 +179,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             let code = code.and_then(|c| spilled(target, &regs, c));
             match code {
                 Ok(code) => {
-                    used_by_func[s.func] |= regs.used;
-                    if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
-                        spill_need[s.func] = spill_need[s.func].max(u32::from(v) + 1);
-                    }
+                    alloc.take(s.func, &regs);
                     snippets
                         .entry((s.func, s.before))
                         .or_default()
@@ -299,57 +284,20 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     // Scope filtering: every kernel computes the flag once at its entry, before any marker
     // (callees read it too, so kernels without markers of their own compute it as well).
     if let Some(masks) = scope {
-        for (fi, f) in prog.funcs.iter().enumerate() {
-            let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
-                continue;
-            };
-            let Some(flag) = flags[fi] else { continue };
-            let entry = if k.preload {
-                f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
-            } else {
-                Some(0)
-            };
-            let init = entry
-                .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
-                .and_then(|e| {
-                    let mut regs = site_regs(&prog, &mut sgprs, fi, e, spill_vgpr[fi]);
-                    let tmp = regs.one("the scope check's scratch")?;
-                    let code = crate::snippets::scope_init(target, &masks, flag, tmp)
-                        .map_err(|x| x.to_string())?
-                        .code;
-                    let scc_live = scc_facts[fi].get(e).copied().unwrap_or(true);
-                    let code = save_scc(target, code, scc_live, &mut regs)?;
-                    let code = spilled(target, &regs, code)?;
-                    if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
-                        spill_need[fi] = spill_need[fi].max(u32::from(v) + 1);
-                    }
-                    used_by_func[fi] |= regs.used | 1u128 << flag;
-                    Ok((e, code))
-                });
-            match init {
-                Ok((e, code)) => {
-                    let site = Site {
-                        func: fi,
-                        before: e,
-                        word: plan::Word::Exit,
-                        landing: if k.preload {
-                            Landing::Before
-                        } else {
-                            Landing::After
-                        },
-                        kind: SiteKind::ScopeInit,
-                        addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
-                    };
-                    snippets.entry((fi, e)).or_default().insert(0, (site, code));
+        let init = scope_inits(&prog, &verbatim, &masks, &flags, &scc_facts, &mut alloc);
+        match init {
+            Ok(inits) => {
+                for (site, code) in inits {
+                    snippets
+                        .entry((site.func, site.before))
+                        .or_default()
+                        .insert(0, (site, code));
                 }
-                Err(why) => {
-                    report.status = Status::FailedClosed;
-                    report.reasons.push(format!(
-                        "scope filtering: cannot compute the scope flag in kernel {}: {why}",
-                        f.spec.name
-                    ));
-                    return None;
-                }
+            }
+            Err(why) => {
+                report.status = Status::FailedClosed;
+                report.reasons.push(why);
+                return None;
             }
         }
     }
@@ -365,15 +313,127 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         dwarf,
         ids,
         snippets,
-        sgprs,
+        sgprs: alloc.sgprs,
         scc_live: scc_facts,
-        used_by_func,
-        spill_need,
+        used_by_func: alloc.used_by_func,
+        spill_need: alloc.spill_need,
         wave,
         trace_ops,
         packing,
         inlined_names: inlined.names,
     })
+}
+
+/// The registers of inserted code: what each insertion point may use, and what the snippets
+/// built so far took, per function.
+struct Alloc {
+    /// SGPR liveness and the SGPRs inserted code may use.
+    sgprs: SgprFacts,
+    /// Per function: the VGPR whose lanes may hold saved live SGPRs ([`crate::regs::spill_vgprs`]).
+    spill_vgpr: Vec<Option<u16>>,
+    /// Per function: SGPRs inserted code writes (flags, scratch, saves).
+    used_by_func: Vec<Sgprs>,
+    /// Per function: VGPRs the lane saves of its snippets need allocated (highest spill VGPR +
+    /// 1; 0 when nothing is spilled).
+    spill_need: Vec<u32>,
+}
+
+impl Alloc {
+    /// The allocator of a snippet in front of instruction `i` of function `fi` ([`site_regs`]).
+    fn at(&mut self, prog: &Program, fi: usize, i: usize) -> SiteRegs {
+        site_regs(prog, &mut self.sgprs, fi, i, self.spill_vgpr[fi])
+    }
+
+    /// Records the registers a snippet of function `fi` took from `regs`.
+    fn take(&mut self, fi: usize, regs: &SiteRegs) {
+        self.used_by_func[fi] |= regs.used;
+        if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
+            self.spill_need[fi] = self.spill_need[fi].max(u32::from(v) + 1);
+        }
+    }
+}
+
+/// The wave size of every kernel when they all agree (64 on gfx9; 32 without kernels on
+/// gfx10+), `None` when kernels of both sizes exist.
+fn wave_size(co: &CodeObject, target: Target) -> Option<u32> {
+    let mut waves: BTreeSet<u32> = co
+        .kernels
+        .iter()
+        .map(|k| k.descriptor.wave_size())
+        .collect();
+    if target.family() == Family::Gfx9 || waves.is_empty() {
+        waves = BTreeSet::from([if target.family() == Family::Gfx9 {
+            64
+        } else {
+            32
+        }]);
+    }
+    (waves.len() == 1)
+        .then(|| waves.iter().copied().next())
+        .flatten()
+}
+
+/// The scope-flag computation of every kernel not left alone that has a flag, with its site:
+/// at its entry (after the kernarg-preload header when it has one), with its site. Errors: the
+/// report reason for a kernel whose flag cannot be computed (no instruction at the preload
+/// entry, no scratch SGPR, SCC live without a free SGPR to save it).
+fn scope_inits(
+    prog: &Program,
+    verbatim: &Verbatim,
+    masks: &ScopeMasks,
+    flags: &[Option<u8>],
+    scc: &[Vec<bool>],
+    alloc: &mut Alloc,
+) -> Result<Vec<(Site, Vec<Instruction>)>, String> {
+    let target = prog.target;
+    let mut out = Vec::new();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
+            continue;
+        };
+        let Some(flag) = flags[fi] else { continue };
+        let entry = if k.preload {
+            f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
+        } else {
+            Some(0)
+        };
+        let init = entry
+            .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
+            .and_then(|e| {
+                let mut regs = alloc.at(prog, fi, e);
+                let tmp = regs.one("the scope check's scratch")?;
+                let code = crate::snippets::scope_init(target, masks, flag, tmp)
+                    .map_err(|x| x.to_string())?
+                    .code;
+                let scc_live = scc[fi].get(e).copied().unwrap_or(true);
+                let code = save_scc(target, code, scc_live, &mut regs)?;
+                let code = spilled(target, &regs, code)?;
+                alloc.take(fi, &regs);
+                alloc.used_by_func[fi] |= 1u128 << flag;
+                Ok((e, code))
+            })
+            .map_err(|why| {
+                format!(
+                    "scope filtering: cannot compute the scope flag in kernel {}: {why}",
+                    f.spec.name
+                )
+            })?;
+        let (e, code) = init;
+        let site = Site {
+            func: fi,
+            before: e,
+            word: plan::Word::Exit,
+            landing: if k.preload {
+                Landing::Before
+            } else {
+                Landing::After
+            },
+            kind: SiteKind::ScopeInit,
+            addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
+        };
+        out.push((site, code));
+    }
+    Ok(out)
 }
 
 /// The input's `.debug_*` sections by name.
