@@ -1,8 +1,9 @@
 //! Post-link SQTT instrumentation of AMDGPU code objects.
 //!
 //! Data flows one way: load (crate `hsaco`) → decode (crate `amdgpu-isa`) → analyse
-//! ([`analysis`]) → instrument ([`plan`]) → lay out and encode ([`layout`]) → write
-//! ([`rewrite`]); the independent verifier (crate `sqtt-verify`) checks every output. The behaviour
+//! ([`analysis`]) → instrument ([`plan`]) → lay out ([`layout`]) → encode → write; each stage
+//! from load to encode is one module of `pipeline`, called in order by [`rewrite`]; the
+//! independent verifier (crate `sqtt-verify`) checks every output. The behaviour
 //! reproduced is the compile-time SQTT Instrument Pass (`shared/seeds/000_df2c860dad9fe6b4.txt`).
 
 pub mod analysis;
@@ -11,6 +12,7 @@ pub mod funcmap;
 mod idiom;
 pub mod inlined;
 pub mod layout;
+mod pipeline;
 pub mod plan;
 pub mod regs;
 pub mod rewrite;

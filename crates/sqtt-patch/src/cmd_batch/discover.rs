@@ -1,0 +1,219 @@
+//! The inputs of a batch: files, directories searched recursively and globs (`*`, `?`, `[..]`,
+//! `**`), each with the key its report row and output path are named by.
+
+use anyhow::{Context, Result};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Directory levels followed below a root (guards against symlink loops).
+pub(super) const MAX_DEPTH: usize = 64;
+
+/// A file to process and how it was found.
+pub(super) struct Found {
+    /// Path to read.
+    pub path: PathBuf,
+    /// Report key and output path below OUTDIR: the file name of a file argument, `<root
+    /// name>/<relative path>` below a directory or glob.
+    pub key: String,
+    /// Named on the command line (not found by walking a directory or expanding a glob).
+    pub explicit: bool,
+}
+
+/// Expands the PATH arguments into files with their report keys. Returns input errors (missing
+/// paths, duplicate keys) separately so the rest of the batch still runs.
+pub(super) fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        let text = p.to_string_lossy();
+        if p.is_file() {
+            let key = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| text.to_string());
+            found.push(Found {
+                path: p.clone(),
+                key,
+                explicit: true,
+            });
+        } else if p.is_dir() {
+            let root = root_name(p);
+            walk(p, &root, 0, &mut |path, rel| {
+                found.push(Found {
+                    path,
+                    key: rel,
+                    explicit: false,
+                });
+            })
+            .with_context(|| format!("{}: cannot list", p.display()))?;
+        } else if text.contains(['*', '?', '[']) {
+            let before = found.len();
+            expand_glob(p, &mut found)?;
+            if found.len() == before {
+                errors.push(format!("{text}: no file matches"));
+            }
+        } else {
+            errors.push(format!("{text}: no such file or directory"));
+        }
+    }
+    found.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut seen = BTreeSet::new();
+    found.retain(|f| {
+        if seen.insert(f.key.clone()) {
+            true
+        } else {
+            errors.push(format!(
+                "{}: report path {} given twice",
+                f.path.display(),
+                f.key
+            ));
+            false
+        }
+    });
+    Ok((found, errors))
+}
+
+/// The name a root directory contributes to report keys: its last component (of the canonical
+/// path for `.` and `..`).
+pub(super) fn root_name(p: &Path) -> String {
+    let named = p.file_name().map(|n| n.to_string_lossy().into_owned());
+    named
+        .or_else(|| {
+            std::fs::canonicalize(p)
+                .ok()
+                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        })
+        .unwrap_or_else(|| "root".into())
+}
+
+/// Visits every regular file below `dir` (following symbolic links, at most [`MAX_DEPTH`] levels)
+/// in name order, with its key `<prefix>/<relative path>`.
+pub(super) fn walk(
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    visit: &mut dyn FnMut(PathBuf, String),
+) -> std::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    entries.sort();
+    for e in entries {
+        let name = e
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let key = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if e.is_dir() {
+            walk(&e, &key, depth + 1, visit)?;
+        } else if e.is_file() {
+            visit(e, key);
+        }
+    }
+    Ok(())
+}
+
+/// Expands a glob: the leading components without wildcards name the root directory, the rest is
+/// matched against paths below it (`*` and `?` within one component, `[..]` sets, `**` any number
+/// of components).
+pub(super) fn expand_glob(pattern: &Path, found: &mut Vec<Found>) -> Result<()> {
+    let comps: Vec<String> = pattern
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let split = comps
+        .iter()
+        .position(|c| c.contains(['*', '?', '[']))
+        .unwrap_or(comps.len());
+    let base: PathBuf = if split == 0 {
+        PathBuf::from(".")
+    } else {
+        comps[..split].iter().collect()
+    };
+    let pat: Vec<&str> = comps[split..].iter().map(String::as_str).collect();
+    if !base.is_dir() {
+        return Ok(());
+    }
+    let root = root_name(&base);
+    walk(&base, "", 0, &mut |path, rel| {
+        let parts: Vec<&str> = rel.split('/').collect();
+        if match_components(&pat, &parts) {
+            found.push(Found {
+                path,
+                key: format!("{root}/{rel}"),
+                explicit: false,
+            });
+        }
+    })
+    .with_context(|| format!("{}: cannot list", base.display()))
+}
+
+pub(super) fn match_components(pat: &[&str], parts: &[&str]) -> bool {
+    match pat.split_first() {
+        None => parts.is_empty(),
+        Some((&"**", rest)) => (0..=parts.len()).any(|i| match_components(rest, &parts[i..])),
+        Some((p, rest)) => match parts.split_first() {
+            Some((first, tail)) => {
+                match_name(p.as_bytes(), first.as_bytes()) && match_components(rest, tail)
+            }
+            None => false,
+        },
+    }
+}
+
+/// Shell-style match of one path component: `*`, `?`, `[abc]`, `[a-z]`, `[!a]`.
+pub(super) fn match_name(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| match_name(rest, &s[i..])),
+        Some((b'?', rest)) => !s.is_empty() && match_name(rest, &s[1..]),
+        Some((b'[', rest)) => {
+            let Some(close) = rest.iter().skip(1).position(|&c| c == b']').map(|i| i + 1) else {
+                return s.first() == Some(&b'[') && match_name(rest, &s[1..]);
+            };
+            let Some(&c) = s.first() else { return false };
+            let (negate, set) = match rest[..close].split_first() {
+                Some((b'!' | b'^', set)) => (true, set),
+                _ => (false, &rest[..close]),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == b'-' {
+                    hit |= set[i] <= c && c <= set[i + 2];
+                    i += 3;
+                } else {
+                    hit |= set[i] == c;
+                    i += 1;
+                }
+            }
+            hit != negate && match_name(&rest[close + 1..], &s[1..])
+        }
+        Some((&c, rest)) => s.first() == Some(&c) && match_name(rest, &s[1..]),
+    }
+}
+
+// ---------------------------------------------------------------- processing
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_components() {
+        assert!(match_name(b"*.co", b"a.co"));
+        assert!(!match_name(b"*.co", b"a.cox"));
+        assert!(match_name(b"gfx9[0-4]?__*", b"gfx942__x"));
+        assert!(!match_name(b"gfx9[!4]2", b"gfx942"));
+        assert!(match_components(&["**", "*.co"], &["a", "b", "c.co"]));
+        assert!(match_components(&["**", "*.co"], &["c.co"]));
+        assert!(!match_components(&["*", "*.co"], &["c.co"]));
+    }
+}

@@ -1,0 +1,220 @@
+//! `sqtt-patch batch PATH... [-o OUTDIR | --check] [--baseline OLD.json]`: instrument every code
+//! object, offload bundle and host binary found under files, directories (recursively) and globs
+//! with one set of options, in parallel, and summarize the result in one stable, sorted report that
+//! can be compared with a stored baseline (CI regression check). See `docs/batch.md`.
+//!
+//! Exit codes (documented in `docs/batch.md`, the first that applies): [`exit::VERIFY`] 1,
+//! [`exit::INPUT`] 2, [`exit::STRICT`] 3, [`exit::REGRESSION`] 4, else [`exit::OK`] 0.
+
+use crate::cmd_patch::{self, CommonArgs};
+use crate::exit;
+use crate::fatbin::ArchFilter;
+use crate::output;
+use crate::progress::Progress;
+use anyhow::{bail, Result};
+use baseline::{compare, option_diff, options_map, read_baseline, without_times};
+use discover::discover;
+use process::process_file;
+use rayon::prelude::*;
+use render::{render, render_regressions};
+use report::{totals, BatchReport, FileReport, Totals, SCHEMA};
+use std::path::PathBuf;
+use std::time::Instant;
+
+mod baseline;
+mod discover;
+mod process;
+mod render;
+mod report;
+
+/// Command line of `sqtt-patch batch`.
+#[derive(clap::Args, Debug)]
+pub struct BatchArgs {
+    /// Files, directories (searched recursively) and globs (`*`, `?`, `[..]`, `**`).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output directory; outputs mirror the input tree (`OUTDIR/<root name>/<relative path>`).
+    #[arg(short, long, value_name = "OUTDIR", conflicts_with = "check")]
+    pub output: Option<PathBuf>,
+    /// Write no output file; only report (and compare).
+    #[arg(long)]
+    pub check: bool,
+    /// Compare with this stored report; regressions exit with code 4.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
+    /// Write this run's report (without times) to the --baseline file instead of failing on
+    /// regressions.
+    #[arg(long, requires = "baseline")]
+    pub update_baseline: bool,
+    /// Largest accepted growth of a kernel's or function's static overhead (inserted bytes or
+    /// instructions), in percent of the baseline value.
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub max_overhead_growth: f64,
+    /// Flags shared with the main job and `--fatbin` (instrumentation, `--strict`,
+    /// `--report-json`, `--offload-arch`).
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Runs the batch; returns the exit code. Errors (exit 2 through `main`): bad usage, unreadable
+/// baseline, unwritable report.
+pub fn run(args: BatchArgs) -> Result<i32> {
+    if args.output.is_none() && !args.check {
+        bail!("pass -o OUTDIR or --check");
+    }
+    if !(args.max_overhead_growth.is_finite() && args.max_overhead_growth >= 0.0) {
+        bail!("--max-overhead-growth must be a percentage >= 0");
+    }
+    let common = &args.common;
+    let opts = cmd_patch::flag_options(&common.flags)?;
+    if !opts.any_enabled() {
+        bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
+    }
+    let filter = ArchFilter::new(&common.offload_arch)?;
+    if let Some(d) = args.output.as_deref().filter(|d| d.exists() && !d.is_dir()) {
+        bail!(
+            "-o {}: not a directory (batch writes one output file per input below OUTDIR)",
+            d.display()
+        );
+    }
+    if let Some(j) = common
+        .report_json
+        .as_deref()
+        .filter(|j| j.as_os_str() != "-")
+    {
+        output::check("--report-json", j)?;
+    }
+    let baseline = match &args.baseline {
+        Some(p) if p.exists() || !args.update_baseline => Some(read_baseline(p)?),
+        _ => None,
+    };
+    let started = Instant::now();
+    if common.timings {
+        crate::timings::enable(true);
+    }
+    let (found, mut input_errors) = discover(&args.paths)?;
+    let out_dir = if args.check {
+        None
+    } else {
+        args.output.as_deref()
+    };
+    let total_bytes = found
+        .iter()
+        .map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len()))
+        .sum();
+    let progress = Progress::new(total_bytes);
+    let outcomes: Vec<Result<FileReport, String>> = found
+        .par_iter()
+        .map(|f| {
+            let r = process_file(f, &opts, &filter, out_dir, common.strict);
+            let objects = r.as_ref().map_or(0, |r| r.objects.len() as u64);
+            progress.found(objects);
+            progress.objects_done(objects);
+            progress.bytes_done(std::fs::metadata(&f.path).map_or(0, |m| m.len()));
+            r
+        })
+        .collect();
+    progress.finish();
+    let (files, not_inputs): (Vec<_>, Vec<_>) = outcomes.into_iter().partition(Result::is_ok);
+    let mut files: Vec<FileReport> = files.into_iter().flatten().collect();
+    let mut not_inputs: Vec<String> = not_inputs.into_iter().filter_map(Result::err).collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    not_inputs.sort();
+    let mut report = BatchReport {
+        schema: SCHEMA,
+        options: options_map(&opts),
+        files,
+        totals: Totals::default(),
+        not_inputs,
+    };
+    report.totals = totals(&report.files);
+    report.totals.time_ms = Some(started.elapsed().as_millis() as u64);
+
+    // The summary and the regression diff go to stdout, unless stdout carries the JSON report;
+    // diagnostics go to stderr.
+    let json_on_stdout = common
+        .report_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let summary = |text: &str| -> Result<()> {
+        if json_on_stdout {
+            eprint!("{text}");
+        } else {
+            cmd_patch::write_stdout(text)?;
+        }
+        Ok(())
+    };
+    summary(&render(&report))?;
+    for e in &input_errors {
+        eprintln!("sqtt-patch batch: input error: {e}");
+    }
+    // Files and code objects that could not be read are diagnostics too, not only report rows.
+    for f in &report.files {
+        let unreadable = f.objects.iter().filter(|o| o.status == "error");
+        for why in f.error.iter().chain(unreadable.flat_map(|o| &o.reasons)) {
+            // Reasons from the rewriter already start with the path.
+            match why.starts_with(&format!("{}: ", f.path)) {
+                true => eprintln!("sqtt-patch batch: input error: {why}"),
+                false => eprintln!("sqtt-patch batch: input error: {}: {why}", f.path),
+            }
+        }
+    }
+    let mut regressions = Vec::new();
+    if let (Some(old), Some(p)) = (&baseline, &args.baseline) {
+        if old.options != report.options && !args.update_baseline {
+            input_errors.push(format!(
+                "{}: baseline made with other options: {}",
+                p.display(),
+                option_diff(&old.options, &report.options)
+            ));
+            eprintln!(
+                "sqtt-patch batch: input error: {}",
+                input_errors[input_errors.len() - 1]
+            );
+        } else {
+            regressions = compare(old, &report, args.max_overhead_growth);
+            summary(&render_regressions(&p.display().to_string(), &regressions))?;
+        }
+    }
+    if let Some(p) = &common.report_json {
+        let text = serde_json::to_string_pretty(&report)? + "\n";
+        output::write_report("--report-json", p, &text)?;
+    }
+    let rejected = report.totals.verifier_rejected > 0;
+    let bad_input = !input_errors.is_empty()
+        || report.totals.file_errors > 0
+        || report.totals.objects.get("error").copied().unwrap_or(0) > 0;
+    if args.update_baseline {
+        if let Some(p) = &args.baseline {
+            if bad_input {
+                eprintln!(
+                    "sqtt-patch batch: baseline {} NOT updated (input errors above)",
+                    p.display()
+                );
+            } else {
+                let text = serde_json::to_string_pretty(&without_times(&report))? + "\n";
+                output::write_report("--baseline", p, &text)?;
+                eprintln!("sqtt-patch batch: baseline {} updated", p.display());
+                if rejected {
+                    eprintln!("sqtt-patch batch: warning: it records {} verifier-rejected code object(s) as failed closed", report.totals.verifier_rejected);
+                }
+            }
+        }
+    }
+    crate::timings::print_sum(&format!("batch ({} files)", report.files.len()), started);
+    let withheld = report.files.iter().filter(|f| f.not_written).count();
+    if common.strict && withheld > 0 {
+        eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read or skipped a site; their outputs were not written");
+    }
+    Ok(if rejected {
+        exit::VERIFY
+    } else if bad_input {
+        exit::INPUT
+    } else if common.strict && withheld > 0 {
+        exit::STRICT
+    } else if !regressions.is_empty() && !args.update_baseline {
+        exit::REGRESSION
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,161 @@
+//! The human summary of a batch and of its regressions (stdout).
+
+use super::baseline::Regression;
+use super::report::{totals_coverage, BatchReport};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub(super) fn map_text(m: &BTreeMap<String, u32>) -> String {
+    if m.is_empty() {
+        return "-".into();
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(super) fn opt(v: Option<u32>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// How many not-processed files [`render`] lists by name (the JSON report lists all).
+pub(super) const NOT_INPUTS_SHOWN: usize = 10;
+
+/// The human report (stdout): one line per file, object, kernel and device function, then totals.
+pub fn render(r: &BatchReport) -> String {
+    let mut s = String::new();
+    for f in &r.files {
+        let time = f.time_ms.map(|t| format!(" ({t} ms)")).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{} [{}]{time}{}",
+            f.path,
+            if f.kind.is_empty() { "?" } else { &f.kind },
+            if f.not_written {
+                " (not written: --strict)"
+            } else {
+                ""
+            }
+        );
+        if let Some(e) = &f.error {
+            let _ = writeln!(s, "  error: {e}");
+        }
+        for o in &f.objects {
+            let entry = if o.entry.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", o.entry)
+            };
+            let _ = writeln!(
+                s,
+                "  {entry}{} {}: verifier {}, .text {} -> {} bytes",
+                if o.target.is_empty() { "?" } else { &o.target },
+                o.status,
+                o.verifier,
+                o.text_bytes_before,
+                o.text_bytes_after
+            );
+            for why in &o.reasons {
+                let _ = writeln!(s, "    reason: {why}");
+            }
+            for n in &o.notes {
+                let _ = writeln!(s, "    note: {n}");
+            }
+            for k in &o.kernels {
+                let _ = writeln!(
+                    s,
+                    "    kernel {}: {}; sites {}; +{} instructions (+{} reachable), +{} bytes; wave{} vgprs {}{} occupancy {}->{}",
+                    k.name,
+                    k.status,
+                    map_text(&k.sites),
+                    k.inserted_instructions,
+                    k.inserted_instructions_reachable,
+                    k.inserted_bytes,
+                    opt(k.wave_size),
+                    opt(k.vgprs),
+                    // gfx10+ descriptors allocate no SGPRs: nothing to show.
+                    match (k.sgprs_before, k.sgprs_after) {
+                        (Some(b), Some(a)) => format!(" sgprs {b}->{a}"),
+                        _ => String::new(),
+                    },
+                    opt(k.occupancy_before),
+                    opt(k.occupancy_after)
+                );
+                for (why, n) in &k.skipped {
+                    let _ = writeln!(s, "      skipped {n}x {why}");
+                }
+            }
+            for fr in &o.functions {
+                let _ = writeln!(
+                    s,
+                    "    function {}: sites {}; +{} instructions, +{} bytes",
+                    fr.name,
+                    map_text(&fr.sites),
+                    fr.inserted_instructions,
+                    fr.inserted_bytes
+                );
+                for (why, n) in &fr.skipped {
+                    let _ = writeln!(s, "      skipped {n}x {why}");
+                }
+            }
+        }
+    }
+    let t = &r.totals;
+    let time = t
+        .time_ms
+        .map(|ms| format!(" in {:.1} s", ms as f64 / 1000.0))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "total: {} files ({} with input errors){time}",
+        t.files, t.file_errors
+    );
+    if !r.not_inputs.is_empty() {
+        let _ = writeln!(
+            s,
+            "  not inputs: {} file(s) found by the walk were not processed",
+            r.not_inputs.len()
+        );
+        for n in r.not_inputs.iter().take(NOT_INPUTS_SHOWN) {
+            let _ = writeln!(s, "    {n}");
+        }
+        if r.not_inputs.len() > NOT_INPUTS_SHOWN {
+            let _ = writeln!(s, "    ... (all of them in --report-json)");
+        }
+    }
+    let _ = writeln!(s, "  code objects: {}", map_text(&t.objects));
+    let _ = writeln!(s, "  kernels: {}", map_text(&t.kernels));
+    let _ = writeln!(s, "  sites: {}", map_text(&t.sites));
+    let cov = totals_coverage(t);
+    if !cov.is_empty() {
+        let _ = writeln!(s, "  coverage: {}", crate::cmd_patch::coverage_text(&cov));
+    }
+    let _ = writeln!(
+        s,
+        "  inserted: {} instructions, {} bytes",
+        t.inserted_instructions, t.inserted_bytes
+    );
+    let _ = writeln!(s, "  verifier rejected: {}", t.verifier_rejected);
+    for (why, n) in &t.skipped {
+        let _ = writeln!(s, "  skipped {n}x {why}");
+    }
+    for (why, n) in &t.failed_closed_reasons {
+        let _ = writeln!(s, "  failed closed {n}x {why}");
+    }
+    for (why, n) in &t.input_errors {
+        let _ = writeln!(s, "  input error {n}x {why}");
+    }
+    s
+}
+
+/// The readable diff against a baseline: a header line and one line per regression, sorted.
+pub fn render_regressions(baseline: &str, regs: &[Regression]) -> String {
+    let mut s = format!("regressions against baseline {baseline}: {}\n", regs.len());
+    for r in regs {
+        let _ = writeln!(s, "  {r}");
+    }
+    s
+}
+
+// ---------------------------------------------------------------- comparison

@@ -1,0 +1,297 @@
+//! The batch report (also the baseline format): per file, per code object, per kernel and
+//! function rows, and the totals over them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the JSON report/baseline layout ([`BatchReport::schema`]).
+pub const SCHEMA: u32 = 1;
+
+/// The whole batch report; also the baseline format (written without times).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BatchReport {
+    /// Layout version ([`SCHEMA`]).
+    pub schema: u32,
+    /// Effective instrumentation options (environment, then flags), by knob name.
+    pub options: BTreeMap<String, String>,
+    /// One entry per input file, sorted by `path`.
+    pub files: Vec<FileReport>,
+    /// Sums over all files.
+    pub totals: Totals,
+    /// Files found by a directory walk or glob that were not processed, each as
+    /// `<path>: <why>` (not device code; a bare code object left out by `--offload-arch`),
+    /// sorted. Explicitly named files are never skipped: they are reported as errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_inputs: Vec<String>,
+}
+
+/// One input file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileReport {
+    /// `<root name>/<path below the root>` with `/` separators (file name for a file argument).
+    pub path: String,
+    /// `code_object`, `bundle` or `host`.
+    pub kind: String,
+    /// Why the file could not be processed (an input error), if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Embedded code objects, sorted by `entry`.
+    pub objects: Vec<ObjectReport>,
+    /// Wall time to process the file (milliseconds); never compared, absent from baselines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<u64>,
+    /// True when `--strict` kept the output file of this input from being written (some code
+    /// object failed closed, could not be read, or skipped a site).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_written: bool,
+}
+
+/// One code object (the file itself, or one bundle entry).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ObjectReport {
+    /// `""` for a bare code object; `<bundle index>:<entry id>` inside a bundle or host binary.
+    pub entry: String,
+    /// Processor (`gfx942`); empty when the object could not be read.
+    pub target: String,
+    /// `instrumented`, `nothing_to_do`, `failed_closed` or `error` (could not be read).
+    pub status: String,
+    /// Why it failed closed or could not be read (omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Translation validation of the rewrite: `passed`, `rejected` (left unchanged; exit 1) or
+    /// `not_run` (nothing was rewritten).
+    pub verifier: String,
+    /// `.text` size before (bytes).
+    pub text_bytes_before: u64,
+    /// `.text` size after (bytes).
+    pub text_bytes_after: u64,
+    /// Kernels, sorted by name.
+    pub kernels: Vec<KernelRow>,
+    /// Device functions that have sites or skipped sites, sorted by name.
+    pub functions: Vec<FunctionRow>,
+    /// Requested options that do not apply to this target (omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One kernel.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelRow {
+    /// Kernel name (descriptor symbol without `.kd`).
+    pub name: String,
+    /// `instrumented` (markers in the kernel or in a function it reaches), `nothing_to_do`,
+    /// `failed_closed` or `error` (the object's status).
+    pub status: String,
+    /// Instrumented sites in the kernel's own code, by kind (`barrier`, `function_entry`, ...).
+    pub sites: BTreeMap<String, u32>,
+    /// Requested sites not instrumented, by `<kind>: <reason>` (omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, u32>,
+    /// Instructions inserted in the kernel's own code.
+    pub inserted_instructions: u32,
+    /// Bytes inserted in the kernel's own code (excluding alignment padding).
+    pub inserted_bytes: u32,
+    /// Instructions inserted in the kernel and every function it reaches.
+    pub inserted_instructions_reachable: u32,
+    /// Wave size (32/64), when the descriptor could be read.
+    pub wave_size: Option<u32>,
+    /// VGPRs allocated per work-item (unchanged by markers).
+    pub vgprs: Option<u32>,
+    /// SGPRs allocated per wave before (gfx9 only; `None` on gfx10+).
+    pub sgprs_before: Option<u32>,
+    /// SGPRs allocated per wave after.
+    pub sgprs_after: Option<u32>,
+    /// Waves per SIMD before (`hsaco::kd::occupancy`).
+    pub occupancy_before: Option<u32>,
+    /// Waves per SIMD after.
+    pub occupancy_after: Option<u32>,
+}
+
+/// One device function (not a kernel).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionRow {
+    /// Symbol name.
+    pub name: String,
+    /// Instrumented sites by kind.
+    pub sites: BTreeMap<String, u32>,
+    /// Requested sites not instrumented, by `<kind>: <reason>` (omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, u32>,
+    /// Instructions inserted.
+    pub inserted_instructions: u32,
+    /// Bytes inserted (excluding alignment padding).
+    pub inserted_bytes: u32,
+}
+
+/// Sums over the batch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    /// Input files.
+    pub files: u32,
+    /// Files with an input error: the file could not be processed, or one of its code objects
+    /// could not be read.
+    pub file_errors: u32,
+    /// Code objects, by status.
+    pub objects: BTreeMap<String, u32>,
+    /// Kernels, by status.
+    pub kernels: BTreeMap<String, u32>,
+    /// Rewrites rejected by the verifier.
+    pub verifier_rejected: u32,
+    /// Instrumented sites, by kind.
+    pub sites: BTreeMap<String, u32>,
+    /// Skipped sites, by `<kind>: <reason>`.
+    pub skipped: BTreeMap<String, u32>,
+    /// Failed-closed reasons, addresses and names removed, by reason.
+    pub failed_closed_reasons: BTreeMap<String, u32>,
+    /// Input errors (files and code objects that could not be read), addresses and names
+    /// removed, by reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_errors: BTreeMap<String, u32>,
+    /// Instructions inserted.
+    pub inserted_instructions: u64,
+    /// Bytes inserted.
+    pub inserted_bytes: u64,
+    /// Wall time of the whole batch (milliseconds); never compared, absent from baselines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<u64>,
+}
+
+/// A failed-closed reason without the function name and address prefix (`f at 0x10: why`) and
+/// with hexadecimal numbers replaced by `0x_`, so equal causes are counted together.
+pub(super) fn reason_class(r: &str) -> String {
+    let core = if let Some(v) = r.strip_prefix("verifier: [") {
+        // `verifier: [check] function orig 0x.. new 0x..: message: details`
+        let check = v.split(']').next().unwrap_or_default();
+        let msg = v.find(": ").map_or("", |i| &v[i + 2..]);
+        format!(
+            "verifier: [{check}] {}",
+            msg.split(": ").next().unwrap_or_default()
+        )
+    } else {
+        match r.find(" at 0x") {
+            Some(i) => r[i..].find(": ").map_or(r, |j| &r[i + j + 2..]).to_string(),
+            None => r.to_string(),
+        }
+    };
+    let mut out = String::with_capacity(core.len());
+    let mut rest = core.as_str();
+    while let Some(i) = rest.find("0x") {
+        out.push_str(&rest[..i]);
+        out.push_str("0x_");
+        let tail = &rest[i + 2..];
+        let n = tail
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len());
+        rest = &tail[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
+pub(super) fn totals(files: &[FileReport]) -> Totals {
+    let mut t = Totals {
+        files: files.len() as u32,
+        ..Totals::default()
+    };
+    for f in files {
+        let unreadable = f.objects.iter().any(|o| o.status == "error");
+        t.file_errors += u32::from(f.error.is_some() || unreadable);
+        if let Some(e) = &f.error {
+            *t.input_errors.entry(reason_class(e)).or_default() += 1;
+        }
+        for o in &f.objects {
+            *t.objects.entry(o.status.clone()).or_default() += 1;
+            t.verifier_rejected += u32::from(o.verifier == "rejected");
+            let by_reason = if o.status == "error" {
+                &mut t.input_errors
+            } else {
+                &mut t.failed_closed_reasons
+            };
+            for r in &o.reasons {
+                *by_reason.entry(reason_class(r)).or_default() += 1;
+            }
+            for k in &o.kernels {
+                *t.kernels.entry(k.status.clone()).or_default() += 1;
+            }
+            let rows = o
+                .kernels
+                .iter()
+                .map(|k| {
+                    (
+                        &k.sites,
+                        &k.skipped,
+                        k.inserted_instructions,
+                        k.inserted_bytes,
+                    )
+                })
+                .chain(o.functions.iter().map(|f| {
+                    (
+                        &f.sites,
+                        &f.skipped,
+                        f.inserted_instructions,
+                        f.inserted_bytes,
+                    )
+                }));
+            for (sites, skipped, insts, bytes) in rows {
+                for (k, v) in sites {
+                    *t.sites.entry(k.clone()).or_default() += v;
+                }
+                for (k, v) in skipped {
+                    *t.skipped.entry(k.clone()).or_default() += v;
+                }
+                t.inserted_instructions += u64::from(insts);
+                t.inserted_bytes += u64::from(bytes);
+            }
+        }
+    }
+    t
+}
+
+// ---------------------------------------------------------------- rendering
+
+/// Sites instrumented / found per feature over the whole batch (skipped entries are keyed
+/// `<kind>: <reason>`).
+pub(super) fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage> {
+    use sqtt_rewrite::plan::SiteKind;
+    use sqtt_rewrite::rewrite::Coverage;
+    let mut by: BTreeMap<&'static str, Coverage> = BTreeMap::new();
+    for (kind, &n) in &t.sites {
+        if let Some(f) = SiteKind::feature_of_name(kind) {
+            let c = by.entry(f).or_insert_with(|| Coverage::empty(f));
+            c.instrumented += u64::from(n);
+            c.found += u64::from(n);
+        }
+    }
+    for (key, &n) in &t.skipped {
+        let (kind, why) = key.split_once(": ").unwrap_or((key, ""));
+        if let Some(f) = SiteKind::feature_of_name(kind) {
+            let c = by.entry(f).or_insert_with(|| Coverage::empty(f));
+            c.found += u64::from(n);
+            if why.starts_with(sqtt_rewrite::verbatim::STUB_SKIP) {
+                c.in_stubs += u64::from(n);
+            }
+        }
+    }
+    by.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_classes_drop_names_and_addresses() {
+        assert_eq!(
+            reason_class("_Z3fooi at 0x1a0: s_setpc_b64 to 0x200 not a return"),
+            "s_setpc_b64 to 0x_ not a return"
+        );
+        assert_eq!(
+            reason_class("more than one executable section"),
+            "more than one executable section"
+        );
+        assert_eq!(
+            reason_class("verifier: [alignment] k orig 0x10 new 0x14: original instruction changed: expected x"),
+            "verifier: [alignment] original instruction changed"
+        );
+    }
+}

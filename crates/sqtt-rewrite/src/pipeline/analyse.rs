@@ -1,0 +1,173 @@
+//! Analyse: CFGs and PC-relative sequences ([`crate::analysis`]), the whole-object safety
+//! decisions (functions left alone, code outside functions) and the markers already present.
+
+use super::{is_padding, Decoded, Source};
+use crate::analysis::{analyse_decoded, Program};
+use crate::funcmap::{self, Row};
+use crate::rewrite::{Report, Status};
+use crate::verbatim::Verbatim;
+use amdgpu_isa::{Family, Special};
+use std::collections::BTreeSet;
+
+/// Output of [`analyse`].
+pub(crate) struct Analysed {
+    /// The input object.
+    pub src: Source,
+    /// Every function analysed; `prog.target` is the target the code decodes as (true16
+    /// settled on gfx11+).
+    pub prog: Program,
+    /// Functions left alone and moved verbatim ([`crate::verbatim::decide`]).
+    pub verbatim: Verbatim,
+    /// Marker ids in use in the input (existing markers and funcmap rows): never allocated.
+    pub reserved: BTreeSet<u32>,
+    /// The input's funcmap rows (kept in the output's funcmap).
+    pub existing_rows: Vec<Row>,
+}
+
+/// Analyses the decoded functions. On gfx11+ a program with problems is decoded again with the
+/// other true16 setting, and the setting with fewer problem functions is kept. `None`: the
+/// object fails closed (functions with problems that cannot move verbatim, code before the
+/// first function, gaps between functions that are not padding). Fills `left_alone`,
+/// `existing_markers` and `reasons`.
+pub(crate) fn analyse(d: Decoded, report: &mut Report) -> Option<Analysed> {
+    let Decoded {
+        src,
+        target,
+        specs,
+        program,
+    } = d;
+    let (text_addr, text_end, text_bytes) = (src.text_addr, src.text_end, &src.text_bytes);
+    let mut prog = analyse_decoded(program);
+    if matches!(
+        target.family(),
+        Family::Gfx11 | Family::Gfx12 | Family::Gfx1250
+    ) && prog.funcs.iter().any(|f| !f.problems.is_empty())
+    {
+        let alt = crate::analysis::analyse(
+            target.with_true16(!target.true16()),
+            text_bytes,
+            text_addr,
+            specs,
+        );
+        let bad = |p: &Program| p.funcs.iter().filter(|f| !f.problems.is_empty()).count();
+        if bad(&alt) < bad(&prog) {
+            prog = alt;
+        }
+    }
+    let target = prog.target;
+    // Whole-object safety: functions with problems are left alone when they can move verbatim.
+    let verbatim = crate::verbatim::decide(&prog, text_end);
+    report.reasons.extend(verbatim.fail.iter().cloned());
+    report.left_alone = verbatim.left_alone.clone();
+    let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
+    if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
+        report
+            .reasons
+            .push(format!("code before the first function at {text_addr:#x}"));
+    }
+    // Gaps between functions are copied verbatim, but the verifier decodes them as part of the
+    // preceding function's region: a word that does not decode there fails closed here, with
+    // its address, instead of producing an output the verifier must reject.
+    for (k, f) in prog.funcs.iter().enumerate() {
+        let gap_end = prog.funcs.get(k + 1).map_or(text_end, |n| n.spec.start);
+        if verbatim.blocks[k] == Some(gap_end) {
+            continue; // copied inside the function's verbatim block
+        }
+        let (lo, hi) = (
+            (f.spec.end - text_addr) as usize,
+            (gap_end - text_addr) as usize,
+        );
+        let Some(gap) = text_bytes.get(lo..hi) else {
+            continue;
+        };
+        match amdgpu_isa::decode_all(gap, target) {
+            Err(e) => report.reasons.push(format!(
+                "undecodable word in the gap after {} at {:#x}: {}",
+                f.spec.name,
+                f.spec.end + e.offset as u64,
+                e.kind
+            )),
+            // Damaged padding that decodes fails closed the same way (issue 17 item 7): a gap
+            // that is not padding would be copied verbatim, and the verifier accepts only
+            // padding after a function's end. Named: the first word that is not padding.
+            Ok(insts) if !is_padding(gap, target) => {
+                let mut at = f.spec.end;
+                for i in &insts {
+                    let pad = matches!(i.special(), Special::Nop | Special::CodeEnd)
+                        || (0..i.len() / 4).all(|k| i.word(k) == 0);
+                    if !pad {
+                        report.reasons.push(format!(
+                            "damaged padding in the gap after {} at {at:#x}: {} (padding is s_nop or s_code_end)",
+                            f.spec.name,
+                            i.mnemonic()
+                        ));
+                        break;
+                    }
+                    at += i.len() as u64;
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    if !report.reasons.is_empty() {
+        report.status = Status::FailedClosed;
+        return None;
+    }
+    let existing_rows = src
+        .co
+        .funcmap()
+        .map(funcmap::parse)
+        .unwrap_or_default()
+        .rows;
+    let reserved = existing_markers(&prog, &existing_rows, report);
+    Some(Analysed {
+        src,
+        prog,
+        verbatim,
+        reserved,
+        existing_rows,
+    })
+}
+
+/// Existing markers and funcmap rows: kept, their ids never reused. Returns the ids in use and
+/// lists every `s_ttracedata`/`s_ttracedata_imm` of the input in `report.existing_markers`.
+fn existing_markers(prog: &Program, rows: &[Row], report: &mut Report) -> BTreeSet<u32> {
+    let mut reserved: BTreeSet<u32> = BTreeSet::new();
+    for r in rows {
+        if let Some(id) = r.id() {
+            reserved.insert(id);
+        }
+    }
+    for f in &prog.funcs {
+        let facts = crate::analysis::m0_facts(f);
+        for (i, (a, inst)) in f.insts.iter().enumerate() {
+            match inst.special() {
+                Special::TtraceDataImm(v) => {
+                    reserved.insert(u32::from(v) >> 2);
+                    report.existing_markers.push(format!(
+                        "{}+{:#x}: s_ttracedata_imm {v:#x}",
+                        f.spec.name,
+                        a - f.spec.start
+                    ));
+                }
+                Special::TtraceData => match facts.constant[i] {
+                    Some(v) => {
+                        reserved.insert(v >> 2);
+                        report.existing_markers.push(format!(
+                            "{}+{:#x}: s_ttracedata m0={v:#x}",
+                            f.spec.name,
+                            a - f.spec.start
+                        ));
+                    }
+                    None => report.existing_markers.push(format!(
+                        "{}+{:#x}: s_ttracedata with an unknown M0 value",
+                        f.spec.name,
+                        a - f.spec.start
+                    )),
+                },
+                _ => {}
+            }
+        }
+    }
+    reserved
+}

@@ -1,0 +1,730 @@
+//! Instrument: the sites of every requested feature ([`crate::plan`], [`crate::inlined`],
+//! [`crate::trace`]), marker ids, the registers each insertion point may use
+//! ([`crate::regs`]) and the inserted code of every site ([`crate::snippets`]).
+
+use super::{kernel_funcs, Analysed, Source};
+use crate::analysis::Program;
+use crate::config::Options;
+use crate::funcmap::Row;
+use crate::inlined::InlinedNames;
+use crate::layout::Landing;
+use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
+use crate::regs::{SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
+use crate::rewrite::{Report, Status};
+use crate::snippets::ScopeMasks;
+use crate::trace::TraceOp;
+use crate::verbatim::Verbatim;
+use amdgpu_isa::{Family, Instruction, Target};
+use hsaco::CodeObject;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Inserted code by insertion point `(function index, instruction index)`: each site with its
+/// instructions, in the order they are inserted.
+pub(crate) type Snippets = BTreeMap<(usize, usize), Vec<(Site, Vec<Instruction>)>>;
+
+/// Output of [`instrument`].
+pub(crate) struct Instrumented {
+    /// The input object.
+    pub src: Source,
+    /// Every function analysed.
+    pub prog: Program,
+    /// Functions left alone and moved verbatim.
+    pub verbatim: Verbatim,
+    /// The input's funcmap rows.
+    pub existing_rows: Vec<Row>,
+    /// The input's `.debug_*` sections by name (`None` without DWARF).
+    pub dwarf: Option<HashMap<String, Vec<u8>>>,
+    /// Marker ids some inserted snippet emits, by marker.
+    pub ids: BTreeMap<MarkerKey, u32>,
+    /// Inserted code by insertion point (never empty).
+    pub snippets: Snippets,
+    /// SGPR liveness and the SGPRs inserted code may use (long-branch islands take theirs from
+    /// it at lay-out).
+    pub sgprs: SgprFacts,
+    /// Per function, per instruction: whether SCC is live in front of it.
+    pub scc_live: Vec<Vec<bool>>,
+    /// SGPRs inserted code writes, per function.
+    pub used_by_func: Vec<Sgprs>,
+    /// Per function: VGPRs the lane saves of its snippets need allocated (highest spill VGPR
+    /// + 1; 0 when nothing is spilled).
+    pub spill_need: Vec<u32>,
+    /// The wave size of every kernel when they all agree (address tracing needs it).
+    pub wave: Option<u32>,
+    /// Address-traced operations by marker.
+    pub trace_ops: BTreeMap<MarkerKey, TraceOp>,
+    /// gfx12 shader-clock packing `(bits, shift)` when active.
+    pub packing: Option<(u32, u32)>,
+    /// Names and locations of the inlined-function scopes.
+    pub inlined_names: InlinedNames,
+}
+
+/// Sites kinds that open or close a scope: a scope is all or nothing.
+const SCOPE_KINDS: [SiteKind; 6] = [
+    SiteKind::FunctionEntry,
+    SiteKind::FunctionExit,
+    SiteKind::KernelEntry,
+    SiteKind::KernelExit,
+    SiteKind::InlinedEnter,
+    SiteKind::InlinedExit,
+];
+
+/// Finds the sites of the features `opts` asks for, allocates marker ids (never one in
+/// `a.reserved`) and builds each site's inserted code. `None`: nothing to instrument (status
+/// stays `nothing_to_do`) or the object fails closed (more than 2^30 ids, ids too wide for
+/// shader-clock packing, a kernel whose scope flag cannot be computed). Fills `inlined`,
+/// `skipped`, `notes` (options that do not apply to the target) and `reasons`.
+pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Option<Instrumented> {
+    let Analysed {
+        src,
+        prog,
+        verbatim,
+        reserved,
+        existing_rows,
+    } = a;
+    let co = &src.co;
+    let target = prog.target;
+    // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
+    // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
+    let ok = vec![true; prog.funcs.len()];
+    let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
+    let dwarf = co.has_dwarf().then(|| debug_sections(co));
+    let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf.as_ref());
+    sites.extend(inlined.sites);
+    report.inlined = inlined.report;
+    // Address tracing: one block per qualifying operation, wave size from the descriptors.
+    let wave = wave_size(co, target);
+    let trace_ops = match opts.trace_addresses {
+        Some(want) => {
+            let (t_sites, t_skipped, ops) = crate::trace::trace_sites(&prog, want, wave);
+            sites.extend(t_sites);
+            skipped.extend(t_skipped);
+            ops
+        }
+        None => BTreeMap::new(),
+    };
+    crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
+    let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, co));
+    let caps: Vec<(usize, u32, u32)> = kernel_funcs(&prog, co)
+        .map(|(fi, k)| {
+            let now = k.descriptor.registers(&co.target).arch_vgprs;
+            (fi, now, vgpr_budget(co, k))
+        })
+        .collect();
+    let scope = opts.scope.filter(|m| m.filters(target));
+    let flags = match scope {
+        Some(_) => scope_flags(&prog, &mut sgprs),
+        None => vec![None; prog.funcs.len()],
+    };
+    let mut alloc = Alloc {
+        sgprs,
+        spill_vgpr: crate::regs::spill_vgprs(&prog, &caps),
+        used_by_func: vec![0; prog.funcs.len()],
+        spill_need: vec![0; prog.funcs.len()],
+    };
+    let mut facts = BTreeMap::new();
+    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
+    // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
+    // gfx1250 only; other targets keep the legacy layout.
+    let packing = (opts.shader_clock_bits > 0
+        && matches!(target.family(), Family::Gfx12 | Family::Gfx1250))
+    .then_some((opts.shader_clock_bits, opts.shader_clock_shift));
+    if opts.shader_clock_bits > 0 && packing.is_none() {
+        report.notes.push(format!(
+            "shader_clock_bits={} not used: shader-clock packing exists on gfx12 and gfx1250 only; {} markers keep the legacy layout",
+            opts.shader_clock_bits,
+            target.name()
+        ));
+    }
+    let (ids, snippets) = loop {
+        let ids = plan::allocate_ids(&sites, &reserved);
+        let mut snippets: Snippets = BTreeMap::new();
+        let mut bad_scopes: BTreeSet<usize> = skipped
+            .iter()
+            .filter(|k| SCOPE_KINDS.contains(&k.kind))
+            .filter_map(|k| prog.funcs.iter().position(|f| f.spec.name == k.function))
+            .collect();
+        let mut new_skips = Vec::new();
+        for s in &sites {
+            let Some(value) = plan::encode_word(s.word, &ids) else {
+                continue;
+            };
+            let trace = match s.word {
+                plan::Word::Point(k) => trace_ops.get(&k).copied(),
+                _ => None,
+            };
+            let needs_m0 = packing.is_some()
+                || trace.is_some()
+                || !(target.has_ttracedata_imm() && value <= 0xff);
+            let mut regs = alloc.at(&prog, s.func, s.before);
+            let keep = if needs_m0 {
+                plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
+            } else {
+                Ok(M0Keep::Dead)
+            };
+            let scc_live = scc_facts[s.func].get(s.before).copied().unwrap_or(true);
+            let guard = scope.map(|_| {
+                flags[s.func].ok_or_else(|| {
+                    "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag".to_string()
+                })
+            });
+            let code = keep.and_then(|k| {
+                let flag = guard.clone().transpose()?;
+                match (trace, wave) {
+                    (Some(op), Some(w)) => {
+                        trace_code(target, w, value, &op, k, flag, scc_live, &mut regs)
+                    }
+                    _ => site_code(target, value, k, packing, flag, scc_live, &mut regs),
+                }
+            });
+            let code = code.and_then(|c| spilled(target, &regs, c));
+            match code {
+                Ok(code) => {
+                    alloc.take(s.func, &regs);
+                    snippets
+                        .entry((s.func, s.before))
+                        .or_default()
+                        .push((*s, code))
+                }
+                Err(why) => {
+                    if SCOPE_KINDS.contains(&s.kind) {
+                        bad_scopes.insert(s.func);
+                    }
+                    new_skips.push(Skipped {
+                        function: prog.funcs[s.func].spec.name.clone(),
+                        addr: s.addr,
+                        kind: s.kind,
+                        why,
+                    });
+                }
+            }
+        }
+        let dropped: Vec<Site> = sites
+            .iter()
+            .filter(|s| SCOPE_KINDS.contains(&s.kind) && bad_scopes.contains(&s.func))
+            .copied()
+            .collect();
+        let dropped_ok: Vec<&Site> = dropped
+            .iter()
+            .filter(|d| {
+                !new_skips.iter().any(|k| {
+                    k.addr == d.addr
+                        && k.kind == d.kind
+                        && k.function == prog.funcs[d.func].spec.name
+                })
+            })
+            .collect();
+        if dropped.is_empty() {
+            skipped.extend(new_skips);
+            break (ids, snippets);
+        }
+        for d in dropped_ok {
+            skipped.push(Skipped {
+                function: prog.funcs[d.func].spec.name.clone(),
+                addr: d.addr,
+                kind: d.kind,
+                why: "scope dropped: another enter/exit site of this scope cannot be instrumented"
+                    .into(),
+            });
+        }
+        skipped.extend(
+            new_skips
+                .into_iter()
+                .filter(|k| SCOPE_KINDS.contains(&k.kind)),
+        );
+        sites.retain(|s| !(SCOPE_KINDS.contains(&s.kind) && bad_scopes.contains(&s.func)));
+    };
+    if ids.values().any(|&id| id >= 1 << 30) {
+        report.status = Status::FailedClosed;
+        report.reasons.push("more than 2^30 marker ids".into());
+        return None;
+    }
+    if let Some((bits, _)) = packing {
+        if ids.values().any(|&id| u64::from(id) >= 1u64 << (30 - bits)) {
+            report.status = Status::FailedClosed;
+            report.reasons.push(format!(
+                "marker ids do not fit the {}-bit id field left by shader-clock packing",
+                30 - bits
+            ));
+            return None;
+        }
+    }
+    let mut snippets = snippets;
+    // Only ids some inserted snippet emits get funcmap rows (a skipped address-trace site must
+    // not leave a P:/R: row behind).
+    let mut ids = ids;
+    let emitted: BTreeSet<MarkerKey> = snippets
+        .values()
+        .flatten()
+        .filter_map(|(s, _)| match s.word {
+            plan::Word::Enter(k) | plan::Word::Point(k) => Some(k),
+            plan::Word::Exit => None,
+        })
+        .collect();
+    ids.retain(|k, _| emitted.contains(k));
+    // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
+    // entries and the markers describing the previous instruction (after a barrier signal) come
+    // first, then the
+    // inlined-scope markers (a scope changes on the edge into an instruction), then the markers
+    // describing the instruction (barrier, memory, function and kernel exits), directly in front
+    // of it.
+    for v in snippets.values_mut() {
+        v.sort_by_key(|(s, _)| match (s.landing, s.kind) {
+            (Landing::After, _) => 0,
+            (
+                _,
+                SiteKind::FunctionEntry
+                | SiteKind::KernelEntry
+                | SiteKind::BarrierPair
+                | SiteKind::BarrierSignal,
+            ) => 1,
+            (_, SiteKind::InlinedEnter | SiteKind::InlinedExit) => 2,
+            _ => 3,
+        });
+    }
+    // Scope filtering: every kernel computes the flag once at its entry, before any marker
+    // (callees read it too, so kernels without markers of their own compute it as well).
+    if let Some(masks) = scope {
+        let init = scope_inits(&prog, &verbatim, &masks, &flags, &scc_facts, &mut alloc);
+        match init {
+            Ok(inits) => {
+                for (site, code) in inits {
+                    snippets
+                        .entry((site.func, site.before))
+                        .or_default()
+                        .insert(0, (site, code));
+                }
+            }
+            Err(why) => {
+                report.status = Status::FailedClosed;
+                report.reasons.push(why);
+                return None;
+            }
+        }
+    }
+    report.skipped = skipped;
+    if snippets.is_empty() {
+        return None;
+    }
+    Some(Instrumented {
+        src,
+        prog,
+        verbatim,
+        existing_rows,
+        dwarf,
+        ids,
+        snippets,
+        sgprs: alloc.sgprs,
+        scc_live: scc_facts,
+        used_by_func: alloc.used_by_func,
+        spill_need: alloc.spill_need,
+        wave,
+        trace_ops,
+        packing,
+        inlined_names: inlined.names,
+    })
+}
+
+/// The registers of inserted code: what each insertion point may use, and what the snippets
+/// built so far took, per function.
+struct Alloc {
+    /// SGPR liveness and the SGPRs inserted code may use.
+    sgprs: SgprFacts,
+    /// Per function: the VGPR whose lanes may hold saved live SGPRs ([`crate::regs::spill_vgprs`]).
+    spill_vgpr: Vec<Option<u16>>,
+    /// Per function: SGPRs inserted code writes (flags, scratch, saves).
+    used_by_func: Vec<Sgprs>,
+    /// Per function: VGPRs the lane saves of its snippets need allocated (highest spill VGPR +
+    /// 1; 0 when nothing is spilled).
+    spill_need: Vec<u32>,
+}
+
+impl Alloc {
+    /// The allocator of a snippet in front of instruction `i` of function `fi` ([`site_regs`]).
+    fn at(&mut self, prog: &Program, fi: usize, i: usize) -> SiteRegs {
+        site_regs(prog, &mut self.sgprs, fi, i, self.spill_vgpr[fi])
+    }
+
+    /// Records the registers a snippet of function `fi` took from `regs`.
+    fn take(&mut self, fi: usize, regs: &SiteRegs) {
+        self.used_by_func[fi] |= regs.used;
+        if let (Some(v), true) = (regs.vgpr, regs.spilled != 0) {
+            self.spill_need[fi] = self.spill_need[fi].max(u32::from(v) + 1);
+        }
+    }
+}
+
+/// The wave size of every kernel when they all agree (64 on gfx9; 32 without kernels on
+/// gfx10+), `None` when kernels of both sizes exist.
+fn wave_size(co: &CodeObject, target: Target) -> Option<u32> {
+    let mut waves: BTreeSet<u32> = co
+        .kernels
+        .iter()
+        .map(|k| k.descriptor.wave_size())
+        .collect();
+    if target.family() == Family::Gfx9 || waves.is_empty() {
+        waves = BTreeSet::from([if target.family() == Family::Gfx9 {
+            64
+        } else {
+            32
+        }]);
+    }
+    (waves.len() == 1)
+        .then(|| waves.iter().copied().next())
+        .flatten()
+}
+
+/// The scope-flag computation of every kernel not left alone that has a flag, with its site:
+/// at its entry (after the kernarg-preload header when it has one), with its site. Errors: the
+/// report reason for a kernel whose flag cannot be computed (no instruction at the preload
+/// entry, no scratch SGPR, SCC live without a free SGPR to save it).
+fn scope_inits(
+    prog: &Program,
+    verbatim: &Verbatim,
+    masks: &ScopeMasks,
+    flags: &[Option<u8>],
+    scc: &[Vec<bool>],
+    alloc: &mut Alloc,
+) -> Result<Vec<(Site, Vec<Instruction>)>, String> {
+    let target = prog.target;
+    let mut out = Vec::new();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
+            continue;
+        };
+        let Some(flag) = flags[fi] else { continue };
+        let entry = if k.preload {
+            f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
+        } else {
+            Some(0)
+        };
+        let init = entry
+            .ok_or_else(|| "no instruction at the kernarg-preload entry".to_string())
+            .and_then(|e| {
+                let mut regs = alloc.at(prog, fi, e);
+                let tmp = regs.one("the scope check's scratch")?;
+                let code = crate::snippets::scope_init(target, masks, flag, tmp)
+                    .map_err(|x| x.to_string())?
+                    .code;
+                let scc_live = scc[fi].get(e).copied().unwrap_or(true);
+                let code = save_scc(target, code, scc_live, &mut regs)?;
+                let code = spilled(target, &regs, code)?;
+                alloc.take(fi, &regs);
+                alloc.used_by_func[fi] |= 1u128 << flag;
+                Ok((e, code))
+            })
+            .map_err(|why| {
+                format!(
+                    "scope filtering: cannot compute the scope flag in kernel {}: {why}",
+                    f.spec.name
+                )
+            })?;
+        let (e, code) = init;
+        let site = Site {
+            func: fi,
+            before: e,
+            word: plan::Word::Exit,
+            landing: if k.preload {
+                Landing::Before
+            } else {
+                Landing::After
+            },
+            kind: SiteKind::ScopeInit,
+            addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
+        };
+        out.push((site, code));
+    }
+    Ok(out)
+}
+
+/// The input's `.debug_*` sections by name.
+fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
+    co.elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".debug_"))
+        .map(|s| (s.name.clone(), co.section_data(s).to_vec()))
+        .collect()
+}
+
+/// The register allocator of a snippet in front of instruction `i` of function `fi`: the SGPRs
+/// free there, and with a spill VGPR `vgpr` the savable live SGPRs ([`SgprFacts::savable_at`])
+/// except those instruction `i` reads (a snippet may read the operands of the instruction it
+/// traces, so they keep their values throughout).
+fn site_regs(
+    prog: &Program,
+    sgprs: &mut SgprFacts,
+    fi: usize,
+    i: usize,
+    vgpr: Option<u16>,
+) -> SiteRegs {
+    let free = sgprs.free_at(prog, fi, i);
+    let inputs = prog.funcs[fi]
+        .insts
+        .get(i)
+        .map_or(ALL_SGPRS, |(_, x)| crate::regs::sgpr_reads(x));
+    SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
+}
+
+/// `code` with the live SGPRs `regs` handed out saved before it and restored after it
+/// ([`crate::snippets::spill_wrap`]); unchanged when none was.
+fn spilled(
+    t: Target,
+    regs: &SiteRegs,
+    code: Vec<amdgpu_isa::Instruction>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    match regs.vgpr {
+        Some(v) if regs.spilled != 0 => {
+            crate::snippets::spill_wrap(t, v, regs.spilled, code).map_err(|x| x.to_string())
+        }
+        _ => Ok(code),
+    }
+}
+
+/// Wraps `code` (which clobbers SCC) in an SCC save/restore when SCC is live there:
+/// `s_cselect_b32 sS, 1, 0` before and `s_cmp_lg_u32 sS, 0` after (gfx12: `s_wait_alu
+/// depctr_sa_sdst(0)` before the restore reads the saved SGPR).
+fn save_scc(
+    t: Target,
+    code: Vec<amdgpu_isa::Instruction>,
+    scc_live: bool,
+    regs: &mut SiteRegs,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    use amdgpu_isa::build::{self, Operand};
+    if !scc_live {
+        return Ok(code);
+    }
+    let r = regs.one("saving SCC (live here)")?;
+    let e = |x: amdgpu_isa::EncodeError| x.to_string();
+    let mut out = vec![
+        build::s_cselect_b32(t, Operand::Sgpr(r), Operand::Imm(1), Operand::Imm(0)).map_err(e)?,
+    ];
+    out.extend(code);
+    if t.family() == Family::Gfx12 {
+        out.push(build::s_wait_alu(t, 0xff9e).map_err(e)?);
+    }
+    out.push(build::s_cmp(t, "s_cmp_lg_u32", Operand::Sgpr(r), Operand::Imm(0)).map_err(e)?);
+    Ok(out)
+}
+
+/// The instructions of one marker site: the marker (plain, or shader-clock packed on gfx12),
+/// M0 kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on,
+/// with SCC saved when the packing or the guard would clobber a live SCC. Scratch SGPRs come
+/// from `regs` (free at the insertion point).
+fn site_code(
+    t: Target,
+    value: u32,
+    keep: M0Keep,
+    packing: Option<(u32, u32)>,
+    flag: Option<u8>,
+    scc_live: bool,
+    regs: &mut SiteRegs,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    let mut body = match packing {
+        None => plan::snippet(t, value, keep)?,
+        Some((bits, shift)) => {
+            // gfx1200/gfx1201 read the clock into M0 directly; gfx1250 needs a pair.
+            let pair = if t.family() == Family::Gfx1250 {
+                regs.pair("the shader clock")?
+            } else {
+                0
+            };
+            let clock = crate::snippets::clock_marker(t, value, bits, shift, pair)
+                .map_err(|x| x.to_string())?;
+            plan::keep_m0(t, keep, clock.code)?
+        }
+    };
+    body = scope_guarded(t, flag, body)?;
+    if packing.is_some() || flag.is_some() {
+        body = save_scc(t, body, scc_live, regs)?;
+    }
+    Ok(body)
+}
+
+/// `body` inside the scope guard of `flag` when scope filtering is on, unchanged otherwise.
+fn scope_guarded(
+    t: Target,
+    flag: Option<u8>,
+    body: Vec<amdgpu_isa::Instruction>,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    let Some(flag) = flag else {
+        return Ok(body);
+    };
+    Ok(crate::snippets::scope_guard(t, flag, body)
+        .map_err(|x| x.to_string())?
+        .code)
+}
+
+/// The instructions of one address-trace block (seed spec "Address Tracing", "Framing
+/// protocol"): the per-lane loop of [`crate::snippets::address_trace`] with header `value`, M0
+/// kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on, SCC
+/// saved when live. Its lane counter and word registers come from `regs`.
+#[allow(clippy::too_many_arguments)]
+fn trace_code(
+    t: Target,
+    wave: u32,
+    value: u32,
+    op: &crate::trace::TraceOp,
+    keep: M0Keep,
+    flag: Option<u8>,
+    scc_live: bool,
+    regs: &mut SiteRegs,
+) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+    let n = crate::snippets::scratch_count(&op.src);
+    let role = format!("the address-trace loop ({n} SGPRs)");
+    let mut tmp = (0..n)
+        .map(|_| regs.one(&role))
+        .collect::<Result<Vec<u8>, String>>()?;
+    // A third register makes some blocks shorter; they also work without it.
+    while tmp.len() < crate::snippets::scratch_wanted(&op.src) {
+        match regs.one(&role) {
+            Ok(r) => tmp.push(r),
+            Err(_) => break,
+        }
+    }
+    let block =
+        crate::snippets::address_trace(t, wave, value, &op.src, &tmp).map_err(|x| x.to_string())?;
+    let body = scope_guarded(t, flag, plan::keep_m0(t, keep, block.code)?)?;
+    save_scc(t, body, scc_live, regs)
+}
+
+/// SGPRs usable by code: s0..s101 on gfx9 (s102..s107 hold FLAT_SCRATCH, XNACK_MASK, VCC),
+/// s0..s105 on gfx10+ (AMDGPUUsage / ISA manuals "SGPR allocation").
+fn sgpr_limit(t: Target) -> u16 {
+    match t.family() {
+        Family::Gfx9 => 102,
+        _ => 106,
+    }
+}
+
+/// Largest SGPR allocation (including the 6 SGPRs of VCC, FLAT_SCRATCH and XNACK_MASK) kernel
+/// `k` can have on gfx9 with the same waves per SIMD (hsaco `occupancy`, LLVM
+/// `getOccupancyWithNumSGPRs`); at most 112, the gfx9 addressable maximum plus extras.
+fn gfx9_sgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
+    let regs = k.descriptor.registers(&co.target);
+    let now = regs.sgprs.unwrap_or(0);
+    let lds = k.descriptor.group_segment_fixed_size;
+    let occ = |s: u32| {
+        hsaco::kd::occupancy(&co.target, regs.wave32, regs.vgprs_allocated, s, lds).waves_per_simd
+    };
+    let base = occ(now);
+    let mut best = now;
+    let mut s = now;
+    while s + 8 <= 112 {
+        s += 8;
+        if occ(s) == base {
+            best = s;
+        } else {
+            break;
+        }
+    }
+    best
+}
+
+/// Most architected VGPRs kernel `k` can be given with the same waves per SIMD (hsaco
+/// `occupancy`, LLVM `getOccupancyWithNumVGPRs`), at most 256 (the VGPRs `v_writelane_b32`
+/// addresses). The gfx90a family keeps its allocation: its granule also covers the AGPRs that
+/// follow `accum_offset`, so growing it adds no architected VGPR.
+fn vgpr_budget(co: &CodeObject, k: &hsaco::Kernel) -> u32 {
+    let regs = k.descriptor.registers(&co.target);
+    if co.target.has_gfx90a_insts() {
+        return regs.arch_vgprs;
+    }
+    let lds = k.descriptor.group_segment_fixed_size;
+    let sgprs = regs.sgprs.unwrap_or(0);
+    let occ = |v: u32| hsaco::kd::occupancy(&co.target, regs.wave32, v, sgprs, lds).waves_per_simd;
+    let step = hsaco::kd::vgpr_encoding_granule(&co.target, regs.wave32);
+    let base = occ(regs.vgprs_allocated);
+    let mut best = regs.vgprs_allocated;
+    while best + step <= 256 && occ(best + step) == base {
+        best += step;
+    }
+    best
+}
+
+/// SGPRs inserted code may use in each function at all (issue 12 item 2): s0..s101 on gfx9 and
+/// s0..s105 on gfx10+ ([`sgpr_limit`]: every gfx10+ wave has the full SGPR file); on gfx9 also
+/// below every reaching kernel's [`gfx9_sgpr_budget`] minus the 6 SGPRs of VCC, FLAT_SCRATCH and
+/// XNACK_MASK, so no kernel loses waves per SIMD (functions no kernel reaches: every kernel's).
+fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
+    let n = prog.funcs.len();
+    let limit = u32::from(sgpr_limit(prog.target));
+    let mask = |top: u32| -> Sgprs { (1u128 << top.min(limit)) - 1 };
+    if prog.target.family() != Family::Gfx9 {
+        // gfx1010-gfx1013: a SALU write of an SGPR that a VMEM/DS/FLAT instruction still reads
+        // needs `s_waitcnt_depctr` (LLVM `GCNHazardRecognizer::fixVMEMtoScalarWriteHazards`,
+        // `amdgpu_isa::hazard` rule vmem-sgpr-salu-write): scratch never takes an SGPR that a
+        // memory instruction of the function reads.
+        let vmem_hazard = matches!(
+            prog.target.name(),
+            "gfx1010" | "gfx1011" | "gfx1012" | "gfx1013" | "gfx10-1-generic"
+        );
+        // gfx12 (rule valu-sgpr-read): an SGPR a VALU wrote may be scratch; the address-trace
+        // loop, the only snippet with a VALU reading scratch, waits `depctr_va_sdst(0)` first
+        // (`snippets::Emitter`).
+        return prog
+            .funcs
+            .iter()
+            .map(|f| {
+                let avoid: Sgprs = f
+                    .insts
+                    .iter()
+                    .filter(|(_, i)| vmem_hazard && i.memory().is_some())
+                    .fold(0, |a, (_, i)| a | i.reads().sgpr_bits());
+                mask(limit) & !avoid
+            })
+            .collect();
+    }
+    let mut top: Vec<Option<u32>> = vec![None; n];
+    let mut lowest = limit;
+    for (fi, k) in kernel_funcs(prog, co) {
+        let b = gfx9_sgpr_budget(co, k).saturating_sub(6);
+        lowest = lowest.min(b);
+        for g in prog.reachable(fi) {
+            top[g] = Some(top[g].map_or(b, |t| t.min(b)));
+        }
+    }
+    top.into_iter().map(|t| mask(t.unwrap_or(lowest))).collect()
+}
+
+/// The scope-filter flag SGPR of each function (issue 12 item 4; seed spec "Scope filtering":
+/// computed once at kernel entry, read by every marker). Kernels that reach a common function
+/// form one call graph and share one flag: the lowest SGPR that no function of the call graph
+/// touches and that every one of them may use. Functions no kernel reaches form their own call
+/// graph. `None` for the functions of a call graph without such an SGPR. Every flag is then
+/// withheld from the scratch registers of every function.
+fn scope_flags(prog: &Program, sgprs: &mut SgprFacts) -> Vec<Option<u8>> {
+    let n = prog.funcs.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.spec.kernel.is_none() {
+            continue;
+        }
+        for g in prog.reachable(fi) {
+            let (a, b) = (root(&mut parent, fi), root(&mut parent, g));
+            parent[a] = b;
+        }
+    }
+    let mut untouched: BTreeMap<usize, Sgprs> = BTreeMap::new();
+    for fi in 0..n {
+        let r = root(&mut parent, fi);
+        let e = untouched.entry(r).or_insert(ALL_SGPRS);
+        *e &= sgprs.allowed(fi) & !sgprs.touched(fi);
+    }
+    let flag_of: BTreeMap<usize, u8> = untouched
+        .into_iter()
+        .filter(|(_, free)| *free != 0)
+        .map(|(r, free)| (r, free.trailing_zeros() as u8))
+        .collect();
+    let flags: Vec<Option<u8>> = (0..n)
+        .map(|fi| flag_of.get(&root(&mut parent, fi)).copied())
+        .collect();
+    sgprs.forbid(flags.iter().flatten().fold(0, |a, &r| a | 1u128 << r));
+    flags
+}

@@ -1,0 +1,234 @@
+//! Lay out: the text plan (functions re-aligned, snippets in front of their instructions,
+//! islands after branches) and its layout by [`crate::layout`]; branches pushed out of simm16
+//! range by inserted code are relaxed through long-branch islands and the layout is redone.
+
+use super::{is_padding, Instrumented};
+use crate::analysis::Program;
+use crate::layout::{Landing, Layout, LayoutError, Piece, Reloc, TextPlan};
+use crate::regs::{SgprFacts, SiteRegs};
+use crate::rewrite::{Report, Status};
+use amdgpu_isa::{Family, Instruction, Target};
+use std::collections::BTreeMap;
+
+/// Output of [`lay_out`].
+pub(crate) struct LaidOut {
+    /// The instrumented program; `used_by_func` includes the SGPR pairs of long-branch islands.
+    pub ins: Instrumented,
+    /// The text plan laid out (its PC-relative targets may still move at encode).
+    pub plan: TextPlan,
+    /// The new `.text`: bytes and the map from old to new addresses.
+    pub layout: Layout,
+}
+
+/// Lays out the new `.text`, relaxing out-of-range branches (at most 10,000). `None`: the
+/// object fails closed (a branch that cannot be relaxed, or a layout error). Fills
+/// `relaxed_branches` and `reasons`.
+pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<LaidOut> {
+    let target = ins.prog.target;
+    let text_end = ins.src.text_end;
+    let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
+    let (plan, layout) = loop {
+        let tp = text_plan(&ins, &relax);
+        match crate::layout::lay_out(&tp, text_end) {
+            Ok(l) => break (tp, l),
+            Err(LayoutError::OutOfRange { at })
+                if !relax.contains_key(&at) && relax.len() < 10_000 =>
+            {
+                match relaxable(&ins.prog, &ins.scc_live, &mut ins.sgprs, at, target) {
+                    Ok(r) => {
+                        if let Some(p) = r.pair {
+                            ins.used_by_func[r.func] |= 3u128 << p;
+                        }
+                        relax.insert(at, r);
+                    }
+                    Err(why) => {
+                        report.status = Status::FailedClosed;
+                        report.reasons.push(format!("branch at {at:#x} is out of range after insertion and cannot be relaxed: {why}"));
+                        return None;
+                    }
+                }
+            }
+            Err(e) => {
+                report.status = Status::FailedClosed;
+                report.reasons.push(e.to_string());
+                return None;
+            }
+        }
+    };
+    report.relaxed_branches = relax.len();
+    Some(LaidOut { ins, plan, layout })
+}
+
+/// Builds the output order of `.text`: each function re-aligned, snippets in front of their
+/// instructions, relaxed branches (`relax`) and branches with a landing block followed by their
+/// island ([`Piece::Island`]); left-alone functions as one raw block `[start, end)`.
+fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
+    let (prog, snippets) = (&ins.prog, &ins.snippets);
+    let (text_bytes, text_addr, text_end) =
+        (&ins.src.text_bytes[..], ins.src.text_addr, ins.src.text_end);
+    let target = prog.target;
+    let verbatim = &ins.verbatim.blocks[..];
+    let mut tp = TextPlan {
+        text_addr,
+        pieces: Vec::new(),
+        pcrels: prog.pcrels.clone(),
+    };
+    let mut cursor = text_addr;
+    if let Some(first) = prog.funcs.first() {
+        if first.spec.start > text_addr {
+            // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
+            tp.pieces.push(Piece::Raw {
+                addr: text_addr,
+                bytes: text_bytes[..(first.spec.start - text_addr) as usize].to_vec(),
+            });
+            cursor = first.spec.start;
+        }
+    }
+    let mut islands = 0usize;
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if f.spec.start > cursor {
+            let gap =
+                &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
+            if !is_padding(gap, target) {
+                tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
+                tp.pieces.push(Piece::Raw {
+                    addr: cursor,
+                    bytes: gap.to_vec(),
+                });
+            }
+        }
+        tp.pieces.push(Piece::Align(alignment_of(
+            f.spec.start,
+            f.spec.kernel.is_some(),
+        )));
+        if let Some(end) = verbatim.get(fi).copied().flatten() {
+            // Left alone: one verbatim block (crate::verbatim).
+            tp.pieces.push(Piece::Raw {
+                addr: f.spec.start,
+                bytes: text_bytes[(f.spec.start - text_addr) as usize..(end - text_addr) as usize]
+                    .to_vec(),
+            });
+            cursor = end;
+            continue;
+        }
+        // Landing blocks: the markers of a branch edge, by branch (the sites of point `k`
+        // marked `Landing::Edge(p)` belong to the edge from `p` into `k`).
+        let mut edges: BTreeMap<usize, (u64, Vec<Instruction>)> = BTreeMap::new();
+        for ((_, k), list) in snippets.range((fi, 0)..(fi + 1, 0)) {
+            for (s, code) in list {
+                if let Landing::Edge(p) = s.landing {
+                    let e = edges.entry(p).or_insert((f.insts[*k].0, Vec::new()));
+                    e.1.extend_from_slice(code);
+                }
+            }
+        }
+        for (i, (a, inst)) in f.insts.iter().enumerate() {
+            if let Some(list) = snippets.get(&(fi, i)) {
+                for (s, code) in list {
+                    if matches!(s.landing, Landing::Edge(_)) {
+                        continue;
+                    }
+                    for c in code {
+                        tp.pieces.push(Piece::Insert {
+                            inst: *c,
+                            landing: s.landing,
+                        });
+                    }
+                }
+            }
+            let edge = edges.remove(&i);
+            match (relax.get(a), f.relocs[i]) {
+                (r, Reloc::Branch { target: t }) if r.is_some() || edge.is_some() => {
+                    tp.pieces.push(Piece::Orig {
+                        addr: *a,
+                        inst: *inst,
+                        reloc: Reloc::ToIsland { island: islands },
+                    });
+                    tp.pieces.push(Piece::Island {
+                        from: *a,
+                        target: edge.as_ref().map_or(t, |e| e.0),
+                        markers: edge.map(|e| e.1).unwrap_or_default(),
+                        long: r.is_some(),
+                        pair: r.and_then(|r| r.pair).unwrap_or(0),
+                        isa: target,
+                        skip: matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true }),
+                    });
+                    islands += 1;
+                }
+                _ => tp.pieces.push(Piece::Orig {
+                    addr: *a,
+                    inst: *inst,
+                    reloc: f.relocs[i],
+                }),
+            }
+        }
+        cursor = f.spec.end;
+    }
+    if cursor < text_end {
+        tp.pieces.push(Piece::Raw {
+            addr: cursor,
+            bytes: text_bytes[(cursor - text_addr) as usize..].to_vec(),
+        });
+    }
+    tp
+}
+
+/// A branch relaxed through a long-branch island.
+#[derive(Debug, Clone, Copy)]
+struct Relaxed {
+    /// Function of the branch (index into [`Program::funcs`]).
+    func: usize,
+    /// Even-aligned SGPR pair the island clobbers (`None` on gfx1250: `s_add_pc_i64`).
+    pair: Option<u8>,
+}
+
+/// Whether the branch at original address `at` can be relaxed: an SGPR pair is free at its
+/// target, where the island jumps (not needed on gfx1250), and SCC is dead there (the island's
+/// adds clobber SCC; gfx1250's `s_add_pc_i64` does not).
+fn relaxable(
+    prog: &Program,
+    scc: &[Vec<bool>],
+    sgprs: &mut SgprFacts,
+    at: u64,
+    target: Target,
+) -> Result<Relaxed, String> {
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else {
+            continue;
+        };
+        let inst = f.insts[i].1;
+        let Reloc::Branch { target: t } = f.relocs[i] else {
+            return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
+        };
+        if !crate::layout::may_add_branches(target) {
+            return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
+        }
+        let mut pair = None;
+        if target.family() != Family::Gfx1250 {
+            let ti = f
+                .insts
+                .iter()
+                .position(|(a, _)| *a == t)
+                .ok_or("target is not an instruction")?;
+            if scc[fi][ti] {
+                return Err(
+                    "SCC is live at the branch target (the long branch clobbers it)".into(),
+                );
+            }
+            pair = Some(SiteRegs::new(sgprs.free_at(prog, fi, ti)).pair("a long branch")?);
+        }
+        return Ok(Relaxed { func: fi, pair });
+    }
+    Err("not an instruction of any function".into())
+}
+
+/// Alignment to keep for a function starting at `addr` (kernels: 256, AMDGPUUsage "Kernel
+/// Descriptor": entries 256-byte aligned; others: the largest power of two dividing the original
+/// address, between 4 and 256).
+fn alignment_of(addr: u64, kernel: bool) -> u64 {
+    if kernel {
+        return 256;
+    }
+    let tz = addr.trailing_zeros().min(8);
+    (1u64 << tz).max(4)
+}
