@@ -219,3 +219,52 @@ fn broken_saves_and_restores_are_rejected() {
         assert!(lane < 32, "{t}: lane {lane} is an inline constant 0..=31");
     }
 }
+
+/// gfx11+ `inst_pref_size` (compute_pgm_rsrc3, 128-byte lines) follows a kernel's new code size
+/// also when the same kernel's VGPR granule grows for lane saves: both descriptor updates
+/// survive (the register update once started again from the input's descriptor and dropped the
+/// prefetch). The fixtures are assembled with no prefetch, so the input's `k_grow` descriptor is
+/// set here to prefetch its whole code.
+#[test]
+fn prefetch_and_vgpr_growth_both_reach_the_descriptor() {
+    for t in ["gfx1100", "gfx1201"] {
+        let mut input = fixture(t);
+        let co = hsaco::CodeObject::parse(&input).expect("parse fixture");
+        let gen = co.target.generation();
+        let k = co
+            .kernels
+            .iter()
+            .find(|k| k.name == "k_grow")
+            .expect("k_grow");
+        let size = k.code_size.expect("k_grow has a size");
+        let lines = size.div_ceil(128) as u32;
+        let mut kd = k.descriptor.clone();
+        kd.set_inst_pref_size(gen, lines);
+        let at = k.kd_offset as usize;
+        input[at..at + 64].copy_from_slice(&kd.encode());
+
+        let out = rewrite(&input, &full()).expect("rewrite");
+        assert_eq!(out.report.status, Status::Instrumented, "{t}");
+        let bytes = out.bytes.expect("rewritten");
+        let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+        assert!(v.is_clean(), "{t}: {:?}", v.findings);
+        let new = hsaco::CodeObject::parse(&bytes).expect("parse output");
+        let nk = new
+            .kernels
+            .iter()
+            .find(|k| k.name == "k_grow")
+            .expect("k_grow in the output");
+        let new_size = nk.code_size.expect("output k_grow has a size");
+        assert!(new_size > size, "{t}: inserted code grows k_grow");
+        assert_eq!(
+            nk.descriptor.registers(&new.target).vgprs_allocated,
+            16,
+            "{t}: the VGPR granule grew for the lane saves"
+        );
+        assert_eq!(
+            nk.descriptor.inst_pref_size(gen),
+            Some(new_size.div_ceil(128) as u32),
+            "{t}: prefetch covers the new code ({new_size} bytes)"
+        );
+    }
+}

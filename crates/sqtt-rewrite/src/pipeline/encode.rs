@@ -14,6 +14,7 @@ use crate::rewrite::{
     FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION, PATCH_SECTION,
 };
 use amdgpu_isa::Family;
+use hsaco::kd::KernelDescriptor;
 use hsaco::{CodeObject, CodeObjectEditor};
 use std::collections::{BTreeMap, HashMap};
 
@@ -176,7 +177,7 @@ pub(crate) fn encode(
             }
         }
     }
-    set_prefetch(co, prog, &layout, text_end, &mut ed)?;
+    let prefetched = set_prefetch(co, prog, &layout, text_end, &mut ed)?;
     // Each kernel's metadata `.sgpr_count` (and on gfx9 its descriptor allocation) must cover
     // the SGPRs inserted code writes in it and every function it reaches; `.sgpr_count` counts
     // VCC, FLAT_SCRATCH and XNACK_MASK on gfx9 (the 6 extras).
@@ -213,7 +214,7 @@ pub(crate) fn encode(
             (k.name.clone(), v.unwrap_or(0))
         })
         .collect();
-    let bumped = bump_registers(co, &mut ed, &sgpr_need, &vgpr_need)?;
+    let bumped = bump_registers(co, &mut ed, &prefetched, &sgpr_need, &vgpr_need)?;
     let bytes = ed.write()?;
     // Report.
     fill_function_reports(report, prog, &layout, &ins.snippets, &ins.ids, text_end);
@@ -230,15 +231,16 @@ pub(crate) fn encode(
 
 /// Descriptors: gfx11+ instruction prefetch (`inst_pref_size`, 128-byte lines) follows the new
 /// code size of each kernel whose prefetch covered its whole code (capped at the field's
-/// maximum, never lowered).
+/// maximum, never lowered). Returns the descriptors written, by kernel name.
 fn set_prefetch(
     co: &CodeObject,
     prog: &Program,
     layout: &Layout,
     text_end: u64,
     ed: &mut CodeObjectEditor,
-) -> Result<(), RewriteError> {
+) -> Result<BTreeMap<String, KernelDescriptor>, RewriteError> {
     let gen = co.target.generation();
+    let mut set = BTreeMap::new();
     for f in &prog.funcs {
         let Some(k) = co.kernels.iter().find(|k| k.entry == f.spec.start) else {
             continue;
@@ -261,10 +263,11 @@ fn set_prefetch(
                         .max(old),
                 );
                 ed.set_kernel_descriptor(&k.name, &kd)?;
+                set.insert(k.name.clone(), kd);
             }
         }
     }
-    Ok(())
+    Ok(set)
 }
 
 /// The output's funcmap rows (seed spec "Funcmap format"): the input's rows, a `K:` row for
@@ -533,9 +536,12 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
 /// SGPR budget and [`crate::regs::spill_vgprs`] only VGPRs within its VGPR budget, so
 /// occupancy never drops. Returns the kernels changed with their new SGPR allocation and waves
 /// per SIMD (recomputed from the new descriptor, so the report shows what the hardware will do).
+/// A kernel in `prefetched` starts from that descriptor (its new `inst_pref_size`), not the
+/// input's.
 fn bump_registers(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
+    prefetched: &BTreeMap<String, KernelDescriptor>,
     sgprs: &BTreeMap<String, u32>,
     vgprs: &BTreeMap<String, u32>,
 ) -> Result<Vec<(String, Option<u32>, u32)>, RewriteError> {
@@ -549,7 +555,8 @@ fn bump_registers(
         if !grow_s && !grow_v {
             continue;
         }
-        let mut kd = k.descriptor.clone();
+        // Start from the descriptor `set_prefetch` wrote, if any, so both updates survive.
+        let mut kd = prefetched.get(&k.name).unwrap_or(&k.descriptor).clone();
         if grow_s {
             kd.set_granulated_sgpr_count(hsaco::kd::sgprs_to_granules(&co.target, want_s));
         }
