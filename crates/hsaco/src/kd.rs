@@ -194,6 +194,20 @@ impl KernelDescriptor {
         kd_address.wrapping_add(self.kernel_code_entry_byte_offset as u64)
     }
 
+    /// [`Occupancy`] this descriptor gives on `target` by itself: its allocated VGPRs, its SGPR
+    /// allocation (gfx9; 0 where the descriptor has none) and its group segment size (bytes),
+    /// through [`occupancy`].
+    pub fn occupancy(&self, target: &Target) -> Occupancy {
+        let r = self.registers(target);
+        occupancy(
+            target,
+            r.wave32,
+            r.vgprs_allocated,
+            r.sgprs.unwrap_or(0),
+            self.group_segment_fixed_size,
+        )
+    }
+
     /// Register counts implied by the granulated fields (allocation as seen by the hardware).
     pub fn registers(&self, target: &Target) -> RegisterCounts {
         let wave32 = self.wave32();

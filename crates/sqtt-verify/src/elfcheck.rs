@@ -758,17 +758,8 @@ pub(crate) fn check_descriptors(
             orig_use = max_usage(orig_use, a);
             new_use = max_usage(new_use, b);
         }
-        let waves = |co: &CodeObject, k: &hsaco::Kernel| {
-            let r = k.descriptor.registers(&co.target);
-            hsaco::kd::occupancy(
-                &co.target,
-                r.wave32,
-                r.vgprs_allocated,
-                r.sgprs.unwrap_or(0),
-                k.descriptor.group_segment_fixed_size,
-            )
-            .waves_per_simd
-        };
+        let waves =
+            |co: &CodeObject, k: &hsaco::Kernel| k.descriptor.occupancy(&co.target).waves_per_simd;
         let (wo, wn) = (waves(o, ok), waves(n, nk));
         if wn < wo {
             findings.push(kf(format!(

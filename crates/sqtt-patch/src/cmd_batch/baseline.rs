@@ -155,23 +155,9 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
             }
             coverage(&mut out, &loc, &k.sites, &nk.sites);
             let sites = (total(&k.sites), total(&nk.sites));
-            overhead(
-                &mut out,
-                &loc,
-                "inserted bytes",
-                (k.inserted_bytes, nk.inserted_bytes),
-                sites,
-                max_growth_pct,
-            );
+            let bytes = (k.inserted_bytes, nk.inserted_bytes);
             let insts = (k.inserted_instructions, nk.inserted_instructions);
-            overhead(
-                &mut out,
-                &loc,
-                "inserted instructions",
-                insts,
-                sites,
-                max_growth_pct,
-            );
+            overheads(&mut out, &loc, bytes, insts, sites, max_growth_pct);
             if let (Some(a), Some(b)) = (k.occupancy_after, nk.occupancy_after) {
                 if b < a {
                     out.push(Regression {
@@ -204,23 +190,9 @@ pub fn compare(old: &BatchReport, new: &BatchReport, max_growth_pct: f64) -> Vec
             coverage(&mut out, &loc, &f.sites, nf.map_or(&empty, |x| &x.sites));
             if let Some(nf) = nf {
                 let sites = (total(&f.sites), total(&nf.sites));
-                overhead(
-                    &mut out,
-                    &loc,
-                    "inserted bytes",
-                    (f.inserted_bytes, nf.inserted_bytes),
-                    sites,
-                    max_growth_pct,
-                );
+                let bytes = (f.inserted_bytes, nf.inserted_bytes);
                 let insts = (f.inserted_instructions, nf.inserted_instructions);
-                overhead(
-                    &mut out,
-                    &loc,
-                    "inserted instructions",
-                    insts,
-                    sites,
-                    max_growth_pct,
-                );
+                overheads(&mut out, &loc, bytes, insts, sites, max_growth_pct);
             }
         }
     }
@@ -274,6 +246,19 @@ pub(super) fn coverage(
 
 pub(super) fn total(m: &BTreeMap<String, u32>) -> u32 {
     m.values().sum()
+}
+
+/// [`overhead`] of one row's inserted bytes and inserted instructions, `(old, new)` each.
+fn overheads(
+    out: &mut Vec<Regression>,
+    loc: &str,
+    bytes: (u32, u32),
+    insts: (u32, u32),
+    sites: (u32, u32),
+    max_pct: f64,
+) {
+    overhead(out, loc, "inserted bytes", bytes, sites, max_pct);
+    overhead(out, loc, "inserted instructions", insts, sites, max_pct);
 }
 
 /// Static overhead check of one row. `(old, new)` values and `(old, new)` site counts. A row

@@ -225,14 +225,7 @@ pub(super) fn object_row(
     if let Some(co) = &co {
         for k in &co.kernels {
             let regs = k.descriptor.registers(&co.target);
-            let lds = k.descriptor.group_segment_fixed_size;
-            let occ = hsaco::kd::occupancy(
-                &co.target,
-                regs.wave32,
-                regs.vgprs_allocated,
-                regs.sgprs.unwrap_or(0),
-                lds,
-            );
+            let occ = k.descriptor.occupancy(&co.target);
             let mut kr = empty_kernel(&k.name, status);
             kr.wave_size = Some(k.descriptor.wave_size());
             kr.vgprs = Some(regs.vgprs_allocated);

@@ -500,14 +500,7 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
             continue;
         };
         let regs = k.descriptor.registers(&co.target);
-        let lds = k.descriptor.group_segment_fixed_size;
-        let occ = hsaco::kd::occupancy(
-            &co.target,
-            regs.wave32,
-            regs.vgprs_allocated,
-            regs.sgprs.unwrap_or(0),
-            lds,
-        );
+        let occ = k.descriptor.occupancy(&co.target);
         let reach = prog.reachable(fi);
         let inserted = report
             .functions
@@ -568,15 +561,12 @@ fn bump_registers(
             ));
         }
         ed.set_kernel_descriptor(&k.name, &kd)?;
-        let regs = kd.registers(&co.target);
-        let occ = hsaco::kd::occupancy(
-            &co.target,
-            regs.wave32,
-            regs.vgprs_allocated,
-            regs.sgprs.unwrap_or(0),
-            kd.group_segment_fixed_size,
-        );
-        changed.push((k.name.clone(), regs.sgprs, occ.waves_per_simd));
+        let occ = kd.occupancy(&co.target);
+        changed.push((
+            k.name.clone(),
+            kd.registers(&co.target).sgprs,
+            occ.waves_per_simd,
+        ));
     }
     Ok(changed)
 }
