@@ -538,14 +538,14 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     let cannot_read = || format!("{name}: cannot read");
     let file = std::fs::File::open(&input).with_context(cannot_read)?;
     // A regular file is read by offset (headers, then one bundle at a time); a pipe or a device
-    // cannot be, and is read whole.
+    // cannot be, and is read whole, up to the limit every command applies to streams.
     let regular = file.metadata().with_context(cannot_read)?.is_file();
     let (outcome, sink) = if regular {
         let src = FileSource::new(file).with_context(cannot_read)?;
         instrument_file(&name, &src, &opts, &filter, format, &dest)?
     } else {
         drop(file);
-        let bytes = crate::timings::time(Stage::Load, || std::fs::read(&input))
+        let bytes = crate::timings::time(Stage::Load, || crate::sniff::read_input(&input))
             .with_context(cannot_read)?;
         instrument_file(&name, &bytes[..], &opts, &filter, format, &dest)?
     };

@@ -427,3 +427,31 @@ fn fixtures_match_the_committed_baseline() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// `-o` never writes over an input and never lies inside an input directory: `batch lib -o .`
+/// would replace `lib/<file>` by its own output (it once did, exit 0), and `batch lib -o
+/// lib/out` would read its own outputs as inputs on the next run. Both are refused before any
+/// work (exit 2), and the inputs keep their bytes.
+#[test]
+fn outputs_never_overwrite_or_nest_in_inputs() {
+    let t = small_tree();
+    let before = std::fs::read(t.path().join("lib").join(SMALL[0])).expect("read input");
+    for (out, want) in [
+        (".", "is an input of this run"),
+        ("lib/out", "inside input directory lib"),
+        ("lib/../lib", "inside input directory lib"),
+    ] {
+        let o = batch(t.path(), &[&["lib", "-o", out][..], &OPTS[..]].concat());
+        assert_eq!(o.status.code(), Some(2), "-o {out}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "-o {out}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read(t.path().join("lib").join(SMALL[0])).expect("read input"),
+            before,
+            "-o {out}: the input is unchanged"
+        );
+    }
+    assert!(!t.path().join("lib/out").exists());
+    // Beside the inputs is fine.
+    let o = batch(t.path(), &[&["lib", "-o", "out"][..], &OPTS[..]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

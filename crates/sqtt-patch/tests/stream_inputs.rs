@@ -35,20 +35,35 @@ fn run_bounded(args: &[&str]) -> Output {
 
 #[test]
 fn endless_devices_are_refused() {
-    for (cmd, dev) in [
-        ("info", "/dev/zero"),
-        ("info", "/dev/urandom"),
-        ("dis", "/dev/zero"),
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out.so");
+    let out_s = out.to_str().unwrap();
+    for (args, dev) in [
+        (vec!["info", "/dev/zero"], "/dev/zero"),
+        (vec!["info", "/dev/urandom"], "/dev/urandom"),
+        (vec!["dis", "/dev/zero"], "/dev/zero"),
+        // --fatbin reads a regular file by offset; a device it reads whole, within the limit
+        // (it once read /dev/zero until the kernel's OOM killer stopped it).
+        (
+            vec!["--fatbin", "/dev/zero", "-o", out_s, "--functions", "1"],
+            "/dev/zero",
+        ),
     ] {
-        let o = run_bounded(&[cmd, dev]);
+        let o = run_bounded(&args);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{cmd} {dev}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
             err.contains(&format!("{dev}: cannot read"))
                 && err.contains("not a regular file and longer than 256 MiB"),
-            "{cmd} {dev}: {err}"
+            "{args:?}: {err}"
         );
     }
+    assert!(!out.exists(), "no output after an input error");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "no temp file left"
+    );
 }
 
 #[test]

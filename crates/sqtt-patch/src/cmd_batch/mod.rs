@@ -18,7 +18,7 @@ use process::process_file;
 use rayon::prelude::*;
 use render::{render, render_regressions};
 use report::{totals, BatchReport, FileReport, Totals, SCHEMA};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod baseline;
@@ -92,12 +92,21 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     if common.timings {
         crate::timings::enable(true);
     }
-    let (found, mut input_errors) = discover(&args.paths)?;
     let out_dir = if args.check {
         None
     } else {
         args.output.as_deref()
     };
+    if let Some(dir) = out_dir {
+        refuse_output_inside_inputs(dir, &args.paths)?;
+    }
+    let (found, mut input_errors) = discover(&args.paths)?;
+    if let Some(dir) = out_dir {
+        let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
+        for f in &found {
+            output::check_not_input("-o", &dir.join(&f.key), &inputs)?;
+        }
+    }
     let total_bytes = found
         .iter()
         .map(|f| std::fs::metadata(&f.path).map_or(0, |m| m.len()))
@@ -217,4 +226,35 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// Refuses an output directory that is, or lies inside, a directory given as input: the
+/// outputs would be read as inputs by the next run (and refused as already instrumented).
+/// Paths are compared after resolving symbolic links and `..` (a missing output directory by
+/// its nearest existing ancestor). Error (exit 2): names both paths.
+fn refuse_output_inside_inputs(out: &Path, inputs: &[PathBuf]) -> Result<()> {
+    let o = resolved(out);
+    for i in inputs.iter().filter(|i| i.is_dir()) {
+        if o.starts_with(resolved(i)) {
+            bail!(
+                "-o {}: inside input directory {}; the outputs would become inputs of the next run: choose an OUTDIR outside the inputs",
+                out.display(),
+                i.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `p` made absolute with symbolic links and `..` resolved; a path that does not exist yet is
+/// resolved through its nearest existing ancestor.
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => resolved(parent).join(name),
+        (_, Some(name)) => std::env::current_dir().unwrap_or_default().join(name),
+        _ => p.to_path_buf(),
+    }
 }
