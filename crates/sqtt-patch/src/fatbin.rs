@@ -360,26 +360,11 @@ fn already_instrumented(err: &anyhow::Error) -> bool {
 
 /// Report of an object `patch_code_object` could not read: failed closed, kept unchanged.
 fn unparsable(target: &str, err: &anyhow::Error) -> Report {
-    Report {
-        target: target.split(':').next().unwrap_or_default().to_string(),
-        status: Status::FailedClosed,
-        reasons: vec![format!("cannot instrument: {err:#}")],
-        text_size_before: 0,
-        text_size_after: 0,
-        functions: Vec::new(),
-        kernels: Vec::new(),
-        skipped: Vec::new(),
-        left_alone: Vec::new(),
-        existing_markers: Vec::new(),
-        funcmap_rows: 0,
-        ids: Default::default(),
-        dwarf_sections_remapped: 0,
-        relaxed_branches: 0,
-        coverage: Vec::new(),
-        inserted_sgprs: Vec::new(),
-        notes: Vec::new(),
-        inlined: Default::default(),
-    }
+    let name = target.split(':').next().unwrap_or_default().to_string();
+    let mut r = Report::new(name, 0);
+    r.status = Status::FailedClosed;
+    r.reasons = vec![format!("cannot instrument: {err:#}")];
+    r
 }
 
 fn bare_object<W: Output>(

@@ -183,7 +183,7 @@ impl Coverage {
 impl Report {
     /// The report of a code object for processor `target` whose `.text` has `text_size` bytes,
     /// before any stage ran: nothing to do, nothing found.
-    pub(crate) fn new(target: String, text_size: u64) -> Report {
+    pub fn new(target: String, text_size: u64) -> Report {
         Report {
             target,
             status: Status::NothingToDo,
