@@ -13,6 +13,7 @@ mod cmd_trace;
 mod cmd_verify;
 mod exit;
 mod fatbin;
+mod interrupt;
 mod output;
 mod progress;
 mod sniff;
@@ -59,6 +60,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    interrupt::install();
     let outcome = match cli.command {
         None if cli.patch.fatbin => fatbin::run(&cli.patch),
         None => cmd_patch::run(cli.patch),

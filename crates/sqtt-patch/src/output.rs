@@ -154,22 +154,24 @@ pub struct Sink {
 }
 
 enum Tmp {
-    Named(tempfile::NamedTempFile),
+    /// The file and its registration for deletion if the run is interrupted; the registration
+    /// is dropped after the file (fields drop in order), so no moment leaves the file unlisted.
+    Named(tempfile::NamedTempFile, crate::interrupt::Registered),
     Unnamed(std::fs::File),
 }
 
 impl Sink {
     /// Opens the temporary file. Errors: the directory is not writable.
     pub fn new(dest: &Dest) -> Result<Sink> {
-        let tmp =
-            if dest.stream {
-                Tmp::Unnamed(tempfile::tempfile().context("cannot create a temporary file")?)
-            } else {
-                let dir = parent(&dest.path);
-                Tmp::Named(tempfile::NamedTempFile::new_in(dir).with_context(|| {
-                    format!("{}: cannot create a temporary file", dir.display())
-                })?)
-            };
+        let tmp = if dest.stream {
+            Tmp::Unnamed(tempfile::tempfile().context("cannot create a temporary file")?)
+        } else {
+            let dir = parent(&dest.path);
+            let t = tempfile::NamedTempFile::new_in(dir)
+                .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+            let registered = crate::interrupt::Registered::new(t.path());
+            Tmp::Named(t, registered)
+        };
         Ok(Sink {
             dest: dest.clone(),
             tmp,
@@ -179,7 +181,7 @@ impl Sink {
     /// The temporary file to write to.
     pub fn file(&mut self) -> &mut std::fs::File {
         match &mut self.tmp {
-            Tmp::Named(t) => t.as_file_mut(),
+            Tmp::Named(t, _) => t.as_file_mut(),
             Tmp::Unnamed(f) => f,
         }
     }
@@ -206,7 +208,7 @@ impl Sink {
                 std::io::copy(&mut f, &mut out).with_context(cannot)?;
                 out.flush().with_context(cannot)
             }
-            Tmp::Named(t) => {
+            Tmp::Named(t, _registered) => {
                 let mode = like
                     .and_then(|l| std::fs::metadata(l).ok())
                     .map_or(0o644, |m| m.permissions().mode() & 0o7777);

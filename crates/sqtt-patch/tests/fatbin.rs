@@ -12,6 +12,9 @@ mod exit;
 #[path = "../src/fatbin.rs"]
 mod fatbin;
 #[allow(dead_code)]
+#[path = "../src/interrupt.rs"]
+mod interrupt;
+#[allow(dead_code)]
 #[path = "../src/output.rs"]
 mod output;
 #[allow(dead_code)]

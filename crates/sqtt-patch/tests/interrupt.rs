@@ -1,0 +1,94 @@
+//! An interrupted run leaves nothing behind: `--fatbin` streams its output into a temporary file
+//! next to `-o` from the start of the work; SIGINT or SIGTERM while it runs must delete that file,
+//! write no output and exit with status 130.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+/// The largest fixture with the slowest flags: about 0.3 s of work on an idle machine, so the
+/// temporary file is seen long before the run ends.
+fn slow_input() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/objects/gfx942__long-branch__O3.co")
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// One run of `--fatbin` sent `signal` as soon as its temporary file exists. Returns whether the
+/// signal arrived during the work (exit 130), after checking what the directory holds either way.
+fn interrupted_once(signal: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.co");
+    let mut child = Command::new(BIN)
+        .args([
+            "--fatbin",
+            slow_input().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args(["--functions", "1", "--barriers", "1", "--kernel-scopes"])
+        .args(["--trace-addresses", "memory,lds"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut signalled = false;
+    while child.try_wait().unwrap().is_none() {
+        if entries(dir.path()).iter().any(|e| e.starts_with(".tmp")) {
+            let pid = child.id().to_string();
+            let kill = Command::new("kill").args([signal, &pid]).status().unwrap();
+            assert!(kill.success());
+            signalled = true;
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no temporary file after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    match done.status.code() {
+        Some(130) => {
+            assert!(signalled);
+            assert_eq!(
+                entries(dir.path()),
+                Vec::<String>::new(),
+                "{signal}: left behind"
+            );
+            assert!(
+                stderr.contains("interrupted; no output written"),
+                "{stderr}"
+            );
+            true
+        }
+        // The run finished before the signal was handled: only the output, no temporary file.
+        Some(0) => {
+            assert_eq!(entries(dir.path()), vec!["out.co".to_string()]);
+            false
+        }
+        other => panic!("{signal}: exit {other:?}: {stderr}"),
+    }
+}
+
+#[test]
+fn interrupted_fatbin_runs_leave_no_temporary_file() {
+    for signal in ["-INT", "-TERM"] {
+        let hits = (0..10).filter(|_| interrupted_once(signal)).count();
+        assert!(
+            hits > 0,
+            "{signal}: no run was interrupted during its work in 10 tries"
+        );
+    }
+}
