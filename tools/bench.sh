@@ -94,10 +94,13 @@ bench_fatbin() {
     # llvm-objdump --offloading writes its entries next to the input: use a symlink in $work.
     mkdir "$work/x"
     ln -s "$(readlink -f "$f")" "$work/x/lib"
-    (cd "$work/x" && measure "$objdump" --offloading lib)
+    # (not in a subshell: measure sets $wall/$user/$rss for the lines below)
+    cd "$work/x"
+    measure "$objdump" --offloading lib
+    cd "$root"
     tw=$wall tu=$user tr=$rss
     n=0
-    for o in "$work"/x/lib.*; do
+    for o in "$work"/x/lib.*amdgcn*; do
       measure "$objdump" -d "$o"
       tw=$(python3 -c "print(f'{$tw + $wall:.2f}')")
       tu=$(python3 -c "print(f'{$tu + $user:.2f}')")
