@@ -12,8 +12,13 @@
 //! with [`Landing::After`] (function entry markers), which a branch skips: a loop back to a
 //! function's first instruction must not enter the scope twice.
 
+mod item;
+
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Family, Instruction, Target};
+use item::{
+    AddPc64, BranchToIsland, CallEntry, Fixed, Island, Item, Part, PcRelPart, Resolver, ShortBranch,
+};
 use thiserror::Error;
 
 /// `s_nop 0`: the padding word lld writes between functions (same on gfx9..gfx12; checked with
@@ -334,11 +339,10 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
-/// Assigns addresses, recomputes PC-relative fields and encodes the new `.text`.
-///
-/// `text_old_end` is the original end address of `.text` (bytes). Errors name the original
-/// address of the instruction that cannot be encoded.
-pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError> {
+/// Assigns addresses (pass 1: sizes), then has every piece encode itself at its address (pass
+/// 2: [`item`]), giving the new `.text`. Errors name the original address of the instruction
+/// that cannot be encoded, or the new address of a piece whose encoding changed size.
+pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
     // Pass 1: addresses.
     let mut addr = plan.text_addr;
     let mut new_addrs = Vec::with_capacity(plan.pieces.len());
@@ -381,27 +385,15 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
                 });
                 addr += inst.len() as u64;
             }
-            Piece::Island {
-                pair,
-                isa,
-                skip,
-                markers,
-                long,
-                ..
-            } => {
+            Piece::Island { .. } => {
                 // Trails its branch: not part of the next instruction's block.
                 new_addrs.push(addr);
-                let jump = if *long {
-                    code_len(
-                        &island_code(*isa, 0, 0, *pair)
-                            .map_err(|why| LayoutError::Encode { at: 0, why })?,
-                    )
-                } else {
-                    4
-                };
-                let over = if *skip { 4 } else { 0 };
-                islands.push(addr + over);
-                addr += over + code_len(markers) + jump;
+                let island = island_of(piece).ok_or(LayoutError::BadTarget {
+                    at: addr,
+                    target: 0,
+                })?;
+                islands.push(island.entry(addr));
+                addr += island.size()?;
             }
             Piece::Raw { addr: old, bytes } => {
                 new_addrs.push(addr);
@@ -419,169 +411,108 @@ pub fn lay_out(plan: &TextPlan, text_old_end: u64) -> Result<Layout, LayoutError
         raws,
         new_end: addr,
     };
-    // Pass 2: encode.
+    // Pass 2: every item encodes itself at its address, in exactly the size pass 1 gave it.
     let mut out = Vec::with_capacity((addr - plan.text_addr) as usize);
-    for (piece, &at) in plan.pieces.iter().zip(&new_addrs) {
-        match piece {
-            Piece::Align(a) => {
-                let end = align_up(at, *a);
-                let mut p = at;
-                while p < end {
-                    out.extend_from_slice(&PAD_WORD.to_le_bytes());
-                    p += 4;
-                }
-            }
-            Piece::Insert { inst, .. } => out.extend_from_slice(inst.bytes()),
-            Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
-            Piece::Island {
-                from,
-                target,
-                markers,
-                long,
-                pair,
-                isa,
-                skip,
-            } => {
-                let dest = layout.map_branch(*target).ok_or(LayoutError::BadTarget {
-                    at,
-                    target: *target,
-                })?;
-                let start = if *skip { at + 4 } else { at } + code_len(markers);
-                let mut code = markers.clone();
-                if *long {
-                    code.extend(
-                        island_code(*isa, start, dest, *pair)
-                            .map_err(|why| LayoutError::Encode { at, why })?,
-                    );
-                } else {
-                    let dwords = (dest.wrapping_sub(start + 4) as i64) / 4;
-                    let jump = i16::try_from(dwords)
-                        .map_err(|_| LayoutError::OutOfRange { at: *from })
-                        .and_then(|d| {
-                            build::s_branch(*isa, d).map_err(|e| LayoutError::Encode {
-                                at,
-                                why: e.to_string(),
-                            })
-                        })?;
-                    code.push(jump);
-                }
-                if *skip {
-                    let dwords = (code_len(&code) / 4) as i16;
-                    let over = build::s_branch(*isa, dwords).map_err(|e| LayoutError::Encode {
-                        at,
-                        why: e.to_string(),
-                    })?;
-                    out.extend_from_slice(over.bytes());
-                }
-                for c in &code {
-                    out.extend_from_slice(c.bytes());
-                }
-            }
-            Piece::Orig {
-                addr: old,
-                inst,
-                reloc,
-            } => {
-                let fixed = relocate(
-                    &layout,
-                    plan,
-                    &islands,
-                    *old,
-                    at,
-                    inst,
-                    *reloc,
-                    text_old_end,
-                )?;
-                out.extend_from_slice(fixed.bytes());
-            }
+    let resolver = Resolver {
+        layout: &layout,
+        pcrels: &plan.pcrels,
+        islands: &islands,
+    };
+    let ends = new_addrs.iter().skip(1).chain(std::iter::once(&addr));
+    for ((piece, &at), &end) in plan.pieces.iter().zip(&new_addrs).zip(ends) {
+        encode_piece(piece, at, &resolver, &mut out)?;
+        if plan.text_addr + out.len() as u64 != end {
+            return Err(LayoutError::Encode {
+                at,
+                why: format!(
+                    "encoded {} bytes where the layout has {}",
+                    plan.text_addr + out.len() as u64 - at,
+                    end - at
+                ),
+            });
         }
     }
     layout.bytes = out;
     Ok(layout)
 }
 
-/// New absolute target of an address builder.
-fn pcrel_new_target(layout: &Layout, p: &PcRel) -> Option<u64> {
-    match p.use_kind {
-        PcRelUse::Data => Some(p.target),
-        PcRelUse::Call => layout.map_addr(p.target),
-        PcRelUse::Branch => layout.map_branch(p.target),
+/// The island item of a [`Piece::Island`] (`None` for other pieces).
+fn island_of(piece: &Piece) -> Option<Island<'_>> {
+    match piece {
+        Piece::Island {
+            from,
+            target,
+            markers,
+            long,
+            pair,
+            isa,
+            skip,
+        } => Some(Island {
+            from: *from,
+            target: *target,
+            markers,
+            long: *long,
+            pair: *pair,
+            isa: *isa,
+            skip: *skip,
+        }),
+        _ => None,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn relocate(
-    layout: &Layout,
-    plan: &TextPlan,
-    islands: &[u64],
-    old: u64,
-    new_pc: u64,
-    inst: &Instruction,
-    reloc: Reloc,
-    _text_old_end: u64,
-) -> Result<Instruction, LayoutError> {
-    let enc = |e: amdgpu_isa::EncodeError| LayoutError::Encode {
-        at: old,
-        why: e.to_string(),
-    };
-    let pcrel_offset = |idiom: usize| -> Result<i64, LayoutError> {
-        let p = &plan.pcrels[idiom];
-        let target = pcrel_new_target(layout, p).ok_or(LayoutError::BadTarget {
-            at: p.getpc_addr,
-            target: p.target,
-        })?;
-        let getpc_new = layout
-            .new_inst_addr(p.getpc_addr)
-            .ok_or(LayoutError::BadTarget {
-                at: old,
-                target: p.getpc_addr,
-            })?;
-        Ok(target.wrapping_sub(getpc_new + 4) as i64)
-    };
-    match reloc {
-        Reloc::None => Ok(*inst),
-        Reloc::Branch { target } => {
-            let t = layout
-                .map_branch(target)
-                .ok_or(LayoutError::BadTarget { at: old, target })?;
-            inst.with_branch_target(new_pc, t).map_err(|e| match e {
-                amdgpu_isa::EncodeError::BranchOutOfRange { .. } => {
-                    LayoutError::OutOfRange { at: old }
+/// Appends the bytes of `piece` placed at new address `at` (bytes): padding and raw bytes as
+/// they are, everything else through its [`Item`] kind.
+fn encode_piece(
+    piece: &Piece,
+    at: u64,
+    r: &Resolver,
+    out: &mut Vec<u8>,
+) -> Result<(), LayoutError> {
+    match piece {
+        Piece::Align(a) => {
+            let end = align_up(at, *a);
+            for _ in (at..end).step_by(4) {
+                out.extend_from_slice(&PAD_WORD.to_le_bytes());
+            }
+            Ok(())
+        }
+        Piece::Raw { bytes, .. } => {
+            out.extend_from_slice(bytes);
+            Ok(())
+        }
+        Piece::Insert { inst, .. } => Fixed(inst).encode(at, r, out),
+        Piece::Island { .. } => island_of(piece)
+            .ok_or(LayoutError::BadTarget { at, target: 0 })?
+            .encode(at, r, out),
+        Piece::Orig {
+            addr: old,
+            inst,
+            reloc,
+        } => {
+            let old = *old;
+            match *reloc {
+                Reloc::None => Fixed(inst).encode(at, r, out),
+                Reloc::Branch { target } => ShortBranch { old, inst, target }.encode(at, r, out),
+                Reloc::ToIsland { island } => {
+                    BranchToIsland { old, inst, island }.encode(at, r, out)
                 }
-                e => enc(e),
-            })
-        }
-        Reloc::ToIsland { island } => {
-            let t = *islands
-                .get(island)
-                .ok_or(LayoutError::BadTarget { at: old, target: 0 })?;
-            inst.with_branch_target(new_pc, t).map_err(enc)
-        }
-        Reloc::Call { target } => {
-            let t = layout
-                .map_addr(target)
-                .ok_or(LayoutError::BadTarget { at: old, target })?;
-            inst.with_branch_target(new_pc, t).map_err(enc)
-        }
-        Reloc::AddPc { target } => {
-            let t = layout
-                .map_branch(target)
-                .ok_or(LayoutError::BadTarget { at: old, target })?;
-            let off = t.wrapping_sub(new_pc + inst.len() as u64);
-            inst.with_literal(off).map_err(enc)
-        }
-        Reloc::PcRelLo { idiom } => {
-            let off = pcrel_offset(idiom)?;
-            inst.with_literal(off as u64 & 0xffff_ffff).map_err(enc)
-        }
-        Reloc::PcRelHi { idiom } => {
-            let off = pcrel_offset(idiom)?;
-            crate::idiom::with_high_offset(inst, (off >> 32) as u32)
-                .map_err(|why| LayoutError::Encode { at: old, why })
-        }
-        Reloc::PcRel64 { idiom } => {
-            let off = pcrel_offset(idiom)?;
-            inst.with_literal(off as u64).map_err(enc)
+                Reloc::Call { target } => CallEntry { old, inst, target }.encode(at, r, out),
+                Reloc::AddPc { target } => AddPc64 { old, inst, target }.encode(at, r, out),
+                Reloc::PcRelLo { idiom } | Reloc::PcRelHi { idiom } | Reloc::PcRel64 { idiom } => {
+                    let part = match *reloc {
+                        Reloc::PcRelLo { .. } => Part::Lo,
+                        Reloc::PcRelHi { .. } => Part::Hi,
+                        _ => Part::Whole,
+                    };
+                    PcRelPart {
+                        old,
+                        inst,
+                        idiom,
+                        part,
+                    }
+                    .encode(at, r, out)
+                }
+            }
         }
     }
 }
@@ -632,7 +563,7 @@ mod tests {
     #[test]
     fn landing_block_runs_its_markers_then_jumps_to_the_target() {
         let t = Target::from_name("gfx1100").unwrap();
-        let l = lay_out(&plan(t, 4, 0x1008, false), 0x1014).unwrap();
+        let l = lay_out(&plan(t, 4, 0x1008, false)).unwrap();
         // branch → block at 0x1008 (after the skip); skip → the first original after the block.
         assert_eq!(at(&l, 0x1000).branch_target(0x1000), Some(0x1008));
         assert_eq!(at(&l, 0x1004).mnemonic(), "s_branch");
@@ -651,12 +582,11 @@ mod tests {
         let t = Target::from_name("gfx1100").unwrap();
         // 40,000 dwords: beyond simm16.
         let target = 0x1004 + 4 * 39_999;
-        let end = 0x1004 + 4 * 40_000;
         assert_eq!(
-            lay_out(&plan(t, 40_000, target, false), end).unwrap_err(),
+            lay_out(&plan(t, 40_000, target, false)).unwrap_err(),
             LayoutError::OutOfRange { at: 0x1000 }
         );
-        let l = lay_out(&plan(t, 40_000, target, true), end).unwrap();
+        let l = lay_out(&plan(t, 40_000, target, true)).unwrap();
         assert_eq!(
             at(&l, 0x1008).special(),
             amdgpu_isa::Special::TtraceDataImm(1)

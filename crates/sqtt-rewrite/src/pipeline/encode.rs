@@ -112,7 +112,7 @@ pub(crate) fn encode(
                 p.target = placement.map_address(p.target);
             }
         }
-        layout = match crate::layout::lay_out(&tp, text_end) {
+        layout = match crate::layout::lay_out(&tp) {
             Ok(l) => l,
             Err(e) => {
                 fail(report, e.to_string());

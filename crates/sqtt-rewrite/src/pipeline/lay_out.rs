@@ -25,11 +25,10 @@ pub(crate) struct LaidOut {
 /// `relaxed_branches` and `reasons`.
 pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<LaidOut> {
     let target = ins.prog.target;
-    let text_end = ins.src.text_end;
     let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
     let (plan, layout) = loop {
         let tp = text_plan(&ins, &relax);
-        match crate::layout::lay_out(&tp, text_end) {
+        match crate::layout::lay_out(&tp) {
             Ok(l) => break (tp, l),
             Err(LayoutError::OutOfRange { at })
                 if !relax.contains_key(&at) && relax.len() < 10_000 =>
