@@ -1,7 +1,7 @@
 //! Function discovery in both code objects, decoding and instruction alignment (the address map
 //! from original instructions to their rewritten copies and the inserted runs in front of them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 
 use amdgpu_isa::{decode, Instruction, Special, Target};
@@ -531,15 +531,22 @@ struct Seed {
     size: Option<u64>,
 }
 
-/// Pairs same-named entries of two lists in address order (static functions may share names).
-fn pair_by_name<'a>(
-    names: impl Iterator<Item = (&'a str, u64)>,
-    key: &str,
-    n: usize,
-) -> Option<u64> {
-    let mut v: Vec<u64> = names.filter(|(nm, _)| *nm == key).map(|(_, a)| a).collect();
-    v.sort_unstable();
-    v.get(n).copied()
+/// Addresses of same-named entries, ascending per name: the `n`-th occurrence of a name in
+/// the original pairs with the `n`-th address here (static functions may share names).
+fn by_name<'a>(names: impl Iterator<Item = (&'a str, u64)>) -> HashMap<&'a str, Vec<u64>> {
+    let mut m: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (nm, a) in names {
+        m.entry(nm).or_default().push(a);
+    }
+    for v in m.values_mut() {
+        v.sort_unstable();
+    }
+    m
+}
+
+/// The `n`-th address of `key` in a [`by_name`] map.
+fn pair_by_name(m: &HashMap<&str, Vec<u64>>, key: &str, n: usize) -> Option<u64> {
+    m.get(key).and_then(|v| v.get(n)).copied()
 }
 
 impl Program {
@@ -575,6 +582,19 @@ impl Program {
         }
         let starts: Vec<u64> = seeds.keys().copied().collect();
 
+        // Rewritten entries by name, built once (a search per function was quadratic): the
+        // lowest kernel-entry or function symbol, the kernels' descriptor entries and the
+        // device functions.
+        let mut sym_entry: HashMap<&str, u64> = HashMap::new();
+        for s in new.symbols.iter().filter(|s| {
+            (s.kind == hsaco::SymbolKind::KernelEntry || s.symbol.st_type == hsaco::elf::STT_FUNC)
+                && s.symbol.shndx != hsaco::elf::SHN_UNDEF
+        }) {
+            let e = sym_entry.entry(s.symbol.name.as_str()).or_insert(u64::MAX);
+            *e = (*e).min(s.symbol.value);
+        }
+        let new_kernels = by_name(new.kernels.iter().map(|k| (k.name.as_str(), k.entry)));
+        let new_functions = by_name(new.functions.iter().map(|f| (f.name.as_str(), f.address)));
         // Occurrence number of each name (for duplicated local names).
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let mut funcs = Vec::new();
@@ -588,32 +608,11 @@ impl Program {
                 _ => trim_padding(&otext, start, region_end, isa),
             };
             let new_start = match seed.kind {
-                FunctionKind::Kernel => {
-                    let sym = new
-                        .symbols
-                        .iter()
-                        .filter(|s| {
-                            s.kind == hsaco::SymbolKind::KernelEntry
-                                || s.symbol.st_type == hsaco::elf::STT_FUNC
-                        })
-                        .filter(|s| {
-                            s.symbol.name == seed.name && s.symbol.shndx != hsaco::elf::SHN_UNDEF
-                        })
-                        .map(|s| s.symbol.value)
-                        .min();
-                    sym.or_else(|| {
-                        pair_by_name(
-                            new.kernels.iter().map(|k| (k.name.as_str(), k.entry)),
-                            &seed.name,
-                            n,
-                        )
-                    })
-                }
-                FunctionKind::Function => pair_by_name(
-                    new.functions.iter().map(|f| (f.name.as_str(), f.address)),
-                    &seed.name,
-                    n,
-                ),
+                FunctionKind::Kernel => sym_entry
+                    .get(seed.name.as_str())
+                    .copied()
+                    .or_else(|| pair_by_name(&new_kernels, &seed.name, n)),
+                FunctionKind::Function => pair_by_name(&new_functions, &seed.name, n),
             };
             if new_start.is_none() {
                 findings.push(Finding {
@@ -647,9 +646,8 @@ impl Program {
         for f in &mut funcs {
             if let Some(s) = f.new_start {
                 f.new_region_end = new_starts
-                    .iter()
+                    .get(new_starts.partition_point(|&x| x <= s))
                     .copied()
-                    .find(|&x| x > s)
                     .unwrap_or(ntext.end())
                     .min(ntext.end());
             }
@@ -812,19 +810,16 @@ impl Program {
                 format!("tail padding has {ntail} s_code_end words, the original has {otail}"),
             ));
         }
-        for f in &self.funcs {
+        for (fi, f) in self.funcs.iter().enumerate() {
             if f.new_start == last_n.new_start {
                 continue;
             }
             // Real libraries (rocPRIM in onnxruntime) have `s_code_end` between functions: the
-            // original's own gap after `f` may keep it.
+            // original's own gap after `f` may keep it. `funcs` ascend by distinct starts.
             let next = self
                 .funcs
-                .iter()
-                .map(|g| g.orig_start)
-                .filter(|&s| s > f.orig_start)
-                .min()
-                .unwrap_or(self.otext.end());
+                .get(fi + 1)
+                .map_or(self.otext.end(), |g| g.orig_start);
             if count_code_end(self.otext.slice(f.orig_end, next), self.isa) > 0 {
                 continue;
             }
@@ -845,8 +840,10 @@ impl Program {
 }
 
 fn check_new_only(orig: &CodeObject, new: &CodeObject, findings: &mut Vec<Finding>) {
+    let kernels: HashSet<&str> = orig.kernels.iter().map(|k| k.name.as_str()).collect();
+    let functions: HashSet<&str> = orig.functions.iter().map(|f| f.name.as_str()).collect();
     for k in &new.kernels {
-        if !orig.kernels.iter().any(|o| o.name == k.name) {
+        if !kernels.contains(k.name.as_str()) {
             findings.push(Finding {
                 check: Check::Functions,
                 function: Some(k.name.clone()),
@@ -857,7 +854,7 @@ fn check_new_only(orig: &CodeObject, new: &CodeObject, findings: &mut Vec<Findin
         }
     }
     for f in &new.functions {
-        if !orig.functions.iter().any(|o| o.name == f.name) {
+        if !functions.contains(f.name.as_str()) {
             findings.push(Finding {
                 check: Check::Functions,
                 function: Some(f.name.clone()),

@@ -125,12 +125,96 @@ fn simulate(run: &[NInst]) -> Effect {
 /// (`None`: falls through into the whole run).
 type Succ = (usize, Option<u64>);
 
+/// Per original instruction of one function, a list of `u32` (successor indices), all in one
+/// flat array (compressed rows): 4 bytes per instruction plus 4 per entry, where a `Vec` per
+/// instruction cost about 70 bytes and an allocation each.
+#[derive(Default)]
+pub(crate) struct Rows {
+    /// Row `k` is `to[off[k]..off[k + 1]]`.
+    off: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Rows {
+    fn with_capacity(n: usize) -> Rows {
+        let mut off = Vec::with_capacity(n + 1);
+        off.push(0);
+        Rows {
+            off,
+            to: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends an entry to the row being built.
+    fn push(&mut self, v: usize) {
+        self.to.push(v as u32);
+    }
+
+    /// Closes the row being built (rows are built in order).
+    fn end_row(&mut self) {
+        self.off.push(self.to.len() as u32);
+    }
+
+    fn range(&self, k: usize) -> std::ops::Range<usize> {
+        self.off[k] as usize..self.off[k + 1] as usize
+    }
+
+    /// The entries of row `k`.
+    pub fn of(&self, k: usize) -> &[u32] {
+        &self.to[self.range(k)]
+    }
+
+    /// Number of rows (instructions).
+    pub fn len(&self) -> usize {
+        self.off.len() - 1
+    }
+}
+
+/// [`Cfg::lands`] entry of an edge that falls into the whole run.
+const WHOLE_RUN: u64 = u64::MAX;
+
 struct Cfg {
-    succs: Vec<Vec<Succ>>,
+    /// Successor indices per original instruction.
+    succs: Rows,
+    /// Parallel to `succs.to`: the landing address of each edge ([`WHOLE_RUN`]: none).
+    lands: Vec<u64>,
     /// Branch edges through a landing block: (branch, successor) → the block's start.
     via: BTreeMap<(usize, usize), u64>,
     /// Function exits (end of program, return, tail call) that must leave no open scope.
     exits: Vec<usize>,
+}
+
+impl Cfg {
+    fn push(&mut self, (s, land): Succ) {
+        self.succs.push(s);
+        self.lands.push(land.unwrap_or(WHOLE_RUN));
+    }
+
+    fn extend(&mut self, s: Option<Succ>) {
+        if let Some(s) = s {
+            self.push(s);
+        }
+    }
+
+    fn succ_at(&self, i: usize) -> Succ {
+        let l = self.lands[i];
+        (self.succs.to[i] as usize, (l != WHOLE_RUN).then_some(l))
+    }
+
+    /// The successors of original instruction `k`.
+    fn succ(&self, k: usize) -> impl Iterator<Item = Succ> + '_ {
+        self.succs.range(k).map(|i| self.succ_at(i))
+    }
+
+    /// Every edge's successor, by source instruction.
+    fn edges(&self) -> impl Iterator<Item = Succ> + '_ {
+        (0..self.lands.len()).map(|i| self.succ_at(i))
+    }
+
+    /// Number of original instructions.
+    fn len(&self) -> usize {
+        self.succs.len()
+    }
 }
 
 /// Whether every instruction of each inserted run is a simple marker-snippet instruction, by
@@ -169,25 +253,25 @@ pub(crate) fn analyse(
     let cg = CallGraph::new(p, &exits);
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
-    let succ: Vec<Vec<Vec<usize>>> = cfgs
+    let succ: Vec<Rows> = cfgs
         .iter()
         .zip(&p.funcs)
         .map(|(c, f)| {
-            c.succs
-                .iter()
-                .enumerate()
-                .map(|(k, ss)| {
-                    let mut v: Vec<usize> = ss.iter().map(|s| s.0).collect();
-                    if f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len() {
-                        v.push(k + 1);
-                    }
-                    v
-                })
-                .collect()
+            let mut rows = Rows::with_capacity(c.len());
+            for k in 0..c.len() {
+                for &s in c.succs.of(k) {
+                    rows.push(s as usize);
+                }
+                if f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len() {
+                    rows.push(k + 1);
+                }
+                rows.end_row();
+            }
+            rows
         })
         .collect();
     let mut changeable = sgprs::changeable(p, &cg, &succ);
-    let reach: Vec<Option<Vec<bool>>> = p
+    let reach: Vec<Option<Vec<usize>>> = p
         .funcs
         .iter()
         .enumerate()
@@ -201,9 +285,9 @@ pub(crate) fn analyse(
     // unresolved call reads every SGPR).
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
-        let tested = (0..p.funcs.len())
-            .filter(|&g| r[g])
-            .filter_map(|g| flags[g])
+        let tested = r
+            .iter()
+            .filter_map(|&g| flags[g])
             .fold(0u128, |a, f| a | 1u128 << f);
         if let Some(c) = changeable[ki].get_mut(entry_index(&p.funcs[ki])) {
             *c |= tested;
@@ -261,11 +345,7 @@ pub(crate) fn analyse(
         .iter()
         .enumerate()
         .filter_map(|(fi, r)| {
-            let w = r
-                .as_ref()?
-                .iter()
-                .zip(&written)
-                .fold(0u128, |a, (&yes, &w)| if yes { a | w } else { a });
+            let w = r.as_ref()?.iter().fold(0u128, |a, &g| a | written[g]);
             (w != 0).then(|| (fi, 127 - w.leading_zeros() as u16))
         })
         .collect();
@@ -345,10 +425,10 @@ pub(crate) fn entry_index(f: &Func) -> usize {
 /// per function. For every kernel that reaches a function with flag sF: the kernel's entry run
 /// reads a hardware-ID register and writes sF, and no original instruction of any function the
 /// kernel reaches reads or writes sF (its value must survive from the entry to every marker).
-/// `reach[k]`: functions kernel `k` reaches (`None` for device functions).
+/// `reach[k]`: functions kernel `k` reaches, ascending (`None` for device functions).
 fn scope_flags(
     p: &Program,
-    reach: &[Option<Vec<bool>>],
+    reach: &[Option<Vec<usize>>],
     findings: &mut Vec<Finding>,
 ) -> Vec<Option<u16>> {
     let flags: Vec<Option<u16>> = p
@@ -386,10 +466,7 @@ fn scope_flags(
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
         let kf = &p.funcs[ki];
-        let needed: BTreeSet<u16> = (0..p.funcs.len())
-            .filter(|&g| r[g])
-            .filter_map(|g| flags[g])
-            .collect();
+        let needed: BTreeSet<u16> = r.iter().filter_map(|&g| flags[g]).collect();
         if needed.is_empty() {
             continue;
         }
@@ -411,7 +488,7 @@ fn scope_flags(
                     ),
                 ));
             }
-            for g in (0..p.funcs.len()).filter(|&g| r[g] && touched[g] >> flag & 1 == 1) {
+            for &g in r.iter().filter(|&&g| touched[g] >> flag & 1 == 1) {
                 let gf = &p.funcs[g];
                 let at = gf.orig.iter().find(|o| {
                     o.inst.reads().contains_sgpr(flag) || o.inst.writes().contains_sgpr(flag)
@@ -472,6 +549,14 @@ fn check_inserted(
     let entry = entry_index(f);
     // Landing block start -> the original instruction its branch edge leads to.
     let landed_at: BTreeMap<u64, usize> = cfg.via.iter().map(|(&(_, s), &b)| (b, s)).collect();
+    // Jump landings by target instruction, in edge order (one pass over the edges, not one per
+    // run).
+    let mut landings_of: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for (s, l) in cfg.edges() {
+        if let Some(l) = l {
+            landings_of.entry(s).or_default().push(l);
+        }
+    }
     for (k, o) in f.orig.iter().enumerate() {
         let run = f.inserted.get(o.run.clone()).unwrap_or_default();
         let (Some(first), Some(end)) = (run.first(), o.new) else {
@@ -509,13 +594,7 @@ fn check_inserted(
             }
         }
         let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
-        let landings: Vec<u64> = cfg
-            .succs
-            .iter()
-            .flatten()
-            .filter(|&&(s, _)| s == k)
-            .filter_map(|&(_, l)| l)
-            .collect();
+        let landings: &[u64] = landings_of.get(&k).map(Vec::as_slice).unwrap_or_default();
         let body: Vec<NInst> = run
             .iter()
             .filter(|n| {
@@ -523,7 +602,7 @@ fn check_inserted(
             })
             .copied()
             .collect();
-        let saves = crate::spill::saves(&body, run_end, &landings, regs.wave, regs.vgprs_used);
+        let saves = crate::spill::saves(&body, run_end, landings, regs.wave, regs.vgprs_used);
         for (a, msg) in saves.problems {
             findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
         }
@@ -732,9 +811,12 @@ fn check_target(
 fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     let f = &p.funcs[fi];
     let n = f.orig.len();
-    let mut succs: Vec<Vec<Succ>> = vec![Vec::new(); n];
-    let mut via = BTreeMap::new();
-    let mut exits = Vec::new();
+    let mut cfg = Cfg {
+        succs: Rows::with_capacity(n),
+        lands: Vec::with_capacity(n),
+        via: BTreeMap::new(),
+        exits: Vec::new(),
+    };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
     for b in &f.builders {
@@ -762,18 +844,18 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     for (k, o) in f.orig.iter().enumerate() {
         let next = (k + 1 < n).then_some((k + 1, None));
         match o.inst.flow() {
-            Flow::Fallthrough | Flow::Call => succs[k].extend(next),
+            Flow::Fallthrough | Flow::Call => cfg.extend(next),
             Flow::Branch { conditional } => {
                 if conditional {
-                    succs[k].extend(next);
+                    cfg.extend(next);
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
                     let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
                     if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
                         if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
-                            via.insert((k, s.0), b);
+                            cfg.via.insert((k, s.0), b);
                         }
-                        succs[k].push(s);
+                        cfg.push(s);
                     }
                 }
             }
@@ -785,11 +867,11 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 if let Some(t_o) = target_of(&o.inst, o.addr) {
                     let t_n = o.new.and_then(|nn| target_of(&nn.inst, nn.addr));
                     match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
-                        Some(s) => succs[k].push(s),
-                        None => exits.push(k),
+                        Some(s) => cfg.push(s),
+                        None => cfg.exits.push(k),
                     }
                 } else {
-                    exits.push(k);
+                    cfg.exits.push(k);
                 }
             }
             Flow::IndirectJump => {
@@ -801,11 +883,11 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     .find(|(_, (d, _))| Some(*d) == src)
                     .and_then(|(_, (_, e))| *e);
                 match edge {
-                    Some(s) => succs[k].push(s),
-                    None => exits.push(k),
+                    Some(s) => cfg.push(s),
+                    None => cfg.exits.push(k),
                 }
             }
-            Flow::EndProgram | Flow::Return => exits.push(k),
+            Flow::EndProgram | Flow::Return => cfg.exits.push(k),
             Flow::Trap => {}
         }
         if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
@@ -814,8 +896,9 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                 check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
             }
         }
+        cfg.succs.end_row();
     }
-    Cfg { succs, via, exits }
+    cfg
 }
 
 /// Backward liveness of one register over the original CFG to a fixed point: `facts[k]` is
@@ -828,9 +911,11 @@ fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let out = cfg.succs[k]
+            let out = cfg
+                .succs
+                .of(k)
                 .iter()
-                .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
+                .any(|&s| live_in.get(s as usize).copied().unwrap_or(false));
             let (reads, kills) = facts[k];
             let v = reads || (out && !kills);
             if v != live_in[k] {
@@ -895,7 +980,8 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         } else {
             vin
         };
-        for &(s, _) in &cfg.succs[k] {
+        for &s in cfg.succs.of(k) {
+            let s = s as usize;
             let merged = match val_in[s] {
                 None => out,
                 Some(v) if v == out => v,
@@ -1026,10 +1112,8 @@ fn check_runs(
     // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
     // an allocation per instruction).
     let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
-    for ss in &cfg.succs {
-        for &(s, land) in ss {
-            entries.push((s, entry_key(f, s, land)));
-        }
+    for (s, land) in cfg.edges() {
+        entries.push((s, entry_key(f, s, land)));
     }
     entries.sort_unstable();
     entries.dedup();
@@ -1299,16 +1383,17 @@ fn check_marker(
 
 /// A function with an F row added by the rewrite enters its scope at the entry.
 fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &mut Vec<Finding>) {
-    let Some(map) = &fm.new else { return };
-    for r in map
-        .rows
-        .iter()
-        .filter(|r| r.kind == 'F' && r.name == f.name)
+    if fm.new.is_none() {
+        return;
+    }
+    // The F rows the rewrite added for this function (indexed by name once, not a scan of every
+    // row per function).
+    for &id in fm
+        .added_f
+        .get(&f.name)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
     {
-        let Some(id) = r.id else { continue };
-        if fm.orig_rows.contains(r) {
-            continue;
-        }
         let first = entry.and_then(|e| e.markers.first()).map(|(_, v)| *v);
         if first != Some((id << 2) | 2) {
             findings.push(fnd(
@@ -1448,7 +1533,7 @@ fn check_balance(
         let Some(cur) = stack[k].clone() else {
             continue;
         };
-        for &(s, land) in &cfg.succs[k] {
+        for (s, land) in cfg.succ(k) {
             let via = cfg.via.get(&(k, s)).copied();
             let (next, ok) = apply(&cur, &ops(s, land, via, findings));
             let o = &f.orig[s];

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
 
 use crate::code::{Func, OInst, Program};
+use crate::flow::Rows;
 
 /// Bit `n` is `s<n>`.
 pub(crate) type Mask = u128;
@@ -204,30 +205,31 @@ impl CallGraph {
         })
     }
 
-    /// Functions reachable from `root` through calls and tail calls, `root` included (every
-    /// function when an unresolved call is reached).
-    pub fn reachable(&self, root: usize) -> Vec<bool> {
+    /// Function indices reachable from `root` through calls and tail calls, `root` included
+    /// (every function when an unresolved call is reached), ascending. A list, not a flag per
+    /// function: thousands of kernels times thousands of functions was quadratic.
+    pub fn reachable(&self, root: usize) -> Vec<usize> {
         let n = self.calls.len();
-        let mut seen = vec![false; n];
+        let mut seen = std::collections::BTreeSet::new();
         let mut stack = vec![root];
         while let Some(f) = stack.pop() {
-            if std::mem::replace(&mut seen[f], true) {
+            if !seen.insert(f) {
                 continue;
             }
             for &(_, c) in &self.calls[f] {
                 match c {
                     Some(g) => stack.push(g),
-                    None => return vec![true; n],
+                    None => return (0..n).collect(),
                 }
             }
             stack.extend(self.tails(f));
         }
-        seen
+        seen.into_iter().collect()
     }
 }
 
 /// Per function, per original instruction: the SGPRs inserted code in front of it may change.
-pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>]) -> Vec<Vec<Mask>> {
+pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Rows]) -> Vec<Vec<Mask>> {
     let n = p.funcs.len();
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
@@ -283,7 +285,10 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
-                let out = succs[fi][k].iter().fold(0, |a, &s| a | live[fi][s]);
+                let out = succs[fi]
+                    .of(k)
+                    .iter()
+                    .fold(0, |a, &s| a | live[fi][s as usize]);
                 if after_return[g] | out != after_return[g] {
                     after_return[g] |= out;
                     again = true;
@@ -347,7 +352,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
 fn live_in(
     p: &Program,
     cg: &CallGraph,
-    succs: &[Vec<usize>],
+    succs: &Rows,
     fi: usize,
     deep: &[Mask],
     after_return: &[Mask],
@@ -367,7 +372,7 @@ fn live_in(
             Some(Leave::Return) => after_return[fi],
             Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
             Some(Leave::Unknown) => EVERY,
-            None if succs[k].is_empty() => EVERY,
+            None if succs.of(k).is_empty() => EVERY,
             None => 0,
         })
         .collect();
@@ -377,7 +382,10 @@ fn live_in(
     loop {
         let mut again = false;
         for k in (0..n).rev() {
-            let out = succs[k].iter().fold(end[k], |a, &s| a | live[s]);
+            let out = succs
+                .of(k)
+                .iter()
+                .fold(end[k], |a, &s| a | live[s as usize]);
             let v = gen[k] | (out & !kill[k]);
             again |= v != live[k];
             live[k] = v;
@@ -392,7 +400,7 @@ fn live_in(
 fn pending(
     p: &Program,
     cg: &CallGraph,
-    succs: &[Vec<usize>],
+    succs: &Rows,
     fi: usize,
     (smem, smem_all): (&[Mask], Mask),
 ) -> Vec<Mask> {
@@ -434,7 +442,8 @@ fn pending(
             let (drained, result, call) = facts[k];
             let mut out = if drained { result } else { v | result };
             out |= call;
-            for &s in &succs[k] {
+            for &s in succs.of(k) {
+                let s = s as usize;
                 let m = at[s].unwrap_or(0) | out;
                 if at[s] != Some(m) {
                     at[s] = Some(m);
