@@ -63,11 +63,11 @@ pub(crate) struct NInst {
     pub inst: Instruction,
 }
 
-/// The registers an original instruction reads and writes, as far as the checks on original
-/// code ask (SGPR liveness, M0/SCC liveness, descriptor register usage): decoded once per
-/// original instruction (`Instruction::reads` / `writes`, the decoder's explicit and implicit
-/// operands at full width) and shared by every check, instead of a decode per check and per
-/// fixed-point iteration. 48 bytes per instruction.
+/// The registers an instruction reads and writes, as far as the checks ask (SGPR liveness,
+/// M0/SCC liveness, descriptor register usage, the whitelist of inserted code): decoded once per
+/// original and per inserted instruction (`Instruction::reads` / `writes`, the decoder's explicit
+/// and implicit operands at full width) and shared by every check, instead of a decode per check
+/// and per fixed-point iteration. 48 bytes per instruction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
@@ -77,7 +77,7 @@ pub(crate) struct Regs {
     /// Highest VGPR and AGPR number read or written, plus one (0: none).
     pub vgpr_top: u16,
     pub agpr_top: u16,
-    /// [`Regs::M0_READ`] .. [`Regs::VCC_WRITE`].
+    /// [`Regs::M0_READ`] .. [`Regs::SCALAR_WRITES`].
     flags: u8,
 }
 
@@ -88,6 +88,10 @@ impl Regs {
     pub const SCC_WRITE: u8 = 8;
     pub const VCC_READ: u8 = 16;
     pub const VCC_WRITE: u8 = 32;
+    /// Reads a trap temporary (TTMP).
+    pub const TTMP_READ: u8 = 64;
+    /// Writes nothing but SGPRs s0..s105, M0 and SCC (`insn::writes_only` with every SGPR).
+    pub const SCALAR_WRITES: u8 = 128;
 
     /// The summary of the sets an instruction reads (`r`) and writes (`w`).
     pub fn of(r: &RegSet, w: &RegSet) -> Regs {
@@ -112,7 +116,17 @@ impl Regs {
                 | flag(r, SpecialReg::VccLo, Regs::VCC_READ)
                 | flag(r, SpecialReg::VccHi, Regs::VCC_READ)
                 | flag(w, SpecialReg::VccLo, Regs::VCC_WRITE)
-                | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE),
+                | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE)
+                | if (0..16).any(|t| r.contains_ttmp(t)) {
+                    Regs::TTMP_READ
+                } else {
+                    0
+                }
+                | if crate::insn::set_within(w, &crate::insn::every_sgpr()) {
+                    Regs::SCALAR_WRITES
+                } else {
+                    0
+                },
         }
     }
 
@@ -214,7 +228,10 @@ pub(crate) struct Func {
     /// End of the rewritten region (next function's start or end of `.text`).
     pub new_region_end: u64,
     pub orig: Vec<OInst>,
+    /// Inserted instructions, ascending by address.
     pub inserted: Vec<NInst>,
+    /// Parallel to `inserted`: their registers, decoded once.
+    pub inserted_regs: Vec<Regs>,
     /// Words after the last original instruction up to the next function.
     pub padding: Vec<NInst>,
     /// Execution can fall off the end of the original body: the function must be copied
@@ -632,6 +649,7 @@ impl Program {
                 new_region_end: ntext.end(),
                 orig: Vec::new(),
                 inserted: Vec::new(),
+                inserted_regs: Vec::new(),
                 padding: Vec::new(),
                 falls_off: None,
                 builders: Vec::new(),
@@ -679,9 +697,6 @@ impl Program {
             a.union_with(b);
             a
         });
-        // Inserted code may write any SGPR that is dead where it runs (checked per run by
-        // `flow`), so the aligner accepts SGPR writes anywhere.
-        let every = crate::insn::every_sgpr();
         let mut free_sgprs = RegSet::new();
         for r in 0..sqtt_interp::NUM_SGPRS as u16 {
             if !used.contains_sgpr(r) {
@@ -701,7 +716,8 @@ impl Program {
                 f.builders = find_builders(&body);
                 f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, regs, &ntext, isa, &every, &mut found);
+                align(f, body, regs, &ntext, isa, &mut found);
+                f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
                 found
             })
             .collect();
@@ -1106,10 +1122,12 @@ fn align(
     regs: Vec<Regs>,
     ntext: &Text,
     isa: Target,
-    free: &RegSet,
     findings: &mut Vec<Finding>,
 ) {
-    let ins = |i: &Instruction| insertable(i, free);
+    // Inserted code may write any SGPR that is dead where it runs (checked per run by `flow`),
+    // so the aligner accepts SGPR writes anywhere.
+    let free = crate::insn::every_sgpr();
+    let ins = |i: &Instruction| insertable(i, &free);
     let pcrel: Vec<usize> = f
         .builders
         .iter()
@@ -1187,7 +1205,12 @@ fn align(
         .zip(&new_island)
         .map(|(n, &isl)| isl || ins(&n.inst))
         .collect();
-    let body_ins: Vec<bool> = body.iter().map(|(_, x)| ins(x)).collect();
+    // The originals' decoded registers answer `insertable` with every SGPR free.
+    let body_ins: Vec<bool> = body
+        .iter()
+        .zip(&regs)
+        .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
+        .collect();
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;

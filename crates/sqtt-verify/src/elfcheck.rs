@@ -690,7 +690,7 @@ pub(crate) fn check_descriptors(
                             Regs::of_inst(&n.inst)
                         })
                     })
-                    .chain(g.inserted.iter().map(|n| Regs::of_inst(&n.inst))),
+                    .chain(g.inserted_regs.iter().copied()),
             );
             (a, b)
         })

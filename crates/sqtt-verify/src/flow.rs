@@ -10,8 +10,8 @@ use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 use crate::code::{Func, NInst, OInst, Program, Regs};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
-    allowed, every_sgpr, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const,
-    writes_only, Allowed, MarkerKind, Region,
+    allowed, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const, Allowed,
+    MarkerKind, Region,
 };
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
@@ -335,11 +335,7 @@ pub(crate) fn analyse(
     let written: Vec<u128> = p
         .funcs
         .iter()
-        .map(|f| {
-            f.inserted
-                .iter()
-                .fold(0, |a, n| a | n.inst.writes().sgpr_bits())
-        })
+        .map(|f| f.inserted_regs.iter().fold(0, |a, r| a | r.sgpr_writes))
         .collect();
     let inserted_top = reach
         .iter()
@@ -543,7 +539,6 @@ fn check_inserted(
     findings: &mut Vec<Finding>,
 ) {
     let changeable = regs.changeable;
-    let every = every_sgpr();
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
     let entry = entry_index(f);
@@ -562,11 +557,13 @@ fn check_inserted(
         let (Some(first), Some(end)) = (run.first(), o.new) else {
             continue;
         };
+        // Parallel to `run`: registers decoded once.
+        let rregs = &f.inserted_regs[o.run.clone()];
         let (run_start, run_end) = (first.addr, end.addr);
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
         // below like every island).
-        for n in run {
+        for (n, r) in run.iter().zip(rregs) {
             let Some((start, _)) = p.landing_containing(n.addr) else {
                 continue;
             };
@@ -578,7 +575,7 @@ fn check_inserted(
                 .and_then(|&s| changeable.get(s))
                 .copied()
                 .unwrap_or(0);
-            let w = n.inst.writes().sgpr_bits() & !may;
+            let w = r.sgpr_writes & !may;
             if w != 0 {
                 findings.push(fnd(
                     f,
@@ -595,23 +592,25 @@ fn check_inserted(
         }
         let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
         let landings: &[u64] = landings_of.get(&k).map(Vec::as_slice).unwrap_or_default();
-        let body: Vec<NInst> = run
+        let (body, body_regs): (Vec<NInst>, Vec<Regs>) = run
             .iter()
-            .filter(|n| {
+            .zip(rregs)
+            .filter(|(n, _)| {
                 p.island_containing(n.addr).is_none() && p.landing_containing(n.addr).is_none()
             })
-            .copied()
-            .collect();
+            .map(|(n, r)| (*n, *r))
+            .unzip();
         let saves = crate::spill::saves(&body, run_end, landings, regs.wave, regs.vgprs_used);
         for (a, msg) in saves.problems {
             findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
         }
         let may_write = changeable.get(k).copied().unwrap_or(0) | saves.restored;
-        if let Some(n) = body
+        if let Some((n, r)) = body
             .iter()
-            .find(|n| n.inst.writes().sgpr_bits() & !may_write != 0)
+            .zip(&body_regs)
+            .find(|(_, r)| r.sgpr_writes & !may_write != 0)
         {
-            let w = n.inst.writes().sgpr_bits() & !may_write;
+            let w = r.sgpr_writes & !may_write;
             findings.push(fnd(
                 f,
                 Check::Inserted,
@@ -624,7 +623,7 @@ fn check_inserted(
                 ),
             ));
         }
-        for n in run {
+        for (n, r) in run.iter().zip(rregs) {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {
                 findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
@@ -688,18 +687,17 @@ fn check_inserted(
             let m0_save = matches!(class, Some(Region::Legacy(Allowed::SaveM0(_))));
             // Lane saves write a VGPR; `spill::saves` checked them above.
             let lane_save = matches!(class, Some(Region::Writelane));
-            if !m0_save && !lane_save && !writes_only(&n.inst, &every) {
+            if !m0_save && !lane_save && !r.has(Regs::SCALAR_WRITES) {
                 bad(format!(
                     "inserted instruction {m} writes registers other than M0, SCC and SGPRs"
                 ));
             }
-            if (0..16).any(|t| n.inst.reads().contains_ttmp(t)) {
+            if r.has(Regs::TTMP_READ) {
                 bad(format!("inserted instruction {m} reads a TTMP"));
             }
-            if let Some(r) = flags
-                .iter()
-                .find(|r| !kernel_entry && n.inst.writes().contains_sgpr(**r))
-            {
+            let writes_sgpr =
+                |s: u16| r.sgpr_writes.checked_shr(u32::from(s)).unwrap_or(0) & 1 == 1;
+            if let Some(r) = flags.iter().find(|r| !kernel_entry && writes_sgpr(**r)) {
                 bad(format!(
                     "inserted instruction {m} overwrites the scope flag s{r}"
                 ));
@@ -1134,8 +1132,10 @@ fn check_runs(
         let es = entries[first..next].iter().map(|e| e.1);
         let o = &f.orig[k];
         // The run as fall-through enters it (a leading long-branch island is not part of it).
+        let whole = run_from(p, f, k, None);
         let code = Code {
-            whole: run_from(p, f, k, None),
+            whole,
+            regs: regs_of(f, whole),
             end: o.new.map(|x| x.addr),
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
@@ -1174,6 +1174,7 @@ fn check_runs(
         let body = &f.inserted[lo..hi];
         let code = Code {
             whole: body,
+            regs: &f.inserted_regs[lo..hi],
             end: Some(b.body_end),
             legacy: body.iter().all(|n| allowed(&n.inst).is_some()),
             changeable: changeable.get(s).copied().unwrap_or(0),
@@ -1201,6 +1202,8 @@ struct Facts<'a> {
 struct Code<'a> {
     /// The code as fall-through enters it.
     whole: &'a [NInst],
+    /// Parallel to `whole`: registers decoded once.
+    regs: &'a [Regs],
     /// Where it ends (new address; the original instruction after a run, a landing block's
     /// jump).
     end: Option<u64>,
@@ -1210,20 +1213,28 @@ struct Code<'a> {
     changeable: u128,
 }
 
+/// The registers of `run`, a stretch of `f.inserted` (ascending by address).
+fn regs_of<'a>(f: &'a Func, run: &[NInst]) -> &'a [Regs] {
+    let Some(first) = run.first() else {
+        return &[];
+    };
+    let i = f.inserted.partition_point(|x| x.addr < first.addr);
+    &f.inserted_regs[i..i + run.len()]
+}
+
 /// Effect of executing `run` (a suffix of `c.whole`, from one entry); `frame`: entered whole.
 fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: bool) -> Effect {
-    let every = every_sgpr();
-    let executable = c.whole.iter().all(|x| {
-        region_class(&x.inst).is_some() && writes_only(&x.inst, &every)
+    if c.whole.is_empty() {
+        // Most original instructions have no run: nothing is executed (`run`, a suffix, is
+        // empty too).
+        return simulate(run);
+    }
+    let executable = c.whole.iter().zip(c.regs).all(|(x, r)| {
+        region_class(&x.inst).is_some() && r.has(Regs::SCALAR_WRITES)
             || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
             || matches!(region_class(&x.inst), Some(Region::Writelane))
     });
-    // An empty run reads nothing (and most original instructions have one).
-    let vgprs = if c.whole.is_empty() {
-        Vec::new()
-    } else {
-        region::vgprs_read(c.whole.iter().map(|x| &x.inst))
-    };
+    let vgprs = region::vgprs_read(c.whole.iter().map(|x| &x.inst));
     let exec = match (c.whole.first(), c.end) {
         (Some(first), Some(end)) if executable && !run.is_empty() => {
             let landing = run.first().map_or(end, |x| x.addr);

@@ -496,6 +496,7 @@ mod tests {
                 .map(|(addr, inst)| OInst::unplaced(addr, inst, Regs::of_inst(&inst)))
                 .collect(),
             inserted: Vec::new(),
+            inserted_regs: Vec::new(),
             padding: Vec::new(),
             falls_off: None,
         }
