@@ -158,17 +158,24 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went.
+/// An original instruction and where it went. 128 bytes: the copy is kept as its address, plus
+/// its instruction only where its bytes differ (a relocated PC-relative field, a changed
+/// instruction); the run as `u32` indices.
 pub(crate) struct OInst {
     pub addr: u64,
     pub inst: Instruction,
     /// Its registers, decoded once.
     pub regs: Regs,
-    /// Its copy in the rewritten text, when found.
-    pub new: Option<NInst>,
-    /// Indices into [`Func::inserted`] of the run inserted in front of it.
-    pub run: Range<usize>,
+    /// Address of its copy in the rewritten text ([`NOT_PLACED`]: no copy found).
+    new_addr: u64,
+    /// The copy's instruction when it differs from `inst`.
+    new_inst: Option<Box<Instruction>>,
+    /// Indices into [`Func::inserted`] of the run inserted in front of it: `run.0..run.1`.
+    run: (u32, u32),
 }
+
+/// [`OInst`] address of an original instruction without a copy.
+const NOT_PLACED: u64 = u64::MAX;
 
 impl OInst {
     /// An original instruction with no copy found in the rewritten text (and no run in front).
@@ -177,9 +184,37 @@ impl OInst {
             addr,
             inst,
             regs,
-            new: None,
-            run: 0..0,
+            new_addr: NOT_PLACED,
+            new_inst: None,
+            run: (0, 0),
         }
+    }
+
+    /// An original instruction whose copy is `n`, with the run `run` (indices into
+    /// [`Func::inserted`]) in front of it.
+    fn placed(addr: u64, inst: Instruction, regs: Regs, n: NInst, run: Range<usize>) -> OInst {
+        OInst {
+            addr,
+            inst,
+            regs,
+            new_addr: n.addr,
+            new_inst: (n.inst.bytes() != inst.bytes() || n.inst.target() != inst.target())
+                .then(|| Box::new(n.inst)),
+            run: (run.start as u32, run.end as u32),
+        }
+    }
+
+    /// Its copy in the rewritten text, when found.
+    pub fn new(&self) -> Option<NInst> {
+        (self.new_addr != NOT_PLACED).then(|| NInst {
+            addr: self.new_addr,
+            inst: self.new_inst.as_deref().copied().unwrap_or(self.inst),
+        })
+    }
+
+    /// Indices into [`Func::inserted`] of the run inserted in front of it.
+    pub fn run(&self) -> Range<usize> {
+        self.run.0 as usize..self.run.1 as usize
     }
 }
 
@@ -246,7 +281,7 @@ pub(crate) struct Func {
 impl Func {
     /// New address just after the last original instruction (end of the rewritten body).
     pub fn new_body_end(&self) -> Option<u64> {
-        let last = self.orig.last()?.new?;
+        let last = self.orig.last()?.new()?;
         Some(last.addr + last.inst.len() as u64)
     }
 
@@ -266,7 +301,7 @@ impl Func {
             .orig
             .iter()
             .filter_map(|o| {
-                o.new.map(|n| {
+                o.new().map(|n| {
                     let item = crate::LaidOut {
                         addr: n.addr,
                         inst: n.inst,
@@ -478,16 +513,17 @@ fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, 
     let mut tails = BTreeMap::new();
     for f in funcs {
         for (k, o) in f.orig.iter().enumerate() {
-            let (Some(n), Some(to)) = (o.new, o.inst.branch_target(o.addr)) else {
+            let (Some(n), Some(to)) = (o.new(), o.inst.branch_target(o.addr)) else {
                 continue;
             };
             if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
                 continue;
             }
             // The branch, then the run of the next original (where the block sits).
-            let run = f.orig.get(k + 1).map_or(&[][..], |x| {
-                f.inserted.get(x.run.clone()).unwrap_or_default()
-            });
+            let run = f
+                .orig
+                .get(k + 1)
+                .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
             let mut seq = vec![n];
             seq.extend_from_slice(run);
             if let Some((t, block, isl)) = landing_after(&seq, 0, |_| true) {
@@ -508,7 +544,7 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
         let targeted: std::collections::BTreeSet<u64> = f
             .orig
             .iter()
-            .filter_map(|o| o.new.and_then(|n| n.inst.branch_target(n.addr)))
+            .filter_map(|o| o.new().and_then(|n| n.inst.branch_target(n.addr)))
             .collect();
         for i in 0..f.inserted.len() {
             if !targeted.contains(&f.inserted[i].addr) {
@@ -671,17 +707,18 @@ impl Program {
             }
         }
 
-        // Functions are decoded and aligned in parallel; findings keep the function order.
-        let bodies: Vec<Vec<(u64, Instruction)>> = funcs
-            .par_iter()
-            .map(|f| decode_original(&otext, f, isa))
-            .collect::<Result<_, _>>()?;
-        // Registers of every original instruction, decoded once here for every later check.
-        let regs: Vec<(Vec<Regs>, RegSet)> = bodies
-            .par_iter()
-            .map(|body| {
+        // Functions are decoded, their registers decoded once for every later check, and aligned
+        // in one parallel pass, so only the functions in flight hold their decoded bodies;
+        // findings keep the function order, and the first function that does not decode is the
+        // error.
+        let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
+        let aligned: Vec<Result<Vec<Finding>, VerifyError>> = funcs
+            .par_iter_mut()
+            .enumerate()
+            .map(|(fi, f)| {
+                let body = decode_original(&otext, f, isa)?;
                 let mut used = RegSet::new();
-                let regs = body
+                let regs: Vec<Regs> = body
                     .iter()
                     .map(|(_, i)| {
                         let (r, w) = (i.reads(), i.writes());
@@ -690,25 +727,6 @@ impl Program {
                         Regs::of(&r, &w)
                     })
                     .collect();
-                (regs, used)
-            })
-            .collect();
-        let used = regs.iter().fold(RegSet::new(), |mut a, (_, b)| {
-            a.union_with(b);
-            a
-        });
-        let mut free_sgprs = RegSet::new();
-        for r in 0..sqtt_interp::NUM_SGPRS as u16 {
-            if !used.contains_sgpr(r) {
-                free_sgprs.add_sgpr(r);
-            }
-        }
-        let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
-        let aligned: Vec<Vec<Finding>> = funcs
-            .par_iter_mut()
-            .zip(bodies.into_par_iter().zip(regs))
-            .enumerate()
-            .map(|(fi, (f, (body, (regs, used))))| {
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
                     f.falls_off = Some(next.saturating_sub(f.orig_end));
@@ -718,10 +736,22 @@ impl Program {
                 let mut found = Vec::new();
                 align(f, body, regs, &ntext, isa, &mut found);
                 f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
-                found
+                Ok(found)
             })
             .collect();
-        findings.extend(aligned.into_iter().flatten());
+        for found in aligned {
+            findings.extend(found?);
+        }
+        let used = funcs.iter().fold(RegSet::new(), |mut a, f| {
+            a.union_with(&f.orig_used);
+            a
+        });
+        let mut free_sgprs = RegSet::new();
+        for r in 0..sqtt_interp::NUM_SGPRS as u16 {
+            if !used.contains_sgpr(r) {
+                free_sgprs.add_sgpr(r);
+            }
+        }
         let secmap = orig
             .elf
             .sections
@@ -757,12 +787,12 @@ impl Program {
         let o = &f.orig[k];
         let mut v: Vec<u64> = f
             .inserted
-            .get(o.run.clone())
+            .get(o.run())
             .unwrap_or_default()
             .iter()
             .map(|n| n.addr)
             .collect();
-        v.push(o.new?.addr);
+        v.push(o.new()?.addr);
         Some((fi, k, v))
     }
 
@@ -1245,13 +1275,13 @@ fn align(
                     // `pos` is strictly increasing: a binary search, not a scan per instruction.
                     if let Ok(t) = pos.binary_search(&q) {
                         let (oa, oi) = body[i + t];
-                        orig.push(OInst {
-                            addr: oa,
-                            inst: oi,
-                            regs: regs[i + t],
-                            new: Some(*n),
-                            run: run_start..f.inserted.len(),
-                        });
+                        orig.push(OInst::placed(
+                            oa,
+                            oi,
+                            regs[i + t],
+                            *n,
+                            run_start..f.inserted.len(),
+                        ));
                         run_start = f.inserted.len();
                     } else {
                         f.inserted.push(*n);
@@ -1274,13 +1304,13 @@ fn align(
         }
         let lit = pcrel.contains(&i);
         if matches(oa, &oi, &n, w, lit) {
-            orig.push(OInst {
-                addr: oa,
-                inst: oi,
-                regs: regs[i],
-                new: Some(n),
-                run: run_start..f.inserted.len(),
-            });
+            orig.push(OInst::placed(
+                oa,
+                oi,
+                regs[i],
+                n,
+                run_start..f.inserted.len(),
+            ));
             run_start = f.inserted.len();
             i += 1;
             j += 1;
@@ -1309,13 +1339,13 @@ fn align(
                 hex(n.inst.bytes())
             ),
         ));
-        orig.push(OInst {
-            addr: oa,
-            inst: oi,
-            regs: regs[i],
-            new: Some(n),
-            run: run_start..f.inserted.len(),
-        });
+        orig.push(OInst::placed(
+            oa,
+            oi,
+            regs[i],
+            n,
+            run_start..f.inserted.len(),
+        ));
         run_start = f.inserted.len();
         i += 1;
         j += 1;
@@ -1342,7 +1372,7 @@ fn align(
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.
     let copied_end = f
         .falls_off
-        .zip(orig.last().and_then(|o: &OInst| o.new))
+        .zip(orig.last().and_then(|o: &OInst| o.new()))
         .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {

@@ -224,7 +224,7 @@ fn legacy_runs(f: &Func) -> Vec<bool> {
         .iter()
         .map(|o| {
             f.inserted
-                .get(o.run.clone())
+                .get(o.run())
                 .unwrap_or_default()
                 .iter()
                 .all(|n| allowed(&n.inst).is_some())
@@ -436,7 +436,7 @@ fn scope_flags(
             for (k, o) in f.orig.iter().enumerate() {
                 let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
-                    f.inserted.get(o.run.clone()).unwrap_or_default(),
+                    f.inserted.get(o.run()).unwrap_or_default(),
                     kernel_entry,
                 ));
             }
@@ -469,7 +469,7 @@ fn scope_flags(
         let run = kf
             .orig
             .get(entry_index(kf))
-            .map(|o| kf.inserted.get(o.run.clone()).unwrap_or_default())
+            .map(|o| kf.inserted.get(o.run()).unwrap_or_default())
             .unwrap_or_default();
         let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
         for &flag in &needed {
@@ -493,7 +493,7 @@ fn scope_flags(
                     gf,
                     Check::Inserted,
                     at.map(|o| o.addr),
-                    at.and_then(|o| o.new.map(|n| n.addr)),
+                    at.and_then(|o| o.new().map(|n| n.addr)),
                     format!(
                         "scope flag s{flag} of kernel {} is used by original code of {}",
                         kf.name, gf.name
@@ -553,12 +553,12 @@ fn check_inserted(
         }
     }
     for (k, o) in f.orig.iter().enumerate() {
-        let run = f.inserted.get(o.run.clone()).unwrap_or_default();
-        let (Some(first), Some(end)) = (run.first(), o.new) else {
+        let run = f.inserted.get(o.run()).unwrap_or_default();
+        let (Some(first), Some(end)) = (run.first(), o.new()) else {
             continue;
         };
         // Parallel to `run`: registers decoded once.
-        let rregs = &f.inserted_regs[o.run.clone()];
+        let rregs = &f.inserted_regs[o.run()];
         let (run_start, run_end) = (first.addr, end.addr);
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
@@ -634,11 +634,11 @@ fn check_inserted(
                 let lands = f.orig.iter().position(|x| {
                     let start = f
                         .inserted
-                        .get(x.run.clone())
+                        .get(x.run())
                         .and_then(|r| r.first())
-                        .map_or(x.new.map(|y| y.addr), |y| Some(y.addr));
+                        .map_or(x.new().map(|y| y.addr), |y| Some(y.addr));
                     start.is_some_and(|s| s <= isl.dest)
-                        && x.new.is_some_and(|y| isl.dest <= y.addr)
+                        && x.new().is_some_and(|y| isl.dest <= y.addr)
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
@@ -718,12 +718,12 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
             _ => continue,
         };
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
-            if let Some(x) = f.orig.get(m).filter(|x| !x.run.is_empty()) {
+            if let Some(x) = f.orig.get(m).filter(|x| !x.run().is_empty()) {
                 findings.push(fnd(
                     f,
                     Check::Inserted,
                     Some(x.addr),
-                    x.new.map(|n| n.addr),
+                    x.new().map(|n| n.addr),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
                         o.inst.mnemonic(),
@@ -748,7 +748,7 @@ fn check_target(
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
-    let n_addr = f.orig[k].new.map(|n| n.addr);
+    let n_addr = f.orig[k].new().map(|n| n.addr);
     // A relaxed branch reaches its target through a long-branch island, a branch with a landing
     // block through the block's jump.
     let t_n = t_n.map(|t| {
@@ -827,7 +827,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             continue;
         };
         let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
-        let t_n = match (g.new, lo.new, hi.map(|h| h.new)) {
+        let t_n = match (g.new(), lo.new(), hi.map(|h| h.new())) {
             (Some(gn), Some(ln), None) => b
                 .offset(&ln.inst, None)
                 .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
@@ -848,7 +848,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     cfg.extend(next);
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
-                    let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                    let t_n = o.new().and_then(|nn| nn.inst.branch_target(nn.addr));
                     if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
                         if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
                             cfg.via.insert((k, s.0), b);
@@ -863,7 +863,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     i.literal().map(|l| (at + i.len() as u64).wrapping_add(l))
                 };
                 if let Some(t_o) = target_of(&o.inst, o.addr) {
-                    let t_n = o.new.and_then(|nn| target_of(&nn.inst, nn.addr));
+                    let t_n = o.new().and_then(|nn| target_of(&nn.inst, nn.addr));
                     match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
                         Some(s) => cfg.push(s),
                         None => cfg.exits.push(k),
@@ -890,7 +890,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         }
         if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
             if let Some(t_o) = o.inst.branch_target(o.addr) {
-                let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                let t_n = o.new().and_then(|nn| nn.inst.branch_target(nn.addr));
                 check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
             }
         }
@@ -999,7 +999,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
     let start = f
         .orig
         .get(k)
-        .and_then(|o| o.run.clone().next())
+        .and_then(|o| o.run().next())
         .and_then(|i| f.inserted.get(i))
         .map(|x| x.addr);
     match (land, start) {
@@ -1012,7 +1012,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
 }
 
 fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
-    let mut run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
+    let mut run = f.inserted.get(f.orig[k].run()).unwrap_or_default();
     // A run that starts with a long-branch island or a landing block is never entered by
     // fall-through: after an unconditional branch nothing falls into it, and after a conditional
     // branch the fall-through path takes the `s_branch` over it. Execution starts after it.
@@ -1136,7 +1136,7 @@ fn check_runs(
         let code = Code {
             whole,
             regs: regs_of(f, whole),
-            end: o.new.map(|x| x.addr),
+            end: o.new().map(|x| x.addr),
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
         };
@@ -1285,7 +1285,7 @@ fn check_effect(
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
-    let na = o.new.map(|x| x.addr);
+    let na = o.new().map(|x| x.addr);
     if e.scc_changed && facts.scc_live[k] {
         findings.push(fnd(
             f,
@@ -1553,7 +1553,7 @@ fn check_balance(
                     f,
                     Check::Markers,
                     Some(o.addr),
-                    o.new.map(|x| x.addr),
+                    o.new().map(|x| x.addr),
                     "exit marker with no open scope on some path".into(),
                 ));
             }
@@ -1578,7 +1578,7 @@ fn check_balance(
                         f,
                         Check::Markers,
                         Some(o.addr),
-                        o.new.map(|x| x.addr),
+                        o.new().map(|x| x.addr),
                         msg,
                     ));
                 }
@@ -1593,7 +1593,7 @@ fn check_balance(
                 f,
                 Check::Markers,
                 Some(o.addr),
-                o.new.map(|x| x.addr),
+                o.new().map(|x| x.addr),
                 format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
             ));
         }
