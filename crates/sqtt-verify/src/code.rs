@@ -12,17 +12,18 @@ use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
 use crate::{Check, Finding, FunctionKind, VerifyError};
 use amdgpu_isa::{RegSet, SpecialReg};
 
-/// The executable `.text` section of one code object.
-pub(crate) struct Text {
+/// The executable `.text` section of one code object (its bytes borrowed from the parsed code
+/// object, not copied).
+pub(crate) struct Text<'a> {
     /// Virtual address (bytes).
     pub addr: u64,
     /// File offset (bytes).
     pub offset: u64,
-    pub bytes: Vec<u8>,
+    pub bytes: &'a [u8],
 }
 
-impl Text {
-    fn of(co: &CodeObject, which: &'static str) -> Result<Text, VerifyError> {
+impl<'a> Text<'a> {
+    fn of(co: &'a CodeObject, which: &'static str) -> Result<Text<'a>, VerifyError> {
         let execs: Vec<_> = co.exec_sections().collect();
         let [sec] = execs.as_slice() else {
             return Err(VerifyError::Text {
@@ -36,7 +37,7 @@ impl Text {
         Ok(Text {
             addr: sec.addr,
             offset: sec.offset,
-            bytes: co.section_data(sec).to_vec(),
+            bytes: co.section_data(sec),
         })
     }
 
@@ -49,7 +50,7 @@ impl Text {
     }
 
     /// Bytes of `[start, end)` clipped to the section.
-    pub fn slice(&self, start: u64, end: u64) -> &[u8] {
+    pub fn slice(&self, start: u64, end: u64) -> &'a [u8] {
         let s = start.saturating_sub(self.addr) as usize;
         let e = (end.saturating_sub(self.addr) as usize).min(self.bytes.len());
         self.bytes.get(s..e).unwrap_or_default()
@@ -337,10 +338,10 @@ impl Func {
 }
 
 /// Both texts and every function, aligned.
-pub(crate) struct Program {
+pub(crate) struct Program<'a> {
     pub isa: Target,
-    pub otext: Text,
-    pub ntext: Text,
+    pub otext: Text<'a>,
+    pub ntext: Text<'a>,
     /// Every function, ascending by original start address (bodies do not overlap).
     pub funcs: Vec<Func>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
@@ -558,7 +559,7 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
     out
 }
 
-impl Program {
+impl Program<'_> {
     /// The landing block containing new address `a`, with its start, if any.
     pub(crate) fn landing_containing(&self, a: u64) -> Option<(u64, &LandingBlock)> {
         self.landings
@@ -602,13 +603,13 @@ fn pair_by_name(m: &HashMap<&str, Vec<u64>>, key: &str, n: usize) -> Option<u64>
     m.get(key).and_then(|v| v.get(n)).copied()
 }
 
-impl Program {
+impl<'a> Program<'a> {
     pub fn build(
-        orig: &CodeObject,
-        new: &CodeObject,
+        orig: &'a CodeObject,
+        new: &'a CodeObject,
         isa: Target,
         findings: &mut Vec<Finding>,
-    ) -> Result<Program, VerifyError> {
+    ) -> Result<Program<'a>, VerifyError> {
         let otext = Text::of(orig, "original")?;
         let ntext = Text::of(new, "rewritten")?;
 
@@ -926,7 +927,7 @@ fn count_code_end(bytes: &[u8], isa: Target) -> usize {
 }
 
 /// End of a symbol-less (or zero-sized) function: its region minus trailing padding words.
-fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
+fn trim_padding(t: &Text<'_>, start: u64, end: u64, isa: Target) -> u64 {
     let mut off = 0;
     let bytes = t.slice(start, end);
     let mut last_real = 0;
@@ -941,7 +942,7 @@ fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
 }
 
 fn decode_original(
-    t: &Text,
+    t: &Text<'_>,
     f: &Func,
     isa: Target,
 ) -> Result<Vec<(u64, Instruction)>, VerifyError> {
@@ -1150,7 +1151,7 @@ fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
     regs: Vec<Regs>,
-    ntext: &Text,
+    ntext: &Text<'_>,
     isa: Target,
     findings: &mut Vec<Finding>,
 ) {

@@ -170,14 +170,37 @@ impl Rows {
     }
 }
 
-/// [`Cfg::lands`] entry of an edge that falls into the whole run.
-const WHOLE_RUN: u64 = u64::MAX;
+/// Successors for register facts: a function's CFG edges plus the fall-through of `s_trap`
+/// (the trap handler resumes at the next instruction), without a copy of the edges.
+pub(crate) struct FactSuccs<'a> {
+    cfg: &'a Rows,
+    /// Ascending indices of `s_trap` instructions with a next instruction.
+    traps: Vec<u32>,
+}
+
+impl FactSuccs<'_> {
+    /// The successors of original instruction `k`.
+    pub fn each(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        let trap = self.traps.binary_search(&(k as u32)).is_ok();
+        self.cfg
+            .of(k)
+            .iter()
+            .map(|&s| s as usize)
+            .chain(trap.then_some(k + 1))
+    }
+
+    /// Whether control leaves the function after `k`.
+    pub fn none(&self, k: usize) -> bool {
+        self.each(k).next().is_none()
+    }
+}
 
 struct Cfg {
     /// Successor indices per original instruction.
     succs: Rows,
-    /// Parallel to `succs.to`: the landing address of each edge ([`WHOLE_RUN`]: none).
-    lands: Vec<u64>,
+    /// Edges that land at a given address (jumps into a run), ascending by edge index (index
+    /// into `succs.to`); every other edge falls into the whole run.
+    lands: Vec<(u32, u64)>,
     /// Branch edges through a landing block: (branch, successor) → the block's start.
     via: BTreeMap<(usize, usize), u64>,
     /// Function exits (end of program, return, tail call) that must leave no open scope.
@@ -186,8 +209,10 @@ struct Cfg {
 
 impl Cfg {
     fn push(&mut self, (s, land): Succ) {
+        if let Some(l) = land {
+            self.lands.push((self.succs.to.len() as u32, l));
+        }
         self.succs.push(s);
-        self.lands.push(land.unwrap_or(WHOLE_RUN));
     }
 
     fn extend(&mut self, s: Option<Succ>) {
@@ -197,8 +222,12 @@ impl Cfg {
     }
 
     fn succ_at(&self, i: usize) -> Succ {
-        let l = self.lands[i];
-        (self.succs.to[i] as usize, (l != WHOLE_RUN).then_some(l))
+        let land = self
+            .lands
+            .binary_search_by_key(&(i as u32), |e| e.0)
+            .ok()
+            .map(|j| self.lands[j].1);
+        (self.succs.to[i] as usize, land)
     }
 
     /// The successors of original instruction `k`.
@@ -208,7 +237,7 @@ impl Cfg {
 
     /// Every edge's successor, by source instruction.
     fn edges(&self) -> impl Iterator<Item = Succ> + '_ {
-        (0..self.lands.len()).map(|i| self.succ_at(i))
+        (0..self.succs.to.len()).map(|i| self.succ_at(i))
     }
 
     /// Number of original instructions.
@@ -253,24 +282,19 @@ pub(crate) fn analyse(
     let cg = CallGraph::new(p, &exits);
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
-    let succ: Vec<Rows> = cfgs
+    let succ: Vec<FactSuccs> = cfgs
         .iter()
         .zip(&p.funcs)
-        .map(|(c, f)| {
-            let mut rows = Rows::with_capacity(c.len());
-            for k in 0..c.len() {
-                for &s in c.succs.of(k) {
-                    rows.push(s as usize);
-                }
-                if f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len() {
-                    rows.push(k + 1);
-                }
-                rows.end_row();
-            }
-            rows
+        .map(|(c, f)| FactSuccs {
+            cfg: &c.succs,
+            traps: (0..c.len())
+                .filter(|&k| f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len())
+                .map(|k| k as u32)
+                .collect(),
         })
         .collect();
     let mut changeable = sgprs::changeable(p, &cg, &succ);
+    drop(succ);
     let reach: Vec<Option<Vec<usize>>> = p
         .funcs
         .iter()
@@ -811,7 +835,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     let n = f.orig.len();
     let mut cfg = Cfg {
         succs: Rows::with_capacity(n),
-        lands: Vec::with_capacity(n),
+        lands: Vec::new(),
         via: BTreeMap::new(),
         exits: Vec::new(),
     };

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
 
 use crate::code::{Func, OInst, Program};
-use crate::flow::Rows;
+use crate::flow::FactSuccs;
 
 /// Bit `n` is `s<n>`.
 pub(crate) type Mask = u128;
@@ -229,7 +229,7 @@ impl CallGraph {
 }
 
 /// Per function, per original instruction: the SGPRs inserted code in front of it may change.
-pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Rows]) -> Vec<Vec<Mask>> {
+pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Vec<Vec<Mask>> {
     let n = p.funcs.len();
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
@@ -285,10 +285,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Rows]) -> Vec<Vec
             live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
-                let out = succs[fi]
-                    .of(k)
-                    .iter()
-                    .fold(0, |a, &s| a | live[fi][s as usize]);
+                let out = succs[fi].each(k).fold(0, |a, s| a | live[fi][s]);
                 if after_return[g] | out != after_return[g] {
                     after_return[g] |= out;
                     again = true;
@@ -335,16 +332,16 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Rows]) -> Vec<Vec
             break;
         }
     }
-    // Independent per function: in parallel (the order of the result is kept).
-    (0..n)
-        .into_par_iter()
-        .map(|fi| {
+    // Independent per function: in parallel (the order of the result is kept), each liveness
+    // vector turned into the result in place.
+    live.into_par_iter()
+        .enumerate()
+        .map(|(fi, mut l)| {
             let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
-            live[fi]
-                .iter()
-                .zip(pend)
-                .map(|(l, q)| EVERY & !l & !q)
-                .collect()
+            for (x, q) in l.iter_mut().zip(pend) {
+                *x = EVERY & !*x & !q;
+            }
+            l
         })
         .collect()
 }
@@ -352,7 +349,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Rows]) -> Vec<Vec
 fn live_in(
     p: &Program,
     cg: &CallGraph,
-    succs: &Rows,
+    succs: &FactSuccs,
     fi: usize,
     deep: &[Mask],
     after_return: &[Mask],
@@ -372,7 +369,7 @@ fn live_in(
             Some(Leave::Return) => after_return[fi],
             Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
             Some(Leave::Unknown) => EVERY,
-            None if succs.of(k).is_empty() => EVERY,
+            None if succs.none(k) => EVERY,
             None => 0,
         })
         .collect();
@@ -382,10 +379,7 @@ fn live_in(
     loop {
         let mut again = false;
         for k in (0..n).rev() {
-            let out = succs
-                .of(k)
-                .iter()
-                .fold(end[k], |a, &s| a | live[s as usize]);
+            let out = succs.each(k).fold(end[k], |a, s| a | live[s]);
             let v = gen[k] | (out & !kill[k]);
             again |= v != live[k];
             live[k] = v;
@@ -400,7 +394,7 @@ fn live_in(
 fn pending(
     p: &Program,
     cg: &CallGraph,
-    succs: &Rows,
+    succs: &FactSuccs,
     fi: usize,
     (smem, smem_all): (&[Mask], Mask),
 ) -> Vec<Mask> {
@@ -442,8 +436,7 @@ fn pending(
             let (drained, result, call) = facts[k];
             let mut out = if drained { result } else { v | result };
             out |= call;
-            for &s in succs.of(k) {
-                let s = s as usize;
+            for s in succs.each(k) {
                 let m = at[s].unwrap_or(0) | out;
                 if at[s] != Some(m) {
                     at[s] = Some(m);
