@@ -278,11 +278,17 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     let mut after_return: Vec<Mask> = (0..n)
         .map(|g| if unresolved || !reached[g] { EVERY } else { 0 })
         .collect();
+    // Rounds: every function's liveness from the current return liveness (in parallel), then
+    // the return liveness joined from every call site. The equations are monotone and the
+    // values only grow from the same start, so this reaches the same least fixed point as
+    // updating function by function (chaotic iteration), in parallel.
     let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
     loop {
         let mut again = false;
+        live.par_iter_mut()
+            .enumerate()
+            .for_each(|(fi, l)| *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return));
         for fi in 0..n {
-            live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
                 let out = succs[fi].each(k).fold(0, |a, s| a | live[fi][s]);
