@@ -206,7 +206,7 @@ impl OInst {
     }
 
     /// Its copy in the rewritten text, when found.
-    pub fn new(&self) -> Option<NInst> {
+    pub fn copy(&self) -> Option<NInst> {
         (self.new_addr != NOT_PLACED).then(|| NInst {
             addr: self.new_addr,
             inst: self.new_inst.as_deref().copied().unwrap_or(self.inst),
@@ -282,7 +282,7 @@ pub(crate) struct Func {
 impl Func {
     /// New address just after the last original instruction (end of the rewritten body).
     pub fn new_body_end(&self) -> Option<u64> {
-        let last = self.orig.last()?.new()?;
+        let last = self.orig.last()?.copy()?;
         Some(last.addr + last.inst.len() as u64)
     }
 
@@ -302,7 +302,7 @@ impl Func {
             .orig
             .iter()
             .filter_map(|o| {
-                o.new().map(|n| {
+                o.copy().map(|n| {
                     let item = crate::LaidOut {
                         addr: n.addr,
                         inst: n.inst,
@@ -514,7 +514,7 @@ fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, 
     let mut tails = BTreeMap::new();
     for f in funcs {
         for (k, o) in f.orig.iter().enumerate() {
-            let (Some(n), Some(to)) = (o.new(), o.inst.branch_target(o.addr)) else {
+            let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
                 continue;
             };
             if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
@@ -545,7 +545,7 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
         let targeted: std::collections::BTreeSet<u64> = f
             .orig
             .iter()
-            .filter_map(|o| o.new().and_then(|n| n.inst.branch_target(n.addr)))
+            .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
             .collect();
         for i in 0..f.inserted.len() {
             if !targeted.contains(&f.inserted[i].addr) {
@@ -793,7 +793,7 @@ impl<'a> Program<'a> {
             .iter()
             .map(|n| n.addr)
             .collect();
-        v.push(o.new()?.addr);
+        v.push(o.copy()?.addr);
         Some((fi, k, v))
     }
 
@@ -1373,7 +1373,7 @@ fn align(
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.
     let copied_end = f
         .falls_off
-        .zip(orig.last().and_then(|o: &OInst| o.new()))
+        .zip(orig.last().and_then(|o: &OInst| o.copy()))
         .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {

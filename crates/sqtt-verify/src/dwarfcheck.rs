@@ -130,7 +130,7 @@ fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Fin
     let mut first: Option<(u64, u64, String)> = None;
     let mut count = 0usize;
     for oi in &f.orig {
-        let Some(ni) = oi.new() else { continue };
+        let Some(ni) = oi.copy() else { continue };
         let (a, b) = (o.at(oi.addr), n.at(ni.addr));
         if a != b {
             count += 1;

@@ -683,7 +683,7 @@ pub(crate) fn check_descriptors(
                 g.orig
                     .iter()
                     .filter_map(|x| {
-                        let n = x.new()?;
+                        let n = x.copy()?;
                         Some(if n.inst.bytes() == x.inst.bytes() {
                             x.regs
                         } else {
@@ -761,11 +761,11 @@ pub(crate) fn check_descriptors(
                 .iter()
                 .take_while(|x| x.addr - ok.entry < 256)
                 .find(|x| {
-                    x.new()
+                    x.copy()
                         .is_none_or(|n| n.addr.wrapping_sub(nk.entry) != x.addr - ok.entry)
                 });
             if let Some(x) = moved {
-                let at = x.new().map_or("nowhere".to_string(), |n| {
+                let at = x.copy().map_or("nowhere".to_string(), |n| {
                     format!("+{:#x}", n.addr.wrapping_sub(nk.entry))
                 });
                 findings.push(kf(format!("kernarg-preload kernel: instruction at +{:#x} of the first 256 bytes moved to {at}", x.addr - ok.entry)));

@@ -517,7 +517,7 @@ fn scope_flags(
                     gf,
                     Check::Inserted,
                     at.map(|o| o.addr),
-                    at.and_then(|o| o.new().map(|n| n.addr)),
+                    at.and_then(|o| o.copy().map(|n| n.addr)),
                     format!(
                         "scope flag s{flag} of kernel {} is used by original code of {}",
                         kf.name, gf.name
@@ -578,7 +578,7 @@ fn check_inserted(
     }
     for (k, o) in f.orig.iter().enumerate() {
         let run = f.inserted.get(o.run()).unwrap_or_default();
-        let (Some(first), Some(end)) = (run.first(), o.new()) else {
+        let (Some(first), Some(end)) = (run.first(), o.copy()) else {
             continue;
         };
         // Parallel to `run`: registers decoded once.
@@ -660,9 +660,9 @@ fn check_inserted(
                         .inserted
                         .get(x.run())
                         .and_then(|r| r.first())
-                        .map_or(x.new().map(|y| y.addr), |y| Some(y.addr));
+                        .map_or(x.copy().map(|y| y.addr), |y| Some(y.addr));
                     start.is_some_and(|s| s <= isl.dest)
-                        && x.new().is_some_and(|y| isl.dest <= y.addr)
+                        && x.copy().is_some_and(|y| isl.dest <= y.addr)
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
@@ -747,7 +747,7 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
                     f,
                     Check::Inserted,
                     Some(x.addr),
-                    x.new().map(|n| n.addr),
+                    x.copy().map(|n| n.addr),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
                         o.inst.mnemonic(),
@@ -772,7 +772,7 @@ fn check_target(
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
-    let n_addr = f.orig[k].new().map(|n| n.addr);
+    let n_addr = f.orig[k].copy().map(|n| n.addr);
     // A relaxed branch reaches its target through a long-branch island, a branch with a landing
     // block through the block's jump.
     let t_n = t_n.map(|t| {
@@ -851,7 +851,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             continue;
         };
         let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
-        let t_n = match (g.new(), lo.new(), hi.map(|h| h.new())) {
+        let t_n = match (g.copy(), lo.copy(), hi.map(|h| h.copy())) {
             (Some(gn), Some(ln), None) => b
                 .offset(&ln.inst, None)
                 .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
@@ -872,7 +872,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     cfg.extend(next);
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
-                    let t_n = o.new().and_then(|nn| nn.inst.branch_target(nn.addr));
+                    let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
                     if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
                         if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
                             cfg.via.insert((k, s.0), b);
@@ -887,7 +887,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     i.literal().map(|l| (at + i.len() as u64).wrapping_add(l))
                 };
                 if let Some(t_o) = target_of(&o.inst, o.addr) {
-                    let t_n = o.new().and_then(|nn| target_of(&nn.inst, nn.addr));
+                    let t_n = o.copy().and_then(|nn| target_of(&nn.inst, nn.addr));
                     match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
                         Some(s) => cfg.push(s),
                         None => cfg.exits.push(k),
@@ -914,7 +914,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         }
         if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
             if let Some(t_o) = o.inst.branch_target(o.addr) {
-                let t_n = o.new().and_then(|nn| nn.inst.branch_target(nn.addr));
+                let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
                 check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
             }
         }
@@ -1160,7 +1160,7 @@ fn check_runs(
         let code = Code {
             whole,
             regs: regs_of(f, whole),
-            end: o.new().map(|x| x.addr),
+            end: o.copy().map(|x| x.addr),
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
         };
@@ -1309,7 +1309,7 @@ fn check_effect(
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
-    let na = o.new().map(|x| x.addr);
+    let na = o.copy().map(|x| x.addr);
     if e.scc_changed && facts.scc_live[k] {
         findings.push(fnd(
             f,
@@ -1577,7 +1577,7 @@ fn check_balance(
                     f,
                     Check::Markers,
                     Some(o.addr),
-                    o.new().map(|x| x.addr),
+                    o.copy().map(|x| x.addr),
                     "exit marker with no open scope on some path".into(),
                 ));
             }
@@ -1602,7 +1602,7 @@ fn check_balance(
                         f,
                         Check::Markers,
                         Some(o.addr),
-                        o.new().map(|x| x.addr),
+                        o.copy().map(|x| x.addr),
                         msg,
                     ));
                 }
@@ -1617,7 +1617,7 @@ fn check_balance(
                 f,
                 Check::Markers,
                 Some(o.addr),
-                o.new().map(|x| x.addr),
+                o.copy().map(|x| x.addr),
                 format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
             ));
         }
