@@ -221,23 +221,30 @@ impl Cfg {
         }
     }
 
-    fn succ_at(&self, i: usize) -> Succ {
-        let land = self
-            .lands
-            .binary_search_by_key(&(i as u32), |e| e.0)
-            .ok()
-            .map(|j| self.lands[j].1);
-        (self.succs.to[i] as usize, land)
+    /// The edges `range` (indices into `succs.to`), each with its landing: one walk along the
+    /// sparse landings, not a search per edge.
+    fn edges_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = Succ> + '_ {
+        let mut j = self.lands.partition_point(|e| (e.0 as usize) < range.start);
+        range.map(move |i| {
+            let land = match self.lands.get(j) {
+                Some(&(e, l)) if e as usize == i => {
+                    j += 1;
+                    Some(l)
+                }
+                _ => None,
+            };
+            (self.succs.to[i] as usize, land)
+        })
     }
 
     /// The successors of original instruction `k`.
     fn succ(&self, k: usize) -> impl Iterator<Item = Succ> + '_ {
-        self.succs.range(k).map(|i| self.succ_at(i))
+        self.edges_in(self.succs.range(k))
     }
 
     /// Every edge's successor, by source instruction.
     fn edges(&self) -> impl Iterator<Item = Succ> + '_ {
-        (0..self.succs.to.len()).map(|i| self.succ_at(i))
+        self.edges_in(0..self.succs.to.len())
     }
 
     /// Number of original instructions.
