@@ -1,7 +1,7 @@
 //! Function discovery in both code objects, decoding and instruction alignment (the address map
 //! from original instructions to their rewritten copies and the inserted runs in front of them).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 
 use amdgpu_isa::{decode, Instruction, Special, Target};
@@ -12,17 +12,18 @@ use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
 use crate::{Check, Finding, FunctionKind, VerifyError};
 use amdgpu_isa::{RegSet, SpecialReg};
 
-/// The executable `.text` section of one code object.
-pub(crate) struct Text {
+/// The executable `.text` section of one code object (its bytes borrowed from the parsed code
+/// object, not copied).
+pub(crate) struct Text<'a> {
     /// Virtual address (bytes).
     pub addr: u64,
     /// File offset (bytes).
     pub offset: u64,
-    pub bytes: Vec<u8>,
+    pub bytes: &'a [u8],
 }
 
-impl Text {
-    fn of(co: &CodeObject, which: &'static str) -> Result<Text, VerifyError> {
+impl<'a> Text<'a> {
+    fn of(co: &'a CodeObject, which: &'static str) -> Result<Text<'a>, VerifyError> {
         let execs: Vec<_> = co.exec_sections().collect();
         let [sec] = execs.as_slice() else {
             return Err(VerifyError::Text {
@@ -36,7 +37,7 @@ impl Text {
         Ok(Text {
             addr: sec.addr,
             offset: sec.offset,
-            bytes: co.section_data(sec).to_vec(),
+            bytes: co.section_data(sec),
         })
     }
 
@@ -49,7 +50,7 @@ impl Text {
     }
 
     /// Bytes of `[start, end)` clipped to the section.
-    pub fn slice(&self, start: u64, end: u64) -> &[u8] {
+    pub fn slice(&self, start: u64, end: u64) -> &'a [u8] {
         let s = start.saturating_sub(self.addr) as usize;
         let e = (end.saturating_sub(self.addr) as usize).min(self.bytes.len());
         self.bytes.get(s..e).unwrap_or_default()
@@ -63,11 +64,11 @@ pub(crate) struct NInst {
     pub inst: Instruction,
 }
 
-/// The registers an original instruction reads and writes, as far as the checks on original
-/// code ask (SGPR liveness, M0/SCC liveness, descriptor register usage): decoded once per
-/// original instruction (`Instruction::reads` / `writes`, the decoder's explicit and implicit
-/// operands at full width) and shared by every check, instead of a decode per check and per
-/// fixed-point iteration. 48 bytes per instruction.
+/// The registers an instruction reads and writes, as far as the checks ask (SGPR liveness,
+/// M0/SCC liveness, descriptor register usage, the whitelist of inserted code): decoded once per
+/// original and per inserted instruction (`Instruction::reads` / `writes`, the decoder's explicit
+/// and implicit operands at full width) and shared by every check, instead of a decode per check
+/// and per fixed-point iteration. 48 bytes per instruction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
@@ -77,7 +78,7 @@ pub(crate) struct Regs {
     /// Highest VGPR and AGPR number read or written, plus one (0: none).
     pub vgpr_top: u16,
     pub agpr_top: u16,
-    /// [`Regs::M0_READ`] .. [`Regs::VCC_WRITE`].
+    /// [`Regs::M0_READ`] .. [`Regs::SCALAR_WRITES`].
     flags: u8,
 }
 
@@ -88,6 +89,10 @@ impl Regs {
     pub const SCC_WRITE: u8 = 8;
     pub const VCC_READ: u8 = 16;
     pub const VCC_WRITE: u8 = 32;
+    /// Reads a trap temporary (TTMP).
+    pub const TTMP_READ: u8 = 64;
+    /// Writes nothing but SGPRs s0..s105, M0 and SCC (`insn::writes_only` with every SGPR).
+    pub const SCALAR_WRITES: u8 = 128;
 
     /// The summary of the sets an instruction reads (`r`) and writes (`w`).
     pub fn of(r: &RegSet, w: &RegSet) -> Regs {
@@ -112,7 +117,17 @@ impl Regs {
                 | flag(r, SpecialReg::VccLo, Regs::VCC_READ)
                 | flag(r, SpecialReg::VccHi, Regs::VCC_READ)
                 | flag(w, SpecialReg::VccLo, Regs::VCC_WRITE)
-                | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE),
+                | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE)
+                | if (0..16).any(|t| r.contains_ttmp(t)) {
+                    Regs::TTMP_READ
+                } else {
+                    0
+                }
+                | if crate::insn::set_within(w, &crate::insn::every_sgpr()) {
+                    Regs::SCALAR_WRITES
+                } else {
+                    0
+                },
         }
     }
 
@@ -144,17 +159,24 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went.
+/// An original instruction and where it went. 128 bytes: the copy is kept as its address, plus
+/// its instruction only where its bytes differ (a relocated PC-relative field, a changed
+/// instruction); the run as `u32` indices.
 pub(crate) struct OInst {
     pub addr: u64,
     pub inst: Instruction,
     /// Its registers, decoded once.
     pub regs: Regs,
-    /// Its copy in the rewritten text, when found.
-    pub new: Option<NInst>,
-    /// Indices into [`Func::inserted`] of the run inserted in front of it.
-    pub run: Range<usize>,
+    /// Address of its copy in the rewritten text ([`NOT_PLACED`]: no copy found).
+    new_addr: u64,
+    /// The copy's instruction when it differs from `inst`.
+    new_inst: Option<Box<Instruction>>,
+    /// Indices into [`Func::inserted`] of the run inserted in front of it: `run.0..run.1`.
+    run: (u32, u32),
 }
+
+/// [`OInst`] address of an original instruction without a copy.
+const NOT_PLACED: u64 = u64::MAX;
 
 impl OInst {
     /// An original instruction with no copy found in the rewritten text (and no run in front).
@@ -163,9 +185,37 @@ impl OInst {
             addr,
             inst,
             regs,
-            new: None,
-            run: 0..0,
+            new_addr: NOT_PLACED,
+            new_inst: None,
+            run: (0, 0),
         }
+    }
+
+    /// An original instruction whose copy is `n`, with the run `run` (indices into
+    /// [`Func::inserted`]) in front of it.
+    fn placed(addr: u64, inst: Instruction, regs: Regs, n: NInst, run: Range<usize>) -> OInst {
+        OInst {
+            addr,
+            inst,
+            regs,
+            new_addr: n.addr,
+            new_inst: (n.inst.bytes() != inst.bytes() || n.inst.target() != inst.target())
+                .then(|| Box::new(n.inst)),
+            run: (run.start as u32, run.end as u32),
+        }
+    }
+
+    /// Its copy in the rewritten text, when found.
+    pub fn copy(&self) -> Option<NInst> {
+        (self.new_addr != NOT_PLACED).then(|| NInst {
+            addr: self.new_addr,
+            inst: self.new_inst.as_deref().copied().unwrap_or(self.inst),
+        })
+    }
+
+    /// Indices into [`Func::inserted`] of the run inserted in front of it.
+    pub fn run(&self) -> Range<usize> {
+        self.run.0 as usize..self.run.1 as usize
     }
 }
 
@@ -214,7 +264,10 @@ pub(crate) struct Func {
     /// End of the rewritten region (next function's start or end of `.text`).
     pub new_region_end: u64,
     pub orig: Vec<OInst>,
+    /// Inserted instructions, ascending by address.
     pub inserted: Vec<NInst>,
+    /// Parallel to `inserted`: their registers, decoded once.
+    pub inserted_regs: Vec<Regs>,
     /// Words after the last original instruction up to the next function.
     pub padding: Vec<NInst>,
     /// Execution can fall off the end of the original body: the function must be copied
@@ -229,7 +282,7 @@ pub(crate) struct Func {
 impl Func {
     /// New address just after the last original instruction (end of the rewritten body).
     pub fn new_body_end(&self) -> Option<u64> {
-        let last = self.orig.last()?.new?;
+        let last = self.orig.last()?.copy()?;
         Some(last.addr + last.inst.len() as u64)
     }
 
@@ -249,7 +302,7 @@ impl Func {
             .orig
             .iter()
             .filter_map(|o| {
-                o.new.map(|n| {
+                o.copy().map(|n| {
                     let item = crate::LaidOut {
                         addr: n.addr,
                         inst: n.inst,
@@ -285,10 +338,10 @@ impl Func {
 }
 
 /// Both texts and every function, aligned.
-pub(crate) struct Program {
+pub(crate) struct Program<'a> {
     pub isa: Target,
-    pub otext: Text,
-    pub ntext: Text,
+    pub otext: Text<'a>,
+    pub ntext: Text<'a>,
     /// Every function, ascending by original start address (bodies do not overlap).
     pub funcs: Vec<Func>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
@@ -461,16 +514,17 @@ fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, 
     let mut tails = BTreeMap::new();
     for f in funcs {
         for (k, o) in f.orig.iter().enumerate() {
-            let (Some(n), Some(to)) = (o.new, o.inst.branch_target(o.addr)) else {
+            let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
                 continue;
             };
             if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
                 continue;
             }
             // The branch, then the run of the next original (where the block sits).
-            let run = f.orig.get(k + 1).map_or(&[][..], |x| {
-                f.inserted.get(x.run.clone()).unwrap_or_default()
-            });
+            let run = f
+                .orig
+                .get(k + 1)
+                .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
             let mut seq = vec![n];
             seq.extend_from_slice(run);
             if let Some((t, block, isl)) = landing_after(&seq, 0, |_| true) {
@@ -491,7 +545,7 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
         let targeted: std::collections::BTreeSet<u64> = f
             .orig
             .iter()
-            .filter_map(|o| o.new.and_then(|n| n.inst.branch_target(n.addr)))
+            .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
             .collect();
         for i in 0..f.inserted.len() {
             if !targeted.contains(&f.inserted[i].addr) {
@@ -505,7 +559,7 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
     out
 }
 
-impl Program {
+impl Program<'_> {
     /// The landing block containing new address `a`, with its start, if any.
     pub(crate) fn landing_containing(&self, a: u64) -> Option<(u64, &LandingBlock)> {
         self.landings
@@ -531,24 +585,31 @@ struct Seed {
     size: Option<u64>,
 }
 
-/// Pairs same-named entries of two lists in address order (static functions may share names).
-fn pair_by_name<'a>(
-    names: impl Iterator<Item = (&'a str, u64)>,
-    key: &str,
-    n: usize,
-) -> Option<u64> {
-    let mut v: Vec<u64> = names.filter(|(nm, _)| *nm == key).map(|(_, a)| a).collect();
-    v.sort_unstable();
-    v.get(n).copied()
+/// Addresses of same-named entries, ascending per name: the `n`-th occurrence of a name in
+/// the original pairs with the `n`-th address here (static functions may share names).
+fn by_name<'a>(names: impl Iterator<Item = (&'a str, u64)>) -> HashMap<&'a str, Vec<u64>> {
+    let mut m: HashMap<&str, Vec<u64>> = HashMap::new();
+    for (nm, a) in names {
+        m.entry(nm).or_default().push(a);
+    }
+    for v in m.values_mut() {
+        v.sort_unstable();
+    }
+    m
 }
 
-impl Program {
+/// The `n`-th address of `key` in a [`by_name`] map.
+fn pair_by_name(m: &HashMap<&str, Vec<u64>>, key: &str, n: usize) -> Option<u64> {
+    m.get(key).and_then(|v| v.get(n)).copied()
+}
+
+impl<'a> Program<'a> {
     pub fn build(
-        orig: &CodeObject,
-        new: &CodeObject,
+        orig: &'a CodeObject,
+        new: &'a CodeObject,
         isa: Target,
         findings: &mut Vec<Finding>,
-    ) -> Result<Program, VerifyError> {
+    ) -> Result<Program<'a>, VerifyError> {
         let otext = Text::of(orig, "original")?;
         let ntext = Text::of(new, "rewritten")?;
 
@@ -575,6 +636,19 @@ impl Program {
         }
         let starts: Vec<u64> = seeds.keys().copied().collect();
 
+        // Rewritten entries by name, built once (a search per function was quadratic): the
+        // lowest kernel-entry or function symbol, the kernels' descriptor entries and the
+        // device functions.
+        let mut sym_entry: HashMap<&str, u64> = HashMap::new();
+        for s in new.symbols.iter().filter(|s| {
+            (s.kind == hsaco::SymbolKind::KernelEntry || s.symbol.st_type == hsaco::elf::STT_FUNC)
+                && s.symbol.shndx != hsaco::elf::SHN_UNDEF
+        }) {
+            let e = sym_entry.entry(s.symbol.name.as_str()).or_insert(u64::MAX);
+            *e = (*e).min(s.symbol.value);
+        }
+        let new_kernels = by_name(new.kernels.iter().map(|k| (k.name.as_str(), k.entry)));
+        let new_functions = by_name(new.functions.iter().map(|f| (f.name.as_str(), f.address)));
         // Occurrence number of each name (for duplicated local names).
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let mut funcs = Vec::new();
@@ -588,32 +662,11 @@ impl Program {
                 _ => trim_padding(&otext, start, region_end, isa),
             };
             let new_start = match seed.kind {
-                FunctionKind::Kernel => {
-                    let sym = new
-                        .symbols
-                        .iter()
-                        .filter(|s| {
-                            s.kind == hsaco::SymbolKind::KernelEntry
-                                || s.symbol.st_type == hsaco::elf::STT_FUNC
-                        })
-                        .filter(|s| {
-                            s.symbol.name == seed.name && s.symbol.shndx != hsaco::elf::SHN_UNDEF
-                        })
-                        .map(|s| s.symbol.value)
-                        .min();
-                    sym.or_else(|| {
-                        pair_by_name(
-                            new.kernels.iter().map(|k| (k.name.as_str(), k.entry)),
-                            &seed.name,
-                            n,
-                        )
-                    })
-                }
-                FunctionKind::Function => pair_by_name(
-                    new.functions.iter().map(|f| (f.name.as_str(), f.address)),
-                    &seed.name,
-                    n,
-                ),
+                FunctionKind::Kernel => sym_entry
+                    .get(seed.name.as_str())
+                    .copied()
+                    .or_else(|| pair_by_name(&new_kernels, &seed.name, n)),
+                FunctionKind::Function => pair_by_name(&new_functions, &seed.name, n),
             };
             if new_start.is_none() {
                 findings.push(Finding {
@@ -633,6 +686,7 @@ impl Program {
                 new_region_end: ntext.end(),
                 orig: Vec::new(),
                 inserted: Vec::new(),
+                inserted_regs: Vec::new(),
                 padding: Vec::new(),
                 falls_off: None,
                 builders: Vec::new(),
@@ -647,25 +701,25 @@ impl Program {
         for f in &mut funcs {
             if let Some(s) = f.new_start {
                 f.new_region_end = new_starts
-                    .iter()
+                    .get(new_starts.partition_point(|&x| x <= s))
                     .copied()
-                    .find(|&x| x > s)
                     .unwrap_or(ntext.end())
                     .min(ntext.end());
             }
         }
 
-        // Functions are decoded and aligned in parallel; findings keep the function order.
-        let bodies: Vec<Vec<(u64, Instruction)>> = funcs
-            .par_iter()
-            .map(|f| decode_original(&otext, f, isa))
-            .collect::<Result<_, _>>()?;
-        // Registers of every original instruction, decoded once here for every later check.
-        let regs: Vec<(Vec<Regs>, RegSet)> = bodies
-            .par_iter()
-            .map(|body| {
+        // Functions are decoded, their registers decoded once for every later check, and aligned
+        // in one parallel pass, so only the functions in flight hold their decoded bodies;
+        // findings keep the function order, and the first function that does not decode is the
+        // error.
+        let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
+        let aligned: Vec<Result<Vec<Finding>, VerifyError>> = funcs
+            .par_iter_mut()
+            .enumerate()
+            .map(|(fi, f)| {
+                let body = decode_original(&otext, f, isa)?;
                 let mut used = RegSet::new();
-                let regs = body
+                let regs: Vec<Regs> = body
                     .iter()
                     .map(|(_, i)| {
                         let (r, w) = (i.reads(), i.writes());
@@ -674,28 +728,6 @@ impl Program {
                         Regs::of(&r, &w)
                     })
                     .collect();
-                (regs, used)
-            })
-            .collect();
-        let used = regs.iter().fold(RegSet::new(), |mut a, (_, b)| {
-            a.union_with(b);
-            a
-        });
-        // Inserted code may write any SGPR that is dead where it runs (checked per run by
-        // `flow`), so the aligner accepts SGPR writes anywhere.
-        let every = crate::insn::every_sgpr();
-        let mut free_sgprs = RegSet::new();
-        for r in 0..sqtt_interp::NUM_SGPRS as u16 {
-            if !used.contains_sgpr(r) {
-                free_sgprs.add_sgpr(r);
-            }
-        }
-        let ostarts: Vec<u64> = funcs.iter().map(|f| f.orig_start).collect();
-        let aligned: Vec<Vec<Finding>> = funcs
-            .par_iter_mut()
-            .zip(bodies.into_par_iter().zip(regs))
-            .enumerate()
-            .map(|(fi, (f, (body, (regs, used))))| {
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
                     f.falls_off = Some(next.saturating_sub(f.orig_end));
@@ -703,11 +735,24 @@ impl Program {
                 f.builders = find_builders(&body);
                 f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, regs, &ntext, isa, &every, &mut found);
-                found
+                align(f, body, regs, &ntext, isa, &mut found);
+                f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
+                Ok(found)
             })
             .collect();
-        findings.extend(aligned.into_iter().flatten());
+        for found in aligned {
+            findings.extend(found?);
+        }
+        let used = funcs.iter().fold(RegSet::new(), |mut a, f| {
+            a.union_with(&f.orig_used);
+            a
+        });
+        let mut free_sgprs = RegSet::new();
+        for r in 0..sqtt_interp::NUM_SGPRS as u16 {
+            if !used.contains_sgpr(r) {
+                free_sgprs.add_sgpr(r);
+            }
+        }
         let secmap = orig
             .elf
             .sections
@@ -743,12 +788,12 @@ impl Program {
         let o = &f.orig[k];
         let mut v: Vec<u64> = f
             .inserted
-            .get(o.run.clone())
+            .get(o.run())
             .unwrap_or_default()
             .iter()
             .map(|n| n.addr)
             .collect();
-        v.push(o.new?.addr);
+        v.push(o.copy()?.addr);
         Some((fi, k, v))
     }
 
@@ -812,19 +857,16 @@ impl Program {
                 format!("tail padding has {ntail} s_code_end words, the original has {otail}"),
             ));
         }
-        for f in &self.funcs {
+        for (fi, f) in self.funcs.iter().enumerate() {
             if f.new_start == last_n.new_start {
                 continue;
             }
             // Real libraries (rocPRIM in onnxruntime) have `s_code_end` between functions: the
-            // original's own gap after `f` may keep it.
+            // original's own gap after `f` may keep it. `funcs` ascend by distinct starts.
             let next = self
                 .funcs
-                .iter()
-                .map(|g| g.orig_start)
-                .filter(|&s| s > f.orig_start)
-                .min()
-                .unwrap_or(self.otext.end());
+                .get(fi + 1)
+                .map_or(self.otext.end(), |g| g.orig_start);
             if count_code_end(self.otext.slice(f.orig_end, next), self.isa) > 0 {
                 continue;
             }
@@ -845,8 +887,10 @@ impl Program {
 }
 
 fn check_new_only(orig: &CodeObject, new: &CodeObject, findings: &mut Vec<Finding>) {
+    let kernels: HashSet<&str> = orig.kernels.iter().map(|k| k.name.as_str()).collect();
+    let functions: HashSet<&str> = orig.functions.iter().map(|f| f.name.as_str()).collect();
     for k in &new.kernels {
-        if !orig.kernels.iter().any(|o| o.name == k.name) {
+        if !kernels.contains(k.name.as_str()) {
             findings.push(Finding {
                 check: Check::Functions,
                 function: Some(k.name.clone()),
@@ -857,7 +901,7 @@ fn check_new_only(orig: &CodeObject, new: &CodeObject, findings: &mut Vec<Findin
         }
     }
     for f in &new.functions {
-        if !orig.functions.iter().any(|o| o.name == f.name) {
+        if !functions.contains(f.name.as_str()) {
             findings.push(Finding {
                 check: Check::Functions,
                 function: Some(f.name.clone()),
@@ -883,7 +927,7 @@ fn count_code_end(bytes: &[u8], isa: Target) -> usize {
 }
 
 /// End of a symbol-less (or zero-sized) function: its region minus trailing padding words.
-fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
+fn trim_padding(t: &Text<'_>, start: u64, end: u64, isa: Target) -> u64 {
     let mut off = 0;
     let bytes = t.slice(start, end);
     let mut last_real = 0;
@@ -898,7 +942,7 @@ fn trim_padding(t: &Text, start: u64, end: u64, isa: Target) -> u64 {
 }
 
 fn decode_original(
-    t: &Text,
+    t: &Text<'_>,
     f: &Func,
     isa: Target,
 ) -> Result<Vec<(u64, Instruction)>, VerifyError> {
@@ -1107,12 +1151,14 @@ fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
     regs: Vec<Regs>,
-    ntext: &Text,
+    ntext: &Text<'_>,
     isa: Target,
-    free: &RegSet,
     findings: &mut Vec<Finding>,
 ) {
-    let ins = |i: &Instruction| insertable(i, free);
+    // Inserted code may write any SGPR that is dead where it runs (checked per run by `flow`),
+    // so the aligner accepts SGPR writes anywhere.
+    let free = crate::insn::every_sgpr();
+    let ins = |i: &Instruction| insertable(i, &free);
     let pcrel: Vec<usize> = f
         .builders
         .iter()
@@ -1190,7 +1236,12 @@ fn align(
         .zip(&new_island)
         .map(|(n, &isl)| isl || ins(&n.inst))
         .collect();
-    let body_ins: Vec<bool> = body.iter().map(|(_, x)| ins(x)).collect();
+    // The originals' decoded registers answer `insertable` with every SGPR free.
+    let body_ins: Vec<bool> = body
+        .iter()
+        .zip(&regs)
+        .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
+        .collect();
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;
@@ -1225,13 +1276,13 @@ fn align(
                     // `pos` is strictly increasing: a binary search, not a scan per instruction.
                     if let Ok(t) = pos.binary_search(&q) {
                         let (oa, oi) = body[i + t];
-                        orig.push(OInst {
-                            addr: oa,
-                            inst: oi,
-                            regs: regs[i + t],
-                            new: Some(*n),
-                            run: run_start..f.inserted.len(),
-                        });
+                        orig.push(OInst::placed(
+                            oa,
+                            oi,
+                            regs[i + t],
+                            *n,
+                            run_start..f.inserted.len(),
+                        ));
                         run_start = f.inserted.len();
                     } else {
                         f.inserted.push(*n);
@@ -1254,13 +1305,13 @@ fn align(
         }
         let lit = pcrel.contains(&i);
         if matches(oa, &oi, &n, w, lit) {
-            orig.push(OInst {
-                addr: oa,
-                inst: oi,
-                regs: regs[i],
-                new: Some(n),
-                run: run_start..f.inserted.len(),
-            });
+            orig.push(OInst::placed(
+                oa,
+                oi,
+                regs[i],
+                n,
+                run_start..f.inserted.len(),
+            ));
             run_start = f.inserted.len();
             i += 1;
             j += 1;
@@ -1289,13 +1340,13 @@ fn align(
                 hex(n.inst.bytes())
             ),
         ));
-        orig.push(OInst {
-            addr: oa,
-            inst: oi,
-            regs: regs[i],
-            new: Some(n),
-            run: run_start..f.inserted.len(),
-        });
+        orig.push(OInst::placed(
+            oa,
+            oi,
+            regs[i],
+            n,
+            run_start..f.inserted.len(),
+        ));
         run_start = f.inserted.len();
         i += 1;
         j += 1;
@@ -1322,7 +1373,7 @@ fn align(
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.
     let copied_end = f
         .falls_off
-        .zip(orig.last().and_then(|o: &OInst| o.new))
+        .zip(orig.last().and_then(|o: &OInst| o.copy()))
         .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {

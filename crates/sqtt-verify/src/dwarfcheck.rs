@@ -8,6 +8,7 @@ use crate::code::Program;
 use crate::{Check, Finding};
 use gimli::{EndianSlice, LittleEndian};
 use hsaco::CodeObject;
+use rayon::prelude::*;
 
 /// One source position: `(compilation unit index, file index, line, column)` (DWARF 5 §6.2.2;
 /// line 0 = no source line, column 0 = whole line).
@@ -93,7 +94,7 @@ pub(crate) fn check_lines(
     program: &Program,
     findings: &mut Vec<Finding>,
 ) {
-    let (o, n) = match (LineMap::read(orig), LineMap::read(new)) {
+    let (o, n) = match rayon::join(|| LineMap::read(orig), || LineMap::read(new)) {
         (Ok(None), Ok(None)) => return,
         (Ok(Some(o)), Ok(Some(n))) => (o, n),
         (Ok(Some(_)), Ok(None)) => {
@@ -115,29 +116,37 @@ pub(crate) fn check_lines(
             return;
         }
     };
-    for f in &program.funcs {
-        let mut first: Option<(u64, u64, String)> = None;
-        let mut count = 0usize;
-        for oi in &f.orig {
-            let Some(ni) = &oi.new else { continue };
-            let (a, b) = (o.at(oi.addr), n.at(ni.addr));
-            if a != b {
-                count += 1;
-                first.get_or_insert((oi.addr, ni.addr, format!("{a:?} became {b:?}")));
-            }
-        }
-        if let Some((oa, na, what)) = first {
-            findings.push(Finding {
-                check: Check::Dwarf,
-                function: Some(f.name.clone()),
-                original_address: Some(oa),
-                new_address: Some(na),
-                message: format!(
-                    "{count} original instruction(s) moved to another source position in .debug_line; first: (unit, file, line, column) {what}"
-                ),
-            });
+    // Functions in parallel; findings keep the function order.
+    let found: Vec<Option<Finding>> = program
+        .funcs
+        .par_iter()
+        .map(|f| function_lines(f, &o, &n))
+        .collect();
+    findings.extend(found.into_iter().flatten());
+}
+
+/// The finding of one function, if any original instruction of it changed source position.
+fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Finding> {
+    let mut first: Option<(u64, u64, String)> = None;
+    let mut count = 0usize;
+    for oi in &f.orig {
+        let Some(ni) = oi.copy() else { continue };
+        let (a, b) = (o.at(oi.addr), n.at(ni.addr));
+        if a != b {
+            count += 1;
+            first.get_or_insert((oi.addr, ni.addr, format!("{a:?} became {b:?}")));
         }
     }
+    let (oa, na, what) = first?;
+    Some(Finding {
+        check: Check::Dwarf,
+        function: Some(f.name.clone()),
+        original_address: Some(oa),
+        new_address: Some(na),
+        message: format!(
+            "{count} original instruction(s) moved to another source position in .debug_line; first: (unit, file, line, column) {what}"
+        ),
+    })
 }
 
 fn global(message: String) -> Finding {

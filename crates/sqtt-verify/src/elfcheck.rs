@@ -2,7 +2,7 @@
 //! metadata note and the `.sqtt_funcmap` section.
 
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use amdgpu_isa::Flow;
 use hsaco::elf::{self, Section};
@@ -18,10 +18,10 @@ const R_AMDGPU_RELATIVE64: u32 = 13;
 /// `SHT_STRTAB`.
 const SHT_STRTAB: u32 = 3;
 
-/// The rewritten funcmap and the rows the original already had (merged rows are not re-checked).
+/// The rewritten funcmap and what the checks need of it (rows the original already had are not
+/// re-checked).
 pub(crate) struct FuncmapInfo {
     pub new: Option<Funcmap>,
-    pub orig_rows: Vec<Row>,
     /// `R:id:extra_payload_count=N` by id (well-formed rows only).
     pub payload: BTreeMap<u32, u32>,
     /// Marker row names (`F`/`U`/`P`) by id.
@@ -30,6 +30,9 @@ pub(crate) struct FuncmapInfo {
     pub layout: Layout,
     /// Wave size of the `W:` row.
     pub wave: Option<u32>,
+    /// Ids of the `F` rows the rewrite added (not among `orig_rows`), by function name, in row
+    /// order.
+    pub added_f: HashMap<String, Vec<u32>>,
 }
 
 /// The 14 address-trace row names of the seed spec ("Address Tracing", funcmap name prefix table).
@@ -147,11 +150,11 @@ fn interpret(
     }
     FuncmapInfo {
         new: None,
-        orig_rows: Vec::new(),
         payload,
         names,
         layout,
         wave,
+        added_f: HashMap::new(),
     }
 }
 
@@ -208,13 +211,24 @@ pub(crate) fn check_funcmap(
 }
 
 fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> FuncmapInfo {
-    let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| FuncmapInfo {
-        new,
-        orig_rows,
-        payload: BTreeMap::new(),
-        names: BTreeMap::new(),
-        layout: Layout::Legacy,
-        wave: None,
+    let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| {
+        let mut added_f: HashMap<String, Vec<u32>> = HashMap::new();
+        if let Some(fm) = &new {
+            let old: HashSet<&Row> = orig_rows.iter().collect();
+            for r in fm.rows.iter().filter(|r| r.kind == 'F' && !old.contains(r)) {
+                if let Some(id) = r.id {
+                    added_f.entry(r.name.clone()).or_default().push(id);
+                }
+            }
+        }
+        FuncmapInfo {
+            new,
+            payload: BTreeMap::new(),
+            names: BTreeMap::new(),
+            layout: Layout::Legacy,
+            wave: None,
+            added_f,
+        }
     };
     let count = n
         .elf
@@ -269,8 +283,10 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
     if fm.by_id.contains_key(&0) {
         findings.push(glob(Check::Funcmap, "id 0 is reserved".into()));
     }
+    let rows: HashSet<&Row> = fm.rows.iter().collect();
+    let old_rows: HashSet<&Row> = orig_rows.iter().collect();
     for r in &orig_rows {
-        if !fm.rows.contains(r) {
+        if !rows.contains(r) {
             findings.push(glob(
                 Check::Funcmap,
                 format!(
@@ -283,9 +299,10 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
     let added_f = fm
         .rows
         .iter()
-        .filter(|r| r.kind == 'F' && !orig_rows.contains(r));
+        .filter(|r| r.kind == 'F' && !old_rows.contains(r));
+    let functions: HashSet<&str> = n.functions.iter().map(|f| f.name.as_str()).collect();
     let unnamed: Vec<&Row> = added_f
-        .filter(|r| !n.functions.iter().any(|f| f.name == r.name))
+        .filter(|r| !functions.contains(r.name.as_str()))
         .collect();
     // Rows of inlined functions (no symbol) must name a function the DWARF says was inlined.
     let inlined = if unnamed.is_empty() {
@@ -426,9 +443,12 @@ fn code_targets(p: &Program, a: u64) -> Option<Vec<u64>> {
     if let Some((_, _, v)) = p.landing(a) {
         return Some(v);
     }
+    // Bodies ascend and do not overlap, so their ends ascend too: the first function ending at
+    // or after `a` is the only one that can end there (a binary search, not a scan per symbol).
+    let i = p.funcs.partition_point(|f| f.orig_end < a);
     p.funcs
-        .iter()
-        .find(|f| f.orig_end == a)
+        .get(i)
+        .filter(|f| f.orig_end == a)
         .and_then(|f| f.new_body_end())
         .map(|e| vec![e])
 }
@@ -511,7 +531,7 @@ pub(crate) fn check_symbols(
                 None => findings.push(sym("value is not an original instruction address".into())),
             }
             if a.st_type == elf::STT_FUNC && a.size > 0 {
-                if let Some(f) = p.funcs.iter().find(|f| f.orig_start == a.value) {
+                if let Some(f) = p.func_at(a.value).map(|fi| &p.funcs[fi]) {
                     let (Some(start), Some(end)) = (f.new_start, f.new_body_end()) else {
                         continue;
                     };
@@ -663,14 +683,14 @@ pub(crate) fn check_descriptors(
                 g.orig
                     .iter()
                     .filter_map(|x| {
-                        let n = x.new.as_ref()?;
+                        let n = x.copy()?;
                         Some(if n.inst.bytes() == x.inst.bytes() {
                             x.regs
                         } else {
                             Regs::of_inst(&n.inst)
                         })
                     })
-                    .chain(g.inserted.iter().map(|n| Regs::of_inst(&n.inst))),
+                    .chain(g.inserted_regs.iter().copied()),
             );
             (a, b)
         })
@@ -741,11 +761,11 @@ pub(crate) fn check_descriptors(
                 .iter()
                 .take_while(|x| x.addr - ok.entry < 256)
                 .find(|x| {
-                    x.new
+                    x.copy()
                         .is_none_or(|n| n.addr.wrapping_sub(nk.entry) != x.addr - ok.entry)
                 });
             if let Some(x) = moved {
-                let at = x.new.map_or("nowhere".to_string(), |n| {
+                let at = x.copy().map_or("nowhere".to_string(), |n| {
                     format!("+{:#x}", n.addr.wrapping_sub(nk.entry))
                 });
                 findings.push(kf(format!("kernarg-preload kernel: instruction at +{:#x} of the first 256 bytes moved to {at}", x.addr - ok.entry)));

@@ -10,8 +10,8 @@ use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 use crate::code::{Func, NInst, OInst, Program, Regs};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
-    allowed, every_sgpr, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const,
-    writes_only, Allowed, MarkerKind, Region,
+    allowed, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const, Allowed,
+    MarkerKind, Region,
 };
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
@@ -125,12 +125,132 @@ fn simulate(run: &[NInst]) -> Effect {
 /// (`None`: falls through into the whole run).
 type Succ = (usize, Option<u64>);
 
+/// Per original instruction of one function, a list of `u32` (successor indices), all in one
+/// flat array (compressed rows): 4 bytes per instruction plus 4 per entry, where a `Vec` per
+/// instruction cost about 70 bytes and an allocation each.
+#[derive(Default)]
+pub(crate) struct Rows {
+    /// Row `k` is `to[off[k]..off[k + 1]]`.
+    off: Vec<u32>,
+    to: Vec<u32>,
+}
+
+impl Rows {
+    fn with_capacity(n: usize) -> Rows {
+        let mut off = Vec::with_capacity(n + 1);
+        off.push(0);
+        Rows {
+            off,
+            to: Vec::with_capacity(n),
+        }
+    }
+
+    /// Appends an entry to the row being built.
+    fn push(&mut self, v: usize) {
+        self.to.push(v as u32);
+    }
+
+    /// Closes the row being built (rows are built in order).
+    fn end_row(&mut self) {
+        self.off.push(self.to.len() as u32);
+    }
+
+    fn range(&self, k: usize) -> std::ops::Range<usize> {
+        self.off[k] as usize..self.off[k + 1] as usize
+    }
+
+    /// The entries of row `k`.
+    pub fn of(&self, k: usize) -> &[u32] {
+        &self.to[self.range(k)]
+    }
+
+    /// Number of rows (instructions).
+    pub fn len(&self) -> usize {
+        self.off.len() - 1
+    }
+}
+
+/// Successors for register facts: a function's CFG edges plus the fall-through of `s_trap`
+/// (the trap handler resumes at the next instruction), without a copy of the edges.
+pub(crate) struct FactSuccs<'a> {
+    cfg: &'a Rows,
+    /// Ascending indices of `s_trap` instructions with a next instruction.
+    traps: Vec<u32>,
+}
+
+impl FactSuccs<'_> {
+    /// The successors of original instruction `k`.
+    pub fn each(&self, k: usize) -> impl Iterator<Item = usize> + '_ {
+        let trap = self.traps.binary_search(&(k as u32)).is_ok();
+        self.cfg
+            .of(k)
+            .iter()
+            .map(|&s| s as usize)
+            .chain(trap.then_some(k + 1))
+    }
+
+    /// Whether control leaves the function after `k`.
+    pub fn none(&self, k: usize) -> bool {
+        self.each(k).next().is_none()
+    }
+}
+
 struct Cfg {
-    succs: Vec<Vec<Succ>>,
+    /// Successor indices per original instruction.
+    succs: Rows,
+    /// Edges that land at a given address (jumps into a run), ascending by edge index (index
+    /// into `succs.to`); every other edge falls into the whole run.
+    lands: Vec<(u32, u64)>,
     /// Branch edges through a landing block: (branch, successor) → the block's start.
     via: BTreeMap<(usize, usize), u64>,
     /// Function exits (end of program, return, tail call) that must leave no open scope.
     exits: Vec<usize>,
+}
+
+impl Cfg {
+    fn push(&mut self, (s, land): Succ) {
+        if let Some(l) = land {
+            self.lands.push((self.succs.to.len() as u32, l));
+        }
+        self.succs.push(s);
+    }
+
+    fn extend(&mut self, s: Option<Succ>) {
+        if let Some(s) = s {
+            self.push(s);
+        }
+    }
+
+    /// The edges `range` (indices into `succs.to`), each with its landing: one walk along the
+    /// sparse landings, not a search per edge.
+    fn edges_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = Succ> + '_ {
+        let mut j = self.lands.partition_point(|e| (e.0 as usize) < range.start);
+        range.map(move |i| {
+            let land = match self.lands.get(j) {
+                Some(&(e, l)) if e as usize == i => {
+                    j += 1;
+                    Some(l)
+                }
+                _ => None,
+            };
+            (self.succs.to[i] as usize, land)
+        })
+    }
+
+    /// The successors of original instruction `k`.
+    fn succ(&self, k: usize) -> impl Iterator<Item = Succ> + '_ {
+        self.edges_in(self.succs.range(k))
+    }
+
+    /// Every edge's successor, by source instruction.
+    fn edges(&self) -> impl Iterator<Item = Succ> + '_ {
+        self.edges_in(0..self.succs.to.len())
+    }
+
+    /// Number of original instructions.
+    fn len(&self) -> usize {
+        self.succs.len()
+    }
 }
 
 /// Whether every instruction of each inserted run is a simple marker-snippet instruction, by
@@ -140,7 +260,7 @@ fn legacy_runs(f: &Func) -> Vec<bool> {
         .iter()
         .map(|o| {
             f.inserted
-                .get(o.run.clone())
+                .get(o.run())
                 .unwrap_or_default()
                 .iter()
                 .all(|n| allowed(&n.inst).is_some())
@@ -169,25 +289,20 @@ pub(crate) fn analyse(
     let cg = CallGraph::new(p, &exits);
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
-    let succ: Vec<Vec<Vec<usize>>> = cfgs
+    let succ: Vec<FactSuccs> = cfgs
         .iter()
         .zip(&p.funcs)
-        .map(|(c, f)| {
-            c.succs
-                .iter()
-                .enumerate()
-                .map(|(k, ss)| {
-                    let mut v: Vec<usize> = ss.iter().map(|s| s.0).collect();
-                    if f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len() {
-                        v.push(k + 1);
-                    }
-                    v
-                })
-                .collect()
+        .map(|(c, f)| FactSuccs {
+            cfg: &c.succs,
+            traps: (0..c.len())
+                .filter(|&k| f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len())
+                .map(|k| k as u32)
+                .collect(),
         })
         .collect();
     let mut changeable = sgprs::changeable(p, &cg, &succ);
-    let reach: Vec<Option<Vec<bool>>> = p
+    drop(succ);
+    let reach: Vec<Option<Vec<usize>>> = p
         .funcs
         .iter()
         .enumerate()
@@ -201,9 +316,9 @@ pub(crate) fn analyse(
     // unresolved call reads every SGPR).
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
-        let tested = (0..p.funcs.len())
-            .filter(|&g| r[g])
-            .filter_map(|g| flags[g])
+        let tested = r
+            .iter()
+            .filter_map(|&g| flags[g])
             .fold(0u128, |a, f| a | 1u128 << f);
         if let Some(c) = changeable[ki].get_mut(entry_index(&p.funcs[ki])) {
             *c |= tested;
@@ -251,21 +366,13 @@ pub(crate) fn analyse(
     let written: Vec<u128> = p
         .funcs
         .iter()
-        .map(|f| {
-            f.inserted
-                .iter()
-                .fold(0, |a, n| a | n.inst.writes().sgpr_bits())
-        })
+        .map(|f| f.inserted_regs.iter().fold(0, |a, r| a | r.sgpr_writes))
         .collect();
     let inserted_top = reach
         .iter()
         .enumerate()
         .filter_map(|(fi, r)| {
-            let w = r
-                .as_ref()?
-                .iter()
-                .zip(&written)
-                .fold(0u128, |a, (&yes, &w)| if yes { a | w } else { a });
+            let w = r.as_ref()?.iter().fold(0u128, |a, &g| a | written[g]);
             (w != 0).then(|| (fi, 127 - w.leading_zeros() as u16))
         })
         .collect();
@@ -345,10 +452,10 @@ pub(crate) fn entry_index(f: &Func) -> usize {
 /// per function. For every kernel that reaches a function with flag sF: the kernel's entry run
 /// reads a hardware-ID register and writes sF, and no original instruction of any function the
 /// kernel reaches reads or writes sF (its value must survive from the entry to every marker).
-/// `reach[k]`: functions kernel `k` reaches (`None` for device functions).
+/// `reach[k]`: functions kernel `k` reaches, ascending (`None` for device functions).
 fn scope_flags(
     p: &Program,
-    reach: &[Option<Vec<bool>>],
+    reach: &[Option<Vec<usize>>],
     findings: &mut Vec<Finding>,
 ) -> Vec<Option<u16>> {
     let flags: Vec<Option<u16>> = p
@@ -360,7 +467,7 @@ fn scope_flags(
             for (k, o) in f.orig.iter().enumerate() {
                 let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
-                    f.inserted.get(o.run.clone()).unwrap_or_default(),
+                    f.inserted.get(o.run()).unwrap_or_default(),
                     kernel_entry,
                 ));
             }
@@ -386,17 +493,14 @@ fn scope_flags(
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
         let kf = &p.funcs[ki];
-        let needed: BTreeSet<u16> = (0..p.funcs.len())
-            .filter(|&g| r[g])
-            .filter_map(|g| flags[g])
-            .collect();
+        let needed: BTreeSet<u16> = r.iter().filter_map(|&g| flags[g]).collect();
         if needed.is_empty() {
             continue;
         }
         let run = kf
             .orig
             .get(entry_index(kf))
-            .map(|o| kf.inserted.get(o.run.clone()).unwrap_or_default())
+            .map(|o| kf.inserted.get(o.run()).unwrap_or_default())
             .unwrap_or_default();
         let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
         for &flag in &needed {
@@ -411,7 +515,7 @@ fn scope_flags(
                     ),
                 ));
             }
-            for g in (0..p.funcs.len()).filter(|&g| r[g] && touched[g] >> flag & 1 == 1) {
+            for &g in r.iter().filter(|&&g| touched[g] >> flag & 1 == 1) {
                 let gf = &p.funcs[g];
                 let at = gf.orig.iter().find(|o| {
                     o.inst.reads().contains_sgpr(flag) || o.inst.writes().contains_sgpr(flag)
@@ -420,7 +524,7 @@ fn scope_flags(
                     gf,
                     Check::Inserted,
                     at.map(|o| o.addr),
-                    at.and_then(|o| o.new.map(|n| n.addr)),
+                    at.and_then(|o| o.copy().map(|n| n.addr)),
                     format!(
                         "scope flag s{flag} of kernel {} is used by original code of {}",
                         kf.name, gf.name
@@ -466,22 +570,31 @@ fn check_inserted(
     findings: &mut Vec<Finding>,
 ) {
     let changeable = regs.changeable;
-    let every = every_sgpr();
     let has_imm = p.isa.has_ttracedata_imm();
     let family = p.isa.family();
     let entry = entry_index(f);
     // Landing block start -> the original instruction its branch edge leads to.
     let landed_at: BTreeMap<u64, usize> = cfg.via.iter().map(|(&(_, s), &b)| (b, s)).collect();
+    // Jump landings by target instruction, in edge order (one pass over the edges, not one per
+    // run).
+    let mut landings_of: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for (s, l) in cfg.edges() {
+        if let Some(l) = l {
+            landings_of.entry(s).or_default().push(l);
+        }
+    }
     for (k, o) in f.orig.iter().enumerate() {
-        let run = f.inserted.get(o.run.clone()).unwrap_or_default();
-        let (Some(first), Some(end)) = (run.first(), o.new) else {
+        let run = f.inserted.get(o.run()).unwrap_or_default();
+        let (Some(first), Some(end)) = (run.first(), o.copy()) else {
             continue;
         };
+        // Parallel to `run`: registers decoded once.
+        let rregs = &f.inserted_regs[o.run()];
         let (run_start, run_end) = (first.addr, end.addr);
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
         // below like every island).
-        for n in run {
+        for (n, r) in run.iter().zip(rregs) {
             let Some((start, _)) = p.landing_containing(n.addr) else {
                 continue;
             };
@@ -493,7 +606,7 @@ fn check_inserted(
                 .and_then(|&s| changeable.get(s))
                 .copied()
                 .unwrap_or(0);
-            let w = n.inst.writes().sgpr_bits() & !may;
+            let w = r.sgpr_writes & !may;
             if w != 0 {
                 findings.push(fnd(
                     f,
@@ -509,30 +622,26 @@ fn check_inserted(
             }
         }
         let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
-        let landings: Vec<u64> = cfg
-            .succs
+        let landings: &[u64] = landings_of.get(&k).map(Vec::as_slice).unwrap_or_default();
+        let (body, body_regs): (Vec<NInst>, Vec<Regs>) = run
             .iter()
-            .flatten()
-            .filter(|&&(s, _)| s == k)
-            .filter_map(|&(_, l)| l)
-            .collect();
-        let body: Vec<NInst> = run
-            .iter()
-            .filter(|n| {
+            .zip(rregs)
+            .filter(|(n, _)| {
                 p.island_containing(n.addr).is_none() && p.landing_containing(n.addr).is_none()
             })
-            .copied()
-            .collect();
-        let saves = crate::spill::saves(&body, run_end, &landings, regs.wave, regs.vgprs_used);
+            .map(|(n, r)| (*n, *r))
+            .unzip();
+        let saves = crate::spill::saves(&body, run_end, landings, regs.wave, regs.vgprs_used);
         for (a, msg) in saves.problems {
             findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
         }
         let may_write = changeable.get(k).copied().unwrap_or(0) | saves.restored;
-        if let Some(n) = body
+        if let Some((n, r)) = body
             .iter()
-            .find(|n| n.inst.writes().sgpr_bits() & !may_write != 0)
+            .zip(&body_regs)
+            .find(|(_, r)| r.sgpr_writes & !may_write != 0)
         {
-            let w = n.inst.writes().sgpr_bits() & !may_write;
+            let w = r.sgpr_writes & !may_write;
             findings.push(fnd(
                 f,
                 Check::Inserted,
@@ -545,7 +654,7 @@ fn check_inserted(
                 ),
             ));
         }
-        for n in run {
+        for (n, r) in run.iter().zip(rregs) {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {
                 findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
@@ -556,11 +665,11 @@ fn check_inserted(
                 let lands = f.orig.iter().position(|x| {
                     let start = f
                         .inserted
-                        .get(x.run.clone())
+                        .get(x.run())
                         .and_then(|r| r.first())
-                        .map_or(x.new.map(|y| y.addr), |y| Some(y.addr));
+                        .map_or(x.copy().map(|y| y.addr), |y| Some(y.addr));
                     start.is_some_and(|s| s <= isl.dest)
-                        && x.new.is_some_and(|y| isl.dest <= y.addr)
+                        && x.copy().is_some_and(|y| isl.dest <= y.addr)
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
@@ -609,18 +718,17 @@ fn check_inserted(
             let m0_save = matches!(class, Some(Region::Legacy(Allowed::SaveM0(_))));
             // Lane saves write a VGPR; `spill::saves` checked them above.
             let lane_save = matches!(class, Some(Region::Writelane));
-            if !m0_save && !lane_save && !writes_only(&n.inst, &every) {
+            if !m0_save && !lane_save && !r.has(Regs::SCALAR_WRITES) {
                 bad(format!(
                     "inserted instruction {m} writes registers other than M0, SCC and SGPRs"
                 ));
             }
-            if (0..16).any(|t| n.inst.reads().contains_ttmp(t)) {
+            if r.has(Regs::TTMP_READ) {
                 bad(format!("inserted instruction {m} reads a TTMP"));
             }
-            if let Some(r) = flags
-                .iter()
-                .find(|r| !kernel_entry && n.inst.writes().contains_sgpr(**r))
-            {
+            let writes_sgpr =
+                |s: u16| r.sgpr_writes.checked_shr(u32::from(s)).unwrap_or(0) & 1 == 1;
+            if let Some(r) = flags.iter().find(|r| !kernel_entry && writes_sgpr(**r)) {
                 bad(format!(
                     "inserted instruction {m} overwrites the scope flag s{r}"
                 ));
@@ -641,12 +749,12 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
             _ => continue,
         };
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
-            if let Some(x) = f.orig.get(m).filter(|x| !x.run.is_empty()) {
+            if let Some(x) = f.orig.get(m).filter(|x| !x.run().is_empty()) {
                 findings.push(fnd(
                     f,
                     Check::Inserted,
                     Some(x.addr),
-                    x.new.map(|n| n.addr),
+                    x.copy().map(|n| n.addr),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
                         o.inst.mnemonic(),
@@ -671,7 +779,7 @@ fn check_target(
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
-    let n_addr = f.orig[k].new.map(|n| n.addr);
+    let n_addr = f.orig[k].copy().map(|n| n.addr);
     // A relaxed branch reaches its target through a long-branch island, a branch with a landing
     // block through the block's jump.
     let t_n = t_n.map(|t| {
@@ -732,9 +840,12 @@ fn check_target(
 fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     let f = &p.funcs[fi];
     let n = f.orig.len();
-    let mut succs: Vec<Vec<Succ>> = vec![Vec::new(); n];
-    let mut via = BTreeMap::new();
-    let mut exits = Vec::new();
+    let mut cfg = Cfg {
+        succs: Rows::with_capacity(n),
+        lands: Vec::new(),
+        via: BTreeMap::new(),
+        exits: Vec::new(),
+    };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
     for b in &f.builders {
@@ -747,7 +858,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             continue;
         };
         let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
-        let t_n = match (g.new, lo.new, hi.map(|h| h.new)) {
+        let t_n = match (g.copy(), lo.copy(), hi.map(|h| h.copy())) {
             (Some(gn), Some(ln), None) => b
                 .offset(&ln.inst, None)
                 .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
@@ -762,18 +873,18 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     for (k, o) in f.orig.iter().enumerate() {
         let next = (k + 1 < n).then_some((k + 1, None));
         match o.inst.flow() {
-            Flow::Fallthrough | Flow::Call => succs[k].extend(next),
+            Flow::Fallthrough | Flow::Call => cfg.extend(next),
             Flow::Branch { conditional } => {
                 if conditional {
-                    succs[k].extend(next);
+                    cfg.extend(next);
                 }
                 if let Some(t_o) = o.inst.branch_target(o.addr) {
-                    let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                    let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
                     if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
                         if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
-                            via.insert((k, s.0), b);
+                            cfg.via.insert((k, s.0), b);
                         }
-                        succs[k].push(s);
+                        cfg.push(s);
                     }
                 }
             }
@@ -783,13 +894,13 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     i.literal().map(|l| (at + i.len() as u64).wrapping_add(l))
                 };
                 if let Some(t_o) = target_of(&o.inst, o.addr) {
-                    let t_n = o.new.and_then(|nn| target_of(&nn.inst, nn.addr));
+                    let t_n = o.copy().and_then(|nn| target_of(&nn.inst, nn.addr));
                     match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
-                        Some(s) => succs[k].push(s),
-                        None => exits.push(k),
+                        Some(s) => cfg.push(s),
+                        None => cfg.exits.push(k),
                     }
                 } else {
-                    exits.push(k);
+                    cfg.exits.push(k);
                 }
             }
             Flow::IndirectJump => {
@@ -801,21 +912,22 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     .find(|(_, (d, _))| Some(*d) == src)
                     .and_then(|(_, (_, e))| *e);
                 match edge {
-                    Some(s) => succs[k].push(s),
-                    None => exits.push(k),
+                    Some(s) => cfg.push(s),
+                    None => cfg.exits.push(k),
                 }
             }
-            Flow::EndProgram | Flow::Return => exits.push(k),
+            Flow::EndProgram | Flow::Return => cfg.exits.push(k),
             Flow::Trap => {}
         }
         if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
             if let Some(t_o) = o.inst.branch_target(o.addr) {
-                let t_n = o.new.and_then(|nn| nn.inst.branch_target(nn.addr));
+                let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
                 check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
             }
         }
+        cfg.succs.end_row();
     }
-    Cfg { succs, via, exits }
+    cfg
 }
 
 /// Backward liveness of one register over the original CFG to a fixed point: `facts[k]` is
@@ -828,9 +940,11 @@ fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
     while changed {
         changed = false;
         for k in (0..n).rev() {
-            let out = cfg.succs[k]
+            let out = cfg
+                .succs
+                .of(k)
                 .iter()
-                .any(|(s, _)| live_in.get(*s).copied().unwrap_or(false));
+                .any(|&s| live_in.get(s as usize).copied().unwrap_or(false));
             let (reads, kills) = facts[k];
             let v = reads || (out && !kills);
             if v != live_in[k] {
@@ -895,7 +1009,8 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         } else {
             vin
         };
-        for &(s, _) in &cfg.succs[k] {
+        for &s in cfg.succs.of(k) {
+            let s = s as usize;
             let merged = match val_in[s] {
                 None => out,
                 Some(v) if v == out => v,
@@ -915,7 +1030,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
     let start = f
         .orig
         .get(k)
-        .and_then(|o| o.run.clone().next())
+        .and_then(|o| o.run().next())
         .and_then(|i| f.inserted.get(i))
         .map(|x| x.addr);
     match (land, start) {
@@ -928,7 +1043,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
 }
 
 fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
-    let mut run = f.inserted.get(f.orig[k].run.clone()).unwrap_or_default();
+    let mut run = f.inserted.get(f.orig[k].run()).unwrap_or_default();
     // A run that starts with a long-branch island or a landing block is never entered by
     // fall-through: after an unconditional branch nothing falls into it, and after a conditional
     // branch the fall-through path takes the `s_branch` over it. Execution starts after it.
@@ -1026,10 +1141,8 @@ fn check_runs(
     // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
     // an allocation per instruction).
     let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
-    for ss in &cfg.succs {
-        for &(s, land) in ss {
-            entries.push((s, entry_key(f, s, land)));
-        }
+    for (s, land) in cfg.edges() {
+        entries.push((s, entry_key(f, s, land)));
     }
     entries.sort_unstable();
     entries.dedup();
@@ -1050,9 +1163,11 @@ fn check_runs(
         let es = entries[first..next].iter().map(|e| e.1);
         let o = &f.orig[k];
         // The run as fall-through enters it (a leading long-branch island is not part of it).
+        let whole = run_from(p, f, k, None);
         let code = Code {
-            whole: run_from(p, f, k, None),
-            end: o.new.map(|x| x.addr),
+            whole,
+            regs: regs_of(f, whole),
+            end: o.copy().map(|x| x.addr),
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
         };
@@ -1090,6 +1205,7 @@ fn check_runs(
         let body = &f.inserted[lo..hi];
         let code = Code {
             whole: body,
+            regs: &f.inserted_regs[lo..hi],
             end: Some(b.body_end),
             legacy: body.iter().all(|n| allowed(&n.inst).is_some()),
             changeable: changeable.get(s).copied().unwrap_or(0),
@@ -1117,6 +1233,8 @@ struct Facts<'a> {
 struct Code<'a> {
     /// The code as fall-through enters it.
     whole: &'a [NInst],
+    /// Parallel to `whole`: registers decoded once.
+    regs: &'a [Regs],
     /// Where it ends (new address; the original instruction after a run, a landing block's
     /// jump).
     end: Option<u64>,
@@ -1126,20 +1244,28 @@ struct Code<'a> {
     changeable: u128,
 }
 
+/// The registers of `run`, a stretch of `f.inserted` (ascending by address).
+fn regs_of<'a>(f: &'a Func, run: &[NInst]) -> &'a [Regs] {
+    let Some(first) = run.first() else {
+        return &[];
+    };
+    let i = f.inserted.partition_point(|x| x.addr < first.addr);
+    &f.inserted_regs[i..i + run.len()]
+}
+
 /// Effect of executing `run` (a suffix of `c.whole`, from one entry); `frame`: entered whole.
 fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: bool) -> Effect {
-    let every = every_sgpr();
-    let executable = c.whole.iter().all(|x| {
-        region_class(&x.inst).is_some() && writes_only(&x.inst, &every)
+    if c.whole.is_empty() {
+        // Most original instructions have no run: nothing is executed (`run`, a suffix, is
+        // empty too).
+        return simulate(run);
+    }
+    let executable = c.whole.iter().zip(c.regs).all(|(x, r)| {
+        region_class(&x.inst).is_some() && r.has(Regs::SCALAR_WRITES)
             || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
             || matches!(region_class(&x.inst), Some(Region::Writelane))
     });
-    // An empty run reads nothing (and most original instructions have one).
-    let vgprs = if c.whole.is_empty() {
-        Vec::new()
-    } else {
-        region::vgprs_read(c.whole.iter().map(|x| &x.inst))
-    };
+    let vgprs = region::vgprs_read(c.whole.iter().map(|x| &x.inst));
     let exec = match (c.whole.first(), c.end) {
         (Some(first), Some(end)) if executable && !run.is_empty() => {
             let landing = run.first().map_or(end, |x| x.addr);
@@ -1190,7 +1316,7 @@ fn check_effect(
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
-    let na = o.new.map(|x| x.addr);
+    let na = o.copy().map(|x| x.addr);
     if e.scc_changed && facts.scc_live[k] {
         findings.push(fnd(
             f,
@@ -1299,16 +1425,17 @@ fn check_marker(
 
 /// A function with an F row added by the rewrite enters its scope at the entry.
 fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &mut Vec<Finding>) {
-    let Some(map) = &fm.new else { return };
-    for r in map
-        .rows
-        .iter()
-        .filter(|r| r.kind == 'F' && r.name == f.name)
+    if fm.new.is_none() {
+        return;
+    }
+    // The F rows the rewrite added for this function (indexed by name once, not a scan of every
+    // row per function).
+    for &id in fm
+        .added_f
+        .get(&f.name)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
     {
-        let Some(id) = r.id else { continue };
-        if fm.orig_rows.contains(r) {
-            continue;
-        }
         let first = entry.and_then(|e| e.markers.first()).map(|(_, v)| *v);
         if first != Some((id << 2) | 2) {
             findings.push(fnd(
@@ -1448,7 +1575,7 @@ fn check_balance(
         let Some(cur) = stack[k].clone() else {
             continue;
         };
-        for &(s, land) in &cfg.succs[k] {
+        for (s, land) in cfg.succ(k) {
             let via = cfg.via.get(&(k, s)).copied();
             let (next, ok) = apply(&cur, &ops(s, land, via, findings));
             let o = &f.orig[s];
@@ -1457,7 +1584,7 @@ fn check_balance(
                     f,
                     Check::Markers,
                     Some(o.addr),
-                    o.new.map(|x| x.addr),
+                    o.copy().map(|x| x.addr),
                     "exit marker with no open scope on some path".into(),
                 ));
             }
@@ -1482,7 +1609,7 @@ fn check_balance(
                         f,
                         Check::Markers,
                         Some(o.addr),
-                        o.new.map(|x| x.addr),
+                        o.copy().map(|x| x.addr),
                         msg,
                     ));
                 }
@@ -1497,7 +1624,7 @@ fn check_balance(
                 f,
                 Check::Markers,
                 Some(o.addr),
-                o.new.map(|x| x.addr),
+                o.copy().map(|x| x.addr),
                 format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
             ));
         }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 /// One parsed row.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Row {
     /// Prefix character: `F`, `U`, `P`, `K`, `W`, `R`, `M`.
     pub kind: char,

@@ -308,17 +308,34 @@ pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
     }
 }
 
-/// Every SGPR s0..s105.
+/// [`insertable`] with `free` every SGPR s0..s105, from the registers decoded once.
+pub(crate) fn insertable_regs(inst: &Instruction, regs: &crate::code::Regs) -> bool {
+    match region_class(inst) {
+        None => inst.mnemonic() == "v_readfirstlane_b32",
+        Some(Region::Legacy(_) | Region::Writelane) => true,
+        Some(_) => regs.has(crate::code::Regs::SCALAR_WRITES),
+    }
+}
+
+/// Every SGPR s0..s105 (built once: callers ask per instruction).
 pub(crate) fn every_sgpr() -> RegSet {
-    let mut r = RegSet::new();
-    (0..106).for_each(|n| r.add_sgpr(n));
-    r
+    static EVERY: std::sync::OnceLock<RegSet> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        let mut r = RegSet::new();
+        (0..106).for_each(|n| r.add_sgpr(n));
+        r
+    })
 }
 
 /// `inst` writes no register outside `sgprs` ∪ {M0, SCC}.
 pub(crate) fn writes_only(inst: &Instruction, sgprs: &RegSet) -> bool {
+    set_within(&inst.writes(), sgprs)
+}
+
+/// The register set `w` holds nothing outside `sgprs` ∪ {M0, SCC}.
+pub(crate) fn set_within(w: &RegSet, sgprs: &RegSet) -> bool {
     let mut ok = *sgprs;
     ok.add(SpecialReg::M0);
     ok.add(SpecialReg::Scc);
-    inst.writes().union(&ok) == ok
+    w.union(&ok) == ok
 }

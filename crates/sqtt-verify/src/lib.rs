@@ -282,14 +282,17 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
                 Some(&w) if kernel_waves.iter().all(|x| *x == w) => w,
                 _ => 64,
             });
+    // The first kernel at each entry address (one map, not a search per function).
+    let mut kernel_at: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+    for (k, &w) in orig.kernels.iter().zip(&kernel_waves) {
+        kernel_at.entry(k.entry).or_insert(w);
+    }
     let wave_sizes: Vec<u32> = program
         .funcs
         .iter()
-        .map(|f| {
-            orig.kernels
-                .iter()
-                .find(|k| k.entry == f.orig_start && f.kind == FunctionKind::Kernel)
-                .map_or(fallback, |k| wave_size(isa, &k.descriptor))
+        .map(|f| match f.kind {
+            FunctionKind::Kernel => kernel_at.get(&f.orig_start).copied().unwrap_or(fallback),
+            FunctionKind::Function => fallback,
         })
         .collect();
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);

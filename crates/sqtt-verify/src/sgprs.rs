@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
 
 use crate::code::{Func, OInst, Program};
+use crate::flow::FactSuccs;
 
 /// Bit `n` is `s<n>`.
 pub(crate) type Mask = u128;
@@ -204,30 +205,31 @@ impl CallGraph {
         })
     }
 
-    /// Functions reachable from `root` through calls and tail calls, `root` included (every
-    /// function when an unresolved call is reached).
-    pub fn reachable(&self, root: usize) -> Vec<bool> {
+    /// Function indices reachable from `root` through calls and tail calls, `root` included
+    /// (every function when an unresolved call is reached), ascending. A list, not a flag per
+    /// function: thousands of kernels times thousands of functions was quadratic.
+    pub fn reachable(&self, root: usize) -> Vec<usize> {
         let n = self.calls.len();
-        let mut seen = vec![false; n];
+        let mut seen = std::collections::BTreeSet::new();
         let mut stack = vec![root];
         while let Some(f) = stack.pop() {
-            if std::mem::replace(&mut seen[f], true) {
+            if !seen.insert(f) {
                 continue;
             }
             for &(_, c) in &self.calls[f] {
                 match c {
                     Some(g) => stack.push(g),
-                    None => return vec![true; n],
+                    None => return (0..n).collect(),
                 }
             }
             stack.extend(self.tails(f));
         }
-        seen
+        seen.into_iter().collect()
     }
 }
 
 /// Per function, per original instruction: the SGPRs inserted code in front of it may change.
-pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>]) -> Vec<Vec<Mask>> {
+pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Vec<Vec<Mask>> {
     let n = p.funcs.len();
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
@@ -276,14 +278,20 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
     let mut after_return: Vec<Mask> = (0..n)
         .map(|g| if unresolved || !reached[g] { EVERY } else { 0 })
         .collect();
+    // Rounds: every function's liveness from the current return liveness (in parallel), then
+    // the return liveness joined from every call site. The equations are monotone and the
+    // values only grow from the same start, so this reaches the same least fixed point as
+    // updating function by function (chaotic iteration), in parallel.
     let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
     loop {
         let mut again = false;
+        live.par_iter_mut()
+            .enumerate()
+            .for_each(|(fi, l)| *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return));
         for fi in 0..n {
-            live[fi] = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
-                let out = succs[fi][k].iter().fold(0, |a, &s| a | live[fi][s]);
+                let out = succs[fi].each(k).fold(0, |a, s| a | live[fi][s]);
                 if after_return[g] | out != after_return[g] {
                     after_return[g] |= out;
                     again = true;
@@ -330,16 +338,16 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
             break;
         }
     }
-    // Independent per function: in parallel (the order of the result is kept).
-    (0..n)
-        .into_par_iter()
-        .map(|fi| {
+    // Independent per function: in parallel (the order of the result is kept), each liveness
+    // vector turned into the result in place.
+    live.into_par_iter()
+        .enumerate()
+        .map(|(fi, mut l)| {
             let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
-            live[fi]
-                .iter()
-                .zip(pend)
-                .map(|(l, q)| EVERY & !l & !q)
-                .collect()
+            for (x, q) in l.iter_mut().zip(pend) {
+                *x = EVERY & !*x & !q;
+            }
+            l
         })
         .collect()
 }
@@ -347,7 +355,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[Vec<Vec<usize>>])
 fn live_in(
     p: &Program,
     cg: &CallGraph,
-    succs: &[Vec<usize>],
+    succs: &FactSuccs,
     fi: usize,
     deep: &[Mask],
     after_return: &[Mask],
@@ -367,7 +375,7 @@ fn live_in(
             Some(Leave::Return) => after_return[fi],
             Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
             Some(Leave::Unknown) => EVERY,
-            None if succs[k].is_empty() => EVERY,
+            None if succs.none(k) => EVERY,
             None => 0,
         })
         .collect();
@@ -377,7 +385,7 @@ fn live_in(
     loop {
         let mut again = false;
         for k in (0..n).rev() {
-            let out = succs[k].iter().fold(end[k], |a, &s| a | live[s]);
+            let out = succs.each(k).fold(end[k], |a, s| a | live[s]);
             let v = gen[k] | (out & !kill[k]);
             again |= v != live[k];
             live[k] = v;
@@ -392,7 +400,7 @@ fn live_in(
 fn pending(
     p: &Program,
     cg: &CallGraph,
-    succs: &[Vec<usize>],
+    succs: &FactSuccs,
     fi: usize,
     (smem, smem_all): (&[Mask], Mask),
 ) -> Vec<Mask> {
@@ -434,7 +442,7 @@ fn pending(
             let (drained, result, call) = facts[k];
             let mut out = if drained { result } else { v | result };
             out |= call;
-            for &s in &succs[k] {
+            for s in succs.each(k) {
                 let m = at[s].unwrap_or(0) | out;
                 if at[s] != Some(m) {
                     at[s] = Some(m);
@@ -487,6 +495,7 @@ mod tests {
                 .map(|(addr, inst)| OInst::unplaced(addr, inst, Regs::of_inst(&inst)))
                 .collect(),
             inserted: Vec::new(),
+            inserted_regs: Vec::new(),
             padding: Vec::new(),
             falls_off: None,
         }

@@ -75,16 +75,14 @@ fn used(f: &Func) -> Vgprs {
 }
 
 /// Per function: the VGPRs original code uses in some kernel call graph that contains it
-/// (`reach[k]`: functions kernel `k` reaches, `None` for device functions). A function no kernel
+/// (`reach[k]`: functions kernel `k` reaches, ascending, `None` for device functions). A function no kernel
 /// reaches gets every VGPR (nothing is known about who calls it).
-pub(crate) fn used_in_call_graphs(p: &Program, reach: &[Option<Vec<bool>>]) -> Vec<Vgprs> {
+pub(crate) fn used_in_call_graphs(p: &Program, reach: &[Option<Vec<usize>>]) -> Vec<Vgprs> {
     let own: Vec<Vgprs> = p.funcs.par_iter().map(used).collect();
     let mut out: Vec<Option<Vgprs>> = vec![None; p.funcs.len()];
     for r in reach.iter().flatten() {
-        let graph = (0..p.funcs.len())
-            .filter(|&g| r[g])
-            .fold(Vgprs::default(), |a, g| a.union(own[g]));
-        for g in (0..p.funcs.len()).filter(|&g| r[g]) {
+        let graph = r.iter().fold(Vgprs::default(), |a, &g| a.union(own[g]));
+        for &g in r {
             out[g] = Some(out[g].map_or(graph, |x| x.union(graph)));
         }
     }

@@ -62,7 +62,8 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
             continue;
         }
         let next_orig = p.funcs.get(fi + 1).map(|g| g.name.as_str());
-        let pos = by_new.iter().position(|&(_, i)| i == fi);
+        // `by_new` is sorted by (address, index): a binary search, not a scan per function.
+        let pos = by_new.binary_search(&(new, fi)).ok();
         let next_new = pos
             .and_then(|k| by_new.get(k + 1))
             .map(|&(_, i)| p.funcs[i].name.as_str());
