@@ -6,7 +6,10 @@
 //! rewriter cannot resolve ... fail closed").
 
 use crate::layout::{PcRel, PcRelUse, Reloc};
+use crate::regs::Sgprs;
+use crate::reguse::RegUse;
 use amdgpu_isa::{decode_all, Flow, Instruction, Special, SpecialReg, Target};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A function to analyse, as found by the container layer.
@@ -72,6 +75,9 @@ pub struct Func {
     pub spec: FnSpec,
     /// Decoded instructions with their original addresses.
     pub insts: Vec<(u64, Instruction)>,
+    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
+    /// the function is decoded).
+    pub reg_use: Vec<RegUse>,
     /// What the layout must fix, parallel to `insts`.
     pub relocs: Vec<Reloc>,
     /// Successor instruction indices, parallel to `insts`.
@@ -101,10 +107,16 @@ pub struct Program {
     pub pcrels: Vec<PcRel>,
 }
 
-fn sgpr_pair_written(inst: &Instruction) -> Option<u16> {
-    let w = inst.writes();
-    let lo = w.max_sgpr()?.checked_sub(1)?;
-    (w.contains_sgpr(lo)).then_some(lo)
+/// Whether SGPR `n` is in `s`.
+fn has(s: Sgprs, n: u16) -> bool {
+    n < 128 && s >> n & 1 == 1
+}
+
+/// The pair `s[lo:lo+1]` at the top of the SGPRs an instruction writes (`s_getpc_b64`).
+fn sgpr_pair_written(u: &RegUse) -> Option<u16> {
+    let w = u.operand_writes();
+    let lo = (w.checked_ilog2()? as u16).checked_sub(1)?;
+    has(w, lo).then_some(lo)
 }
 
 /// Value of an inline integer constant or literal in scalar source field `name`, when the field
@@ -129,6 +141,7 @@ fn hi_const(inst: &Instruction) -> Option<u32> {
 
 struct Decoded {
     insts: Vec<(u64, Instruction)>,
+    reg_use: Vec<RegUse>,
 }
 
 fn decode_fn(
@@ -154,7 +167,8 @@ fn decode_fn(
         insts.push((a, i));
         a += n;
     }
-    Ok(Decoded { insts })
+    let reg_use = insts.iter().map(|(_, i)| RegUse::of(i)).collect();
+    Ok(Decoded { insts, reg_use })
 }
 
 const ADD_LO: [&str; 2] = ["s_add_u32", "s_add_co_u32"];
@@ -184,15 +198,17 @@ enum RelocPart {
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
 fn match_builder(
     insts: &[(u64, Instruction)],
+    reg_use: &[RegUse],
     leaders: &BTreeSet<usize>,
     i: usize,
 ) -> Result<Builder, Problem> {
-    let (addr, gp) = &insts[i];
+    let addr = &insts[i].0;
     let fail = |at: u64, why: &str| Problem {
         addr: at,
         why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
     };
-    let a = sgpr_pair_written(gp).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
+    let a =
+        sgpr_pair_written(&reg_use[i]).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
     // (instruction index, 32-bit constant) of the low and high adds once seen.
     type Half = Option<(usize, u32)>;
     let (mut lo, mut hi): (Half, Half) = (None, None);
@@ -200,10 +216,9 @@ fn match_builder(
         if leaders.contains(&j) {
             return Err(fail(*ja, "branch target inside the sequence"));
         }
-        let r = inst.reads();
-        let w = inst.writes();
-        let touches_r = r.contains_sgpr(a) || r.contains_sgpr(a + 1);
-        let touches_w = w.contains_sgpr(a) || w.contains_sgpr(a + 1);
+        let (r, w) = (reg_use[j].operand_reads(), reg_use[j].operand_writes());
+        let touches_r = has(r, a) || has(r, a + 1);
+        let touches_w = has(w, a) || has(w, a + 1);
         if !touches_r && !touches_w {
             if inst.flow() != Flow::Fallthrough {
                 return Err(fail(*ja, "control flow before the adds complete"));
@@ -213,10 +228,11 @@ fn match_builder(
         let m = inst.mnemonic();
         // Each add must read the half it writes (`s_add_u32 sa, sa, K`): an add of another
         // source into the pair is not an offset from the PC.
-        let (reads_lo, reads_hi) = (r.contains_sgpr(a), r.contains_sgpr(a + 1));
+        let (reads_lo, reads_hi) = (has(r, a), has(r, a + 1));
+        let (writes_lo, writes_hi) = (has(w, a), has(w, a + 1));
         if m == "s_add_nc_u64"
-            && w.contains_sgpr(a)
-            && w.contains_sgpr(a + 1)
+            && writes_lo
+            && writes_hi
             && reads_lo
             && reads_hi
             && lo.is_none()
@@ -234,20 +250,14 @@ fn match_builder(
                 done_at: j,
             });
         }
-        if ADD_LO.contains(&m)
-            && w.contains_sgpr(a)
-            && !w.contains_sgpr(a + 1)
-            && reads_lo
-            && !reads_hi
-            && lo.is_none()
-        {
+        if ADD_LO.contains(&m) && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
             let v = inst
                 .literal()
                 .ok_or_else(|| fail(*ja, "low add without a literal"))?;
             lo = Some((j, v as u32));
         } else if ADD_HI.contains(&m)
-            && w.contains_sgpr(a + 1)
-            && !w.contains_sgpr(a)
+            && writes_hi
+            && !writes_lo
             && reads_hi
             && !reads_lo
             && lo.is_some()
@@ -255,11 +265,7 @@ fn match_builder(
         {
             let v = hi_const(inst).ok_or_else(|| fail(*ja, "high add without a constant"))?;
             hi = Some((j, v));
-        } else if m == "s_sext_i32_i16"
-            && w.contains_sgpr(a + 1)
-            && !w.contains_sgpr(a)
-            && lo.is_none()
-        {
+        } else if m == "s_sext_i32_i16" && writes_hi && !writes_lo && lo.is_none() {
             // gfx12 canonicalises the PC's high half first; the address is unchanged.
         } else {
             return Err(fail(*ja, &format!("{m} uses the PC register pair")));
@@ -279,9 +285,9 @@ fn match_builder(
 }
 
 /// The pair read by `s_setpc_b64`/`s_swappc_b64`-style instructions (lowest SGPR read).
-fn pc_source(inst: &Instruction) -> Option<u16> {
-    let r = inst.reads();
-    (0..106u16).find(|&n| r.contains_sgpr(n) && r.contains_sgpr(n + 1))
+fn pc_source(u: &RegUse) -> Option<u16> {
+    let r = u.operand_reads();
+    (0..106u16).find(|&n| has(r, n) && has(r, n + 1))
 }
 
 /// Every function decoded, not yet analysed: the output of the decode stage ([`decode`]) and
@@ -296,8 +302,9 @@ pub struct DecodedProgram {
 /// Decodes every function (`text` is `.text`, loaded at `text_addr`). `specs` must be sorted by
 /// start and non-overlapping. A function that does not decode keeps the problem.
 pub fn decode(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> DecodedProgram {
+    // In parallel over functions; `collect` keeps the order.
     let funcs = specs
-        .into_iter()
+        .into_par_iter()
         .map(|spec| {
             let d = decode_fn(target, text, text_addr, &spec);
             (spec, d)
@@ -330,6 +337,7 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
         let mut f = Func {
             spec,
             insts: Vec::new(),
+            reg_use: Vec::new(),
             relocs: Vec::new(),
             succs: Vec::new(),
             leaders: BTreeSet::new(),
@@ -338,7 +346,10 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
             problems: Vec::new(),
         };
         match d {
-            Ok(d) => f.insts = d.insts,
+            Ok(d) => {
+                f.insts = d.insts;
+                f.reg_use = d.reg_use;
+            }
             Err(p) => {
                 f.problems.push(p);
                 funcs.push(f);
@@ -439,7 +450,7 @@ fn analyse_fn(
                 }
             }
             (_, Flow::IndirectJump) => {
-                let src = pc_source(&inst);
+                let src = pc_source(&f.reg_use[i]);
                 match src.and_then(|p| holder.get(&p)) {
                     Some(&(k, _)) => {
                         let t = pcrels[k].target;
@@ -476,7 +487,7 @@ fn analyse_fn(
                         }),
                     }
                 } else {
-                    let src = pc_source(&inst);
+                    let src = pc_source(&f.reg_use[i]);
                     match src.and_then(|p| holder.get(&p)) {
                         Some(&(k, _)) => match starts.get(&pcrels[k].target) {
                             Some(&fi) => f.calls.push((i, Callee::Direct(fi))),
@@ -500,10 +511,10 @@ fn analyse_fn(
             _ => {}
         }
         // Writers invalidate held addresses.
-        let w = inst.writes();
-        holder.retain(|&p, _| !(w.contains_sgpr(p) || w.contains_sgpr(p + 1)));
+        let w = f.reg_use[i].operand_writes();
+        holder.retain(|&p, _| !(has(w, p) || has(w, p + 1)));
         if special == Special::GetPc {
-            match match_builder(&f.insts, &f.leaders, i) {
+            match match_builder(&f.insts, &f.reg_use, &f.leaders, i) {
                 Ok(b) => {
                     let k = pcrels.len();
                     let use_kind = if b.target >= text_addr && b.target < text_end {
@@ -619,9 +630,12 @@ impl Program {
 /// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
 /// base address or counter there).
 pub fn reads_m0(inst: &Instruction) -> bool {
-    if !inst.reads().contains(SpecialReg::M0) {
-        return false;
-    }
+    inst.reads().contains(SpecialReg::M0) && m0_use_is_read(inst)
+}
+
+/// The rule of [`reads_m0`] for an instruction whose decoded reads include M0: whether that
+/// implicit use is a real read on the target.
+pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
     let m = inst.mnemonic();
     // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA
     // forms (`*_lds_*`: M0 holds the LDS address) read it.
@@ -660,11 +674,12 @@ pub struct M0Facts {
 /// convention, LLVM `SIRegisterInfo` CSR lists); returns and `s_endpgm` leave it dead.
 pub fn m0_facts(f: &Func) -> M0Facts {
     let n = f.insts.len();
-    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| reads_m0(i)).collect();
+    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_m0).collect();
     let writes: Vec<bool> = f
         .insts
         .iter()
-        .map(|(_, i)| i.writes().contains(SpecialReg::M0) || i.flow() == Flow::Call)
+        .zip(&f.reg_use)
+        .map(|((_, i), u)| u.writes_m0() || i.flow() == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
@@ -685,7 +700,7 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         if !writes[i] {
             return before;
         }
-        if inst.mnemonic() == "s_mov_b32" && inst.writes().contains(SpecialReg::M0) {
+        if inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0() {
             if let Some(v) = scalar_const(inst, "ssrc0") {
                 return C::Known(v as u32);
             }
@@ -728,15 +743,12 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 /// SCC live before each instruction of `f` (backward liveness from the ISA tables' explicit and
 /// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
 pub fn scc_live(f: &Func) -> Vec<bool> {
-    let reads: Vec<bool> = f
-        .insts
-        .iter()
-        .map(|(_, i)| i.reads().contains(SpecialReg::Scc))
-        .collect();
+    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_scc).collect();
     let writes: Vec<bool> = f
         .insts
         .iter()
-        .map(|(_, i)| i.writes().contains(SpecialReg::Scc) || i.flow() == Flow::Call)
+        .zip(&f.reg_use)
+        .map(|((_, i), u)| u.writes_scc() || i.flow() == Flow::Call)
         .collect();
     backward_live(f, &reads, &writes)
 }

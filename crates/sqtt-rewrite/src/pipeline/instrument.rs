@@ -459,9 +459,9 @@ fn site_regs(
 ) -> SiteRegs {
     let free = sgprs.free_at(prog, fi, i);
     let inputs = prog.funcs[fi]
-        .insts
+        .reg_use
         .get(i)
-        .map_or(ALL_SGPRS, |(_, x)| crate::regs::sgpr_reads(x));
+        .map_or(ALL_SGPRS, |u| u.sgpr_reads());
     SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
 }
 
@@ -668,8 +668,9 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
                 let avoid: Sgprs = f
                     .insts
                     .iter()
-                    .filter(|(_, i)| vmem_hazard && i.memory().is_some())
-                    .fold(0, |a, (_, i)| a | i.reads().sgpr_bits());
+                    .zip(&f.reg_use)
+                    .filter(|((_, i), _)| vmem_hazard && i.memory().is_some())
+                    .fold(0, |a, (_, u)| a | u.operand_reads());
                 mask(limit) & !avoid
             })
             .collect();
