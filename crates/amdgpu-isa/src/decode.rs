@@ -650,8 +650,7 @@ impl Instruction {
         {
             return false;
         }
-        let d = self.target.def();
-        let Some(fi) = d.formats.iter().position(|f| std::ptr::eq(f, self.fmt)) else {
+        let Some(fi) = self.format_index() else {
             return false;
         };
         let row = if self.target.true16() != self.other_mode {
@@ -660,6 +659,16 @@ impl Instruction {
             t16_row(self.target, fi as u8, opcode_key(self.fmt, self.bytes()))
         };
         row.is_some_and(|r| r.operands.iter().any(|o| o.field == field && o.width == 0))
+    }
+
+    /// Index of this instruction's format in its target's format table (`fmt` points into it).
+    fn format_index(&self) -> Option<usize> {
+        let formats = self.target.def().formats;
+        let size = std::mem::size_of::<FormatDef>();
+        let off = (self.fmt as *const FormatDef as usize).checked_sub(formats.as_ptr() as usize)?;
+        let fi = off / size;
+        (off % size == 0 && fi < formats.len() && std::ptr::eq(&formats[fi], self.fmt))
+            .then_some(fi)
     }
 
     /// Registers of a DPP/SDWA instruction's real src0 (ISA manuals, "VOP_DPP"/"VOP_DPP8"/

@@ -135,13 +135,19 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             target.name()
         ));
     }
+    let func_by_name = super::first_index(
+        prog.funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| (f.spec.name.as_str(), fi)),
+    );
     let (ids, snippets) = loop {
         let ids = plan::allocate_ids(&sites, &reserved);
         let mut snippets: Snippets = BTreeMap::new();
         let mut bad_scopes: BTreeSet<usize> = skipped
             .iter()
             .filter(|k| SCOPE_KINDS.contains(&k.kind))
-            .filter_map(|k| prog.funcs.iter().position(|f| f.spec.name == k.function))
+            .filter_map(|k| func_by_name.get(k.function.as_str()).copied())
             .collect();
         let mut new_skips = Vec::new();
         for s in &sites {
