@@ -331,9 +331,53 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
         .enumerate()
         .map(|(i, (s, _))| (s.start, i))
         .collect();
+    // In parallel over functions, each with its own address builders; then merged in function
+    // order, the builders renumbered as if found one function after the other.
+    let analysed: Vec<(Func, Vec<PcRel>)> = decoded
+        .into_par_iter()
+        .map(|(spec, d)| {
+            let mut pcrels = Vec::new();
+            let f = analyse_one(spec, d, &starts, text_addr, text_end, &mut pcrels);
+            (f, pcrels)
+        })
+        .collect();
     let mut pcrels = Vec::new();
-    let mut funcs = Vec::with_capacity(decoded.len());
-    for (spec, d) in decoded {
+    let mut funcs = Vec::with_capacity(analysed.len());
+    for (mut f, local) in analysed {
+        let base = pcrels.len();
+        if base > 0 {
+            for r in &mut f.relocs {
+                if let Reloc::PcRelLo { idiom }
+                | Reloc::PcRelHi { idiom }
+                | Reloc::PcRel64 { idiom } = r
+                {
+                    *idiom += base;
+                }
+            }
+        }
+        pcrels.extend(local);
+        funcs.push(f);
+    }
+    Program {
+        target,
+        text_addr,
+        text_end,
+        funcs,
+        pcrels,
+    }
+}
+
+/// One function: its decoded instructions (or the problem that stopped decoding) analysed by
+/// [`analyse_fn`], address builders appended to `pcrels`.
+fn analyse_one(
+    spec: FnSpec,
+    d: Result<Decoded, Problem>,
+    starts: &BTreeMap<u64, usize>,
+    text_addr: u64,
+    text_end: u64,
+    pcrels: &mut Vec<PcRel>,
+) -> Func {
+    {
         let mut f = Func {
             spec,
             insts: Vec::new(),
@@ -352,19 +396,11 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
             }
             Err(p) => {
                 f.problems.push(p);
-                funcs.push(f);
-                continue;
+                return f;
             }
         }
-        analyse_fn(&mut f, &starts, text_addr, text_end, &mut pcrels);
-        funcs.push(f);
-    }
-    Program {
-        target,
-        text_addr,
-        text_end,
-        funcs,
-        pcrels,
+        analyse_fn(&mut f, starts, text_addr, text_end, pcrels);
+        f
     }
 }
 
@@ -382,12 +418,9 @@ fn analyse_fn(
     pcrels: &mut Vec<PcRel>,
 ) {
     let n = f.insts.len();
-    let index: BTreeMap<u64, usize> = f
-        .insts
-        .iter()
-        .enumerate()
-        .map(|(i, (a, _))| (*a, i))
-        .collect();
+    // Instruction index by address (instructions are in ascending address order).
+    let insts = &f.insts;
+    let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
     f.relocs = vec![Reloc::None; n];
     f.succs = vec![Vec::new(); n];
@@ -396,8 +429,8 @@ fn analyse_fn(
         let (a, inst) = f.insts[i];
         if let Flow::Branch { .. } = inst.flow() {
             match inst.branch_target(a) {
-                Some(t) if in_fn(t) => match index.get(&t) {
-                    Some(&ti) => {
+                Some(t) if in_fn(t) => match index(t) {
+                    Some(ti) => {
                         f.leaders.insert(ti);
                         f.relocs[i] = Reloc::Branch { target: t };
                     }
@@ -435,7 +468,7 @@ fn analyse_fn(
                     .literal()
                     .filter(|_| inst.len() == 12)
                     .map(|l| (a + inst.len() as u64).wrapping_add(l));
-                match t.and_then(|t| index.get(&t).map(|&ti| (t, ti))) {
+                match t.and_then(|t| index(t).map(|ti| (t, ti))) {
                     Some((t, ti)) if in_fn(t) => {
                         f.leaders.insert(ti);
                         f.succs[i].push(ti);
@@ -454,10 +487,10 @@ fn analyse_fn(
                 match src.and_then(|p| holder.get(&p)) {
                     Some(&(k, _)) => {
                         let t = pcrels[k].target;
-                        if in_fn(t) && index.contains_key(&t) {
+                        if let Some(ti) = index(t).filter(|_| in_fn(t)) {
                             pcrels[k].use_kind = PcRelUse::Branch;
-                            f.leaders.insert(index[&t]);
-                            f.succs[i].push(index[&t]);
+                            f.leaders.insert(ti);
+                            f.succs[i].push(ti);
                         } else if let Some(&fi) = starts.get(&t) {
                             f.exits.push((i, Exit::TailCall(fi)));
                         } else {
@@ -570,7 +603,7 @@ fn analyse_fn(
         let falls = match inst.flow() {
             Flow::Branch { conditional } => {
                 if let Some(t) = inst.branch_target(a) {
-                    if let Some(&ti) = index.get(&t) {
+                    if let Some(ti) = index(t) {
                         f.succs[i].push(ti);
                     }
                 }

@@ -79,15 +79,23 @@ impl RegUse {
         flag(w.contains(SpecialReg::M0), F_WRITES_M0);
         flag(r.contains(SpecialReg::Scc), F_READS_SCC);
         flag(w.contains(SpecialReg::Scc), F_WRITES_SCC);
-        flag(m.starts_with("s_movrels"), F_MOVRELS);
-        flag(m.starts_with("s_movreld"), F_MOVRELD);
-        flag(m.starts_with("s_cmov"), F_CMOV);
+        // Every mnemonic rule below but `v_movrel*` is about a scalar (`s_`) instruction.
+        let scalar = m.starts_with("s_");
+        flag(scalar && m.starts_with("s_movrels"), F_MOVRELS);
+        flag(scalar && m.starts_with("s_movreld"), F_MOVRELD);
+        flag(scalar && m.starts_with("s_cmov"), F_CMOV);
         flag(
-            inst.format() == Format::Smem || m.starts_with("s_sendmsg_rtn"),
+            inst.format() == Format::Smem || (scalar && m.starts_with("s_sendmsg_rtn")),
             F_ASYNC,
         );
-        flag(waits_for_smem(inst), F_WAITS_SMEM);
-        flag(indexes_vgprs(inst), F_INDEXES_VGPRS);
+        flag(
+            (scalar || inst.special() == Special::EndPgm) && waits_for_smem(inst),
+            F_WAITS_SMEM,
+        );
+        flag(
+            (scalar || m.starts_with("v_")) && indexes_vgprs(inst),
+            F_INDEXES_VGPRS,
+        );
         RegUse {
             reads: split(r.sgpr_bits()),
             writes: split(w.sgpr_bits()),
