@@ -68,6 +68,43 @@ pub enum Exit {
     TailCall(usize),
 }
 
+/// The successors of one instruction (instruction indices, at most two: a branch target and
+/// the fall-through, in the order found), stored inline (12 bytes, no allocation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Succs {
+    n: u8,
+    s: [u32; 2],
+}
+
+impl Succs {
+    /// Adds successor `i`. Panics on a third successor, which no instruction has (a SOPP
+    /// branch has its target and the fall-through; `s_setpc_b64`/`s_add_pc_i64` one target).
+    fn push(&mut self, i: usize) {
+        assert!(self.n < 2, "an instruction has at most two successors");
+        self.s[usize::from(self.n)] = i as u32;
+        self.n += 1;
+    }
+
+    /// The successors, in the order found.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+    }
+
+    /// No successor (execution leaves the function here).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl<'a> IntoIterator for &'a Succs {
+    type Item = usize;
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+    }
+}
+
 /// One analysed function.
 #[derive(Debug, Clone)]
 pub struct Func {
@@ -81,7 +118,7 @@ pub struct Func {
     /// What the layout must fix, parallel to `insts`.
     pub relocs: Vec<Reloc>,
     /// Successor instruction indices, parallel to `insts`.
-    pub succs: Vec<Vec<usize>>,
+    pub succs: Vec<Succs>,
     /// Instruction indices that are branch targets inside the function.
     pub leaders: BTreeSet<usize>,
     /// Call sites: instruction index and callee.
@@ -423,7 +460,7 @@ fn analyse_fn(
     let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
     f.relocs = vec![Reloc::None; n];
-    f.succs = vec![Vec::new(); n];
+    f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
         let (a, inst) = f.insts[i];
@@ -718,7 +755,7 @@ pub fn m0_facts(f: &Func) -> M0Facts {
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, ss) in f.succs.iter().enumerate() {
-        for &s in ss {
+        for s in ss {
             preds[s].push(i);
         }
     }
@@ -794,7 +831,7 @@ fn backward_live(f: &Func, reads: &[bool], writes: &[bool]) -> Vec<bool> {
     while changed {
         changed = false;
         for i in (0..f.insts.len()).rev() {
-            let out = f.succs[i].iter().any(|&s| live[s]);
+            let out = f.succs[i].iter().any(|s| live[s]);
             let v = reads[i] || (out && !writes[i]);
             if v != live[i] {
                 live[i] = v;

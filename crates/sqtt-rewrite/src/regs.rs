@@ -202,7 +202,7 @@ impl SgprFacts {
             };
             for &(i, c) in &f.calls {
                 if let Callee::Direct(g) = c {
-                    let after = f.succs[i].iter().fold(0, |a, &s| a | live[s]);
+                    let after = f.succs[i].iter().fold(0, |a, s| a | live[s]);
                     push(g, after, &mut self.ret_live);
                 }
             }
@@ -247,7 +247,7 @@ impl SgprFacts {
         while changed {
             changed = false;
             for i in (0..n).rev() {
-                let out = f.succs[i].iter().fold(exit_live[i], |a, &s| a | live[s]);
+                let out = f.succs[i].iter().fold(exit_live[i], |a, s| a | live[s]);
                 let v = uses[i] | (out & !kills[i]);
                 if v != live[i] {
                     live[i] = v;
@@ -287,7 +287,7 @@ impl SgprFacts {
                         _ => ALL_SGPRS,
                     };
                 }
-                for &s in &f.succs[i] {
+                for s in &f.succs[i] {
                     let v = pend[s].unwrap_or(0) | out;
                     if pend[s] != Some(v) {
                         pend[s] = Some(v);
