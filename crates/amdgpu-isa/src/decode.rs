@@ -450,6 +450,12 @@ impl Iterator for DecodeIter<'_> {
 
 impl std::iter::FusedIterator for DecodeIter<'_> {}
 
+/// Whether `row` (from [`Instruction::e32_half_row`]) gives the operand in format field `field`
+/// width 0: a 16-bit VGPR half.
+fn half_operand(row: Option<&'static OpRow>, field: u8) -> bool {
+    row.is_some_and(|r| r.operands.iter().any(|o| o.field == field && o.width == 0))
+}
+
 fn sext16(v: u32) -> i64 {
     i64::from(v as u16 as i16)
 }
@@ -645,21 +651,33 @@ impl Instruction {
     /// selects the high half and only v0..v127 are addressable (LLVM `VGPR_16_Lo128`; fake16
     /// prints `v130` for `v2.h`). Facts from the real-true16 opcode table: width 0.
     fn e32_half(&self, field: u8) -> bool {
+        half_operand(self.e32_half_row(), field)
+    }
+
+    /// The real-true16 opcode row that says which operands of a 32-bit VOP1/VOP2/VOPC encoding
+    /// are 16-bit halves (gfx11+; see [`Instruction::e32_half`]), `None` elsewhere.
+    fn e32_half_row(&self) -> Option<&'static OpRow> {
         if self.target.family() < Family::Gfx11
             || !matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc)
         {
-            return false;
+            return None;
         }
-        let d = self.target.def();
-        let Some(fi) = d.formats.iter().position(|f| std::ptr::eq(f, self.fmt)) else {
-            return false;
-        };
-        let row = if self.target.true16() != self.other_mode {
+        let fi = self.format_index()?;
+        if self.target.true16() != self.other_mode {
             Some(self.row)
         } else {
             t16_row(self.target, fi as u8, opcode_key(self.fmt, self.bytes()))
-        };
-        row.is_some_and(|r| r.operands.iter().any(|o| o.field == field && o.width == 0))
+        }
+    }
+
+    /// Index of this instruction's format in its target's format table (`fmt` points into it).
+    fn format_index(&self) -> Option<usize> {
+        let formats = self.target.def().formats;
+        let size = std::mem::size_of::<FormatDef>();
+        let off = (self.fmt as *const FormatDef as usize).checked_sub(formats.as_ptr() as usize)?;
+        let fi = off / size;
+        (off % size == 0 && fi < formats.len() && std::ptr::eq(&formats[fi], self.fmt))
+            .then_some(fi)
     }
 
     /// Registers of a DPP/SDWA instruction's real src0 (ISA manuals, "VOP_DPP"/"VOP_DPP8"/
@@ -667,13 +685,20 @@ impl Instruction {
     /// 233/234 (DPP8, gfx10+) or 249 (SDWA, gfx9/gfx10) take it from dword 1 bits 7:0 (an SGPR
     /// when SDWA bit 23 `s0` is set); gfx11+ VOP3/VOP3P DPP from dword 2 bits 7:0.
     fn dpp_src0_regs(&self, set: &mut RegSet) {
+        let fam = self.target.family();
+        let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
+        let vop3 = matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) && fam >= Family::Gfx11;
+        // Without a DPP/SDWA dword only the gfx9/gfx10 SDWA SGPR form below could add anything
+        // before the length check: skip the field lookups for every other instruction.
+        let extra_dwords = self.len() > usize::from(self.fmt.dwords) * 4;
+        if !(e32 || vop3) || !(extra_dwords || (e32 && fam <= Family::Gfx10)) {
+            return;
+        }
         let Some((fi, o)) = self.operand_of("src0") else {
             return;
         };
-        let fam = self.target.family();
-        let src0 = self.field("src0").unwrap_or(0);
-        let e32 = matches!(self.fmt.format, Format::Vop1 | Format::Vop2 | Format::Vopc);
-        let vop3 = matches!(self.fmt.format, Format::Vop3 | Format::Vop3p) && fam >= Family::Gfx11;
+        let f = &self.fmt.fields[fi];
+        let src0 = field_bits(self.bytes(), f.dw, f.hi, f.lo);
         let n = match src0 {
             250 | 233 | 234 if e32 && (src0 == 250 || fam >= Family::Gfx10) => self.word(1) & 0xff,
             249 if e32 && fam <= Family::Gfx10 => {
@@ -686,7 +711,7 @@ impl Instruction {
             250 | 233 | 234 if vop3 => self.word(2) & 0xff,
             _ => return,
         } as u16;
-        if self.len() <= usize::from(self.fmt.dwords) * 4 {
+        if !extra_dwords {
             return;
         }
         let n = if self.e32_half(fi as u8) { n & 0x7f } else { n };
@@ -745,6 +770,9 @@ impl Instruction {
     /// src0/src1, dword0 bit 15 `acc_cd` for vdst/src2; LLVM `VOP3Pe_MAI`, per-opcode facts
     /// probed into the `mods` column).
     pub(crate) fn mai_acc(&self, field: &str) -> bool {
+        if self.row.mods.is_empty() {
+            return false;
+        }
         let slot = match field {
             "src0" => 0,
             "src1" => 1,
@@ -798,6 +826,8 @@ impl Instruction {
                 }
             }
         }
+        // The real-true16 row of a 32-bit VOP encoding, looked up once for every operand.
+        let half_row = self.e32_half_row();
         for o in self
             .row
             .operands
@@ -810,7 +840,13 @@ impl Instruction {
             let v = field_bits(b, f.dw, f.hi, f.lo) as u16;
             let mut width = self.f8f6f4_width(f.name).unwrap_or(o.width.max(1));
             // 16-bit operands of 32-bit VOP encodings: bit 7 selects the half of v0..v127.
-            let half = |n: u16| if self.e32_half(o.field) { n & 0x7f } else { n };
+            let half = |n: u16| {
+                if half_operand(half_row, o.field) {
+                    n & 0x7f
+                } else {
+                    n
+                }
+            };
             if self.fmt.format == Format::Exp && !self.exp_source_enabled(f.name) {
                 continue;
             }
@@ -835,8 +871,8 @@ impl Instruction {
                 }
                 // gfx90a+ `acc` bit of memory encodings, and MFMA `acc`/`acc_cd`: AGPR operands.
                 (FieldKind::V8, RegFile::Vgpr)
-                    if (matches!(f.name, "vdata" | "vdst" | "data" | "data0" | "data1")
-                        && self.acc_data())
+                    if (self.acc_data()
+                        && matches!(f.name, "vdata" | "vdst" | "data" | "data0" | "data1"))
                         || self.mai_acc(f.name) =>
                 {
                     (0..u16::from(width)).for_each(|i| set.add_agpr(v + i))

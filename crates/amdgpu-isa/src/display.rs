@@ -230,6 +230,12 @@ impl Instruction {
     /// gfx90a/gfx94x/gfx950: the memory encodings' `acc` bit selects AGPRs for the data
     /// operands (FLAT/MUBUF/MTBUF dword1 bit 23, DS dword0 bit 25; LLVM `SIInstrFormats.td`).
     pub(crate) fn acc_data(&self) -> bool {
+        if !matches!(
+            self.fmt.format,
+            Format::Flat | Format::Mubuf | Format::Mtbuf | Format::Ds
+        ) {
+            return false;
+        }
         let n = self.target.name();
         if !(n == "gfx90a"
             || n.starts_with("gfx94")

@@ -207,11 +207,16 @@ impl RegSet {
     /// (`sregs`); `width` consecutive encodings. Constants add nothing; `src_scc`, `src_vccz`,
     /// `src_execz` add SCC, VCC and EXEC.
     pub(crate) fn add_scalar(&mut self, sregs: &[&str; 256], enc: u16, width: u8) {
+        let table = scalar_table(sregs);
         for i in 0..u16::from(width.max(1)) {
-            let Some(name) = sregs.get(usize::from(enc + i)) else {
+            let k = usize::from(enc + i);
+            if k >= 256 {
                 return;
-            };
-            self.add_scalar_name(name);
+            }
+            match table {
+                Some(t) => self.union_with(&t[k]),
+                None => self.add_scalar_name(sregs[k]),
+            }
         }
     }
 
@@ -244,4 +249,28 @@ impl RegSet {
             }
         }
     }
+}
+
+/// The registers each scalar operand encoding of one operand-name table names (the sets
+/// [`RegSet::add_scalar`] adds), parsed once per distinct table instead of per operand.
+fn scalar_table(sregs: &[&str; 256]) -> Option<&'static [RegSet; 256]> {
+    static TABLES: std::sync::OnceLock<Vec<(usize, Box<[RegSet; 256]>)>> =
+        std::sync::OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let mut out: Vec<(usize, Box<[RegSet; 256]>)> = Vec::new();
+        for t in crate::tables::TARGETS.iter() {
+            let key = t.sregs as *const [&str; 256] as usize;
+            if out.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let mut sets = Box::new([RegSet::new(); 256]);
+            for (set, name) in sets.iter_mut().zip(t.sregs.iter()) {
+                set.add_scalar_name(name);
+            }
+            out.push((key, sets));
+        }
+        out
+    });
+    let key = sregs as *const [&str; 256] as usize;
+    tables.iter().find(|(k, _)| *k == key).map(|(_, t)| &**t)
 }

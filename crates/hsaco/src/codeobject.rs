@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::kd::{KernelDescriptor, KD_SIZE};
 use crate::metadata::{parse_notes, Metadata, NT_AMDGPU_METADATA};
 use crate::target::{CodeObjectVersion, Target};
+use std::collections::{HashMap, HashSet};
 
 /// Classification of a symbol of a code object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -134,13 +135,24 @@ impl CodeObject {
             }
         }
 
+        // Lookups by name and address instead of a scan per kernel (objects have tens of
+        // thousands of kernels): kernel indexes of every metadata note, `STT_FUNC` symbols by
+        // name and by address (in symbol order, so the first match is the scan's).
+        let md_index: Vec<_> = metadata.iter().map(Metadata::kernel_indexes).collect();
+        let mut funcs_by_name: HashMap<&str, Vec<&Symbol>> = HashMap::new();
+        let mut funcs_by_addr: HashMap<u64, Vec<&Symbol>> = HashMap::new();
+        for f in raw_syms.iter().filter(|f| f.st_type == elf::STT_FUNC) {
+            funcs_by_name.entry(&f.name).or_default().push(f);
+            funcs_by_addr.entry(f.value).or_default().push(f);
+        }
+        let mut kd_addresses: HashSet<u64> = HashSet::new();
         let mut kernels: Vec<Kernel> = Vec::new();
         for s in &raw_syms {
             if s.st_type != elf::STT_OBJECT || !s.name.ends_with(".kd") || s.shndx == elf::SHN_UNDEF
             {
                 continue;
             }
-            if kernels.iter().any(|k| k.kd_address == s.value) {
+            if kd_addresses.contains(&s.value) {
                 continue;
             }
             let name = s.name[..s.name.len() - 3].to_string();
@@ -165,18 +177,14 @@ impl CodeObject {
                 kd_offset,
             )?;
             let entry = descriptor.entry_address(s.value);
-            let code_size = raw_syms
-                .iter()
-                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name == name)
-                .map(|f| f.size);
+            let named = funcs_by_name.get(name.as_str()).map_or(&[][..], |v| &v[..]);
+            let code_size = named.iter().find(|f| f.value == entry).map(|f| f.size);
             // The kernel's own symbol elsewhere and another function at the entry: the
             // descriptor's entry offset is corrupt (it would run that function as the kernel).
-            let own = raw_syms
-                .iter()
-                .find(|f| f.st_type == elf::STT_FUNC && f.name == name);
-            let other = raw_syms
-                .iter()
-                .find(|f| f.st_type == elf::STT_FUNC && f.value == entry && f.name != name);
+            let own = named.first();
+            let other = funcs_by_addr
+                .get(&entry)
+                .and_then(|v| v.iter().find(|f| f.name != name));
             if let (None, Some(own), Some(other)) = (code_size, own, other) {
                 return Err(Error::Malformed {
                     what: "kernel descriptor",
@@ -203,10 +211,11 @@ impl CodeObject {
                     entry_offset: descriptor.kernel_code_entry_byte_offset,
                 });
             };
-            let metadata_index = metadata
+            let metadata_index = md_index
                 .iter()
                 .enumerate()
-                .find_map(|(ni, m)| Some((ni, m.kernel_index(&s.name)?)));
+                .find_map(|(ni, m)| Some((ni, m.get(&s.name)?)));
+            kd_addresses.insert(s.value);
             kernels.push(Kernel {
                 name,
                 kd_address: s.value,
@@ -220,11 +229,10 @@ impl CodeObject {
         }
         kernels.sort_by_key(|k| k.kd_address);
 
-        let is_entry = |s: &Symbol| {
-            kernels
-                .iter()
-                .any(|k| k.entry == s.value && k.name == s.name)
-        };
+        let entries: HashSet<(u64, &str)> =
+            kernels.iter().map(|k| (k.entry, k.name.as_str())).collect();
+        let is_entry = |s: &Symbol| entries.contains(&(s.value, s.name.as_str()));
+        let mut seen_functions: HashSet<(String, u64)> = HashSet::new();
         let mut symbols = Vec::with_capacity(raw_syms.len());
         let mut functions: Vec<DeviceFunction> = Vec::new();
         for s in raw_syms {
@@ -241,9 +249,8 @@ impl CodeObject {
             } else if s.st_type == elf::STT_FUNC {
                 SymbolKind::Function
             } else if s.st_type == elf::STT_OBJECT
-                && kernels
-                    .iter()
-                    .any(|k| k.kd_address == s.value && s.name.ends_with(".kd"))
+                && s.name.ends_with(".kd")
+                && kd_addresses.contains(&s.value)
             {
                 SymbolKind::KernelDescriptor
             } else if s.st_type == elf::STT_OBJECT {
@@ -255,9 +262,7 @@ impl CodeObject {
             };
             if matches!(kind, SymbolKind::Function | SymbolKind::OclKernelClone)
                 && s.shndx != elf::SHN_UNDEF
-                && !functions
-                    .iter()
-                    .any(|f| f.name == s.name && f.address == s.value)
+                && seen_functions.insert((s.name.clone(), s.value))
             {
                 functions.push(DeviceFunction {
                     name: s.name.clone(),

@@ -106,6 +106,24 @@ fn map_get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|(_, v)| v)
 }
 
+/// Kernel entries of one metadata note by `.symbol` and `.name` ([`Metadata::kernel_indexes`]).
+#[derive(Debug, Default)]
+pub struct KernelIndexes<'a> {
+    by_symbol: std::collections::HashMap<&'a str, usize>,
+    by_name: std::collections::HashMap<&'a str, usize>,
+}
+
+impl KernelIndexes<'_> {
+    /// Index in `amdhsa.kernels` of the kernel whose `.symbol` or `.name` equals `name`, the
+    /// same as [`Metadata::kernel_index`].
+    pub fn get(&self, name: &str) -> Option<usize> {
+        self.by_symbol
+            .get(name)
+            .or_else(|| self.by_name.get(name))
+            .copied()
+    }
+}
+
 impl Metadata {
     /// Decodes a MessagePack descriptor. Errors: [`Error::Metadata`] (bad MessagePack, trailing
     /// bytes, root not a map).
@@ -161,6 +179,23 @@ impl Metadata {
                 ks.iter()
                     .position(|k| map_get(k, ".name").and_then(Value::as_str) == Some(name))
             })
+    }
+
+    /// [`Metadata::kernel_index`] of every kernel at once: the map from each `.symbol` and
+    /// `.name` of `amdhsa.kernels` to the index that lookup returns (the first entry with that
+    /// `.symbol`, else the first with that `.name`).
+    pub fn kernel_indexes(&self) -> KernelIndexes<'_> {
+        let mut out = KernelIndexes::default();
+        let ks = map_get(&self.root, "amdhsa.kernels").and_then(Value::as_array);
+        for (i, k) in ks.into_iter().flatten().enumerate() {
+            if let Some(s) = map_get(k, ".symbol").and_then(Value::as_str) {
+                out.by_symbol.entry(s).or_insert(i);
+            }
+            if let Some(s) = map_get(k, ".name").and_then(Value::as_str) {
+                out.by_name.entry(s).or_insert(i);
+            }
+        }
+        out
     }
 
     /// Value of `key` (e.g. `.vgpr_count`) in kernel entry `index`.

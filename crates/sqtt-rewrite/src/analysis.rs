@@ -6,7 +6,10 @@
 //! rewriter cannot resolve ... fail closed").
 
 use crate::layout::{PcRel, PcRelUse, Reloc};
+use crate::regs::Sgprs;
+use crate::reguse::RegUse;
 use amdgpu_isa::{decode_all, Flow, Instruction, Special, SpecialReg, Target};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A function to analyse, as found by the container layer.
@@ -65,6 +68,43 @@ pub enum Exit {
     TailCall(usize),
 }
 
+/// The successors of one instruction (instruction indices, at most two: a branch target and
+/// the fall-through, in the order found), stored inline (12 bytes, no allocation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Succs {
+    n: u8,
+    s: [u32; 2],
+}
+
+impl Succs {
+    /// Adds successor `i`. Panics on a third successor, which no instruction has (a SOPP
+    /// branch has its target and the fall-through; `s_setpc_b64`/`s_add_pc_i64` one target).
+    fn push(&mut self, i: usize) {
+        assert!(self.n < 2, "an instruction has at most two successors");
+        self.s[usize::from(self.n)] = i as u32;
+        self.n += 1;
+    }
+
+    /// The successors, in the order found.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+    }
+
+    /// No successor (execution leaves the function here).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl<'a> IntoIterator for &'a Succs {
+    type Item = usize;
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> usize>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+    }
+}
+
 /// One analysed function.
 #[derive(Debug, Clone)]
 pub struct Func {
@@ -72,10 +112,13 @@ pub struct Func {
     pub spec: FnSpec,
     /// Decoded instructions with their original addresses.
     pub insts: Vec<(u64, Instruction)>,
+    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
+    /// the function is decoded).
+    pub reg_use: Vec<RegUse>,
     /// What the layout must fix, parallel to `insts`.
     pub relocs: Vec<Reloc>,
     /// Successor instruction indices, parallel to `insts`.
-    pub succs: Vec<Vec<usize>>,
+    pub succs: Vec<Succs>,
     /// Instruction indices that are branch targets inside the function.
     pub leaders: BTreeSet<usize>,
     /// Call sites: instruction index and callee.
@@ -101,10 +144,16 @@ pub struct Program {
     pub pcrels: Vec<PcRel>,
 }
 
-fn sgpr_pair_written(inst: &Instruction) -> Option<u16> {
-    let w = inst.writes();
-    let lo = w.max_sgpr()?.checked_sub(1)?;
-    (w.contains_sgpr(lo)).then_some(lo)
+/// Whether SGPR `n` is in `s`.
+fn has(s: Sgprs, n: u16) -> bool {
+    n < 128 && s >> n & 1 == 1
+}
+
+/// The pair `s[lo:lo+1]` at the top of the SGPRs an instruction writes (`s_getpc_b64`).
+fn sgpr_pair_written(u: &RegUse) -> Option<u16> {
+    let w = u.operand_writes();
+    let lo = (w.checked_ilog2()? as u16).checked_sub(1)?;
+    has(w, lo).then_some(lo)
 }
 
 /// Value of an inline integer constant or literal in scalar source field `name`, when the field
@@ -129,6 +178,7 @@ fn hi_const(inst: &Instruction) -> Option<u32> {
 
 struct Decoded {
     insts: Vec<(u64, Instruction)>,
+    reg_use: Vec<RegUse>,
 }
 
 fn decode_fn(
@@ -154,7 +204,8 @@ fn decode_fn(
         insts.push((a, i));
         a += n;
     }
-    Ok(Decoded { insts })
+    let reg_use = insts.iter().map(|(_, i)| RegUse::of(i)).collect();
+    Ok(Decoded { insts, reg_use })
 }
 
 const ADD_LO: [&str; 2] = ["s_add_u32", "s_add_co_u32"];
@@ -184,15 +235,17 @@ enum RelocPart {
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
 fn match_builder(
     insts: &[(u64, Instruction)],
+    reg_use: &[RegUse],
     leaders: &BTreeSet<usize>,
     i: usize,
 ) -> Result<Builder, Problem> {
-    let (addr, gp) = &insts[i];
+    let addr = &insts[i].0;
     let fail = |at: u64, why: &str| Problem {
         addr: at,
         why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
     };
-    let a = sgpr_pair_written(gp).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
+    let a =
+        sgpr_pair_written(&reg_use[i]).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
     // (instruction index, 32-bit constant) of the low and high adds once seen.
     type Half = Option<(usize, u32)>;
     let (mut lo, mut hi): (Half, Half) = (None, None);
@@ -200,10 +253,9 @@ fn match_builder(
         if leaders.contains(&j) {
             return Err(fail(*ja, "branch target inside the sequence"));
         }
-        let r = inst.reads();
-        let w = inst.writes();
-        let touches_r = r.contains_sgpr(a) || r.contains_sgpr(a + 1);
-        let touches_w = w.contains_sgpr(a) || w.contains_sgpr(a + 1);
+        let (r, w) = (reg_use[j].operand_reads(), reg_use[j].operand_writes());
+        let touches_r = has(r, a) || has(r, a + 1);
+        let touches_w = has(w, a) || has(w, a + 1);
         if !touches_r && !touches_w {
             if inst.flow() != Flow::Fallthrough {
                 return Err(fail(*ja, "control flow before the adds complete"));
@@ -213,10 +265,11 @@ fn match_builder(
         let m = inst.mnemonic();
         // Each add must read the half it writes (`s_add_u32 sa, sa, K`): an add of another
         // source into the pair is not an offset from the PC.
-        let (reads_lo, reads_hi) = (r.contains_sgpr(a), r.contains_sgpr(a + 1));
+        let (reads_lo, reads_hi) = (has(r, a), has(r, a + 1));
+        let (writes_lo, writes_hi) = (has(w, a), has(w, a + 1));
         if m == "s_add_nc_u64"
-            && w.contains_sgpr(a)
-            && w.contains_sgpr(a + 1)
+            && writes_lo
+            && writes_hi
             && reads_lo
             && reads_hi
             && lo.is_none()
@@ -234,20 +287,14 @@ fn match_builder(
                 done_at: j,
             });
         }
-        if ADD_LO.contains(&m)
-            && w.contains_sgpr(a)
-            && !w.contains_sgpr(a + 1)
-            && reads_lo
-            && !reads_hi
-            && lo.is_none()
-        {
+        if ADD_LO.contains(&m) && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
             let v = inst
                 .literal()
                 .ok_or_else(|| fail(*ja, "low add without a literal"))?;
             lo = Some((j, v as u32));
         } else if ADD_HI.contains(&m)
-            && w.contains_sgpr(a + 1)
-            && !w.contains_sgpr(a)
+            && writes_hi
+            && !writes_lo
             && reads_hi
             && !reads_lo
             && lo.is_some()
@@ -255,11 +302,7 @@ fn match_builder(
         {
             let v = hi_const(inst).ok_or_else(|| fail(*ja, "high add without a constant"))?;
             hi = Some((j, v));
-        } else if m == "s_sext_i32_i16"
-            && w.contains_sgpr(a + 1)
-            && !w.contains_sgpr(a)
-            && lo.is_none()
-        {
+        } else if m == "s_sext_i32_i16" && writes_hi && !writes_lo && lo.is_none() {
             // gfx12 canonicalises the PC's high half first; the address is unchanged.
         } else {
             return Err(fail(*ja, &format!("{m} uses the PC register pair")));
@@ -279,9 +322,9 @@ fn match_builder(
 }
 
 /// The pair read by `s_setpc_b64`/`s_swappc_b64`-style instructions (lowest SGPR read).
-fn pc_source(inst: &Instruction) -> Option<u16> {
-    let r = inst.reads();
-    (0..106u16).find(|&n| r.contains_sgpr(n) && r.contains_sgpr(n + 1))
+fn pc_source(u: &RegUse) -> Option<u16> {
+    let r = u.operand_reads();
+    (0..106u16).find(|&n| has(r, n) && has(r, n + 1))
 }
 
 /// Every function decoded, not yet analysed: the output of the decode stage ([`decode`]) and
@@ -296,8 +339,9 @@ pub struct DecodedProgram {
 /// Decodes every function (`text` is `.text`, loaded at `text_addr`). `specs` must be sorted by
 /// start and non-overlapping. A function that does not decode keeps the problem.
 pub fn decode(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -> DecodedProgram {
+    // In parallel over functions; `collect` keeps the order.
     let funcs = specs
-        .into_iter()
+        .into_par_iter()
         .map(|spec| {
             let d = decode_fn(target, text, text_addr, &spec);
             (spec, d)
@@ -324,28 +368,31 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
         .enumerate()
         .map(|(i, (s, _))| (s.start, i))
         .collect();
+    // In parallel over functions, each with its own address builders; then merged in function
+    // order, the builders renumbered as if found one function after the other.
+    let analysed: Vec<(Func, Vec<PcRel>)> = decoded
+        .into_par_iter()
+        .map(|(spec, d)| {
+            let mut pcrels = Vec::new();
+            let f = analyse_one(spec, d, &starts, text_addr, text_end, &mut pcrels);
+            (f, pcrels)
+        })
+        .collect();
     let mut pcrels = Vec::new();
-    let mut funcs = Vec::with_capacity(decoded.len());
-    for (spec, d) in decoded {
-        let mut f = Func {
-            spec,
-            insts: Vec::new(),
-            relocs: Vec::new(),
-            succs: Vec::new(),
-            leaders: BTreeSet::new(),
-            calls: Vec::new(),
-            exits: Vec::new(),
-            problems: Vec::new(),
-        };
-        match d {
-            Ok(d) => f.insts = d.insts,
-            Err(p) => {
-                f.problems.push(p);
-                funcs.push(f);
-                continue;
+    let mut funcs = Vec::with_capacity(analysed.len());
+    for (mut f, local) in analysed {
+        let base = pcrels.len();
+        if base > 0 {
+            for r in &mut f.relocs {
+                if let Reloc::PcRelLo { idiom }
+                | Reloc::PcRelHi { idiom }
+                | Reloc::PcRel64 { idiom } = r
+                {
+                    *idiom += base;
+                }
             }
         }
-        analyse_fn(&mut f, &starts, text_addr, text_end, &mut pcrels);
+        pcrels.extend(local);
         funcs.push(f);
     }
     Program {
@@ -354,6 +401,43 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
         text_end,
         funcs,
         pcrels,
+    }
+}
+
+/// One function: its decoded instructions (or the problem that stopped decoding) analysed by
+/// [`analyse_fn`], address builders appended to `pcrels`.
+fn analyse_one(
+    spec: FnSpec,
+    d: Result<Decoded, Problem>,
+    starts: &BTreeMap<u64, usize>,
+    text_addr: u64,
+    text_end: u64,
+    pcrels: &mut Vec<PcRel>,
+) -> Func {
+    {
+        let mut f = Func {
+            spec,
+            insts: Vec::new(),
+            reg_use: Vec::new(),
+            relocs: Vec::new(),
+            succs: Vec::new(),
+            leaders: BTreeSet::new(),
+            calls: Vec::new(),
+            exits: Vec::new(),
+            problems: Vec::new(),
+        };
+        match d {
+            Ok(d) => {
+                f.insts = d.insts;
+                f.reg_use = d.reg_use;
+            }
+            Err(p) => {
+                f.problems.push(p);
+                return f;
+            }
+        }
+        analyse_fn(&mut f, starts, text_addr, text_end, pcrels);
+        f
     }
 }
 
@@ -371,22 +455,19 @@ fn analyse_fn(
     pcrels: &mut Vec<PcRel>,
 ) {
     let n = f.insts.len();
-    let index: BTreeMap<u64, usize> = f
-        .insts
-        .iter()
-        .enumerate()
-        .map(|(i, (a, _))| (*a, i))
-        .collect();
+    // Instruction index by address (instructions are in ascending address order).
+    let insts = &f.insts;
+    let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
     f.relocs = vec![Reloc::None; n];
-    f.succs = vec![Vec::new(); n];
+    f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
         let (a, inst) = f.insts[i];
         if let Flow::Branch { .. } = inst.flow() {
             match inst.branch_target(a) {
-                Some(t) if in_fn(t) => match index.get(&t) {
-                    Some(&ti) => {
+                Some(t) if in_fn(t) => match index(t) {
+                    Some(ti) => {
                         f.leaders.insert(ti);
                         f.relocs[i] = Reloc::Branch { target: t };
                     }
@@ -424,7 +505,7 @@ fn analyse_fn(
                     .literal()
                     .filter(|_| inst.len() == 12)
                     .map(|l| (a + inst.len() as u64).wrapping_add(l));
-                match t.and_then(|t| index.get(&t).map(|&ti| (t, ti))) {
+                match t.and_then(|t| index(t).map(|ti| (t, ti))) {
                     Some((t, ti)) if in_fn(t) => {
                         f.leaders.insert(ti);
                         f.succs[i].push(ti);
@@ -439,14 +520,14 @@ fn analyse_fn(
                 }
             }
             (_, Flow::IndirectJump) => {
-                let src = pc_source(&inst);
+                let src = pc_source(&f.reg_use[i]);
                 match src.and_then(|p| holder.get(&p)) {
                     Some(&(k, _)) => {
                         let t = pcrels[k].target;
-                        if in_fn(t) && index.contains_key(&t) {
+                        if let Some(ti) = index(t).filter(|_| in_fn(t)) {
                             pcrels[k].use_kind = PcRelUse::Branch;
-                            f.leaders.insert(index[&t]);
-                            f.succs[i].push(index[&t]);
+                            f.leaders.insert(ti);
+                            f.succs[i].push(ti);
                         } else if let Some(&fi) = starts.get(&t) {
                             f.exits.push((i, Exit::TailCall(fi)));
                         } else {
@@ -476,7 +557,7 @@ fn analyse_fn(
                         }),
                     }
                 } else {
-                    let src = pc_source(&inst);
+                    let src = pc_source(&f.reg_use[i]);
                     match src.and_then(|p| holder.get(&p)) {
                         Some(&(k, _)) => match starts.get(&pcrels[k].target) {
                             Some(&fi) => f.calls.push((i, Callee::Direct(fi))),
@@ -500,10 +581,10 @@ fn analyse_fn(
             _ => {}
         }
         // Writers invalidate held addresses.
-        let w = inst.writes();
-        holder.retain(|&p, _| !(w.contains_sgpr(p) || w.contains_sgpr(p + 1)));
+        let w = f.reg_use[i].operand_writes();
+        holder.retain(|&p, _| !(has(w, p) || has(w, p + 1)));
         if special == Special::GetPc {
-            match match_builder(&f.insts, &f.leaders, i) {
+            match match_builder(&f.insts, &f.reg_use, &f.leaders, i) {
                 Ok(b) => {
                     let k = pcrels.len();
                     let use_kind = if b.target >= text_addr && b.target < text_end {
@@ -559,7 +640,7 @@ fn analyse_fn(
         let falls = match inst.flow() {
             Flow::Branch { conditional } => {
                 if let Some(t) = inst.branch_target(a) {
-                    if let Some(&ti) = index.get(&t) {
+                    if let Some(ti) = index(t) {
                         f.succs[i].push(ti);
                     }
                 }
@@ -619,9 +700,12 @@ impl Program {
 /// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
 /// base address or counter there).
 pub fn reads_m0(inst: &Instruction) -> bool {
-    if !inst.reads().contains(SpecialReg::M0) {
-        return false;
-    }
+    inst.reads().contains(SpecialReg::M0) && m0_use_is_read(inst)
+}
+
+/// The rule of [`reads_m0`] for an instruction whose decoded reads include M0: whether that
+/// implicit use is a real read on the target.
+pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
     let m = inst.mnemonic();
     // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA
     // forms (`*_lds_*`: M0 holds the LDS address) read it.
@@ -660,17 +744,18 @@ pub struct M0Facts {
 /// convention, LLVM `SIRegisterInfo` CSR lists); returns and `s_endpgm` leave it dead.
 pub fn m0_facts(f: &Func) -> M0Facts {
     let n = f.insts.len();
-    let reads: Vec<bool> = f.insts.iter().map(|(_, i)| reads_m0(i)).collect();
+    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_m0).collect();
     let writes: Vec<bool> = f
         .insts
         .iter()
-        .map(|(_, i)| i.writes().contains(SpecialReg::M0) || i.flow() == Flow::Call)
+        .zip(&f.reg_use)
+        .map(|((_, i), u)| u.writes_m0() || i.flow() == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, ss) in f.succs.iter().enumerate() {
-        for &s in ss {
+        for s in ss {
             preds[s].push(i);
         }
     }
@@ -685,7 +770,7 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         if !writes[i] {
             return before;
         }
-        if inst.mnemonic() == "s_mov_b32" && inst.writes().contains(SpecialReg::M0) {
+        if inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0() {
             if let Some(v) = scalar_const(inst, "ssrc0") {
                 return C::Known(v as u32);
             }
@@ -728,15 +813,12 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 /// SCC live before each instruction of `f` (backward liveness from the ISA tables' explicit and
 /// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
 pub fn scc_live(f: &Func) -> Vec<bool> {
-    let reads: Vec<bool> = f
-        .insts
-        .iter()
-        .map(|(_, i)| i.reads().contains(SpecialReg::Scc))
-        .collect();
+    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_scc).collect();
     let writes: Vec<bool> = f
         .insts
         .iter()
-        .map(|(_, i)| i.writes().contains(SpecialReg::Scc) || i.flow() == Flow::Call)
+        .zip(&f.reg_use)
+        .map(|((_, i), u)| u.writes_scc() || i.flow() == Flow::Call)
         .collect();
     backward_live(f, &reads, &writes)
 }
@@ -749,7 +831,7 @@ fn backward_live(f: &Func, reads: &[bool], writes: &[bool]) -> Vec<bool> {
     while changed {
         changed = false;
         for i in (0..f.insts.len()).rev() {
-            let out = f.succs[i].iter().any(|&s| live[s]);
+            let out = f.succs[i].iter().any(|s| live[s]);
             let v = reads[i] || (out && !writes[i]);
             if v != live[i] {
                 live[i] = v;

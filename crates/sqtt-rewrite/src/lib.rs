@@ -15,6 +15,7 @@ pub mod layout;
 mod pipeline;
 pub mod plan;
 pub mod regs;
+pub mod reguse;
 pub mod rewrite;
 pub mod snippets;
 pub mod timings;

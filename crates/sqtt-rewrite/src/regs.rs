@@ -24,7 +24,7 @@
 //! `s_movreld*`) kill nothing.
 
 use crate::analysis::{Callee, Exit, Func, Program};
-use amdgpu_isa::{Family, Format, Instruction, Special};
+use crate::reguse::RegUse;
 use std::collections::BTreeMap;
 
 /// A set of SGPRs: bit `n` is `s<n>` (n < 106).
@@ -32,64 +32,6 @@ pub type Sgprs = u128;
 
 /// Every SGPR a wave can address, s0..s105 (VCC and the other special registers excluded).
 pub const ALL_SGPRS: Sgprs = (1u128 << 106) - 1;
-
-/// SGPRs `inst` reads (an `s_movrels*` reads any SGPR through M0).
-pub fn sgpr_reads(inst: &Instruction) -> Sgprs {
-    if inst.mnemonic().starts_with("s_movrels") {
-        return ALL_SGPRS;
-    }
-    inst.reads().sgpr_bits()
-}
-
-/// SGPRs `inst` certainly overwrites (a kill for liveness): none for conditional or M0-indexed
-/// writes (`s_cmov*`, `s_movreld*`).
-fn sgpr_kills(inst: &Instruction) -> Sgprs {
-    let m = inst.mnemonic();
-    if m.starts_with("s_cmov") || m.starts_with("s_movreld") {
-        return 0;
-    }
-    inst.writes().sgpr_bits()
-}
-
-/// SGPRs `inst` may write (an `s_movreld*` writes any SGPR through M0).
-pub fn sgpr_writes(inst: &Instruction) -> Sgprs {
-    if inst.mnemonic().starts_with("s_movreld") {
-        return ALL_SGPRS;
-    }
-    inst.writes().sgpr_bits()
-}
-
-/// SGPRs written asynchronously by `inst`: SMEM loads (and `s_memtime`-style SMEM reads) and the
-/// gfx11+ `s_sendmsg_rtn_*`, which return through the LGKM / KM counter.
-fn async_writes(inst: &Instruction) -> Sgprs {
-    if inst.format() == Format::Smem || inst.mnemonic().starts_with("s_sendmsg_rtn") {
-        inst.writes().sgpr_bits()
-    } else {
-        0
-    }
-}
-
-/// Whether `inst` waits until every SMEM result has arrived: `s_waitcnt` with LGKM_CNT 0
-/// (simm16 bits 11:8 on gfx9, 13:8 on gfx10, 9:4 on gfx11; ISA manuals "S_WAITCNT"),
-/// `s_waitcnt_lgkmcnt null, 0` (gfx10/gfx11 SOPK), `s_wait_kmcnt 0` (gfx12+), or `s_endpgm`.
-fn waits_for_smem(inst: &Instruction) -> bool {
-    let imm = || inst.field("simm16").unwrap_or(u32::MAX);
-    match inst.mnemonic() {
-        "s_waitcnt" => {
-            let lgkm = match inst.target().family() {
-                Family::Gfx9 => (imm() >> 8) & 0xf,
-                Family::Gfx10 => (imm() >> 8) & 0x3f,
-                Family::Gfx11 => (imm() >> 4) & 0x3f,
-                _ => return false,
-            };
-            lgkm == 0
-        }
-        // sdst 125 is `null` on gfx10/gfx11; any other SGPR adds its value to the count.
-        "s_waitcnt_lgkmcnt" => inst.field("sdst") == Some(125) && imm() == 0,
-        "s_wait_kmcnt" => imm() == 0,
-        _ => inst.special() == Special::EndPgm,
-    }
-}
 
 /// Interprocedural SGPR facts of one [`Program`]; per-instruction sets are computed per function
 /// on demand (one function cached), so memory stays proportional to the largest function.
@@ -142,9 +84,9 @@ impl SgprFacts {
                 if opaque(f) {
                     return ALL_SGPRS;
                 }
-                f.insts
+                f.reg_use
                     .iter()
-                    .fold(0, |a, (_, i)| a | sgpr_reads(i) | sgpr_writes(i))
+                    .fold(0, |a, u| a | u.sgpr_reads() | u.sgpr_writes())
             })
             .collect();
         let unresolved = prog
@@ -159,7 +101,7 @@ impl SgprFacts {
                 if opaque(f) {
                     return ALL_SGPRS;
                 }
-                f.insts.iter().fold(0, |a, (_, i)| a | sgpr_reads(i))
+                f.reg_use.iter().fold(0, |a, u| a | u.sgpr_reads())
             })
             .collect();
         let callees: Vec<Vec<Option<usize>>> = prog
@@ -184,7 +126,7 @@ impl SgprFacts {
                 if opaque(f) {
                     return ALL_SGPRS;
                 }
-                f.insts.iter().fold(0, |a, (_, i)| a | async_writes(i))
+                f.reg_use.iter().fold(0, |a, u| a | u.async_writes())
             })
             .collect();
         let smem_all = smem_reach.iter().fold(0, |a, s| a | s);
@@ -260,7 +202,7 @@ impl SgprFacts {
             };
             for &(i, c) in &f.calls {
                 if let Callee::Direct(g) = c {
-                    let after = f.succs[i].iter().fold(0, |a, &s| a | live[s]);
+                    let after = f.succs[i].iter().fold(0, |a, s| a | live[s]);
                     push(g, after, &mut self.ret_live);
                 }
             }
@@ -281,8 +223,8 @@ impl SgprFacts {
         let mut uses = Vec::with_capacity(n);
         let mut kills = Vec::with_capacity(n);
         let mut exit_live = Vec::with_capacity(n);
-        for (i, (_, inst)) in f.insts.iter().enumerate() {
-            let mut u = sgpr_reads(inst);
+        for (i, r) in f.reg_use.iter().enumerate() {
+            let mut u = r.sgpr_reads();
             if let Some(c) = e.call.get(&i) {
                 u |= match c {
                     Callee::Direct(g) => self.reach_reads[*g],
@@ -290,7 +232,7 @@ impl SgprFacts {
                 };
             }
             uses.push(u);
-            kills.push(sgpr_kills(inst));
+            kills.push(r.sgpr_kills());
             exit_live.push(match e.exit.get(&i) {
                 Some(Exit::EndPgm) => 0,
                 Some(Exit::Return) => self.ret_live[fi],
@@ -305,7 +247,7 @@ impl SgprFacts {
         while changed {
             changed = false;
             for i in (0..n).rev() {
-                let out = f.succs[i].iter().fold(exit_live[i], |a, &s| a | live[s]);
+                let out = f.succs[i].iter().fold(exit_live[i], |a, s| a | live[s]);
                 let v = uses[i] | (out & !kills[i]);
                 if v != live[i] {
                     live[i] = v;
@@ -337,15 +279,15 @@ impl SgprFacts {
             changed = false;
             for i in 0..n {
                 let Some(p) = pend[i] else { continue };
-                let inst = &f.insts[i].1;
-                let mut out = if waits_for_smem(inst) { 0 } else { p } | async_writes(inst);
+                let (inst, u) = (&f.insts[i].1, &f.reg_use[i]);
+                let mut out = if u.waits_for_smem() { 0 } else { p } | u.async_writes();
                 if inst.flow() == amdgpu_isa::Flow::Call {
                     out |= match calls.get(&i) {
                         Some(Callee::Direct(g)) => self.smem_reach[*g],
                         _ => ALL_SGPRS,
                     };
                 }
-                for &s in &f.succs[i] {
+                for s in &f.succs[i] {
                     let v = pend[s].unwrap_or(0) | out;
                     if pend[s] != Some(v) {
                         pend[s] = Some(v);
@@ -485,21 +427,6 @@ pub fn members(s: Sgprs) -> impl Iterator<Item = u8> {
     (0..106u8).filter(move |r| s >> r & 1 == 1)
 }
 
-/// Whether `inst` may address VGPRs other than its decoded operands: M0- or mode-indexed VGPR
-/// access (`v_movrel*`, gfx9 `s_set_gpr_idx_*`), gfx1250 VGPR bank selection (`s_set_vgpr_msb`)
-/// or gfx12+ dynamic VGPR allocation (`s_alloc_vgpr`).
-fn indexes_vgprs(inst: &Instruction) -> bool {
-    let m = inst.mnemonic();
-    [
-        "v_movrel",
-        "s_set_gpr_idx",
-        "s_set_vgpr_msb",
-        "s_alloc_vgpr",
-    ]
-    .iter()
-    .any(|p| m.starts_with(p))
-}
-
 /// The VGPR each function may use to save SGPRs in (issue 12 item 3). `caps`: per kernel, its
 /// function index, the architected VGPRs its descriptor allocates now, and the most it may be
 /// given without fewer waves per SIMD (the caller's occupancy rule). A VGPR is usable when no
@@ -508,7 +435,7 @@ fn indexes_vgprs(inst: &Instruction) -> bool {
 /// VGPR already allocated everywhere (no descriptor change), else the lowest untouched one (the
 /// smallest growth, the caller grows the descriptors). Its lanes then hold nothing the original program
 /// ever reads. `None` for a function no kernel reaches, a call graph with an unresolved call or
-/// a function that did not decode, one that indexes VGPRs ([`indexes_vgprs`]), or no such VGPR.
+/// a function that did not decode, one that indexes VGPRs ([`RegUse::indexes_vgprs`]), or no such VGPR.
 /// At most v255 (`v_readlane_b32` / `v_writelane_b32` address v0..v255).
 pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32, u32)]) -> Vec<Option<u16>> {
     let n = prog.funcs.len();
@@ -520,18 +447,10 @@ pub fn spill_vgprs(prog: &Program, caps: &[(usize, u32, u32)]) -> Vec<Option<u16
             if opaque(f) || f.calls.iter().any(|(_, c)| *c == Callee::Indirect) {
                 return None;
             }
-            let mut t = 0u16;
-            for (_, i) in &f.insts {
-                if indexes_vgprs(i) {
-                    return None;
-                }
-                for set in [i.reads(), i.writes()] {
-                    for r in [set.max_vgpr(), set.max_agpr()].into_iter().flatten() {
-                        t = t.max(r + 1);
-                    }
-                }
+            if f.reg_use.iter().any(RegUse::indexes_vgprs) {
+                return None;
             }
-            Some(t)
+            Some(f.reg_use.iter().map(RegUse::vector_top).max().unwrap_or(0))
         })
         .collect();
     // Per function: (lowest allocation, lowest growth cap, highest top) over the call graphs of

@@ -142,9 +142,9 @@ impl Instruction {
     pub(crate) fn mem_shape(&self) -> Option<MemShape> {
         let fam = self.target.family();
         let (w0, w1) = (self.word(0), self.word(1));
-        let old_lds = matches!(fam, Family::Gfx9 | Family::Gfx10) && !self.is_gfx94x();
         match self.fmt.format {
             Format::Flat => {
+                let old_lds = matches!(fam, Family::Gfx9 | Family::Gfx10) && !self.is_gfx94x();
                 let saddr = self.field("saddr").unwrap_or(0x7f);
                 let off = saddr == self.saddr_off_code();
                 let lds = old_lds && w0 & (1 << 13) != 0;

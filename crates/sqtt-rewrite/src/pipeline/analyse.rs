@@ -139,7 +139,8 @@ fn existing_markers(prog: &Program, rows: &[Row], report: &mut Report) -> BTreeS
         }
     }
     for f in &prog.funcs {
-        let facts = crate::analysis::m0_facts(f);
+        // M0 constants only for functions with an `s_ttracedata` (most have none).
+        let mut facts = None;
         for (i, (a, inst)) in f.insts.iter().enumerate() {
             match inst.special() {
                 Special::TtraceDataImm(v) => {
@@ -150,7 +151,10 @@ fn existing_markers(prog: &Program, rows: &[Row], report: &mut Report) -> BTreeS
                         a - f.spec.start
                     ));
                 }
-                Special::TtraceData => match facts.constant[i] {
+                Special::TtraceData => match facts
+                    .get_or_insert_with(|| crate::analysis::m0_facts(f))
+                    .constant[i]
+                {
                     Some(v) => {
                         reserved.insert(v >> 2);
                         report.existing_markers.push(format!(

@@ -3,7 +3,7 @@
 //! per-function and per-kernel report lines.
 
 use super::instrument::Snippets;
-use super::{kernel_funcs, LaidOut};
+use super::{first_index, kernel_funcs, LaidOut};
 use crate::analysis::Program;
 use crate::config::Options;
 use crate::funcmap::{self, Row};
@@ -219,8 +219,15 @@ pub(crate) fn encode(
     // Report.
     fill_function_reports(report, prog, &layout, &ins.snippets, &ins.ids, text_end);
     fill_kernel_reports(report, co, prog);
+    let by_name = first_index(
+        report
+            .kernels
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.clone(), i)),
+    );
     for (name, after, waves) in bumped {
-        if let Some(kr) = report.kernels.iter_mut().find(|r| r.name == name) {
+        if let Some(kr) = by_name.get(&name).map(|&i| &mut report.kernels[i]) {
             kr.sgprs_after = after;
             kr.occupancy_after = waves;
         }
@@ -241,8 +248,9 @@ fn set_prefetch(
 ) -> Result<BTreeMap<String, KernelDescriptor>, RewriteError> {
     let gen = co.target.generation();
     let mut set = BTreeMap::new();
+    let kernel_at = first_index(co.kernels.iter().map(|k| (k.entry, k)));
     for f in &prog.funcs {
-        let Some(k) = co.kernels.iter().find(|k| k.entry == f.spec.start) else {
+        let Some(k) = kernel_at.get(&f.spec.start) else {
             continue;
         };
         if let Some(old) = k.descriptor.inst_pref_size(gen) {
@@ -495,19 +503,23 @@ fn fill_function_reports(
 }
 
 fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
+    let func_at = first_index(
+        prog.funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| (f.spec.start, fi)),
+    );
     for k in &co.kernels {
-        let Some(fi) = prog.funcs.iter().position(|f| f.spec.start == k.entry) else {
+        let Some(&fi) = func_at.get(&k.entry) else {
             continue;
         };
         let regs = k.descriptor.registers(&co.target);
         let occ = k.descriptor.occupancy(&co.target);
         let reach = prog.reachable(fi);
-        let inserted = report
-            .functions
+        let inserted = reach
             .iter()
-            .enumerate()
-            .filter(|(i, _)| reach.contains(i))
-            .map(|(_, f)| f.inserted_instructions)
+            .filter_map(|&i| report.functions.get(i))
+            .map(|f| f.inserted_instructions)
             .sum();
         report.kernels.push(KernelReport {
             name: k.name.clone(),

@@ -135,13 +135,19 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             target.name()
         ));
     }
+    let func_by_name = super::first_index(
+        prog.funcs
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| (f.spec.name.as_str(), fi)),
+    );
     let (ids, snippets) = loop {
         let ids = plan::allocate_ids(&sites, &reserved);
         let mut snippets: Snippets = BTreeMap::new();
         let mut bad_scopes: BTreeSet<usize> = skipped
             .iter()
             .filter(|k| SCOPE_KINDS.contains(&k.kind))
-            .filter_map(|k| prog.funcs.iter().position(|f| f.spec.name == k.function))
+            .filter_map(|k| func_by_name.get(k.function.as_str()).copied())
             .collect();
         let mut new_skips = Vec::new();
         for s in &sites {
@@ -459,9 +465,9 @@ fn site_regs(
 ) -> SiteRegs {
     let free = sgprs.free_at(prog, fi, i);
     let inputs = prog.funcs[fi]
-        .insts
+        .reg_use
         .get(i)
-        .map_or(ALL_SGPRS, |(_, x)| crate::regs::sgpr_reads(x));
+        .map_or(ALL_SGPRS, |u| u.sgpr_reads());
     SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
 }
 
@@ -668,8 +674,9 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
                 let avoid: Sgprs = f
                     .insts
                     .iter()
-                    .filter(|(_, i)| vmem_hazard && i.memory().is_some())
-                    .fold(0, |a, (_, i)| a | i.reads().sgpr_bits());
+                    .zip(&f.reg_use)
+                    .filter(|((_, i), _)| vmem_hazard && i.memory().is_some())
+                    .fold(0, |a, (_, u)| a | u.operand_reads());
                 mask(limit) & !avoid
             })
             .collect();

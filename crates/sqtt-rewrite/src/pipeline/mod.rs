@@ -34,6 +34,7 @@ pub(crate) use load::{load, Loaded, Source};
 use crate::analysis::Program;
 use amdgpu_isa::{Special, Target};
 use hsaco::CodeObject;
+use std::collections::HashMap;
 
 /// True when `bytes` hold only padding: `s_nop`, `s_code_end` or zero dwords (the analyse stage
 /// accepts only padding outside functions; the lay-out stage drops padding between functions).
@@ -54,10 +55,24 @@ fn kernel_funcs<'a>(
     prog: &'a Program,
     co: &'a CodeObject,
 ) -> impl Iterator<Item = (usize, &'a hsaco::Kernel)> + 'a {
-    co.kernels.iter().filter_map(|k| {
+    let kernel_fn = first_index(
         prog.funcs
             .iter()
-            .position(|f| f.spec.kernel.is_some() && f.spec.start == k.entry)
-            .map(|fi| (fi, k))
-    })
+            .enumerate()
+            .filter(|(_, f)| f.spec.kernel.is_some())
+            .map(|(fi, f)| (f.spec.start, fi)),
+    );
+    co.kernels
+        .iter()
+        .filter_map(move |k| kernel_fn.get(&k.entry).map(|&fi| (fi, k)))
+}
+
+/// The map from each key to the value of its first occurrence in `pairs` (the answer of a
+/// `find`/`position` scan, as one lookup).
+fn first_index<K: std::hash::Hash + Eq, V>(pairs: impl Iterator<Item = (K, V)>) -> HashMap<K, V> {
+    let mut m = HashMap::new();
+    for (k, v) in pairs {
+        m.entry(k).or_insert(v);
+    }
+    m
 }

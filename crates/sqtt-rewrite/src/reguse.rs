@@ -1,0 +1,243 @@
+//! The register use of every original instruction, computed once when a function is decoded
+//! ([`crate::analysis::decode`]) and read by every later pass instead of decoding operands again
+//! through [`Instruction::reads`] / [`Instruction::writes`].
+//!
+//! A [`RegUse`] is 40 bytes: the SGPRs read and written (s0..s105, bit `n` is `s<n>`), the
+//! special-register facts the passes need (M0 and SCC), the highest VGPR/AGPR touched, and the
+//! per-instruction rules of the SGPR liveness ([`crate::regs`]): M0-indexed reads and writes,
+//! conditional writes, asynchronous SMEM results and waits for them.
+
+use crate::regs::{Sgprs, ALL_SGPRS};
+use amdgpu_isa::{Family, Format, Instruction, Special, SpecialReg};
+
+/// Register use of one instruction (40 bytes; see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegUse {
+    /// SGPRs read, as [`amdgpu_isa::RegSet::sgpr_bits`] split in two words (8-byte alignment
+    /// keeps the struct at 40 bytes).
+    reads: [u64; 2],
+    /// SGPRs written (explicit and implicit), same layout.
+    writes: [u64; 2],
+    /// Highest VGPR or AGPR number read or written, plus 1 (0: none).
+    vector_top: u16,
+    /// `F_*` bits.
+    flags: u16,
+}
+
+/// Reads M0 by the rule of [`crate::analysis::reads_m0`].
+const F_READS_M0: u16 = 1;
+/// Writes M0.
+const F_WRITES_M0: u16 = 1 << 1;
+/// Reads SCC.
+const F_READS_SCC: u16 = 1 << 2;
+/// Writes SCC.
+const F_WRITES_SCC: u16 = 1 << 3;
+/// `s_movrels*`: reads any SGPR through M0.
+const F_MOVRELS: u16 = 1 << 4;
+/// `s_movreld*`: writes any SGPR through M0 (and kills none).
+const F_MOVRELD: u16 = 1 << 5;
+/// `s_cmov*`: a conditional write that kills nothing.
+const F_CMOV: u16 = 1 << 6;
+/// SMEM or gfx11+ `s_sendmsg_rtn_*`: its SGPR results arrive asynchronously.
+const F_ASYNC: u16 = 1 << 7;
+/// Waits until every SMEM result has arrived ([`waits_for_smem`]).
+const F_WAITS_SMEM: u16 = 1 << 8;
+/// May address VGPRs other than its decoded operands ([`indexes_vgprs`]).
+const F_INDEXES_VGPRS: u16 = 1 << 9;
+
+fn split(s: Sgprs) -> [u64; 2] {
+    [s as u64, (s >> 64) as u64]
+}
+
+fn join(w: [u64; 2]) -> Sgprs {
+    u128::from(w[0]) | (u128::from(w[1]) << 64)
+}
+
+impl RegUse {
+    /// The register use of `inst` (one call each of [`Instruction::reads`] and
+    /// [`Instruction::writes`]).
+    pub fn of(inst: &Instruction) -> RegUse {
+        let r = inst.reads();
+        let w = inst.writes();
+        let m = inst.mnemonic();
+        let top = [r.max_vgpr(), r.max_agpr(), w.max_vgpr(), w.max_agpr()]
+            .into_iter()
+            .flatten()
+            .map(|n| n + 1)
+            .max()
+            .unwrap_or(0);
+        let mut flags = 0;
+        let mut flag = |on: bool, bit: u16| {
+            if on {
+                flags |= bit;
+            }
+        };
+        flag(
+            r.contains(SpecialReg::M0) && crate::analysis::m0_use_is_read(inst),
+            F_READS_M0,
+        );
+        flag(w.contains(SpecialReg::M0), F_WRITES_M0);
+        flag(r.contains(SpecialReg::Scc), F_READS_SCC);
+        flag(w.contains(SpecialReg::Scc), F_WRITES_SCC);
+        // Every mnemonic rule below but `v_movrel*` is about a scalar (`s_`) instruction.
+        let scalar = m.starts_with("s_");
+        flag(scalar && m.starts_with("s_movrels"), F_MOVRELS);
+        flag(scalar && m.starts_with("s_movreld"), F_MOVRELD);
+        flag(scalar && m.starts_with("s_cmov"), F_CMOV);
+        flag(
+            inst.format() == Format::Smem || (scalar && m.starts_with("s_sendmsg_rtn")),
+            F_ASYNC,
+        );
+        flag(
+            (scalar || inst.special() == Special::EndPgm) && waits_for_smem(inst),
+            F_WAITS_SMEM,
+        );
+        flag(
+            (scalar || m.starts_with("v_")) && indexes_vgprs(inst),
+            F_INDEXES_VGPRS,
+        );
+        RegUse {
+            reads: split(r.sgpr_bits()),
+            writes: split(w.sgpr_bits()),
+            vector_top: top,
+            flags,
+        }
+    }
+
+    fn has(&self, bit: u16) -> bool {
+        self.flags & bit != 0
+    }
+
+    /// SGPRs the instruction's operands read ([`amdgpu_isa::RegSet::sgpr_bits`] of
+    /// [`Instruction::reads`]).
+    pub fn operand_reads(&self) -> Sgprs {
+        join(self.reads)
+    }
+
+    /// SGPRs the instruction's operands write ([`amdgpu_isa::RegSet::sgpr_bits`] of
+    /// [`Instruction::writes`]).
+    pub fn operand_writes(&self) -> Sgprs {
+        join(self.writes)
+    }
+
+    /// SGPRs the instruction reads (an `s_movrels*` reads any SGPR through M0).
+    pub fn sgpr_reads(&self) -> Sgprs {
+        if self.has(F_MOVRELS) {
+            ALL_SGPRS
+        } else {
+            self.operand_reads()
+        }
+    }
+
+    /// SGPRs the instruction may write (an `s_movreld*` writes any SGPR through M0).
+    pub fn sgpr_writes(&self) -> Sgprs {
+        if self.has(F_MOVRELD) {
+            ALL_SGPRS
+        } else {
+            self.operand_writes()
+        }
+    }
+
+    /// SGPRs the instruction certainly overwrites (a kill for liveness): none for conditional
+    /// or M0-indexed writes (`s_cmov*`, `s_movreld*`).
+    pub fn sgpr_kills(&self) -> Sgprs {
+        if self.has(F_CMOV) || self.has(F_MOVRELD) {
+            0
+        } else {
+            self.operand_writes()
+        }
+    }
+
+    /// SGPRs written asynchronously: by SMEM loads (and `s_memtime`-style SMEM reads) and the
+    /// gfx11+ `s_sendmsg_rtn_*`, which return through the LGKM / KM counter.
+    pub fn async_writes(&self) -> Sgprs {
+        if self.has(F_ASYNC) {
+            self.operand_writes()
+        } else {
+            0
+        }
+    }
+
+    /// Whether the instruction waits until every SMEM result has arrived ([`waits_for_smem`]).
+    pub fn waits_for_smem(&self) -> bool {
+        self.has(F_WAITS_SMEM)
+    }
+
+    /// Whether the instruction reads M0 ([`crate::analysis::reads_m0`]).
+    pub fn reads_m0(&self) -> bool {
+        self.has(F_READS_M0)
+    }
+
+    /// Whether the instruction writes M0.
+    pub fn writes_m0(&self) -> bool {
+        self.has(F_WRITES_M0)
+    }
+
+    /// Whether the instruction reads SCC (explicitly or implicitly).
+    pub fn reads_scc(&self) -> bool {
+        self.has(F_READS_SCC)
+    }
+
+    /// Whether the instruction writes SCC (explicitly or implicitly).
+    pub fn writes_scc(&self) -> bool {
+        self.has(F_WRITES_SCC)
+    }
+
+    /// Highest VGPR or AGPR number the instruction reads or writes, plus 1 (0: none).
+    pub fn vector_top(&self) -> u16 {
+        self.vector_top
+    }
+
+    /// Whether the instruction may address VGPRs other than its decoded operands
+    /// ([`indexes_vgprs`]).
+    pub fn indexes_vgprs(&self) -> bool {
+        self.has(F_INDEXES_VGPRS)
+    }
+}
+
+/// Whether `inst` waits until every SMEM result has arrived: `s_waitcnt` with LGKM_CNT 0
+/// (simm16 bits 11:8 on gfx9, 13:8 on gfx10, 9:4 on gfx11; ISA manuals "S_WAITCNT"),
+/// `s_waitcnt_lgkmcnt null, 0` (gfx10/gfx11 SOPK), `s_wait_kmcnt 0` (gfx12+), or `s_endpgm`.
+fn waits_for_smem(inst: &Instruction) -> bool {
+    let imm = || inst.field("simm16").unwrap_or(u32::MAX);
+    match inst.mnemonic() {
+        "s_waitcnt" => {
+            let lgkm = match inst.target().family() {
+                Family::Gfx9 => (imm() >> 8) & 0xf,
+                Family::Gfx10 => (imm() >> 8) & 0x3f,
+                Family::Gfx11 => (imm() >> 4) & 0x3f,
+                _ => return false,
+            };
+            lgkm == 0
+        }
+        // sdst 125 is `null` on gfx10/gfx11; any other SGPR adds its value to the count.
+        "s_waitcnt_lgkmcnt" => inst.field("sdst") == Some(125) && imm() == 0,
+        "s_wait_kmcnt" => imm() == 0,
+        _ => inst.special() == Special::EndPgm,
+    }
+}
+
+/// Whether `inst` may address VGPRs other than its decoded operands: M0- or mode-indexed VGPR
+/// access (`v_movrel*`, gfx9 `s_set_gpr_idx_*`), gfx1250 VGPR bank selection (`s_set_vgpr_msb`)
+/// or gfx12+ dynamic VGPR allocation (`s_alloc_vgpr`).
+fn indexes_vgprs(inst: &Instruction) -> bool {
+    let m = inst.mnemonic();
+    [
+        "v_movrel",
+        "s_set_gpr_idx",
+        "s_set_vgpr_msb",
+        "s_alloc_vgpr",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_40_bytes() {
+        assert_eq!(std::mem::size_of::<RegUse>(), 40);
+    }
+}
