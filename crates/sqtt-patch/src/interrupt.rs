@@ -6,7 +6,7 @@
 //! deletes them and exits with status 130 (128 + SIGINT, as shells report Ctrl-C; used for all
 //! three signals, because `ctrlc` does not say which one arrived).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 /// Paths of the temporary files to delete if the run is interrupted.
@@ -19,7 +19,10 @@ pub const INTERRUPTED: i32 = 130;
 /// embedding process) only loses the clean-up, so it is reported and the run goes on.
 pub fn install() {
     let installed = ctrlc::set_handler(|| {
-        for p in live().drain(..) {
+        // The registry stays locked until the process ends: no temporary file can be created
+        // (see `Registered::create`) after this clean-up.
+        let mut files = live();
+        for p in files.drain(..) {
             let _ = std::fs::remove_file(&p);
         }
         eprintln!("sqtt-patch: interrupted; no output written");
@@ -40,10 +43,17 @@ fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 pub struct Registered(PathBuf);
 
 impl Registered {
-    /// Registers `path` (a temporary file just created).
-    pub fn new(path: &Path) -> Registered {
-        live().push(path.to_path_buf());
-        Registered(path.to_path_buf())
+    /// Creates a temporary file with `create` and registers its path, both under the registry's
+    /// lock, so an interruption sees either no file or a registered one (a signal arriving
+    /// between the two steps would otherwise leave the file behind).
+    pub fn create<E>(
+        create: impl FnOnce() -> Result<tempfile::NamedTempFile, E>,
+    ) -> Result<(tempfile::NamedTempFile, Registered), E> {
+        let mut files = live();
+        let file = create()?;
+        files.push(file.path().to_path_buf());
+        let path = file.path().to_path_buf();
+        Ok((file, Registered(path)))
     }
 }
 

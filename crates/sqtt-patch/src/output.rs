@@ -167,9 +167,10 @@ impl Sink {
             Tmp::Unnamed(tempfile::tempfile().context("cannot create a temporary file")?)
         } else {
             let dir = parent(&dest.path);
-            let t = tempfile::NamedTempFile::new_in(dir)
-                .with_context(|| format!("{}: cannot create a temporary file", dir.display()))?;
-            let registered = crate::interrupt::Registered::new(t.path());
+            let (t, registered) = crate::interrupt::Registered::create(|| {
+                tempfile::NamedTempFile::new_in(dir)
+                    .with_context(|| format!("{}: cannot create a temporary file", dir.display()))
+            })?;
             Tmp::Named(t, registered)
         };
         Ok(Sink {
