@@ -497,6 +497,8 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     if args.report {
         eprint!("{}", render_report(&name, &patched.report));
     }
+    // The report and the object are committed together: an interruption keeps both or neither.
+    let _committing = crate::interrupt::Committing::begin();
     if let Some(p) = &args.common.report_json {
         let text = serde_json::to_string_pretty(&patched.report)? + "\n";
         output::write_report("--report-json", p, &text)?;

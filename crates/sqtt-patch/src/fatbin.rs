@@ -567,6 +567,8 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         );
     }
     cmd_patch::write_stdout(&lines)?;
+    // The report and the output are committed together: an interruption keeps both or neither.
+    let _committing = crate::interrupt::Committing::begin();
     if let Some(p) = &common.report_json {
         let j = JsonReport {
             input: name.clone(),

@@ -7,6 +7,7 @@
 //! three signals, because `ctrlc` does not say which one arrived).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Paths of the temporary files to delete if the run is interrupted.
@@ -19,18 +20,73 @@ pub const INTERRUPTED: i32 = 130;
 /// embedding process) only loses the clean-up, so it is reported and the run goes on.
 pub fn install() {
     let installed = ctrlc::set_handler(|| {
+        // Let the outputs being committed finish (a report and its object are renamed together,
+        // never one without the other), and start no other commit.
+        STOP.store(true, Ordering::SeqCst);
+        while IN_COMMIT.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         // The registry stays locked until the process ends: no temporary file can be created
         // (see `Registered::create`) after this clean-up.
         let mut files = live();
         for p in files.drain(..) {
             let _ = std::fs::remove_file(&p);
         }
-        eprintln!("sqtt-patch: interrupted; no output written");
+        match KEPT.load(Ordering::SeqCst) {
+            0 => eprintln!("sqtt-patch: interrupted; no output written"),
+            n => eprintln!(
+                "sqtt-patch: interrupted; {n} output(s) finished before the signal were kept (each whole), unfinished ones deleted"
+            ),
+        }
         std::process::exit(INTERRUPTED);
     });
     if let Err(e) = installed {
         eprintln!("sqtt-patch: warning: cannot install the interrupt handler ({e}); an interrupted run may leave a temporary file");
     }
+}
+
+/// Set by the handler: no commit may start any more.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// Commits in progress, over all threads (the handler waits for 0).
+static IN_COMMIT: AtomicUsize = AtomicUsize::new(0);
+/// Outputs committed so far (for the handler's message).
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Nesting depth of [`Committing`] guards on this thread.
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// While alive, an interruption waits before cleaning up: the outputs committed under it are
+/// renamed into place together or not at all. Nested guards on one thread are one commit.
+pub struct Committing(());
+
+impl Committing {
+    /// Starts a commit; after an interruption it never returns (the handler ends the process).
+    pub fn begin() -> Committing {
+        let depth = DEPTH.with(|d| d.get());
+        IN_COMMIT.fetch_add(1, Ordering::SeqCst);
+        if depth == 0 && STOP.load(Ordering::SeqCst) {
+            IN_COMMIT.fetch_sub(1, Ordering::SeqCst);
+            loop {
+                std::thread::park();
+            }
+        }
+        DEPTH.with(|d| d.set(depth + 1));
+        Committing(())
+    }
+}
+
+impl Drop for Committing {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        IN_COMMIT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Counts one output written completely (renamed into place or streamed out).
+pub fn kept() {
+    KEPT.fetch_add(1, Ordering::SeqCst);
 }
 
 /// The registry, usable even after a thread panicked while holding it (it only holds paths).

@@ -191,6 +191,14 @@ impl Sink {
     /// syncs and renames it over the destination; copies into a stream destination. On error
     /// the temporary file is deleted.
     pub fn commit(self, like: Option<&Path>) -> Result<()> {
+        let _committing = crate::interrupt::Committing::begin();
+        self.commit_now(like)?;
+        crate::interrupt::kept();
+        Ok(())
+    }
+
+    /// [`Sink::commit`] without the interrupt bookkeeping.
+    fn commit_now(self, like: Option<&Path>) -> Result<()> {
         let path = &self.dest.path;
         let cannot = || format!("{}: cannot write", path.display());
         match self.tmp {
@@ -230,6 +238,7 @@ impl Sink {
 /// renamed), then the regular files. Every sink not committed when an error is returned is
 /// dropped, deleting its temporary file.
 pub fn commit_all(sinks: Vec<Sink>) -> Result<()> {
+    let _committing = crate::interrupt::Committing::begin();
     let (streams, files): (Vec<Sink>, Vec<Sink>) = sinks.into_iter().partition(|s| s.dest.stream);
     for s in streams.into_iter().chain(files) {
         s.commit(None)?;
