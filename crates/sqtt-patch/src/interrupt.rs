@@ -107,8 +107,8 @@ impl Registered {
     ) -> Result<(tempfile::NamedTempFile, Registered), E> {
         let mut files = live();
         let file = create()?;
-        files.push(file.path().to_path_buf());
         let path = file.path().to_path_buf();
+        files.push(path.clone());
         Ok((file, Registered(path)))
     }
 }

@@ -8,7 +8,7 @@
 use crate::layout::{PcRel, PcRelUse, Reloc};
 use crate::regs::Sgprs;
 use crate::reguse::RegUse;
-use amdgpu_isa::{decode_all, Flow, Instruction, Special, SpecialReg, Target};
+use amdgpu_isa::{decode_all, Flow, Instruction, Special, Target};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -690,7 +690,8 @@ impl Program {
     }
 }
 
-/// Whether `inst` reads M0.
+/// For an instruction whose decoded reads include M0: whether that implicit use is a real read
+/// on the target (the M0 read of [`crate::reguse::RegUse::reads_m0`]).
 ///
 /// LLVM 22's disassembler decodes gfx9 DS instructions to the `*_vi` MC opcodes it shares with
 /// gfx8, whose descriptors list an implicit M0 use (gfx8 clamps LDS addresses with M0). From gfx9
@@ -699,12 +700,6 @@ impl Program {
 /// bit: dword 0 bit 16 on gfx9, bit 17 on gfx10/gfx11), GWS, `ds_ordered_count`,
 /// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
 /// base address or counter there).
-pub fn reads_m0(inst: &Instruction) -> bool {
-    inst.reads().contains(SpecialReg::M0) && m0_use_is_read(inst)
-}
-
-/// The rule of [`reads_m0`] for an instruction whose decoded reads include M0: whether that
-/// implicit use is a real read on the target.
 pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
     let m = inst.mnemonic();
     // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA

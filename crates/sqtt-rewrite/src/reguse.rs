@@ -24,7 +24,7 @@ pub struct RegUse {
     flags: u16,
 }
 
-/// Reads M0 by the rule of [`crate::analysis::reads_m0`].
+/// Reads M0 by the rule of [`crate::analysis::m0_use_is_read`].
 const F_READS_M0: u16 = 1;
 /// Writes M0.
 const F_WRITES_M0: u16 = 1 << 1;
@@ -163,7 +163,7 @@ impl RegUse {
         self.has(F_WAITS_SMEM)
     }
 
-    /// Whether the instruction reads M0 ([`crate::analysis::reads_m0`]).
+    /// Whether the instruction reads M0 ([`crate::analysis::m0_use_is_read`]).
     pub fn reads_m0(&self) -> bool {
         self.has(F_READS_M0)
     }
