@@ -157,7 +157,11 @@ fn dev_null_stays_a_character_device() {
     // As an unprivileged user (it used to fail: no right to rename over /dev/null).
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    // A copy inside the (world-readable) temporary directory: the checkout itself may sit in a
+    // directory `nobody` cannot enter (a `mktemp -d` clone is mode 0700).
+    let bin = t.path().join("sqtt-patch");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("sqtt-patch"), &bin).expect("copy the binary");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     match std::process::Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&bin)
