@@ -2,6 +2,9 @@
 //! the target's opcode table (by mnemonic, no hand-written opcode numbers), then decodes the result
 //! with [`crate::decode`] so the returned [`Instruction`] is fully classified.
 //! Round-trip tests check each against `llvm-mc-22` for every family.
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use crate::decode::{decode, EncodeError, Instruction, MAX_LEN};
 use crate::{Format, Target};
 
@@ -35,6 +38,7 @@ fn inline_int(i: i32) -> u32 {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Enc {
     target: Target,
     fmt_idx: usize,
@@ -58,7 +62,25 @@ fn start_any(t: Target, format: Format, names: &[&'static str]) -> Result<Enc, E
     Err(err)
 }
 
+/// Cache key of [`start`]: target, format and mnemonic.
+type StartKey = (Target, Format, &'static str);
+
+thread_local! {
+    /// [`start_uncached`] results by target, format and mnemonic: snippets build the same few
+    /// instructions hundreds of thousands of times, and the opcode table search is linear.
+    static STARTS: RefCell<HashMap<StartKey, Result<Enc, EncodeError>>> = RefCell::new(HashMap::new());
+}
+
 fn start(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, EncodeError> {
+    STARTS.with(|c| {
+        c.borrow_mut()
+            .entry((t, format, mnemonic))
+            .or_insert_with(|| start_uncached(t, format, mnemonic))
+            .clone()
+    })
+}
+
+fn start_uncached(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, EncodeError> {
     let def = t.def();
     for (fi, f) in def.formats.iter().enumerate() {
         if f.format != format {
@@ -88,6 +110,23 @@ fn start(t: Target, format: Format, mnemonic: &'static str) -> Result<Enc, Encod
         mnemonic,
         target: t.name(),
     })
+}
+
+/// Scalar operand code of SGPR `s<n>`: its position in the target's scalar register names
+/// (`sregs`, indexed by code). `s<n>` is code `n` on every family (ISA manuals, "Scalar
+/// operands"); that position is tried first, then every name.
+fn sgpr_code(sregs: &[&str], n: u8) -> Option<u32> {
+    let is_sn = |s: &&str| {
+        s.strip_prefix('s').is_some_and(|d| {
+            d.bytes().all(|c| c.is_ascii_digit())
+                && (d == "0" || !d.starts_with('0'))
+                && d.parse::<u8>() == Ok(n)
+        })
+    };
+    if sregs.get(usize::from(n)).is_some_and(is_sn) {
+        return Some(u32::from(n));
+    }
+    sregs.iter().position(is_sn).map(|p| p as u32)
 }
 
 impl Enc {
@@ -126,7 +165,7 @@ impl Enc {
             target: t.name(),
         };
         let v = match op {
-            Operand::Sgpr(n) => by_name(&format!("s{n}")).ok_or_else(bad)?,
+            Operand::Sgpr(n) => sgpr_code(sregs, n).ok_or_else(bad)?,
             Operand::VccLo => by_name("vcc_lo").ok_or_else(bad)?,
             Operand::VccHi => by_name("vcc_hi").ok_or_else(bad)?,
             Operand::ExecLo => by_name("exec_lo").ok_or_else(bad)?,

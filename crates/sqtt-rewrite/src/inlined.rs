@@ -1,7 +1,7 @@
 //! Inlined functions as scopes (issue 16; seed spec "Phase 1" / "Phase 2": the compile-time pass
 //! gives every inlined instance above the `SQTT_INSTRUMENT_FUNCTIONS` threshold its own scope and
 //! an `F:` row without an address). Post link, the only source is DWARF
-//! (`DW_TAG_inlined_subroutine`, read by [`dwarf_remap::inlined_scopes`]).
+//! (`DW_TAG_inlined_subroutine`, read by [`dwarf_remap::LocationIndex::inlined`]).
 //!
 //! # Policy
 //!
@@ -32,10 +32,12 @@
 //! or the target has no landing blocks) the scopes involved are left out and reported, and the
 //! placement is recomputed without them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use rayon::prelude::*;
 
 use amdgpu_isa::{Flow, Special};
-use dwarf_remap::InlinedScope;
+use dwarf_remap::{InlinedScope, LocationIndex};
 
 use crate::analysis::{Func, Program};
 use crate::config::{FunctionThreshold, Options};
@@ -107,21 +109,21 @@ pub struct Planned {
 }
 
 /// Plans inlined-scope markers for the functions of `prog` with `ok[fi]` (instrumented, not left
-/// alone), from the input's `.debug_*` sections (`None`: no DWARF). Nothing is planned when the
+/// alone), from the index of the input's DWARF (`None`: no DWARF; `Err`: why it cannot be read). Nothing is planned when the
 /// functions option is off.
 pub fn sites(
     prog: &Program,
     ok: &[bool],
     opts: &Options,
-    dwarf: Option<&HashMap<String, Vec<u8>>>,
+    dwarf: Option<&Result<LocationIndex, String>>,
 ) -> Planned {
     let mut out = Planned::default();
     let threshold = match opts.functions {
         FunctionThreshold::Off => return out,
         FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => n,
     };
-    let scopes = match dwarf.map(dwarf_remap::inlined_scopes) {
-        Some(Ok(s)) if !s.is_empty() => s,
+    let scopes = match dwarf {
+        Some(Ok(ix)) if !ix.inlined().is_empty() => ix.inlined(),
         Some(Err(e)) => {
             out.report.unavailable = Some(format!(
                 "inlined functions not marked: the DWARF cannot be read ({e})"
@@ -136,41 +138,45 @@ pub fn sites(
             return out;
         }
     };
-    let symbols: BTreeSet<&str> = prog.funcs.iter().map(|f| f.spec.name.as_str()).collect();
-    let mut keys: BTreeMap<String, u32> = BTreeMap::new();
-    for (fi, f) in prog.funcs.iter().enumerate() {
-        if !ok.get(fi).copied().unwrap_or(false) {
-            continue;
-        }
-        let mine: Vec<usize> = (0..scopes.len())
-            .filter(|&s| {
-                scopes[s]
-                    .ranges
-                    .first()
-                    .is_some_and(|&(b, _)| f.spec.start <= b && b < f.spec.end)
-            })
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let mut fp = FuncPlan::new(f, &scopes, &mine, opts.functions, threshold);
-        fp.report.found = mine.len();
-        for &s in &mine {
-            let name = &scopes[s].name;
-            if (name.is_empty() || name.contains('@')) && fp.marked.contains(&s) {
-                fp.leave(
-                    s,
-                    "no name a funcmap row can carry (empty or containing '@')",
-                );
+    let symbols: HashSet<&str> = prog.funcs.iter().map(|f| f.spec.name.as_str()).collect();
+    let by_start = ScopesByStart::new(scopes);
+    let landing_blocks = crate::layout::may_add_branches(prog.target);
+    // Each function is planned on its own (in parallel); marker keys are then numbered in
+    // function order, as a sequential walk would number them.
+    let plans: Vec<(usize, FuncPlan)> = prog
+        .funcs
+        .par_iter()
+        .enumerate()
+        .filter(|&(fi, _)| ok.get(fi).copied().unwrap_or(false))
+        .filter_map(|(fi, f)| {
+            let mine = by_start.within(f.spec.start, f.spec.end);
+            if mine.is_empty() {
+                return None;
             }
-            if symbols.contains(scopes[s].name.as_str()) && fp.marked.contains(&s) {
-                fp.leave(
-                    s,
-                    "an out-of-line copy of the function exists: its F row belongs to the symbol",
-                );
+            let mut fp = FuncPlan::new(f, scopes, &mine, opts.functions, threshold);
+            fp.report.found = mine.len();
+            for &s in &mine {
+                let name = &scopes[s].name;
+                if (name.is_empty() || name.contains('@')) && fp.marked.contains(&s) {
+                    fp.leave(
+                        s,
+                        "no name a funcmap row can carry (empty or containing '@')",
+                    );
+                }
+                if symbols.contains(scopes[s].name.as_str()) && fp.marked.contains(&s) {
+                    fp.leave(
+                        s,
+                        "an out-of-line copy of the function exists: its F row belongs to the symbol",
+                    );
+                }
             }
-        }
-        fp.settle(crate::layout::may_add_branches(prog.target));
+            fp.settle(landing_blocks);
+            Some((fi, fp))
+        })
+        .collect();
+    let mut keys: HashMap<String, u32> = HashMap::new();
+    for (fi, fp) in plans {
+        let f = &prog.funcs[fi];
         for &s in &fp.marked {
             let name = &scopes[s].name;
             if !keys.contains_key(name) {
@@ -230,6 +236,32 @@ pub fn sites(
     out
 }
 
+/// Scope indices ordered by the start of their first DWARF range (bytes), to find the scopes
+/// of one function without scanning every scope of the object.
+struct ScopesByStart(Vec<(u64, usize)>);
+
+impl ScopesByStart {
+    fn new(scopes: &[InlinedScope]) -> Self {
+        let mut v: Vec<(u64, usize)> = scopes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.ranges.first().map(|&(b, _)| (b, i)))
+            .collect();
+        v.sort_unstable();
+        ScopesByStart(v)
+    }
+
+    /// Indices (ascending: `.debug_info` pre-order) of the scopes whose first range starts in
+    /// `[start, end)` (bytes).
+    fn within(&self, start: u64, end: u64) -> Vec<usize> {
+        let lo = self.0.partition_point(|&(b, _)| b < start);
+        let hi = self.0.partition_point(|&(b, _)| b < end);
+        let mut v: Vec<usize> = self.0[lo..hi].iter().map(|&(_, i)| i).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
     Pop,
@@ -245,8 +277,9 @@ struct FuncPlan<'a> {
     scopes: &'a [InlinedScope],
     /// Marked scopes (indices into `scopes`), pre-order.
     marked: Vec<usize>,
-    /// Region of each scope: instruction indices, before clipping to marked ancestors.
-    region: BTreeMap<usize, BTreeSet<usize>>,
+    /// Region of each scope: instruction indices (ascending), before clipping to marked
+    /// ancestors.
+    region: BTreeMap<usize, Vec<usize>>,
     /// Marker operations by point, as [`FuncPlan::settle`] placed them.
     placed: Vec<(usize, Parts)>,
     report: InlinedReport,
@@ -276,12 +309,25 @@ impl<'a> FuncPlan<'a> {
             placed: Vec::new(),
             report: InlinedReport::default(),
         };
-        let raw = |s: usize| -> BTreeSet<usize> {
-            (0..f.insts.len())
-                .filter(|&i| scopes[s].contains(f.insts[i].0))
-                .collect()
+        // Instructions are in address order, so each DWARF range is one run of indices.
+        let index_of = |a: u64| f.insts.partition_point(|&(x, _)| x < a);
+        let raw = |s: usize| -> Vec<usize> {
+            let mut v: Vec<usize> = scopes[s]
+                .ranges
+                .iter()
+                .flat_map(|&(b, e)| index_of(b)..index_of(e))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
         };
-        let raws: BTreeMap<usize, BTreeSet<usize>> = mine.iter().map(|&s| (s, raw(s))).collect();
+        let raws: BTreeMap<usize, Vec<usize>> = mine.iter().map(|&s| (s, raw(s))).collect();
+        let mut owners: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (&t, r) in &raws {
+            for &i in r {
+                owners.entry(i).or_default().push(t);
+            }
+        }
         let in_subtree = |s: usize, t: usize| {
             let mut c = Some(t);
             while let Some(x) = c {
@@ -301,8 +347,9 @@ impl<'a> FuncPlan<'a> {
             }
             // Merge fragments across short gaps of instructions foreign to this subtree.
             let foreign_owned = |i: usize| {
-                raws.iter()
-                    .any(|(&t, r)| r.contains(&i) && !in_subtree(s, t) && !in_subtree(t, s))
+                owners
+                    .get(&i)
+                    .is_some_and(|ts| ts.iter().any(|&t| !in_subtree(s, t) && !in_subtree(t, s)))
             };
             let mut frags: Vec<(usize, usize)> = Vec::new();
             for &i in own {
@@ -315,7 +362,7 @@ impl<'a> FuncPlan<'a> {
                     _ => frags.push((i, i)),
                 }
             }
-            let mut region = BTreeSet::new();
+            let mut region = Vec::new();
             for (b, e) in frags {
                 let part: u64 = (b..=e).map(size).sum();
                 if part < threshold {
@@ -347,11 +394,11 @@ impl<'a> FuncPlan<'a> {
         }
     }
 
-    /// Nearest marked enclosing scope.
-    fn marked_parent(&self, s: usize) -> Option<usize> {
+    /// Nearest enclosing scope in `marked` (the set of [`FuncPlan::marked`]).
+    fn marked_parent(&self, s: usize, marked: &HashSet<usize>) -> Option<usize> {
         let mut p = self.scopes[s].parent;
         while let Some(x) = p {
-            if self.marked.contains(&x) {
+            if marked.contains(&x) {
                 return Some(x);
             }
             p = self.scopes[x].parent;
@@ -361,25 +408,21 @@ impl<'a> FuncPlan<'a> {
 
     /// Open scopes before each instruction (outermost first), regions clipped to their marked
     /// ancestors; siblings claim instructions in pre-order.
+    ///
+    /// The open scopes of an instruction always form one chain, each the nearest marked parent
+    /// of the next, because a scope takes an instruction only when its marked parent is the
+    /// innermost scope already open there (inside the parent's clipped region, not yet claimed
+    /// by a sibling or a sibling's descendant, all of which come earlier in pre-order); a scope
+    /// without a marked parent takes only instructions no scope has taken.
     fn stacks(&self) -> Vec<Vec<usize>> {
-        let n = self.f.insts.len();
-        let mut clipped: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
-        let mut claimed: BTreeMap<Option<usize>, BTreeSet<usize>> = BTreeMap::new();
+        let marked: HashSet<usize> = self.marked.iter().copied().collect();
+        let mut out = vec![Vec::new(); self.f.insts.len()];
         for &s in &self.marked {
-            let parent = self.marked_parent(s);
-            let mut r = self.region[&s].clone();
-            if let Some(p) = parent {
-                r.retain(|i| clipped[&p].contains(i));
-            }
-            let taken = claimed.entry(parent).or_default();
-            r.retain(|i| !taken.contains(i));
-            taken.extend(r.iter().copied());
-            clipped.insert(s, r);
-        }
-        let mut out = vec![Vec::new(); n];
-        for &s in &self.marked {
-            for &i in &clipped[&s] {
-                out[i].push(s);
+            let parent = self.marked_parent(s, &marked);
+            for &i in &self.region[&s] {
+                if out[i].last().copied() == parent {
+                    out[i].push(s);
+                }
             }
         }
         out

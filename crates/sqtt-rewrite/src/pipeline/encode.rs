@@ -283,9 +283,10 @@ fn set_prefetch(
 /// (`F:`, `U:`, `P:`, and `R:` payload rows for address traces), the shader-clock encoding when
 /// packing. Fills `report.ids`.
 fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
-    let (co, prog, dwarf, wave) = (&ins.src.co, &ins.prog, &ins.dwarf, ins.wave);
+    let (co, prog, wave) = (&ins.src.co, &ins.prog, ins.wave);
     let mut rows = ins.existing_rows.clone();
-    let locs = dwarf.as_ref().map(function_locs).unwrap_or_default();
+    let dwarf_index = ins.dwarf_index.as_ref().and_then(|r| r.as_ref().ok());
+    let locs = dwarf_index.map(function_locs).unwrap_or_default();
     for k in &co.kernels {
         if !rows
             .iter()
@@ -303,10 +304,7 @@ fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
         .any(|k| matches!(k, MarkerKey::AddrTrace { .. }));
     // Inline-chain index of the input's DWARF (`None` when it cannot be parsed: address-trace
     // rows then carry no location, which the funcmap format allows).
-    let op_locs = dwarf
-        .as_ref()
-        .filter(|_| traced_ids)
-        .and_then(|d| dwarf_remap::LocationIndex::new(d).ok());
+    let op_locs = dwarf_index.filter(|_| traced_ids);
     if let (true, Some(w)) = (traced_ids, wave) {
         rows.retain(|r| !matches!(r, Row::WaveSize(_)));
         rows.push(Row::WaveSize(w));
@@ -434,10 +432,12 @@ fn cover_reserved_sgprs(
 }
 
 /// `file:line` of every function's definition, by name.
-fn function_locs(sections: &HashMap<String, Vec<u8>>) -> HashMap<String, String> {
-    dwarf_remap::function_locations(sections)
-        .map(|m| m.into_iter().map(|(k, v)| (k, v.to_string())).collect())
-        .unwrap_or_default()
+fn function_locs(index: &dwarf_remap::LocationIndex) -> HashMap<String, String> {
+    index
+        .functions()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect()
 }
 
 fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: MarkerKey) -> String {

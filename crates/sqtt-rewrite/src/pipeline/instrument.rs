@@ -34,6 +34,9 @@ pub(crate) struct Instrumented {
     pub existing_rows: Vec<Row>,
     /// The input's `.debug_*` sections by name (`None` without DWARF).
     pub dwarf: Option<HashMap<String, Vec<u8>>>,
+    /// Index of that DWARF (inline chains, function definition sites, inlined instances), built
+    /// once; `Err`: why it cannot be read.
+    pub dwarf_index: Option<Result<dwarf_remap::LocationIndex, String>>,
     /// Marker ids some inserted snippet emits, by marker.
     pub ids: BTreeMap<MarkerKey, u32>,
     /// Inserted code by insertion point (never empty).
@@ -88,7 +91,10 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     let ok = vec![true; prog.funcs.len()];
     let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
     let dwarf = co.has_dwarf().then(|| debug_sections(co));
-    let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf.as_ref());
+    let dwarf_index = dwarf
+        .as_ref()
+        .map(|d| dwarf_remap::LocationIndex::new(d).map_err(|e| e.to_string()));
+    let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf_index.as_ref());
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
     // Address tracing: one block per qualifying operation, wave size from the descriptors.
@@ -317,6 +323,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         verbatim,
         existing_rows,
         dwarf,
+        dwarf_index,
         ids,
         snippets,
         sgprs: alloc.sgprs,
