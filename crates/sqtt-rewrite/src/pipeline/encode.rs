@@ -35,11 +35,7 @@ pub(crate) fn encode(
     opts: &Options,
     report: &mut Report,
 ) -> Result<Option<Encoded>, RewriteError> {
-    let LaidOut {
-        ins,
-        plan: mut tp,
-        layout,
-    } = l;
+    let LaidOut { ins, mut layout } = l;
     let (co, prog, text_addr, text_end) =
         (&ins.src.co, &ins.prog, ins.src.text_addr, ins.src.text_end);
     let target = prog.target;
@@ -48,16 +44,9 @@ pub(crate) fn encode(
         report.status = Status::FailedClosed;
         report.reasons.push(why);
     };
-    ed.set_text(layout.bytes.clone())?;
-    let mut map: BTreeMap<u64, u64> = layout
-        .placed
-        .iter()
-        .map(|p| (p.old, p.block_start))
-        .collect();
-    map.extend(crate::verbatim::address_pairs(prog, &ins.verbatim, |a| {
-        layout.map_addr(a)
-    }));
-    ed.set_text_address_map(map);
+    // The new `.text` moves into the editor (its size stays in the report).
+    let text_size = layout.bytes.len() as u64;
+    ed.set_text(std::mem::take(&mut layout.bytes))?;
     // Kernels without code sit at the end of `.text` (hsaco accepts them there): they stay at
     // its new end.
     let map_code = |a: u64| {
@@ -95,40 +84,48 @@ pub(crate) fn encode(
         };
         ed.set_symbol(sym.table, sym.index, Some(nv), size)?;
     }
-    // Data targets of address builders move when `.text` outgrows its gap: map them and redo.
+    // Data targets of address builders move when `.text` outgrows its gap: map them and
+    // recompute the adds that carry their offsets (nothing else depends on them).
     let placement = ed.layout()?;
     if placement.map_address(text_addr) != text_addr {
         fail(report, "the rewritten metadata note moves .text".into());
         return Ok(None);
     }
-    let mut layout = layout;
-    if tp
-        .pcrels
+    let mut pcrels = prog.pcrels.clone();
+    if pcrels
         .iter()
         .any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target)
     {
-        for p in &mut tp.pcrels {
+        for p in &mut pcrels {
             if p.use_kind == PcRelUse::Data {
                 p.target = placement.map_address(p.target);
             }
         }
-        layout = match crate::layout::lay_out(&tp) {
-            Ok(l) => l,
-            Err(e) => {
-                fail(report, e.to_string());
-                return Ok(None);
-            }
-        };
-        ed.set_text(layout.bytes.clone())?;
+        let mut text = ed.section_contents(ins.src.text_index)?.to_vec();
+        if let Err(e) = layout.retarget_data(&mut text, &pcrels) {
+            fail(report, e.to_string());
+            return Ok(None);
+        }
+        ed.set_text(text)?;
     }
+    // The exact map of instruction starts (symbols, entries and relocation addends that are
+    // not set explicitly): every original instruction to its block start, and the instructions
+    // of left-alone functions to their place in the verbatim block.
+    let verbatim_pairs: BTreeMap<u64, u64> =
+        crate::verbatim::address_pairs(prog, &ins.verbatim, |a| layout.map_addr(a))
+            .into_iter()
+            .collect();
+    let lay = &layout;
+    ed.set_text_address_map(Box::new(move |a| {
+        verbatim_pairs
+            .get(&a)
+            .copied()
+            .or_else(|| lay.map_inst_start(a))
+    }));
     // DWARF (the input's `.debug_*` sections, copied once for the remap and the locations).
     let dwarf = &ins.dwarf;
     if let Some(sections) = dwarf {
-        let mut pairs: Vec<(u64, u64)> = layout
-            .placed
-            .iter()
-            .map(|p| (p.old, p.block_start))
-            .collect();
+        let mut pairs: Vec<(u64, u64)> = layout.block_starts().collect();
         for &(o, len, n) in &layout.raws {
             pairs.push((o, n));
             let _ = len;
@@ -232,7 +229,7 @@ pub(crate) fn encode(
             kr.occupancy_after = waves;
         }
     }
-    report.text_size_after = layout.bytes.len() as u64;
+    report.text_size_after = text_size;
     Ok(Some(Encoded { bytes }))
 }
 
