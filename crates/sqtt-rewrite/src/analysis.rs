@@ -69,30 +69,42 @@ pub enum Exit {
 }
 
 /// The successors of one instruction (instruction indices, at most two: a branch target and
-/// the fall-through, in the order found), stored inline (12 bytes, no allocation).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// the fall-through, in the order found), stored inline (8 bytes, no allocation; an empty slot
+/// holds `u32::MAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Succs {
-    n: u8,
     s: [u32; 2],
+}
+
+impl Default for Succs {
+    fn default() -> Succs {
+        Succs { s: [u32::MAX; 2] }
+    }
 }
 
 impl Succs {
     /// Adds successor `i`. Panics on a third successor, which no instruction has (a SOPP
     /// branch has its target and the fall-through; `s_setpc_b64`/`s_add_pc_i64` one target).
     fn push(&mut self, i: usize) {
-        assert!(self.n < 2, "an instruction has at most two successors");
-        self.s[usize::from(self.n)] = i as u32;
-        self.n += 1;
+        let n = self.len();
+        assert!(n < 2, "an instruction has at most two successors");
+        // Instruction indices stay far below u32::MAX (4 bytes or more per instruction).
+        self.s[n] = i as u32;
+    }
+
+    /// Number of successors (0 to 2).
+    fn len(&self) -> usize {
+        self.s.iter().take_while(|&&s| s != u32::MAX).count()
     }
 
     /// The successors, in the order found.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+        self.into_iter()
     }
 
     /// No successor (execution leaves the function here).
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.s[0] == u32::MAX
     }
 }
 
@@ -101,7 +113,7 @@ impl<'a> IntoIterator for &'a Succs {
     type IntoIter = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> usize>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+        self.s[..self.len()].iter().map(|&s| s as usize)
     }
 }
 
@@ -665,6 +677,21 @@ fn analyse_fn(
 }
 
 impl Program {
+    /// Frees the per-instruction data of every function (instructions, register use,
+    /// relocations, successors, branch targets) once no later stage reads it. What stays: the
+    /// functions' specs, calls, exits and problems, and the address builders, so
+    /// [`Program::reachable`] still answers; instruction indices in `calls` and `exits` then
+    /// name instructions that are gone.
+    pub fn drop_instructions(&mut self) {
+        for f in &mut self.funcs {
+            f.insts = Vec::new();
+            f.reg_use = Vec::new();
+            f.relocs = Vec::new();
+            f.succs = Vec::new();
+            f.leaders = BTreeSet::new();
+        }
+    }
+
     /// Functions reachable from function `root` through calls and tail calls (including `root`).
     /// `None` inside means an indirect call was seen: every function may be reached.
     pub fn reachable(&self, root: usize) -> BTreeSet<usize> {

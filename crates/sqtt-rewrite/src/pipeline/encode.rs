@@ -35,7 +35,12 @@ pub(crate) fn encode(
     opts: &Options,
     report: &mut Report,
 ) -> Result<Option<Encoded>, RewriteError> {
-    let LaidOut { ins, mut layout } = l;
+    let LaidOut {
+        ins,
+        mut layout,
+        verbatim_pairs,
+        trace_addrs,
+    } = l;
     let (co, prog, text_addr, text_end) =
         (&ins.src.co, &ins.prog, ins.src.text_addr, ins.src.text_end);
     let target = prog.target;
@@ -111,10 +116,7 @@ pub(crate) fn encode(
     // The exact map of instruction starts (symbols, entries and relocation addends that are
     // not set explicitly): every original instruction to its block start, and the instructions
     // of left-alone functions to their place in the verbatim block.
-    let verbatim_pairs: BTreeMap<u64, u64> =
-        crate::verbatim::address_pairs(prog, &ins.verbatim, |a| layout.map_addr(a))
-            .into_iter()
-            .collect();
+    let verbatim_pairs: BTreeMap<u64, u64> = verbatim_pairs.into_iter().collect();
     let lay = &layout;
     ed.set_text_address_map(Box::new(move |a| {
         verbatim_pairs
@@ -191,7 +193,7 @@ pub(crate) fn encode(
         return Ok(None);
     }
     // Funcmap and the run record.
-    let rows = funcmap_rows(&ins, report);
+    let rows = funcmap_rows(&ins, &trace_addrs, report);
     report.funcmap_rows = rows.len();
     ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
     let record = serde_json::json!({
@@ -279,7 +281,11 @@ fn set_prefetch(
 /// every kernel without one, the wave size when addresses are traced, one row per marker id
 /// (`F:`, `U:`, `P:`, and `R:` payload rows for address traces), the shader-clock encoding when
 /// packing. Fills `report.ids`.
-fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
+fn funcmap_rows(
+    ins: &super::Instrumented,
+    trace_addrs: &BTreeMap<(usize, usize), u64>,
+    report: &mut Report,
+) -> Vec<Row> {
     let (co, prog, dwarf, wave) = (&ins.src.co, &ins.prog, &ins.dwarf, ins.wave);
     let mut rows = ins.existing_rows.clone();
     let locs = dwarf.as_ref().map(function_locs).unwrap_or_default();
@@ -309,12 +315,12 @@ fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
         rows.push(Row::WaveSize(w));
     }
     for (&k, &id) in &ins.ids {
-        let name = marker_name(prog, &ins.inlined_names, k);
+        let name = marker_name(prog, &ins.inlined_names, trace_addrs, k);
         report.ids.insert(name.clone(), id);
         if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
             (k, ins.trace_ops.get(&k), wave)
         {
-            let addr = prog.funcs[func].insts.get(inst).map(|(a, _)| *a);
+            let addr = trace_addrs.get(&(func, inst)).copied();
             let loc = match (&op_locs, addr) {
                 (Some(ix), Some(a)) => {
                     let chain = ix.chain(a);
@@ -437,7 +443,14 @@ fn function_locs(sections: &HashMap<String, Vec<u8>>) -> HashMap<String, String>
         .unwrap_or_default()
 }
 
-fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: MarkerKey) -> String {
+/// The funcmap name of marker `k`; `trace_addrs`: original address of each address-traced
+/// instruction, by (function index, instruction index).
+fn marker_name(
+    prog: &Program,
+    inlined: &crate::inlined::InlinedNames,
+    trace_addrs: &BTreeMap<(usize, usize), u64>,
+    k: MarkerKey,
+) -> String {
     match k {
         MarkerKey::Inlined(n) => inlined.get(n).map(|r| r.0.clone()).unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
@@ -448,7 +461,11 @@ fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: Marker
         MarkerKey::VmemStore => "vmem_store".into(),
         MarkerKey::AddrTrace { func, inst, part } => {
             let f = &prog.funcs[func];
-            let at = f.insts.get(inst).map_or(f.spec.start, |(a, _)| *a) - f.spec.start;
+            let at = trace_addrs
+                .get(&(func, inst))
+                .copied()
+                .unwrap_or(f.spec.start)
+                - f.spec.start;
             let p = if part > 0 { "/2" } else { "" };
             format!("addr_trace@{}+{at:#x}{p}", f.spec.name)
         }

@@ -5,6 +5,7 @@
 use super::{is_padding, Instrumented};
 use crate::analysis::{Func, Program};
 use crate::layout::{Landing, Layout, LayoutError, Piece, Reloc, TextPlan};
+use crate::plan::MarkerKey;
 use crate::regs::{SgprFacts, SiteRegs};
 use crate::rewrite::{Report, Status};
 use amdgpu_isa::{Family, Instruction, Target};
@@ -13,10 +14,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Output of [`lay_out`].
 pub(crate) struct LaidOut {
     /// The instrumented program; `used_by_func` includes the SGPR pairs of long-branch islands.
+    /// Its functions' instructions are freed ([`crate::analysis::Program::drop_instructions`]):
+    /// the layout, `verbatim_pairs` and `trace_addrs` hold what encode needs of them.
     pub ins: Instrumented,
     /// The new `.text`: bytes and the map from old to new addresses (the targets of address
     /// builders of data may still move at encode: [`Layout::retarget_data`]).
     pub layout: Layout,
+    /// Every instruction of the left-alone functions: original address and its place in the
+    /// verbatim block (bytes; [`crate::verbatim::address_pairs`]).
+    pub verbatim_pairs: Vec<(u64, u64)>,
+    /// Original address (bytes) of every address-traced instruction with a marker id, by
+    /// (function index, instruction index).
+    pub trace_addrs: BTreeMap<(usize, usize), u64>,
 }
 
 /// Lays out the new `.text`, relaxing out-of-range branches (at most 10,000). `None`: the
@@ -54,7 +63,28 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
         }
     };
     report.relaxed_branches = relax.len();
-    Some(LaidOut { ins, layout })
+    // What encode needs of the instructions, then the instructions themselves are freed: the
+    // program keeps its functions, calls and exits.
+    let verbatim_pairs =
+        crate::verbatim::address_pairs(&ins.prog, &ins.verbatim, |a| layout.map_addr(a));
+    let trace_addrs = ins
+        .ids
+        .keys()
+        .filter_map(|k| match *k {
+            MarkerKey::AddrTrace { func, inst, .. } => {
+                let (a, _) = ins.prog.funcs.get(func)?.insts.get(inst)?;
+                Some(((func, inst), *a))
+            }
+            _ => None,
+        })
+        .collect();
+    ins.prog.drop_instructions();
+    Some(LaidOut {
+        ins,
+        layout,
+        verbatim_pairs,
+        trace_addrs,
+    })
 }
 
 /// Builds the output order of `.text`: each function re-aligned, snippets in front of their
