@@ -105,6 +105,10 @@ pub struct CodeObjectEditor<'a> {
 /// ([`CodeObjectEditor::set_text_address_map`]): `None` for an address it does not map.
 pub type TextMap<'a> = Box<dyn Fn(u64) -> Option<u64> + 'a>;
 
+/// The output contents of one section: borrowed from the input or the edits, or built for the
+/// output (a rewritten note, the grown section name table).
+type Contents<'e> = Cow<'e, [u8]>;
+
 /// Alignment padding the writer may add beyond the input and edited contents (bytes): far above
 /// what page-aligned (4 KiB) segments of real code objects need.
 pub const MAX_LAYOUT_SLACK: u64 = 16 << 20;
@@ -345,9 +349,9 @@ impl<'a> CodeObjectEditor<'a> {
     /// Final contents of every input section plus new sections (metadata note and `.shstrtab`
     /// rebuilt as needed), borrowed where unchanged by this step (no copy of the sections).
     /// Returns (contents, names of new sections' sh_name).
-    fn final_contents(&self) -> Result<(Vec<Cow<'_, [u8]>>, Vec<u32>)> {
+    fn final_contents(&self) -> Result<(Vec<Contents<'_>>, Vec<u32>)> {
         let co = self.co;
-        let mut out: Vec<Cow<'_, [u8]>> = Vec::with_capacity(co.elf.sections.len());
+        let mut out: Vec<Contents<'_>> = Vec::with_capacity(co.elf.sections.len());
         for i in 0..co.elf.sections.len() {
             out.push(Cow::Borrowed(self.section_contents(i)?));
         }
@@ -416,7 +420,7 @@ impl<'a> CodeObjectEditor<'a> {
 
     /// Places every section; [`Error::Malformed`] when the input's addresses, offsets and
     /// alignments make a position overflow 64 bits (only possible for inconsistent input).
-    fn layout_for(&self, contents: &[Cow<'_, [u8]>]) -> Result<Layout> {
+    fn layout_for(&self, contents: &[Contents<'_>]) -> Result<Layout> {
         self.try_layout(contents).ok_or_else(|| Error::Malformed {
             what: "section header table",
             offset: self.co.elf.header.e_shoff,
@@ -424,7 +428,7 @@ impl<'a> CodeObjectEditor<'a> {
         })
     }
 
-    fn try_layout(&self, contents: &[Cow<'_, [u8]>]) -> Option<Layout> {
+    fn try_layout(&self, contents: &[Contents<'_>]) -> Option<Layout> {
         let co = self.co;
         let secs = &co.elf.sections;
         let h = &co.elf.header;
