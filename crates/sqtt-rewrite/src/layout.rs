@@ -862,4 +862,107 @@ mod tests {
         let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
         assert_eq!(Some(skip), l.new_inst_addr(0x1004));
     }
+
+    #[test]
+    fn inserted_blocks_map_instruction_starts_and_keep_offsets_inside_instructions() {
+        let t = Target::from_name("gfx1100").unwrap();
+        let nop = build::s_nop(t, 0).unwrap();
+        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
+        let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
+        let relocs = vec![Reloc::None; 3];
+        let plan = TextPlan {
+            text_addr: 0x1000,
+            pieces: vec![
+                Piece::Insert {
+                    code: &mark,
+                    landing: Landing::Before,
+                },
+                Piece::Run {
+                    insts: &insts[..2],
+                    relocs: &relocs[..2],
+                },
+                Piece::Insert {
+                    code: &mark,
+                    landing: Landing::After,
+                },
+                Piece::Run {
+                    insts: &insts[2..],
+                    relocs: &relocs[2..],
+                },
+            ],
+            pcrels: Vec::new(),
+        };
+        let l = lay_out(&plan).unwrap();
+        assert_eq!(l.bytes.len(), 20);
+        assert_eq!(
+            at(&l, 0x100c).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        // Before: block and landing on the marker; After: the block starts at the marker,
+        // branches land on the instruction.
+        assert_eq!(l.map_branch(0x1000), Some(0x1000));
+        assert_eq!(l.new_inst_addr(0x1000), Some(0x1004));
+        assert_eq!(l.map_addr(0x1004), Some(0x1008));
+        assert_eq!(l.map_inst_start(0x1008), Some(0x100c));
+        assert_eq!(l.map_branch(0x1008), Some(0x1010));
+        // Inside an instruction: same offset from the instruction itself.
+        assert_eq!(l.map_addr(0x1002), Some(0x1006));
+        assert_eq!(l.map_inst_start(0x1002), None);
+        assert_eq!(l.map_end(0x100c, 0x2000), Some(0x1014));
+        assert_eq!(
+            l.block_starts().collect::<Vec<_>>(),
+            vec![(0x1000, 0x1000), (0x1004, 0x1008), (0x1008, 0x100c)]
+        );
+    }
+
+    #[test]
+    fn retargeting_data_equals_laying_out_again() {
+        use amdgpu_isa::build::Operand;
+        let t = Target::from_name("gfx1100").unwrap();
+        let (p, p1) = (Operand::Sgpr(4), Operand::Sgpr(5));
+        let insts = vec![
+            (0x1000, build::s_getpc_b64(t, 4).unwrap()),
+            (
+                0x1004,
+                build::s_add_u32(t, p, p, Operand::Literal(0x7ffc)).unwrap(),
+            ),
+            (
+                0x100c,
+                build::s_addc_u32(t, p1, p1, Operand::Literal(0)).unwrap(),
+            ),
+        ];
+        let relocs = vec![
+            Reloc::None,
+            Reloc::PcRelLo { idiom: 0 },
+            Reloc::PcRelHi { idiom: 0 },
+        ];
+        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
+        let plan = |target: u64| TextPlan {
+            text_addr: 0x1000,
+            pieces: vec![
+                Piece::Insert {
+                    code: &mark,
+                    landing: Landing::Before,
+                },
+                Piece::Run {
+                    insts: &insts,
+                    relocs: &relocs,
+                },
+            ],
+            pcrels: vec![PcRel {
+                getpc_addr: 0x1000,
+                target,
+                use_kind: PcRelUse::Data,
+            }],
+        };
+        let l = lay_out(&plan(0x9000)).unwrap();
+        // The getpc moved by 4 bytes: the offset from its end shrinks by 4.
+        assert_eq!(at(&l, 0x1008).literal(), Some(0x9000 - 0x1008));
+        let moved = plan(0x2_0000_9000);
+        let again = lay_out(&moved).unwrap();
+        let mut text = l.bytes.clone();
+        l.retarget_data(&mut text, &moved.pcrels).unwrap();
+        assert_eq!(text, again.bytes);
+        assert_ne!(text, l.bytes);
+    }
 }
