@@ -7,7 +7,7 @@
 
 use crate::layout::{PcRel, PcRelUse, Reloc};
 use crate::regs::Sgprs;
-use crate::reguse::RegUse;
+use crate::reguse::{RegUse, RegUses};
 use amdgpu_isa::{decode_all, Flow, Instruction, Special, Target};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,7 +126,7 @@ pub struct Func {
     pub insts: Vec<(u64, Instruction)>,
     /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
     /// the function is decoded).
-    pub reg_use: Vec<RegUse>,
+    pub reg_use: RegUses,
     /// What the layout must fix, parallel to `insts`.
     pub relocs: Vec<Reloc>,
     /// Successor instruction indices, parallel to `insts`.
@@ -190,7 +190,7 @@ fn hi_const(inst: &Instruction) -> Option<u32> {
 
 struct Decoded {
     insts: Vec<(u64, Instruction)>,
-    reg_use: Vec<RegUse>,
+    reg_use: RegUses,
 }
 
 fn decode_fn(
@@ -216,7 +216,7 @@ fn decode_fn(
         insts.push((a, i));
         a += n;
     }
-    let reg_use = insts.iter().map(|(_, i)| RegUse::of(i)).collect();
+    let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })
 }
 
@@ -247,7 +247,7 @@ enum RelocPart {
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
 fn match_builder(
     insts: &[(u64, Instruction)],
-    reg_use: &[RegUse],
+    reg_use: &RegUses,
     leaders: &BTreeSet<usize>,
     i: usize,
 ) -> Result<Builder, Problem> {
@@ -430,7 +430,7 @@ fn analyse_one(
         let mut f = Func {
             spec,
             insts: Vec::new(),
-            reg_use: Vec::new(),
+            reg_use: RegUses::default(),
             relocs: Vec::new(),
             succs: Vec::new(),
             leaders: BTreeSet::new(),
@@ -685,7 +685,7 @@ impl Program {
     pub fn drop_instructions(&mut self) {
         for f in &mut self.funcs {
             f.insts = Vec::new();
-            f.reg_use = Vec::new();
+            f.reg_use = RegUses::default();
             f.relocs = Vec::new();
             f.succs = Vec::new();
             f.leaders = BTreeSet::new();

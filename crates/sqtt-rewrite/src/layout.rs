@@ -869,7 +869,7 @@ mod tests {
         let nop = build::s_nop(t, 0).unwrap();
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
         let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
-        let relocs = vec![Reloc::None; 3];
+        let relocs = [Reloc::None; 3];
         let plan = TextPlan {
             text_addr: 0x1000,
             pieces: vec![

@@ -6,6 +6,10 @@
 //! special-register facts the passes need (M0 and SCC), the highest VGPR/AGPR touched, and the
 //! per-instruction rules of the SGPR liveness ([`crate::regs`]): M0-indexed reads and writes,
 //! conditional writes, asynchronous SMEM results and waits for them.
+//!
+//! A function keeps its instructions' register use as [`RegUses`]: each distinct [`RegUse`] once,
+//! and a 4-byte index per instruction (instructions with the same operands share one entry), so
+//! the storage is about a tenth of one `RegUse` per instruction.
 
 use crate::regs::{Sgprs, ALL_SGPRS};
 use amdgpu_isa::{Family, Format, Instruction, Special, SpecialReg};
@@ -54,6 +58,17 @@ fn join(w: [u64; 2]) -> Sgprs {
 }
 
 impl RegUse {
+    /// A cheap 64-bit mix of every field (multiplicative hashing with the 64-bit golden ratio,
+    /// Knuth TAOCP 6.4), for the sharing table of [`RegUses::of`]; the high bits are the best.
+    fn slot_hash(&self) -> u64 {
+        let x = self.reads[0]
+            ^ self.reads[1].rotate_left(13)
+            ^ self.writes[0].rotate_left(29)
+            ^ self.writes[1].rotate_left(43)
+            ^ (u64::from(self.vector_top) << 16 | u64::from(self.flags)).rotate_left(51);
+        x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40
+    }
+
     /// The register use of `inst` (one call each of [`Instruction::reads`] and
     /// [`Instruction::writes`]).
     pub fn of(inst: &Instruction) -> RegUse {
@@ -232,6 +247,109 @@ fn indexes_vgprs(inst: &Instruction) -> bool {
     .any(|p| m.starts_with(p))
 }
 
+/// The register use of every instruction of one function, parallel to its instructions: the
+/// distinct values once, and per instruction the index of its value (see the module
+/// documentation). Indexing (`uses[i]`) and iteration give `&RegUse` like a slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegUses {
+    /// Every distinct value, in order of first use.
+    distinct: Vec<RegUse>,
+    /// Per instruction: index into `distinct`.
+    of: Vec<u32>,
+}
+
+impl RegUses {
+    /// The register use of `insts`, in order ([`RegUse::of`] each). Values are shared through
+    /// a direct-mapped table of the last value seen per hash slot: a value whose slot holds
+    /// another one is stored again, so `distinct` may repeat a value (rarely), never miss one.
+    pub fn of<'a>(insts: impl ExactSizeIterator<Item = &'a Instruction>) -> RegUses {
+        // A power of two between 16 and 4096 slots, about one per instruction.
+        let slots = insts.len().next_power_of_two().clamp(16, 1 << 12);
+        let mut out = RegUses {
+            distinct: Vec::new(),
+            of: Vec::with_capacity(insts.len()),
+        };
+        let mut slot = vec![u32::MAX; slots];
+        for inst in insts {
+            let u = RegUse::of(inst);
+            let h = u.slot_hash() as usize & (slots - 1);
+            let k = match slot[h] {
+                k if k != u32::MAX && out.distinct[k as usize] == u => k,
+                _ => {
+                    let k = out.distinct.len() as u32;
+                    out.distinct.push(u);
+                    slot[h] = k;
+                    k
+                }
+            };
+            out.of.push(k);
+        }
+        out.distinct.shrink_to_fit();
+        out
+    }
+
+    /// Number of instructions.
+    pub fn len(&self) -> usize {
+        self.of.len()
+    }
+
+    /// No instruction.
+    pub fn is_empty(&self) -> bool {
+        self.of.is_empty()
+    }
+
+    /// The register use of instruction `i`, `None` past the end.
+    pub fn get(&self, i: usize) -> Option<&RegUse> {
+        self.of.get(i).map(|&k| &self.distinct[k as usize])
+    }
+
+    /// The register use of every instruction, in order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            distinct: &self.distinct,
+            of: self.of.iter(),
+        }
+    }
+}
+
+impl std::ops::Index<usize> for RegUses {
+    type Output = RegUse;
+
+    fn index(&self, i: usize) -> &RegUse {
+        &self.distinct[self.of[i] as usize]
+    }
+}
+
+impl<'a> IntoIterator for &'a RegUses {
+    type Item = &'a RegUse;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over the register use of a function's instructions ([`RegUses::iter`]).
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    distinct: &'a [RegUse],
+    of: std::slice::Iter<'a, u32>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a RegUse;
+
+    fn next(&mut self) -> Option<&'a RegUse> {
+        self.of.next().map(|&k| &self.distinct[k as usize])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.of.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +357,38 @@ mod tests {
     #[test]
     fn is_40_bytes() {
         assert_eq!(std::mem::size_of::<RegUse>(), 40);
+    }
+
+    #[test]
+    fn shared_register_use_reads_back_per_instruction() {
+        use amdgpu_isa::build::{self, Operand};
+        let t = amdgpu_isa::Target::from_name("gfx1100").unwrap();
+        let mov =
+            |d: u8, v: u32| build::s_mov_b32(t, Operand::Sgpr(d), Operand::Literal(v)).unwrap();
+        let insts: Vec<Instruction> = (0..300u32)
+            .map(|i| match i % 3 {
+                0 => mov(4, i),
+                1 => mov(7, 1),
+                _ => build::s_nop(t, 0).unwrap(),
+            })
+            .collect();
+        let uses = RegUses::of(insts.iter());
+        assert_eq!(uses.len(), insts.len());
+        for (i, inst) in insts.iter().enumerate() {
+            assert_eq!(uses[i], RegUse::of(inst), "instruction {i}");
+            assert_eq!(uses.get(i), Some(&uses[i]));
+        }
+        assert!(uses
+            .iter()
+            .eq(insts.iter().map(RegUse::of).collect::<Vec<_>>().iter()));
+        assert_eq!(uses.get(insts.len()), None);
+        // Three register uses (s4 written, s7 written, nothing) among 300 instructions.
+        assert!(uses.distinct.len() <= 6, "{}", uses.distinct.len());
+        assert_eq!(
+            uses.iter()
+                .filter(|u| u.sgpr_writes() >> 4 & 1 == 1)
+                .count(),
+            100
+        );
     }
 }
