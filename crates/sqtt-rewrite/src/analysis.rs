@@ -5,7 +5,7 @@
 //! the rewriter then fails closed (shared/notes/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
-use crate::layout::{PcRel, PcRelUse, Reloc};
+use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
 use crate::regs::Sgprs;
 use crate::reguse::{RegUse, RegUses};
 use amdgpu_isa::{decode_all, Flow, Instruction, Special, Target};
@@ -127,8 +127,8 @@ pub struct Func {
     /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
     /// the function is decoded).
     pub reg_use: RegUses,
-    /// What the layout must fix, parallel to `insts`.
-    pub relocs: Vec<Reloc>,
+    /// What the layout must fix, by instruction index (only the instructions that have one).
+    pub relocs: Relocs,
     /// Successor instruction indices, parallel to `insts`.
     pub succs: Vec<Succs>,
     /// Instruction indices that are branch targets inside the function.
@@ -395,7 +395,7 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
     for (mut f, local) in analysed {
         let base = pcrels.len();
         if base > 0 {
-            for r in &mut f.relocs {
+            for r in f.relocs.relocs_mut() {
                 if let Reloc::PcRelLo { idiom }
                 | Reloc::PcRelHi { idiom }
                 | Reloc::PcRel64 { idiom } = r
@@ -431,7 +431,7 @@ fn analyse_one(
             spec,
             insts: Vec::new(),
             reg_use: RegUses::default(),
-            relocs: Vec::new(),
+            relocs: Relocs::default(),
             succs: Vec::new(),
             leaders: BTreeSet::new(),
             calls: Vec::new(),
@@ -471,7 +471,8 @@ fn analyse_fn(
     let insts = &f.insts;
     let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
-    f.relocs = vec![Reloc::None; n];
+    // Relocations as set, in order (the last one set for an instruction counts).
+    let mut relocs: Vec<(u32, Reloc)> = Vec::new();
     f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
@@ -481,7 +482,7 @@ fn analyse_fn(
                 Some(t) if in_fn(t) => match index(t) {
                     Some(ti) => {
                         f.leaders.insert(ti);
-                        f.relocs[i] = Reloc::Branch { target: t };
+                        relocs.push((i as u32, Reloc::Branch { target: t }));
                     }
                     None => f.problems.push(Problem {
                         addr: a,
@@ -521,7 +522,7 @@ fn analyse_fn(
                     Some((t, ti)) if in_fn(t) => {
                         f.leaders.insert(ti);
                         f.succs[i].push(ti);
-                        f.relocs[i] = Reloc::AddPc { target: t };
+                        relocs.push((i as u32, Reloc::AddPc { target: t }));
                     }
                     _ => f.problems.push(Problem {
                         addr: a,
@@ -560,7 +561,7 @@ fn analyse_fn(
                 if let Some(t) = inst.branch_target(a) {
                     match starts.get(&t) {
                         Some(&fi) => {
-                            f.relocs[i] = Reloc::Call { target: t };
+                            relocs.push((i as u32, Reloc::Call { target: t }));
                             f.calls.push((i, Callee::Direct(fi)));
                         }
                         None => f.problems.push(Problem {
@@ -610,11 +611,12 @@ fn analyse_fn(
                         use_kind,
                     });
                     for (j, part) in &b.fixups {
-                        f.relocs[*j] = match part {
+                        let r = match part {
                             RelocPart::Lo => Reloc::PcRelLo { idiom: k },
                             RelocPart::Hi => Reloc::PcRelHi { idiom: k },
                             RelocPart::Whole => Reloc::PcRel64 { idiom: k },
                         };
+                        relocs.push((*j as u32, r));
                     }
                     // Replay the sequence so later writers see it, then hold the pair.
                     let _ = b.getpc;
@@ -628,6 +630,7 @@ fn analyse_fn(
         }
         i += 1;
     }
+    f.relocs = Relocs::from_set(relocs);
     // A kernarg-preload kernel has the 256-byte backward-compatible prologue only where the
     // compiler emitted it: an `s_branch` in the first 256 bytes to entry + 256 (gfx90a/gfx942/
     // gfx950 do; gfx1250 preloads without one).
@@ -686,7 +689,7 @@ impl Program {
         for f in &mut self.funcs {
             f.insts = Vec::new();
             f.reg_use = RegUses::default();
-            f.relocs = Vec::new();
+            f.relocs = Relocs::default();
             f.succs = Vec::new();
             f.leaders = BTreeSet::new();
         }

@@ -113,6 +113,61 @@ pub enum Reloc {
     },
 }
 
+/// The relocations of one function's instructions, kept only where there is one (most
+/// instructions have [`Reloc::None`]): (instruction index, reloc), ascending by index. Indexing
+/// (`relocs[i]`) gives [`Reloc::None`] for the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Relocs(Vec<(u32, Reloc)>);
+
+/// What `relocs[i]` answers for an instruction without a relocation.
+static NO_RELOC: Reloc = Reloc::None;
+
+impl Relocs {
+    /// The relocations set in `set` order as (instruction index, reloc); for an index set more
+    /// than once the last one counts, and [`Reloc::None`] entries are dropped.
+    pub fn from_set(mut set: Vec<(u32, Reloc)>) -> Relocs {
+        // Stable: of equal indices, the last set stays last.
+        set.sort_by_key(|&(i, _)| i);
+        let mut out: Vec<(u32, Reloc)> = Vec::with_capacity(set.len());
+        for (i, r) in set {
+            match out.last_mut() {
+                Some(last) if last.0 == i => last.1 = r,
+                _ => out.push((i, r)),
+            }
+        }
+        out.retain(|(_, r)| *r != Reloc::None);
+        Relocs(out)
+    }
+
+    /// Every instruction with a relocation: (instruction index, reloc), ascending.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, Reloc)> + '_ {
+        self.0.iter().map(|&(i, r)| (i as usize, r))
+    }
+
+    /// The relocations, mutable (the instruction indices stay).
+    pub fn relocs_mut(&mut self) -> impl Iterator<Item = &mut Reloc> + '_ {
+        self.0.iter_mut().map(|(_, r)| r)
+    }
+
+    /// The entries of the instructions `from..to` (indices stay those of the function).
+    pub fn within(&self, from: usize, to: usize) -> &[(u32, Reloc)] {
+        let lo = self.0.partition_point(|&(i, _)| (i as usize) < from);
+        let hi = self.0.partition_point(|&(i, _)| (i as usize) < to);
+        &self.0[lo..hi]
+    }
+}
+
+impl std::ops::Index<usize> for Relocs {
+    type Output = Reloc;
+
+    fn index(&self, i: usize) -> &Reloc {
+        match self.0.binary_search_by_key(&i, |&(j, _)| j as usize) {
+            Ok(k) => &self.0[k].1,
+            Err(_) => &NO_RELOC,
+        }
+    }
+}
+
 /// One element of the new `.text`, in output order. Original instructions and inserted code
 /// are borrowed from the program and the snippets: a plan holds a few words per piece, and runs
 /// of original instructions are one piece ([`Piece::Run`]), so its size follows the inserted
@@ -138,13 +193,16 @@ pub enum Piece<'a> {
         /// Field to recompute.
         reloc: Reloc,
     },
-    /// Consecutive original instructions with their original addresses, each with the field
-    /// to recompute (`relocs` is parallel to `insts`).
+    /// Consecutive original instructions with their original addresses, and the fields to
+    /// recompute in them.
     Run {
         /// Original addresses (bytes) and decoded originals.
         insts: &'a [(u64, Instruction)],
-        /// Field to recompute, per instruction.
-        relocs: &'a [Reloc],
+        /// Index of `insts[0]` in its function (the numbering of `relocs`).
+        first: usize,
+        /// (instruction index, field to recompute), ascending, for the instructions of `insts`
+        /// that have one ([`Relocs::within`]); the others have [`Reloc::None`].
+        relocs: &'a [(u32, Reloc)],
     },
     /// Code trailing a SOPP branch that now targets it, ending in a jump to the branch's
     /// original address `target` (mapped with the landing rule): a long-branch island for a
@@ -678,9 +736,19 @@ impl Pass2<'_> {
                 .ok_or(LayoutError::BadTarget { at, target: 0 })?
                 .encode(at, r, out)?,
             Piece::Orig { addr, inst, reloc } => self.orig(*addr, inst, *reloc, at)?,
-            Piece::Run { insts, relocs } => {
+            Piece::Run {
+                insts,
+                first,
+                relocs,
+            } => {
                 let mut a = at;
-                for (&(old, ref inst), &reloc) in insts.iter().zip(*relocs) {
+                let mut rel = relocs.iter().peekable();
+                for (k, &(old, ref inst)) in insts.iter().enumerate() {
+                    let i = first + k;
+                    while rel.next_if(|(j, _)| (*j as usize) < i).is_some() {}
+                    let reloc = rel
+                        .next_if(|(j, _)| *j as usize == i)
+                        .map_or(Reloc::None, |&(_, r)| r);
                     let end = a + inst.len() as u64;
                     self.orig(old, inst, reloc, a)?;
                     self.check(a, end)?;
@@ -771,7 +839,6 @@ mod tests {
     struct Code {
         branch: Instruction,
         nops: Vec<(u64, Instruction)>,
-        relocs: Vec<Reloc>,
         marker: [Instruction; 1],
     }
 
@@ -781,7 +848,6 @@ mod tests {
             nops: (0..nops)
                 .map(|i| (0x1004 + 4 * i, build::s_nop(t, 0).unwrap()))
                 .collect(),
-            relocs: vec![Reloc::None; nops as usize],
             marker: [build::s_ttracedata_imm(t, 1).unwrap()],
         }
     }
@@ -806,7 +872,8 @@ mod tests {
             },
             Piece::Run {
                 insts: &c.nops,
-                relocs: &c.relocs,
+                first: 1,
+                relocs: &[],
             },
         ];
         TextPlan {
@@ -869,7 +936,6 @@ mod tests {
         let nop = build::s_nop(t, 0).unwrap();
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
         let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
-        let relocs = [Reloc::None; 3];
         let plan = TextPlan {
             text_addr: 0x1000,
             pieces: vec![
@@ -879,7 +945,8 @@ mod tests {
                 },
                 Piece::Run {
                     insts: &insts[..2],
-                    relocs: &relocs[..2],
+                    first: 0,
+                    relocs: &[],
                 },
                 Piece::Insert {
                     code: &mark,
@@ -887,7 +954,8 @@ mod tests {
                 },
                 Piece::Run {
                     insts: &insts[2..],
-                    relocs: &relocs[2..],
+                    first: 2,
+                    relocs: &[],
                 },
             ],
             pcrels: Vec::new(),
@@ -931,11 +999,15 @@ mod tests {
                 build::s_addc_u32(t, p1, p1, Operand::Literal(0)).unwrap(),
             ),
         ];
-        let relocs = vec![
-            Reloc::None,
-            Reloc::PcRelLo { idiom: 0 },
-            Reloc::PcRelHi { idiom: 0 },
-        ];
+        let relocs = Relocs::from_set(vec![
+            (2, Reloc::PcRelHi { idiom: 0 }),
+            (1, Reloc::Branch { target: 0 }),
+            (0, Reloc::None),
+            (1, Reloc::PcRelLo { idiom: 0 }),
+        ]);
+        assert_eq!(relocs[0], Reloc::None);
+        assert_eq!(relocs[1], Reloc::PcRelLo { idiom: 0 });
+        assert_eq!(relocs.within(2, 3), &[(2, Reloc::PcRelHi { idiom: 0 })]);
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
         let plan = |target: u64| TextPlan {
             text_addr: 0x1000,
@@ -946,7 +1018,8 @@ mod tests {
                 },
                 Piece::Run {
                     insts: &insts,
-                    relocs: &relocs,
+                    first: 0,
+                    relocs: relocs.within(0, 3),
                 },
             ],
             pcrels: vec![PcRel {

@@ -221,7 +221,8 @@ fn push_run<'a>(tp: &mut TextPlan<'a>, f: &'a Func, from: usize, to: usize) {
     if from < to {
         tp.pieces.push(Piece::Run {
             insts: &f.insts[from..to],
-            relocs: &f.relocs[from..to],
+            first: from,
+            relocs: f.relocs.within(from, to),
         });
     }
 }
