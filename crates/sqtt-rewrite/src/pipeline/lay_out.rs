@@ -95,7 +95,7 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
 fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan<'a> {
     let (prog, snippets) = (&ins.prog, &ins.snippets);
     let (text_bytes, text_addr, text_end) =
-        (&ins.src.text_bytes[..], ins.src.text_addr, ins.src.text_end);
+        (ins.src.text_bytes(), ins.src.text_addr, ins.src.text_end);
     let target = prog.target;
     let verbatim = &ins.verbatim.blocks[..];
     let mut tp = TextPlan {
