@@ -930,6 +930,27 @@ mod tests {
         assert_eq!(Some(skip), l.new_inst_addr(0x1004));
     }
 
+    /// `mark` inserted with landing rule `landing` in front of the run `insts`.
+    fn marked<'a>(
+        mark: &'a [Instruction],
+        landing: Landing,
+        insts: &'a [(u64, Instruction)],
+        first: usize,
+        relocs: &'a [(u32, Reloc)],
+    ) -> [Piece<'a>; 2] {
+        [
+            Piece::Insert {
+                code: mark,
+                landing,
+            },
+            Piece::Run {
+                insts,
+                first,
+                relocs,
+            },
+        ]
+    }
+
     #[test]
     fn inserted_blocks_map_instruction_starts_and_keep_offsets_inside_instructions() {
         let t = Target::from_name("gfx1100").unwrap();
@@ -938,26 +959,11 @@ mod tests {
         let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
         let plan = TextPlan {
             text_addr: 0x1000,
-            pieces: vec![
-                Piece::Insert {
-                    code: &mark,
-                    landing: Landing::Before,
-                },
-                Piece::Run {
-                    insts: &insts[..2],
-                    first: 0,
-                    relocs: &[],
-                },
-                Piece::Insert {
-                    code: &mark,
-                    landing: Landing::After,
-                },
-                Piece::Run {
-                    insts: &insts[2..],
-                    first: 2,
-                    relocs: &[],
-                },
-            ],
+            pieces: [
+                marked(&mark, Landing::Before, &insts[..2], 0, &[]),
+                marked(&mark, Landing::After, &insts[2..], 2, &[]),
+            ]
+            .concat(),
             pcrels: Vec::new(),
         };
         let l = lay_out(&plan).unwrap();
@@ -1011,17 +1017,7 @@ mod tests {
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
         let plan = |target: u64| TextPlan {
             text_addr: 0x1000,
-            pieces: vec![
-                Piece::Insert {
-                    code: &mark,
-                    landing: Landing::Before,
-                },
-                Piece::Run {
-                    insts: &insts,
-                    first: 0,
-                    relocs: relocs.within(0, 3),
-                },
-            ],
+            pieces: marked(&mark, Landing::Before, &insts, 0, relocs.within(0, 3)).to_vec(),
             pcrels: vec![PcRel {
                 getpc_addr: 0x1000,
                 target,
