@@ -58,15 +58,13 @@ fn join(w: [u64; 2]) -> Sgprs {
 }
 
 impl RegUse {
-    /// A cheap 64-bit mix of every field (multiplicative hashing with the 64-bit golden ratio,
-    /// Knuth TAOCP 6.4), for the sharing table of [`RegUses::of`]; the high bits are the best.
-    fn slot_hash(&self) -> u64 {
-        let x = self.reads[0]
+    /// Every field folded into 64 bits (for the sharing table of [`RegUses::of`]).
+    fn fold(&self) -> u64 {
+        self.reads[0]
             ^ self.reads[1].rotate_left(13)
             ^ self.writes[0].rotate_left(29)
             ^ self.writes[1].rotate_left(43)
-            ^ (u64::from(self.vector_top) << 16 | u64::from(self.flags)).rotate_left(51);
-        x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40
+            ^ (u64::from(self.vector_top) << 16 | u64::from(self.flags)).rotate_left(51)
     }
 
     /// The register use of `inst` (one call each of [`Instruction::reads`] and
@@ -247,6 +245,12 @@ fn indexes_vgprs(inst: &Instruction) -> bool {
     .any(|p| m.starts_with(p))
 }
 
+/// Multiplicative hashing with the 64-bit golden ratio (Knuth TAOCP 6.4), the high bits moved
+/// down: a slot number from its low bits.
+fn mix(x: u64) -> u64 {
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40
+}
+
 /// The register use of every instruction of one function, parallel to its instructions: the
 /// distinct values once, and per instruction the index of its value (see the module
 /// documentation). Indexing (`uses[i]`) and iteration give `&RegUse` like a slice.
@@ -259,9 +263,12 @@ pub struct RegUses {
 }
 
 impl RegUses {
-    /// The register use of `insts`, in order ([`RegUse::of`] each). Values are shared through
-    /// a direct-mapped table of the last value seen per hash slot: a value whose slot holds
-    /// another one is stored again, so `distinct` may repeat a value (rarely), never miss one.
+    /// The register use of `insts`, in order ([`RegUse::of`] each). Two direct-mapped tables
+    /// (one slot per hash, the last entry seen) share work and storage: an instruction whose
+    /// encoding (up to 16 bytes) was just seen takes that instruction's value without decoding
+    /// its operands again (the register use depends on nothing but the encoding and the target),
+    /// and a value seen before is stored once. A slot holding something else only costs a
+    /// repeated value in `distinct`, never a wrong one.
     pub fn of<'a>(insts: impl ExactSizeIterator<Item = &'a Instruction>) -> RegUses {
         // A power of two between 16 and 4096 slots, about one per instruction.
         let slots = insts.len().next_power_of_two().clamp(16, 1 << 12);
@@ -269,16 +276,25 @@ impl RegUses {
             distinct: Vec::new(),
             of: Vec::with_capacity(insts.len()),
         };
-        let mut slot = vec![u32::MAX; slots];
+        // (encoding zero-padded to 16 bytes, length in bytes, index into `distinct`).
+        let mut by_encoding: Vec<(u128, u8, u32)> = vec![(0, 0, u32::MAX); slots];
+        let mut by_value = vec![u32::MAX; slots];
         for inst in insts {
-            let u = RegUse::of(inst);
-            let h = u.slot_hash() as usize & (slots - 1);
-            let k = match slot[h] {
-                k if k != u32::MAX && out.distinct[k as usize] == u => k,
+            let b = inst.bytes();
+            if b.len() > 16 {
+                let k = out.share(RegUse::of(inst), &mut by_value);
+                out.of.push(k);
+                continue;
+            }
+            let mut w = [0u8; 16];
+            w[..b.len()].copy_from_slice(b);
+            let enc = u128::from_le_bytes(w);
+            let h = mix(enc as u64 ^ (enc >> 64) as u64 ^ b.len() as u64) as usize & (slots - 1);
+            let k = match by_encoding[h] {
+                (e, n, k) if k != u32::MAX && e == enc && usize::from(n) == b.len() => k,
                 _ => {
-                    let k = out.distinct.len() as u32;
-                    out.distinct.push(u);
-                    slot[h] = k;
+                    let k = out.share(RegUse::of(inst), &mut by_value);
+                    by_encoding[h] = (enc, b.len() as u8, k);
                     k
                 }
             };
@@ -286,6 +302,21 @@ impl RegUses {
         }
         out.distinct.shrink_to_fit();
         out
+    }
+
+    /// Index of `u` in `distinct`: the entry of its slot in `slot` (as many slots as `slot` has,
+    /// a power of two) when that holds `u`, else a new entry that takes the slot.
+    fn share(&mut self, u: RegUse, slot: &mut [u32]) -> u32 {
+        let h = mix(u.fold()) as usize & (slot.len() - 1);
+        match slot[h] {
+            k if k != u32::MAX && self.distinct[k as usize] == u => k,
+            _ => {
+                let k = self.distinct.len() as u32;
+                self.distinct.push(u);
+                slot[h] = k;
+                k
+            }
+        }
     }
 
     /// Number of instructions.
