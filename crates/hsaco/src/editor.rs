@@ -13,7 +13,8 @@
 //! the last alloc byte in their original order, then the section header table. With no edits the
 //! output equals the input byte for byte.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::codeobject::CodeObject;
 use crate::elf::{self, SymbolTable, SHT_NOBITS};
@@ -96,9 +97,17 @@ pub struct CodeObjectEditor<'a> {
     symbol_values: HashMap<(SymbolTable, usize), u64>,
     symbol_sizes: HashMap<(SymbolTable, usize), u64>,
     kernel_entries: HashMap<String, u64>,
-    text_map: BTreeMap<u64, u64>,
+    text_map: Option<TextMap<'a>>,
     metadata: Vec<Metadata>,
 }
+
+/// Exact map from INPUT addresses in executable sections to OUTPUT addresses
+/// ([`CodeObjectEditor::set_text_address_map`]): `None` for an address it does not map.
+pub type TextMap<'a> = Box<dyn Fn(u64) -> Option<u64> + 'a>;
+
+/// The output contents of one section: borrowed from the input or the edits, or built for the
+/// output (a rewritten note, the grown section name table).
+type Contents<'e> = Cow<'e, [u8]>;
 
 /// Alignment padding the writer may add beyond the input and edited contents (bytes): far above
 /// what page-aligned (4 KiB) segments of real code objects need.
@@ -136,7 +145,7 @@ impl<'a> CodeObjectEditor<'a> {
             symbol_values: HashMap::new(),
             symbol_sizes: HashMap::new(),
             kernel_entries: HashMap::new(),
-            text_map: BTreeMap::new(),
+            text_map: None,
             metadata: Vec::new(),
         }
     }
@@ -235,9 +244,15 @@ impl<'a> CodeObjectEditor<'a> {
 
     /// Exact map from INPUT addresses in executable sections to OUTPUT addresses (e.g. every
     /// function start). Used for symbols, kernel entries and `R_AMDGPU_RELATIVE64` addends that are
-    /// not set explicitly.
-    pub fn set_text_address_map(&mut self, map: BTreeMap<u64, u64>) {
-        self.text_map = map;
+    /// not set explicitly. A function rather than a table, so that a rewriter can answer from
+    /// its own layout instead of building one entry per instruction.
+    pub fn set_text_address_map(&mut self, map: TextMap<'a>) {
+        self.text_map = Some(map);
+    }
+
+    /// The text map's answer for `addr` (`None` without a map or for an address it does not map).
+    fn text_map_get(&self, addr: u64) -> Option<u64> {
+        self.text_map.as_ref().and_then(|m| m(addr))
     }
 
     /// Sets `st_value` (OUTPUT address) and/or `st_size` (bytes) of symbol `index` of `table`.
@@ -332,12 +347,13 @@ impl<'a> CodeObjectEditor<'a> {
     }
 
     /// Final contents of every input section plus new sections (metadata note and `.shstrtab`
-    /// rebuilt as needed). Returns (contents, names of new sections' sh_name).
-    fn final_contents(&self) -> Result<(Vec<Vec<u8>>, Vec<u32>)> {
+    /// rebuilt as needed), borrowed where unchanged by this step (no copy of the sections).
+    /// Returns (contents, names of new sections' sh_name).
+    fn final_contents(&self) -> Result<(Vec<Contents<'_>>, Vec<u32>)> {
         let co = self.co;
-        let mut out: Vec<Vec<u8>> = Vec::with_capacity(co.elf.sections.len());
+        let mut out: Vec<Contents<'_>> = Vec::with_capacity(co.elf.sections.len());
         for i in 0..co.elf.sections.len() {
-            out.push(self.section_contents(i)?.to_vec());
+            out.push(Cow::Borrowed(self.section_contents(i)?));
         }
         // Each edited map replaces the note whose descriptor offset (in the input) it carries.
         let mut placed = 0;
@@ -365,7 +381,7 @@ impl<'a> CodeObjectEditor<'a> {
                 }
             }
             if changed {
-                out[s.index] = encode_notes(&notes);
+                out[s.index] = Cow::Owned(encode_notes(&notes));
             }
         }
         if placed != self.metadata.len() {
@@ -385,11 +401,12 @@ impl<'a> CodeObjectEditor<'a> {
             }
             for n in &self.new_sections {
                 names.push(out[shstrndx].len() as u32);
-                out[shstrndx].extend_from_slice(n.name.as_bytes());
-                out[shstrndx].push(0);
+                let names_table = out[shstrndx].to_mut();
+                names_table.extend_from_slice(n.name.as_bytes());
+                names_table.push(0);
             }
             for n in &self.new_sections {
-                out.push(n.data.clone());
+                out.push(Cow::Borrowed(&n.data));
             }
         }
         Ok((out, names))
@@ -403,7 +420,7 @@ impl<'a> CodeObjectEditor<'a> {
 
     /// Places every section; [`Error::Malformed`] when the input's addresses, offsets and
     /// alignments make a position overflow 64 bits (only possible for inconsistent input).
-    fn layout_for(&self, contents: &[Vec<u8>]) -> Result<Layout> {
+    fn layout_for(&self, contents: &[Contents<'_>]) -> Result<Layout> {
         self.try_layout(contents).ok_or_else(|| Error::Malformed {
             what: "section header table",
             offset: self.co.elf.header.e_shoff,
@@ -411,7 +428,7 @@ impl<'a> CodeObjectEditor<'a> {
         })
     }
 
-    fn try_layout(&self, contents: &[Vec<u8>]) -> Option<Layout> {
+    fn try_layout(&self, contents: &[Contents<'_>]) -> Option<Layout> {
         let co = self.co;
         let secs = &co.elf.sections;
         let h = &co.elf.header;
@@ -564,7 +581,7 @@ impl<'a> CodeObjectEditor<'a> {
     /// Maps an input address to its output address: explicit text map first (exact match), else
     /// the section shift.
     fn map_addr(&self, layout: &Layout, addr: u64) -> u64 {
-        if let Some(&n) = self.text_map.get(&addr) {
+        if let Some(n) = self.text_map_get(addr) {
             return n;
         }
         layout.map_address(addr)
@@ -761,9 +778,8 @@ impl<'a> CodeObjectEditor<'a> {
                 v
             } else if s.shndx == elf::SHN_UNDEF || s.shndx >= 0xff00 {
                 s.value
-            } else if let Some(&n) = self
-                .text_map
-                .get(&s.value)
+            } else if let Some(n) = self
+                .text_map_get(s.value)
                 .filter(|_| secs.get(usize::from(s.shndx)).is_some_and(|x| x.is_exec()))
             {
                 n

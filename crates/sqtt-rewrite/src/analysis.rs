@@ -5,9 +5,9 @@
 //! the rewriter then fails closed (shared/notes/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
-use crate::layout::{PcRel, PcRelUse, Reloc};
+use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
 use crate::regs::Sgprs;
-use crate::reguse::RegUse;
+use crate::reguse::{RegUse, RegUses};
 use amdgpu_isa::{decode_all, Flow, Instruction, Special, Target};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,30 +69,42 @@ pub enum Exit {
 }
 
 /// The successors of one instruction (instruction indices, at most two: a branch target and
-/// the fall-through, in the order found), stored inline (12 bytes, no allocation).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// the fall-through, in the order found), stored inline (8 bytes, no allocation; an empty slot
+/// holds `u32::MAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Succs {
-    n: u8,
     s: [u32; 2],
+}
+
+impl Default for Succs {
+    fn default() -> Succs {
+        Succs { s: [u32::MAX; 2] }
+    }
 }
 
 impl Succs {
     /// Adds successor `i`. Panics on a third successor, which no instruction has (a SOPP
     /// branch has its target and the fall-through; `s_setpc_b64`/`s_add_pc_i64` one target).
     fn push(&mut self, i: usize) {
-        assert!(self.n < 2, "an instruction has at most two successors");
-        self.s[usize::from(self.n)] = i as u32;
-        self.n += 1;
+        let n = self.len();
+        assert!(n < 2, "an instruction has at most two successors");
+        // Instruction indices stay far below u32::MAX (4 bytes or more per instruction).
+        self.s[n] = i as u32;
+    }
+
+    /// Number of successors (0 to 2).
+    fn len(&self) -> usize {
+        self.s.iter().take_while(|&&s| s != u32::MAX).count()
     }
 
     /// The successors, in the order found.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+        self.into_iter()
     }
 
     /// No successor (execution leaves the function here).
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.s[0] == u32::MAX
     }
 }
 
@@ -101,7 +113,7 @@ impl<'a> IntoIterator for &'a Succs {
     type IntoIter = std::iter::Map<std::slice::Iter<'a, u32>, fn(&u32) -> usize>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.s[..usize::from(self.n)].iter().map(|&s| s as usize)
+        self.s[..self.len()].iter().map(|&s| s as usize)
     }
 }
 
@@ -114,9 +126,9 @@ pub struct Func {
     pub insts: Vec<(u64, Instruction)>,
     /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
     /// the function is decoded).
-    pub reg_use: Vec<RegUse>,
-    /// What the layout must fix, parallel to `insts`.
-    pub relocs: Vec<Reloc>,
+    pub reg_use: RegUses,
+    /// What the layout must fix, by instruction index (only the instructions that have one).
+    pub relocs: Relocs,
     /// Successor instruction indices, parallel to `insts`.
     pub succs: Vec<Succs>,
     /// Instruction indices that are branch targets inside the function.
@@ -178,7 +190,7 @@ fn hi_const(inst: &Instruction) -> Option<u32> {
 
 struct Decoded {
     insts: Vec<(u64, Instruction)>,
-    reg_use: Vec<RegUse>,
+    reg_use: RegUses,
 }
 
 fn decode_fn(
@@ -204,7 +216,7 @@ fn decode_fn(
         insts.push((a, i));
         a += n;
     }
-    let reg_use = insts.iter().map(|(_, i)| RegUse::of(i)).collect();
+    let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })
 }
 
@@ -235,7 +247,7 @@ enum RelocPart {
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
 fn match_builder(
     insts: &[(u64, Instruction)],
-    reg_use: &[RegUse],
+    reg_use: &RegUses,
     leaders: &BTreeSet<usize>,
     i: usize,
 ) -> Result<Builder, Problem> {
@@ -383,7 +395,7 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
     for (mut f, local) in analysed {
         let base = pcrels.len();
         if base > 0 {
-            for r in &mut f.relocs {
+            for r in f.relocs.relocs_mut() {
                 if let Reloc::PcRelLo { idiom }
                 | Reloc::PcRelHi { idiom }
                 | Reloc::PcRel64 { idiom } = r
@@ -418,8 +430,8 @@ fn analyse_one(
         let mut f = Func {
             spec,
             insts: Vec::new(),
-            reg_use: Vec::new(),
-            relocs: Vec::new(),
+            reg_use: RegUses::default(),
+            relocs: Relocs::default(),
             succs: Vec::new(),
             leaders: BTreeSet::new(),
             calls: Vec::new(),
@@ -459,7 +471,8 @@ fn analyse_fn(
     let insts = &f.insts;
     let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
-    f.relocs = vec![Reloc::None; n];
+    // Relocations as set, in order (the last one set for an instruction counts).
+    let mut relocs: Vec<(u32, Reloc)> = Vec::new();
     f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
@@ -469,7 +482,7 @@ fn analyse_fn(
                 Some(t) if in_fn(t) => match index(t) {
                     Some(ti) => {
                         f.leaders.insert(ti);
-                        f.relocs[i] = Reloc::Branch { target: t };
+                        relocs.push((i as u32, Reloc::Branch { target: t }));
                     }
                     None => f.problems.push(Problem {
                         addr: a,
@@ -509,7 +522,7 @@ fn analyse_fn(
                     Some((t, ti)) if in_fn(t) => {
                         f.leaders.insert(ti);
                         f.succs[i].push(ti);
-                        f.relocs[i] = Reloc::AddPc { target: t };
+                        relocs.push((i as u32, Reloc::AddPc { target: t }));
                     }
                     _ => f.problems.push(Problem {
                         addr: a,
@@ -548,7 +561,7 @@ fn analyse_fn(
                 if let Some(t) = inst.branch_target(a) {
                     match starts.get(&t) {
                         Some(&fi) => {
-                            f.relocs[i] = Reloc::Call { target: t };
+                            relocs.push((i as u32, Reloc::Call { target: t }));
                             f.calls.push((i, Callee::Direct(fi)));
                         }
                         None => f.problems.push(Problem {
@@ -598,11 +611,12 @@ fn analyse_fn(
                         use_kind,
                     });
                     for (j, part) in &b.fixups {
-                        f.relocs[*j] = match part {
+                        let r = match part {
                             RelocPart::Lo => Reloc::PcRelLo { idiom: k },
                             RelocPart::Hi => Reloc::PcRelHi { idiom: k },
                             RelocPart::Whole => Reloc::PcRel64 { idiom: k },
                         };
+                        relocs.push((*j as u32, r));
                     }
                     // Replay the sequence so later writers see it, then hold the pair.
                     let _ = b.getpc;
@@ -616,6 +630,7 @@ fn analyse_fn(
         }
         i += 1;
     }
+    f.relocs = Relocs::from_set(relocs);
     // A kernarg-preload kernel has the 256-byte backward-compatible prologue only where the
     // compiler emitted it: an `s_branch` in the first 256 bytes to entry + 256 (gfx90a/gfx942/
     // gfx950 do; gfx1250 preloads without one).
@@ -665,6 +680,21 @@ fn analyse_fn(
 }
 
 impl Program {
+    /// Frees the per-instruction data of every function (instructions, register use,
+    /// relocations, successors, branch targets) once no later stage reads it. What stays: the
+    /// functions' specs, calls, exits and problems, and the address builders, so
+    /// [`Program::reachable`] still answers; instruction indices in `calls` and `exits` then
+    /// name instructions that are gone.
+    pub fn drop_instructions(&mut self) {
+        for f in &mut self.funcs {
+            f.insts = Vec::new();
+            f.reg_use = RegUses::default();
+            f.relocs = Relocs::default();
+            f.succs = Vec::new();
+            f.leaders = BTreeSet::new();
+        }
+    }
+
     /// Functions reachable from function `root` through calls and tail calls (including `root`).
     /// `None` inside means an indirect call was seen: every function may be reached.
     pub fn reachable(&self, root: usize) -> BTreeSet<usize> {

@@ -113,26 +113,96 @@ pub enum Reloc {
     },
 }
 
-/// One element of the new `.text`, in output order.
+/// The relocations of one function's instructions, kept only where there is one (most
+/// instructions have [`Reloc::None`]): (instruction index, reloc), ascending by index. Indexing
+/// (`relocs[i]`) gives [`Reloc::None`] for the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Relocs(Vec<(u32, Reloc)>);
+
+/// What `relocs[i]` answers for an instruction without a relocation.
+static NO_RELOC: Reloc = Reloc::None;
+
+impl Relocs {
+    /// The relocations set in `set` order as (instruction index, reloc); for an index set more
+    /// than once the last one counts, and [`Reloc::None`] entries are dropped.
+    pub fn from_set(mut set: Vec<(u32, Reloc)>) -> Relocs {
+        // Stable: of equal indices, the last set stays last.
+        set.sort_by_key(|&(i, _)| i);
+        let mut out: Vec<(u32, Reloc)> = Vec::with_capacity(set.len());
+        for (i, r) in set {
+            match out.last_mut() {
+                Some(last) if last.0 == i => last.1 = r,
+                _ => out.push((i, r)),
+            }
+        }
+        out.retain(|(_, r)| *r != Reloc::None);
+        Relocs(out)
+    }
+
+    /// Every instruction with a relocation: (instruction index, reloc), ascending.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, Reloc)> + '_ {
+        self.0.iter().map(|&(i, r)| (i as usize, r))
+    }
+
+    /// The relocations, mutable (the instruction indices stay).
+    pub fn relocs_mut(&mut self) -> impl Iterator<Item = &mut Reloc> + '_ {
+        self.0.iter_mut().map(|(_, r)| r)
+    }
+
+    /// The entries of the instructions `from..to` (indices stay those of the function).
+    pub fn within(&self, from: usize, to: usize) -> &[(u32, Reloc)] {
+        let lo = self.0.partition_point(|&(i, _)| (i as usize) < from);
+        let hi = self.0.partition_point(|&(i, _)| (i as usize) < to);
+        &self.0[lo..hi]
+    }
+}
+
+impl std::ops::Index<usize> for Relocs {
+    type Output = Reloc;
+
+    fn index(&self, i: usize) -> &Reloc {
+        match self.0.binary_search_by_key(&i, |&(j, _)| j as usize) {
+            Ok(k) => &self.0[k].1,
+            Err(_) => &NO_RELOC,
+        }
+    }
+}
+
+/// One element of the new `.text`, in output order. Original instructions and inserted code
+/// are borrowed from the program and the snippets: a plan holds a few words per piece, and runs
+/// of original instructions are one piece ([`Piece::Run`]), so its size follows the inserted
+/// code, not the object.
 #[derive(Debug, Clone)]
-pub enum Piece {
+pub enum Piece<'a> {
     /// Pad with [`PAD_WORD`] up to a multiple of this many bytes (power of two).
     Align(u64),
-    /// New instruction, belonging to the next [`Piece::Orig`].
+    /// New instructions, belonging to the next original instruction.
     Insert {
-        /// The instruction.
-        inst: Instruction,
-        /// Branch landing rule.
+        /// The instructions, in order.
+        code: &'a [Instruction],
+        /// Branch landing rule of every instruction of `code`.
         landing: Landing,
     },
-    /// An original instruction.
+    /// One original instruction whose PC-relative field is recomputed as `reloc` says (a SOPP
+    /// branch aimed at its island: [`Reloc::ToIsland`]).
     Orig {
         /// Original address (bytes).
         addr: u64,
         /// Decoded original.
-        inst: Instruction,
+        inst: &'a Instruction,
         /// Field to recompute.
         reloc: Reloc,
+    },
+    /// Consecutive original instructions with their original addresses, and the fields to
+    /// recompute in them.
+    Run {
+        /// Original addresses (bytes) and decoded originals.
+        insts: &'a [(u64, Instruction)],
+        /// Index of `insts[0]` in its function (the numbering of `relocs`).
+        first: usize,
+        /// (instruction index, field to recompute), ascending, for the instructions of `insts`
+        /// that have one ([`Relocs::within`]); the others have [`Reloc::None`].
+        relocs: &'a [(u32, Reloc)],
     },
     /// Code trailing a SOPP branch that now targets it, ending in a jump to the branch's
     /// original address `target` (mapped with the landing rule): a long-branch island for a
@@ -160,47 +230,80 @@ pub enum Piece {
         /// Original address (bytes).
         addr: u64,
         /// The bytes.
-        bytes: Vec<u8>,
+        bytes: &'a [u8],
     },
 }
 
 /// Everything needed to build the new `.text`.
 #[derive(Debug, Clone, Default)]
-pub struct TextPlan {
+pub struct TextPlan<'a> {
     /// Start address of `.text` (unchanged by the rewrite).
     pub text_addr: u64,
     /// Output order.
-    pub pieces: Vec<Piece>,
+    pub pieces: Vec<Piece<'a>>,
     /// Address builders referenced by [`Reloc`] entries.
     pub pcrels: Vec<PcRel>,
 }
 
-/// Where one original instruction went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Placed {
-    /// Original address.
-    pub old: u64,
-    /// Original length (bytes).
-    pub len: u64,
-    /// New address of the first instruction inserted in front of it (or of itself).
-    pub block_start: u64,
-    /// New address where branches to it land.
-    pub landing: u64,
-    /// New address of the instruction itself.
-    pub new: u64,
+/// Where one original instruction went: its original and new addresses as byte offsets from
+/// the start of `.text` (8 bytes per instruction; `.text` is below 4 GiB, [`lay_out`] checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Placed {
+    /// Original address - `.text` start (bytes).
+    old: u32,
+    /// New address of the instruction itself - `.text` start (bytes).
+    new: u32,
 }
 
-/// The laid-out `.text`.
+/// An original instruction with inserted code in front of it: where its block starts and where
+/// branches to it land, when either differs from the instruction's own new address (offsets
+/// from the start of `.text`, bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    /// Original address - `.text` start (bytes).
+    old: u32,
+    /// New address of the first instruction inserted in front of it - `.text` start.
+    start: u32,
+    /// New address where branches to it land - `.text` start.
+    landing: u32,
+}
+
+/// One add of an address builder of data ([`PcRelUse::Data`]), kept so that its offset can be
+/// recomputed when the data moves ([`Layout::retarget_data`]).
+#[derive(Debug, Clone)]
+struct DataPart {
+    /// New address of the add (bytes).
+    at: u64,
+    /// Original address (bytes).
+    old: u64,
+    /// Decoded original.
+    inst: Instruction,
+    /// Index into [`TextPlan::pcrels`].
+    idiom: usize,
+    /// Which part of the offset it carries.
+    part: Part,
+}
+
+/// The laid-out `.text`: its bytes and where every original instruction went (about 9 bytes per
+/// original instruction, plus 12 per instruction with inserted code in front of it).
 #[derive(Debug, Clone)]
 pub struct Layout {
     /// New section contents.
     pub bytes: Vec<u8>,
+    /// Start address of `.text` (bytes; the same before and after).
+    text_addr: u64,
     /// Every original instruction, sorted by original address.
-    pub placed: Vec<Placed>,
+    placed: Vec<Placed>,
+    /// Length in bytes of each instruction of `placed` (parallel).
+    lens: Vec<u8>,
+    /// Instructions of `placed` with inserted code in front of them, sorted by original address.
+    blocks: Vec<Block>,
     /// Raw regions: (old start, len, new start).
     pub raws: Vec<(u64, u64, u64)>,
     /// Original end of `.text` mapped to the new end.
     pub new_end: u64,
+    /// The adds of address builders of data, in output order.
+    data_parts: Vec<DataPart>,
 }
 
 /// Layout failure: the rewrite cannot be encoded.
@@ -231,25 +334,58 @@ pub enum LayoutError {
 }
 
 impl Layout {
-    fn find(&self, old: u64) -> Option<&Placed> {
+    /// `addr` as a byte offset from the start of `.text`, when it fits the tables.
+    fn offset(&self, addr: u64) -> Option<u32> {
+        addr.checked_sub(self.text_addr)
+            .and_then(|o| u32::try_from(o).ok())
+    }
+
+    /// Index in `placed` of the original instruction starting at `old`.
+    fn find(&self, old: u64) -> Option<usize> {
+        let o = self.offset(old)?;
+        self.placed.binary_search_by_key(&o, |p| p.old).ok()
+    }
+
+    /// Block start and landing address (bytes) of `placed[i]`.
+    fn block_of(&self, i: usize) -> (u64, u64) {
+        let p = self.placed[i];
+        let (s, l) = match self.blocks.binary_search_by_key(&p.old, |b| b.old) {
+            Ok(k) => (self.blocks[k].start, self.blocks[k].landing),
+            Err(_) => (p.new, p.new),
+        };
+        (self.text_addr + u64::from(s), self.text_addr + u64::from(l))
+    }
+
+    /// Original address, length and new address (bytes) of `placed[i]`.
+    fn at(&self, i: usize) -> (u64, u64, u64) {
+        let p = self.placed[i];
+        (
+            self.text_addr + u64::from(p.old),
+            u64::from(self.lens[i]),
+            self.text_addr + u64::from(p.new),
+        )
+    }
+
+    /// Index of the last placed instruction whose original address satisfies `before`
+    /// (`partition_point` over the original addresses, minus one).
+    fn last_where(&self, before: impl Fn(u64) -> bool) -> Option<usize> {
+        let base = self.text_addr;
         self.placed
-            .binary_search_by_key(&old, |p| p.old)
-            .ok()
-            .map(|i| &self.placed[i])
+            .partition_point(|p| before(base + u64::from(p.old)))
+            .checked_sub(1)
     }
 
     /// Maps an original code address for calls, symbols, DWARF and relocations: instruction
     /// starts map to their block start, bytes inside an instruction or a raw region keep their
     /// offset. `None` for addresses outside the rewritten code.
     pub fn map_addr(&self, old: u64) -> Option<u64> {
-        if let Some(p) = self.find(old) {
-            return Some(p.block_start);
+        if let Some(i) = self.find(old) {
+            return Some(self.block_of(i).0);
         }
-        let i = self.placed.partition_point(|p| p.old <= old);
-        if i > 0 {
-            let p = &self.placed[i - 1];
-            if old < p.old + p.len {
-                return Some(p.new + (old - p.old));
+        if let Some(i) = self.last_where(|o| o <= old) {
+            let (o, len, new) = self.at(i);
+            if old < o + len {
+                return Some(new + (old - o));
             }
         }
         for &(start, len, new) in &self.raws {
@@ -260,14 +396,21 @@ impl Layout {
         None
     }
 
+    /// Maps an original instruction start to the start of its inserted block (the map of
+    /// symbols, kernel entries and relocation addends that name an instruction); `None` when
+    /// `old` is not the start of an original instruction.
+    pub fn map_inst_start(&self, old: u64) -> Option<u64> {
+        self.find(old).map(|i| self.block_of(i).0)
+    }
+
     /// Maps an original branch target with the landing rule; `None` if not an instruction start.
     pub fn map_branch(&self, old: u64) -> Option<u64> {
-        self.find(old).map(|p| p.landing)
+        self.find(old).map(|i| self.block_of(i).1)
     }
 
     /// Where the original instruction at `old` now is (the instruction itself).
     pub fn new_inst_addr(&self, old: u64) -> Option<u64> {
-        self.find(old).map(|p| p.new)
+        self.find(old).map(|i| self.at(i).2)
     }
 
     /// Maps the exclusive end address of an original range (a function's or a symbol's end).
@@ -275,11 +418,10 @@ impl Layout {
         if old_end == text_old_end {
             return Some(self.new_end);
         }
-        let i = self.placed.partition_point(|p| p.old < old_end);
-        if i > 0 {
-            let p = &self.placed[i - 1];
-            if p.old + p.len == old_end {
-                return Some(p.new + p.len);
+        if let Some(i) = self.last_where(|o| o < old_end) {
+            let (o, len, new) = self.at(i);
+            if o + len == old_end {
+                return Some(new + len);
             }
         }
         // The end of a raw region (a verbatim function's end) maps to the end of its copy.
@@ -287,6 +429,54 @@ impl Layout {
             return Some(n + len);
         }
         self.map_addr(old_end)
+    }
+
+    /// Every original instruction's address with the start of its inserted block (bytes), by
+    /// original address.
+    pub fn block_starts(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let base = self.text_addr;
+        let mut blocks = self.blocks.iter().peekable();
+        self.placed.iter().map(move |p| {
+            while blocks.next_if(|b| b.old < p.old).is_some() {}
+            let start = blocks
+                .next_if(|b| b.old == p.old)
+                .map_or(p.new, |b| b.start);
+            (base + u64::from(p.old), base + u64::from(start))
+        })
+    }
+
+    /// Recomputes, in `text` (these new `.text` bytes), the adds of every address builder of
+    /// data for the targets in `pcrels` (the plan's builders with data targets moved, as when
+    /// the sections after `.text` move). Every other byte is unchanged: a data target decides
+    /// nothing but these offsets. Errors as [`lay_out`]'s.
+    pub fn retarget_data(&self, text: &mut [u8], pcrels: &[PcRel]) -> Result<(), LayoutError> {
+        let r = Resolver {
+            layout: self,
+            pcrels,
+            islands: &[],
+        };
+        let mut buf = Vec::new();
+        for d in &self.data_parts {
+            buf.clear();
+            let item = PcRelPart {
+                old: d.old,
+                inst: &d.inst,
+                idiom: d.idiom,
+                part: d.part,
+            };
+            item.encode(d.at, &r, &mut buf)?;
+            let lo = (d.at - self.text_addr) as usize;
+            match text.get_mut(lo..lo + buf.len()) {
+                Some(dst) if buf.len() == d.inst.len() => dst.copy_from_slice(&buf),
+                _ => {
+                    return Err(LayoutError::Encode {
+                        at: d.old,
+                        why: format!("re-encoded to {} bytes at {:#x}", buf.len(), d.at),
+                    })
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -339,105 +529,285 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
+/// A new address as a byte offset from the start of `.text` for the layout's tables; errors
+/// (naming the original address `old`) beyond 4 GiB.
+fn text_offset(text_addr: u64, addr: u64, old: u64) -> Result<u32, LayoutError> {
+    addr.checked_sub(text_addr)
+        .and_then(|o| u32::try_from(o).ok())
+        .ok_or(LayoutError::Encode {
+            at: old,
+            why: format!("address {addr:#x} is not within 4 GiB after the start of .text"),
+        })
+}
+
+/// Pass 1 state: where the next byte goes, and the block of inserted code waiting for its
+/// original instruction.
+struct Pass1 {
+    addr: u64,
+    run_start: Option<u64>,
+    landing: Option<u64>,
+}
+
+impl Pass1 {
+    /// An inserted instruction of `len` bytes with landing rule `l`.
+    fn insert(&mut self, len: u64, l: Landing) {
+        self.run_start.get_or_insert(self.addr);
+        match l {
+            Landing::Before => {
+                self.landing.get_or_insert(self.addr);
+            }
+            Landing::After => self.landing = None,
+            // Never in front of an instruction (text plans put them in islands).
+            Landing::Edge(_) => {}
+        }
+        self.addr += len;
+    }
+
+    /// The original instruction at `old` of `len` bytes, recorded in `l`.
+    fn orig(
+        &mut self,
+        text_addr: u64,
+        old: u64,
+        len: usize,
+        l: &mut Layout,
+    ) -> Result<(), LayoutError> {
+        let new = self.addr;
+        let block_start = self.run_start.take().unwrap_or(new);
+        let land = self.landing.take().unwrap_or(new);
+        let off = |a: u64| text_offset(text_addr, a, old);
+        let p = Placed {
+            old: off(old)?,
+            new: off(new)?,
+        };
+        if block_start != new || land != new {
+            l.blocks.push(Block {
+                old: p.old,
+                start: off(block_start)?,
+                landing: off(land)?,
+            });
+        }
+        l.placed.push(p);
+        l.lens.push(len as u8);
+        self.addr += len as u64;
+        Ok(())
+    }
+}
+
 /// Assigns addresses (pass 1: sizes), then has every piece encode itself at its address (pass
 /// 2: [`item`]), giving the new `.text`. Errors name the original address of the instruction
 /// that cannot be encoded, or the new address of a piece whose encoding changed size.
 pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
+    let text_addr = plan.text_addr;
     // Pass 1: addresses.
-    let mut addr = plan.text_addr;
+    let mut p1 = Pass1 {
+        addr: text_addr,
+        run_start: None,
+        landing: None,
+    };
     let mut new_addrs = Vec::with_capacity(plan.pieces.len());
-    let mut placed = Vec::new();
-    let mut raws = Vec::new();
-    let mut run_start: Option<u64> = None;
-    let mut landing: Option<u64> = None;
+    let mut layout = Layout {
+        bytes: Vec::new(),
+        text_addr,
+        placed: Vec::new(),
+        lens: Vec::new(),
+        blocks: Vec::new(),
+        raws: Vec::new(),
+        new_end: text_addr,
+        data_parts: Vec::new(),
+    };
     let mut islands: Vec<u64> = Vec::new();
     for piece in &plan.pieces {
+        new_addrs.push(p1.addr);
         match piece {
-            Piece::Align(a) => {
-                new_addrs.push(addr);
-                addr = align_up(addr, *a);
-            }
-            Piece::Insert { inst, landing: l } => {
-                new_addrs.push(addr);
-                run_start.get_or_insert(addr);
-                match l {
-                    Landing::Before => {
-                        landing.get_or_insert(addr);
-                    }
-                    Landing::After => landing = None,
-                    // Never in front of an instruction (text plans put them in islands).
-                    Landing::Edge(_) => {}
+            Piece::Align(a) => p1.addr = align_up(p1.addr, *a),
+            Piece::Insert { code, landing } => {
+                for inst in *code {
+                    p1.insert(inst.len() as u64, *landing);
                 }
-                addr += inst.len() as u64;
             }
             Piece::Orig {
                 addr: old, inst, ..
-            } => {
-                new_addrs.push(addr);
-                let block_start = run_start.take().unwrap_or(addr);
-                let land = landing.take().unwrap_or(addr);
-                placed.push(Placed {
-                    old: *old,
-                    len: inst.len() as u64,
-                    block_start,
-                    landing: land,
-                    new: addr,
-                });
-                addr += inst.len() as u64;
+            } => p1.orig(text_addr, *old, inst.len(), &mut layout)?,
+            Piece::Run { insts, .. } => {
+                layout.placed.reserve(insts.len());
+                layout.lens.reserve(insts.len());
+                for (old, inst) in *insts {
+                    p1.orig(text_addr, *old, inst.len(), &mut layout)?;
+                }
             }
             Piece::Island { .. } => {
                 // Trails its branch: not part of the next instruction's block.
-                new_addrs.push(addr);
                 let island = island_of(piece).ok_or(LayoutError::BadTarget {
-                    at: addr,
+                    at: p1.addr,
                     target: 0,
                 })?;
-                islands.push(island.entry(addr));
-                addr += island.size()?;
+                islands.push(island.entry(p1.addr));
+                p1.addr += island.size()?;
             }
             Piece::Raw { addr: old, bytes } => {
-                new_addrs.push(addr);
-                run_start = None;
-                landing = None;
-                raws.push((*old, bytes.len() as u64, addr));
-                addr += bytes.len() as u64;
+                p1.run_start = None;
+                p1.landing = None;
+                layout.raws.push((*old, bytes.len() as u64, p1.addr));
+                p1.addr += bytes.len() as u64;
             }
         }
     }
-    placed.sort_by_key(|p| p.old);
-    let mut layout = Layout {
-        bytes: Vec::with_capacity((addr - plan.text_addr) as usize),
-        placed,
-        raws,
-        new_end: addr,
-    };
+    let addr = p1.addr;
+    layout.new_end = addr;
+    if !layout.placed.is_sorted_by_key(|p| p.old) {
+        let mut both: Vec<(Placed, u8)> = layout
+            .placed
+            .iter()
+            .copied()
+            .zip(layout.lens.iter().copied())
+            .collect();
+        both.sort_by_key(|(p, _)| p.old);
+        (layout.placed, layout.lens) = both.into_iter().unzip();
+        layout.blocks.sort_by_key(|b| b.old);
+    }
     // Pass 2: every item encodes itself at its address, in exactly the size pass 1 gave it.
-    let mut out = Vec::with_capacity((addr - plan.text_addr) as usize);
-    let resolver = Resolver {
-        layout: &layout,
-        pcrels: &plan.pcrels,
-        islands: &islands,
+    let mut p2 = Pass2 {
+        r: Resolver {
+            layout: &layout,
+            pcrels: &plan.pcrels,
+            islands: &islands,
+        },
+        text_addr,
+        out: Vec::with_capacity((addr - text_addr) as usize),
+        data_parts: Vec::new(),
     };
     let ends = new_addrs.iter().skip(1).chain(std::iter::once(&addr));
     for ((piece, &at), &end) in plan.pieces.iter().zip(&new_addrs).zip(ends) {
-        encode_piece(piece, at, &resolver, &mut out)?;
-        if plan.text_addr + out.len() as u64 != end {
-            return Err(LayoutError::Encode {
-                at,
-                why: format!(
-                    "encoded {} bytes where the layout has {}",
-                    plan.text_addr + out.len() as u64 - at,
-                    end - at
-                ),
-            });
-        }
+        p2.piece(piece, at)?;
+        p2.check(at, end)?;
     }
-    layout.bytes = out;
+    let (bytes, data_parts) = (p2.out, p2.data_parts);
+    layout.bytes = bytes;
+    layout.data_parts = data_parts;
     Ok(layout)
 }
 
+/// Pass 2 state: the bytes so far and the adds of address builders of data seen.
+struct Pass2<'l> {
+    r: Resolver<'l>,
+    text_addr: u64,
+    out: Vec<u8>,
+    data_parts: Vec<DataPart>,
+}
+
+impl Pass2<'_> {
+    /// Errors when the bytes written since new address `at` do not end at `end` (bytes).
+    fn check(&self, at: u64, end: u64) -> Result<(), LayoutError> {
+        let now = self.text_addr + self.out.len() as u64;
+        if now == end {
+            return Ok(());
+        }
+        Err(LayoutError::Encode {
+            at,
+            why: format!(
+                "encoded {} bytes where the layout has {}",
+                now - at,
+                end - at
+            ),
+        })
+    }
+
+    /// Appends the bytes of `piece` placed at new address `at` (bytes): padding and raw bytes
+    /// as they are, everything else through its [`Item`] kind; each original instruction of a
+    /// run is checked to fill exactly its size.
+    fn piece(&mut self, piece: &Piece, at: u64) -> Result<(), LayoutError> {
+        let (r, out) = (&self.r, &mut self.out);
+        match piece {
+            Piece::Align(a) => {
+                let end = align_up(at, *a);
+                for _ in (at..end).step_by(4) {
+                    out.extend_from_slice(&PAD_WORD.to_le_bytes());
+                }
+            }
+            Piece::Raw { bytes, .. } => out.extend_from_slice(bytes),
+            Piece::Insert { code, .. } => {
+                let mut a = at;
+                for inst in *code {
+                    Fixed(inst).encode(a, r, out)?;
+                    a += inst.len() as u64;
+                }
+            }
+            Piece::Island { .. } => island_of(piece)
+                .ok_or(LayoutError::BadTarget { at, target: 0 })?
+                .encode(at, r, out)?,
+            Piece::Orig { addr, inst, reloc } => self.orig(*addr, inst, *reloc, at)?,
+            Piece::Run {
+                insts,
+                first,
+                relocs,
+            } => {
+                let mut a = at;
+                let mut rel = relocs.iter().peekable();
+                for (k, &(old, ref inst)) in insts.iter().enumerate() {
+                    let i = first + k;
+                    while rel.next_if(|(j, _)| (*j as usize) < i).is_some() {}
+                    let reloc = rel
+                        .next_if(|(j, _)| *j as usize == i)
+                        .map_or(Reloc::None, |&(_, r)| r);
+                    let end = a + inst.len() as u64;
+                    self.orig(old, inst, reloc, a)?;
+                    self.check(a, end)?;
+                    a = end;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the original instruction `inst` from `old`, placed at new address `at` (bytes),
+    /// with the field `reloc` names recomputed through its [`Item`] kind; an add of an address
+    /// builder of data is recorded for [`Layout::retarget_data`].
+    fn orig(
+        &mut self,
+        old: u64,
+        inst: &Instruction,
+        reloc: Reloc,
+        at: u64,
+    ) -> Result<(), LayoutError> {
+        let (r, out) = (&self.r, &mut self.out);
+        match reloc {
+            Reloc::None => Fixed(inst).encode(at, r, out),
+            Reloc::Branch { target } => ShortBranch { old, inst, target }.encode(at, r, out),
+            Reloc::ToIsland { island } => BranchToIsland { old, inst, island }.encode(at, r, out),
+            Reloc::Call { target } => CallEntry { old, inst, target }.encode(at, r, out),
+            Reloc::AddPc { target } => AddPc64 { old, inst, target }.encode(at, r, out),
+            Reloc::PcRelLo { idiom } | Reloc::PcRelHi { idiom } | Reloc::PcRel64 { idiom } => {
+                let part = match reloc {
+                    Reloc::PcRelLo { .. } => Part::Lo,
+                    Reloc::PcRelHi { .. } => Part::Hi,
+                    _ => Part::Whole,
+                };
+                if r.pcrels
+                    .get(idiom)
+                    .is_some_and(|p| p.use_kind == PcRelUse::Data)
+                {
+                    self.data_parts.push(DataPart {
+                        at,
+                        old,
+                        inst: *inst,
+                        idiom,
+                        part,
+                    });
+                }
+                PcRelPart {
+                    old,
+                    inst,
+                    idiom,
+                    part,
+                }
+                .encode(at, r, out)
+            }
+        }
+    }
+}
+
 /// The island item of a [`Piece::Island`] (`None` for other pieces).
-fn island_of(piece: &Piece) -> Option<Island<'_>> {
+fn island_of<'p>(piece: &'p Piece) -> Option<Island<'p>> {
     match piece {
         Piece::Island {
             from,
@@ -460,94 +830,52 @@ fn island_of(piece: &Piece) -> Option<Island<'_>> {
     }
 }
 
-/// Appends the bytes of `piece` placed at new address `at` (bytes): padding and raw bytes as
-/// they are, everything else through its [`Item`] kind.
-fn encode_piece(
-    piece: &Piece,
-    at: u64,
-    r: &Resolver,
-    out: &mut Vec<u8>,
-) -> Result<(), LayoutError> {
-    match piece {
-        Piece::Align(a) => {
-            let end = align_up(at, *a);
-            for _ in (at..end).step_by(4) {
-                out.extend_from_slice(&PAD_WORD.to_le_bytes());
-            }
-            Ok(())
-        }
-        Piece::Raw { bytes, .. } => {
-            out.extend_from_slice(bytes);
-            Ok(())
-        }
-        Piece::Insert { inst, .. } => Fixed(inst).encode(at, r, out),
-        Piece::Island { .. } => island_of(piece)
-            .ok_or(LayoutError::BadTarget { at, target: 0 })?
-            .encode(at, r, out),
-        Piece::Orig {
-            addr: old,
-            inst,
-            reloc,
-        } => {
-            let old = *old;
-            match *reloc {
-                Reloc::None => Fixed(inst).encode(at, r, out),
-                Reloc::Branch { target } => ShortBranch { old, inst, target }.encode(at, r, out),
-                Reloc::ToIsland { island } => {
-                    BranchToIsland { old, inst, island }.encode(at, r, out)
-                }
-                Reloc::Call { target } => CallEntry { old, inst, target }.encode(at, r, out),
-                Reloc::AddPc { target } => AddPc64 { old, inst, target }.encode(at, r, out),
-                Reloc::PcRelLo { idiom } | Reloc::PcRelHi { idiom } | Reloc::PcRel64 { idiom } => {
-                    let part = match *reloc {
-                        Reloc::PcRelLo { .. } => Part::Lo,
-                        Reloc::PcRelHi { .. } => Part::Hi,
-                        _ => Part::Whole,
-                    };
-                    PcRelPart {
-                        old,
-                        inst,
-                        idiom,
-                        part,
-                    }
-                    .encode(at, r, out)
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use amdgpu_isa::decode;
 
-    /// `s_cbranch_scc0` at 0x1000 with a landing block `{s_ttracedata_imm 1; jump}` to the
-    /// `s_nop 0` at `target`, then `nops` original `s_nop 0`s.
-    fn plan(t: Target, nops: u64, target: u64, long: bool) -> TextPlan {
-        let mut pieces = vec![
+    /// The original code of [`plan`]: `s_cbranch_scc0` at 0x1000, then `s_nop 0`s.
+    struct Code {
+        branch: Instruction,
+        nops: Vec<(u64, Instruction)>,
+        marker: [Instruction; 1],
+    }
+
+    fn code(t: Target, nops: u64) -> Code {
+        Code {
+            branch: build::s_cbranch_scc0(t, 0).unwrap(),
+            nops: (0..nops)
+                .map(|i| (0x1004 + 4 * i, build::s_nop(t, 0).unwrap()))
+                .collect(),
+            marker: [build::s_ttracedata_imm(t, 1).unwrap()],
+        }
+    }
+
+    /// `c.branch` at 0x1000 with a landing block `{s_ttracedata_imm 1; jump}` to the `s_nop 0`
+    /// at `target`, then `c.nops` as one run.
+    fn plan(c: &Code, t: Target, target: u64, long: bool) -> TextPlan<'_> {
+        let pieces = vec![
             Piece::Orig {
                 addr: 0x1000,
-                inst: build::s_cbranch_scc0(t, 0).unwrap(),
+                inst: &c.branch,
                 reloc: Reloc::ToIsland { island: 0 },
             },
             Piece::Island {
                 from: 0x1000,
                 target,
-                markers: vec![build::s_ttracedata_imm(t, 1).unwrap()],
+                markers: c.marker.to_vec(),
                 long,
                 pair: 4,
                 isa: t,
                 skip: true,
             },
+            Piece::Run {
+                insts: &c.nops,
+                first: 1,
+                relocs: &[],
+            },
         ];
-        for i in 0..nops {
-            pieces.push(Piece::Orig {
-                addr: 0x1004 + 4 * i,
-                inst: build::s_nop(t, 0).unwrap(),
-                reloc: Reloc::None,
-            });
-        }
         TextPlan {
             text_addr: 0x1000,
             pieces,
@@ -563,7 +891,7 @@ mod tests {
     #[test]
     fn landing_block_runs_its_markers_then_jumps_to_the_target() {
         let t = Target::from_name("gfx1100").unwrap();
-        let l = lay_out(&plan(t, 4, 0x1008, false)).unwrap();
+        let l = lay_out(&plan(&code(t, 4), t, 0x1008, false)).unwrap();
         // branch → block at 0x1008 (after the skip); skip → the first original after the block.
         assert_eq!(at(&l, 0x1000).branch_target(0x1000), Some(0x1008));
         assert_eq!(at(&l, 0x1004).mnemonic(), "s_branch");
@@ -582,11 +910,12 @@ mod tests {
         let t = Target::from_name("gfx1100").unwrap();
         // 40,000 dwords: beyond simm16.
         let target = 0x1004 + 4 * 39_999;
+        let c = code(t, 40_000);
         assert_eq!(
-            lay_out(&plan(t, 40_000, target, false)).unwrap_err(),
+            lay_out(&plan(&c, t, target, false)).unwrap_err(),
             LayoutError::OutOfRange { at: 0x1000 }
         );
-        let l = lay_out(&plan(t, 40_000, target, true)).unwrap();
+        let l = lay_out(&plan(&c, t, target, true)).unwrap();
         assert_eq!(
             at(&l, 0x1008).special(),
             amdgpu_isa::Special::TtraceDataImm(1)
@@ -599,5 +928,110 @@ mod tests {
         assert_eq!(Some(dest), l.map_branch(target));
         let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
         assert_eq!(Some(skip), l.new_inst_addr(0x1004));
+    }
+
+    /// `mark` inserted with landing rule `landing` in front of the run `insts`.
+    fn marked<'a>(
+        mark: &'a [Instruction],
+        landing: Landing,
+        insts: &'a [(u64, Instruction)],
+        first: usize,
+        relocs: &'a [(u32, Reloc)],
+    ) -> [Piece<'a>; 2] {
+        [
+            Piece::Insert {
+                code: mark,
+                landing,
+            },
+            Piece::Run {
+                insts,
+                first,
+                relocs,
+            },
+        ]
+    }
+
+    #[test]
+    fn inserted_blocks_map_instruction_starts_and_keep_offsets_inside_instructions() {
+        let t = Target::from_name("gfx1100").unwrap();
+        let nop = build::s_nop(t, 0).unwrap();
+        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
+        let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
+        let plan = TextPlan {
+            text_addr: 0x1000,
+            pieces: [
+                marked(&mark, Landing::Before, &insts[..2], 0, &[]),
+                marked(&mark, Landing::After, &insts[2..], 2, &[]),
+            ]
+            .concat(),
+            pcrels: Vec::new(),
+        };
+        let l = lay_out(&plan).unwrap();
+        assert_eq!(l.bytes.len(), 20);
+        assert_eq!(
+            at(&l, 0x100c).special(),
+            amdgpu_isa::Special::TtraceDataImm(1)
+        );
+        // Before: block and landing on the marker; After: the block starts at the marker,
+        // branches land on the instruction.
+        assert_eq!(l.map_branch(0x1000), Some(0x1000));
+        assert_eq!(l.new_inst_addr(0x1000), Some(0x1004));
+        assert_eq!(l.map_addr(0x1004), Some(0x1008));
+        assert_eq!(l.map_inst_start(0x1008), Some(0x100c));
+        assert_eq!(l.map_branch(0x1008), Some(0x1010));
+        // Inside an instruction: same offset from the instruction itself.
+        assert_eq!(l.map_addr(0x1002), Some(0x1006));
+        assert_eq!(l.map_inst_start(0x1002), None);
+        assert_eq!(l.map_end(0x100c, 0x2000), Some(0x1014));
+        assert_eq!(
+            l.block_starts().collect::<Vec<_>>(),
+            vec![(0x1000, 0x1000), (0x1004, 0x1008), (0x1008, 0x100c)]
+        );
+    }
+
+    #[test]
+    fn retargeting_data_equals_laying_out_again() {
+        use amdgpu_isa::build::Operand;
+        let t = Target::from_name("gfx1100").unwrap();
+        let (p, p1) = (Operand::Sgpr(4), Operand::Sgpr(5));
+        let insts = vec![
+            (0x1000, build::s_getpc_b64(t, 4).unwrap()),
+            (
+                0x1004,
+                build::s_add_u32(t, p, p, Operand::Literal(0x7ffc)).unwrap(),
+            ),
+            (
+                0x100c,
+                build::s_addc_u32(t, p1, p1, Operand::Literal(0)).unwrap(),
+            ),
+        ];
+        let relocs = Relocs::from_set(vec![
+            (2, Reloc::PcRelHi { idiom: 0 }),
+            (1, Reloc::Branch { target: 0 }),
+            (0, Reloc::None),
+            (1, Reloc::PcRelLo { idiom: 0 }),
+        ]);
+        assert_eq!(relocs[0], Reloc::None);
+        assert_eq!(relocs[1], Reloc::PcRelLo { idiom: 0 });
+        assert_eq!(relocs.within(2, 3), &[(2, Reloc::PcRelHi { idiom: 0 })]);
+        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
+        let plan = |target: u64| TextPlan {
+            text_addr: 0x1000,
+            pieces: marked(&mark, Landing::Before, &insts, 0, relocs.within(0, 3)).to_vec(),
+            pcrels: vec![PcRel {
+                getpc_addr: 0x1000,
+                target,
+                use_kind: PcRelUse::Data,
+            }],
+        };
+        let l = lay_out(&plan(0x9000)).unwrap();
+        // The getpc moved by 4 bytes: the offset from its end shrinks by 4.
+        assert_eq!(at(&l, 0x1008).literal(), Some(0x9000 - 0x1008));
+        let moved = plan(0x2_0000_9000);
+        let again = lay_out(&moved).unwrap();
+        let mut text = l.bytes.clone();
+        l.retarget_data(&mut text, &moved.pcrels).unwrap();
+        assert_eq!(text, again.bytes);
+        assert_ne!(text, l.bytes);
     }
 }

@@ -268,7 +268,7 @@ pub fn forbidden_points(f: &Func) -> Forbidden {
         }
     }
     // Address builders: between the getpc and the instruction that completes it.
-    for (i, r) in f.relocs.iter().enumerate() {
+    for (i, r) in f.relocs.iter() {
         if let crate::layout::Reloc::PcRelHi { .. } | crate::layout::Reloc::PcRel64 { .. } = r {
             let mut g = i;
             while g > 0 && f.insts[g].1.special() != Special::GetPc {
@@ -399,8 +399,8 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                     if kernel.is_some_and(|k| k.preload) && f.leaders.contains(&e) && e != 0 =>
                 {
                     // The prologue branch targets it by design; any other branch would re-enter.
-                    let other = f.relocs.iter().enumerate().any(|(i, r)| {
-                        matches!(r, crate::layout::Reloc::Branch { target } if *target == f.insts[e].0)
+                    let other = f.relocs.iter().any(|(i, r)| {
+                        matches!(r, crate::layout::Reloc::Branch { target } if target == f.insts[e].0)
                             && f.insts[i].0 >= f.spec.start + 256
                     });
                     if other {

@@ -6,6 +6,10 @@
 //! special-register facts the passes need (M0 and SCC), the highest VGPR/AGPR touched, and the
 //! per-instruction rules of the SGPR liveness ([`crate::regs`]): M0-indexed reads and writes,
 //! conditional writes, asynchronous SMEM results and waits for them.
+//!
+//! A function keeps its instructions' register use as [`RegUses`]: each distinct [`RegUse`] once,
+//! and a 4-byte index per instruction (instructions with the same operands share one entry), so
+//! the storage is about a tenth of one `RegUse` per instruction.
 
 use crate::regs::{Sgprs, ALL_SGPRS};
 use amdgpu_isa::{Family, Format, Instruction, Special, SpecialReg};
@@ -54,6 +58,15 @@ fn join(w: [u64; 2]) -> Sgprs {
 }
 
 impl RegUse {
+    /// Every field folded into 64 bits (for the sharing table of [`RegUses::of`]).
+    fn fold(&self) -> u64 {
+        self.reads[0]
+            ^ self.reads[1].rotate_left(13)
+            ^ self.writes[0].rotate_left(29)
+            ^ self.writes[1].rotate_left(43)
+            ^ (u64::from(self.vector_top) << 16 | u64::from(self.flags)).rotate_left(51)
+    }
+
     /// The register use of `inst` (one call each of [`Instruction::reads`] and
     /// [`Instruction::writes`]).
     pub fn of(inst: &Instruction) -> RegUse {
@@ -232,6 +245,142 @@ fn indexes_vgprs(inst: &Instruction) -> bool {
     .any(|p| m.starts_with(p))
 }
 
+/// Multiplicative hashing with the 64-bit golden ratio (Knuth TAOCP 6.4), the high bits moved
+/// down: a slot number from its low bits.
+fn mix(x: u64) -> u64 {
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40
+}
+
+/// The register use of every instruction of one function, parallel to its instructions: the
+/// distinct values once, and per instruction the index of its value (see the module
+/// documentation). Indexing (`uses[i]`) and iteration give `&RegUse` like a slice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegUses {
+    /// Every distinct value, in order of first use.
+    distinct: Vec<RegUse>,
+    /// Per instruction: index into `distinct`.
+    of: Vec<u32>,
+}
+
+impl RegUses {
+    /// The register use of `insts`, in order ([`RegUse::of`] each). Two direct-mapped tables
+    /// (one slot per hash, the last entry seen) share work and storage: an instruction whose
+    /// encoding (up to 16 bytes) was just seen takes that instruction's value without decoding
+    /// its operands again (the register use depends on nothing but the encoding and the target),
+    /// and a value seen before is stored once. A slot holding something else only costs a
+    /// repeated value in `distinct`, never a wrong one.
+    pub fn of<'a>(insts: impl ExactSizeIterator<Item = &'a Instruction>) -> RegUses {
+        // A power of two between 16 and 4096 slots, about one per instruction.
+        let slots = insts.len().next_power_of_two().clamp(16, 1 << 12);
+        let mut out = RegUses {
+            distinct: Vec::new(),
+            of: Vec::with_capacity(insts.len()),
+        };
+        // (encoding zero-padded to 16 bytes, length in bytes, index into `distinct`).
+        let mut by_encoding: Vec<(u128, u8, u32)> = vec![(0, 0, u32::MAX); slots];
+        let mut by_value = vec![u32::MAX; slots];
+        for inst in insts {
+            let b = inst.bytes();
+            if b.len() > 16 {
+                let k = out.share(RegUse::of(inst), &mut by_value);
+                out.of.push(k);
+                continue;
+            }
+            let mut w = [0u8; 16];
+            w[..b.len()].copy_from_slice(b);
+            let enc = u128::from_le_bytes(w);
+            let h = mix(enc as u64 ^ (enc >> 64) as u64 ^ b.len() as u64) as usize & (slots - 1);
+            let k = match by_encoding[h] {
+                (e, n, k) if k != u32::MAX && e == enc && usize::from(n) == b.len() => k,
+                _ => {
+                    let k = out.share(RegUse::of(inst), &mut by_value);
+                    by_encoding[h] = (enc, b.len() as u8, k);
+                    k
+                }
+            };
+            out.of.push(k);
+        }
+        out.distinct.shrink_to_fit();
+        out
+    }
+
+    /// Index of `u` in `distinct`: the entry of its slot in `slot` (as many slots as `slot` has,
+    /// a power of two) when that holds `u`, else a new entry that takes the slot.
+    fn share(&mut self, u: RegUse, slot: &mut [u32]) -> u32 {
+        let h = mix(u.fold()) as usize & (slot.len() - 1);
+        match slot[h] {
+            k if k != u32::MAX && self.distinct[k as usize] == u => k,
+            _ => {
+                let k = self.distinct.len() as u32;
+                self.distinct.push(u);
+                slot[h] = k;
+                k
+            }
+        }
+    }
+
+    /// Number of instructions.
+    pub fn len(&self) -> usize {
+        self.of.len()
+    }
+
+    /// No instruction.
+    pub fn is_empty(&self) -> bool {
+        self.of.is_empty()
+    }
+
+    /// The register use of instruction `i`, `None` past the end.
+    pub fn get(&self, i: usize) -> Option<&RegUse> {
+        self.of.get(i).map(|&k| &self.distinct[k as usize])
+    }
+
+    /// The register use of every instruction, in order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            distinct: &self.distinct,
+            of: self.of.iter(),
+        }
+    }
+}
+
+impl std::ops::Index<usize> for RegUses {
+    type Output = RegUse;
+
+    fn index(&self, i: usize) -> &RegUse {
+        &self.distinct[self.of[i] as usize]
+    }
+}
+
+impl<'a> IntoIterator for &'a RegUses {
+    type Item = &'a RegUse;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over the register use of a function's instructions ([`RegUses::iter`]).
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    distinct: &'a [RegUse],
+    of: std::slice::Iter<'a, u32>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a RegUse;
+
+    fn next(&mut self) -> Option<&'a RegUse> {
+        self.of.next().map(|&k| &self.distinct[k as usize])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.of.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +388,38 @@ mod tests {
     #[test]
     fn is_40_bytes() {
         assert_eq!(std::mem::size_of::<RegUse>(), 40);
+    }
+
+    #[test]
+    fn shared_register_use_reads_back_per_instruction() {
+        use amdgpu_isa::build::{self, Operand};
+        let t = amdgpu_isa::Target::from_name("gfx1100").unwrap();
+        let mov =
+            |d: u8, v: u32| build::s_mov_b32(t, Operand::Sgpr(d), Operand::Literal(v)).unwrap();
+        let insts: Vec<Instruction> = (0..300u32)
+            .map(|i| match i % 3 {
+                0 => mov(4, i),
+                1 => mov(7, 1),
+                _ => build::s_nop(t, 0).unwrap(),
+            })
+            .collect();
+        let uses = RegUses::of(insts.iter());
+        assert_eq!(uses.len(), insts.len());
+        for (i, inst) in insts.iter().enumerate() {
+            assert_eq!(uses[i], RegUse::of(inst), "instruction {i}");
+            assert_eq!(uses.get(i), Some(&uses[i]));
+        }
+        assert!(uses
+            .iter()
+            .eq(insts.iter().map(RegUse::of).collect::<Vec<_>>().iter()));
+        assert_eq!(uses.get(insts.len()), None);
+        // Three register uses (s4 written, s7 written, nothing) among 300 instructions.
+        assert!(uses.distinct.len() <= 6, "{}", uses.distinct.len());
+        assert_eq!(
+            uses.iter()
+                .filter(|u| u.sgpr_writes() >> 4 & 1 == 1)
+                .count(),
+            100
+        );
     }
 }

@@ -36,7 +36,7 @@ pub(crate) fn analyse(d: Decoded, report: &mut Report) -> Option<Analysed> {
         specs,
         program,
     } = d;
-    let (text_addr, text_end, text_bytes) = (src.text_addr, src.text_end, &src.text_bytes);
+    let (text_addr, text_end, text_bytes) = (src.text_addr, src.text_end, src.text_bytes());
     let mut prog = analyse_decoded(program);
     if matches!(
         target.family(),

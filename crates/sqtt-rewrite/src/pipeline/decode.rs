@@ -20,7 +20,7 @@ pub(crate) struct Decoded {
 pub(crate) fn decode(l: Loaded) -> Decoded {
     let program = crate::analysis::decode(
         l.target,
-        &l.src.text_bytes,
+        l.src.text_bytes(),
         l.src.text_addr,
         l.specs.clone(),
     );

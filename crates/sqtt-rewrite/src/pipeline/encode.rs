@@ -37,8 +37,9 @@ pub(crate) fn encode(
 ) -> Result<Option<Encoded>, RewriteError> {
     let LaidOut {
         ins,
-        plan: mut tp,
-        layout,
+        mut layout,
+        verbatim_pairs,
+        trace_addrs,
     } = l;
     let (co, prog, text_addr, text_end) =
         (&ins.src.co, &ins.prog, ins.src.text_addr, ins.src.text_end);
@@ -48,16 +49,9 @@ pub(crate) fn encode(
         report.status = Status::FailedClosed;
         report.reasons.push(why);
     };
-    ed.set_text(layout.bytes.clone())?;
-    let mut map: BTreeMap<u64, u64> = layout
-        .placed
-        .iter()
-        .map(|p| (p.old, p.block_start))
-        .collect();
-    map.extend(crate::verbatim::address_pairs(prog, &ins.verbatim, |a| {
-        layout.map_addr(a)
-    }));
-    ed.set_text_address_map(map);
+    // The new `.text` moves into the editor (its size stays in the report).
+    let text_size = layout.bytes.len() as u64;
+    ed.set_text(std::mem::take(&mut layout.bytes))?;
     // Kernels without code sit at the end of `.text` (hsaco accepts them there): they stay at
     // its new end.
     let map_code = |a: u64| {
@@ -95,40 +89,45 @@ pub(crate) fn encode(
         };
         ed.set_symbol(sym.table, sym.index, Some(nv), size)?;
     }
-    // Data targets of address builders move when `.text` outgrows its gap: map them and redo.
+    // Data targets of address builders move when `.text` outgrows its gap: map them and
+    // recompute the adds that carry their offsets (nothing else depends on them).
     let placement = ed.layout()?;
     if placement.map_address(text_addr) != text_addr {
         fail(report, "the rewritten metadata note moves .text".into());
         return Ok(None);
     }
-    let mut layout = layout;
-    if tp
-        .pcrels
+    let mut pcrels = prog.pcrels.clone();
+    if pcrels
         .iter()
         .any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target)
     {
-        for p in &mut tp.pcrels {
+        for p in &mut pcrels {
             if p.use_kind == PcRelUse::Data {
                 p.target = placement.map_address(p.target);
             }
         }
-        layout = match crate::layout::lay_out(&tp) {
-            Ok(l) => l,
-            Err(e) => {
-                fail(report, e.to_string());
-                return Ok(None);
-            }
-        };
-        ed.set_text(layout.bytes.clone())?;
+        let mut text = ed.section_contents(ins.src.text_index)?.to_vec();
+        if let Err(e) = layout.retarget_data(&mut text, &pcrels) {
+            fail(report, e.to_string());
+            return Ok(None);
+        }
+        ed.set_text(text)?;
     }
+    // The exact map of instruction starts (symbols, entries and relocation addends that are
+    // not set explicitly): every original instruction to its block start, and the instructions
+    // of left-alone functions to their place in the verbatim block.
+    let verbatim_pairs: BTreeMap<u64, u64> = verbatim_pairs.into_iter().collect();
+    let lay = &layout;
+    ed.set_text_address_map(Box::new(move |a| {
+        verbatim_pairs
+            .get(&a)
+            .copied()
+            .or_else(|| lay.map_inst_start(a))
+    }));
     // DWARF (the input's `.debug_*` sections, copied once for the remap and the locations).
     let dwarf = &ins.dwarf;
     if let Some(sections) = dwarf {
-        let mut pairs: Vec<(u64, u64)> = layout
-            .placed
-            .iter()
-            .map(|p| (p.old, p.block_start))
-            .collect();
+        let mut pairs: Vec<(u64, u64)> = layout.block_starts().collect();
         for &(o, len, n) in &layout.raws {
             pairs.push((o, n));
             let _ = len;
@@ -194,7 +193,7 @@ pub(crate) fn encode(
         return Ok(None);
     }
     // Funcmap and the run record.
-    let rows = funcmap_rows(&ins, report);
+    let rows = funcmap_rows(&ins, &trace_addrs, report);
     report.funcmap_rows = rows.len();
     ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
     let record = serde_json::json!({
@@ -232,7 +231,7 @@ pub(crate) fn encode(
             kr.occupancy_after = waves;
         }
     }
-    report.text_size_after = layout.bytes.len() as u64;
+    report.text_size_after = text_size;
     Ok(Some(Encoded { bytes }))
 }
 
@@ -282,7 +281,11 @@ fn set_prefetch(
 /// every kernel without one, the wave size when addresses are traced, one row per marker id
 /// (`F:`, `U:`, `P:`, and `R:` payload rows for address traces), the shader-clock encoding when
 /// packing. Fills `report.ids`.
-fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
+fn funcmap_rows(
+    ins: &super::Instrumented,
+    trace_addrs: &BTreeMap<(usize, usize), u64>,
+    report: &mut Report,
+) -> Vec<Row> {
     let (co, prog, wave) = (&ins.src.co, &ins.prog, ins.wave);
     let mut rows = ins.existing_rows.clone();
     let dwarf_index = ins.dwarf_index.as_ref().and_then(|r| r.as_ref().ok());
@@ -310,12 +313,12 @@ fn funcmap_rows(ins: &super::Instrumented, report: &mut Report) -> Vec<Row> {
         rows.push(Row::WaveSize(w));
     }
     for (&k, &id) in &ins.ids {
-        let name = marker_name(prog, &ins.inlined_names, k);
+        let name = marker_name(prog, &ins.inlined_names, trace_addrs, k);
         report.ids.insert(name.clone(), id);
         if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
             (k, ins.trace_ops.get(&k), wave)
         {
-            let addr = prog.funcs[func].insts.get(inst).map(|(a, _)| *a);
+            let addr = trace_addrs.get(&(func, inst)).copied();
             let loc = match (&op_locs, addr) {
                 (Some(ix), Some(a)) => {
                     let chain = ix.chain(a);
@@ -440,7 +443,14 @@ fn function_locs(index: &dwarf_remap::LocationIndex) -> HashMap<String, String> 
         .collect()
 }
 
-fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: MarkerKey) -> String {
+/// The funcmap name of marker `k`; `trace_addrs`: original address of each address-traced
+/// instruction, by (function index, instruction index).
+fn marker_name(
+    prog: &Program,
+    inlined: &crate::inlined::InlinedNames,
+    trace_addrs: &BTreeMap<(usize, usize), u64>,
+    k: MarkerKey,
+) -> String {
     match k {
         MarkerKey::Inlined(n) => inlined.get(n).map(|r| r.0.clone()).unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
@@ -451,7 +461,11 @@ fn marker_name(prog: &Program, inlined: &crate::inlined::InlinedNames, k: Marker
         MarkerKey::VmemStore => "vmem_store".into(),
         MarkerKey::AddrTrace { func, inst, part } => {
             let f = &prog.funcs[func];
-            let at = f.insts.get(inst).map_or(f.spec.start, |(a, _)| *a) - f.spec.start;
+            let at = trace_addrs
+                .get(&(func, inst))
+                .copied()
+                .unwrap_or(f.spec.start)
+                - f.spec.start;
             let p = if part > 0 { "/2" } else { "" };
             format!("addr_trace@{}+{at:#x}{p}", f.spec.name)
         }

@@ -3,21 +3,29 @@
 //! range by inserted code are relaxed through long-branch islands and the layout is redone.
 
 use super::{is_padding, Instrumented};
-use crate::analysis::Program;
+use crate::analysis::{Func, Program};
 use crate::layout::{Landing, Layout, LayoutError, Piece, Reloc, TextPlan};
+use crate::plan::MarkerKey;
 use crate::regs::{SgprFacts, SiteRegs};
 use crate::rewrite::{Report, Status};
 use amdgpu_isa::{Family, Instruction, Target};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Output of [`lay_out`].
 pub(crate) struct LaidOut {
     /// The instrumented program; `used_by_func` includes the SGPR pairs of long-branch islands.
+    /// Its functions' instructions are freed ([`crate::analysis::Program::drop_instructions`]):
+    /// the layout, `verbatim_pairs` and `trace_addrs` hold what encode needs of them.
     pub ins: Instrumented,
-    /// The text plan laid out (its PC-relative targets may still move at encode).
-    pub plan: TextPlan,
-    /// The new `.text`: bytes and the map from old to new addresses.
+    /// The new `.text`: bytes and the map from old to new addresses (the targets of address
+    /// builders of data may still move at encode: [`Layout::retarget_data`]).
     pub layout: Layout,
+    /// Every instruction of the left-alone functions: original address and its place in the
+    /// verbatim block (bytes; [`crate::verbatim::address_pairs`]).
+    pub verbatim_pairs: Vec<(u64, u64)>,
+    /// Original address (bytes) of every address-traced instruction with a marker id, by
+    /// (function index, instruction index).
+    pub trace_addrs: BTreeMap<(usize, usize), u64>,
 }
 
 /// Lays out the new `.text`, relaxing out-of-range branches (at most 10,000). `None`: the
@@ -26,10 +34,10 @@ pub(crate) struct LaidOut {
 pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<LaidOut> {
     let target = ins.prog.target;
     let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
-    let (plan, layout) = loop {
-        let tp = text_plan(&ins, &relax);
-        match crate::layout::lay_out(&tp) {
-            Ok(l) => break (tp, l),
+    let layout = loop {
+        let laid = crate::layout::lay_out(&text_plan(&ins, &relax));
+        match laid {
+            Ok(l) => break l,
             Err(LayoutError::OutOfRange { at })
                 if !relax.contains_key(&at) && relax.len() < 10_000 =>
             {
@@ -55,16 +63,39 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
         }
     };
     report.relaxed_branches = relax.len();
-    Some(LaidOut { ins, plan, layout })
+    // What encode needs of the instructions, then the instructions themselves are freed: the
+    // program keeps its functions, calls and exits.
+    let verbatim_pairs =
+        crate::verbatim::address_pairs(&ins.prog, &ins.verbatim, |a| layout.map_addr(a));
+    let trace_addrs = ins
+        .ids
+        .keys()
+        .filter_map(|k| match *k {
+            MarkerKey::AddrTrace { func, inst, .. } => {
+                let (a, _) = ins.prog.funcs.get(func)?.insts.get(inst)?;
+                Some(((func, inst), *a))
+            }
+            _ => None,
+        })
+        .collect();
+    ins.prog.drop_instructions();
+    Some(LaidOut {
+        ins,
+        layout,
+        verbatim_pairs,
+        trace_addrs,
+    })
 }
 
 /// Builds the output order of `.text`: each function re-aligned, snippets in front of their
 /// instructions, relaxed branches (`relax`) and branches with a landing block followed by their
-/// island ([`Piece::Island`]); left-alone functions as one raw block `[start, end)`.
-fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
+/// island ([`Piece::Island`]); left-alone functions as one raw block `[start, end)`. The plan
+/// borrows the instructions, snippets and bytes of `ins`: the original instructions between
+/// two insertion points are one [`Piece::Run`].
+fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan<'a> {
     let (prog, snippets) = (&ins.prog, &ins.snippets);
     let (text_bytes, text_addr, text_end) =
-        (&ins.src.text_bytes[..], ins.src.text_addr, ins.src.text_end);
+        (ins.src.text_bytes(), ins.src.text_addr, ins.src.text_end);
     let target = prog.target;
     let verbatim = &ins.verbatim.blocks[..];
     let mut tp = TextPlan {
@@ -78,7 +109,7 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
             // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
             tp.pieces.push(Piece::Raw {
                 addr: text_addr,
-                bytes: text_bytes[..(first.spec.start - text_addr) as usize].to_vec(),
+                bytes: &text_bytes[..(first.spec.start - text_addr) as usize],
             });
             cursor = first.spec.start;
         }
@@ -92,7 +123,7 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
                 tp.pieces.push(Piece::Align(alignment_of(cursor, false)));
                 tp.pieces.push(Piece::Raw {
                     addr: cursor,
-                    bytes: gap.to_vec(),
+                    bytes: gap,
                 });
             }
         }
@@ -104,8 +135,7 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
             // Left alone: one verbatim block (crate::verbatim).
             tp.pieces.push(Piece::Raw {
                 addr: f.spec.start,
-                bytes: text_bytes[(f.spec.start - text_addr) as usize..(end - text_addr) as usize]
-                    .to_vec(),
+                bytes: &text_bytes[(f.spec.start - text_addr) as usize..(end - text_addr) as usize],
             });
             cursor = end;
             continue;
@@ -113,7 +143,8 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
         // Landing blocks: the markers of a branch edge, by branch (the sites of point `k`
         // marked `Landing::Edge(p)` belong to the edge from `p` into `k`).
         let mut edges: BTreeMap<usize, (u64, Vec<Instruction>)> = BTreeMap::new();
-        for ((_, k), list) in snippets.range((fi, 0)..(fi + 1, 0)) {
+        let here = snippets.range((fi, 0)..(fi + 1, 0));
+        for ((_, k), list) in here.clone() {
             for (s, code) in list {
                 if let Landing::Edge(p) = s.landing {
                     let e = edges.entry(p).or_insert((f.insts[*k].0, Vec::new()));
@@ -121,26 +152,41 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
                 }
             }
         }
-        for (i, (a, inst)) in f.insts.iter().enumerate() {
+        // The instructions where the run of originals breaks: inserted code in front of them,
+        // or an island after them.
+        let n = f.insts.len();
+        let relaxed = relax
+            .range(f.spec.start..f.spec.end)
+            .filter_map(|(a, _)| f.insts.binary_search_by_key(a, |(x, _)| *x).ok());
+        let breaks: BTreeSet<usize> = here
+            .map(|((_, k), _)| *k)
+            .chain(edges.keys().copied())
+            .chain(relaxed)
+            .filter(|&i| i < n)
+            .collect();
+        let mut from = 0;
+        for i in breaks {
+            push_run(&mut tp, f, from, i);
+            from = i;
             if let Some(list) = snippets.get(&(fi, i)) {
                 for (s, code) in list {
-                    if matches!(s.landing, Landing::Edge(_)) {
+                    if matches!(s.landing, Landing::Edge(_)) || code.is_empty() {
                         continue;
                     }
-                    for c in code {
-                        tp.pieces.push(Piece::Insert {
-                            inst: *c,
-                            landing: s.landing,
-                        });
-                    }
+                    tp.pieces.push(Piece::Insert {
+                        code,
+                        landing: s.landing,
+                    });
                 }
             }
+            let (a, inst) = &f.insts[i];
             let edge = edges.remove(&i);
-            match (relax.get(a), f.relocs[i]) {
-                (r, Reloc::Branch { target: t }) if r.is_some() || edge.is_some() => {
+            let r = relax.get(a);
+            match f.relocs[i] {
+                Reloc::Branch { target: t } if r.is_some() || edge.is_some() => {
                     tp.pieces.push(Piece::Orig {
                         addr: *a,
-                        inst: *inst,
+                        inst,
                         reloc: Reloc::ToIsland { island: islands },
                     });
                     tp.pieces.push(Piece::Island {
@@ -153,23 +199,32 @@ fn text_plan(ins: &Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan {
                         skip: matches!(inst.flow(), amdgpu_isa::Flow::Branch { conditional: true }),
                     });
                     islands += 1;
+                    from = i + 1;
                 }
-                _ => tp.pieces.push(Piece::Orig {
-                    addr: *a,
-                    inst: *inst,
-                    reloc: f.relocs[i],
-                }),
+                _ => {}
             }
         }
+        push_run(&mut tp, f, from, n);
         cursor = f.spec.end;
     }
     if cursor < text_end {
         tp.pieces.push(Piece::Raw {
             addr: cursor,
-            bytes: text_bytes[(cursor - text_addr) as usize..].to_vec(),
+            bytes: &text_bytes[(cursor - text_addr) as usize..],
         });
     }
     tp
+}
+
+/// Appends the original instructions `from..to` of `f` as one run (nothing when empty).
+fn push_run<'a>(tp: &mut TextPlan<'a>, f: &'a Func, from: usize, to: usize) {
+    if from < to {
+        tp.pieces.push(Piece::Run {
+            insts: &f.insts[from..to],
+            first: from,
+            relocs: f.relocs.within(from, to),
+        });
+    }
 }
 
 /// A branch relaxed through a long-branch island.

@@ -13,12 +13,17 @@ pub(crate) struct Source {
     pub co: CodeObject,
     /// Section index of `.text` in the ELF section header table.
     pub text_index: usize,
-    /// `.text` contents.
-    pub text_bytes: Vec<u8>,
     /// Load address of `.text` (bytes).
     pub text_addr: u64,
     /// End of `.text` (`text_addr` + its size, bytes).
     pub text_end: u64,
+}
+
+impl Source {
+    /// `.text` contents (borrowed from the code object: never copied).
+    pub fn text_bytes(&self) -> &[u8] {
+        self.co.section_data(&self.co.elf.sections[self.text_index])
+    }
 }
 
 /// Output of [`load`].
@@ -52,10 +57,10 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
         .text()
         .ok_or_else(|| hsaco::Error::NotFound(".text section".into()))?
         .clone();
-    let text_bytes = co.section_data(&text).to_vec();
+    let text_size = co.section_data(&text).len() as u64;
     let text_addr = text.addr;
-    let text_end = text.addr + text_bytes.len() as u64;
-    let mut report = Report::new(co.target.processor.clone(), text_bytes.len() as u64);
+    let text_end = text.addr + text_size;
+    let mut report = Report::new(co.target.processor.clone(), text_size);
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
         report
@@ -91,7 +96,6 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
     }
     let src = Source {
         text_index: text.index,
-        text_bytes,
         text_addr,
         text_end,
         co,
