@@ -63,7 +63,13 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
 /// then has one within [`LOOKBACK`] before or after it, so the scanner's history at `k` holds the
 /// same [`LOOKBACK`] fully pushed instructions as in a full scan. The rules without a window
 /// (gfx10.1, gfx12) are followed and checked at every position either way.
-fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<bool> {
+///
+/// Of those positions, one with no inserted instruction in `[k - LOOKBACK, k]` (inserted code
+/// only after it) is pushed with its registers but its wait-state and VALU-count rules are not
+/// checked ([`Near::Before`]): every producer in its history is original and it is original
+/// itself, so whatever those rules find there is a pair of originals, which is never reported,
+/// and their needs never change the scanner's state.
+fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<Near> {
     let mut before = Vec::with_capacity(seq.len() + 1);
     before.push(0usize);
     for (it, _) in seq {
@@ -73,9 +79,27 @@ fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<bool> {
         .map(|j| {
             let lo = j.saturating_sub(LOOKBACK);
             let hi = (j + LOOKBACK + 1).min(seq.len());
-            before[hi] > before[lo]
+            if before[j + 1] > before[lo] {
+                Near::Checked
+            } else if before[hi] > before[lo] {
+                Near::Before
+            } else {
+                Near::Far
+            }
         })
         .collect()
+}
+
+/// How [`check_func`] treats one position ([`near_inserted`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Near {
+    /// An inserted instruction within [`LOOKBACK`] positions before it or at it: every rule.
+    Checked,
+    /// Inserted code within [`LOOKBACK`] positions after it only: pushed with its registers,
+    /// the rules without a window checked.
+    Before,
+    /// No inserted instruction within [`LOOKBACK`] positions: the rules without a window only.
+    Far,
 }
 
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
@@ -120,8 +144,10 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         });
     };
     for (k, it) in seq.iter().enumerate() {
-        let needs = if full[k] {
+        let needs = if full[k] == Near::Checked {
             sc.check_push(&it.inst)
+        } else if full[k] == Near::Before {
+            sc.check_state_push(&it.inst)
         } else {
             let u = regs[k].map_or_else(
                 || SgprUse::of(&it.inst.reads(), &it.inst.writes()),
