@@ -78,33 +78,46 @@ pub(crate) struct Regs {
     /// Highest VGPR and AGPR number read or written, plus one (0: none).
     pub vgpr_top: u16,
     pub agpr_top: u16,
-    /// [`Regs::M0_READ`] .. [`Regs::SCALAR_WRITES`].
-    flags: u8,
+    /// [`Regs::M0_READ`] .. [`Regs::INDEXED`].
+    flags: u16,
 }
 
 impl Regs {
-    pub const M0_READ: u8 = 1;
-    pub const M0_WRITE: u8 = 2;
-    pub const SCC_READ: u8 = 4;
-    pub const SCC_WRITE: u8 = 8;
-    pub const VCC_READ: u8 = 16;
-    pub const VCC_WRITE: u8 = 32;
+    pub const M0_READ: u16 = 1;
+    pub const M0_WRITE: u16 = 2;
+    pub const SCC_READ: u16 = 4;
+    pub const SCC_WRITE: u16 = 8;
+    pub const VCC_READ: u16 = 16;
+    pub const VCC_WRITE: u16 = 32;
     /// Reads a trap temporary (TTMP).
-    pub const TTMP_READ: u8 = 64;
+    pub const TTMP_READ: u16 = 64;
     /// Writes nothing but SGPRs s0..s105, M0 and SCC (`insn::writes_only` with every SGPR).
-    pub const SCALAR_WRITES: u8 = 128;
+    pub const SCALAR_WRITES: u16 = 128;
+    /// `s_movrels*`: reads an SGPR chosen by M0 (`sgprs`: reads every SGPR).
+    pub const MOVRELS: u16 = 256;
+    /// `s_movreld*`: writes an SGPR chosen by M0 (`sgprs`: writes every SGPR, kills none).
+    pub const MOVRELD: u16 = 512;
+    /// `s_cmov*`: a conditional write (`sgprs`: kills nothing).
+    pub const CMOV: u16 = 1024;
+    /// An SMEM instruction or `s_sendmsg_rtn*`: its SGPR result arrives later (`sgprs`).
+    pub const ASYNC_RESULT: u16 = 2048;
+    /// Indexes VGPRs (`spill::indexed`).
+    pub const INDEXED: u16 = 4096;
 
-    /// The summary of the sets an instruction reads (`r`) and writes (`w`).
-    pub fn of(r: &RegSet, w: &RegSet) -> Regs {
+    /// The summary of the sets instruction `i` reads (`r`) and writes (`w`), with the facts of
+    /// its mnemonic the checks ask per fixed-point round (asked once here, not once per round).
+    pub fn of(i: &Instruction, r: &RegSet, w: &RegSet) -> Regs {
         let top = |m: Option<u16>| m.map_or(0, |x| x + 1);
         let u = r.union(w);
-        let flag = |set: &RegSet, reg: SpecialReg, bit: u8| {
+        let flag = |set: &RegSet, reg: SpecialReg, bit: u16| {
             if set.contains(reg) {
                 bit
             } else {
                 0
             }
         };
+        let when = |c: bool, bit: u16| if c { bit } else { 0 };
+        let m = i.mnemonic();
         Regs {
             sgpr_reads: r.sgpr_bits(),
             sgpr_writes: w.sgpr_bits(),
@@ -118,26 +131,29 @@ impl Regs {
                 | flag(r, SpecialReg::VccHi, Regs::VCC_READ)
                 | flag(w, SpecialReg::VccLo, Regs::VCC_WRITE)
                 | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE)
-                | if (0..16).any(|t| r.contains_ttmp(t)) {
-                    Regs::TTMP_READ
-                } else {
-                    0
-                }
-                | if crate::insn::set_within(w, &crate::insn::every_sgpr()) {
-                    Regs::SCALAR_WRITES
-                } else {
-                    0
-                },
+                | when((0..16).any(|t| r.contains_ttmp(t)), Regs::TTMP_READ)
+                | when(
+                    crate::insn::set_within(w, &crate::insn::every_sgpr()),
+                    Regs::SCALAR_WRITES,
+                )
+                | when(m.starts_with("s_movrels"), Regs::MOVRELS)
+                | when(m.starts_with("s_movreld"), Regs::MOVRELD)
+                | when(m.starts_with("s_cmov"), Regs::CMOV)
+                | when(
+                    i.format() == amdgpu_isa::Format::Smem || m.starts_with("s_sendmsg_rtn"),
+                    Regs::ASYNC_RESULT,
+                )
+                | when(crate::spill::indexed(i), Regs::INDEXED),
         }
     }
 
     /// Decodes `i`'s registers.
     pub fn of_inst(i: &Instruction) -> Regs {
-        Regs::of(&i.reads(), &i.writes())
+        Regs::of(i, &i.reads(), &i.writes())
     }
 
     /// Whether the flag bit `f` (one of the constants above) is set.
-    pub fn has(&self, f: u8) -> bool {
+    pub fn has(&self, f: u16) -> bool {
         self.flags & f != 0
     }
 
@@ -725,7 +741,7 @@ impl<'a> Program<'a> {
                         let (r, w) = (i.reads(), i.writes());
                         used.union_with(&r);
                         used.union_with(&w);
-                        Regs::of(&r, &w)
+                        Regs::of(i, &r, &w)
                     })
                     .collect();
                 if crate::verbatim::falls_off(&body) {
@@ -1227,10 +1243,24 @@ fn align(
         .chain(&landing_ranges)
         .map(|&(a, _)| a)
         .collect();
-    let island_ranges: Vec<(u64, u64)> = island_ranges.into_iter().chain(landing_ranges).collect();
-    let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
-    // Classified once per instruction (the loop below asks several times per position).
-    let new_island: Vec<bool> = new.iter().map(|n| in_island(n.addr)).collect();
+    let mut island_ranges: Vec<(u64, u64)> =
+        island_ranges.into_iter().chain(landing_ranges).collect();
+    island_ranges.sort_unstable();
+    // Classified once per instruction (the loop below asks several times per position): an
+    // address is in some range `[s, e)` when the largest end of the ranges starting at or before
+    // it lies after it (one walk along both ascending lists, not a scan of the ranges per
+    // instruction).
+    let (mut r, mut reach) = (0usize, 0u64);
+    let new_island: Vec<bool> = new
+        .iter()
+        .map(|n| {
+            while let Some(&(_, e)) = island_ranges.get(r).filter(|x| x.0 <= n.addr) {
+                reach = reach.max(e);
+                r += 1;
+            }
+            n.addr < reach
+        })
+        .collect();
     let new_ins: Vec<bool> = new
         .iter()
         .zip(&new_island)

@@ -18,9 +18,9 @@
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
+use amdgpu_isa::{Family, Flow, Instruction, Special};
 
-use crate::code::{Func, OInst, Program};
+use crate::code::{Func, OInst, Program, Regs};
 use crate::flow::FactSuccs;
 
 /// Bit `n` is `s<n>`.
@@ -50,7 +50,7 @@ pub(crate) struct CallGraph {
 // (`OInst::regs`).
 
 fn reads(o: &OInst) -> Mask {
-    if o.inst.mnemonic().starts_with("s_movrels") {
+    if o.regs.has(Regs::MOVRELS) {
         EVERY
     } else {
         o.regs.sgpr_reads
@@ -58,7 +58,7 @@ fn reads(o: &OInst) -> Mask {
 }
 
 fn writes(o: &OInst) -> Mask {
-    if o.inst.mnemonic().starts_with("s_movreld") {
+    if o.regs.has(Regs::MOVRELD) {
         EVERY
     } else {
         o.regs.sgpr_writes
@@ -66,8 +66,7 @@ fn writes(o: &OInst) -> Mask {
 }
 
 fn kills(o: &OInst) -> Mask {
-    let m = o.inst.mnemonic();
-    if m.starts_with("s_cmov") || m.starts_with("s_movreld") {
+    if o.regs.has(Regs::CMOV) || o.regs.has(Regs::MOVRELD) {
         0
     } else {
         o.regs.sgpr_writes
@@ -75,9 +74,7 @@ fn kills(o: &OInst) -> Mask {
 }
 
 fn smem_result(o: &OInst) -> Mask {
-    let i = &o.inst;
-    let asynchronous = i.format() == Format::Smem || i.mnemonic().starts_with("s_sendmsg_rtn");
-    if asynchronous {
+    if o.regs.has(Regs::ASYNC_RESULT) {
         o.regs.sgpr_writes
     } else {
         0
@@ -464,7 +461,6 @@ pub(crate) fn touched(f: &Func) -> Mask {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::Regs;
     use crate::FunctionKind;
     use amdgpu_isa::{decode_all, Target};
 
