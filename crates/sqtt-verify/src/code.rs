@@ -191,6 +191,14 @@ pub(crate) struct OInst {
     run: (u32, u32),
 }
 
+/// One instruction of a rewritten function body ([`Func::address_order`]): an original's copy
+/// (index into [`Func::orig`]) or an inserted instruction (index into [`Func::inserted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Orig(u32),
+    Inserted(u32),
+}
+
 /// [`OInst`] address of an original instruction without a copy.
 const NOT_PLACED: u64 = u64::MAX;
 
@@ -305,41 +313,95 @@ impl Func {
     /// Every instruction of the rewritten body (original copies and inserted ones), in address
     /// order.
     pub fn in_address_order(&self) -> Vec<crate::LaidOut> {
-        self.in_address_order_with_regs()
+        self.address_order()
             .into_iter()
-            .map(|(i, _)| i)
+            .map(|s| self.laid_out(s))
             .collect()
     }
 
-    /// [`Func::in_address_order`], each instruction with its registers when they are known
-    /// without a decode: a copy with its original's bytes has its original's [`Regs`].
-    pub fn in_address_order_with_regs(&self) -> Vec<(crate::LaidOut, Option<Regs>)> {
-        let mut v: Vec<(crate::LaidOut, Option<Regs>)> = self
+    /// [`Func::in_address_order`] as [`Slot`]s (8 bytes per instruction, not a copy of each):
+    /// the copies of the originals, then the inserted instructions, stably sorted by new address
+    /// (both lists are ascending as the aligner builds them: then one merge, ties original first,
+    /// gives that order without a sort).
+    pub fn address_order(&self) -> Vec<Slot> {
+        let copies: Vec<(u64, Slot)> = self
             .orig
             .iter()
-            .filter_map(|o| {
-                o.copy().map(|n| {
-                    let item = crate::LaidOut {
-                        addr: n.addr,
-                        inst: n.inst,
-                        inserted: false,
-                        original_address: Some(o.addr),
-                    };
-                    (item, (n.inst.bytes() == o.inst.bytes()).then_some(o.regs))
-                })
-            })
-            .chain(self.inserted.iter().map(|n| {
-                let item = crate::LaidOut {
+            .enumerate()
+            .filter(|(_, o)| o.new_addr != NOT_PLACED)
+            .map(|(k, o)| (o.new_addr, Slot::Orig(k as u32)))
+            .collect();
+        let sorted = copies.windows(2).all(|w| w[0].0 <= w[1].0)
+            && self.inserted.windows(2).all(|w| w[0].addr <= w[1].addr);
+        if !sorted {
+            let mut v: Vec<(u64, Slot)> = copies;
+            v.extend(
+                self.inserted
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| (n.addr, Slot::Inserted(j as u32))),
+            );
+            v.sort_by_key(|x| x.0);
+            return v.into_iter().map(|x| x.1).collect();
+        }
+        let mut out = Vec::with_capacity(copies.len() + self.inserted.len());
+        let (mut c, mut j) = (0usize, 0usize);
+        while c < copies.len() || j < self.inserted.len() {
+            let take_copy = match (copies.get(c), self.inserted.get(j)) {
+                (Some(x), Some(n)) => x.0 <= n.addr,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if take_copy {
+                out.push(copies[c].1);
+                c += 1;
+            } else {
+                out.push(Slot::Inserted(j as u32));
+                j += 1;
+            }
+        }
+        out
+    }
+
+    /// The instruction at slot `s` of [`Func::address_order`].
+    pub fn laid_out(&self, s: Slot) -> crate::LaidOut {
+        match s {
+            Slot::Orig(k) => {
+                let o = &self.orig[k as usize];
+                let n = o.copy().unwrap_or(NInst {
+                    addr: o.new_addr,
+                    inst: o.inst,
+                });
+                crate::LaidOut {
+                    addr: n.addr,
+                    inst: n.inst,
+                    inserted: false,
+                    original_address: Some(o.addr),
+                }
+            }
+            Slot::Inserted(j) => {
+                let n = &self.inserted[j as usize];
+                crate::LaidOut {
                     addr: n.addr,
                     inst: n.inst,
                     inserted: true,
                     original_address: None,
-                };
-                (item, None)
-            }))
-            .collect();
-        v.sort_by_key(|(i, _)| i.addr);
-        v
+                }
+            }
+        }
+    }
+
+    /// The registers of the instruction at slot `s` when they are known without a decode: a
+    /// copy with its original's bytes has its original's [`Regs`].
+    pub fn known_regs(&self, s: Slot) -> Option<Regs> {
+        match s {
+            Slot::Orig(k) => {
+                let o = &self.orig[k as usize];
+                let n = o.copy()?;
+                (n.inst.bytes() == o.inst.bytes()).then_some(o.regs)
+            }
+            Slot::Inserted(_) => None,
+        }
     }
 
     fn finding(&self, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
@@ -963,7 +1025,9 @@ fn decode_original(
     isa: Target,
 ) -> Result<Vec<(u64, Instruction)>, VerifyError> {
     let bytes = t.slice(f.orig_start, f.orig_end);
-    let mut out = Vec::new();
+    // Every instruction is at least 4 bytes: no reallocation (untouched capacity of a large
+    // body is never paged in).
+    let mut out = Vec::with_capacity(bytes.len() / 4);
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = f.orig_start + off as u64;
@@ -1204,7 +1268,7 @@ fn align(
     }
     // Decode the rewritten region; stop at the first word that does not decode.
     let bytes = ntext.slice(start, f.new_region_end);
-    let mut new = Vec::new();
+    let mut new = Vec::with_capacity(bytes.len() / 4);
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = start + off as u64;

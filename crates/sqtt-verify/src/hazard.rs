@@ -16,7 +16,7 @@
 use amdgpu_isa::hazard::{Fix, Need, Scanner, SgprUse, LOOKBACK};
 use amdgpu_isa::Flow;
 
-use crate::code::{Func, Program, Regs};
+use crate::code::{Func, Program, Slot};
 use crate::{Check, Finding, LaidOut as Item};
 use rayon::prelude::*;
 
@@ -69,11 +69,12 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
 /// checked ([`Near::Before`]): every producer in its history is original and it is original
 /// itself, so whatever those rules find there is a pair of originals, which is never reported,
 /// and their needs never change the scanner's state.
-fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<Near> {
+fn near_inserted(seq: &[Slot]) -> Vec<Near> {
     let mut before = Vec::with_capacity(seq.len() + 1);
     before.push(0usize);
-    for (it, _) in seq {
-        before.push(before.last().copied().unwrap_or(0) + usize::from(it.inserted));
+    for s in seq {
+        let inserted = matches!(s, Slot::Inserted(_));
+        before.push(before.last().copied().unwrap_or(0) + usize::from(inserted));
     }
     (0..seq.len())
         .map(|j| {
@@ -103,14 +104,17 @@ enum Near {
 }
 
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
-    let with_regs = f.in_address_order_with_regs();
-    let full = near_inserted(&with_regs);
-    let (seq, regs): (Vec<Item>, Vec<Option<Regs>>) = with_regs.into_iter().unzip();
+    // Positions as slots (the instructions stay where they are).
+    let order = f.address_order();
+    let full = near_inserted(&order);
+    let item = |k: usize| f.laid_out(order[k]);
+    let is_inserted = |k: usize| matches!(order[k], Slot::Inserted(_));
     let mut sc = Scanner::new(p.isa);
     let mut seen = std::collections::BTreeSet::new();
     let mut report = |k: usize, producer: Option<usize>, need: &Need, note: &str| {
-        let c = &seq[k];
-        let prod = producer.and_then(|q| seq.get(q));
+        let c = &item(k);
+        let prod = producer.filter(|&q| q < order.len()).map(item);
+        let prod = prod.as_ref();
         if !c.inserted && !prod.is_some_and(|p| p.inserted) {
             return;
         }
@@ -143,13 +147,14 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
             ),
         });
     };
-    for (k, it) in seq.iter().enumerate() {
+    for k in 0..order.len() {
+        let it = &item(k);
         let needs = if full[k] == Near::Checked {
             sc.check_push(&it.inst)
         } else if full[k] == Near::Before {
             sc.check_state_push(&it.inst)
         } else {
-            let u = regs[k].map_or_else(
+            let u = f.known_regs(order[k]).map_or_else(
                 || SgprUse::of(&it.inst.reads(), &it.inst.writes()),
                 |r| r.sgpr_use(),
             );
@@ -165,19 +170,20 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         let Some(target) = it.inst.branch_target(it.addr).filter(|t| *t < it.addr) else {
             continue;
         };
-        // `seq` is sorted by address: the first instruction at `target`.
-        let head = seq.partition_point(|x| x.addr < target);
-        if seq.get(head).is_none_or(|x| x.addr != target) {
+        // `order` is sorted by address: the first instruction at `target`.
+        let head = order.partition_point(|&x| f.laid_out(x).addr < target);
+        if head >= order.len() || item(head).addr != target {
             continue;
         }
-        if !seq[head..k].iter().all(|x| x.inserted) {
+        if !(head..k).all(is_inserted) {
             continue;
         }
         let mut again = sc.clone();
         let base = again.position();
         // Positions after `base` are the second pass over `head..=k`.
         let map = |q: usize| if q >= base { head + (q - base) } else { q };
-        for (j, body) in seq.iter().enumerate().take(k + 1).skip(head) {
+        for j in head..=k {
+            let body = item(j);
             for need in again.check(&body.inst) {
                 report(j, need.producer.map(map), &need, " (loop back edge)");
             }
