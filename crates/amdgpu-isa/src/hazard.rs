@@ -607,12 +607,13 @@ impl Scanner {
 
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
     pub fn check(&self, i: &Instruction) -> Vec<Need> {
-        self.check_regs(i, &i.reads(), &i.writes())
+        let (reads, writes) = i.reads_writes();
+        self.check_regs(i, &reads, &writes)
     }
 
     /// [`Scanner::check`], then [`Scanner::push`], with `i`'s registers decoded once.
     pub fn check_push(&mut self, i: &Instruction) -> Vec<Need> {
-        let (reads, writes) = (i.reads(), i.writes());
+        let (reads, writes) = i.reads_writes();
         let needs = self.check_regs(i, &reads, &writes);
         self.push_regs(i, reads, writes, Some(&needs));
         needs
@@ -624,7 +625,7 @@ impl Scanner {
     /// checked against it; those rules' needs never change the state). For a caller that knows
     /// no window rule finding at `i` matters to it.
     pub fn check_state_push(&mut self, i: &Instruction) -> Vec<Need> {
-        let (reads, writes) = (i.reads(), i.writes());
+        let (reads, writes) = i.reads_writes();
         let mut out: Vec<Need> = Vec::new();
         self.check_state(i, &SgprUse::of(&reads, &writes), &mut out);
         self.push_regs(i, reads, writes, Some(&out));
@@ -825,7 +826,8 @@ impl Scanner {
 
     /// Records `i` as issued.
     pub fn push(&mut self, i: &Instruction) {
-        self.push_regs(i, i.reads(), i.writes(), None);
+        let (reads, writes) = i.reads_writes();
+        self.push_regs(i, reads, writes, None);
     }
 
     /// [`Scanner::push`] given `i`'s registers read and written, and (`checked`) what

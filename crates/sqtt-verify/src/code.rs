@@ -149,7 +149,10 @@ impl Regs {
 
     /// Decodes `i`'s registers.
     pub fn of_inst(i: &Instruction) -> Regs {
-        Regs::of(i, &i.reads(), &i.writes())
+        {
+            let (r, w) = i.reads_writes();
+            Regs::of(i, &r, &w)
+        }
     }
 
     /// Whether the flag bit `f` (one of the constants above) is set.
@@ -800,7 +803,7 @@ impl<'a> Program<'a> {
                 let regs: Vec<Regs> = body
                     .iter()
                     .map(|(_, i)| {
-                        let (r, w) = (i.reads(), i.writes());
+                        let (r, w) = i.reads_writes();
                         used.union_with(&r);
                         used.union_with(&w);
                         Regs::of(i, &r, &w)
@@ -1055,7 +1058,7 @@ pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
         let dst = hi_reg.saturating_sub(1);
         let mut lo = None;
         for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(8) {
-            let (r, w) = (i.reads(), i.writes());
+            let (r, w) = i.reads_writes();
             let m = i.mnemonic();
             if m == "s_add_nc_u64" && w.contains_sgpr(dst) && r.contains_sgpr(dst) {
                 out.push(Builder {

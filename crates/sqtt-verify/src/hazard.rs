@@ -155,7 +155,10 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
             sc.check_state_push(&it.inst)
         } else {
             let u = f.known_regs(order[k]).map_or_else(
-                || SgprUse::of(&it.inst.reads(), &it.inst.writes()),
+                || {
+                    let (r, w) = it.inst.reads_writes();
+                    SgprUse::of(&r, &w)
+                },
                 |r| r.sgpr_use(),
             );
             sc.check_push_state(&it.inst, u)

@@ -67,7 +67,7 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     if inst.mnemonic() != "s_mov_b32" {
         return None;
     }
-    let (r, w) = (inst.reads(), inst.writes());
+    let (r, w) = inst.reads_writes();
     if w == only_m0() {
         if r.is_empty() {
             return scalar_const(inst, "ssrc0").map(Allowed::SetM0);
