@@ -68,8 +68,10 @@ pub(crate) struct NInst {
 /// M0/SCC liveness, descriptor register usage, the whitelist of inserted code): decoded once per
 /// original and per inserted instruction (`Instruction::reads` / `writes`, the decoder's explicit
 /// and implicit operands at full width) and shared by every check, instead of a decode per check
-/// and per fixed-point iteration. 48 bytes per instruction.
+/// and per fixed-point iteration. 40 bytes per instruction (8-byte aligned: the `u128` masks
+/// would otherwise round every [`OInst`] up to a multiple of 16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(packed(8))]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
     pub sgpr_reads: u128,
@@ -178,7 +180,7 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went. 128 bytes: the copy is kept as its address, plus
+/// An original instruction and where it went. 120 bytes: the copy is kept as its address, plus
 /// its instruction only where its bytes differ (a relocated PC-relative field, a changed
 /// instruction); the run as `u32` indices.
 pub(crate) struct OInst {

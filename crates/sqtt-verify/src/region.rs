@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{build, Target};
+use amdgpu_isa::{build, InstClass, Target};
 use sqtt_interp::{run_code, Code, InterpError, Wave};
 
 use crate::Check;
@@ -118,17 +118,31 @@ fn take_wave(target: Target, wave_size: u32) -> Result<Wave, InterpError> {
 }
 
 /// Returns `w` to this thread's spare slot in the state of [`Wave::new`]: the VGPRs `touched`
-/// (randomised) and every VGPR an instruction of `code` executed names are zeroed (no other
-/// VGPR can have changed), the hardware registers emptied, the scalar state reset.
+/// (randomised) and every VGPR a vector instruction of `code` that executed names are zeroed
+/// (no other VGPR can have changed: scalar instructions name none), the hardware registers
+/// emptied, the scalar state reset.
 fn give_back(mut w: Wave, touched: &[u16], code: &Code) {
     let mut dirty = amdgpu_isa::RegSet::new();
-    for i in code.decoded() {
-        dirty.union_with(&i.reads());
-        dirty.union_with(&i.writes());
+    for i in code
+        .decoded()
+        .filter(|i| !matches!(i.class(), InstClass::Salu | InstClass::Branch))
+    {
+        let (r, wr) = i.reads_writes();
+        dirty.union_with(&r);
+        dirty.union_with(&wr);
     }
-    for (v, row) in w.vgpr.iter_mut().enumerate() {
-        if touched.contains(&(v as u16)) || dirty.contains_vgpr(v as u16) {
+    for &v in touched {
+        if let Some(row) = w.vgpr.get_mut(usize::from(v)) {
             *row = [0; 64];
+        }
+    }
+    if let Some(top) = dirty.max_vgpr() {
+        for v in 0..=top {
+            if dirty.contains_vgpr(v) {
+                if let Some(row) = w.vgpr.get_mut(usize::from(v)) {
+                    *row = [0; 64];
+                }
+            }
         }
     }
     debug_assert!(w.vgpr.iter().all(|r| r.iter().all(|&x| x == 0)));
