@@ -669,7 +669,9 @@ impl Scanner {
         // `va_vdst(0)` wait came after it.
         let (mut dist, mut valus, mut waited) = (0u32, 0u32, false);
         // Facts about `i` the loop below asks once per producer.
-        let (i_class, i_rwlane, i_vmem) = (i.class(), is_rwlane(i), is_vmem(i));
+        // Lane movers are VALU instructions (no mnemonic comparison for the others).
+        let i_class = i.class();
+        let (i_rwlane, i_vmem) = (i_class == InstClass::Valu && is_rwlane(i), is_vmem(i));
         let lanesel = if i_rwlane && i.mnemonic() != "v_readfirstlane_b32" {
             Some(lane_select(i))
         } else {
@@ -683,6 +685,26 @@ impl Scanner {
         // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
         // and `waited` only grow, so the walk stops there.
         let (max_ws, max_valus) = (self.max_ws, self.max_valus);
+        // Every rule below needs a consumer that is a VALU, memory or export instruction, a lane
+        // mover, an `s_setreg`/`s_getreg`, or an M0 reader: for any other (most SALU, SMEM and
+        // branches) no producer can match, and the walk is skipped.
+        let consumer = matches!(
+            i_class,
+            InstClass::Valu
+                | InstClass::Buffer
+                | InstClass::Image
+                | InstClass::Flat
+                | InstClass::Global
+                | InstClass::Scratch
+                | InstClass::Ds
+                | InstClass::Export
+        ) || i_rwlane
+            || i_hwreg.is_some()
+            || m0_msg_reader(i)
+            || m0_movrel_reader(i, reads);
+        if !consumer {
+            return;
+        }
         for (p, pw, pc, pf) in &self.hist {
             if dist >= max_ws && (waited || valus >= max_valus) {
                 break;
