@@ -1330,16 +1330,35 @@ fn align(
             n.addr < reach
         })
         .collect();
-    let new_ins: Vec<bool> = new
-        .iter()
-        .zip(&new_island)
-        .map(|(n, &isl)| isl || ins(&n.inst))
-        .collect();
     // The originals' decoded registers answer `insertable` with every SGPR free.
     let body_ins: Vec<bool> = body
         .iter()
         .zip(&regs)
         .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
+        .collect();
+    // An instruction with an original's bytes has that original's answer: a cursor follows the
+    // originals along the rewritten text (one step, or two past a changed copy) and only the
+    // other instructions are classified.
+    let mut cur = 0usize;
+    let new_ins: Vec<bool> = new
+        .iter()
+        .zip(&new_island)
+        .map(|(n, &isl)| {
+            let same_bytes = |t: usize| {
+                body.get(t)
+                    .is_some_and(|(_, o)| o.bytes() == n.inst.bytes())
+            };
+            let known = if same_bytes(cur) {
+                cur += 1;
+                Some(body_ins[cur - 1])
+            } else if same_bytes(cur + 1) {
+                cur += 2;
+                Some(body_ins[cur - 1])
+            } else {
+                None
+            };
+            isl || known.unwrap_or_else(|| ins(&n.inst))
+        })
         .collect();
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
