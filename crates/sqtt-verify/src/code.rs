@@ -866,18 +866,25 @@ impl<'a> Program<'a> {
     /// Landing addresses allowed for a jump to original address `target`: every instruction start
     /// of the inserted run in front of the original instruction, and the instruction itself.
     pub fn landing(&self, target: u64) -> Option<(usize, usize, Vec<u64>)> {
+        let (fi, k, lands) = self.landings(target)?;
+        Some((fi, k, lands.collect()))
+    }
+
+    /// [`Program::landing`] with the addresses as an iterator (no list per question).
+    pub fn landings(
+        &self,
+        target: u64,
+    ) -> Option<(usize, usize, impl Iterator<Item = u64> + Clone + '_)> {
         let (fi, k) = self.original_at(target)?;
         let f = &self.funcs[fi];
         let o = &f.orig[k];
-        let mut v: Vec<u64> = f
-            .inserted
-            .get(o.run())
-            .unwrap_or_default()
-            .iter()
-            .map(|n| n.addr)
-            .collect();
-        v.push(o.copy()?.addr);
-        Some((fi, k, v))
+        let copy = o.copy()?.addr;
+        let run = f.inserted.get(o.run()).unwrap_or_default();
+        Some((
+            fi,
+            k,
+            run.iter().map(|n| n.addr).chain(std::iter::once(copy)),
+        ))
     }
 
     /// Rewritten address of a data address `a` outside `.text` (moves with its section; addresses in

@@ -810,7 +810,7 @@ fn check_target(
         }
         return None;
     }
-    let Some((tfi, tk, lands)) = p.landing(t_o) else {
+    let Some((tfi, tk, lands)) = p.landings(t_o) else {
         findings.push(fnd(
             f,
             Check::Branch,
@@ -822,9 +822,9 @@ fn check_target(
     };
     let entry_of_other = tk == 0 && tfi != fi;
     let ok = if entry_of_other {
-        lands.first() == Some(&t_n)
+        lands.clone().next() == Some(t_n)
     } else {
-        lands.contains(&t_n)
+        lands.clone().any(|a| a == t_n)
     };
     if !ok {
         findings.push(fnd(
@@ -835,7 +835,6 @@ fn check_target(
             format!(
                 "{what} to orig {t_o:#x} reaches {t_n:#x}, allowed {}",
                 lands
-                    .iter()
                     .map(|a| format!("{a:#x}"))
                     .collect::<Vec<_>>()
                     .join(",")

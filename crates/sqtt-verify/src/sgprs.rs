@@ -359,13 +359,20 @@ fn live_in(
 ) -> Vec<Mask> {
     let f = &p.funcs[fi];
     let n = f.orig.len();
-    let calls: BTreeMap<usize, Option<usize>> = cg.calls[fi].iter().copied().collect();
-    let gen: Vec<Mask> = (0..n)
-        .map(|k| {
-            let c = calls.get(&k).map_or(0, |c| c.map_or(EVERY, |g| deep[g]));
-            reads(&f.orig[k]) | c
-        })
-        .collect();
+    let mut gen: Vec<Mask> = f.orig.iter().map(reads).collect();
+    // The last call recorded at an instruction counts (as a map built from the list would).
+    let mut called: Vec<Option<Mask>> = Vec::new();
+    for &(k, c) in &cg.calls[fi] {
+        if called.is_empty() {
+            called = vec![None; n];
+        }
+        if let Some(x) = called.get_mut(k) {
+            *x = Some(c.map_or(EVERY, |g| deep[g]));
+        }
+    }
+    for (g, c) in gen.iter_mut().zip(&called) {
+        *g |= c.unwrap_or(0);
+    }
     let end: Vec<Mask> = (0..n)
         .map(|k| match cg.leaves[fi].get(&k) {
             Some(Leave::EndPgm) => 0,
