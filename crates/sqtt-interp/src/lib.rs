@@ -226,7 +226,7 @@ impl<'a> Code<'a> {
             self.target = Some(target);
             self.decoded = vec![None; self.bytes.len().div_ceil(4)];
         }
-        let slot = (offset % 4 == 0).then_some(offset / 4);
+        let slot = offset.is_multiple_of(4).then_some(offset / 4);
         if let Some(i) = slot.and_then(|k| self.decoded[k]) {
             return Ok(i);
         }
