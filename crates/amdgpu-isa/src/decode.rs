@@ -790,38 +790,58 @@ impl Instruction {
     }
 
     fn regs(&self, defs: bool) -> RegSet {
-        let mut set = RegSet::new();
+        let [reads, writes] = self.regs_of([!defs, defs]);
+        if defs {
+            writes
+        } else {
+            reads
+        }
+    }
+
+    /// Registers read (`[0]`) and written (`[1]`), each built when `want` asks for it (the
+    /// operand shapes are worked out once for both).
+    fn regs_of(&self, want: [bool; 2]) -> [RegSet; 2] {
+        let mut sets = [RegSet::new(), RegSet::new()];
         // Two-part instructions: both parts' registers (the prefix reads the scale VGPRs).
         if self.pair != 0 {
             for p in (0..2).filter_map(|i| self.pair_part(i)) {
-                set.union_with(&p.regs(defs));
+                let [r, w] = p.regs_of(want);
+                sets[0].union_with(&r);
+                sets[1].union_with(&w);
             }
-            return set;
+            return sets;
         }
         let sregs = self.target.def().sregs;
         let b = self.bytes();
         // Image instructions: operand widths from dmask/d16/tfe/dim/a16/NSA (crate::image).
         let image = self.image_shape();
         if let Some(sh) = &image {
-            sh.add_regs(sregs, defs, &mut set);
+            for (d, set) in sets.iter_mut().enumerate() {
+                if want[d] {
+                    sh.add_regs(sregs, d == 1, set);
+                }
+            }
         }
         // FLAT family and buffers: operands the mode bits add (decode/mem.rs).
         let shape = self.mem_shape();
         if let Some(s) = &shape {
-            if !defs {
+            if want[0] {
                 if let Some((v, w)) = self.mem_extra_vaddr(s) {
-                    (0..u16::from(w)).for_each(|i| set.add_vgpr(v + i));
+                    (0..u16::from(w)).for_each(|i| sets[0].add_vgpr(v + i));
                 }
                 if s.lds {
-                    set.add(SpecialReg::M0);
+                    sets[0].add(SpecialReg::M0);
                 }
-            } else if let (true, Some(v)) = (self.flat_atomic_returns(), self.field("vdst")) {
-                let file_a = self.acc_data();
-                for i in 0..u16::from(self.flat_atomic_vdst_width()) {
-                    if file_a {
-                        set.add_agpr(v as u16 + i)
-                    } else {
-                        set.add_vgpr(v as u16 + i)
+            }
+            if want[1] {
+                if let (true, Some(v)) = (self.flat_atomic_returns(), self.field("vdst")) {
+                    let file_a = self.acc_data();
+                    for i in 0..u16::from(self.flat_atomic_vdst_width()) {
+                        if file_a {
+                            sets[1].add_agpr(v as u16 + i)
+                        } else {
+                            sets[1].add_vgpr(v as u16 + i)
+                        }
                     }
                 }
             }
@@ -832,8 +852,9 @@ impl Instruction {
             .row
             .operands
             .iter()
-            .filter(|o| o.def == defs && image.is_none())
+            .filter(|o| want[usize::from(o.def)] && image.is_none())
         {
+            let set = &mut sets[usize::from(o.def)];
             let Some(f) = self.fmt.fields.get(usize::from(o.field)) else {
                 continue;
             };
@@ -887,23 +908,23 @@ impl Instruction {
                 _ => set.add_scalar(sregs, v, width),
             }
         }
-        if !defs && image.is_none() {
-            self.dpp_src0_regs(&mut set);
+        if want[0] && image.is_none() {
+            self.dpp_src0_regs(&mut sets[0]);
         }
         // SMEM offset SGPR: not a table operand (the tables list the immediate-offset forms).
-        if let (false, Some(v)) = (defs, self.smem_soffset()) {
-            set.add_scalar(sregs, v, 1);
+        if let (true, Some(v)) = (want[0], self.smem_soffset()) {
+            sets[0].add_scalar(sregs, v, 1);
         }
         // gfx9/gfx10 scalar atomics with `glc` (dword0 bit 16) return the old value into
         // `sdata` (LLVM `SM_Pseudo_Atomics` `_RTN` forms: `sdst` tied to `sdata`).
-        if defs
+        if want[1]
             && self.fmt.format == Format::Smem
             && self.row.mnemonic.contains("_atomic_")
             && self.target.family() <= Family::Gfx10
             && self.word(0) & (1 << 16) != 0
         {
             if let Some((v, w)) = self.operand_reg("sdata") {
-                set.add_scalar(sregs, v, w);
+                sets[1].add_scalar(sregs, v, w);
             }
         }
         // VOPD: vdstY = (field << 1) | !(vdstX & 1) (LLVM VOPDInstructions.td).
@@ -913,45 +934,56 @@ impl Instruction {
             self.row.mnemonic_y,
             "v_dual_fmac_f32" | "v_dual_dot2acc_f32_f16" | "v_dual_dot2acc_f32_bf16"
         );
-        if (defs || y_acc) && self.fmt.format == Format::Vopd {
+        if self.fmt.format == Format::Vopd {
             if let (Some(y), Some(x)) = (self.field("vdsty"), self.field("vdstx")) {
-                set.add_vgpr(((y << 1) | (!x & 1)) as u16);
+                let v = ((y << 1) | (!x & 1)) as u16;
+                if want[1] {
+                    sets[1].add_vgpr(v);
+                }
+                if want[0] && y_acc {
+                    sets[0].add_vgpr(v);
+                }
             }
         }
-        let imp = if defs {
-            self.row.imp_defs
-        } else {
-            self.row.imp_uses
-        };
-        let wave32_vcc = self.target.family() >= Family::Gfx10 && imp & IMP_VCC_LO != 0;
-        if imp & IMP_EXEC != 0 {
-            set.add(SpecialReg::ExecLo);
-            set.add(SpecialReg::ExecHi);
+        for (d, set) in sets.iter_mut().enumerate() {
+            if !want[d] {
+                continue;
+            }
+            let imp = if d == 1 {
+                self.row.imp_defs
+            } else {
+                self.row.imp_uses
+            };
+            let wave32_vcc = self.target.family() >= Family::Gfx10 && imp & IMP_VCC_LO != 0;
+            if imp & IMP_EXEC != 0 {
+                set.add(SpecialReg::ExecLo);
+                set.add(SpecialReg::ExecHi);
+            }
+            if imp & IMP_EXEC_LO != 0 {
+                set.add(SpecialReg::ExecLo);
+            }
+            if imp & IMP_VCC != 0 {
+                set.add(SpecialReg::VccLo);
+                set.add(SpecialReg::VccHi);
+            }
+            if wave32_vcc {
+                set.add(SpecialReg::VccLo);
+            }
+            if imp & IMP_SCC != 0 {
+                set.add(SpecialReg::Scc);
+            }
+            if imp & IMP_M0 != 0 {
+                set.add(SpecialReg::M0);
+            }
+            if imp & IMP_MODE != 0 {
+                set.add(SpecialReg::Mode);
+            }
+            if imp & IMP_FLAT_SCR != 0 {
+                set.add(SpecialReg::FlatScratchLo);
+                set.add(SpecialReg::FlatScratchHi);
+            }
         }
-        if imp & IMP_EXEC_LO != 0 {
-            set.add(SpecialReg::ExecLo);
-        }
-        if imp & IMP_VCC != 0 {
-            set.add(SpecialReg::VccLo);
-            set.add(SpecialReg::VccHi);
-        }
-        if wave32_vcc {
-            set.add(SpecialReg::VccLo);
-        }
-        if imp & IMP_SCC != 0 {
-            set.add(SpecialReg::Scc);
-        }
-        if imp & IMP_M0 != 0 {
-            set.add(SpecialReg::M0);
-        }
-        if imp & IMP_MODE != 0 {
-            set.add(SpecialReg::Mode);
-        }
-        if imp & IMP_FLAT_SCR != 0 {
-            set.add(SpecialReg::FlatScratchLo);
-            set.add(SpecialReg::FlatScratchHi);
-        }
-        set
+        sets
     }
 
     /// Registers read, explicit and implicit (LLVM implicit uses), full widths. Implicit VCC/EXEC
@@ -963,6 +995,13 @@ impl Instruction {
     /// Registers written, explicit and implicit (LLVM implicit defs), full widths.
     pub fn writes(&self) -> RegSet {
         self.regs(true)
+    }
+
+    /// [`Instruction::reads`] and [`Instruction::writes`] together, the operand shapes worked
+    /// out once.
+    pub fn reads_writes(&self) -> (RegSet, RegSet) {
+        let [r, w] = self.regs_of([true, true]);
+        (r, w)
     }
 
     /// The opcode's operand encoded in field `name` and that field's index in the format, when

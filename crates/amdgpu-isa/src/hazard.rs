@@ -103,6 +103,22 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Every scope, for [`Scanner::scopes`].
+    const ALL: [Scope; 7] = [
+        Scope::Gfx9,
+        Scope::Mfma,
+        Scope::Gfx940,
+        Scope::Gfx101,
+        Scope::Gfx11,
+        Scope::Gfx12,
+        Scope::Gfx1250,
+    ];
+
+    /// This scope's bit in [`Scanner::scopes`].
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
     /// Whether `t` is in this scope.
     pub fn contains(self, t: Target) -> bool {
         let n = t.name();
@@ -373,6 +389,11 @@ const TSFLAG_TRANS: u64 = 1 << 16;
 #[derive(Clone, Debug)]
 pub struct Scanner {
     t: Target,
+    /// The scopes `t` is in ([`Scope::bit`]), decided once (not a name comparison per check).
+    scopes: u8,
+    /// [`max_windows`] of those scopes: past them nothing older can be a producer.
+    max_ws: u32,
+    max_valus: u32,
     pushed: usize,
     /// Recent instructions, newest first: their position, the registers they write, their
     /// class and their producer facts (decoded once when pushed, not once per later instruction
@@ -482,13 +503,28 @@ fn m0_msg_reader(i: &Instruction) -> bool {
         || (i.class() == InstClass::Ds && i.field("gds") == Some(1))
 }
 
-fn m0_movrel_reader(i: &Instruction) -> bool {
+/// Readers of M0 for [`M0_MOVREL`] (`s_movrel*`, `v_interp*`, the LDS `addtid` forms, VMEM
+/// reading M0); `reads`: the registers `i` reads.
+fn m0_movrel_reader(i: &Instruction, reads: &RegSet) -> bool {
     let m = i.mnemonic();
     m.starts_with("s_movrel")
         || m.starts_with("v_interp")
         || m.starts_with("ds_read_addtid")
         || m.starts_with("ds_write_addtid")
-        || (is_vmem(i) && i.reads().contains(SpecialReg::M0))
+        || (is_vmem(i) && reads.contains(SpecialReg::M0))
+}
+
+/// The widest window of the rules of `scopes` ([`Scanner::scopes`]): wait states of
+/// [`Fix::WaitStates`] rules and VALUs of [`Fix::Valus`] rules.
+fn max_windows(scopes: u8) -> (u32, u32) {
+    RULES
+        .iter()
+        .filter(|r| scopes & r.scope.bit() != 0)
+        .fold((0u32, 0u32), |(w, v), r| match r.fix {
+            Fix::WaitStates(n) => (w.max(u32::from(n)), v),
+            Fix::Valus(n) => (w, v.max(u32::from(n))),
+            _ => (w, v),
+        })
 }
 
 /// The SGPR a v_readlane/v_writelane uses as lane select (`src1`), when it is an SGPR.
@@ -506,8 +542,16 @@ fn depctr_imm(i: &Instruction) -> Option<u32> {
 impl Scanner {
     /// An empty history: nothing was issued before the first pushed instruction.
     pub fn new(t: Target) -> Scanner {
+        let scopes = Scope::ALL
+            .iter()
+            .filter(|s| s.contains(t))
+            .fold(0u8, |a, s| a | s.bit());
+        let (max_ws, max_valus) = max_windows(scopes);
         Scanner {
             t,
+            scopes,
+            max_ws,
+            max_valus,
             pushed: 0,
             hist: VecDeque::new(),
             sa: Vec::new(),
@@ -523,10 +567,15 @@ impl Scanner {
     /// first pushed instruction (a snippet entered after unknown original code, whose scratch
     /// SGPRs may be dead carry-outs a VALU just wrote). No-op elsewhere.
     pub fn assume_unknown_sgpr_writes(&mut self) {
-        if Scope::Gfx12.contains(self.t) {
+        if self.has(Scope::Gfx12) {
             self.sa = (0..106).map(|s| (s, None)).collect();
             self.va = (0..106).map(|s| (s, None)).collect();
         }
+    }
+
+    /// Whether the target is in scope `s`.
+    fn has(&self, s: Scope) -> bool {
+        self.scopes & s.bit() != 0
     }
 
     /// Instructions pushed so far.
@@ -558,15 +607,29 @@ impl Scanner {
 
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
     pub fn check(&self, i: &Instruction) -> Vec<Need> {
-        self.check_regs(i, &i.reads(), &i.writes())
+        let (reads, writes) = i.reads_writes();
+        self.check_regs(i, &reads, &writes)
     }
 
     /// [`Scanner::check`], then [`Scanner::push`], with `i`'s registers decoded once.
     pub fn check_push(&mut self, i: &Instruction) -> Vec<Need> {
-        let (reads, writes) = (i.reads(), i.writes());
+        let (reads, writes) = i.reads_writes();
         let needs = self.check_regs(i, &reads, &writes);
         self.push_regs(i, reads, writes, Some(&needs));
         needs
+    }
+
+    /// [`Scanner::check_push`] without checking the wait-state and VALU-count rules: returns
+    /// what the rules without a window find for `i`, and pushes `i` exactly as
+    /// [`Scanner::check_push`] does (its history entry is kept, so later instructions are
+    /// checked against it; those rules' needs never change the state). For a caller that knows
+    /// no window rule finding at `i` matters to it.
+    pub fn check_state_push(&mut self, i: &Instruction) -> Vec<Need> {
+        let (reads, writes) = i.reads_writes();
+        let mut out: Vec<Need> = Vec::new();
+        self.check_state(i, &SgprUse::of(&reads, &writes), &mut out);
+        self.push_regs(i, reads, writes, Some(&out));
+        out
     }
 
     /// [`Scanner::check_push`] for the rules without a window only ([`LOOKBACK`]), given `i`'s
@@ -600,27 +663,48 @@ impl Scanner {
 
     /// The wait-state and VALU-count rules (producers in the history).
     fn check_window(&self, i: &Instruction, reads: &RegSet, writes: &RegSet, out: &mut Vec<Need>) {
-        let t = self.t;
         let mut add = |rule: &'static Rule, p: Option<usize>| Scanner::add(out, rule, p);
         // Wait-state rules: find the newest producer inside the window. `dist` is the wait
         // states issued after `prev`, `valus` the VALUs after it, `waited` whether a
         // `va_vdst(0)` wait came after it.
         let (mut dist, mut valus, mut waited) = (0u32, 0u32, false);
         // Facts about `i` the loop below asks once per producer.
-        let (i_class, i_rwlane, i_vmem) = (i.class(), is_rwlane(i), is_vmem(i));
+        // Lane movers are VALU instructions (no mnemonic comparison for the others).
+        let i_class = i.class();
+        let (i_rwlane, i_vmem) = (i_class == InstClass::Valu && is_rwlane(i), is_vmem(i));
         let lanesel = if i_rwlane && i.mnemonic() != "v_readfirstlane_b32" {
             Some(lane_select(i))
         } else {
             None
         };
         let i_sgprs_m0 = if i_vmem { sgpr_mask(reads, true) } else { 0 };
+        let i_hwreg = hwreg(i);
+        // Whether `i` reads M0 as the two M0 rules mean it, asked once (at the first SALU write
+        // of M0 in the history).
+        let mut m0_readers: Option<(bool, bool)> = None;
         // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
         // and `waited` only grow, so the walk stops there.
-        let (max_ws, max_valus) = RULES.iter().fold((0u32, 0u32), |(w, v), r| match r.fix {
-            Fix::WaitStates(n) => (w.max(u32::from(n)), v),
-            Fix::Valus(n) => (w, v.max(u32::from(n))),
-            _ => (w, v),
-        });
+        let (max_ws, max_valus) = (self.max_ws, self.max_valus);
+        // Every rule below needs a consumer that is a VALU, memory or export instruction, a lane
+        // mover, an `s_setreg`/`s_getreg`, or an M0 reader: for any other (most SALU, SMEM and
+        // branches) no producer can match, and the walk is skipped.
+        let consumer = matches!(
+            i_class,
+            InstClass::Valu
+                | InstClass::Buffer
+                | InstClass::Image
+                | InstClass::Flat
+                | InstClass::Global
+                | InstClass::Scratch
+                | InstClass::Ds
+                | InstClass::Export
+        ) || i_rwlane
+            || i_hwreg.is_some()
+            || m0_msg_reader(i)
+            || m0_movrel_reader(i, reads);
+        if !consumer {
+            return;
+        }
         for (p, pw, pc, pf) in &self.hist {
             if dist >= max_ws && (waited || valus >= max_valus) {
                 break;
@@ -629,14 +713,17 @@ impl Scanner {
             let prev_trans = pf.trans;
             let mut window = |rule: &'static Rule, hit: bool| {
                 if let Fix::WaitStates(n) = rule.fix {
-                    if hit && rule.scope.contains(t) && dist < u32::from(n) {
+                    if hit && self.has(rule.scope) && dist < u32::from(n) {
                         add(rule, Some(*p));
                     }
                 }
             };
-            let salu_m0 = pc == InstClass::Salu && pw.contains(SpecialReg::M0);
-            window(&M0_MSG, salu_m0 && m0_msg_reader(i));
-            window(&M0_MOVREL, salu_m0 && m0_movrel_reader(i));
+            if pc == InstClass::Salu && pw.contains(SpecialReg::M0) {
+                let (msg, movrel) = *m0_readers
+                    .get_or_insert_with(|| (m0_msg_reader(i), m0_movrel_reader(i, reads)));
+                window(&M0_MSG, msg);
+                window(&M0_MOVREL, movrel);
+            }
             // SGPRs (and M0) a VALU producer writes; only the two rules below need them.
             let valu_sgprs = || {
                 if pc == InstClass::Valu {
@@ -656,7 +743,7 @@ impl Scanner {
                 window(&VALU_SGPR_VMEM, valu_sgprs() & i_sgprs_m0 != 0);
             }
             if let Some(id) = pf.setreg {
-                window(&SETREG, id.is_some() && id == hwreg(i));
+                window(&SETREG, id.is_some() && id == i_hwreg);
             }
             if pf.mfma {
                 let uses = matches!(
@@ -689,7 +776,7 @@ impl Scanner {
             if prev_trans && i_class == InstClass::Valu && overlap_v(pw, reads) {
                 for rule in [&TRANS_USE_11, &TRANS_USE_1250] {
                     if let Fix::Valus(n) = rule.fix {
-                        if rule.scope.contains(t) && !waited && valus < u32::from(n) {
+                        if self.has(rule.scope) && !waited && valus < u32::from(n) {
                             add(rule, Some(*p));
                         }
                     }
@@ -703,10 +790,9 @@ impl Scanner {
 
     /// The rules that follow state instead of a window (gfx10.1, gfx12).
     fn check_state(&self, i: &Instruction, u: &SgprUse, out: &mut Vec<Need>) {
-        let t = self.t;
         let mut add = |rule: &'static Rule, p: Option<usize>| Scanner::add(out, rule, p);
         // gfx10.1 VMEM SGPR read → SALU/SMEM write.
-        if Scope::Gfx101.contains(t) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
+        if self.has(Scope::Gfx101) && matches!(i.class(), InstClass::Salu | InstClass::Smem) {
             let w = u.write_mask(true);
             if let Some((_, p)) = self.vmem_reads.iter().find(|(s, _)| has(w, *s)) {
                 add(&VMEM_SGPR_SALU_WRITE, Some(*p));
@@ -714,7 +800,7 @@ impl Scanner {
         }
         // gfx10.1 LDS / branch / VMEM. The producer reported is the branch: it is what makes
         // the two accesses a hazard (an inserted branch between two original accesses).
-        if Scope::Gfx101.contains(t) {
+        if self.has(Scope::Gfx101) {
             if is_vmem(i) {
                 if let Some((_, Some(b))) = self.lds {
                     add(&LDS_BRANCH_VMEM, Some(b));
@@ -727,7 +813,7 @@ impl Scanner {
             }
         }
         // gfx12 SGPR hazards.
-        if Scope::Gfx12.contains(t) {
+        if self.has(Scope::Gfx12) {
             let valu = i.class() == InstClass::Valu;
             let salu = i.class() == InstClass::Salu;
             if valu || salu {
@@ -762,7 +848,8 @@ impl Scanner {
 
     /// Records `i` as issued.
     pub fn push(&mut self, i: &Instruction) {
-        self.push_regs(i, i.reads(), i.writes(), None);
+        let (reads, writes) = i.reads_writes();
+        self.push_regs(i, reads, writes, None);
     }
 
     /// [`Scanner::push`] given `i`'s registers read and written, and (`checked`) what
@@ -808,7 +895,7 @@ impl Scanner {
     fn push_state(&mut self, i: &Instruction, u: &SgprUse, checked: &[Need]) {
         let p = self.pushed;
         let class = i.class();
-        if Scope::Gfx101.contains(self.t) {
+        if self.has(Scope::Gfx101) {
             let resolves = class == InstClass::Valu
                 || (i.special() == Special::Waitcnt
                     && i.mnemonic() == "s_waitcnt"
@@ -838,7 +925,7 @@ impl Scanner {
                 self.vmem = Some((p, None));
             }
         }
-        if Scope::Gfx12.contains(self.t) {
+        if self.has(Scope::Gfx12) {
             if matches!(
                 class,
                 InstClass::Smem | InstClass::Buffer | InstClass::Image

@@ -8,6 +8,7 @@
 //! - [`Wave`]: the architectural state a snippet can touch (SGPRs, VGPRs, EXEC, VCC, SCC, M0,
 //!   hardware registers, shader clock). [`Wave::new`] validates the wave size.
 //! - [`run`]: executes from a start PC until the PC leaves the code range, `s_endpgm`, or an error.
+//! - [`Code`] / [`run_code`]: the same on code decoded once for several runs.
 //! - [`shaderdata_of`]: convenience wrapper returning only the shaderdata dwords.
 //! - [`InterpError`]: typed failures carrying the PC and the byte offset into the code.
 //!
@@ -184,6 +185,61 @@ pub enum InterpError {
     StepLimit { max_steps: usize, pc: u64 },
 }
 
+/// Code to execute, placed at an address, with each instruction decoded at most once: a
+/// [`Code`] run several times (trials on different register states, [`run_code`]) decodes every
+/// instruction it reaches once in all, not once per step. Decoding is lazy, in execution order,
+/// so errors are the same as [`run`]'s.
+pub struct Code<'a> {
+    bytes: &'a [u8],
+    start_pc: u64,
+    /// Target the cache was filled for (the running wave's).
+    target: Option<Target>,
+    /// By dword offset into `bytes`: the instruction starting there, once decoded.
+    decoded: Vec<Option<amdgpu_isa::Instruction>>,
+}
+
+impl<'a> Code<'a> {
+    /// `bytes` placed at address `start_pc` (bytes).
+    pub fn new(bytes: &'a [u8], start_pc: u64) -> Code<'a> {
+        Code {
+            bytes,
+            start_pc,
+            target: None,
+            decoded: Vec::new(),
+        }
+    }
+
+    /// The instructions decoded so far (every instruction a run of this code executed), in
+    /// address order.
+    pub fn decoded(&self) -> impl Iterator<Item = &amdgpu_isa::Instruction> + '_ {
+        self.decoded.iter().flatten()
+    }
+
+    /// The instruction at byte `offset`, decoded for `target` (cached per dword offset).
+    fn at(
+        &mut self,
+        target: Target,
+        offset: usize,
+        pc: u64,
+    ) -> Result<amdgpu_isa::Instruction, InterpError> {
+        if self.target != Some(target) {
+            self.target = Some(target);
+            self.decoded = vec![None; self.bytes.len().div_ceil(4)];
+        }
+        let slot = offset.is_multiple_of(4).then_some(offset / 4);
+        if let Some(i) = slot.and_then(|k| self.decoded[k]) {
+            return Ok(i);
+        }
+        let rest = self.bytes.get(offset..).unwrap_or_default();
+        let inst =
+            decode(rest, target).map_err(|source| InterpError::Decode { pc, offset, source })?;
+        if let Some(k) = slot {
+            self.decoded[k] = Some(inst);
+        }
+        Ok(inst)
+    }
+}
+
 /// Executes `code` (placed at address `start_pc`) on `wave`, starting at `start_pc`.
 ///
 /// Stops with `Ok` when the PC leaves `[start_pc, start_pc + code.len())` (falls off the end or
@@ -197,9 +253,16 @@ pub fn run(
     start_pc: u64,
     max_steps: usize,
 ) -> Result<Run, InterpError> {
+    run_code(wave, &mut Code::new(code, start_pc), max_steps)
+}
+
+/// [`run`] on a [`Code`], which keeps the instructions decoded for the next run of the same
+/// code.
+pub fn run_code(wave: &mut Wave, code: &mut Code, max_steps: usize) -> Result<Run, InterpError> {
     // Validate the wave size even when the caller built the struct by hand.
     check_wave_size(wave.target, wave.wave_size)?;
-    let end = start_pc.saturating_add(code.len() as u64);
+    let start_pc = code.start_pc;
+    let end = start_pc.saturating_add(code.bytes.len() as u64);
     let mut out = Run {
         shaderdata: Vec::new(),
         executed: 0,
@@ -211,12 +274,7 @@ pub fn run(
             return Err(InterpError::StepLimit { max_steps, pc });
         }
         let offset = (pc - start_pc) as usize;
-        let rest = code.get(offset..).unwrap_or_default();
-        let inst = decode(rest, wave.target).map_err(|source| InterpError::Decode {
-            pc,
-            offset,
-            source,
-        })?;
+        let inst = code.at(wave.target, offset, pc)?;
         out.executed += 1;
         let at = semantics::At { pc, offset };
         match semantics::step(wave, &inst, at, &mut out.shaderdata)? {

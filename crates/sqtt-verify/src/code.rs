@@ -68,8 +68,10 @@ pub(crate) struct NInst {
 /// M0/SCC liveness, descriptor register usage, the whitelist of inserted code): decoded once per
 /// original and per inserted instruction (`Instruction::reads` / `writes`, the decoder's explicit
 /// and implicit operands at full width) and shared by every check, instead of a decode per check
-/// and per fixed-point iteration. 48 bytes per instruction.
+/// and per fixed-point iteration. 40 bytes per instruction (8-byte aligned: the `u128` masks
+/// would otherwise round every [`OInst`] up to a multiple of 16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(packed(8))]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
     pub sgpr_reads: u128,
@@ -78,33 +80,46 @@ pub(crate) struct Regs {
     /// Highest VGPR and AGPR number read or written, plus one (0: none).
     pub vgpr_top: u16,
     pub agpr_top: u16,
-    /// [`Regs::M0_READ`] .. [`Regs::SCALAR_WRITES`].
-    flags: u8,
+    /// [`Regs::M0_READ`] .. [`Regs::INDEXED`].
+    flags: u16,
 }
 
 impl Regs {
-    pub const M0_READ: u8 = 1;
-    pub const M0_WRITE: u8 = 2;
-    pub const SCC_READ: u8 = 4;
-    pub const SCC_WRITE: u8 = 8;
-    pub const VCC_READ: u8 = 16;
-    pub const VCC_WRITE: u8 = 32;
+    pub const M0_READ: u16 = 1;
+    pub const M0_WRITE: u16 = 2;
+    pub const SCC_READ: u16 = 4;
+    pub const SCC_WRITE: u16 = 8;
+    pub const VCC_READ: u16 = 16;
+    pub const VCC_WRITE: u16 = 32;
     /// Reads a trap temporary (TTMP).
-    pub const TTMP_READ: u8 = 64;
+    pub const TTMP_READ: u16 = 64;
     /// Writes nothing but SGPRs s0..s105, M0 and SCC (`insn::writes_only` with every SGPR).
-    pub const SCALAR_WRITES: u8 = 128;
+    pub const SCALAR_WRITES: u16 = 128;
+    /// `s_movrels*`: reads an SGPR chosen by M0 (`sgprs`: reads every SGPR).
+    pub const MOVRELS: u16 = 256;
+    /// `s_movreld*`: writes an SGPR chosen by M0 (`sgprs`: writes every SGPR, kills none).
+    pub const MOVRELD: u16 = 512;
+    /// `s_cmov*`: a conditional write (`sgprs`: kills nothing).
+    pub const CMOV: u16 = 1024;
+    /// An SMEM instruction or `s_sendmsg_rtn*`: its SGPR result arrives later (`sgprs`).
+    pub const ASYNC_RESULT: u16 = 2048;
+    /// Indexes VGPRs (`spill::indexed`).
+    pub const INDEXED: u16 = 4096;
 
-    /// The summary of the sets an instruction reads (`r`) and writes (`w`).
-    pub fn of(r: &RegSet, w: &RegSet) -> Regs {
+    /// The summary of the sets instruction `i` reads (`r`) and writes (`w`), with the facts of
+    /// its mnemonic the checks ask per fixed-point round (asked once here, not once per round).
+    pub fn of(i: &Instruction, r: &RegSet, w: &RegSet) -> Regs {
         let top = |m: Option<u16>| m.map_or(0, |x| x + 1);
         let u = r.union(w);
-        let flag = |set: &RegSet, reg: SpecialReg, bit: u8| {
+        let flag = |set: &RegSet, reg: SpecialReg, bit: u16| {
             if set.contains(reg) {
                 bit
             } else {
                 0
             }
         };
+        let when = |c: bool, bit: u16| if c { bit } else { 0 };
+        let m = i.mnemonic();
         Regs {
             sgpr_reads: r.sgpr_bits(),
             sgpr_writes: w.sgpr_bits(),
@@ -118,26 +133,32 @@ impl Regs {
                 | flag(r, SpecialReg::VccHi, Regs::VCC_READ)
                 | flag(w, SpecialReg::VccLo, Regs::VCC_WRITE)
                 | flag(w, SpecialReg::VccHi, Regs::VCC_WRITE)
-                | if (0..16).any(|t| r.contains_ttmp(t)) {
-                    Regs::TTMP_READ
-                } else {
-                    0
-                }
-                | if crate::insn::set_within(w, &crate::insn::every_sgpr()) {
-                    Regs::SCALAR_WRITES
-                } else {
-                    0
-                },
+                | when((0..16).any(|t| r.contains_ttmp(t)), Regs::TTMP_READ)
+                | when(
+                    crate::insn::set_within(w, &crate::insn::every_sgpr()),
+                    Regs::SCALAR_WRITES,
+                )
+                | when(m.starts_with("s_movrels"), Regs::MOVRELS)
+                | when(m.starts_with("s_movreld"), Regs::MOVRELD)
+                | when(m.starts_with("s_cmov"), Regs::CMOV)
+                | when(
+                    i.format() == amdgpu_isa::Format::Smem || m.starts_with("s_sendmsg_rtn"),
+                    Regs::ASYNC_RESULT,
+                )
+                | when(crate::spill::indexed(i), Regs::INDEXED),
         }
     }
 
     /// Decodes `i`'s registers.
     pub fn of_inst(i: &Instruction) -> Regs {
-        Regs::of(&i.reads(), &i.writes())
+        {
+            let (r, w) = i.reads_writes();
+            Regs::of(i, &r, &w)
+        }
     }
 
     /// Whether the flag bit `f` (one of the constants above) is set.
-    pub fn has(&self, f: u8) -> bool {
+    pub fn has(&self, f: u16) -> bool {
         self.flags & f != 0
     }
 
@@ -159,7 +180,7 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went. 128 bytes: the copy is kept as its address, plus
+/// An original instruction and where it went. 120 bytes: the copy is kept as its address, plus
 /// its instruction only where its bytes differ (a relocated PC-relative field, a changed
 /// instruction); the run as `u32` indices.
 pub(crate) struct OInst {
@@ -173,6 +194,14 @@ pub(crate) struct OInst {
     new_inst: Option<Box<Instruction>>,
     /// Indices into [`Func::inserted`] of the run inserted in front of it: `run.0..run.1`.
     run: (u32, u32),
+}
+
+/// One instruction of a rewritten function body ([`Func::address_order`]): an original's copy
+/// (index into [`Func::orig`]) or an inserted instruction (index into [`Func::inserted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Orig(u32),
+    Inserted(u32),
 }
 
 /// [`OInst`] address of an original instruction without a copy.
@@ -289,41 +318,95 @@ impl Func {
     /// Every instruction of the rewritten body (original copies and inserted ones), in address
     /// order.
     pub fn in_address_order(&self) -> Vec<crate::LaidOut> {
-        self.in_address_order_with_regs()
+        self.address_order()
             .into_iter()
-            .map(|(i, _)| i)
+            .map(|s| self.laid_out(s))
             .collect()
     }
 
-    /// [`Func::in_address_order`], each instruction with its registers when they are known
-    /// without a decode: a copy with its original's bytes has its original's [`Regs`].
-    pub fn in_address_order_with_regs(&self) -> Vec<(crate::LaidOut, Option<Regs>)> {
-        let mut v: Vec<(crate::LaidOut, Option<Regs>)> = self
+    /// [`Func::in_address_order`] as [`Slot`]s (8 bytes per instruction, not a copy of each):
+    /// the copies of the originals, then the inserted instructions, stably sorted by new address
+    /// (both lists are ascending as the aligner builds them: then one merge, ties original first,
+    /// gives that order without a sort).
+    pub fn address_order(&self) -> Vec<Slot> {
+        let copies: Vec<(u64, Slot)> = self
             .orig
             .iter()
-            .filter_map(|o| {
-                o.copy().map(|n| {
-                    let item = crate::LaidOut {
-                        addr: n.addr,
-                        inst: n.inst,
-                        inserted: false,
-                        original_address: Some(o.addr),
-                    };
-                    (item, (n.inst.bytes() == o.inst.bytes()).then_some(o.regs))
-                })
-            })
-            .chain(self.inserted.iter().map(|n| {
-                let item = crate::LaidOut {
+            .enumerate()
+            .filter(|(_, o)| o.new_addr != NOT_PLACED)
+            .map(|(k, o)| (o.new_addr, Slot::Orig(k as u32)))
+            .collect();
+        let sorted = copies.windows(2).all(|w| w[0].0 <= w[1].0)
+            && self.inserted.windows(2).all(|w| w[0].addr <= w[1].addr);
+        if !sorted {
+            let mut v: Vec<(u64, Slot)> = copies;
+            v.extend(
+                self.inserted
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| (n.addr, Slot::Inserted(j as u32))),
+            );
+            v.sort_by_key(|x| x.0);
+            return v.into_iter().map(|x| x.1).collect();
+        }
+        let mut out = Vec::with_capacity(copies.len() + self.inserted.len());
+        let (mut c, mut j) = (0usize, 0usize);
+        while c < copies.len() || j < self.inserted.len() {
+            let take_copy = match (copies.get(c), self.inserted.get(j)) {
+                (Some(x), Some(n)) => x.0 <= n.addr,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if take_copy {
+                out.push(copies[c].1);
+                c += 1;
+            } else {
+                out.push(Slot::Inserted(j as u32));
+                j += 1;
+            }
+        }
+        out
+    }
+
+    /// The instruction at slot `s` of [`Func::address_order`].
+    pub fn laid_out(&self, s: Slot) -> crate::LaidOut {
+        match s {
+            Slot::Orig(k) => {
+                let o = &self.orig[k as usize];
+                let n = o.copy().unwrap_or(NInst {
+                    addr: o.new_addr,
+                    inst: o.inst,
+                });
+                crate::LaidOut {
+                    addr: n.addr,
+                    inst: n.inst,
+                    inserted: false,
+                    original_address: Some(o.addr),
+                }
+            }
+            Slot::Inserted(j) => {
+                let n = &self.inserted[j as usize];
+                crate::LaidOut {
                     addr: n.addr,
                     inst: n.inst,
                     inserted: true,
                     original_address: None,
-                };
-                (item, None)
-            }))
-            .collect();
-        v.sort_by_key(|(i, _)| i.addr);
-        v
+                }
+            }
+        }
+    }
+
+    /// The registers of the instruction at slot `s` when they are known without a decode: a
+    /// copy with its original's bytes has its original's [`Regs`].
+    pub fn known_regs(&self, s: Slot) -> Option<Regs> {
+        match s {
+            Slot::Orig(k) => {
+                let o = &self.orig[k as usize];
+                let n = o.copy()?;
+                (n.inst.bytes() == o.inst.bytes()).then_some(o.regs)
+            }
+            Slot::Inserted(_) => None,
+        }
     }
 
     fn finding(&self, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
@@ -722,10 +805,10 @@ impl<'a> Program<'a> {
                 let regs: Vec<Regs> = body
                     .iter()
                     .map(|(_, i)| {
-                        let (r, w) = (i.reads(), i.writes());
+                        let (r, w) = i.reads_writes();
                         used.union_with(&r);
                         used.union_with(&w);
-                        Regs::of(&r, &w)
+                        Regs::of(i, &r, &w)
                     })
                     .collect();
                 if crate::verbatim::falls_off(&body) {
@@ -783,18 +866,25 @@ impl<'a> Program<'a> {
     /// Landing addresses allowed for a jump to original address `target`: every instruction start
     /// of the inserted run in front of the original instruction, and the instruction itself.
     pub fn landing(&self, target: u64) -> Option<(usize, usize, Vec<u64>)> {
+        let (fi, k, lands) = self.landings(target)?;
+        Some((fi, k, lands.collect()))
+    }
+
+    /// [`Program::landing`] with the addresses as an iterator (no list per question).
+    pub fn landings(
+        &self,
+        target: u64,
+    ) -> Option<(usize, usize, impl Iterator<Item = u64> + Clone + '_)> {
         let (fi, k) = self.original_at(target)?;
         let f = &self.funcs[fi];
         let o = &f.orig[k];
-        let mut v: Vec<u64> = f
-            .inserted
-            .get(o.run())
-            .unwrap_or_default()
-            .iter()
-            .map(|n| n.addr)
-            .collect();
-        v.push(o.copy()?.addr);
-        Some((fi, k, v))
+        let copy = o.copy()?.addr;
+        let run = f.inserted.get(o.run()).unwrap_or_default();
+        Some((
+            fi,
+            k,
+            run.iter().map(|n| n.addr).chain(std::iter::once(copy)),
+        ))
     }
 
     /// Rewritten address of a data address `a` outside `.text` (moves with its section; addresses in
@@ -947,7 +1037,9 @@ fn decode_original(
     isa: Target,
 ) -> Result<Vec<(u64, Instruction)>, VerifyError> {
     let bytes = t.slice(f.orig_start, f.orig_end);
-    let mut out = Vec::new();
+    // Every instruction is at least 4 bytes: no reallocation (untouched capacity of a large
+    // body is never paged in).
+    let mut out = Vec::with_capacity(bytes.len() / 4);
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = f.orig_start + off as u64;
@@ -975,7 +1067,7 @@ pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
         let dst = hi_reg.saturating_sub(1);
         let mut lo = None;
         for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(8) {
-            let (r, w) = (i.reads(), i.writes());
+            let (r, w) = i.reads_writes();
             let m = i.mnemonic();
             if m == "s_add_nc_u64" && w.contains_sgpr(dst) && r.contains_sgpr(dst) {
                 out.push(Builder {
@@ -1188,7 +1280,7 @@ fn align(
     }
     // Decode the rewritten region; stop at the first word that does not decode.
     let bytes = ntext.slice(start, f.new_region_end);
-    let mut new = Vec::new();
+    let mut new = Vec::with_capacity(bytes.len() / 4);
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = start + off as u64;
@@ -1227,20 +1319,53 @@ fn align(
         .chain(&landing_ranges)
         .map(|&(a, _)| a)
         .collect();
-    let island_ranges: Vec<(u64, u64)> = island_ranges.into_iter().chain(landing_ranges).collect();
-    let in_island = |a: u64| island_ranges.iter().any(|&(s, e)| a >= s && a < e);
-    // Classified once per instruction (the loop below asks several times per position).
-    let new_island: Vec<bool> = new.iter().map(|n| in_island(n.addr)).collect();
-    let new_ins: Vec<bool> = new
+    let mut island_ranges: Vec<(u64, u64)> =
+        island_ranges.into_iter().chain(landing_ranges).collect();
+    island_ranges.sort_unstable();
+    // Classified once per instruction (the loop below asks several times per position): an
+    // address is in some range `[s, e)` when the largest end of the ranges starting at or before
+    // it lies after it (one walk along both ascending lists, not a scan of the ranges per
+    // instruction).
+    let (mut r, mut reach) = (0usize, 0u64);
+    let new_island: Vec<bool> = new
         .iter()
-        .zip(&new_island)
-        .map(|(n, &isl)| isl || ins(&n.inst))
+        .map(|n| {
+            while let Some(&(_, e)) = island_ranges.get(r).filter(|x| x.0 <= n.addr) {
+                reach = reach.max(e);
+                r += 1;
+            }
+            n.addr < reach
+        })
         .collect();
     // The originals' decoded registers answer `insertable` with every SGPR free.
     let body_ins: Vec<bool> = body
         .iter()
         .zip(&regs)
         .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
+        .collect();
+    // An instruction with an original's bytes has that original's answer: a cursor follows the
+    // originals along the rewritten text (one step, or two past a changed copy) and only the
+    // other instructions are classified.
+    let mut cur = 0usize;
+    let new_ins: Vec<bool> = new
+        .iter()
+        .zip(&new_island)
+        .map(|(n, &isl)| {
+            let same_bytes = |t: usize| {
+                body.get(t)
+                    .is_some_and(|(_, o)| o.bytes() == n.inst.bytes())
+            };
+            let known = if same_bytes(cur) {
+                cur += 1;
+                Some(body_ins[cur - 1])
+            } else if same_bytes(cur + 1) {
+                cur += 2;
+                Some(body_ins[cur - 1])
+            } else {
+                None
+            };
+            isl || known.unwrap_or_else(|| ins(&n.inst))
+        })
         .collect();
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);

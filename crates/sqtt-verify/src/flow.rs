@@ -394,23 +394,26 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
 /// `s_cbranch_scc0` (seed spec "Scope filtering": the flag computed once at kernel entry), on an
 /// SGPR the run has not written before unless `entry` (a kernel's entry run computes the flag and
 /// may guard a marker right after).
-fn guard_reads(run: &[NInst], entry: bool) -> BTreeSet<u16> {
-    let mut written = RegSet::new();
+fn guard_reads(run: &[NInst], regs: &[Regs], entry: bool) -> BTreeSet<u16> {
+    let mut written: u128 = 0;
     let mut out = BTreeSet::new();
-    for (i, n) in run.iter().enumerate() {
+    for (i, (n, r)) in run.iter().zip(regs).enumerate() {
         let guard = n.inst.mnemonic() == "s_cmp_lg_u32"
             && scalar_const(&n.inst, "ssrc1") == Some(0)
             && run
                 .get(i + 1)
                 .is_some_and(|b| matches!(b.inst.mnemonic(), "s_cbranch_scc0" | "s_cbranch_scc1"));
         if guard {
-            if let Some(r) = sgprs(&n.inst.reads()).next() {
-                if entry || !written.contains_sgpr(r) {
-                    out.insert(r);
+            // The lowest SGPR s0..s105 it reads.
+            let reads = r.sgpr_reads & crate::sgprs::EVERY;
+            if reads != 0 {
+                let g = reads.trailing_zeros() as u16;
+                if entry || written >> g & 1 == 0 {
+                    out.insert(g);
                 }
             }
         }
-        written.union_with(&n.inst.writes());
+        written |= r.sgpr_writes;
     }
     out
 }
@@ -465,9 +468,14 @@ fn scope_flags(
             let entry = entry_index(f);
             let mut tested = BTreeSet::new();
             for (k, o) in f.orig.iter().enumerate() {
+                let run = o.run();
+                if run.is_empty() {
+                    continue;
+                }
                 let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
-                    f.inserted.get(o.run()).unwrap_or_default(),
+                    f.inserted.get(run.clone()).unwrap_or_default(),
+                    f.inserted_regs.get(run).unwrap_or_default(),
                     kernel_entry,
                 ));
             }
@@ -802,7 +810,7 @@ fn check_target(
         }
         return None;
     }
-    let Some((tfi, tk, lands)) = p.landing(t_o) else {
+    let Some((tfi, tk, lands)) = p.landings(t_o) else {
         findings.push(fnd(
             f,
             Check::Branch,
@@ -814,9 +822,9 @@ fn check_target(
     };
     let entry_of_other = tk == 0 && tfi != fi;
     let ok = if entry_of_other {
-        lands.first() == Some(&t_n)
+        lands.clone().next() == Some(t_n)
     } else {
-        lands.contains(&t_n)
+        lands.clone().any(|a| a == t_n)
     };
     if !ok {
         findings.push(fnd(
@@ -827,7 +835,6 @@ fn check_target(
             format!(
                 "{what} to orig {t_o:#x} reaches {t_n:#x}, allowed {}",
                 lands
-                    .iter()
                     .map(|a| format!("{a:#x}"))
                     .collect::<Vec<_>>()
                     .join(",")

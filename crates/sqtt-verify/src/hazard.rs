@@ -16,7 +16,7 @@
 use amdgpu_isa::hazard::{Fix, Need, Scanner, SgprUse, LOOKBACK};
 use amdgpu_isa::Flow;
 
-use crate::code::{Func, Program, Regs};
+use crate::code::{Func, Program, Slot};
 use crate::{Check, Finding, LaidOut as Item};
 use rayon::prelude::*;
 
@@ -63,30 +63,58 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
 /// then has one within [`LOOKBACK`] before or after it, so the scanner's history at `k` holds the
 /// same [`LOOKBACK`] fully pushed instructions as in a full scan. The rules without a window
 /// (gfx10.1, gfx12) are followed and checked at every position either way.
-fn near_inserted(seq: &[(Item, Option<Regs>)]) -> Vec<bool> {
+///
+/// Of those positions, one with no inserted instruction in `[k - LOOKBACK, k]` (inserted code
+/// only after it) is pushed with its registers but its wait-state and VALU-count rules are not
+/// checked ([`Near::Before`]): every producer in its history is original and it is original
+/// itself, so whatever those rules find there is a pair of originals, which is never reported,
+/// and their needs never change the scanner's state.
+fn near_inserted(seq: &[Slot]) -> Vec<Near> {
     let mut before = Vec::with_capacity(seq.len() + 1);
     before.push(0usize);
-    for (it, _) in seq {
-        before.push(before.last().copied().unwrap_or(0) + usize::from(it.inserted));
+    for s in seq {
+        let inserted = matches!(s, Slot::Inserted(_));
+        before.push(before.last().copied().unwrap_or(0) + usize::from(inserted));
     }
     (0..seq.len())
         .map(|j| {
             let lo = j.saturating_sub(LOOKBACK);
             let hi = (j + LOOKBACK + 1).min(seq.len());
-            before[hi] > before[lo]
+            if before[j + 1] > before[lo] {
+                Near::Checked
+            } else if before[hi] > before[lo] {
+                Near::Before
+            } else {
+                Near::Far
+            }
         })
         .collect()
 }
 
+/// How [`check_func`] treats one position ([`near_inserted`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Near {
+    /// An inserted instruction within [`LOOKBACK`] positions before it or at it: every rule.
+    Checked,
+    /// Inserted code within [`LOOKBACK`] positions after it only: pushed with its registers,
+    /// the rules without a window checked.
+    Before,
+    /// No inserted instruction within [`LOOKBACK`] positions: the rules without a window only.
+    Far,
+}
+
 fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
-    let with_regs = f.in_address_order_with_regs();
-    let full = near_inserted(&with_regs);
-    let (seq, regs): (Vec<Item>, Vec<Option<Regs>>) = with_regs.into_iter().unzip();
+    // Positions as slots (the instructions stay where they are).
+    let order = f.address_order();
+    let full = near_inserted(&order);
+    let item = |k: usize| f.laid_out(order[k]);
+    let is_inserted = |k: usize| matches!(order[k], Slot::Inserted(_));
     let mut sc = Scanner::new(p.isa);
     let mut seen = std::collections::BTreeSet::new();
     let mut report = |k: usize, producer: Option<usize>, need: &Need, note: &str| {
-        let c = &seq[k];
-        let prod = producer.and_then(|q| seq.get(q));
+        let c = &item(k);
+        let prod = producer.filter(|&q| q < order.len()).map(item);
+        let prod = prod.as_ref();
         if !c.inserted && !prod.is_some_and(|p| p.inserted) {
             return;
         }
@@ -119,12 +147,18 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
             ),
         });
     };
-    for (k, it) in seq.iter().enumerate() {
-        let needs = if full[k] {
+    for k in 0..order.len() {
+        let it = &item(k);
+        let needs = if full[k] == Near::Checked {
             sc.check_push(&it.inst)
+        } else if full[k] == Near::Before {
+            sc.check_state_push(&it.inst)
         } else {
-            let u = regs[k].map_or_else(
-                || SgprUse::of(&it.inst.reads(), &it.inst.writes()),
+            let u = f.known_regs(order[k]).map_or_else(
+                || {
+                    let (r, w) = it.inst.reads_writes();
+                    SgprUse::of(&r, &w)
+                },
                 |r| r.sgpr_use(),
             );
             sc.check_push_state(&it.inst, u)
@@ -139,19 +173,20 @@ fn check_func(p: &Program, f: &Func, findings: &mut Vec<Finding>) {
         let Some(target) = it.inst.branch_target(it.addr).filter(|t| *t < it.addr) else {
             continue;
         };
-        // `seq` is sorted by address: the first instruction at `target`.
-        let head = seq.partition_point(|x| x.addr < target);
-        if seq.get(head).is_none_or(|x| x.addr != target) {
+        // `order` is sorted by address: the first instruction at `target`.
+        let head = order.partition_point(|&x| f.laid_out(x).addr < target);
+        if head >= order.len() || item(head).addr != target {
             continue;
         }
-        if !seq[head..k].iter().all(|x| x.inserted) {
+        if !(head..k).all(is_inserted) {
             continue;
         }
         let mut again = sc.clone();
         let base = again.position();
         // Positions after `base` are the second pass over `head..=k`.
         let map = |q: usize| if q >= base { head + (q - base) } else { q };
-        for (j, body) in seq.iter().enumerate().take(k + 1).skip(head) {
+        for j in head..=k {
+            let body = item(j);
             for need in again.check(&body.inst) {
                 report(j, need.producer.map(map), &need, " (loop back edge)");
             }

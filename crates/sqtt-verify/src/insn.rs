@@ -67,7 +67,7 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     if inst.mnemonic() != "s_mov_b32" {
         return None;
     }
-    let (r, w) = (inst.reads(), inst.writes());
+    let (r, w) = inst.reads_writes();
     if w == only_m0() {
         if r.is_empty() {
             return scalar_const(inst, "ssrc0").map(Allowed::SetM0);
@@ -238,6 +238,24 @@ const SALU_STEMS: &[&str] = &[
     "s_cls_i32",
 ];
 
+/// Whether mnemonic `m` starts with one of [`SALU_STEMS`], remembered per mnemonic (the
+/// decoder's mnemonics are static strings: one per opcode, so the answer is kept by address
+/// and asked once per opcode and thread, not once per instruction).
+fn salu_stem(m: &'static str) -> bool {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static SEEN: RefCell<HashMap<(usize, usize), bool>> = RefCell::new(HashMap::new());
+    }
+    let key = (m.as_ptr() as usize, m.len());
+    if let Some(b) = SEEN.with(|c| c.borrow().get(&key).copied()) {
+        return b;
+    }
+    let b = SALU_STEMS.iter().any(|s| m.starts_with(s));
+    SEEN.with(|c| c.borrow_mut().insert(key, b));
+    b
+}
+
 /// Hardware registers inserted code may read with `s_getreg_b32` (LLVM 22 `SIDefines.h`
 /// `Hwreg::Id`): gfx9 `HW_REG_HW_ID` (4); gfx10+ `HW_REG_HW_ID1` (23), `HW_REG_HW_ID2` (24),
 /// `HW_REG_SHADER_CYCLES` (29; `_LO` on gfx12) and gfx12+ `HW_REG_SHADER_CYCLES_HI` (30).
@@ -256,7 +274,23 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
     if let Some(a) = allowed(inst) {
         return Some(Region::Legacy(a));
     }
-    if inst.memory().is_some() {
+    // Memory instructions (the formats `Instruction::memory` describes; asking the format is
+    // cheaper than building the access).
+    if matches!(
+        inst.format(),
+        Format::Flat
+            | Format::Global
+            | Format::Scratch
+            | Format::Mubuf
+            | Format::Mtbuf
+            | Format::Vbuffer
+            | Format::Mimg
+            | Format::Vimage
+            | Format::Vsample
+            | Format::Ds
+            | Format::Ldsdir
+            | Format::Smem
+    ) {
         return None;
     }
     let m = inst.mnemonic();
@@ -282,10 +316,7 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
             if m == "s_get_shader_cycles_u64" {
                 return Some(Region::ShaderCycles);
             }
-            SALU_STEMS
-                .iter()
-                .any(|s| m.starts_with(s))
-                .then_some(Region::Salu)
+            salu_stem(m).then_some(Region::Salu)
         }
         Format::Vop3 if m == "v_readlane_b32" => Some(Region::Readlane),
         Format::Vop3 if m == "v_writelane_b32" => Some(Region::Writelane),

@@ -4,10 +4,11 @@
 //! shaderdata framing of the seed spec ("Marker Encoding", "Funcmap format" `R:` rows, "Address
 //! Tracing" / "Framing protocol", "Scope filtering", "GFX12 Shader Clock Packing").
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{build, Target};
-use sqtt_interp::{run, InterpError, Wave};
+use amdgpu_isa::{build, InstClass, Target};
+use sqtt_interp::{run_code, Code, InterpError, Wave};
 
 use crate::Check;
 
@@ -100,6 +101,61 @@ pub(crate) struct Entry<'a> {
     pub changeable: u128,
 }
 
+thread_local! {
+    /// A model wave left by the last [`execute`] on this thread, in the state [`Wave::new`]
+    /// gives (every VGPR zero): allocating and zeroing the 256 VGPRs of a fresh wave for every
+    /// run entry cost more than executing most runs.
+    static SPARE: RefCell<Option<Wave>> = const { RefCell::new(None) };
+}
+
+/// A wave as [`Wave::new`] makes it, reusing this thread's spare one when it fits.
+fn take_wave(target: Target, wave_size: u32) -> Result<Wave, InterpError> {
+    let spare = SPARE.with(|s| s.borrow_mut().take());
+    match spare {
+        Some(w) if w.target == target && w.wave_size == wave_size => Ok(w),
+        _ => Wave::new(target, wave_size),
+    }
+}
+
+/// Returns `w` to this thread's spare slot in the state of [`Wave::new`]: the VGPRs `touched`
+/// (randomised) and every VGPR a vector instruction of `code` that executed names are zeroed
+/// (no other VGPR can have changed: scalar instructions name none), the hardware registers
+/// emptied, the scalar state reset.
+fn give_back(mut w: Wave, touched: &[u16], code: &Code) {
+    let mut dirty = amdgpu_isa::RegSet::new();
+    for i in code
+        .decoded()
+        .filter(|i| !matches!(i.class(), InstClass::Salu | InstClass::Branch))
+    {
+        let (r, wr) = i.reads_writes();
+        dirty.union_with(&r);
+        dirty.union_with(&wr);
+    }
+    for &v in touched {
+        if let Some(row) = w.vgpr.get_mut(usize::from(v)) {
+            *row = [0; 64];
+        }
+    }
+    if let Some(top) = dirty.max_vgpr() {
+        for v in 0..=top {
+            if dirty.contains_vgpr(v) {
+                if let Some(row) = w.vgpr.get_mut(usize::from(v)) {
+                    *row = [0; 64];
+                }
+            }
+        }
+    }
+    debug_assert!(w.vgpr.iter().all(|r| r.iter().all(|&x| x == 0)));
+    w.sgpr = [0; sqtt_interp::NUM_SGPRS];
+    w.exec = w.lane_mask();
+    w.vcc = 0;
+    w.scc = false;
+    w.m0 = 0;
+    w.hwreg.clear();
+    w.shader_cycles = 0;
+    SPARE.with(|s| *s.borrow_mut() = Some(w));
+}
+
 /// Executes one run entry over several random states. See the module docs for the checks.
 pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
     let mut out = Exec {
@@ -109,7 +165,6 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
         headers: Vec::new(),
         problems: Vec::new(),
     };
-    let end = e.start + e.code.len() as u64;
     // Entering mid-run: a leading `s_branch` to the landing, so backward branches stay inside.
     let (code, base) = if e.landing == e.start {
         (e.code.to_vec(), e.start)
@@ -130,13 +185,7 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
             }
         }
     };
-    let flags: &[Option<u32>] = if env.scope_flag.is_some() {
-        &[Some(0), Some(1)]
-    } else {
-        &[None]
-    };
-    let mut rng = Rng(e.landing ^ 0x9e37_79b9_7f4a_7c15);
-    let mut w = match Wave::new(env.target, env.wave_size) {
+    let mut w = match take_wave(env.target, env.wave_size) {
         Ok(w) => w,
         Err(err) => {
             out.problems
@@ -144,12 +193,27 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
             return out;
         }
     };
+    let mut prog = Code::new(&code, base);
+    trials(env, e, &mut w, &mut prog, &mut out);
+    give_back(w, e.vgprs, &prog);
+    out
+}
+
+/// The trials of [`execute`] on the wave `w` and the code `prog`, into `out`.
+fn trials(env: &Env, e: &Entry, w: &mut Wave, prog: &mut Code, out: &mut Exec) {
+    let end = e.start + e.code.len() as u64;
+    let flags: &[Option<u32>] = if env.scope_flag.is_some() {
+        &[Some(0), Some(1)]
+    } else {
+        &[None]
+    };
+    let mut rng = Rng(e.landing ^ 0x9e37_79b9_7f4a_7c15);
     let mut m0_outs = Vec::new();
     let mut in_scope_headers: Option<Vec<u32>> = None;
     let mut reported_scope = false;
     for &flag in flags {
         for t in 0..e.trials {
-            randomise(&mut w, e.vgprs, t, &mut rng);
+            randomise(w, e.vgprs, t, &mut rng);
             if t == 1 {
                 // No value of an instrumentation-owned SGPR may be assumed on entry: try them all
                 // zero once (the scope flag is set below).
@@ -162,22 +226,22 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
             if let (Some(r), Some(v)) = (env.scope_flag, flag) {
                 w.sgpr[usize::from(r)] = v;
             }
-            let before = Snapshot::of(&w);
-            let r = match run(&mut w, &code, base, MAX_STEPS) {
+            let before = Snapshot::of(w);
+            let r = match run_code(w, prog, MAX_STEPS) {
                 Ok(r) => r,
                 Err(InterpError::StepLimit { max_steps, pc }) => {
                     out.problems.push((
                         Check::Inserted,
                         format!("inserted run does not terminate: {max_steps} instructions executed, at {pc:#x}"),
                     ));
-                    return out;
+                    return;
                 }
                 Err(err) => {
                     out.problems.push((
                         Check::Inserted,
                         format!("inserted run cannot be executed by the model: {err}"),
                     ));
-                    return out;
+                    return;
                 }
             };
             if r.exit_pc != end {
@@ -188,12 +252,12 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                         r.exit_pc
                     ),
                 ));
-                return out;
+                return;
             }
-            if let Some(what) = changed_state(e.changeable, &before, &w) {
+            if let Some(what) = changed_state(e.changeable, &before, w) {
                 out.problems
                     .push((Check::Inserted, format!("inserted run changes {what}")));
-                return out;
+                return;
             }
             if w.m0 != before.m0 {
                 out.m0_preserved = false;
@@ -223,7 +287,7 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                 Err(_) if !e.frame => continue,
                 Err(msg) => {
                     out.problems.push((Check::Markers, msg));
-                    return out;
+                    return;
                 }
             };
             match &in_scope_headers {
@@ -237,7 +301,7 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
                             hexes(&headers)
                         ),
                     ));
-                    return out;
+                    return;
                 }
                 Some(_) => {}
             }
@@ -248,7 +312,6 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
         out.m0_const = first;
     }
     out.headers = in_scope_headers.unwrap_or_default();
-    out
 }
 
 fn hexes(v: &[u32]) -> String {

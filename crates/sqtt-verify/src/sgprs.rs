@@ -18,9 +18,9 @@
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{Family, Flow, Format, Instruction, Special};
+use amdgpu_isa::{Family, Flow, Instruction, Special};
 
-use crate::code::{Func, OInst, Program};
+use crate::code::{Func, OInst, Program, Regs};
 use crate::flow::FactSuccs;
 
 /// Bit `n` is `s<n>`.
@@ -50,7 +50,7 @@ pub(crate) struct CallGraph {
 // (`OInst::regs`).
 
 fn reads(o: &OInst) -> Mask {
-    if o.inst.mnemonic().starts_with("s_movrels") {
+    if o.regs.has(Regs::MOVRELS) {
         EVERY
     } else {
         o.regs.sgpr_reads
@@ -58,7 +58,7 @@ fn reads(o: &OInst) -> Mask {
 }
 
 fn writes(o: &OInst) -> Mask {
-    if o.inst.mnemonic().starts_with("s_movreld") {
+    if o.regs.has(Regs::MOVRELD) {
         EVERY
     } else {
         o.regs.sgpr_writes
@@ -66,8 +66,7 @@ fn writes(o: &OInst) -> Mask {
 }
 
 fn kills(o: &OInst) -> Mask {
-    let m = o.inst.mnemonic();
-    if m.starts_with("s_cmov") || m.starts_with("s_movreld") {
+    if o.regs.has(Regs::CMOV) || o.regs.has(Regs::MOVRELD) {
         0
     } else {
         o.regs.sgpr_writes
@@ -75,9 +74,7 @@ fn kills(o: &OInst) -> Mask {
 }
 
 fn smem_result(o: &OInst) -> Mask {
-    let i = &o.inst;
-    let asynchronous = i.format() == Format::Smem || i.mnemonic().starts_with("s_sendmsg_rtn");
-    if asynchronous {
+    if o.regs.has(Regs::ASYNC_RESULT) {
         o.regs.sgpr_writes
     } else {
         0
@@ -362,13 +359,20 @@ fn live_in(
 ) -> Vec<Mask> {
     let f = &p.funcs[fi];
     let n = f.orig.len();
-    let calls: BTreeMap<usize, Option<usize>> = cg.calls[fi].iter().copied().collect();
-    let gen: Vec<Mask> = (0..n)
-        .map(|k| {
-            let c = calls.get(&k).map_or(0, |c| c.map_or(EVERY, |g| deep[g]));
-            reads(&f.orig[k]) | c
-        })
-        .collect();
+    let mut gen: Vec<Mask> = f.orig.iter().map(reads).collect();
+    // The last call recorded at an instruction counts (as a map built from the list would).
+    let mut called: Vec<Option<Mask>> = Vec::new();
+    for &(k, c) in &cg.calls[fi] {
+        if called.is_empty() {
+            called = vec![None; n];
+        }
+        if let Some(x) = called.get_mut(k) {
+            *x = Some(c.map_or(EVERY, |g| deep[g]));
+        }
+    }
+    for (g, c) in gen.iter_mut().zip(&called) {
+        *g |= c.unwrap_or(0);
+    }
     let end: Vec<Mask> = (0..n)
         .map(|k| match cg.leaves[fi].get(&k) {
             Some(Leave::EndPgm) => 0,
@@ -464,7 +468,6 @@ pub(crate) fn touched(f: &Func) -> Mask {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::code::Regs;
     use crate::FunctionKind;
     use amdgpu_isa::{decode_all, Target};
 

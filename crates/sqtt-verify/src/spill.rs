@@ -47,7 +47,7 @@ impl Vgprs {
 /// Whether `i` may address VGPRs other than its operands: M0- or mode-indexed VGPRs
 /// (`v_movrel*`, gfx9 `s_set_gpr_idx_*`), gfx1250 VGPR banks (`s_set_vgpr_msb`), gfx12+ dynamic
 /// VGPR allocation (`s_alloc_vgpr`).
-fn indexed(i: &Instruction) -> bool {
+pub(crate) fn indexed(i: &Instruction) -> bool {
     let m = i.mnemonic();
     m.starts_with("v_movrel")
         || m.starts_with("s_set_gpr_idx")
@@ -61,7 +61,10 @@ fn used(f: &Func) -> Vgprs {
     if f.orig.is_empty() && f.orig_end > f.orig_start {
         return Vgprs::ALL;
     }
-    if f.orig.iter().any(|o| indexed(&o.inst)) {
+    if f.orig
+        .iter()
+        .any(|o| o.regs.has(crate::code::Regs::INDEXED))
+    {
         return Vgprs::ALL;
     }
     // The union of every original instruction's registers, collected when they were decoded.
