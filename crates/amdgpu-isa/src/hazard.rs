@@ -688,7 +688,8 @@ impl Scanner {
         // Every rule below needs a consumer that is a VALU, memory or export instruction, a lane
         // mover, an `s_setreg`/`s_getreg`, or an M0 reader: for any other (most SALU, SMEM and
         // branches) no producer can match, and the walk is skipped.
-        let consumer = matches!(
+        // VALU, memory and export instructions: the consumers of MFMA results.
+        let i_vector = matches!(
             i_class,
             InstClass::Valu
                 | InstClass::Buffer
@@ -698,7 +699,9 @@ impl Scanner {
                 | InstClass::Scratch
                 | InstClass::Ds
                 | InstClass::Export
-        ) || i_rwlane
+        );
+        let consumer = i_vector
+            || i_rwlane
             || i_hwreg.is_some()
             || m0_msg_reader(i)
             || m0_movrel_reader(i, reads);
@@ -746,20 +749,9 @@ impl Scanner {
                 window(&SETREG, id.is_some() && id == i_hwreg);
             }
             if pf.mfma {
-                let uses = matches!(
-                    i_class,
-                    InstClass::Valu
-                        | InstClass::Buffer
-                        | InstClass::Image
-                        | InstClass::Flat
-                        | InstClass::Global
-                        | InstClass::Scratch
-                        | InstClass::Ds
-                        | InstClass::Export
-                );
                 window(
                     &MFMA_RESULT,
-                    uses && (overlap_v(pw, reads) || overlap_v(pw, writes)),
+                    i_vector && (overlap_v(pw, reads) || overlap_v(pw, writes)),
                 );
             }
             if pc == InstClass::Valu {

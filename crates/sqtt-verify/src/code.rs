@@ -71,7 +71,7 @@ pub(crate) struct NInst {
 /// and per fixed-point iteration. 40 bytes per instruction (8-byte aligned: the `u128` masks
 /// would otherwise round every [`OInst`] up to a multiple of 16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(packed(8))]
+#[repr(C, packed(8))]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
     pub sgpr_reads: u128,
