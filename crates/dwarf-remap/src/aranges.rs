@@ -37,7 +37,7 @@ pub(crate) fn remap(old: &[u8], map: &AddressMap) -> Result<Vec<u8>, Error> {
             if !map.covers(a) && is_not_code(a) {
                 continue;
             }
-            let e = a.checked_add(l).ok_or(Error::Unsupported {
+            let e = a.checked_add(l).ok_or_else(|| Error::Unsupported {
                 section: SECTION,
                 offset: at as u64,
                 what: "range end overflows".into(),

@@ -390,7 +390,7 @@ impl LocationIndex {
         let units = &self.units;
         let file = units
             .get(file_die.unit)
-            .ok_or(Error::Unsupported {
+            .ok_or_else(|| Error::Unsupported {
                 section: INFO,
                 offset: off,
                 what: "DW_AT_decl_file of a unit without a line table".into(),

@@ -191,7 +191,7 @@ impl Cx<'_> {
     }
 
     fn field(&self, name: &'static str) -> Result<u32, InterpError> {
-        self.i.field(name).ok_or(InterpError::MissingField {
+        self.i.field(name).ok_or_else(|| InterpError::MissingField {
             pc: self.at.pc,
             offset: self.at.offset,
             mnemonic: self.i.mnemonic(),
@@ -344,7 +344,7 @@ impl Cx<'_> {
         let t = self
             .i
             .branch_target(self.at.pc)
-            .ok_or(InterpError::MissingField {
+            .ok_or_else(|| InterpError::MissingField {
                 pc: self.at.pc,
                 offset: self.at.offset,
                 mnemonic: self.i.mnemonic(),

@@ -201,7 +201,7 @@ fn decode_fn(
 ) -> Result<Decoded, Problem> {
     let lo = (spec.start - text_addr) as usize;
     let hi = (spec.end - text_addr) as usize;
-    let bytes = text.get(lo..hi).ok_or(Problem {
+    let bytes = text.get(lo..hi).ok_or_else(|| Problem {
         addr: spec.start,
         why: "function range outside .text".into(),
     })?;

@@ -534,7 +534,7 @@ fn align_up(x: u64, a: u64) -> u64 {
 fn text_offset(text_addr: u64, addr: u64, old: u64) -> Result<u32, LayoutError> {
     addr.checked_sub(text_addr)
         .and_then(|o| u32::try_from(o).ok())
-        .ok_or(LayoutError::Encode {
+        .ok_or_else(|| LayoutError::Encode {
             at: old,
             why: format!("address {addr:#x} is not within 4 GiB after the start of .text"),
         })
