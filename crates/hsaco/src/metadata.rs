@@ -206,6 +206,29 @@ impl Metadata {
         map_get(k, key)
     }
 
+    /// Every key and value of kernel entry `index` of `amdhsa.kernels`, in the note's order
+    /// (`None` when there is no such entry or it is not a map).
+    pub fn kernel_entry(&self, index: usize) -> Option<&[(Value, Value)]> {
+        map_get(&self.root, "amdhsa.kernels")?
+            .as_array()?
+            .get(index)?
+            .as_map()
+            .map(Vec::as_slice)
+    }
+
+    /// Every top-level key and value except `amdhsa.kernels` (`amdhsa.version`,
+    /// `amdhsa.target`, `amdhsa.printf`, ...), in the note's order.
+    pub fn root_entries(&self) -> Vec<&(Value, Value)> {
+        self.root
+            .as_map()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.as_str() != Some("amdhsa.kernels"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Unsigned integer value of `key` in kernel entry `index`.
     pub fn kernel_u64(&self, index: usize, key: &str) -> Option<u64> {
         self.kernel_value(index, key)?.as_u64()

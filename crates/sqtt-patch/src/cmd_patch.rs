@@ -65,9 +65,10 @@ pub struct CommonArgs {
 }
 
 /// True when the outcome lost coverage in the sense of `--strict`: the object failed closed (or
-/// could not be read) or some requested site was skipped.
+/// could not be read), some requested site was skipped, or its DWARF could not be read (inlined
+/// functions unmarked).
 pub fn lost_coverage(r: &Report) -> bool {
-    r.status == Status::FailedClosed || !r.skipped.is_empty()
+    r.status == Status::FailedClosed || !r.skipped.is_empty() || r.inlined.dwarf_error.is_some()
 }
 
 /// Instrumentation flags, shared by the main job, `--fatbin` and `batch`. Each defaults to its
@@ -518,7 +519,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         );
     }
     if args.common.strict && lost_coverage(report) {
-        eprintln!("sqtt-patch: {name}: --strict and the object failed closed or skipped a site: nothing written");
+        eprintln!("sqtt-patch: {name}: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written");
         return Ok(exit::STRICT);
     }
     t.begin(Stage::Write);

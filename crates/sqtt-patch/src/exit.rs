@@ -8,7 +8,7 @@ pub const VERIFY: i32 = 1;
 /// Bad input or usage: a missing path, a file that is not a code object / bundle / host binary,
 /// an object the rewriter cannot read, a baseline made with other options.
 pub const INPUT: i32 = 2;
-/// `--strict` and some code object failed closed, could not be read or skipped a site: that
+/// `--strict` and some code object failed closed, could not be read, skipped a site or has unreadable DWARF: that
 /// input's output is not written (reports still are).
 pub const STRICT: i32 = 3;
 /// `batch`: at least one regression against `--baseline` (and `--update-baseline` not given).

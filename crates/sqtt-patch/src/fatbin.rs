@@ -491,7 +491,7 @@ struct JsonReport<'a> {
 /// on stderr with `--report`, the merged JSON report to `--report-json`, and progress on stderr
 /// when it is a terminal. Returns the exit code: [`exit::VERIFY`] when the verifier
 /// rejected some rewrite (that object kept unchanged), else [`exit::STRICT`] with
-/// `--strict` when any object failed closed or skipped a site, else [`exit::OK`].
+/// `--strict` when any object failed closed, skipped a site or has unreadable DWARF, else [`exit::OK`].
 /// With `--strict` and lost coverage nothing is written.
 pub fn run(args: &PatchArgs) -> Result<i32> {
     let input = args
@@ -586,7 +586,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         .iter()
         .any(|o| cmd_patch::lost_coverage(&o.report));
     if common.strict && lost {
-        eprintln!("sqtt-patch: {name}: --strict and some code object failed closed or skipped a site: nothing written");
+        eprintln!("sqtt-patch: {name}: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written");
         crate::timings::print_sum(&name, started);
         return Ok(if rejected { exit::VERIFY } else { exit::STRICT });
     }

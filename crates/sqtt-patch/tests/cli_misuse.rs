@@ -321,7 +321,7 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     assert!(main.first_line().contains("left unchanged (failed closed)"));
     assert_eq!(
         main.stderr.lines().last(),
-        Some("sqtt-patch: bad.co: --strict and the object failed closed or skipped a site: nothing written")
+        Some("sqtt-patch: bad.co: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written")
     );
     assert_eq!(main.files, files(&["bad.co", "r.json"]));
     std::fs::remove_file(t.path().join("r.json")).expect("rm");
@@ -332,7 +332,7 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     assert_eq!(fat.code, 3, "{}", fat.stderr);
     assert_eq!(
         fat.first_line(),
-        "sqtt-patch: bad.co: --strict and some code object failed closed or skipped a site: nothing written"
+        "sqtt-patch: bad.co: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written"
     );
     assert_eq!(fat.files, files(&["bad.co"]));
     std::fs::copy(fixture(BARRIERS), t.path().join("good.co")).expect("copy");
@@ -343,7 +343,7 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     assert_eq!(batch.code, 3, "{}", batch.stderr);
     assert_eq!(
         batch.first_line(),
-        "sqtt-patch batch: --strict: 1 input(s) failed closed, could not be read or skipped a site; their outputs were not written"
+        "sqtt-patch batch: --strict: 1 input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; their outputs were not written"
     );
     assert!(batch.stdout.contains("bad.co [code_object]"));
     assert!(batch.stdout.contains("(not written: --strict)"));
@@ -357,6 +357,89 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     assert_eq!(
         std::fs::read(t.path().join("o.co")).expect("o.co"),
         std::fs::read(t.path().join("bad.co")).expect("bad.co")
+    );
+}
+
+/// DWARF that cannot be read is said on stderr and is lost coverage for `--strict` (the
+/// inlined functions stay unmarked): `gfx942__inlined__O3-g.co` with the version of its first
+/// `.debug_info` unit (file offset 0x1f91 + 4, llvm-readelf-22 -S) changed from 5 to 13.
+#[test]
+fn unreadable_dwarf_is_a_warning_and_lost_coverage_for_strict() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut b = std::fs::read(fixture("objects/gfx942__inlined__O3-g.co")).expect("fixture");
+    assert_eq!(&b[0x1f95..0x1f97], &[5, 0], "DWARF 5 unit header");
+    b[0x1f95] = 13;
+    std::fs::write(t.path().join("dw.co"), b).expect("write");
+    let warning = "sqtt-patch: dw.co: warning: the DWARF cannot be read (.debug_info+0x0: unknown DWARF version: 13): inlined functions are not marked and funcmap rows carry no source locations";
+    let r = run(
+        t.path(),
+        &[
+            "dw.co",
+            "-o",
+            "o.co",
+            "--functions",
+            "1",
+            "--report-json",
+            "r.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.first_line(), warning);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("r.json")).expect("r.json"))
+            .expect("json");
+    assert_eq!(
+        json["inlined"]["dwarf_error"],
+        ".debug_info+0x0: unknown DWARF version: 13"
+    );
+    let strict = run(
+        t.path(),
+        &["dw.co", "-o", "s.co", "--functions", "1", "--strict"],
+    );
+    assert_eq!(strict.code, 3, "{}", strict.stderr);
+    assert_eq!(strict.first_line(), warning);
+    assert_eq!(
+        strict.stderr.lines().last(),
+        Some("sqtt-patch: dw.co: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written")
+    );
+    assert!(!t.path().join("s.co").exists());
+    // The same object with readable DWARF: no warning, and --strict writes it.
+    std::fs::copy(
+        fixture("objects/gfx942__inlined__O3-g.co"),
+        t.path().join("ok.co"),
+    )
+    .expect("copy");
+    let ok = run(
+        t.path(),
+        &["ok.co", "-o", "k.co", "--functions", "1", "--strict"],
+    );
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    assert!(!ok.stderr.contains("warning"), "{}", ok.stderr);
+}
+
+/// Readable DWARF whose inlined instances all lie outside the instrumented functions gets a
+/// reason in the report instead of a silent "0 found": `gfx942__inlined__O3-g.co` with every
+/// `.debug_addr` entry (file offset 0x2585, 0x38 bytes: an 8-byte header, then 8-byte addresses;
+/// llvm-readelf-22 -S) moved 256 MiB up.
+#[test]
+fn inlined_instances_outside_every_function_are_reported_with_a_reason() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut b = std::fs::read(fixture("objects/gfx942__inlined__O3-g.co")).expect("fixture");
+    for at in (0x2585 + 8..0x2585 + 0x38).step_by(8) {
+        let v = u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        assert!(v < 0x10000, "a .text address: {v:#x}");
+        b[at..at + 8].copy_from_slice(&(v + 0x1000_0000).to_le_bytes());
+    }
+    std::fs::write(t.path().join("far.co"), b).expect("write");
+    let r = run(
+        t.path(),
+        &["far.co", "-o", "o.co", "--functions", "1", "--report"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("inlined functions not marked: none of the 19 inlined instances in the DWARF starts inside an instrumented function"),
+        "{}",
+        r.stderr
     );
 }
 

@@ -78,9 +78,15 @@ pub struct InlinedReport {
     pub below_threshold: usize,
     /// Instances not marked for another reason, each with the reason.
     pub left_out: Vec<LeftOut>,
-    /// Why no inlined function could be looked for (no inline information in the object, or
-    /// unreadable DWARF): said once per object, not per site.
+    /// Why no inlined function could be looked for (no inline information in the object,
+    /// unreadable DWARF, or no inlined instance inside an instrumented function): said once per
+    /// object, not per site.
     pub unavailable: Option<String>,
+    /// The object has DWARF that cannot be read (the reader's error): its inlined functions are
+    /// not marked, a loss of coverage (`--strict` fails). Absent from the JSON report when the
+    /// DWARF was read or there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dwarf_error: Option<String>,
 }
 
 /// Marker name of an inlined function: the scopes of one function share one id (the pass gives
@@ -128,6 +134,7 @@ pub fn sites(
             out.report.unavailable = Some(format!(
                 "inlined functions not marked: the DWARF cannot be read ({e})"
             ));
+            out.report.dwarf_error = Some(e.clone());
             return out;
         }
         _ => {
@@ -232,6 +239,12 @@ pub fn sites(
         r.landing_blocks += blocks;
         r.below_threshold += fp.report.below_threshold;
         r.left_out.extend(fp.report.left_out);
+    }
+    if out.report.found == 0 {
+        out.report.unavailable = Some(format!(
+            "inlined functions not marked: none of the {} inlined instances in the DWARF starts inside an instrumented function (addresses outside those functions' ranges in .text)",
+            scopes.len()
+        ));
     }
     out
 }

@@ -133,8 +133,9 @@ pub struct Report {
     pub dwarf_sections_remapped: usize,
     /// SOPP branches relaxed into long-branch islands (pushed out of simm16 range by inserted code).
     pub relaxed_branches: usize,
-    /// Requested options that do not apply to this target and were not used (e.g.
-    /// shader-clock packing on gfx9-gfx11), one sentence each.
+    /// Warnings for the user, one sentence each: requested options that do not apply to this
+    /// target and were not used (e.g. shader-clock packing on gfx9-gfx11), DWARF that cannot be
+    /// read.
     pub notes: Vec<String>,
     /// Sites instrumented and found per feature (issue 12 item 6), for the features whose sites
     /// were looked for (a code object that failed closed as a whole has none).

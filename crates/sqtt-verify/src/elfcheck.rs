@@ -2,6 +2,7 @@
 //! metadata note and the `.sqtt_funcmap` section.
 
 use rayon::prelude::*;
+use rmpv::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use amdgpu_isa::Flow;
@@ -821,6 +822,75 @@ pub(crate) fn check_descriptors(
     }
 }
 
+/// The metadata notes outside `amdhsa.kernels` (`amdhsa.version`, `amdhsa.target`,
+/// `amdhsa.printf`, ...) must be unchanged: no rewrite edits them.
+pub(crate) fn check_metadata_root(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
+    for (om, nm) in o.metadata.iter().zip(&n.metadata) {
+        compare_entries(
+            om.root_entries().into_iter(),
+            nm.root_entries().into_iter(),
+            &[],
+            &mut |message| {
+                findings.push(Finding {
+                    check: Check::Metadata,
+                    function: None,
+                    original_address: None,
+                    new_address: None,
+                    message,
+                })
+            },
+        );
+    }
+    if o.metadata.len() != n.metadata.len() {
+        findings.push(Finding {
+            check: Check::Metadata,
+            function: None,
+            original_address: None,
+            new_address: None,
+            message: format!(
+                "{} metadata notes became {}",
+                o.metadata.len(),
+                n.metadata.len()
+            ),
+        });
+    }
+}
+
+/// Reports (through `report`) every key of two msgpack maps (metadata note entries), other
+/// than `skip`, whose value differs, is missing from the new map or was added to it.
+fn compare_entries<'a>(
+    old: impl Iterator<Item = &'a (Value, Value)>,
+    new: impl Iterator<Item = &'a (Value, Value)>,
+    skip: &[&str],
+    report: &mut dyn FnMut(String),
+) {
+    let name = |k: &Value| k.as_str().map_or_else(|| k.to_string(), str::to_string);
+    let skipped = |k: &Value| k.as_str().is_some_and(|k| skip.contains(&k));
+    let new: Vec<&(Value, Value)> = new.collect();
+    let mut seen = vec![false; new.len()];
+    for (k, v) in old.filter(|(k, _)| !skipped(k)) {
+        match new.iter().position(|(nk, _)| nk == k) {
+            Some(i) => {
+                seen[i] = true;
+                if new[i].1 != *v {
+                    report(format!("{} changed from {v} to {}", name(k), new[i].1));
+                }
+            }
+            None => report(format!("{} ({v}) removed", name(k))),
+        }
+    }
+    for ((k, v), _) in new
+        .iter()
+        .map(|e| (&e.0, &e.1))
+        .zip(&seen)
+        .filter(|(_, s)| !**s)
+    {
+        if !skipped(k) {
+            report(format!("{} ({v}) added", name(k)));
+        }
+    }
+}
+
 fn check_metadata(
     o: &CodeObject,
     n: &CodeObject,
@@ -848,6 +918,20 @@ fn check_metadata(
         new_address: None,
         message,
     };
+    // Every other key is the compiler's and no rewrite changes it (`.kernarg_segment_size`,
+    // `.wavefront_size`, `.args`, ...): the rewriter edits `.sgpr_count` only, and the register
+    // counts and segment sizes have their own rules below.
+    let own_rules = [
+        ".sgpr_count",
+        ".vgpr_count",
+        ".group_segment_fixed_size",
+        ".private_segment_fixed_size",
+    ];
+    if let (Some(oe), Some(ne)) = (om.kernel_entry(oi), nm.kernel_entry(ni)) {
+        compare_entries(oe.iter(), ne.iter(), &own_rules, &mut |m| {
+            findings.push(mf(m))
+        });
+    }
     let d = &nk.descriptor;
     for (key, desc) in [
         (".group_segment_fixed_size", d.group_segment_fixed_size),

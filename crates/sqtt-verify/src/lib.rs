@@ -30,7 +30,9 @@
 //! 5. [`Check::Markers`], [`Check::Funcmap`]: marker words have funcmap rows; F-row functions have
 //!    balanced enter/exit markers on every path; `W:` / `R:` / `M:` rows and `addr_trace_*` names
 //!    are consistent.
-//! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note.
+//! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note (every
+//!    key unchanged except `.sgpr_count` / `.vgpr_count`, which may grow within the descriptor's
+//!    allocation).
 //! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
 //!    addends follow the moved code.
 //! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position
@@ -303,6 +305,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
     dwarfcheck::check_lines(&orig, &new, &program, &mut findings);
     elfcheck::check_descriptors(&orig, &new, &program, &analysis.inserted_top, &mut findings);
+    elfcheck::check_metadata_root(&orig, &new, &mut findings);
     let functions = program
         .funcs
         .iter()

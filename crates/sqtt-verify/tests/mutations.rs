@@ -663,3 +663,71 @@ fn clobbering_a_live_sgpr_is_caught_and_a_dead_one_accepted() {
         );
     }
 }
+
+/// The copy of `orig` with the first msgpack value of metadata key `key` changed in place
+/// (a positive fixint, `uint 8` or `uint 16`; the encoding keeps its size): (copy, old value,
+/// new value).
+fn metadata_value_changed(orig: &[u8], key: &str) -> (Vec<u8>, u64, u64) {
+    let mut enc = vec![0xa0 | key.len() as u8];
+    enc.extend_from_slice(key.as_bytes());
+    let at = orig
+        .windows(enc.len())
+        .position(|w| w == enc)
+        .unwrap_or_else(|| panic!("{key} not in the metadata note"))
+        + enc.len();
+    let mut new = orig.to_vec();
+    let (old, changed) = match orig[at] {
+        v @ 0..=0x7f => {
+            new[at] = v ^ 0x20;
+            (u64::from(v), u64::from(v ^ 0x20))
+        }
+        0xcc => {
+            new[at + 1] ^= 0x20;
+            (u64::from(orig[at + 1]), u64::from(new[at + 1]))
+        }
+        0xcd => {
+            new[at + 2] ^= 0x20;
+            let v = |b: &[u8]| u64::from(u16::from_be_bytes([b[at + 1], b[at + 2]]));
+            (v(orig), v(&new))
+        }
+        b => panic!("{key}: value encoding {b:#x} not handled by this test"),
+    };
+    (new, old, changed)
+}
+
+#[test]
+fn changed_kernel_metadata_keys_are_caught() {
+    for name in [GFX942, GFX1100] {
+        let orig = load(name);
+        for key in [".kernarg_segment_size", ".wavefront_size"] {
+            let (new, a, b) = metadata_value_changed(&orig, key);
+            let r = run(&orig, &new);
+            let want = format!("{key} changed from {a} to {b}");
+            assert!(
+                has(&r, Check::Metadata, &want),
+                "{name}: want {want}\n{}",
+                show(&r)
+            );
+        }
+        assert!(run(&orig, &orig).is_clean(), "{name}: identity is clean");
+    }
+}
+
+#[test]
+fn changed_metadata_target_is_caught() {
+    let orig = load(GFX942);
+    let co = CodeObject::parse(&orig).expect("parse");
+    let target = co.metadata[0].target().expect("amdhsa.target").to_string();
+    // Same length, another processor: `gfx942` -> `gfx940`.
+    let changed = target.replacen("gfx942", "gfx940", 1);
+    assert_ne!(target, changed);
+    let at = orig
+        .windows(target.len())
+        .position(|w| w == target.as_bytes())
+        .expect("target string in the note");
+    let mut new = orig.clone();
+    new[at..at + changed.len()].copy_from_slice(changed.as_bytes());
+    let r = run(&orig, &new);
+    let want = format!("amdhsa.target changed from \"{target}\" to \"{changed}\"");
+    assert!(has(&r, Check::Metadata, &want), "want {want}\n{}", show(&r));
+}

@@ -213,7 +213,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     crate::timings::print_sum(&format!("batch ({} files)", report.files.len()), started);
     let withheld = report.files.iter().filter(|f| f.not_written).count();
     if common.strict && withheld > 0 {
-        eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read or skipped a site; their outputs were not written");
+        eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; their outputs were not written");
     }
     Ok(if rejected {
         exit::VERIFY

@@ -78,6 +78,7 @@ pub(super) fn process_file(
         matches!(o.status.as_str(), "failed_closed" | "error")
             || o.kernels.iter().any(|k| !k.skipped.is_empty())
             || o.functions.iter().any(|f| !f.skipped.is_empty())
+            || o.dwarf_error.is_some()
     };
     rep.not_written = strict && out_dir.is_some() && rep.objects.iter().any(lost);
     if rep.not_written {
@@ -219,6 +220,7 @@ pub(super) fn object_row(
         kernels: Vec::new(),
         functions: Vec::new(),
         notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
+        dwarf_error: report.and_then(|r| r.inlined.dwarf_error.clone()),
     };
     let mut kernels: BTreeMap<String, KernelRow> = BTreeMap::new();
     let mut functions: BTreeMap<String, FunctionRow> = BTreeMap::new();

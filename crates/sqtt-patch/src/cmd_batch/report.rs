@@ -69,9 +69,14 @@ pub struct ObjectReport {
     pub kernels: Vec<KernelRow>,
     /// Device functions that have sites or skipped sites, sorted by name.
     pub functions: Vec<FunctionRow>,
-    /// Requested options that do not apply to this target (omitted when empty).
+    /// Warnings: requested options that do not apply to this target, DWARF that cannot be read
+    /// (omitted when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The object's DWARF cannot be read (the reader's error): inlined functions unmarked, lost
+    /// coverage for `--strict` (omitted when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dwarf_error: Option<String>,
 }
 
 /// One kernel.

@@ -97,6 +97,11 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf_index.as_ref());
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
+    if let Some(e) = &report.inlined.dwarf_error {
+        report.notes.push(format!(
+            "the DWARF cannot be read ({e}): inlined functions are not marked and funcmap rows carry no source locations"
+        ));
+    }
     // Address tracing: one block per qualifying operation, wave size from the descriptors.
     let wave = wave_size(co, target);
     let trace_ops = match opts.trace_addresses {
