@@ -1236,6 +1236,11 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
     bad
 }
 
+/// How many of the next originals the decoder of the rewritten text compares the next bytes
+/// with (a copy with a relocated PC-relative field does not match its original's bytes; the
+/// cursor steps over up to this many such copies in a row).
+const CURSOR_WINDOW: usize = 4;
+
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
 /// instruction equal to it.
@@ -1278,16 +1283,40 @@ fn align(
             .collect();
         return;
     }
-    // Decode the rewritten region; stop at the first word that does not decode.
+    // Decode the rewritten region; stop at the first word that does not decode. Most of it is
+    // copies of the originals in order: a cursor follows them along the text, and where the
+    // next bytes are those of one of the next originals, that original's instruction is taken
+    // instead of a second decode (`same_as`: its index). `decode` reads only the instruction's
+    // own bytes (its format's fields, literal and NSA dwords), except for an 8-byte VOP3P
+    // word pair, where it looks at the next 8 bytes for a gfx950/gfx1250 two-part instruction
+    // (`amdgpu_isa` `decode_at`): those are always decoded here.
     let bytes = ntext.slice(start, f.new_region_end);
     let mut new = Vec::with_capacity(bytes.len() / 4);
+    let mut same_as: Vec<u32> = Vec::with_capacity(bytes.len() / 4);
+    let mut cur = 0usize;
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = start + off as u64;
+        let copy = (cur..(cur + CURSOR_WINDOW).min(body.len())).find(|&t| {
+            let o = &body[t].1;
+            rest.starts_with(o.bytes())
+                && !(o.format() == amdgpu_isa::Format::Vop3p && o.len() == 8)
+        });
+        if let Some(t) = copy {
+            cur = t + 1;
+            off += body[t].1.len();
+            new.push(NInst {
+                addr,
+                inst: body[t].1,
+            });
+            same_as.push(t as u32);
+            continue;
+        }
         match decode(rest, isa) {
             Ok(i) => {
                 off += i.len();
                 new.push(NInst { addr, inst: i });
+                same_as.push(u32::MAX);
             }
             Err(e) => {
                 findings.push(f.finding(
@@ -1343,30 +1372,20 @@ fn align(
         .zip(&regs)
         .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
         .collect();
-    // An instruction with an original's bytes has that original's answer: a cursor follows the
-    // originals along the rewritten text (one step, or two past a changed copy) and only the
-    // other instructions are classified.
-    let mut cur = 0usize;
+    // An instruction with an original's bytes (`same_as`, found while decoding) has that
+    // original's answer; only the other instructions are classified.
     let new_ins: Vec<bool> = new
         .iter()
         .zip(&new_island)
-        .map(|(n, &isl)| {
-            let same_bytes = |t: usize| {
-                body.get(t)
-                    .is_some_and(|(_, o)| o.bytes() == n.inst.bytes())
-            };
-            let known = if same_bytes(cur) {
-                cur += 1;
-                Some(body_ins[cur - 1])
-            } else if same_bytes(cur + 1) {
-                cur += 2;
-                Some(body_ins[cur - 1])
-            } else {
-                None
-            };
-            isl || known.unwrap_or_else(|| ins(&n.inst))
+        .zip(&same_as)
+        .map(|((n, &isl), &t)| {
+            isl || body_ins
+                .get(t as usize)
+                .copied()
+                .unwrap_or_else(|| ins(&n.inst))
         })
         .collect();
+    drop(same_as);
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;

@@ -279,12 +279,21 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     // the return liveness joined from every call site. The equations are monotone and the
     // values only grow from the same start, so this reaches the same least fixed point as
     // updating function by function (chaotic iteration), in parallel.
+    // A function's liveness depends on the return liveness only through its own entry
+    // (`live_in`): a round recomputes only the functions whose entry changed since their last
+    // computation (the others would give the same vectors again).
     let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
+    let mut computed_with: Vec<Option<Mask>> = vec![None; n];
     loop {
         let mut again = false;
         live.par_iter_mut()
+            .zip(computed_with.par_iter_mut())
             .enumerate()
-            .for_each(|(fi, l)| *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return));
+            .filter(|(fi, (_, w))| **w != Some(after_return[*fi]))
+            .for_each(|(fi, (l, w))| {
+                *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
+                *w = Some(after_return[fi]);
+            });
         for fi in 0..n {
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
