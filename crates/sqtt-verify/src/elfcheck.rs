@@ -676,7 +676,7 @@ pub(crate) fn check_descriptors(
         .funcs
         .par_iter()
         .map(|g| {
-            let a = usage(g.orig.iter().map(|x| x.regs));
+            let a = usage(g.orig.iter().map(|x| *g.regs(x)));
             // A copy with the original's bytes has the original's registers (decoded once);
             // any other copy (a relocated branch, a changed instruction) is decoded.
             let b = usage(
@@ -685,7 +685,7 @@ pub(crate) fn check_descriptors(
                     .filter_map(|x| {
                         let n = x.copy()?;
                         Some(if n.inst.bytes() == x.inst.bytes() {
-                            x.regs
+                            *g.regs(x)
                         } else {
                             Regs::of_inst(&n.inst)
                         })

@@ -965,14 +965,14 @@ fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
 fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
-    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
+    // (reads, kills) per instruction, from the registers decoded once (`Func::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
         .map(|o| {
-            let kills = o.regs.has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
             // `reads_m0` is false without M0 among the decoder's reads.
-            (o.regs.has(Regs::M0_READ) && reads_m0(&o.inst), kills)
+            (f.regs(o).has(Regs::M0_READ) && reads_m0(&o.inst), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -982,13 +982,13 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
 fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
-    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
+    // (reads, kills) per instruction, from the registers decoded once (`Func::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
         .map(|o| {
-            let kills = o.regs.has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
-            (o.regs.has(Regs::SCC_READ), kills)
+            let kills = f.regs(o).has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
+            (f.regs(o).has(Regs::SCC_READ), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -1008,7 +1008,7 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         let Some(vin) = val_in[k] else { continue };
         let out = if o.inst.flow() == Flow::Call {
             Val::Unknown
-        } else if o.regs.has(Regs::M0_WRITE) {
+        } else if f.regs(o).has(Regs::M0_WRITE) {
             match allowed(&o.inst) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
