@@ -245,6 +245,18 @@ impl OInst {
         })
     }
 
+    /// Address of its copy in the rewritten text, when found ([`OInst::copy`] without a copy of
+    /// the instruction).
+    pub fn new_address(&self) -> Option<u64> {
+        (self.new_addr != NOT_PLACED).then_some(self.new_addr)
+    }
+
+    /// Its copy was found and has its bytes (both texts decode for the same target, so an
+    /// instruction is kept for the copy exactly when the bytes differ: [`OInst::placed`]).
+    pub fn copied_verbatim(&self) -> bool {
+        self.new_addr != NOT_PLACED && self.new_inst.is_none()
+    }
+
     /// Indices into [`Func::inserted`] of the run inserted in front of it.
     pub fn run(&self) -> Range<usize> {
         self.run.0 as usize..self.run.1 as usize
@@ -412,8 +424,7 @@ impl Func {
         match s {
             Slot::Orig(k) => {
                 let o = &self.orig[k as usize];
-                let n = o.copy()?;
-                (n.inst.bytes() == o.inst.bytes()).then_some(*self.regs(o))
+                o.copied_verbatim().then(|| *self.regs(o))
             }
             Slot::Inserted(_) => None,
         }
@@ -898,7 +909,7 @@ impl<'a> Program<'a> {
         let (fi, k) = self.original_at(target)?;
         let f = &self.funcs[fi];
         let o = &f.orig[k];
-        let copy = o.copy()?.addr;
+        let copy = o.new_address()?;
         let run = f.inserted.get(o.run()).unwrap_or_default();
         Some((
             fi,

@@ -683,12 +683,11 @@ pub(crate) fn check_descriptors(
                 g.orig
                     .iter()
                     .filter_map(|x| {
-                        let n = x.copy()?;
-                        Some(if n.inst.bytes() == x.inst.bytes() {
-                            *g.regs(x)
+                        if x.copied_verbatim() {
+                            Some(*g.regs(x))
                         } else {
-                            Regs::of_inst(&n.inst)
-                        })
+                            x.copy().map(|n| Regs::of_inst(&n.inst))
+                        }
                     })
                     .chain(g.inserted_regs.iter().copied()),
             );
