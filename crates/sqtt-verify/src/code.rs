@@ -70,7 +70,7 @@ pub(crate) struct NInst {
 /// and implicit operands at full width) and shared by every check, instead of a decode per check
 /// and per fixed-point iteration. 40 bytes per instruction (8-byte aligned: the `u128` masks
 /// would otherwise round every [`OInst`] up to a multiple of 16 bytes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C, packed(8))]
 pub(crate) struct Regs {
     /// SGPRs read: bit `n` is `s<n>` (`RegSet::sgpr_bits`).
@@ -180,14 +180,17 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went. 120 bytes: the copy is kept as its address, plus
+/// An original instruction and where it went. 88 bytes: the copy is kept as its address, plus
 /// its instruction only where its bytes differ (a relocated PC-relative field, a changed
-/// instruction); the run as `u32` indices.
+/// instruction); the run as `u32` indices; its registers as an index into the function's
+/// table of distinct register summaries ([`Func::regs`]; a function has a few hundred distinct
+/// ones for many thousands of instructions, and 40 bytes each per instruction were a third of
+/// the verifier's memory).
 pub(crate) struct OInst {
     pub addr: u64,
     pub inst: Instruction,
-    /// Its registers, decoded once.
-    pub regs: Regs,
+    /// Index of its registers (decoded once) in [`Func::regs_table`].
+    regs: u32,
     /// Address of its copy in the rewritten text ([`NOT_PLACED`]: no copy found).
     new_addr: u64,
     /// The copy's instruction when it differs from `inst`.
@@ -209,7 +212,7 @@ const NOT_PLACED: u64 = u64::MAX;
 
 impl OInst {
     /// An original instruction with no copy found in the rewritten text (and no run in front).
-    pub(crate) fn unplaced(addr: u64, inst: Instruction, regs: Regs) -> OInst {
+    pub(crate) fn unplaced(addr: u64, inst: Instruction, regs: u32) -> OInst {
         OInst {
             addr,
             inst,
@@ -222,7 +225,7 @@ impl OInst {
 
     /// An original instruction whose copy is `n`, with the run `run` (indices into
     /// [`Func::inserted`]) in front of it.
-    fn placed(addr: u64, inst: Instruction, regs: Regs, n: NInst, run: Range<usize>) -> OInst {
+    fn placed(addr: u64, inst: Instruction, regs: u32, n: NInst, run: Range<usize>) -> OInst {
         OInst {
             addr,
             inst,
@@ -240,6 +243,18 @@ impl OInst {
             addr: self.new_addr,
             inst: self.new_inst.as_deref().copied().unwrap_or(self.inst),
         })
+    }
+
+    /// Address of its copy in the rewritten text, when found ([`OInst::copy`] without a copy of
+    /// the instruction).
+    pub fn new_address(&self) -> Option<u64> {
+        (self.new_addr != NOT_PLACED).then_some(self.new_addr)
+    }
+
+    /// Its copy was found and has its bytes (both texts decode for the same target, so an
+    /// instruction is kept for the copy exactly when the bytes differ: [`OInst::placed`]).
+    pub fn copied_verbatim(&self) -> bool {
+        self.new_addr != NOT_PLACED && self.new_inst.is_none()
     }
 
     /// Indices into [`Func::inserted`] of the run inserted in front of it.
@@ -306,9 +321,16 @@ pub(crate) struct Func {
     pub builders: Vec<Builder>,
     /// Every register the original instructions read or write (their union).
     pub orig_used: RegSet,
+    /// The distinct register summaries of the original instructions ([`Func::regs`]).
+    pub regs_table: Vec<Regs>,
 }
 
 impl Func {
+    /// The registers of original instruction `o` of this function, decoded once.
+    pub fn regs(&self, o: &OInst) -> &Regs {
+        &self.regs_table[o.regs as usize]
+    }
+
     /// New address just after the last original instruction (end of the rewritten body).
     pub fn new_body_end(&self) -> Option<u64> {
         let last = self.orig.last()?.copy()?;
@@ -402,8 +424,7 @@ impl Func {
         match s {
             Slot::Orig(k) => {
                 let o = &self.orig[k as usize];
-                let n = o.copy()?;
-                (n.inst.bytes() == o.inst.bytes()).then_some(o.regs)
+                o.copied_verbatim().then(|| *self.regs(o))
             }
             Slot::Inserted(_) => None,
         }
@@ -774,6 +795,7 @@ impl<'a> Program<'a> {
                 falls_off: None,
                 builders: Vec::new(),
                 orig_used: RegSet::new(),
+                regs_table: Vec::new(),
             });
         }
         check_new_only(orig, new, findings);
@@ -802,15 +824,23 @@ impl<'a> Program<'a> {
             .map(|(fi, f)| {
                 let body = decode_original(&otext, f, isa)?;
                 let mut used = RegSet::new();
-                let regs: Vec<Regs> = body
+                let mut table: Vec<Regs> = Vec::new();
+                let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+                let regs: Vec<u32> = body
                     .iter()
                     .map(|(_, i)| {
                         let (r, w) = i.reads_writes();
                         used.union_with(&r);
                         used.union_with(&w);
-                        Regs::of(i, &r, &w)
+                        let x = Regs::of(i, &r, &w);
+                        *index.entry(x).or_insert_with(|| {
+                            table.push(x);
+                            (table.len() - 1) as u32
+                        })
                     })
                     .collect();
+                drop(index);
+                table.shrink_to_fit();
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
                     f.falls_off = Some(next.saturating_sub(f.orig_end));
@@ -818,7 +848,8 @@ impl<'a> Program<'a> {
                 f.builders = find_builders(&body);
                 f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, regs, &ntext, isa, &mut found);
+                align(f, body, regs, &table, &ntext, isa, &mut found);
+                f.regs_table = table;
                 f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
                 Ok(found)
             })
@@ -878,7 +909,7 @@ impl<'a> Program<'a> {
         let (fi, k) = self.original_at(target)?;
         let f = &self.funcs[fi];
         let o = &f.orig[k];
-        let copy = o.copy()?.addr;
+        let copy = o.new_address()?;
         let run = f.inserted.get(o.run()).unwrap_or_default();
         Some((
             fi,
@@ -1236,13 +1267,58 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
     bad
 }
 
+/// How many of the next originals the decoder of the rewritten text compares the next bytes
+/// with (a copy with a relocated PC-relative field does not match its original's bytes; the
+/// cursor steps over up to this many such copies in a row).
+const CURSOR_WINDOW: usize = 4;
+
+/// A multiply-rotate hasher for interning [`Regs`]: the keys come from the decoder, not from an
+/// adversary, and the default SipHash costs several times as much per 38-byte key.
+#[derive(Default)]
+struct RegsHasher(u64);
+
+impl RegsHasher {
+    /// Odd 64-bit multiplier (2^64 / golden ratio).
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(23) ^ w).wrapping_mul(Self::K);
+    }
+}
+
+impl std::hash::Hasher for RegsHasher {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 31)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u16(&mut self, v: u16) {
+        self.add(u64::from(v));
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.add(v as u64);
+        self.add((v >> 64) as u64);
+    }
+}
+
+type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
+
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
 /// instruction equal to it.
 fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
-    regs: Vec<Regs>,
+    regs: Vec<u32>,
+    table: &[Regs],
     ntext: &Text<'_>,
     isa: Target,
     findings: &mut Vec<Finding>,
@@ -1278,16 +1354,40 @@ fn align(
             .collect();
         return;
     }
-    // Decode the rewritten region; stop at the first word that does not decode.
+    // Decode the rewritten region; stop at the first word that does not decode. Most of it is
+    // copies of the originals in order: a cursor follows them along the text, and where the
+    // next bytes are those of one of the next originals, that original's instruction is taken
+    // instead of a second decode (`same_as`: its index). `decode` reads only the instruction's
+    // own bytes (its format's fields, literal and NSA dwords), except for an 8-byte VOP3P
+    // word pair, where it looks at the next 8 bytes for a gfx950/gfx1250 two-part instruction
+    // (`amdgpu_isa` `decode_at`): those are always decoded here.
     let bytes = ntext.slice(start, f.new_region_end);
     let mut new = Vec::with_capacity(bytes.len() / 4);
+    let mut same_as: Vec<u32> = Vec::with_capacity(bytes.len() / 4);
+    let mut cur = 0usize;
     let mut off = 0usize;
     while let Some(rest) = bytes.get(off..).filter(|r| !r.is_empty()) {
         let addr = start + off as u64;
+        let copy = (cur..(cur + CURSOR_WINDOW).min(body.len())).find(|&t| {
+            let o = &body[t].1;
+            rest.starts_with(o.bytes())
+                && !(o.format() == amdgpu_isa::Format::Vop3p && o.len() == 8)
+        });
+        if let Some(t) = copy {
+            cur = t + 1;
+            off += body[t].1.len();
+            new.push(NInst {
+                addr,
+                inst: body[t].1,
+            });
+            same_as.push(t as u32);
+            continue;
+        }
         match decode(rest, isa) {
             Ok(i) => {
                 off += i.len();
                 new.push(NInst { addr, inst: i });
+                same_as.push(u32::MAX);
             }
             Err(e) => {
                 findings.push(f.finding(
@@ -1341,32 +1441,22 @@ fn align(
     let body_ins: Vec<bool> = body
         .iter()
         .zip(&regs)
-        .map(|((_, x), r)| crate::insn::insertable_regs(x, r))
+        .map(|((_, x), &r)| crate::insn::insertable_regs(x, &table[r as usize]))
         .collect();
-    // An instruction with an original's bytes has that original's answer: a cursor follows the
-    // originals along the rewritten text (one step, or two past a changed copy) and only the
-    // other instructions are classified.
-    let mut cur = 0usize;
+    // An instruction with an original's bytes (`same_as`, found while decoding) has that
+    // original's answer; only the other instructions are classified.
     let new_ins: Vec<bool> = new
         .iter()
         .zip(&new_island)
-        .map(|(n, &isl)| {
-            let same_bytes = |t: usize| {
-                body.get(t)
-                    .is_some_and(|(_, o)| o.bytes() == n.inst.bytes())
-            };
-            let known = if same_bytes(cur) {
-                cur += 1;
-                Some(body_ins[cur - 1])
-            } else if same_bytes(cur + 1) {
-                cur += 2;
-                Some(body_ins[cur - 1])
-            } else {
-                None
-            };
-            isl || known.unwrap_or_else(|| ins(&n.inst))
+        .zip(&same_as)
+        .map(|((n, &isl), &t)| {
+            isl || body_ins
+                .get(t as usize)
+                .copied()
+                .unwrap_or_else(|| ins(&n.inst))
         })
         .collect();
+    drop(same_as);
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
     let mut run_start = 0usize;

@@ -130,11 +130,11 @@ fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Fin
     let mut first: Option<(u64, u64, String)> = None;
     let mut count = 0usize;
     for oi in &f.orig {
-        let Some(ni) = oi.copy() else { continue };
-        let (a, b) = (o.at(oi.addr), n.at(ni.addr));
+        let Some(na) = oi.new_address() else { continue };
+        let (a, b) = (o.at(oi.addr), n.at(na));
         if a != b {
             count += 1;
-            first.get_or_insert((oi.addr, ni.addr, format!("{a:?} became {b:?}")));
+            first.get_or_insert((oi.addr, na, format!("{a:?} became {b:?}")));
         }
     }
     let (oa, na, what) = first?;

@@ -677,19 +677,18 @@ pub(crate) fn check_descriptors(
         .funcs
         .par_iter()
         .map(|g| {
-            let a = usage(g.orig.iter().map(|x| x.regs));
+            let a = usage(g.orig.iter().map(|x| *g.regs(x)));
             // A copy with the original's bytes has the original's registers (decoded once);
             // any other copy (a relocated branch, a changed instruction) is decoded.
             let b = usage(
                 g.orig
                     .iter()
                     .filter_map(|x| {
-                        let n = x.copy()?;
-                        Some(if n.inst.bytes() == x.inst.bytes() {
-                            x.regs
+                        if x.copied_verbatim() {
+                            Some(*g.regs(x))
                         } else {
-                            Regs::of_inst(&n.inst)
-                        })
+                            x.copy().map(|n| Regs::of_inst(&n.inst))
+                        }
                     })
                     .chain(g.inserted_regs.iter().copied()),
             );
@@ -750,13 +749,19 @@ pub(crate) fn check_descriptors(
         // other functions.
         // Only kernels that carry the prologue: an `s_branch` inside the first 256 bytes to
         // entry + 256 (gfx90a/gfx942/gfx950 emit it; gfx1250 preloads without one).
-        let has_prologue = f.orig.iter().any(|x| {
-            x.addr >= ok.entry
-                && x.addr - ok.entry < 256
-                && matches!(x.inst.flow(), Flow::Branch { conditional: false })
-                && x.inst.branch_target(x.addr) == Some(ok.entry + 256)
-        });
-        if ok.descriptor.kernarg_preload_length() > 0 && has_prologue {
+        // `f.orig` ascends by address: only the instructions of those 256 bytes are looked at,
+        // and only for kernels that preload.
+        let has_prologue = || {
+            let first = f.orig.partition_point(|x| x.addr < ok.entry);
+            f.orig[first..]
+                .iter()
+                .take_while(|x| x.addr - ok.entry < 256)
+                .any(|x| {
+                    matches!(x.inst.flow(), Flow::Branch { conditional: false })
+                        && x.inst.branch_target(x.addr) == Some(ok.entry + 256)
+                })
+        };
+        if ok.descriptor.kernarg_preload_length() > 0 && has_prologue() {
             let moved = f
                 .orig
                 .iter()

@@ -532,7 +532,7 @@ fn scope_flags(
                     gf,
                     Check::Inserted,
                     at.map(|o| o.addr),
-                    at.and_then(|o| o.copy().map(|n| n.addr)),
+                    at.and_then(|o| o.new_address()),
                     format!(
                         "scope flag s{flag} of kernel {} is used by original code of {}",
                         kf.name, gf.name
@@ -675,9 +675,9 @@ fn check_inserted(
                         .inserted
                         .get(x.run())
                         .and_then(|r| r.first())
-                        .map_or(x.copy().map(|y| y.addr), |y| Some(y.addr));
+                        .map_or(x.new_address(), |y| Some(y.addr));
                     start.is_some_and(|s| s <= isl.dest)
-                        && x.copy().is_some_and(|y| isl.dest <= y.addr)
+                        && x.new_address().is_some_and(|y| isl.dest <= y)
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
@@ -762,7 +762,7 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
                     f,
                     Check::Inserted,
                     Some(x.addr),
-                    x.copy().map(|n| n.addr),
+                    x.new_address(),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
                         o.inst.mnemonic(),
@@ -787,7 +787,7 @@ fn check_target(
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
-    let n_addr = f.orig[k].copy().map(|n| n.addr);
+    let n_addr = f.orig[k].new_address();
     // A relaxed branch reaches its target through a long-branch island, a branch with a landing
     // block through the block's jump.
     let t_n = t_n.map(|t| {
@@ -965,14 +965,14 @@ fn backward_liveness(cfg: &Cfg, facts: &[(bool, bool)]) -> Vec<bool> {
 
 /// Backward M0 liveness over the original CFG: calls clobber M0, exits end liveness.
 fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
-    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
+    // (reads, kills) per instruction, from the registers decoded once (`Func::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
         .map(|o| {
-            let kills = o.regs.has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
             // `reads_m0` is false without M0 among the decoder's reads.
-            (o.regs.has(Regs::M0_READ) && reads_m0(&o.inst), kills)
+            (f.regs(o).has(Regs::M0_READ) && reads_m0(&o.inst), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -982,13 +982,13 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
 /// uses/defs, e.g. `s_cbranch_scc*`, `s_cselect`, `s_addc`); calls clobber SCC, exits end
 /// liveness.
 fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
-    // (reads, kills) per instruction, from the registers decoded once (`OInst::regs`).
+    // (reads, kills) per instruction, from the registers decoded once (`Func::regs`).
     let facts: Vec<(bool, bool)> = f
         .orig
         .iter()
         .map(|o| {
-            let kills = o.regs.has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
-            (o.regs.has(Regs::SCC_READ), kills)
+            let kills = f.regs(o).has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
+            (f.regs(o).has(Regs::SCC_READ), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -1008,7 +1008,7 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
         let Some(vin) = val_in[k] else { continue };
         let out = if o.inst.flow() == Flow::Call {
             Val::Unknown
-        } else if o.regs.has(Regs::M0_WRITE) {
+        } else if f.regs(o).has(Regs::M0_WRITE) {
             match allowed(&o.inst) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
@@ -1169,12 +1169,17 @@ fn check_runs(
         }
         let es = entries[first..next].iter().map(|e| e.1);
         let o = &f.orig[k];
+        // No run in front: every entry executes nothing (`run_from` gives empty code, whose
+        // effect changes nothing and emits nothing), so there is nothing to check or record.
+        if o.run().is_empty() {
+            continue;
+        }
         // The run as fall-through enters it (a leading long-branch island is not part of it).
         let whole = run_from(p, f, k, None);
         let code = Code {
             whole,
             regs: regs_of(f, whole),
-            end: o.copy().map(|x| x.addr),
+            end: o.new_address(),
             legacy: legacy.get(k).copied().unwrap_or(true),
             changeable: changeable.get(k).copied().unwrap_or(0),
         };
@@ -1323,7 +1328,7 @@ fn check_effect(
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
-    let na = o.copy().map(|x| x.addr);
+    let na = o.new_address();
     if e.scc_changed && facts.scc_live[k] {
         findings.push(fnd(
             f,
@@ -1591,7 +1596,7 @@ fn check_balance(
                     f,
                     Check::Markers,
                     Some(o.addr),
-                    o.copy().map(|x| x.addr),
+                    o.new_address(),
                     "exit marker with no open scope on some path".into(),
                 ));
             }
@@ -1612,13 +1617,7 @@ fn check_balance(
                             "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
                         )
                     };
-                    findings.push(fnd(
-                        f,
-                        Check::Markers,
-                        Some(o.addr),
-                        o.copy().map(|x| x.addr),
-                        msg,
-                    ));
+                    findings.push(fnd(f, Check::Markers, Some(o.addr), o.new_address(), msg));
                 }
                 Some(_) => {}
             }
@@ -1631,7 +1630,7 @@ fn check_balance(
                 f,
                 Check::Markers,
                 Some(o.addr),
-                o.copy().map(|x| x.addr),
+                o.new_address(),
                 format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
             ));
         }

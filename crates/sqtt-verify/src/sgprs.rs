@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use amdgpu_isa::{Family, Flow, Instruction, Special};
 
-use crate::code::{Func, OInst, Program, Regs};
+use crate::code::{Func, Program, Regs};
 use crate::flow::FactSuccs;
 
 /// Bit `n` is `s<n>`.
@@ -47,35 +47,35 @@ pub(crate) struct CallGraph {
 }
 
 // The four facts below take the registers decoded once per original instruction
-// (`OInst::regs`).
+// (`Func::regs`).
 
-fn reads(o: &OInst) -> Mask {
-    if o.regs.has(Regs::MOVRELS) {
+fn reads(r: &Regs) -> Mask {
+    if r.has(Regs::MOVRELS) {
         EVERY
     } else {
-        o.regs.sgpr_reads
+        r.sgpr_reads
     }
 }
 
-fn writes(o: &OInst) -> Mask {
-    if o.regs.has(Regs::MOVRELD) {
+fn writes(r: &Regs) -> Mask {
+    if r.has(Regs::MOVRELD) {
         EVERY
     } else {
-        o.regs.sgpr_writes
+        r.sgpr_writes
     }
 }
 
-fn kills(o: &OInst) -> Mask {
-    if o.regs.has(Regs::CMOV) || o.regs.has(Regs::MOVRELD) {
+fn kills(r: &Regs) -> Mask {
+    if r.has(Regs::CMOV) || r.has(Regs::MOVRELD) {
         0
     } else {
-        o.regs.sgpr_writes
+        r.sgpr_writes
     }
 }
 
-fn smem_result(o: &OInst) -> Mask {
-    if o.regs.has(Regs::ASYNC_RESULT) {
-        o.regs.sgpr_writes
+fn smem_result(r: &Regs) -> Mask {
+    if r.has(Regs::ASYNC_RESULT) {
+        r.sgpr_writes
     } else {
         0
     }
@@ -117,7 +117,7 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
     let done = b.hi.map_or(b.lo, |h| h.max(b.lo));
     let written = (done + 1..k).any(|j| {
-        let w = writes(&f.orig[j]);
+        let w = writes(f.regs(&f.orig[j]));
         w >> pair & 3 != 0
     });
     let first = f.orig.get(b.getpc + 1)?.addr;
@@ -239,7 +239,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
             if opaque(f) {
                 EVERY
             } else {
-                f.orig.iter().fold(0, |a, o| a | reads(o))
+                f.orig.iter().fold(0, |a, o| a | reads(f.regs(o)))
             }
         })
         .collect();
@@ -279,12 +279,21 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     // the return liveness joined from every call site. The equations are monotone and the
     // values only grow from the same start, so this reaches the same least fixed point as
     // updating function by function (chaotic iteration), in parallel.
+    // A function's liveness depends on the return liveness only through its own entry
+    // (`live_in`): a round recomputes only the functions whose entry changed since their last
+    // computation (the others would give the same vectors again).
     let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
+    let mut computed_with: Vec<Option<Mask>> = vec![None; n];
     loop {
         let mut again = false;
         live.par_iter_mut()
+            .zip(computed_with.par_iter_mut())
             .enumerate()
-            .for_each(|(fi, l)| *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return));
+            .filter(|(fi, (_, w))| **w != Some(after_return[*fi]))
+            .for_each(|(fi, (l, w))| {
+                *l = live_in(p, cg, &succs[fi], fi, &deep, &after_return);
+                *w = Some(after_return[fi]);
+            });
         for fi in 0..n {
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
@@ -313,7 +322,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
             if opaque(f) {
                 EVERY
             } else {
-                f.orig.iter().fold(0, |a, o| a | smem_result(o))
+                f.orig.iter().fold(0, |a, o| a | smem_result(f.regs(o)))
             }
         })
         .collect();
@@ -359,7 +368,7 @@ fn live_in(
 ) -> Vec<Mask> {
     let f = &p.funcs[fi];
     let n = f.orig.len();
-    let mut gen: Vec<Mask> = f.orig.iter().map(reads).collect();
+    let mut gen: Vec<Mask> = f.orig.iter().map(|o| reads(f.regs(o))).collect();
     // The last call recorded at an instruction counts (as a map built from the list would).
     let mut called: Vec<Option<Mask>> = Vec::new();
     for &(k, c) in &cg.calls[fi] {
@@ -384,7 +393,7 @@ fn live_in(
         })
         .collect();
     // Decoded once, not once per iteration of the fixed point.
-    let kill: Vec<Mask> = f.orig.iter().map(kills).collect();
+    let kill: Vec<Mask> = f.orig.iter().map(|o| kills(f.regs(o))).collect();
     let mut live = vec![0; n];
     loop {
         let mut again = false;
@@ -436,7 +445,7 @@ fn pending(
             } else {
                 0
             };
-            (smem_drained(i), smem_result(o), call)
+            (smem_drained(i), smem_result(f.regs(o)), call)
         })
         .collect();
     loop {
@@ -462,7 +471,9 @@ fn pending(
 
 /// SGPRs any original instruction of the function reads or may write.
 pub(crate) fn touched(f: &Func) -> Mask {
-    f.orig.iter().fold(0, |a, o| a | reads(o) | writes(o))
+    f.orig
+        .iter()
+        .fold(0, |a, o| a | reads(f.regs(o)) | writes(f.regs(o)))
 }
 
 #[cfg(test)]
@@ -493,9 +504,11 @@ mod tests {
             new_region_end: addr,
             builders: crate::code::find_builders(&body),
             orig_used: amdgpu_isa::RegSet::new(),
+            regs_table: body.iter().map(|(_, i)| Regs::of_inst(i)).collect(),
             orig: body
                 .into_iter()
-                .map(|(addr, inst)| OInst::unplaced(addr, inst, Regs::of_inst(&inst)))
+                .enumerate()
+                .map(|(k, (addr, inst))| crate::code::OInst::unplaced(addr, inst, k as u32))
                 .collect(),
             inserted: Vec::new(),
             inserted_regs: Vec::new(),

@@ -63,7 +63,7 @@ fn used(f: &Func) -> Vgprs {
     }
     if f.orig
         .iter()
-        .any(|o| o.regs.has(crate::code::Regs::INDEXED))
+        .any(|o| f.regs(o).has(crate::code::Regs::INDEXED))
     {
         return Vgprs::ALL;
     }
