@@ -619,6 +619,20 @@ impl Scanner {
         needs
     }
 
+    /// [`Scanner::check`], then [`Scanner::push`] only when nothing is violated, with `i`'s
+    /// registers decoded once: returns the violated rules; `i` was pushed when that is empty.
+    /// (A caller that inserts the fixes first and then asks again: the snippet emitter.)
+    pub fn push_if_clear(&mut self, i: &Instruction) -> Vec<Need> {
+        let (reads, writes) = i.reads_writes();
+        let needs = self.check_regs(i, &reads, &writes);
+        if needs.is_empty() {
+            // Nothing violated: the stateful rules found nothing either, as `push` would
+            // find again.
+            self.push_regs(i, reads, writes, Some(&needs));
+        }
+        needs
+    }
+
     /// [`Scanner::check_push`] without checking the wait-state and VALU-count rules: returns
     /// what the rules without a window find for `i`, and pushes `i` exactly as
     /// [`Scanner::check_push`] does (its history entry is kept, so later instructions are
@@ -1094,6 +1108,90 @@ mod tests {
         }
     }
 
+    /// Instructions that hit the rules of `name` (= `t`'s name) when issued in random order.
+    fn sample_pool(t: Target, name: &str) -> Vec<Instruction> {
+        let s = |n| Operand::Sgpr(n);
+        let mut pool = vec![
+            build::s_mov_b32(t, s(5), Operand::Imm(1)).unwrap(),
+            build::s_mov_b32(t, s(7), s(5)).unwrap(),
+            build::s_mov_b32(t, Operand::M0, s(5)).unwrap(),
+            build::s_mov_b32(t, s(6), Operand::VccLo).unwrap(),
+            build::v_readlane_b32(t, s(6), 0, s(5)).unwrap(),
+            build::v_readlane_b32(t, s(5), 1, s(7)).unwrap(),
+            build::v_writelane_b32(t, 2, s(6), s(5)).unwrap(),
+            build::s_add_u32(t, s(8), s(6), Operand::Imm(3)).unwrap(),
+            build::s_nop(t, 1).unwrap(),
+            build::s_ttracedata(t).unwrap(),
+            build::s_branch(t, 0).unwrap(),
+            build::s_cbranch_vccz(t, 0).unwrap(),
+            build::s_setpc_b64(t, 8).unwrap(),
+            build::s_getreg_b32(t, s(9), 1, 0, 4).unwrap(),
+        ];
+        if t.family() == Family::Gfx12 {
+            pool.push(build::s_wait_alu(t, DepField::SaSdst.wait_imm()).unwrap());
+            pool.push(build::s_wait_alu(t, DepField::VaSdst.wait_imm()).unwrap());
+        }
+        if matches!(t.family(), Family::Gfx10 | Family::Gfx11) {
+            pool.push(build::s_waitcnt_depctr(t, DepField::VmVsrc.wait_imm()).unwrap());
+            pool.push(build::s_waitcnt_vscnt(t, 0).unwrap());
+        }
+        if name == "gfx1100" {
+            // A transcendental VALU writing v0, which `v_readlane_b32 .., v0, ..` reads.
+            pool.push(decode(&EXP_V0_V1_GFX11, t).unwrap());
+        }
+        if name == "gfx1010" {
+            // llvm-mc-22 -mcpu=gfx1010: `global_load_dword v1, v2, s[4:5]`,
+            // `ds_read_b32 v1, v2`; and a SALU write of s4.
+            pool.push(decode(&[0x00, 0x80, 0x30, 0xdc, 0x02, 0x00, 0x04, 0x01], t).unwrap());
+            pool.push(decode(&[0x00, 0x00, 0xd8, 0xd8, 0x02, 0x00, 0x00, 0x01], t).unwrap());
+            pool.push(build::s_mov_b32(t, s(4), Operand::Imm(2)).unwrap());
+        }
+        pool
+    }
+
+    /// The next value of a xorshift64 sequence in `x`.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// `push_if_clear` answers as `check` and, when that is empty, pushes as `push` does (the
+    /// snippet emitter's one-decode path): two scanners over the same pseudo-random sequences
+    /// stay in step.
+    #[test]
+    fn push_if_clear_is_check_then_push_when_clear() {
+        for name in ["gfx900", "gfx1010", "gfx1100", "gfx1200"] {
+            let t = t(name);
+            let pool = sample_pool(t, name);
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let (mut clear, mut violated) = (0, 0);
+            for _ in 0..20 {
+                let (mut a, mut b) = (Scanner::new(t), Scanner::new(t));
+                for k in 0..300 {
+                    let i = pool[(xorshift(&mut x) % pool.len() as u64) as usize];
+                    let want = b.check(&i);
+                    b.push(&i);
+                    let got = a.push_if_clear(&i);
+                    assert_eq!(got, want, "{name} position {k}");
+                    if got.is_empty() {
+                        clear += 1;
+                    } else {
+                        // Not pushed yet: issue it anyway, as `b` did.
+                        violated += 1;
+                        a.push(&i);
+                    }
+                    assert_eq!(a.position(), b.position());
+                }
+            }
+            assert!(
+                clear > 0 && violated > 0,
+                "{name}: {clear} clear, {violated} violated"
+            );
+        }
+    }
+
     /// `check_push_state` (no register decode, no history) follows the stateful rules exactly as
     /// `check_push`, and after [`LOOKBACK`] full pushes every rule is checked as in a scan that
     /// never skipped: the premise of the verifier's scan limited to code near inserted
@@ -1103,42 +1201,7 @@ mod tests {
     fn state_only_pushes_follow_the_same_state() {
         for name in ["gfx900", "gfx1010", "gfx1100", "gfx1200"] {
             let t = t(name);
-            let s = |n| Operand::Sgpr(n);
-            let mut pool = vec![
-                build::s_mov_b32(t, s(5), Operand::Imm(1)).unwrap(),
-                build::s_mov_b32(t, s(7), s(5)).unwrap(),
-                build::s_mov_b32(t, Operand::M0, s(5)).unwrap(),
-                build::s_mov_b32(t, s(6), Operand::VccLo).unwrap(),
-                build::v_readlane_b32(t, s(6), 0, s(5)).unwrap(),
-                build::v_readlane_b32(t, s(5), 1, s(7)).unwrap(),
-                build::v_writelane_b32(t, 2, s(6), s(5)).unwrap(),
-                build::s_add_u32(t, s(8), s(6), Operand::Imm(3)).unwrap(),
-                build::s_nop(t, 1).unwrap(),
-                build::s_ttracedata(t).unwrap(),
-                build::s_branch(t, 0).unwrap(),
-                build::s_cbranch_vccz(t, 0).unwrap(),
-                build::s_setpc_b64(t, 8).unwrap(),
-                build::s_getreg_b32(t, s(9), 1, 0, 4).unwrap(),
-            ];
-            if t.family() == Family::Gfx12 {
-                pool.push(build::s_wait_alu(t, DepField::SaSdst.wait_imm()).unwrap());
-                pool.push(build::s_wait_alu(t, DepField::VaSdst.wait_imm()).unwrap());
-            }
-            if matches!(t.family(), Family::Gfx10 | Family::Gfx11) {
-                pool.push(build::s_waitcnt_depctr(t, DepField::VmVsrc.wait_imm()).unwrap());
-                pool.push(build::s_waitcnt_vscnt(t, 0).unwrap());
-            }
-            if name == "gfx1100" {
-                // A transcendental VALU writing v0, which `v_readlane_b32 .., v0, ..` reads.
-                pool.push(decode(&EXP_V0_V1_GFX11, t).unwrap());
-            }
-            if name == "gfx1010" {
-                // llvm-mc-22 -mcpu=gfx1010: `global_load_dword v1, v2, s[4:5]`,
-                // `ds_read_b32 v1, v2`; and a SALU write of s4.
-                pool.push(decode(&[0x00, 0x80, 0x30, 0xdc, 0x02, 0x00, 0x04, 0x01], t).unwrap());
-                pool.push(decode(&[0x00, 0x00, 0xd8, 0xd8, 0x02, 0x00, 0x00, 0x01], t).unwrap());
-                pool.push(build::s_mov_b32(t, s(4), Operand::Imm(2)).unwrap());
-            }
+            let pool = sample_pool(t, name);
             let stateful = |n: &Need| matches!(n.rule.fix, Fix::DepCtr(_) | Fix::VsCntZero);
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             let mut hits = 0;
@@ -1147,10 +1210,7 @@ mod tests {
                 // Positions since the last state-only push (`None`: none yet).
                 let mut since: Option<usize> = None;
                 for k in 0..400 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let i = pool[(x % pool.len() as u64) as usize];
+                    let i = pool[(xorshift(&mut x) % pool.len() as u64) as usize];
                     let want = full.check_push(&i);
                     hits += want.len();
                     if (k / 90) % 2 == 1 {

@@ -8,7 +8,7 @@
 use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
 use crate::regs::Sgprs;
 use crate::reguse::{RegUse, RegUses};
-use amdgpu_isa::{decode_all, Flow, Instruction, Special, Target};
+use amdgpu_isa::{decode_iter, Flow, Instruction, Special, Target};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -205,17 +205,21 @@ fn decode_fn(
         addr: spec.start,
         why: "function range outside .text".into(),
     })?;
-    let list = decode_all(bytes, target).map_err(|e| Problem {
-        addr: spec.start + e.offset as u64,
-        why: format!("cannot decode: {}", e.kind),
-    })?;
-    let mut insts = Vec::with_capacity(list.len());
+    // Decoded straight into the addressed list (no intermediate `Vec<Instruction>` to copy);
+    // every instruction is at least 4 bytes, so this capacity never reallocates.
+    let mut insts = Vec::with_capacity(bytes.len() / 4);
     let mut a = spec.start;
-    for i in list {
+    for i in decode_iter(bytes, target) {
+        let i = i.map_err(|e| Problem {
+            addr: spec.start + e.offset as u64,
+            why: format!("cannot decode: {}", e.kind),
+        })?;
         let n = i.len() as u64;
         insts.push((a, i));
         a += n;
     }
+    // Give back the tail (in place: no copy).
+    insts.shrink_to_fit();
     let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })
 }

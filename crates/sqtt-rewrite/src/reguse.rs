@@ -67,11 +67,9 @@ impl RegUse {
             ^ (u64::from(self.vector_top) << 16 | u64::from(self.flags)).rotate_left(51)
     }
 
-    /// The register use of `inst` (one call each of [`Instruction::reads`] and
-    /// [`Instruction::writes`]).
+    /// The register use of `inst` (one call of [`Instruction::reads_writes`]).
     pub fn of(inst: &Instruction) -> RegUse {
-        let r = inst.reads();
-        let w = inst.writes();
+        let (r, w) = inst.reads_writes();
         let m = inst.mnemonic();
         let top = [r.max_vgpr(), r.max_agpr(), w.max_vgpr(), w.max_agpr()]
             .into_iter()

@@ -284,8 +284,8 @@ impl Emitter {
         let i = self.encoded(what, r)?;
         // Each wait resolves at least its rule; a few rounds cover every rule at once.
         for _ in 0..hazard::RULES.len() {
-            let Some(need) = self.sc.check(&i).first().copied() else {
-                self.raw(i);
+            let Some(need) = self.sc.push_if_clear(&i).first().copied() else {
+                self.code.push(i);
                 return Ok(());
             };
             let w = self.wait_for(need.rule.fix, need.rule.id)?;
