@@ -861,36 +861,38 @@ pub(crate) fn check_metadata_root(o: &CodeObject, n: &CodeObject, findings: &mut
     }
 }
 
-/// Reports (through `report`) every key of two msgpack maps (metadata note entries), other
-/// than `skip`, whose value differs, is missing from the new map or was added to it.
+/// Reports (through `report`) every key of two msgpack maps (metadata note entries) that is
+/// missing from the new map, added to it, repeated more often than in the old one, or whose
+/// value differs; keys in `own_rules` are checked for presence only (their values have rules of
+/// their own).
 fn compare_entries<'a>(
     old: impl Iterator<Item = &'a (Value, Value)>,
     new: impl Iterator<Item = &'a (Value, Value)>,
-    skip: &[&str],
+    own_rules: &[&str],
     report: &mut dyn FnMut(String),
 ) {
     let name = |k: &Value| k.as_str().map_or_else(|| k.to_string(), str::to_string);
-    let skipped = |k: &Value| k.as_str().is_some_and(|k| skip.contains(&k));
+    let value_checked = |k: &Value| !k.as_str().is_some_and(|k| own_rules.contains(&k));
+    let old: Vec<&(Value, Value)> = old.collect();
     let new: Vec<&(Value, Value)> = new.collect();
-    let mut seen = vec![false; new.len()];
-    for (k, v) in old.filter(|(k, _)| !skipped(k)) {
-        match new.iter().position(|(nk, _)| nk == k) {
-            Some(i) => {
-                seen[i] = true;
-                if new[i].1 != *v {
-                    report(format!("{} changed from {v} to {}", name(k), new[i].1));
-                }
+    let count = |m: &[&(Value, Value)], k: &Value| m.iter().filter(|(x, _)| x == k).count();
+    for (i, (k, _)) in new.iter().enumerate() {
+        let (a, b) = (count(&old, k), count(&new, k));
+        if b > 1 && b != a && !new[..i].iter().any(|(x, _)| x == k) {
+            report(format!("{} appears {b} times (was {a})", name(k)));
+        }
+    }
+    for (k, v) in &old {
+        match new.iter().find(|(nk, _)| nk == k) {
+            Some((_, nv)) if value_checked(k) && nv != v => {
+                report(format!("{} changed from {v} to {nv}", name(k)))
             }
+            Some(_) => {}
             None => report(format!("{} ({v}) removed", name(k))),
         }
     }
-    for ((k, v), _) in new
-        .iter()
-        .map(|e| (&e.0, &e.1))
-        .zip(&seen)
-        .filter(|(_, s)| !**s)
-    {
-        if !skipped(k) {
+    for (k, v) in &new {
+        if !old.iter().any(|(ok, _)| ok == k) {
             report(format!("{} ({v}) added", name(k)));
         }
     }
@@ -925,7 +927,7 @@ fn check_metadata(
     };
     // Every other key is the compiler's and no rewrite changes it (`.kernarg_segment_size`,
     // `.wavefront_size`, `.args`, ...): the rewriter edits `.sgpr_count` only, and the register
-    // counts and segment sizes have their own rules below.
+    // counts and segment sizes have their own value rules below (but must stay present, once).
     let own_rules = [
         ".sgpr_count",
         ".vgpr_count",
@@ -962,9 +964,9 @@ fn check_metadata(
             if b < a {
                 findings.push(mf(format!("{key} decreased from {a} to {b}")));
             }
-            if cap.is_some_and(|c| b > u64::from(c)) && b != a {
+            if let Some(c) = cap.filter(|&c| b > u64::from(c) && b != a) {
                 findings.push(mf(format!(
-                    "{key} {b} exceeds the descriptor allocation {cap:?}"
+                    "{key} {b} exceeds the descriptor allocation {c}"
                 )));
             }
             if key == ".sgpr_count" {

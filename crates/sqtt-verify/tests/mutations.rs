@@ -731,3 +731,25 @@ fn changed_metadata_target_is_caught() {
     let want = format!("amdhsa.target changed from \"{target}\" to \"{changed}\"");
     assert!(has(&r, Check::Metadata, &want), "want {want}\n{}", show(&r));
 }
+
+/// A register-count key renamed into a second copy of the other (`.vgpr_count` ->
+/// `.sgpr_count`, same length) leaves `.vgpr_count` missing and `.sgpr_count` twice: both are
+/// caught although the counts' values have rules of their own (fresh tester, session 10).
+#[test]
+fn a_register_count_key_turned_into_a_duplicate_is_caught() {
+    let orig = load(GFX942);
+    let at = orig
+        .windows(11)
+        .position(|w| w == b".vgpr_count")
+        .expect(".vgpr_count in the note");
+    let mut new = orig.clone();
+    new[at + 1] = b's';
+    let r = run(&orig, &new);
+    assert!(has(&r, Check::Metadata, ".vgpr_count ("), "{}", show(&r));
+    assert!(has(&r, Check::Metadata, ") removed"), "{}", show(&r));
+    assert!(
+        has(&r, Check::Metadata, ".sgpr_count appears 2 times (was 1)"),
+        "{}",
+        show(&r)
+    );
+}
