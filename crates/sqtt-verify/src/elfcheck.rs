@@ -830,34 +830,29 @@ pub(crate) fn check_descriptors(
 /// The metadata notes outside `amdhsa.kernels` (`amdhsa.version`, `amdhsa.target`,
 /// `amdhsa.printf`, ...) must be unchanged: no rewrite edits them.
 pub(crate) fn check_metadata_root(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
-    for (om, nm) in o.metadata.iter().zip(&n.metadata) {
-        compare_entries(
-            om.root_entries().into_iter(),
-            nm.root_entries().into_iter(),
-            &[],
-            &mut |message| {
-                findings.push(Finding {
-                    check: Check::Metadata,
-                    function: None,
-                    original_address: None,
-                    new_address: None,
-                    message,
-                })
-            },
-        );
-    }
-    if o.metadata.len() != n.metadata.len() {
+    let mut report = |message: String| {
         findings.push(Finding {
             check: Check::Metadata,
             function: None,
             original_address: None,
             new_address: None,
-            message: format!(
-                "{} metadata notes became {}",
-                o.metadata.len(),
-                n.metadata.len()
-            ),
-        });
+            message,
+        })
+    };
+    for (om, nm) in o.metadata.iter().zip(&n.metadata) {
+        compare_entries(
+            om.root_entries().into_iter(),
+            nm.root_entries().into_iter(),
+            &[],
+            &mut report,
+        );
+    }
+    if o.metadata.len() != n.metadata.len() {
+        report(format!(
+            "{} metadata notes became {}",
+            o.metadata.len(),
+            n.metadata.len()
+        ));
     }
 }
 
