@@ -1422,16 +1422,30 @@ fn check_marker(
             None
         }
     };
-    if let Some(id) = id {
-        if !fm.new.as_ref().is_some_and(|m| m.by_id.contains_key(&id)) {
-            findings.push(fnd(
-                f,
-                Check::Markers,
-                Some(o_addr),
-                Some(a),
-                format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row"),
-            ));
-        }
+    let Some(id) = id else {
+        return;
+    };
+    match fm.new.as_ref().and_then(|m| m.by_id.get(&id)) {
+        None => findings.push(fnd(
+            f,
+            Check::Markers,
+            Some(o_addr),
+            Some(a),
+            format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row"),
+        )),
+        // A point event is named by a `P:` row (seed spec "Funcmap format": "P: markers are
+        // point events"); a point word on an `F:`/`U:` id would show a scope's name as an event.
+        Some(row) if matches!(kind, MarkerKind::Point(_)) && row.kind != 'P' => findings.push(fnd(
+            f,
+            Check::Markers,
+            Some(o_addr),
+            Some(a),
+            format!(
+                "point marker value {v:#x} (id {id}) names a {}: row, not a P: row",
+                row.kind
+            ),
+        )),
+        Some(_) => {}
     }
 }
 

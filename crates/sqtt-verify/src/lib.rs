@@ -37,7 +37,9 @@
 //!    addends follow the moved code.
 //! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position
 //!    (unit, file, line, column) at its new address as at its old one.
-//! 9. [`Check::Verbatim`]: a function whose execution can fall off its end (its last
+//! 9. [`Check::Segments`]: every program header loads the same sections the same way
+//!    (type, permissions, alignment, the sections in its memory and file images).
+//! 10. [`Check::Verbatim`]: a function whose execution can fall off its end (its last
 //!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
 //!    byte for byte with the bytes that followed it, and is followed by the same function.
 
@@ -49,6 +51,7 @@ pub mod funcmap;
 mod hazard;
 mod insn;
 mod region;
+mod segments;
 mod sgprs;
 mod spill;
 mod verbatim;
@@ -65,6 +68,8 @@ pub enum Check {
     Functions,
     /// Non-text sections and their contents.
     Sections,
+    /// Program headers: which sections each segment loads, with which permissions.
+    Segments,
     /// Original instructions missing, changed or reordered.
     Alignment,
     /// An inserted instruction that is not allowed.
@@ -106,6 +111,7 @@ impl std::fmt::Display for Check {
             Check::Header => "header",
             Check::Functions => "functions",
             Check::Sections => "sections",
+            Check::Segments => "segments",
             Check::Alignment => "alignment",
             Check::Inserted => "inserted",
             Check::Decode => "decode",
@@ -301,6 +307,7 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
     elfcheck::check_sections(&orig, &new, &mut findings);
+    segments::check_segments(&orig, &new, &mut findings);
     elfcheck::check_symbols(&orig, &new, &program, &mut findings);
     elfcheck::check_relocations(&orig, &new, &program, &mut findings);
     dwarfcheck::check_lines(&orig, &new, &program, &mut findings);

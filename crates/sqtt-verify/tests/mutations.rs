@@ -207,6 +207,14 @@ fn marker_without_funcmap_row_is_caught_and_with_row_accepted() {
         "{}",
         show(&r)
     );
+
+    // A point word naming a scope row (fresh tester, session 10: was accepted).
+    for kind in ['U', 'F'] {
+        let scope_row = with_funcmap(&new, &format!("{kind}:5:some_scope"));
+        let r = run(&orig, &scope_row);
+        let want = format!("point marker value 0x14 (id 5) names a {kind}: row, not a P: row");
+        assert!(has(&r, Check::Markers, &want), "{want}\n{}", show(&r));
+    }
 }
 
 #[test]
@@ -752,4 +760,87 @@ fn a_register_count_key_turned_into_a_duplicate_is_caught() {
         "{}",
         show(&r)
     );
+}
+
+/// Index and copy of the program header of the `PT_LOAD` that maps `.text`.
+fn text_segment(co: &CodeObject) -> (usize, hsaco::elf::Segment) {
+    let t = co.text().expect(".text");
+    co.elf
+        .segments
+        .iter()
+        .enumerate()
+        .find(|(_, p)| {
+            p.p_type == hsaco::elf::PT_LOAD
+                && t.addr >= p.vaddr
+                && t.addr + t.size <= p.vaddr + p.memsz
+        })
+        .map(|(i, p)| (i, p.clone()))
+        .expect("a PT_LOAD maps .text")
+}
+
+/// `orig` with the 8-byte program header field at `field` (byte offset inside the 56-byte
+/// ELF64 program header) of program header `index` set to `value`.
+fn phdr_field_set(orig: &[u8], index: usize, field: usize, value: u64) -> Vec<u8> {
+    let co = CodeObject::parse(orig).expect("parse");
+    let at = co.elf.header.e_phoff as usize + 56 * index + field;
+    let mut new = orig.to_vec();
+    new[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    new
+}
+
+/// The loader maps program headers, not sections: an executable segment shrunk below the end of
+/// `.text` or a segment that lost its execute permission changes what runs although every
+/// section is intact (fresh tester, session 10: was accepted).
+#[test]
+fn program_headers_that_load_text_differently_are_caught() {
+    for name in [GFX942, GFX1201] {
+        let orig = load(name);
+        let co = CodeObject::parse(&orig).expect("parse");
+        let (i, p) = text_segment(&co);
+        // p_filesz at +32, p_memsz at +40: both shrunk by 0x100 bytes.
+        let shrunk = phdr_field_set(&orig, i, 32, p.filesz - 0x100);
+        let shrunk = phdr_field_set(&shrunk, i, 40, p.memsz - 0x100);
+        let r = run(&orig, &shrunk);
+        assert!(
+            has(
+                &r,
+                Check::Segments,
+                "maps sections [], the original's maps [.text"
+            ),
+            "{name}: shrunk PT_LOAD\n{}",
+            show(&r)
+        );
+        // Only p_filesz shrunk: .text is still in the memory image but zero-filled at its end.
+        let unbacked = phdr_field_set(&orig, i, 32, p.filesz - 0x100);
+        let r = run(&orig, &unbacked);
+        assert!(
+            has(
+                &r,
+                Check::Segments,
+                "no longer loads the file bytes of section .text"
+            ),
+            "{name}: p_filesz shrunk\n{}",
+            show(&r)
+        );
+        // p_flags (u32 at +4) without PF_X.
+        let mut no_exec = orig.clone();
+        let at = co.elf.header.e_phoff as usize + 56 * i + 4;
+        no_exec[at..at + 4].copy_from_slice(&(p.p_flags & !1).to_le_bytes());
+        let r = run(&orig, &no_exec);
+        let want = format!(
+            "p_type/p_flags/p_align changed from {:#x}/{:#x}/{:#x} to {:#x}/{:#x}/{:#x}",
+            p.p_type,
+            p.p_flags,
+            p.align,
+            p.p_type,
+            p.p_flags & !1,
+            p.align
+        );
+        assert!(
+            has(&r, Check::Segments, &want),
+            "{name}: want {want}\n{}",
+            show(&r)
+        );
+        assert!(run(&orig, &orig).is_clean(), "{name}: identity is clean");
+    }
 }

@@ -1,0 +1,121 @@
+//! [`Check::Segments`]: the program headers of the rewritten object load the same sections the
+//! same way as the original's. The loader maps segments, not sections (gABI "Program Loading"),
+//! so a `PT_LOAD` shrunk below the end of `.text`, a segment that lost its execute permission or
+//! one that grew over a neighbouring section changes what runs although every section is intact.
+//!
+//! Rules, per program header index (the rewriter keeps every program header and its order,
+//! `shared/notes/rewriting.md` "Layout"):
+//! 1. same `p_type`, `p_flags` and `p_align`, and as many program headers;
+//! 2. the same allocated, non-empty sections lie wholly inside the segment's memory image
+//!    (`[p_vaddr, p_vaddr + p_memsz)`), matched by name;
+//! 3. a section the original backs with file bytes (wholly inside `p_filesz`, not `SHT_NOBITS`)
+//!    is backed in the rewrite too, at the file offset its address implies;
+//! 4. the segment starts the same number of bytes before its first section;
+//! 5. a segment that maps no section (`PT_PHDR`, `PT_GNU_STACK`, a headers-only `PT_LOAD`) is
+//!    unchanged.
+
+use hsaco::elf::{self, Section, Segment};
+use hsaco::CodeObject;
+
+use crate::{Check, Finding};
+
+/// The allocated, non-empty sections wholly inside `p`'s memory image, in section order.
+fn mapped<'a>(co: &'a CodeObject, p: &Segment) -> Vec<&'a Section> {
+    co.elf
+        .sections
+        .iter()
+        .filter(|s| s.is_alloc() && s.size > 0)
+        .filter(|s| {
+            s.addr >= p.vaddr
+                && s.addr
+                    .checked_add(s.size)
+                    .is_some_and(|end| end <= p.vaddr.saturating_add(p.memsz))
+        })
+        .collect()
+}
+
+/// The names of `sections`, comma-separated.
+fn names(sections: &[&Section]) -> String {
+    let v: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+    v.join(", ")
+}
+
+/// True when `s` has file bytes and `p`'s file image holds all of them at the offset `s`'s
+/// address implies.
+fn backed(p: &Segment, s: &Section) -> bool {
+    s.sh_type != elf::SHT_NOBITS
+        && s.addr >= p.vaddr
+        && (s.addr - p.vaddr)
+            .checked_add(s.size)
+            .is_some_and(|end| end <= p.filesz)
+        && s.offset.checked_sub(p.offset) == Some(s.addr - p.vaddr)
+}
+
+/// Appends a [`Check::Segments`] finding for every program header of `n` (rewritten) that loads
+/// differently from the same-index program header of `o` (original); see the module rules.
+pub(crate) fn check_segments(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
+    let mut push = |message: String| {
+        findings.push(Finding {
+            check: Check::Segments,
+            function: None,
+            original_address: None,
+            new_address: None,
+            message,
+        })
+    };
+    let (os, ns) = (&o.elf.segments, &n.elf.segments);
+    if os.len() != ns.len() {
+        push(format!(
+            "{} program headers, the original has {}",
+            ns.len(),
+            os.len()
+        ));
+        return;
+    }
+    for (i, (op, np)) in os.iter().zip(ns).enumerate() {
+        let what = format!("program header {i} (p_type {:#x})", op.p_type);
+        if (op.p_type, op.p_flags, op.align) != (np.p_type, np.p_flags, np.align) {
+            push(format!(
+                "{what}: p_type/p_flags/p_align changed from {:#x}/{:#x}/{:#x} to {:#x}/{:#x}/{:#x}",
+                op.p_type, op.p_flags, op.align, np.p_type, np.p_flags, np.align
+            ));
+            continue;
+        }
+        let (om, nm) = (mapped(o, op), mapped(n, np));
+        if names(&om) != names(&nm) {
+            push(format!(
+                "{what}: maps sections [{}], the original's maps [{}]",
+                names(&nm),
+                names(&om)
+            ));
+            continue;
+        }
+        let Some((of, nf)) = om.first().zip(nm.first()) else {
+            if (op.offset, op.vaddr, op.filesz, op.memsz)
+                != (np.offset, np.vaddr, np.filesz, np.memsz)
+            {
+                push(format!(
+                    "{what} maps no section and changed: offset/vaddr/filesz/memsz {:#x}/{:#x}/{:#x}/{:#x}, was {:#x}/{:#x}/{:#x}/{:#x}",
+                    np.offset, np.vaddr, np.filesz, np.memsz, op.offset, op.vaddr, op.filesz, op.memsz
+                ));
+            }
+            continue;
+        };
+        if of.addr - op.vaddr != nf.addr - np.vaddr {
+            push(format!(
+                "{what} starts {:#x} bytes before section {}, the original's {:#x} bytes",
+                nf.addr - np.vaddr,
+                nf.name,
+                of.addr - op.vaddr
+            ));
+        }
+        for (os, ns) in om.iter().zip(&nm) {
+            if backed(op, os) && !backed(np, ns) {
+                push(format!(
+                    "{what} no longer loads the file bytes of section {} (section at address {:#x}, file offset {:#x}; segment address {:#x}, file offset {:#x}, p_filesz {:#x})",
+                    ns.name, ns.addr, ns.offset, np.vaddr, np.offset, np.filesz
+                ));
+            }
+        }
+    }
+}
