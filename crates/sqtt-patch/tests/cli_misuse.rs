@@ -351,6 +351,24 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
         batch.files,
         files(&["bad.co", "good.co", "out/", "out/good.co"])
     );
+    // `batch --check` writes nothing, and --strict exits 3 all the same (fresh tester, session
+    // 10: exited 0).
+    std::fs::remove_dir_all(t.path().join("out")).expect("rm out");
+    let check = run(
+        t.path(),
+        &[&["batch", "bad.co", "good.co", "--check"][..], &flags[..]].concat(),
+    );
+    assert_eq!(check.code, 3, "{}", check.stderr);
+    assert_eq!(
+        check.first_line(),
+        "sqtt-patch batch: --strict: 1 input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; exit 3"
+    );
+    assert_eq!(check.files, files(&["bad.co", "good.co"]));
+    let unstrict = run(
+        t.path(),
+        &["batch", "bad.co", "good.co", "--check", "--functions", "1"],
+    );
+    assert_eq!(unstrict.code, 0, "{}", unstrict.stderr);
     // Without --strict every command writes the unchanged copy and exits 0.
     let r = run(t.path(), &["bad.co", "-o", "o.co", "--functions", "1"]);
     assert_eq!(r.code, 0);

@@ -211,15 +211,26 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         }
     }
     crate::timings::print_sum(&format!("batch ({} files)", report.files.len()), started);
-    let withheld = report.files.iter().filter(|f| f.not_written).count();
-    if common.strict && withheld > 0 {
-        eprintln!("sqtt-patch batch: --strict: {withheld} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; their outputs were not written");
+    // `--strict` counts every input that lost coverage, with `-o` (those files were not
+    // written) and with `--check` (nothing is written; exit 3 all the same).
+    let lost = report
+        .files
+        .iter()
+        .filter(|f| f.objects.iter().any(process::lost_coverage))
+        .count();
+    if common.strict && lost > 0 {
+        let outcome = if out_dir.is_some() {
+            "their outputs were not written"
+        } else {
+            "exit 3"
+        };
+        eprintln!("sqtt-patch batch: --strict: {lost} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; {outcome}");
     }
     Ok(if rejected {
         exit::VERIFY
     } else if bad_input {
         exit::INPUT
-    } else if common.strict && withheld > 0 {
+    } else if common.strict && lost > 0 {
         exit::STRICT
     } else if !regressions.is_empty() && !args.update_baseline {
         exit::REGRESSION

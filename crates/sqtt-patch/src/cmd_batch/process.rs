@@ -74,13 +74,7 @@ pub(super) fn process_file(
             out
         }
     };
-    let lost = |o: &ObjectReport| {
-        matches!(o.status.as_str(), "failed_closed" | "error")
-            || o.kernels.iter().any(|k| !k.skipped.is_empty())
-            || o.functions.iter().any(|f| !f.skipped.is_empty())
-            || o.dwarf_error.is_some()
-    };
-    rep.not_written = strict && out_dir.is_some() && rep.objects.iter().any(lost);
+    rep.not_written = strict && out_dir.is_some() && rep.objects.iter().any(lost_coverage);
     if rep.not_written {
         rep.time_ms = Some(started.elapsed().as_millis() as u64);
         return Ok(rep);
@@ -333,4 +327,14 @@ pub(super) fn function_row(
         inserted_instructions: insts,
         inserted_bytes: bytes,
     }
+}
+
+/// True when a code object lost coverage in the sense of `--strict`: it failed closed or could
+/// not be read, a kernel or function skipped a site, or its DWARF is unreadable (the batch
+/// counterpart of `cmd_patch::lost_coverage`, read from the report).
+pub(crate) fn lost_coverage(o: &ObjectReport) -> bool {
+    matches!(o.status.as_str(), "failed_closed" | "error")
+        || o.kernels.iter().any(|k| !k.skipped.is_empty())
+        || o.functions.iter().any(|f| !f.skipped.is_empty())
+        || o.dwarf_error.is_some()
 }
