@@ -880,7 +880,8 @@ fn compare_entries<'a>(
     for (k, v) in &old {
         match new.iter().find(|(nk, _)| nk == k) {
             Some((_, nv)) if value_checked(k) && nv != v => {
-                report(format!("{} changed from {v} to {nv}", name(k)))
+                let (path, a, b) = first_difference(name(k), v, nv);
+                report(format!("{path} changed from {a} to {b}"))
             }
             Some(_) => {}
             None => report(format!("{} ({v}) removed", name(k))),
@@ -889,6 +890,43 @@ fn compare_entries<'a>(
     for (k, v) in &new {
         if !old.iter().any(|(ok, _)| ok == k) {
             report(format!("{} ({v}) added", name(k)));
+        }
+    }
+}
+
+/// The innermost place where two msgpack values differ, as (path, old part, new part): arrays of
+/// the same length descend into their first differing element (`.args[3]`), maps with the same
+/// keys in the same order into their first differing value (`.args[3].size`); anything else is
+/// the difference itself. `path` names `old` and `new`.
+fn first_difference<'a>(
+    mut path: String,
+    mut old: &'a Value,
+    mut new: &'a Value,
+) -> (String, &'a Value, &'a Value) {
+    loop {
+        let inner = match (old, new) {
+            (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+                .iter()
+                .zip(b)
+                .enumerate()
+                .find(|(_, (x, y))| x != y)
+                .map(|(i, (x, y))| (format!("{path}[{i}]"), x, y)),
+            (Value::Map(a), Value::Map(b))
+                if a.len() == b.len() && a.iter().zip(b).all(|((x, _), (y, _))| x == y) =>
+            {
+                a.iter()
+                    .zip(b)
+                    .find(|((_, x), (_, y))| x != y)
+                    .map(|((k, x), (_, y))| {
+                        let key = k.as_str().map_or_else(|| format!("[{k}]"), str::to_string);
+                        (format!("{path}{key}"), x, y)
+                    })
+            }
+            _ => None,
+        };
+        match inner {
+            Some((p, a, b)) => (path, old, new) = (p, a, b),
+            None => return (path, old, new),
         }
     }
 }

@@ -717,6 +717,16 @@ fn changed_kernel_metadata_keys_are_caught() {
                 show(&r)
             );
         }
+        // A field deep inside `.args` is named by its path, not by the whole array.
+        let (new, a, b) = metadata_value_changed(&orig, ".offset");
+        let r = run(&orig, &new);
+        let want = format!(".args[0].offset changed from {a} to {b}");
+        let f = r
+            .findings
+            .iter()
+            .find(|f| f.check == Check::Metadata)
+            .unwrap_or_else(|| panic!("{name}: .offset change not caught"));
+        assert_eq!(f.message, want, "{name}");
         assert!(run(&orig, &orig).is_clean(), "{name}: identity is clean");
     }
 }
