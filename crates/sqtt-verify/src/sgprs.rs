@@ -512,6 +512,7 @@ mod tests {
                 .collect(),
             inserted: Vec::new(),
             inserted_regs: Vec::new(),
+            inserted_class: Vec::new(),
             padding: Vec::new(),
             falls_off: None,
         }
