@@ -618,54 +618,66 @@ fn island_at(run: &[NInst], i: usize) -> Option<Island> {
 /// Every landing block in the inserted code of `funcs` (an original branch whose target is not
 /// the next original instruction, retargeted to inserted code after it), and the islands at
 /// their tails, by start address.
+/// Functions are searched in parallel and their blocks entered in function order.
 fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, Island>) {
+    let found: Vec<Vec<(u64, LandingBlock, Option<Island>)>> = funcs
+        .par_iter()
+        .map(|f| {
+            let mut found = Vec::new();
+            for (k, o) in f.orig.iter().enumerate() {
+                // The run of the next original (where the block sits); without one the branch
+                // has no block after it.
+                let run = f
+                    .orig
+                    .get(k + 1)
+                    .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
+                if run.is_empty() {
+                    continue;
+                }
+                let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
+                    continue;
+                };
+                if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
+                    continue;
+                }
+                // The branch, then that run.
+                let mut seq = vec![n];
+                seq.extend_from_slice(run);
+                found.extend(landing_after(&seq, 0, |_| true));
+            }
+            found
+        })
+        .collect();
     let mut out = BTreeMap::new();
     let mut tails = BTreeMap::new();
-    for f in funcs {
-        for (k, o) in f.orig.iter().enumerate() {
-            let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
-                continue;
-            };
-            if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
-                continue;
-            }
-            // The branch, then the run of the next original (where the block sits).
-            let run = f
-                .orig
-                .get(k + 1)
-                .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
-            let mut seq = vec![n];
-            seq.extend_from_slice(run);
-            if let Some((t, block, isl)) = landing_after(&seq, 0, |_| true) {
-                if let Some(isl) = isl {
-                    tails.insert(block.body_end, isl);
-                }
-                out.insert(t, block);
-            }
+    for (t, block, isl) in found.into_iter().flatten() {
+        if let Some(isl) = isl {
+            tails.insert(block.body_end, isl);
         }
+        out.insert(t, block);
     }
     (out, tails)
 }
 
 /// Every island in the inserted code of `funcs` that a relocated original branch targets.
+/// Functions are searched in parallel (a function without inserted code has none).
 fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
-    let mut out = BTreeMap::new();
-    for f in funcs {
-        let targeted: std::collections::BTreeSet<u64> = f
-            .orig
-            .iter()
-            .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
-            .collect();
-        for i in 0..f.inserted.len() {
-            if !targeted.contains(&f.inserted[i].addr) {
-                continue;
-            }
-            if let Some(isl) = island_at(&f.inserted, i) {
-                out.insert(f.inserted[i].addr, isl);
-            }
-        }
-    }
-    out
+    let found: Vec<Vec<(u64, Island)>> = funcs
+        .par_iter()
+        .filter(|f| !f.inserted.is_empty())
+        .map(|f| {
+            let targeted: std::collections::BTreeSet<u64> = f
+                .orig
+                .iter()
+                .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
+                .collect();
+            (0..f.inserted.len())
+                .filter(|&i| targeted.contains(&f.inserted[i].addr))
+                .filter_map(|i| island_at(&f.inserted, i).map(|isl| (f.inserted[i].addr, isl)))
+                .collect()
+        })
+        .collect();
+    found.into_iter().flatten().collect()
 }
 
 impl Program<'_> {
@@ -837,7 +849,9 @@ impl<'a> Program<'a> {
                 // object): an instruction with the bytes of an earlier one of the function (most
                 // of them) takes both without a decode of its operands. `used` is a union, so
                 // the distinct encodings' registers give it.
-                let mut by_bytes: HashMap<&[u8], (u32, bool), BuildRegsHasher> = HashMap::default();
+                // Sized for a quarter of the body distinct (no rehash on most functions).
+                let mut by_bytes: HashMap<&[u8], (u32, bool), BuildRegsHasher> =
+                    HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
                 let (regs, body_ins): (Vec<u32>, Vec<bool>) = body
                     .iter()
                     .map(|(_, i)| {

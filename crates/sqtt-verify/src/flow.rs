@@ -275,7 +275,6 @@ pub(crate) fn analyse(
     wave_sizes: &[u32],
     findings: &mut Vec<Finding>,
 ) -> Analysis {
-    let legacy: Vec<Vec<bool>> = p.funcs.iter().map(legacy_runs).collect();
     // Per-function work runs in parallel; findings keep the function order.
     let (cfgs, found): (Vec<Cfg>, Vec<Vec<Finding>>) = (0..p.funcs.len())
         .into_par_iter()
@@ -290,7 +289,7 @@ pub(crate) fn analyse(
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
     let succ: Vec<FactSuccs> = cfgs
-        .iter()
+        .par_iter()
         .zip(&p.funcs)
         .map(|(c, f)| FactSuccs {
             cfg: &c.succs,
@@ -352,7 +351,7 @@ pub(crate) fn analyse(
             let counts = check_runs(
                 p,
                 f,
-                &legacy[fi],
+                &legacy_runs(f),
                 &cfgs[fi],
                 &changeable[fi],
                 fm,
@@ -461,9 +460,10 @@ fn scope_flags(
     reach: &[Option<Vec<usize>>],
     findings: &mut Vec<Finding>,
 ) -> Vec<Option<u16>> {
-    let flags: Vec<Option<u16>> = p
+    // Per function in parallel; findings keep the function order.
+    let per: Vec<(Option<u16>, Option<Finding>)> = p
         .funcs
-        .iter()
+        .par_iter()
         .map(|f| {
             let entry = entry_index(f);
             let mut tested = BTreeSet::new();
@@ -479,16 +479,23 @@ fn scope_flags(
                     kernel_entry,
                 ));
             }
-            if tested.len() > 1 {
-                findings.push(fnd(
+            let more = (tested.len() > 1).then(|| {
+                fnd(
                     f,
                     Check::Markers,
                     Some(f.orig_start),
                     f.new_start,
                     format!("scope guards test more than one flag: {tested:?}"),
-                ));
-            }
-            tested.first().copied()
+                )
+            });
+            (tested.first().copied(), more)
+        })
+        .collect();
+    let flags: Vec<Option<u16>> = per
+        .into_iter()
+        .map(|(flag, more)| {
+            findings.extend(more);
+            flag
         })
         .collect();
     // Only needed when some kernel's call graph tests a flag (decoded lazily: most objects have

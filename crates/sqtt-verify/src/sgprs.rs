@@ -150,48 +150,52 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
 
 impl CallGraph {
     /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
+    /// Functions are looked at in parallel.
     pub fn new(p: &Program, exits: &[Vec<usize>]) -> CallGraph {
-        let mut calls = Vec::with_capacity(p.funcs.len());
-        let mut leaves = Vec::with_capacity(p.funcs.len());
-        for (fi, f) in p.funcs.iter().enumerate() {
-            let mut c = Vec::new();
-            for (k, o) in f.orig.iter().enumerate() {
-                if o.inst.flow() != Flow::Call {
-                    continue;
-                }
-                let t = match o.inst.branch_target(o.addr) {
-                    Some(t) => Some(t),
-                    None => o
-                        .inst
-                        .reads()
-                        .max_sgpr()
-                        .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
-                };
-                c.push((k, t.and_then(|t| p.func_at(t))));
-            }
-            calls.push(c);
-            let mut l = BTreeMap::new();
-            for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
-                let o = &f.orig[k];
-                let how = match o.inst.flow() {
-                    Flow::EndProgram => Leave::EndPgm,
-                    Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
-                        let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
-                        match pair.and_then(|r| builder_target(f, k, r)) {
-                            Some(t) => match p.func_at(t) {
-                                Some(g) if g != fi => Leave::Tail(g),
-                                _ => Leave::Unknown,
-                            },
-                            None if f.kind == crate::FunctionKind::Function => Leave::Return,
-                            None => Leave::Unknown,
-                        }
+        let per: Vec<_> = p
+            .funcs
+            .par_iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let mut c = Vec::new();
+                for (k, o) in f.orig.iter().enumerate() {
+                    if o.inst.flow() != Flow::Call {
+                        continue;
                     }
-                    _ => Leave::Unknown,
-                };
-                l.insert(k, how);
-            }
-            leaves.push(l);
-        }
+                    let t = match o.inst.branch_target(o.addr) {
+                        Some(t) => Some(t),
+                        None => o
+                            .inst
+                            .reads()
+                            .max_sgpr()
+                            .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
+                    };
+                    c.push((k, t.and_then(|t| p.func_at(t))));
+                }
+                let mut l = BTreeMap::new();
+                for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
+                    let o = &f.orig[k];
+                    let how = match o.inst.flow() {
+                        Flow::EndProgram => Leave::EndPgm,
+                        Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
+                            let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                            match pair.and_then(|r| builder_target(f, k, r)) {
+                                Some(t) => match p.func_at(t) {
+                                    Some(g) if g != fi => Leave::Tail(g),
+                                    _ => Leave::Unknown,
+                                },
+                                None if f.kind == crate::FunctionKind::Function => Leave::Return,
+                                None => Leave::Unknown,
+                            }
+                        }
+                        _ => Leave::Unknown,
+                    };
+                    l.insert(k, how);
+                }
+                (c, l)
+            })
+            .collect();
+        let (calls, leaves) = per.into_iter().unzip();
         CallGraph { calls, leaves }
     }
 
