@@ -1275,6 +1275,9 @@ struct Code<'a> {
     /// The model can execute it: every instruction is whitelisted and writes only SGPRs, M0
     /// and SCC, or is an M0 save or a lane save.
     executable: bool,
+    /// Some instruction names a VGPR (most runs name none: then no decode for
+    /// [`Code::vgprs`]).
+    names_vgprs: bool,
     /// VGPRs it reads (randomised by the execution), decoded at the first execution.
     vgprs: std::cell::OnceCell<Vec<u16>>,
 }
@@ -1289,6 +1292,7 @@ impl<'a> Code<'a> {
         changeable: u128,
     ) -> Code<'a> {
         let at = span(f, whole);
+        let names_vgprs = f.inserted_regs[at.clone()].iter().any(|r| r.vgpr_top != 0);
         let executable = f.inserted_class[at.clone()]
             .iter()
             .zip(&f.inserted_regs[at])
@@ -1305,13 +1309,19 @@ impl<'a> Code<'a> {
             legacy,
             changeable,
             executable,
+            names_vgprs,
             vgprs: std::cell::OnceCell::new(),
         }
     }
 
     fn vgprs(&self) -> &[u16] {
-        self.vgprs
-            .get_or_init(|| region::vgprs_read(self.whole.iter().map(|x| &x.inst)))
+        self.vgprs.get_or_init(|| {
+            if self.names_vgprs {
+                region::vgprs_read(self.whole.iter().map(|x| &x.inst))
+            } else {
+                Vec::new()
+            }
+        })
     }
 }
 
