@@ -386,16 +386,22 @@ fn live_in(
     for (g, c) in gen.iter_mut().zip(&called) {
         *g |= c.unwrap_or(0);
     }
-    let end: Vec<Mask> = (0..n)
-        .map(|k| match cg.leaves[fi].get(&k) {
-            Some(Leave::EndPgm) => 0,
-            Some(Leave::Return) => after_return[fi],
-            Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
-            Some(Leave::Unknown) => EVERY,
-            None if succs.none(k) => EVERY,
-            None => 0,
-        })
+    // Where control leaves: by how it leaves at the function's exits (one walk along them, not
+    // a map lookup per instruction), everything after any other instruction without a
+    // successor.
+    let mut end: Vec<Mask> = (0..n)
+        .map(|k| if succs.none(k) { EVERY } else { 0 })
         .collect();
+    for (&k, how) in &cg.leaves[fi] {
+        if let Some(e) = end.get_mut(k) {
+            *e = match how {
+                Leave::EndPgm => 0,
+                Leave::Return => after_return[fi],
+                Leave::Tail(g) => deep[*g] | after_return[fi],
+                Leave::Unknown => EVERY,
+            };
+        }
+    }
     // Decoded once, not once per iteration of the fixed point.
     let kill: Vec<Mask> = f.orig.iter().map(|o| kills(f.regs(o))).collect();
     let mut live = vec![0; n];
