@@ -8,7 +8,9 @@ use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
 use rayon::prelude::*;
 
-use crate::insn::{allowed, insertable, is_padding, scalar_const, Allowed};
+use crate::insn::{
+    allowed, insertable, is_padding, region_class_regs, scalar_const, Allowed, Region,
+};
 use crate::{Check, Finding, FunctionKind, VerifyError};
 use amdgpu_isa::{RegSet, SpecialReg};
 
@@ -312,6 +314,9 @@ pub(crate) struct Func {
     pub inserted: Vec<NInst>,
     /// Parallel to `inserted`: their registers, decoded once.
     pub inserted_regs: Vec<Regs>,
+    /// Parallel to `inserted`: their whitelist classes ([`crate::insn::region_class`]),
+    /// classified once for every check and every entry into their runs.
+    pub inserted_class: Vec<Option<Region>>,
     /// Words after the last original instruction up to the next function.
     pub padding: Vec<NInst>,
     /// Execution can fall off the end of the original body: the function must be copied
@@ -613,54 +618,66 @@ fn island_at(run: &[NInst], i: usize) -> Option<Island> {
 /// Every landing block in the inserted code of `funcs` (an original branch whose target is not
 /// the next original instruction, retargeted to inserted code after it), and the islands at
 /// their tails, by start address.
+/// Functions are searched in parallel and their blocks entered in function order.
 fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, Island>) {
+    let found: Vec<Vec<(u64, LandingBlock, Option<Island>)>> = funcs
+        .par_iter()
+        .map(|f| {
+            let mut found = Vec::new();
+            for (k, o) in f.orig.iter().enumerate() {
+                // The run of the next original (where the block sits); without one the branch
+                // has no block after it.
+                let run = f
+                    .orig
+                    .get(k + 1)
+                    .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
+                if run.is_empty() {
+                    continue;
+                }
+                let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
+                    continue;
+                };
+                if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
+                    continue;
+                }
+                // The branch, then that run.
+                let mut seq = vec![n];
+                seq.extend_from_slice(run);
+                found.extend(landing_after(&seq, 0, |_| true));
+            }
+            found
+        })
+        .collect();
     let mut out = BTreeMap::new();
     let mut tails = BTreeMap::new();
-    for f in funcs {
-        for (k, o) in f.orig.iter().enumerate() {
-            let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
-                continue;
-            };
-            if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
-                continue;
-            }
-            // The branch, then the run of the next original (where the block sits).
-            let run = f
-                .orig
-                .get(k + 1)
-                .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
-            let mut seq = vec![n];
-            seq.extend_from_slice(run);
-            if let Some((t, block, isl)) = landing_after(&seq, 0, |_| true) {
-                if let Some(isl) = isl {
-                    tails.insert(block.body_end, isl);
-                }
-                out.insert(t, block);
-            }
+    for (t, block, isl) in found.into_iter().flatten() {
+        if let Some(isl) = isl {
+            tails.insert(block.body_end, isl);
         }
+        out.insert(t, block);
     }
     (out, tails)
 }
 
 /// Every island in the inserted code of `funcs` that a relocated original branch targets.
+/// Functions are searched in parallel (a function without inserted code has none).
 fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
-    let mut out = BTreeMap::new();
-    for f in funcs {
-        let targeted: std::collections::BTreeSet<u64> = f
-            .orig
-            .iter()
-            .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
-            .collect();
-        for i in 0..f.inserted.len() {
-            if !targeted.contains(&f.inserted[i].addr) {
-                continue;
-            }
-            if let Some(isl) = island_at(&f.inserted, i) {
-                out.insert(f.inserted[i].addr, isl);
-            }
-        }
-    }
-    out
+    let found: Vec<Vec<(u64, Island)>> = funcs
+        .par_iter()
+        .filter(|f| !f.inserted.is_empty())
+        .map(|f| {
+            let targeted: std::collections::BTreeSet<u64> = f
+                .orig
+                .iter()
+                .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
+                .collect();
+            (0..f.inserted.len())
+                .filter(|&i| targeted.contains(&f.inserted[i].addr))
+                .filter_map(|i| island_at(&f.inserted, i).map(|isl| (f.inserted[i].addr, isl)))
+                .collect()
+        })
+        .collect();
+    found.into_iter().flatten().collect()
 }
 
 impl Program<'_> {
@@ -791,6 +808,7 @@ impl<'a> Program<'a> {
                 orig: Vec::new(),
                 inserted: Vec::new(),
                 inserted_regs: Vec::new(),
+                inserted_class: Vec::new(),
                 padding: Vec::new(),
                 falls_off: None,
                 builders: Vec::new(),
@@ -826,20 +844,32 @@ impl<'a> Program<'a> {
                 let mut used = RegSet::new();
                 let mut table: Vec<Regs> = Vec::new();
                 let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
-                let regs: Vec<u32> = body
+                // The registers, and whether the aligner may take the instruction for inserted
+                // code (`insertable_regs`), are functions of the encoding (one target per
+                // object): an instruction with the bytes of an earlier one of the function (most
+                // of them) takes both without a decode of its operands. `used` is a union, so
+                // the distinct encodings' registers give it.
+                // Sized for a quarter of the body distinct (no rehash on most functions).
+                let mut by_bytes: HashMap<&[u8], (u32, bool), BuildRegsHasher> =
+                    HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
+                let (regs, body_ins): (Vec<u32>, Vec<bool>) = body
                     .iter()
                     .map(|(_, i)| {
-                        let (r, w) = i.reads_writes();
-                        used.union_with(&r);
-                        used.union_with(&w);
-                        let x = Regs::of(i, &r, &w);
-                        *index.entry(x).or_insert_with(|| {
-                            table.push(x);
-                            (table.len() - 1) as u32
+                        *by_bytes.entry(i.bytes()).or_insert_with(|| {
+                            let (r, w) = i.reads_writes();
+                            used.union_with(&r);
+                            used.union_with(&w);
+                            let x = Regs::of(i, &r, &w);
+                            let k = *index.entry(x).or_insert_with(|| {
+                                table.push(x);
+                                (table.len() - 1) as u32
+                            });
+                            (k, crate::insn::insertable_regs(i, &x))
                         })
                     })
-                    .collect();
+                    .unzip();
                 drop(index);
+                drop(by_bytes);
                 table.shrink_to_fit();
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
@@ -848,9 +878,15 @@ impl<'a> Program<'a> {
                 f.builders = find_builders(&body);
                 f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, regs, &table, &ntext, isa, &mut found);
+                align(f, body, regs, &body_ins, &ntext, isa, &mut found);
                 f.regs_table = table;
                 f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
+                f.inserted_class = f
+                    .inserted
+                    .iter()
+                    .zip(&f.inserted_regs)
+                    .map(|(n, r)| region_class_regs(&n.inst, r))
+                    .collect();
                 Ok(found)
             })
             .collect();
@@ -897,16 +933,19 @@ impl<'a> Program<'a> {
     /// Landing addresses allowed for a jump to original address `target`: every instruction start
     /// of the inserted run in front of the original instruction, and the instruction itself.
     pub fn landing(&self, target: u64) -> Option<(usize, usize, Vec<u64>)> {
-        let (fi, k, lands) = self.landings(target)?;
+        let (fi, k, lands) = self.landings(target, None)?;
         Some((fi, k, lands.collect()))
     }
 
     /// [`Program::landing`] with the addresses as an iterator (no list per question).
+    /// `near`: index of a function the target most likely lies in (the jump's own), looked at
+    /// before the search over every function.
     pub fn landings(
         &self,
         target: u64,
+        near: Option<usize>,
     ) -> Option<(usize, usize, impl Iterator<Item = u64> + Clone + '_)> {
-        let (fi, k) = self.original_at(target)?;
+        let (fi, k) = self.original_at(target, near)?;
         let f = &self.funcs[fi];
         let o = &f.orig[k];
         let copy = o.new_address()?;
@@ -936,11 +975,22 @@ impl<'a> Program<'a> {
 
     /// The original instruction starting at address `a`: (function index, instruction index).
     /// Binary searches: functions by start, then the function's instructions (in address order).
-    pub fn original_at(&self, a: u64) -> Option<(usize, usize)> {
-        let fi = self
-            .funcs
-            .partition_point(|f| f.orig_start <= a)
-            .checked_sub(1)?;
+    /// `near`: a function to try first; when `a` lies in its body it is the function the search
+    /// would find (the last one starting at or before `a`: bodies do not overlap and the next
+    /// function starts at or after its end).
+    pub fn original_at(&self, a: u64, near: Option<usize>) -> Option<(usize, usize)> {
+        let inside = near.filter(|&g| {
+            self.funcs
+                .get(g)
+                .is_some_and(|f| f.orig_start <= a && a < f.orig_end)
+        });
+        let fi = match inside {
+            Some(g) => g,
+            None => self
+                .funcs
+                .partition_point(|f| f.orig_start <= a)
+                .checked_sub(1)?,
+        };
         let k = self.funcs[fi]
             .orig
             .binary_search_by_key(&a, |o| o.addr)
@@ -1314,11 +1364,13 @@ type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
 /// instruction equal to it.
+/// `regs`: parallel to `body`, its register summaries (indices into `f.regs_table`);
+/// `body_ins`: parallel to `body`, whether each is insertable (`insertable_regs`).
 fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
     regs: Vec<u32>,
-    table: &[Regs],
+    body_ins: &[bool],
     ntext: &Text<'_>,
     isa: Target,
     findings: &mut Vec<Finding>,
@@ -1436,12 +1488,6 @@ fn align(
             }
             n.addr < reach
         })
-        .collect();
-    // The originals' decoded registers answer `insertable` with every SGPR free.
-    let body_ins: Vec<bool> = body
-        .iter()
-        .zip(&regs)
-        .map(|((_, x), &r)| crate::insn::insertable_regs(x, &table[r as usize]))
         .collect();
     // An instruction with an original's bytes (`same_as`, found while decoding) has that
     // original's answer; only the other instructions are classified.

@@ -10,7 +10,7 @@ use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 use crate::code::{Func, NInst, OInst, Program, Regs};
 use crate::elfcheck::FuncmapInfo;
 use crate::insn::{
-    allowed, getreg_allowed, marker_kind, reads_m0, region_class, scalar_const, Allowed,
+    allowed, getreg_allowed, legacy, marker_kind, reads_m0, region_class, scalar_const, Allowed,
     MarkerKind, Region,
 };
 use crate::region::{self, Layout};
@@ -58,7 +58,8 @@ struct Effect {
     scc_changed: bool,
 }
 
-fn simulate(run: &[NInst]) -> Effect {
+/// `regs`, `classes`: parallel to `run`, its registers and whitelist classes (decoded once).
+fn simulate(run: &[NInst], regs: &[Regs], classes: &[Option<Region>]) -> Effect {
     let mut e = Effect {
         m0: Val::Orig,
         last_writes_m0: false,
@@ -67,10 +68,10 @@ fn simulate(run: &[NInst]) -> Effect {
         scc_changed: false,
     };
     let mut sr = Val::Unknown;
-    for n in run {
+    for ((n, r), class) in run.iter().zip(regs).zip(classes) {
         let mut writes_m0 = false;
         let mut value = None;
-        match allowed(&n.inst) {
+        match legacy(*class) {
             Some(Allowed::SetM0(k)) => {
                 e.m0 = Val::Const(k);
                 writes_m0 = true;
@@ -107,7 +108,7 @@ fn simulate(run: &[NInst]) -> Effect {
             Some(Allowed::TtraceImm(v)) => value = Some(u32::from(v)),
             Some(Allowed::Nop0) => {}
             None => {
-                if n.inst.writes().contains(SpecialReg::M0) {
+                if r.has(Regs::M0_WRITE) {
                     e.m0 = Val::Unknown;
                     writes_m0 = true;
                 }
@@ -258,14 +259,13 @@ impl Cfg {
 fn legacy_runs(f: &Func) -> Vec<bool> {
     f.orig
         .iter()
-        .map(|o| {
-            f.inserted
-                .get(o.run())
-                .unwrap_or_default()
-                .iter()
-                .all(|n| allowed(&n.inst).is_some())
-        })
+        .map(|o| all_legacy(f.inserted_class.get(o.run()).unwrap_or_default()))
         .collect()
+}
+
+/// Every class is a simple marker-snippet instruction's ([`Region::Legacy`]).
+fn all_legacy(classes: &[Option<Region>]) -> bool {
+    classes.iter().all(|c| matches!(c, Some(Region::Legacy(_))))
 }
 
 /// `wave_sizes`: lanes of each function of `p` (parallel to `p.funcs`).
@@ -275,7 +275,6 @@ pub(crate) fn analyse(
     wave_sizes: &[u32],
     findings: &mut Vec<Finding>,
 ) -> Analysis {
-    let legacy: Vec<Vec<bool>> = p.funcs.iter().map(legacy_runs).collect();
     // Per-function work runs in parallel; findings keep the function order.
     let (cfgs, found): (Vec<Cfg>, Vec<Vec<Finding>>) = (0..p.funcs.len())
         .into_par_iter()
@@ -290,7 +289,7 @@ pub(crate) fn analyse(
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
     let succ: Vec<FactSuccs> = cfgs
-        .iter()
+        .par_iter()
         .zip(&p.funcs)
         .map(|(c, f)| FactSuccs {
             cfg: &c.succs,
@@ -352,7 +351,7 @@ pub(crate) fn analyse(
             let counts = check_runs(
                 p,
                 f,
-                &legacy[fi],
+                &legacy_runs(f),
                 &cfgs[fi],
                 &changeable[fi],
                 fm,
@@ -461,9 +460,10 @@ fn scope_flags(
     reach: &[Option<Vec<usize>>],
     findings: &mut Vec<Finding>,
 ) -> Vec<Option<u16>> {
-    let flags: Vec<Option<u16>> = p
+    // Per function in parallel; findings keep the function order.
+    let per: Vec<(Option<u16>, Option<Finding>)> = p
         .funcs
-        .iter()
+        .par_iter()
         .map(|f| {
             let entry = entry_index(f);
             let mut tested = BTreeSet::new();
@@ -479,16 +479,23 @@ fn scope_flags(
                     kernel_entry,
                 ));
             }
-            if tested.len() > 1 {
-                findings.push(fnd(
+            let more = (tested.len() > 1).then(|| {
+                fnd(
                     f,
                     Check::Markers,
                     Some(f.orig_start),
                     f.new_start,
                     format!("scope guards test more than one flag: {tested:?}"),
-                ));
-            }
-            tested.first().copied()
+                )
+            });
+            (tested.first().copied(), more)
+        })
+        .collect();
+    let flags: Vec<Option<u16>> = per
+        .into_iter()
+        .map(|(flag, more)| {
+            findings.extend(more);
+            flag
         })
         .collect();
     // Only needed when some kernel's call graph tests a flag (decoded lazily: most objects have
@@ -599,16 +606,19 @@ fn check_inserted(
         // Parallel to `run`: registers decoded once.
         let rregs = &f.inserted_regs[o.run()];
         let (run_start, run_end) = (first.addr, end.addr);
+        // Parallel to `run`: the landing block and the island each instruction lies in (looked
+        // up once, not once per question below).
+        let trailers: Vec<_> = run
+            .iter()
+            .map(|n| (p.landing_containing(n.addr), p.island_containing(n.addr)))
+            .collect();
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
         // below like every island).
-        for (n, r) in run.iter().zip(rregs) {
-            let Some((start, _)) = p.landing_containing(n.addr) else {
+        for ((n, r), trailer) in run.iter().zip(rregs).zip(&trailers) {
+            let (Some((start, _)), None) = *trailer else {
                 continue;
             };
-            if p.island_containing(n.addr).is_some() {
-                continue;
-            }
             let may = landed_at
                 .get(&start)
                 .and_then(|&s| changeable.get(s))
@@ -634,12 +644,18 @@ fn check_inserted(
         let (body, body_regs): (Vec<NInst>, Vec<Regs>) = run
             .iter()
             .zip(rregs)
-            .filter(|(n, _)| {
-                p.island_containing(n.addr).is_none() && p.landing_containing(n.addr).is_none()
-            })
-            .map(|(n, r)| (*n, *r))
+            .zip(&trailers)
+            .filter(|(_, t)| matches!(t, (None, None)))
+            .map(|((n, r), _)| (*n, *r))
             .unzip();
-        let saves = crate::spill::saves(&body, run_end, landings, regs.wave, regs.vgprs_used);
+        let saves = crate::spill::saves(
+            &body,
+            &body_regs,
+            run_end,
+            landings,
+            regs.wave,
+            regs.vgprs_used,
+        );
         for (a, msg) in saves.problems {
             findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
         }
@@ -662,12 +678,15 @@ fn check_inserted(
                 ),
             ));
         }
-        for (n, r) in run.iter().zip(rregs) {
+        let rclasses = &f.inserted_class[o.run()];
+        for (((n, r), &class), &(landing, island)) in
+            run.iter().zip(rregs).zip(rclasses).zip(&trailers)
+        {
             let m = n.inst.mnemonic();
             let mut bad = |msg: String| {
                 findings.push(fnd(f, Check::Inserted, None, Some(n.addr), msg));
             };
-            if let Some(isl) = p.island_containing(n.addr) {
+            if let Some(isl) = island {
                 // Validated through the branch that uses it (check_target); the SGPRs it writes
                 // must be changeable where it lands.
                 let lands = f.orig.iter().position(|x| {
@@ -690,14 +709,11 @@ fn check_inserted(
                 }
                 continue;
             }
-            if p.landing_containing(n.addr)
-                .is_some_and(|(_, b)| n.addr >= b.body_end)
-            {
+            if landing.is_some_and(|(_, b)| n.addr >= b.body_end) {
                 // A landing block's jump: its destination is checked through the branch that
                 // uses the block (check_target).
                 continue;
             }
-            let class = region_class(&n.inst);
             match class {
                 None => bad(format!("inserted instruction {m} is not allowed")),
                 Some(Region::Legacy(Allowed::TtraceImm(_))) if !has_imm => {
@@ -810,7 +826,7 @@ fn check_target(
         }
         return None;
     }
-    let Some((tfi, tk, lands)) = p.landings(t_o) else {
+    let Some((tfi, tk, lands)) = p.landings(t_o, Some(fi)) else {
         findings.push(fnd(
             f,
             Check::Branch,
@@ -1146,10 +1162,13 @@ fn check_runs(
     let consts = m0_constants(f, cfg);
     // Entries into each run: whole run (entry, fall-through) and each branch landing, as
     // sorted distinct (instruction, landing) pairs (one flat list: a set per instruction cost
-    // an allocation per instruction).
+    // an allocation per instruction). Only instructions with a run in front have entries to
+    // check (the loop below skips the others), so only their edges are listed and sorted.
     let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
     for (s, land) in cfg.edges() {
-        entries.push((s, entry_key(f, s, land)));
+        if !f.orig[s].run().is_empty() {
+            entries.push((s, entry_key(f, s, land)));
+        }
     }
     entries.sort_unstable();
     entries.dedup();
@@ -1176,15 +1195,15 @@ fn check_runs(
         }
         // The run as fall-through enters it (a leading long-branch island is not part of it).
         let whole = run_from(p, f, k, None);
-        let code = Code {
+        let code = Code::new(
+            f,
             whole,
-            regs: regs_of(f, whole),
-            end: o.new_address(),
-            legacy: legacy.get(k).copied().unwrap_or(true),
-            changeable: changeable.get(k).copied().unwrap_or(0),
-        };
+            o.new_address(),
+            legacy.get(k).copied().unwrap_or(true),
+            changeable.get(k).copied().unwrap_or(0),
+        );
         for land in es {
-            let e = entry_effect(p, env, &code, run_from(p, f, k, land), land.is_none());
+            let e = entry_effect(p, env, f, &code, run_from(p, f, k, land), land.is_none());
             check_effect(
                 f,
                 k,
@@ -1215,14 +1234,14 @@ fn check_runs(
         let lo = f.inserted.partition_point(|x| x.addr < start);
         let hi = f.inserted.partition_point(|x| x.addr < b.body_end);
         let body = &f.inserted[lo..hi];
-        let code = Code {
-            whole: body,
-            regs: &f.inserted_regs[lo..hi],
-            end: Some(b.body_end),
-            legacy: body.iter().all(|n| allowed(&n.inst).is_some()),
-            changeable: changeable.get(s).copied().unwrap_or(0),
-        };
-        let e = entry_effect(p, env, &code, body, true);
+        let code = Code::new(
+            f,
+            body,
+            Some(b.body_end),
+            all_legacy(&f.inserted_class[lo..hi]),
+            changeable.get(s).copied().unwrap_or(0),
+        );
+        let e = entry_effect(p, env, f, &code, body, true);
         check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);
         landed.insert(start, e);
     }
@@ -1241,12 +1260,11 @@ struct Facts<'a> {
     layout: Layout,
 }
 
-/// Inserted code in front of one original instruction (a run) or of one jump (a landing block).
+/// Inserted code in front of one original instruction (a run) or of one jump (a landing block),
+/// with what every entry into it asks, worked out once for all of them.
 struct Code<'a> {
     /// The code as fall-through enters it.
     whole: &'a [NInst],
-    /// Parallel to `whole`: registers decoded once.
-    regs: &'a [Regs],
     /// Where it ends (new address; the original instruction after a run, a landing block's
     /// jump).
     end: Option<u64>,
@@ -1254,32 +1272,93 @@ struct Code<'a> {
     legacy: bool,
     /// SGPRs the code may change (bit n = s<n>).
     changeable: u128,
+    /// The model can execute it: every instruction is whitelisted and writes only SGPRs, M0
+    /// and SCC, or is an M0 save or a lane save.
+    executable: bool,
+    /// Some instruction names a VGPR (most runs name none: then no decode for
+    /// [`Code::vgprs`]).
+    names_vgprs: bool,
+    /// VGPRs it reads (randomised by the execution), decoded at the first execution.
+    vgprs: std::cell::OnceCell<Vec<u16>>,
 }
 
-/// The registers of `run`, a stretch of `f.inserted` (ascending by address).
-fn regs_of<'a>(f: &'a Func, run: &[NInst]) -> &'a [Regs] {
+impl<'a> Code<'a> {
+    /// `whole`: a stretch of `f.inserted`.
+    fn new(
+        f: &Func,
+        whole: &'a [NInst],
+        end: Option<u64>,
+        legacy: bool,
+        changeable: u128,
+    ) -> Code<'a> {
+        let at = span(f, whole);
+        let names_vgprs = f.inserted_regs[at.clone()].iter().any(|r| r.vgpr_top != 0);
+        let executable = f.inserted_class[at.clone()]
+            .iter()
+            .zip(&f.inserted_regs[at])
+            .all(|(class, r)| {
+                class.is_some() && r.has(Regs::SCALAR_WRITES)
+                    || matches!(
+                        class,
+                        Some(Region::Legacy(Allowed::SaveM0(_)) | Region::Writelane)
+                    )
+            });
+        Code {
+            whole,
+            end,
+            legacy,
+            changeable,
+            executable,
+            names_vgprs,
+            vgprs: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn vgprs(&self) -> &[u16] {
+        self.vgprs.get_or_init(|| {
+            if self.names_vgprs {
+                region::vgprs_read(self.whole.iter().map(|x| &x.inst))
+            } else {
+                Vec::new()
+            }
+        })
+    }
+}
+
+/// Indices into `f.inserted` (ascending by address) of `run`, a stretch of it.
+fn span(f: &Func, run: &[NInst]) -> std::ops::Range<usize> {
     let Some(first) = run.first() else {
-        return &[];
+        return 0..0;
     };
     let i = f.inserted.partition_point(|x| x.addr < first.addr);
-    &f.inserted_regs[i..i + run.len()]
+    i..i + run.len()
 }
 
-/// Effect of executing `run` (a suffix of `c.whole`, from one entry); `frame`: entered whole.
-fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: bool) -> Effect {
+/// Effect of executing `run` (a stretch of `f.inserted` ending where `c` ends, from one entry);
+/// `frame`: entered whole.
+fn entry_effect(
+    p: &Program,
+    env: &region::Env,
+    f: &Func,
+    c: &Code,
+    run: &[NInst],
+    frame: bool,
+) -> Effect {
+    let idx = span(f, run);
+    let simulated = || {
+        simulate(
+            run,
+            &f.inserted_regs[idx.clone()],
+            &f.inserted_class[idx.clone()],
+        )
+    };
     if c.whole.is_empty() {
         // Most original instructions have no run: nothing is executed (`run`, a suffix, is
         // empty too).
-        return simulate(run);
+        return simulated();
     }
-    let executable = c.whole.iter().zip(c.regs).all(|(x, r)| {
-        region_class(&x.inst).is_some() && r.has(Regs::SCALAR_WRITES)
-            || matches!(allowed(&x.inst), Some(Allowed::SaveM0(_)))
-            || matches!(region_class(&x.inst), Some(Region::Writelane))
-    });
-    let vgprs = region::vgprs_read(c.whole.iter().map(|x| &x.inst));
     let exec = match (c.whole.first(), c.end) {
-        (Some(first), Some(end)) if executable && !run.is_empty() => {
+        (Some(first), Some(end)) if c.executable && !run.is_empty() => {
             let landing = run.first().map_or(end, |x| x.addr);
             Some((
                 landing,
@@ -1292,7 +1371,7 @@ fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: 
                         frame,
                         deterministic: !c.legacy,
                         trials: if c.legacy { 2 } else { 6 },
-                        vgprs: &vgprs,
+                        vgprs: c.vgprs(),
                         changeable: c.changeable,
                     },
                 ),
@@ -1303,13 +1382,13 @@ fn entry_effect(p: &Program, env: &region::Env, c: &Code, run: &[NInst], frame: 
     match exec {
         Some((at, x)) if !c.legacy => executed_effect(run, at, x, env.layout),
         Some((at, x)) => {
-            let mut e = simulate(run);
+            let mut e = simulated();
             e.scc_changed = x.scc_changed;
             e.problems
                 .extend(x.problems.into_iter().map(|(c, m)| (c, at, m)));
             e
         }
-        None => simulate(run),
+        None => simulated(),
     }
 }
 
@@ -1560,8 +1639,17 @@ fn check_balance(
     let mut stack: Vec<Option<Rc<Vec<u32>>>> = vec![None; n];
     let mut reported = BTreeSet::new();
     let mut bad_enter = BTreeSet::new();
+    // Whether some entry into the run of original `k` has an effect with markers (most have
+    // none: no map lookup on their edges).
+    let mut marked = vec![false; n];
+    for &(k, _) in effects.keys() {
+        marked[k] = true;
+    }
     // Scope operations on entering original `k` at `land`, after landing block `via` if any.
     let mut ops = |k: usize, land: Option<u64>, via: Option<u64>, findings: &mut Vec<Finding>| {
+        if via.is_none() && !marked[k] {
+            return Vec::new();
+        }
         let block = via.and_then(|b| landed.get(&b));
         let run = effects.get(&(k, entry_key(f, k, land)));
         let mut v = Vec::new();

@@ -80,6 +80,17 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     None
 }
 
+/// [`allowed`] from the registers decoded once ([`crate::code::Regs`]): every snippet move
+/// reads or writes M0, so an `s_mov_b32` that does neither is not one (its operands are not
+/// decoded again).
+pub(crate) fn allowed_regs(inst: &Instruction, regs: &crate::code::Regs) -> Option<Allowed> {
+    use crate::code::Regs;
+    if !regs.has(Regs::M0_READ) && !regs.has(Regs::M0_WRITE) && inst.mnemonic() == "s_mov_b32" {
+        return None;
+    }
+    allowed(inst)
+}
+
 /// Padding word between functions (`s_nop 0`, or a zero dword as linkers leave between
 /// functions of real libraries, e.g. after rocPRIM's compiled-out kernels) or at the end of
 /// `.text` (`s_code_end`).
@@ -270,8 +281,26 @@ pub(crate) fn getreg_allowed(family: amdgpu_isa::Family, id: u8) -> bool {
 
 /// The region class of `inst`, or `None` when it may not be inserted at all.
 pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
+    region_class_of(inst, allowed(inst))
+}
+
+/// [`region_class`] from the registers decoded once (see [`allowed_regs`]).
+pub(crate) fn region_class_regs(inst: &Instruction, regs: &crate::code::Regs) -> Option<Region> {
+    region_class_of(inst, allowed_regs(inst, regs))
+}
+
+/// The snippet class of a [`Region`] ([`allowed`] of its instruction).
+pub(crate) fn legacy(class: Option<Region>) -> Option<Allowed> {
+    match class {
+        Some(Region::Legacy(a)) => Some(a),
+        _ => None,
+    }
+}
+
+/// [`region_class`] of `inst`, whose [`allowed`] class is `snippet`.
+fn region_class_of(inst: &Instruction, snippet: Option<Allowed>) -> Option<Region> {
     use amdgpu_isa::{Flow, Format};
-    if let Some(a) = allowed(inst) {
+    if let Some(a) = snippet {
         return Some(Region::Legacy(a));
     }
     // Memory instructions (the formats `Instruction::memory` describes; asking the format is
@@ -341,7 +370,16 @@ pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
 
 /// [`insertable`] with `free` every SGPR s0..s105, from the registers decoded once.
 pub(crate) fn insertable_regs(inst: &Instruction, regs: &crate::code::Regs) -> bool {
-    match region_class(inst) {
+    insertable_class(inst, region_class_regs(inst, regs), regs)
+}
+
+/// [`insertable_regs`] of `inst`, whose region class is `class`.
+pub(crate) fn insertable_class(
+    inst: &Instruction,
+    class: Option<Region>,
+    regs: &crate::code::Regs,
+) -> bool {
+    match class {
         None => inst.mnemonic() == "v_readfirstlane_b32",
         Some(Region::Legacy(_) | Region::Writelane) => true,
         Some(_) => regs.has(crate::code::Regs::SCALAR_WRITES),

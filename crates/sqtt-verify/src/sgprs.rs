@@ -150,48 +150,52 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
 
 impl CallGraph {
     /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
+    /// Functions are looked at in parallel.
     pub fn new(p: &Program, exits: &[Vec<usize>]) -> CallGraph {
-        let mut calls = Vec::with_capacity(p.funcs.len());
-        let mut leaves = Vec::with_capacity(p.funcs.len());
-        for (fi, f) in p.funcs.iter().enumerate() {
-            let mut c = Vec::new();
-            for (k, o) in f.orig.iter().enumerate() {
-                if o.inst.flow() != Flow::Call {
-                    continue;
-                }
-                let t = match o.inst.branch_target(o.addr) {
-                    Some(t) => Some(t),
-                    None => o
-                        .inst
-                        .reads()
-                        .max_sgpr()
-                        .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
-                };
-                c.push((k, t.and_then(|t| p.func_at(t))));
-            }
-            calls.push(c);
-            let mut l = BTreeMap::new();
-            for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
-                let o = &f.orig[k];
-                let how = match o.inst.flow() {
-                    Flow::EndProgram => Leave::EndPgm,
-                    Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
-                        let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
-                        match pair.and_then(|r| builder_target(f, k, r)) {
-                            Some(t) => match p.func_at(t) {
-                                Some(g) if g != fi => Leave::Tail(g),
-                                _ => Leave::Unknown,
-                            },
-                            None if f.kind == crate::FunctionKind::Function => Leave::Return,
-                            None => Leave::Unknown,
-                        }
+        let per: Vec<_> = p
+            .funcs
+            .par_iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let mut c = Vec::new();
+                for (k, o) in f.orig.iter().enumerate() {
+                    if o.inst.flow() != Flow::Call {
+                        continue;
                     }
-                    _ => Leave::Unknown,
-                };
-                l.insert(k, how);
-            }
-            leaves.push(l);
-        }
+                    let t = match o.inst.branch_target(o.addr) {
+                        Some(t) => Some(t),
+                        None => o
+                            .inst
+                            .reads()
+                            .max_sgpr()
+                            .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
+                    };
+                    c.push((k, t.and_then(|t| p.func_at(t))));
+                }
+                let mut l = BTreeMap::new();
+                for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
+                    let o = &f.orig[k];
+                    let how = match o.inst.flow() {
+                        Flow::EndProgram => Leave::EndPgm,
+                        Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
+                            let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                            match pair.and_then(|r| builder_target(f, k, r)) {
+                                Some(t) => match p.func_at(t) {
+                                    Some(g) if g != fi => Leave::Tail(g),
+                                    _ => Leave::Unknown,
+                                },
+                                None if f.kind == crate::FunctionKind::Function => Leave::Return,
+                                None => Leave::Unknown,
+                            }
+                        }
+                        _ => Leave::Unknown,
+                    };
+                    l.insert(k, how);
+                }
+                (c, l)
+            })
+            .collect();
+        let (calls, leaves) = per.into_iter().unzip();
         CallGraph { calls, leaves }
     }
 
@@ -382,16 +386,22 @@ fn live_in(
     for (g, c) in gen.iter_mut().zip(&called) {
         *g |= c.unwrap_or(0);
     }
-    let end: Vec<Mask> = (0..n)
-        .map(|k| match cg.leaves[fi].get(&k) {
-            Some(Leave::EndPgm) => 0,
-            Some(Leave::Return) => after_return[fi],
-            Some(Leave::Tail(g)) => deep[*g] | after_return[fi],
-            Some(Leave::Unknown) => EVERY,
-            None if succs.none(k) => EVERY,
-            None => 0,
-        })
+    // Where control leaves: by how it leaves at the function's exits (one walk along them, not
+    // a map lookup per instruction), everything after any other instruction without a
+    // successor.
+    let mut end: Vec<Mask> = (0..n)
+        .map(|k| if succs.none(k) { EVERY } else { 0 })
         .collect();
+    for (&k, how) in &cg.leaves[fi] {
+        if let Some(e) = end.get_mut(k) {
+            *e = match how {
+                Leave::EndPgm => 0,
+                Leave::Return => after_return[fi],
+                Leave::Tail(g) => deep[*g] | after_return[fi],
+                Leave::Unknown => EVERY,
+            };
+        }
+    }
     // Decoded once, not once per iteration of the fixed point.
     let kill: Vec<Mask> = f.orig.iter().map(|o| kills(f.regs(o))).collect();
     let mut live = vec![0; n];
@@ -512,6 +522,7 @@ mod tests {
                 .collect(),
             inserted: Vec::new(),
             inserted_regs: Vec::new(),
+            inserted_class: Vec::new(),
             padding: Vec::new(),
             falls_off: None,
         }

@@ -19,7 +19,7 @@ use amdgpu_isa::Instruction;
 
 use rayon::prelude::*;
 
-use crate::code::{Func, NInst, Program};
+use crate::code::{Func, NInst, Program, Regs};
 use crate::insn::scalar_const;
 
 /// VGPRs v0..v255 as a bit set (bit n = v<n>).
@@ -106,13 +106,21 @@ fn sgpr_of(i: &Instruction, field: &str) -> Option<u16> {
     (v < 106).then_some(v as u16)
 }
 
-/// The save/restore pairs of `run` (in address order; its end is `end`). `landings`: addresses
+/// The save/restore pairs of `run` (in address order; its end is `end`; `regs`: parallel to it,
+/// its registers decoded once). `landings`: addresses
 /// inside the run where original branches enter it; `wave`: lanes; `used`: VGPRs original code
 /// of the function's call graphs uses. See the module docs for the rules. Several snippets at
 /// one point may each save the same SGPR: a save is valid when the SGPR holds its original value
 /// there (untouched so far, or restored by an earlier valid pair), and the SGPR counts as
 /// restored when it holds its original value at the end of the run.
-pub(crate) fn saves(run: &[NInst], end: u64, landings: &[u64], wave: u32, used: Vgprs) -> Saves {
+pub(crate) fn saves(
+    run: &[NInst],
+    regs: &[Regs],
+    end: u64,
+    landings: &[u64],
+    wave: u32,
+    used: Vgprs,
+) -> Saves {
     let mut out = Saves {
         restored: 0,
         problems: Vec::new(),
@@ -133,7 +141,7 @@ pub(crate) fn saves(run: &[NInst], end: u64, landings: &[u64], wave: u32, used: 
     let mut original: u128 = u128::MAX;
     let mut restores: Vec<usize> = Vec::new();
     let mut saved_pairs: u128 = 0;
-    for (p, n) in run.iter().enumerate() {
+    for (p, (n, r)) in run.iter().zip(regs).enumerate() {
         if let Some((sk, b)) = pairs[p] {
             if original >> sk & 1 == 0 {
                 out.problems.push((
@@ -151,7 +159,7 @@ pub(crate) fn saves(run: &[NInst], end: u64, landings: &[u64], wave: u32, used: 
             }
             continue;
         }
-        original &= !n.inst.writes().sgpr_bits();
+        original &= !r.sgpr_writes;
     }
     out.restored = saved_pairs & original;
     out
@@ -252,6 +260,11 @@ mod tests {
             .collect()
     }
 
+    /// The registers of `r`, decoded as the verifier decodes inserted code.
+    fn regs(r: &[NInst]) -> Vec<Regs> {
+        r.iter().map(|n| Regs::of_inst(&n.inst)).collect()
+    }
+
     fn end(r: &[NInst]) -> u64 {
         r.last().map_or(0x100, |n| n.addr + n.inst.len() as u64)
     }
@@ -280,7 +293,7 @@ mod tests {
             clobber(t, 0),
             restore(t, 0, 0),
         ]);
-        let s = saves(&r, end(&r), &[], 32, Vgprs::default());
+        let s = saves(&r, &regs(&r), end(&r), &[], 32, Vgprs::default());
         assert!(s.problems.is_empty(), "{:?}", s.problems);
         assert_eq!(s.restored, 1);
     }
@@ -290,18 +303,32 @@ mod tests {
     fn writes_outside_the_pair_are_not_restored() {
         let t = Target::from_name("gfx1201").expect("target");
         let after = run(vec![save(t, 3, 1), restore(t, 3, 1), clobber(t, 3)]);
-        let s = saves(&after, end(&after), &[], 32, Vgprs::default());
+        let s = saves(
+            &after,
+            &regs(&after),
+            end(&after),
+            &[],
+            32,
+            Vgprs::default(),
+        );
         assert_eq!(s.restored, 0);
         let before = run(vec![clobber(t, 3), save(t, 3, 1), restore(t, 3, 1)]);
-        let s = saves(&before, end(&before), &[], 32, Vgprs::default());
+        let s = saves(
+            &before,
+            &regs(&before),
+            end(&before),
+            &[],
+            32,
+            Vgprs::default(),
+        );
         assert_eq!(s.restored, 0);
         assert!(s.problems[0].1.contains("after inserted code changed it"));
         // A lane beyond the wave, and a landing between save and restore.
         let r = run(vec![save(t, 3, 40), restore(t, 3, 40)]);
-        let s = saves(&r, end(&r), &[], 32, Vgprs::default());
+        let s = saves(&r, &regs(&r), end(&r), &[], 32, Vgprs::default());
         assert!(s.problems[0].1.contains("not a lane of a wave32"));
         let r = run(vec![save(t, 3, 1), clobber(t, 3), restore(t, 3, 1)]);
-        let s = saves(&r, end(&r), &[r[1].addr], 32, Vgprs::default());
+        let s = saves(&r, &regs(&r), end(&r), &[r[1].addr], 32, Vgprs::default());
         assert!(s.problems[0].1.contains("lands at"), "{:?}", s.problems);
         assert_eq!(s.restored, 0);
     }
