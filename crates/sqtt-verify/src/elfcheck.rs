@@ -34,6 +34,10 @@ pub(crate) struct FuncmapInfo {
     /// Ids of the `F` rows the rewrite added (not among `orig_rows`), by function name, in row
     /// order.
     pub added_f: HashMap<String, Vec<u32>>,
+    /// Kernels (`true`) and device functions (`false`) of the rewritten object by symbol name,
+    /// with their entry address there (bytes): where an `F:`/`U:` enter marker naming one of
+    /// them may stand (aliased kernels share one entry).
+    pub symbols: HashMap<String, (bool, u64)>,
 }
 
 /// The 14 address-trace row names of the seed spec ("Address Tracing", funcmap name prefix table).
@@ -156,6 +160,7 @@ fn interpret(
         layout,
         wave,
         added_f: HashMap::new(),
+        symbols: HashMap::new(),
     }
 }
 
@@ -208,6 +213,12 @@ pub(crate) fn check_funcmap(
         info.layout = i.layout;
         info.wave = i.wave;
     }
+    info.symbols = n
+        .functions
+        .iter()
+        .map(|f| (f.name.clone(), (false, f.address)))
+        .chain(n.kernels.iter().map(|k| (k.name.clone(), (true, k.entry))))
+        .collect();
     info
 }
 
@@ -229,6 +240,7 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
             layout: Layout::Legacy,
             wave: None,
             added_f,
+            symbols: HashMap::new(),
         }
     };
     let count = n
@@ -322,7 +334,76 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
             ));
         }
     }
+    check_added_names(n, fm, &old_rows, findings);
     info(new, orig_rows)
+}
+
+/// Point-marker names a post-link rewrite gives `P:` rows (seed spec "Barrier marker
+/// placement", "Memory operation markers"); address-trace rows carry one of
+/// [`ADDR_TRACE_NAMES`] ("Address Tracing": the prefix makes the decoder parse the block).
+const POINT_NAMES: [&str; 5] = [
+    "barrier",
+    "barrier_signal",
+    "barrier_wait",
+    "vmem_load",
+    "vmem_store",
+];
+
+/// Names of the `K:`, `U:` and `P:` rows the rewrite added (rows not in the original's
+/// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
+/// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named after a kernel; a `P:` row
+/// carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
+fn check_added_names(
+    n: &CodeObject,
+    fm: &Funcmap,
+    old_rows: &HashSet<&Row>,
+    findings: &mut Vec<Finding>,
+) {
+    let kernels: HashSet<&str> = n.kernels.iter().map(|k| k.name.as_str()).collect();
+    for r in fm.rows.iter().filter(|r| !old_rows.contains(r)) {
+        let bad = match r.kind {
+            'K' | 'U' => !kernels.contains(r.name.as_str()),
+            'P' => {
+                let name = r.name.as_str();
+                !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
+            }
+            _ => false,
+        };
+        if bad {
+            let want = match r.kind {
+                'K' => "a kernel of the code object",
+                'U' => "a kernel of the code object (kernel scope)",
+                _ => "a barrier, memory or address-trace point",
+            };
+            findings.push(glob(
+                Check::Funcmap,
+                format!("{}: row {:?} does not name {want}", r.kind, r.name),
+            ));
+        }
+    }
+    // A funcmap that lists kernels lists them all (the rewrite adds a K: row for every kernel):
+    // a blanked or merged row would drop a kernel from the decoder's list.
+    let listed: HashSet<&str> = fm
+        .rows
+        .iter()
+        .filter(|r| r.kind == 'K')
+        .map(|r| r.name.as_str())
+        .collect();
+    if !listed.is_empty() {
+        for k in n
+            .kernels
+            .iter()
+            .filter(|k| !listed.contains(k.name.as_str()))
+        {
+            findings.push(glob(
+                Check::Funcmap,
+                format!(
+                    "kernel {} has no K: row although the funcmap lists kernels",
+                    k.name
+                ),
+            ));
+        }
+    }
 }
 
 fn is_skipped_content(s: &Section) -> bool {

@@ -1480,6 +1480,15 @@ fn check_marker(
         }
         MarkerKind::Fused(id) => {
             counts.exit += 1;
+            // Exit+enter fusion merges a user exit with the next enter (seed spec "Marker
+            // fusion"); a post-link rewrite inserts no user markers, so it never emits one.
+            findings.push(fnd(
+                f,
+                Check::Markers,
+                Some(o_addr),
+                Some(a),
+                format!("fused exit+enter marker value {v:#x}: a post-link rewrite emits none"),
+            ));
             Some(id)
         }
         MarkerKind::Point(id) => {
@@ -1524,6 +1533,32 @@ fn check_marker(
                 row.kind
             ),
         )),
+        // A kernel scope (`U:`) is entered in its kernel; an `F:` row named after a symbol is
+        // that function's scope, entered in that function (inlined copies of a function with an
+        // out-of-line symbol get no row of their own). Symbols are compared by entry address:
+        // aliased kernels share one body.
+        Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
+            let symbol = fm.symbols.get(&row.name).copied();
+            let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
+            let misplaced = match (row.kind, symbol) {
+                ('U', Some(s)) => !s.0 || !here(s),
+                ('U', None) => true,
+                ('F', Some(s)) => !here(s),
+                _ => false,
+            };
+            if misplaced {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o_addr),
+                    Some(a),
+                    format!(
+                        "enter marker value {v:#x} (id {id}) names the {}: row of {}, which is not entered here",
+                        row.kind, row.name
+                    ),
+                ));
+            }
+        }
         Some(_) => {}
     }
 }

@@ -10,7 +10,9 @@
 //!    (`[p_vaddr, p_vaddr + p_memsz)`), matched by name;
 //! 3. a section the original backs with file bytes (wholly inside `p_filesz`, not `SHT_NOBITS`)
 //!    is backed in the rewrite too, at the file offset its address implies;
-//! 4. the segment starts the same number of bytes before its first section;
+//! 4. the segment starts the same number of bytes before its first section, and its memory and
+//!    file images end the same number of bytes after its last (file-backed) section, with
+//!    `p_filesz` within `p_memsz`;
 //! 5. a segment that maps no section (`PT_PHDR`, `PT_GNU_STACK`, a headers-only `PT_LOAD`) is
 //!    unchanged.
 
@@ -32,6 +34,26 @@ fn mapped<'a>(co: &'a CodeObject, p: &Segment) -> Vec<&'a Section> {
                     .is_some_and(|end| end <= p.vaddr.saturating_add(p.memsz))
         })
         .collect()
+}
+
+/// How far `p`'s memory image extends past the end of its last mapped section, and its file
+/// image past the end of the last section it backs (the whole `p_filesz` when it backs none),
+/// in bytes; signed, as a mutated header may end before its sections.
+fn tails(p: &Segment, sections: &[&Section]) -> (i128, i128) {
+    let mem_end = i128::from(p.vaddr) + i128::from(p.memsz);
+    let last = sections
+        .iter()
+        .map(|s| i128::from(s.addr) + i128::from(s.size))
+        .max()
+        .unwrap_or(i128::from(p.vaddr));
+    let file_end = i128::from(p.offset) + i128::from(p.filesz);
+    let backed_end = sections
+        .iter()
+        .filter(|s| backed(p, s))
+        .map(|s| i128::from(s.offset) + i128::from(s.size))
+        .max()
+        .unwrap_or(i128::from(p.offset));
+    (mem_end - last, file_end - backed_end)
 }
 
 /// The names of `sections`, comma-separated.
@@ -107,6 +129,22 @@ pub(crate) fn check_segments(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
                 nf.addr - np.vaddr,
                 nf.name,
                 of.addr - op.vaddr
+            ));
+        }
+        // The images end where they ended relative to the sections: a segment grows only with
+        // its sections, so no file bytes appear over `.bss`, no image overlaps a neighbour and
+        // `p_filesz` stays within `p_memsz`.
+        let (ot, nt) = (tails(op, &om), tails(np, &nm));
+        if ot != nt {
+            push(format!(
+                "{what} ends (memory, file) {:?} bytes after its last section, the original's {:?}",
+                nt, ot
+            ));
+        }
+        if np.filesz > np.memsz && op.filesz <= op.memsz {
+            push(format!(
+                "{what}: p_filesz {:#x} exceeds p_memsz {:#x}",
+                np.filesz, np.memsz
             ));
         }
         for (os, ns) in om.iter().zip(&nm) {

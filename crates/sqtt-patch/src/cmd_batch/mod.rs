@@ -218,15 +218,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         .iter()
         .filter(|f| f.objects.iter().any(process::lost_coverage))
         .count();
-    if common.strict && lost > 0 {
-        let outcome = if out_dir.is_some() {
-            "their outputs were not written"
-        } else {
-            "exit 3"
-        };
-        eprintln!("sqtt-patch batch: --strict: {lost} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; {outcome}");
-    }
-    Ok(if rejected {
+    let code = if rejected {
         exit::VERIFY
     } else if bad_input {
         exit::INPUT
@@ -236,7 +228,17 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         exit::REGRESSION
     } else {
         exit::OK
-    })
+    };
+    if common.strict && lost > 0 {
+        // The lowest exit code wins (docs/batch.md): say 3 only when it is the exit code.
+        let outcome = match (out_dir.is_some(), code == exit::STRICT) {
+            (true, _) => "their outputs were not written".to_string(),
+            (false, true) => "exit 3".to_string(),
+            (false, false) => format!("exit {code} takes precedence over 3"),
+        };
+        eprintln!("sqtt-patch batch: --strict: {lost} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; {outcome}");
+    }
+    Ok(code)
 }
 
 /// Refuses an output directory that is, or lies inside, a directory given as input: the

@@ -1,0 +1,195 @@
+//! Hand-broken outputs that `sqtt-patch verify` must reject: a real fixture is instrumented by
+//! the tool, one field of the output is changed at the byte level, and the verdict and finding
+//! are pinned (fresh tester, session 11: each of these was accepted before).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/objects")
+        .join(name)
+}
+
+/// Instruments fixture `name` with `flags` into `dir`; returns (input path, output bytes).
+fn instrument(dir: &Path, name: &str, flags: &[&str]) -> (PathBuf, Vec<u8>) {
+    let out = dir.join(format!("{name}.out"));
+    Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(fixture(name))
+        .arg("-o")
+        .arg(&out)
+        .args(flags)
+        .assert()
+        .success();
+    (fixture(name), std::fs::read(&out).unwrap())
+}
+
+/// Runs `verify ORIG BROKEN` on `broken` (written to `dir`); returns (exit code, stdout).
+fn verify(dir: &Path, orig: &Path, broken: &[u8]) -> (i32, String) {
+    let p = dir.join("broken.co");
+    std::fs::write(&p, broken).unwrap();
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg("verify")
+        .arg(orig)
+        .arg(&p)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    (o.status.code().unwrap_or(-1), text)
+}
+
+/// `bytes` with the first occurrence of `from` replaced by `to` (same length).
+fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .unwrap_or_else(|| panic!("{:?} not found", String::from_utf8_lossy(from)));
+    let mut v = bytes.to_vec();
+    v[at..at + to.len()].copy_from_slice(to);
+    v
+}
+
+/// The id of the first funcmap row `<kind>:<id>:<name>` whose name starts with `name`.
+fn row_id(bytes: &[u8], kind: char, name: &str) -> u32 {
+    let text = String::from_utf8_lossy(bytes);
+    text.split(['\n', '\0'])
+        .find_map(|line| {
+            let (k, rest) = line.split_once(':')?;
+            let (id, tail) = rest.split_once(':')?;
+            (k == kind.to_string() && tail.starts_with(name))
+                .then(|| id.parse().ok())
+                .flatten()
+        })
+        .unwrap_or_else(|| panic!("no {kind}: row for {name}"))
+}
+
+/// gfx11 `s_ttracedata_imm` (SOPP, opcode 0x3b) with `imm`, little-endian.
+fn ttracedata_imm(imm: u16) -> [u8; 4] {
+    (0xBFBB_0000u32 | u32::from(imm)).to_le_bytes()
+}
+
+fn assert_rejected(dir: &Path, orig: &Path, broken: &[u8], want: &str) {
+    let (code, text) = verify(dir, orig, broken);
+    assert_eq!(code, 1, "want exit 1 and {want:?}:\n{text}");
+    assert!(text.contains(want), "want {want:?}:\n{text}");
+}
+
+#[test]
+fn funcmap_rows_must_name_what_they_mark() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__barriers__O3.co",
+        &["--functions", "1", "--barriers", "1"],
+    );
+    assert_eq!(
+        verify(t.path(), &orig, &out).0,
+        0,
+        "the output itself verifies"
+    );
+    let cases: [(&[u8], &[u8], &str); 4] = [
+        (
+            b"K:k_bar_reduce",
+            b"K:k_bar_reducX",
+            "K: row \"k_bar_reducX\" does not name a kernel",
+        ),
+        (
+            b"K:k_bar_reduce",
+            b"              ",
+            "kernel k_bar_reduce has no K: row",
+        ),
+        (
+            b"P:1:barrier",
+            b"P:1:barriex",
+            "P: row \"barriex\" does not name a barrier",
+        ),
+        (b"F:2:_Z14", b"U:2:_Z14", "U: row \"_Z14"),
+    ];
+    for (from, to, want) in cases {
+        assert_rejected(t.path(), &orig, &replaced(&out, from, to), want);
+    }
+    // A point marker turned into a fused exit+enter of the function's own scope keeps the
+    // enter/exit balance, but a post-link rewrite never emits the fused form.
+    let point = ttracedata_imm((row_id(&out, 'P', "barrier") << 2) as u16);
+    let fused = ttracedata_imm(((row_id(&out, 'F', "_Z14") << 2) | 3) as u16);
+    assert_rejected(
+        t.path(),
+        &orig,
+        &replaced(&out, &point, &fused),
+        "fused exit+enter marker",
+    );
+}
+
+#[test]
+fn an_address_trace_row_keeps_its_name() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__memory__O3.co",
+        &["--functions", "1", "--trace-addresses", "memory,lds"],
+    );
+    let broken = replaced(&out, b":addr_trace_load", b":aXdr_trace_load");
+    assert_rejected(
+        t.path(),
+        &orig,
+        &broken,
+        "does not name a barrier, memory or address-trace point",
+    );
+}
+
+#[test]
+fn a_kernel_scope_enter_must_not_name_a_device_function() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__calls__O3.co",
+        &["--functions", "1", "--kernel-scopes"],
+    );
+    let kernel = row_id(&out, 'U', "k_call_chain");
+    let device = row_id(&out, 'F', "_Z6horner");
+    let broken = replaced(
+        &out,
+        &ttracedata_imm(((kernel << 2) | 2) as u16),
+        &ttracedata_imm(((device << 2) | 2) as u16),
+    );
+    assert_rejected(t.path(), &orig, &broken, "which is not entered here");
+}
+
+/// Program headers grown without a section to cover: file bytes over `.bss`, `p_filesz`
+/// beyond `p_memsz`, a note segment longer than its note.
+#[test]
+fn program_headers_may_not_grow_past_their_sections() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx942__calls__O3.co",
+        &["--functions", "1", "--barriers", "1"],
+    );
+    let phoff = u64::from_le_bytes(out[0x20..0x28].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(out[0x38..0x3a].try_into().unwrap()) as usize;
+    let field = |i: usize, off: usize| {
+        let at = phoff + 56 * i + off;
+        u64::from_le_bytes(out[at..at + 8].try_into().unwrap())
+    };
+    let mut tried = 0;
+    for i in 0..phnum {
+        let p_type =
+            u32::from_le_bytes(out[phoff + 56 * i..phoff + 56 * i + 4].try_into().unwrap());
+        // PT_LOAD (1) and PT_NOTE (4): p_filesz (+32) and p_memsz (+40) grown by 4 bytes.
+        if !matches!(p_type, 1 | 4) || field(i, 40) == 0 {
+            continue;
+        }
+        let mut broken = out.clone();
+        for off in [32, 40] {
+            let at = phoff + 56 * i + off;
+            broken[at..at + 8].copy_from_slice(&(field(i, off) + 4).to_le_bytes());
+        }
+        assert_rejected(t.path(), &orig, &broken, "bytes after its last section");
+        tried += 1;
+    }
+    assert!(tried >= 3, "PT_LOAD/PT_NOTE headers tried: {tried}");
+}
