@@ -20,7 +20,7 @@
 //!   but the funcmap writer must reject (or drop the location of) any *name* containing `@`.
 //!   [`function_locations`] never returns a key containing `@`: such functions are omitted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 
 use gimli::{AttributeValue, DwAt, EndianSlice, LittleEndian, SectionId, UnitSectionOffset};
@@ -363,12 +363,27 @@ impl LocationIndex {
         let mut bounds: Vec<u64> = painted.iter().flat_map(|&(b, e, _)| [b, e]).collect();
         bounds.sort_unstable();
         bounds.dedup();
-        let mut owner = vec![None; bounds.len().saturating_sub(1)];
-        for &(b, e, node) in painted {
+        let segments = bounds.len().saturating_sub(1);
+        let mut owner = vec![None; segments];
+        // Painted last wins: walk the ranges backwards and fill only segments still empty.
+        // `next[i]`: the first segment at or after `i` that may still be empty (path-halving
+        // skips over filled runs, so each segment is filled once).
+        let mut next: Vec<usize> = (0..=segments).collect();
+        let find = |next: &mut Vec<usize>, mut i: usize| {
+            while next[i] != i {
+                next[i] = next[next[i]];
+                i = next[i];
+            }
+            i
+        };
+        for &(b, e, node) in painted.iter().rev() {
             let first = bounds.partition_point(|&x| x < b);
             let last = bounds.partition_point(|&x| x < e);
-            for slot in owner.iter_mut().take(last).skip(first) {
-                *slot = Some(node);
+            let mut i = find(&mut next, first);
+            while i < last {
+                owner[i] = Some(node);
+                next[i] = i + 1;
+                i = find(&mut next, i + 1);
             }
         }
         self.bounds = bounds;
@@ -461,14 +476,20 @@ fn find<'d, T>(
     start: u64,
     get: impl Fn(&'d Decl) -> Option<T>,
 ) -> Option<T> {
+    // Most lookups are answered by the DIE itself: no queue for those.
+    if let Some(v) = decls.get(&start).and_then(&get) {
+        return Some(v);
+    }
     let mut queue = vec![start];
-    let mut seen = HashSet::new();
+    // At most MAX_REFS entries: a vector is faster than a hash set.
+    let mut seen: Vec<u64> = Vec::new();
     let mut i = 0;
     while let Some(&off) = queue.get(i) {
         i += 1;
-        if i > MAX_REFS || !seen.insert(off) {
+        if i > MAX_REFS || seen.contains(&off) {
             continue;
         }
+        seen.push(off);
         let Some(d) = decls.get(&off) else { continue };
         if let Some(v) = get(d) {
             return Some(v);

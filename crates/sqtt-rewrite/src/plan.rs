@@ -6,7 +6,7 @@
 //! ("Barrier marker placement"); `s_ttracedata_imm` only on gfx10+ for words <= 0xFF, otherwise
 //! `s_mov_b32 m0, <value>`, `s_nop 0`, `s_ttracedata` ("Instruction selection").
 
-use crate::analysis::{m0_facts, Exit, Func, Program};
+use crate::analysis::{Exit, Func, Program};
 use crate::config::{FunctionThreshold, Options};
 use crate::layout::Landing;
 use amdgpu_isa::build::{self, Operand};
@@ -100,7 +100,7 @@ pub enum SiteKind {
 }
 
 impl SiteKind {
-    /// Every kind, in declaration order.
+    /// Every kind, in declaration order (`ALL[k as usize] == k`).
     pub const ALL: [SiteKind; 14] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
@@ -631,7 +631,7 @@ pub fn encode_word(word: Word, ids: &BTreeMap<MarkerKey, u32>) -> Option<u32> {
 }
 
 /// How M0 is preserved around a snippet that writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum M0Keep {
     /// M0 is dead here: clobber it.
     Dead,
@@ -694,18 +694,14 @@ pub fn keep_m0(
     Ok(out)
 }
 
-/// Decides how M0 is kept at a site in front of instruction `before` of function `fi`: dead, a
-/// known constant, or saved in an SGPR taken from `regs` (free at that point); `Err` with the
-/// reason when none applies.
+/// Decides how M0 is kept at a site in front of instruction `before` of a function whose
+/// [`crate::analysis::M0Facts`] are `facts`: dead, a known constant, or saved in an SGPR taken
+/// from `regs` (free at that point); `Err` with the reason when none applies.
 pub fn m0_keep_for(
-    prog: &Program,
-    fi: usize,
+    facts: &crate::analysis::M0Facts,
     before: usize,
     regs: &mut crate::regs::SiteRegs,
-    facts: &mut BTreeMap<usize, crate::analysis::M0Facts>,
 ) -> Result<M0Keep, String> {
-    let f = &prog.funcs[fi];
-    let facts = facts.entry(fi).or_insert_with(|| m0_facts(f));
     if !facts.live[before] {
         return Ok(M0Keep::Dead);
     }
@@ -714,4 +710,17 @@ pub fn m0_keep_for(
     }
     regs.one("saving M0 (live with an unknown value)")
         .map(M0Keep::Save)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SiteKind;
+
+    /// Reports count sites in an array indexed by `kind as usize`.
+    #[test]
+    fn all_is_in_declaration_order() {
+        for (i, k) in SiteKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+        }
+    }
 }
