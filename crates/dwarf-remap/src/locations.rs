@@ -307,18 +307,16 @@ impl LocationIndex {
     /// Builds [`InlinedScope`]s from the inlined-subroutine nodes (pre-order, so a parent's
     /// index is known before its children).
     fn collect_inlined(&mut self, decls: &HashMap<u64, Decl>) -> Result<(), Error> {
-        let mut index: HashMap<usize, usize> = HashMap::new();
+        // By node index: its scope index, and the nearest subprogram node at or above it (a
+        // parent always precedes its children in pre-order).
+        let mut index: Vec<Option<usize>> = vec![None; self.nodes.len()];
+        let mut subprogram: Vec<Option<usize>> = vec![None; self.nodes.len()];
         for (i, n) in self.nodes.iter().enumerate() {
+            let above = n.parent.and_then(|p| subprogram.get(p).copied().flatten());
+            subprogram[i] = if n.call.is_none() { Some(i) } else { above };
             let Some(call) = &n.call else { continue };
-            let parent = n.parent.and_then(|p| index.get(&p).copied());
-            let mut up = n.parent;
-            while let Some(node) = up.and_then(|p| self.nodes.get(p)) {
-                if node.call.is_none() {
-                    break;
-                }
-                up = node.parent;
-            }
-            let function = up
+            let parent = n.parent.and_then(|p| index.get(p).copied().flatten());
+            let function = above
                 .and_then(|p| self.nodes.get(p))
                 .and_then(|f| f.code.first())
                 .map(|&(b, _)| b);
@@ -337,7 +335,7 @@ impl LocationIndex {
                 },
                 _ => None,
             };
-            index.insert(i, self.inlined.len());
+            index[i] = Some(self.inlined.len());
             self.inlined.push(InlinedScope {
                 die: n.die,
                 parent,

@@ -17,10 +17,12 @@ use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Instruction, Target};
 use hsaco::CodeObject;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Inserted code by insertion point `(function index, instruction index)`: each site with its
-/// instructions, in the order they are inserted.
-pub(crate) type Snippets = BTreeMap<(usize, usize), Vec<(Site, Vec<Instruction>)>>;
+/// instructions, in the order they are inserted. Sites with the same marker code share one
+/// allocation.
+pub(crate) type Snippets = BTreeMap<(usize, usize), Vec<(Site, Arc<[Instruction]>)>>;
 
 /// Output of [`instrument`].
 pub(crate) struct Instrumented {
@@ -288,7 +290,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                     snippets
                         .entry((site.func, site.before))
                         .or_default()
-                        .insert(0, (site, code));
+                        .insert(0, (site, Arc::from(code)));
                 }
             }
             Err(why) => {
@@ -492,11 +494,11 @@ struct SiteEnv<'a> {
 
 /// The inserted code of one site and the registers it took; `None` for a site whose marker
 /// has no id; `Err`: why it cannot be instrumented.
-type Built = Option<Result<(Vec<Instruction>, SiteRegs), String>>;
+type Built = Option<Result<(Arc<[Instruction]>, SiteRegs), String>>;
 
 /// Marker snippets already built, by marker value and M0 rule ([`plan::snippet`] depends on
 /// nothing else once the target is fixed).
-type SnippetMemo = HashMap<(u32, M0Keep), Result<Vec<Instruction>, String>>;
+type SnippetMemo = HashMap<(u32, M0Keep), Result<Arc<[Instruction]>, String>>;
 
 /// [`build_site`] for every site, in the order of `sites`. Functions are built in parallel:
 /// a site's code depends only on its own function's facts, never on another site (each site
@@ -562,17 +564,15 @@ fn build_site(
     let code = keep.and_then(|k| {
         let flag = guard.transpose()?;
         match (trace, env.wave) {
-            (Some(op), Some(w)) => trace_code(target, w, value, &op, k, flag, scc_live, &mut regs),
-            _ => site_code(
-                target,
-                value,
-                k,
-                env.packing,
-                flag,
-                scc_live,
-                &mut regs,
-                memo,
-            ),
+            (Some(op), Some(w)) => {
+                trace_code(target, w, value, &op, k, flag, scc_live, &mut regs).map(Arc::from)
+            }
+            // A plain marker is the same for every site with its value and M0 rule.
+            _ if env.packing.is_none() && flag.is_none() => memo
+                .entry((value, k))
+                .or_insert_with(|| plan::snippet(target, value, k).map(Arc::from))
+                .clone(),
+            _ => site_code(target, value, k, env.packing, flag, scc_live, &mut regs).map(Arc::from),
         }
     });
     let code = code.and_then(|c| spilled(target, &regs, c));
@@ -581,14 +581,15 @@ fn build_site(
 
 /// `code` with the live SGPRs `regs` handed out saved before it and restored after it
 /// ([`crate::snippets::spill_wrap`]); unchanged when none was.
-fn spilled(
-    t: Target,
-    regs: &SiteRegs,
-    code: Vec<amdgpu_isa::Instruction>,
-) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+fn spilled<C>(t: Target, regs: &SiteRegs, code: C) -> Result<C, String>
+where
+    C: std::ops::Deref<Target = [Instruction]> + From<Vec<Instruction>>,
+{
     match regs.vgpr {
         Some(v) if regs.spilled != 0 => {
-            crate::snippets::spill_wrap(t, v, regs.spilled, code).map_err(|x| x.to_string())
+            crate::snippets::spill_wrap(t, v, regs.spilled, code.to_vec())
+                .map(C::from)
+                .map_err(|x| x.to_string())
         }
         _ => Ok(code),
     }
@@ -623,8 +624,7 @@ fn save_scc(
 /// The instructions of one marker site: the marker (plain, or shader-clock packed on gfx12),
 /// M0 kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on,
 /// with SCC saved when the packing or the guard would clobber a live SCC. Scratch SGPRs come
-/// from `regs` (free at the insertion point); plain markers come from `memo` once built.
-#[allow(clippy::too_many_arguments)]
+/// from `regs` (free at the insertion point).
 fn site_code(
     t: Target,
     value: u32,
@@ -633,13 +633,9 @@ fn site_code(
     flag: Option<u8>,
     scc_live: bool,
     regs: &mut SiteRegs,
-    memo: &mut SnippetMemo,
 ) -> Result<Vec<amdgpu_isa::Instruction>, String> {
     let mut body = match packing {
-        None => memo
-            .entry((value, keep))
-            .or_insert_with(|| plan::snippet(t, value, keep))
-            .clone()?,
+        None => plan::snippet(t, value, keep)?,
         Some((bits, shift)) => {
             // gfx1200/gfx1201 read the clock into M0 directly; gfx1250 needs a pair.
             let pair = if t.family() == Family::Gfx1250 {
