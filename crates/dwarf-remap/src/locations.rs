@@ -132,6 +132,26 @@ struct Node {
     code: Vec<(u64, u64)>,
 }
 
+/// [`Decl`]s by `.debug_info` offset, sorted by offset (DIEs are read in offset order, so
+/// this is a sorted vector rather than a hash map).
+#[derive(Default)]
+struct Decls(Vec<(u64, Decl)>);
+
+impl Decls {
+    /// Sorts by offset (a no-op for DIEs read in order).
+    fn sort(&mut self) {
+        if !self.0.is_sorted_by_key(|&(o, _)| o) {
+            self.0.sort_by_key(|&(o, _)| o);
+        }
+    }
+
+    /// The attributes of the DIE at `.debug_info` offset `off`.
+    fn get(&self, off: &u64) -> Option<&Decl> {
+        let i = self.0.binary_search_by_key(off, |&(o, _)| o).ok()?;
+        self.0.get(i).map(|(_, d)| d)
+    }
+}
+
 /// Naming and declaration attributes of a subprogram DIE, by `.debug_info` offset.
 #[derive(Default)]
 struct Decl {
@@ -210,7 +230,7 @@ impl LocationIndex {
             functions: HashMap::new(),
             inlined: Vec::new(),
         };
-        let mut decls: HashMap<u64, Decl> = HashMap::new();
+        let mut decls = Decls::default();
         // Subprograms with code, in `.debug_info` order.
         let mut code_subprograms: Vec<u64> = Vec::new();
         // (start, end, node) in DIE pre-order.
@@ -266,7 +286,7 @@ impl LocationIndex {
                 for a in entry.attrs() {
                     read_decl_attr(&dwarf, &unit, a.name(), a.value(), &mut d)?;
                 }
-                decls.insert(die_off, d);
+                decls.0.push((die_off, d));
                 let call = if is_inl {
                     // LLVM's `DWARFDie::getCallerFrame`: absent attributes read as 0.
                     let file = udata(entry.attr_value(gimli::DW_AT_call_file));
@@ -295,6 +315,7 @@ impl LocationIndex {
             }
         }
 
+        decls.sort();
         ix.paint(&painted);
         ix.unit_ranges.sort_by_key(|&(b, e, _)| (b, e));
         for off in code_subprograms {
@@ -306,7 +327,7 @@ impl LocationIndex {
 
     /// Builds [`InlinedScope`]s from the inlined-subroutine nodes (pre-order, so a parent's
     /// index is known before its children).
-    fn collect_inlined(&mut self, decls: &HashMap<u64, Decl>) -> Result<(), Error> {
+    fn collect_inlined(&mut self, decls: &Decls) -> Result<(), Error> {
         // By node index: its scope index, and the nearest subprogram node at or above it (a
         // parent always precedes its children in pre-order).
         let mut index: Vec<Option<usize>> = vec![None; self.nodes.len()];
@@ -389,7 +410,7 @@ impl LocationIndex {
     }
 
     /// Resolves and records the definition site of one subprogram with code.
-    fn add_function(&mut self, decls: &HashMap<u64, Decl>, off: u64) -> Result<(), Error> {
+    fn add_function(&mut self, decls: &Decls, off: u64) -> Result<(), Error> {
         let name = find(decls, off, |d| d.linkage_name.as_ref().map(|n| (d, n)))
             .or_else(|| find(decls, off, |d| d.name.as_ref().map(|n| (d, n))));
         let file = find(decls, off, |d| d.decl_file.map(|f| (d, f)));
@@ -469,11 +490,7 @@ impl LocationIndex {
 
 /// Breadth-first search over a DIE and its `DW_AT_abstract_origin` / `DW_AT_specification`
 /// targets (LLVM's `DWARFDie::findRecursively`), returning the first hit.
-fn find<'d, T>(
-    decls: &'d HashMap<u64, Decl>,
-    start: u64,
-    get: impl Fn(&'d Decl) -> Option<T>,
-) -> Option<T> {
+fn find<'d, T>(decls: &'d Decls, start: u64, get: impl Fn(&'d Decl) -> Option<T>) -> Option<T> {
     // Most lookups are answered by the DIE itself: no queue for those.
     if let Some(v) = decls.get(&start).and_then(&get) {
         return Some(v);

@@ -91,11 +91,27 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
-    let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
     let dwarf = co.has_dwarf().then(|| debug_sections(co));
-    let dwarf_index = dwarf
-        .as_ref()
-        .map(|d| dwarf_remap::LocationIndex::new(d).map_err(|e| e.to_string()));
+    // The DWARF is indexed while the other features' sites and SCC liveness are found.
+    let (dwarf_index, ((mut sites, mut skipped), scc_facts)) = rayon::join(
+        || {
+            dwarf
+                .as_ref()
+                .map(|d| dwarf_remap::LocationIndex::new(d).map_err(|e| e.to_string()))
+        },
+        || {
+            use rayon::prelude::*;
+            rayon::join(
+                || plan::collect_sites(&prog, &ok, opts),
+                || {
+                    prog.funcs
+                        .par_iter()
+                        .map(crate::analysis::scc_live)
+                        .collect::<Vec<Vec<bool>>>()
+                },
+            )
+        },
+    );
     let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf_index.as_ref());
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
@@ -134,7 +150,6 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         used_by_func: vec![0; prog.funcs.len()],
         spill_need: vec![0; prog.funcs.len()],
     };
-    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
     // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
     // gfx1250 only; other targets keep the legacy layout.
     let packing = (opts.shader_clock_bits > 0
