@@ -226,12 +226,37 @@ pub fn function_size(f: &Func, mode: FunctionThreshold) -> u64 {
 pub struct Forbidden {
     /// Points that would split an `s_clause` group, fall inside an address-builder sequence or
     /// inside a kernarg-preload prologue: never used.
-    pub hard: BTreeSet<usize>,
+    pub hard: Points,
     /// Points between an `s_delay_alu` and the instructions it covers. `s_delay_alu` is a
     /// scheduling hint (LLVM `AMDGPUInsertDelayAlu`: "insert s_delay_alu instructions to avoid
     /// stalls on GFX11+"; code without it is still correct), so such a point is used when no
     /// point outside the window serves; the hint then delays inserted code instead.
-    pub hint: BTreeSet<usize>,
+    pub hint: Points,
+}
+
+/// A set of insertion points of one function (instruction indices), one flag per point: the
+/// points of [`Forbidden`] are dense runs, looked up once per candidate site.
+#[derive(Debug, Clone, Default)]
+pub struct Points(Vec<bool>);
+
+impl Points {
+    /// Whether `p` is in the set.
+    pub fn contains(&self, p: &usize) -> bool {
+        self.0.get(*p).copied().unwrap_or(false)
+    }
+
+    fn insert(&mut self, p: usize) {
+        if p >= self.0.len() {
+            self.0.resize(p + 1, false);
+        }
+        self.0[p] = true;
+    }
+
+    fn extend(&mut self, points: impl IntoIterator<Item = usize>) {
+        for p in points {
+            self.insert(p);
+        }
+    }
 }
 
 impl Forbidden {
@@ -243,9 +268,9 @@ impl Forbidden {
 
 /// The [`Forbidden`] points of `f`.
 pub fn forbidden_points(f: &Func) -> Forbidden {
-    let mut out = BTreeSet::new();
-    let mut hint = BTreeSet::new();
     let n = f.insts.len();
+    let mut out = Points(vec![false; n + 1]);
+    let mut hint = Points(vec![false; n + 1]);
     for (d, (_, inst)) in f.insts.iter().enumerate() {
         match inst.special() {
             Special::Clause => {
