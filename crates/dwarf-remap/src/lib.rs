@@ -238,26 +238,54 @@ pub fn remap_dwarf(
     };
     let mut info_out = info::walk(get(".debug_info"), &inputs, map)?;
     let addr_size = info_out.addr_size.unwrap_or(8);
+    // The sections below read only the input and `.debug_info`'s list references: they are
+    // rewritten in parallel, and their errors reported in this fixed order (the first wins).
+    let refs = &info_out.refs;
+    let ((rng, loc), (line, (addr, rest))) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    lists::rewrite5(
+                        get(".debug_rnglists"),
+                        info::ListKind::RngLists,
+                        refs,
+                        addr_old,
+                        map,
+                    )
+                },
+                || {
+                    lists::rewrite5(
+                        get(".debug_loclists"),
+                        info::ListKind::LocLists,
+                        refs,
+                        addr_old,
+                        map,
+                    )
+                },
+            )
+        },
+        || {
+            rayon::join(
+                || line::rewrite(get(".debug_line"), map, addr_size),
+                || {
+                    let addr = (!addr_old.is_empty()).then(|| addr::remap(addr_old, map));
+                    let rest = [
+                        (".debug_ranges", info::ListKind::Ranges),
+                        (".debug_loc", info::ListKind::Loc),
+                    ]
+                    .map(|(name, kind)| lists::patch4(get(name), kind, refs, map));
+                    let frame = frame::rewrite(get(".debug_frame"), map, usize::from(addr_size));
+                    let aranges = aranges::remap(get(".debug_aranges"), map);
+                    (addr, (rest, frame, aranges))
+                },
+            )
+        },
+    );
     let mut new: HashMap<&'static str, Vec<u8>> = HashMap::new();
-
-    if !addr_old.is_empty() {
-        new.insert(addr::SECTION, addr::remap(addr_old, map)?);
+    if let Some(addr) = addr {
+        new.insert(addr::SECTION, addr?);
     }
-    let line = line::rewrite(get(".debug_line"), map, addr_size)?;
-    let rng = lists::rewrite5(
-        get(".debug_rnglists"),
-        info::ListKind::RngLists,
-        &info_out.refs,
-        addr_old,
-        map,
-    )?;
-    let loc = lists::rewrite5(
-        get(".debug_loclists"),
-        info::ListKind::LocLists,
-        &info_out.refs,
-        addr_old,
-        map,
-    )?;
+    let (line, rng, loc) = (line?, rng?, loc?);
     for p in &info_out.patches {
         let target_map = match p.kind {
             info::OffsetKind::Line => &line.offsets,
@@ -277,27 +305,11 @@ pub fn remap_dwarf(
     new.insert(line::SECTION, line.bytes);
     new.insert(".debug_rnglists", rng.bytes);
     new.insert(".debug_loclists", loc.bytes);
-    new.insert(
-        ".debug_ranges",
-        lists::patch4(
-            get(".debug_ranges"),
-            info::ListKind::Ranges,
-            &info_out.refs,
-            map,
-        )?,
-    );
-    new.insert(
-        ".debug_loc",
-        lists::patch4(get(".debug_loc"), info::ListKind::Loc, &info_out.refs, map)?,
-    );
-    new.insert(
-        frame::SECTION,
-        frame::rewrite(get(".debug_frame"), map, usize::from(addr_size))?,
-    );
-    new.insert(
-        aranges::SECTION,
-        aranges::remap(get(".debug_aranges"), map)?,
-    );
+    let ([ranges, loc4], frame, aranges) = rest;
+    new.insert(".debug_ranges", ranges?);
+    new.insert(".debug_loc", loc4?);
+    new.insert(frame::SECTION, frame?);
+    new.insert(aranges::SECTION, aranges?);
 
     Ok(new
         .into_iter()

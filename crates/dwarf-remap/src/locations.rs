@@ -20,7 +20,7 @@
 //!   but the funcmap writer must reject (or drop the location of) any *name* containing `@`.
 //!   [`function_locations`] never returns a key containing `@`: such functions are omitted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 
 use gimli::{AttributeValue, DwAt, EndianSlice, LittleEndian, SectionId, UnitSectionOffset};
@@ -132,6 +132,26 @@ struct Node {
     code: Vec<(u64, u64)>,
 }
 
+/// [`Decl`]s by `.debug_info` offset, sorted by offset (DIEs are read in offset order, so
+/// this is a sorted vector rather than a hash map).
+#[derive(Default)]
+struct Decls(Vec<(u64, Decl)>);
+
+impl Decls {
+    /// Sorts by offset (a no-op for DIEs read in order).
+    fn sort(&mut self) {
+        if !self.0.is_sorted_by_key(|&(o, _)| o) {
+            self.0.sort_by_key(|&(o, _)| o);
+        }
+    }
+
+    /// The attributes of the DIE at `.debug_info` offset `off`.
+    fn get(&self, off: &u64) -> Option<&Decl> {
+        let i = self.0.binary_search_by_key(off, |&(o, _)| o).ok()?;
+        self.0.get(i).map(|(_, d)| d)
+    }
+}
+
 /// Naming and declaration attributes of a subprogram DIE, by `.debug_info` offset.
 #[derive(Default)]
 struct Decl {
@@ -210,7 +230,7 @@ impl LocationIndex {
             functions: HashMap::new(),
             inlined: Vec::new(),
         };
-        let mut decls: HashMap<u64, Decl> = HashMap::new();
+        let mut decls = Decls::default();
         // Subprograms with code, in `.debug_info` order.
         let mut code_subprograms: Vec<u64> = Vec::new();
         // (start, end, node) in DIE pre-order.
@@ -266,7 +286,7 @@ impl LocationIndex {
                 for a in entry.attrs() {
                     read_decl_attr(&dwarf, &unit, a.name(), a.value(), &mut d)?;
                 }
-                decls.insert(die_off, d);
+                decls.0.push((die_off, d));
                 let call = if is_inl {
                     // LLVM's `DWARFDie::getCallerFrame`: absent attributes read as 0.
                     let file = udata(entry.attr_value(gimli::DW_AT_call_file));
@@ -295,6 +315,7 @@ impl LocationIndex {
             }
         }
 
+        decls.sort();
         ix.paint(&painted);
         ix.unit_ranges.sort_by_key(|&(b, e, _)| (b, e));
         for off in code_subprograms {
@@ -306,19 +327,17 @@ impl LocationIndex {
 
     /// Builds [`InlinedScope`]s from the inlined-subroutine nodes (pre-order, so a parent's
     /// index is known before its children).
-    fn collect_inlined(&mut self, decls: &HashMap<u64, Decl>) -> Result<(), Error> {
-        let mut index: HashMap<usize, usize> = HashMap::new();
+    fn collect_inlined(&mut self, decls: &Decls) -> Result<(), Error> {
+        // By node index: its scope index, and the nearest subprogram node at or above it (a
+        // parent always precedes its children in pre-order).
+        let mut index: Vec<Option<usize>> = vec![None; self.nodes.len()];
+        let mut subprogram: Vec<Option<usize>> = vec![None; self.nodes.len()];
         for (i, n) in self.nodes.iter().enumerate() {
+            let above = n.parent.and_then(|p| subprogram.get(p).copied().flatten());
+            subprogram[i] = if n.call.is_none() { Some(i) } else { above };
             let Some(call) = &n.call else { continue };
-            let parent = n.parent.and_then(|p| index.get(&p).copied());
-            let mut up = n.parent;
-            while let Some(node) = up.and_then(|p| self.nodes.get(p)) {
-                if node.call.is_none() {
-                    break;
-                }
-                up = node.parent;
-            }
-            let function = up
+            let parent = n.parent.and_then(|p| index.get(p).copied().flatten());
+            let function = above
                 .and_then(|p| self.nodes.get(p))
                 .and_then(|f| f.code.first())
                 .map(|&(b, _)| b);
@@ -337,7 +356,7 @@ impl LocationIndex {
                 },
                 _ => None,
             };
-            index.insert(i, self.inlined.len());
+            index[i] = Some(self.inlined.len());
             self.inlined.push(InlinedScope {
                 die: n.die,
                 parent,
@@ -363,12 +382,27 @@ impl LocationIndex {
         let mut bounds: Vec<u64> = painted.iter().flat_map(|&(b, e, _)| [b, e]).collect();
         bounds.sort_unstable();
         bounds.dedup();
-        let mut owner = vec![None; bounds.len().saturating_sub(1)];
-        for &(b, e, node) in painted {
+        let segments = bounds.len().saturating_sub(1);
+        let mut owner = vec![None; segments];
+        // Painted last wins: walk the ranges backwards and fill only segments still empty.
+        // `next[i]`: the first segment at or after `i` that may still be empty (path-halving
+        // skips over filled runs, so each segment is filled once).
+        let mut next: Vec<usize> = (0..=segments).collect();
+        let find = |next: &mut Vec<usize>, mut i: usize| {
+            while next[i] != i {
+                next[i] = next[next[i]];
+                i = next[i];
+            }
+            i
+        };
+        for &(b, e, node) in painted.iter().rev() {
             let first = bounds.partition_point(|&x| x < b);
             let last = bounds.partition_point(|&x| x < e);
-            for slot in owner.iter_mut().take(last).skip(first) {
-                *slot = Some(node);
+            let mut i = find(&mut next, first);
+            while i < last {
+                owner[i] = Some(node);
+                next[i] = i + 1;
+                i = find(&mut next, i + 1);
             }
         }
         self.bounds = bounds;
@@ -376,7 +410,7 @@ impl LocationIndex {
     }
 
     /// Resolves and records the definition site of one subprogram with code.
-    fn add_function(&mut self, decls: &HashMap<u64, Decl>, off: u64) -> Result<(), Error> {
+    fn add_function(&mut self, decls: &Decls, off: u64) -> Result<(), Error> {
         let name = find(decls, off, |d| d.linkage_name.as_ref().map(|n| (d, n)))
             .or_else(|| find(decls, off, |d| d.name.as_ref().map(|n| (d, n))));
         let file = find(decls, off, |d| d.decl_file.map(|f| (d, f)));
@@ -456,19 +490,21 @@ impl LocationIndex {
 
 /// Breadth-first search over a DIE and its `DW_AT_abstract_origin` / `DW_AT_specification`
 /// targets (LLVM's `DWARFDie::findRecursively`), returning the first hit.
-fn find<'d, T>(
-    decls: &'d HashMap<u64, Decl>,
-    start: u64,
-    get: impl Fn(&'d Decl) -> Option<T>,
-) -> Option<T> {
+fn find<'d, T>(decls: &'d Decls, start: u64, get: impl Fn(&'d Decl) -> Option<T>) -> Option<T> {
+    // Most lookups are answered by the DIE itself: no queue for those.
+    if let Some(v) = decls.get(&start).and_then(&get) {
+        return Some(v);
+    }
     let mut queue = vec![start];
-    let mut seen = HashSet::new();
+    // At most MAX_REFS entries: a vector is faster than a hash set.
+    let mut seen: Vec<u64> = Vec::new();
     let mut i = 0;
     while let Some(&off) = queue.get(i) {
         i += 1;
-        if i > MAX_REFS || !seen.insert(off) {
+        if i > MAX_REFS || seen.contains(&off) {
             continue;
         }
+        seen.push(off);
         let Some(d) = decls.get(&off) else { continue };
         if let Some(v) = get(d) {
             return Some(v);

@@ -19,6 +19,11 @@ pub struct AddressMap {
     old: Vec<u64>,
     new: Vec<u64>,
     identity_outside: bool,
+    /// Search index over the code interval cut in buckets of `1 << shift` bytes: `starts[k]` =
+    /// pairs whose old address is below `old[0] + (k << shift)` (at most one bucket per pair, so
+    /// a lookup searches one bucket's pairs instead of all of them).
+    starts: Vec<usize>,
+    shift: u32,
 }
 
 impl AddressMap {
@@ -51,11 +56,32 @@ impl AddressMap {
             old.push(o);
             new.push(n);
         }
+        let (starts, shift) = bucket_starts(&old);
         Ok(AddressMap {
             old,
             new,
             identity_outside: false,
+            starts,
+            shift,
         })
+    }
+
+    /// Pairs whose old address is at most `old` (`self.old.partition_point(|&o| o <= old)`),
+    /// searched within the bucket of `old` only.
+    fn rank(&self, old: u64) -> usize {
+        let Some(&first) = self.old.first() else {
+            return 0;
+        };
+        let k = usize::try_from(old.saturating_sub(first) >> self.shift).unwrap_or(usize::MAX);
+        match (
+            self.starts.get(k),
+            k.checked_add(1).and_then(|j| self.starts.get(j)),
+        ) {
+            (Some(&lo), Some(&hi)) if old >= first => {
+                lo + self.old[lo..hi].partition_point(|&o| o <= old)
+            }
+            _ => self.old.partition_point(|&o| o <= old),
+        }
     }
 
     /// The identity map over `[start, end]` (bytes): every code address maps to itself.
@@ -95,7 +121,7 @@ impl AddressMap {
         if !self.covers(old) {
             return self.identity_outside.then_some(old);
         }
-        let i = self.old.partition_point(|&o| o <= old).checked_sub(1)?;
+        let i = self.rank(old).checked_sub(1)?;
         let (o, n) = (*self.old.get(i)?, *self.new.get(i)?);
         if old == o {
             return Some(n);
@@ -113,7 +139,7 @@ impl AddressMap {
     /// than in that instruction. False at pair addresses, in unchanged segments and outside the
     /// code interval.
     pub fn shifts_inside(&self, old: u64) -> bool {
-        let i = self.old.partition_point(|&o| o <= old);
+        let i = self.rank(old);
         let (Some(&o0), Some(&o1), Some(&n0), Some(&n1)) = (
             i.checked_sub(1).and_then(|j| self.old.get(j)),
             self.old.get(i),
@@ -134,6 +160,29 @@ impl AddressMap {
     pub fn is_empty(&self) -> bool {
         self.old.is_empty()
     }
+}
+
+/// The bucket index of [`AddressMap::starts`] over sorted old addresses `old`: buckets of
+/// `1 << shift` bytes (at least 16, and no more buckets than pairs) from `old[0]` to past the
+/// last address.
+fn bucket_starts(old: &[u64]) -> (Vec<usize>, u32) {
+    let (Some(&first), Some(&last)) = (old.first(), old.last()) else {
+        return (Vec::new(), 0);
+    };
+    let span = u128::from(last - first) + 1;
+    let per = (span / old.len() as u128).max(16);
+    let shift = (u128::BITS - (per - 1).leading_zeros()).min(63);
+    let buckets = (span >> shift) + 2;
+    let mut starts = Vec::with_capacity(buckets as usize);
+    let mut i = 0;
+    for k in 0..buckets {
+        let at = u128::from(first) + (k << shift);
+        while i < old.len() && u128::from(old[i]) < at {
+            i += 1;
+        }
+        starts.push(i);
+    }
+    (starts, shift)
 }
 
 #[cfg(test)]
@@ -182,6 +231,41 @@ mod tests {
         assert!(!AddressMap::identity(0x100, 0x200)
             .unwrap()
             .shifts_inside(0x150));
+    }
+
+    /// The bucket search agrees with a search over every pair, at every address near a pair,
+    /// for dense pairs and for a far section start (a sparse map).
+    #[test]
+    fn rank_matches_full_search() {
+        let mut pairs: Vec<(u64, u64)> = (0..500u64)
+            .map(|i| (0x1000 + i * 4 + (i / 7) * 8, 0))
+            .collect();
+        pairs.push((0x4000_0000, 0));
+        pairs.push((u64::MAX - 3, 0));
+        for pairs in [&pairs[..], &pairs[..500], &pairs[..1], &pairs[..501]] {
+            let m = AddressMap::new(
+                pairs
+                    .iter()
+                    .enumerate()
+                    .map(|(n, &(o, _))| (o, n as u64))
+                    .collect(),
+            )
+            .unwrap();
+            for &(o, _) in pairs {
+                for a in [
+                    o.saturating_sub(5),
+                    o.saturating_sub(1),
+                    o,
+                    o.saturating_add(1),
+                    o.saturating_add(3),
+                    o.saturating_add(100),
+                ] {
+                    assert_eq!(m.rank(a), m.old.partition_point(|&x| x <= a), "{a:#x}");
+                }
+            }
+            assert_eq!(m.rank(0), 0);
+            assert_eq!(m.rank(u64::MAX), m.old.len());
+        }
     }
 
     #[test]

@@ -334,11 +334,13 @@ impl<'a> FuncPlan<'a> {
             v.dedup();
             v
         };
-        let raws: BTreeMap<usize, Vec<usize>> = mine.iter().map(|&s| (s, raw(s))).collect();
-        let mut owners: HashMap<usize, Vec<usize>> = HashMap::new();
-        for (&t, r) in &raws {
+        // In the order of `mine` (ascending scope index).
+        let raws: Vec<Vec<usize>> = mine.iter().map(|&s| raw(s)).collect();
+        // Scopes owning each instruction, by instruction index.
+        let mut owners: Vec<Vec<usize>> = vec![Vec::new(); f.insts.len()];
+        for (&t, r) in mine.iter().zip(&raws) {
             for &i in r {
-                owners.entry(i).or_default().push(t);
+                owners[i].push(t);
             }
         }
         let in_subtree = |s: usize, t: usize| {
@@ -351,8 +353,7 @@ impl<'a> FuncPlan<'a> {
             }
             false
         };
-        for &s in mine {
-            let own = &raws[&s];
+        for (&s, own) in mine.iter().zip(&raws) {
             let total: u64 = own.iter().map(|&i| size(i)).sum();
             if total < threshold {
                 fp.report.below_threshold += 1;
@@ -361,7 +362,7 @@ impl<'a> FuncPlan<'a> {
             // Merge fragments across short gaps of instructions foreign to this subtree.
             let foreign_owned = |i: usize| {
                 owners
-                    .get(&i)
+                    .get(i)
                     .is_some_and(|ts| ts.iter().any(|&t| !in_subtree(s, t) && !in_subtree(t, s)))
             };
             let mut frags: Vec<(usize, usize)> = Vec::new();

@@ -6,7 +6,7 @@
 //! ("Barrier marker placement"); `s_ttracedata_imm` only on gfx10+ for words <= 0xFF, otherwise
 //! `s_mov_b32 m0, <value>`, `s_nop 0`, `s_ttracedata` ("Instruction selection").
 
-use crate::analysis::{m0_facts, Exit, Func, Program};
+use crate::analysis::{Exit, Func, Program};
 use crate::config::{FunctionThreshold, Options};
 use crate::layout::Landing;
 use amdgpu_isa::build::{self, Operand};
@@ -100,7 +100,7 @@ pub enum SiteKind {
 }
 
 impl SiteKind {
-    /// Every kind, in declaration order.
+    /// Every kind, in declaration order (`ALL[k as usize] == k`).
     pub const ALL: [SiteKind; 14] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
@@ -226,12 +226,37 @@ pub fn function_size(f: &Func, mode: FunctionThreshold) -> u64 {
 pub struct Forbidden {
     /// Points that would split an `s_clause` group, fall inside an address-builder sequence or
     /// inside a kernarg-preload prologue: never used.
-    pub hard: BTreeSet<usize>,
+    pub hard: Points,
     /// Points between an `s_delay_alu` and the instructions it covers. `s_delay_alu` is a
     /// scheduling hint (LLVM `AMDGPUInsertDelayAlu`: "insert s_delay_alu instructions to avoid
     /// stalls on GFX11+"; code without it is still correct), so such a point is used when no
     /// point outside the window serves; the hint then delays inserted code instead.
-    pub hint: BTreeSet<usize>,
+    pub hint: Points,
+}
+
+/// A set of insertion points of one function (instruction indices), one flag per point: the
+/// points of [`Forbidden`] are dense runs, looked up once per candidate site.
+#[derive(Debug, Clone, Default)]
+pub struct Points(Vec<bool>);
+
+impl Points {
+    /// Whether `p` is in the set.
+    pub fn contains(&self, p: &usize) -> bool {
+        self.0.get(*p).copied().unwrap_or(false)
+    }
+
+    fn insert(&mut self, p: usize) {
+        if p >= self.0.len() {
+            self.0.resize(p + 1, false);
+        }
+        self.0[p] = true;
+    }
+
+    fn extend(&mut self, points: impl IntoIterator<Item = usize>) {
+        for p in points {
+            self.insert(p);
+        }
+    }
 }
 
 impl Forbidden {
@@ -243,9 +268,9 @@ impl Forbidden {
 
 /// The [`Forbidden`] points of `f`.
 pub fn forbidden_points(f: &Func) -> Forbidden {
-    let mut out = BTreeSet::new();
-    let mut hint = BTreeSet::new();
     let n = f.insts.len();
+    let mut out = Points(vec![false; n + 1]);
+    let mut hint = Points(vec![false; n + 1]);
     for (d, (_, inst)) in f.insts.iter().enumerate() {
         match inst.special() {
             Special::Clause => {
@@ -631,7 +656,7 @@ pub fn encode_word(word: Word, ids: &BTreeMap<MarkerKey, u32>) -> Option<u32> {
 }
 
 /// How M0 is preserved around a snippet that writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum M0Keep {
     /// M0 is dead here: clobber it.
     Dead,
@@ -694,18 +719,14 @@ pub fn keep_m0(
     Ok(out)
 }
 
-/// Decides how M0 is kept at a site in front of instruction `before` of function `fi`: dead, a
-/// known constant, or saved in an SGPR taken from `regs` (free at that point); `Err` with the
-/// reason when none applies.
+/// Decides how M0 is kept at a site in front of instruction `before` of a function whose
+/// [`crate::analysis::M0Facts`] are `facts`: dead, a known constant, or saved in an SGPR taken
+/// from `regs` (free at that point); `Err` with the reason when none applies.
 pub fn m0_keep_for(
-    prog: &Program,
-    fi: usize,
+    facts: &crate::analysis::M0Facts,
     before: usize,
     regs: &mut crate::regs::SiteRegs,
-    facts: &mut BTreeMap<usize, crate::analysis::M0Facts>,
 ) -> Result<M0Keep, String> {
-    let f = &prog.funcs[fi];
-    let facts = facts.entry(fi).or_insert_with(|| m0_facts(f));
     if !facts.live[before] {
         return Ok(M0Keep::Dead);
     }
@@ -714,4 +735,17 @@ pub fn m0_keep_for(
     }
     regs.one("saving M0 (live with an unknown value)")
         .map(M0Keep::Save)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SiteKind;
+
+    /// Reports count sites in an array indexed by `kind as usize`.
+    #[test]
+    fn all_is_in_declaration_order() {
+        for (i, k) in SiteKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+        }
+    }
 }

@@ -300,20 +300,25 @@ impl SgprFacts {
         pend.into_iter().map(|p| p.unwrap_or(ALL_SGPRS)).collect()
     }
 
+    /// The (free, savable) sets ([`SgprFacts::free_at`], [`SgprFacts::savable_at`]) before
+    /// every instruction of function `fi`, by instruction index; computed afresh (no cache), so
+    /// functions can be asked in parallel.
+    pub fn function_sets(&self, prog: &Program, fi: usize) -> Vec<(Sgprs, Sgprs)> {
+        let live = self.live_in(prog, fi);
+        let pend = self.pending_in(prog, fi);
+        live.iter()
+            .zip(&pend)
+            .map(|(l, p)| {
+                let savable = self.allowed[fi] & !p;
+                (savable & !l, savable)
+            })
+            .collect()
+    }
+
     /// Per-instruction (free, savable) sets of function `fi`, cached.
     fn sets_at(&mut self, prog: &Program, fi: usize, i: usize) -> (Sgprs, Sgprs) {
         if self.cache.as_ref().is_none_or(|(f, _)| *f != fi) {
-            let live = self.live_in(prog, fi);
-            let pend = self.pending_in(prog, fi);
-            let sets = live
-                .iter()
-                .zip(&pend)
-                .map(|(l, p)| {
-                    let savable = self.allowed[fi] & !p;
-                    (savable & !l, savable)
-                })
-                .collect();
-            self.cache = Some((fi, sets));
+            self.cache = Some((fi, self.function_sets(prog, fi)));
         }
         self.cache
             .as_ref()

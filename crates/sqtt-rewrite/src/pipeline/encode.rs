@@ -504,12 +504,18 @@ fn fill_function_reports(
         };
         let ns = layout.map_addr(f.spec.start).unwrap_or(0);
         fr.new_size = layout.map_end(f.spec.end, text_end).unwrap_or(ns) - ns;
-        for ((sf, _), list) in snippets.range((fi, 0)..(fi + 1, 0)) {
-            let _ = sf;
+        // Counted by kind first; the names (serde's) are looked up once per kind.
+        let mut by_kind = [0u32; SiteKind::ALL.len()];
+        for list in snippets.range((fi, 0)..(fi + 1, 0)).map(|(_, l)| l) {
             for (s, code) in list {
-                *fr.sites.entry(kind_name(s.kind)).or_default() += 1;
+                by_kind[s.kind as usize] += 1;
                 fr.inserted_instructions += code.len() as u32;
                 fr.inserted_bytes += code.iter().map(|c| c.len() as u32).sum::<u32>();
+            }
+        }
+        for (k, n) in SiteKind::ALL.into_iter().zip(by_kind) {
+            if n > 0 {
+                *fr.sites.entry(kind_name(k)).or_default() += n;
             }
         }
         report.functions.push(fr);

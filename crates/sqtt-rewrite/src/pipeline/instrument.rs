@@ -3,7 +3,7 @@
 //! ([`crate::regs`]) and the inserted code of every site ([`crate::snippets`]).
 
 use super::{kernel_funcs, Analysed, Source};
-use crate::analysis::Program;
+use crate::analysis::{m0_facts, M0Facts, Program};
 use crate::config::Options;
 use crate::funcmap::Row;
 use crate::inlined::InlinedNames;
@@ -17,10 +17,12 @@ use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Instruction, Target};
 use hsaco::CodeObject;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Inserted code by insertion point `(function index, instruction index)`: each site with its
-/// instructions, in the order they are inserted.
-pub(crate) type Snippets = BTreeMap<(usize, usize), Vec<(Site, Vec<Instruction>)>>;
+/// instructions, in the order they are inserted. Sites with the same marker code share one
+/// allocation.
+pub(crate) type Snippets = BTreeMap<(usize, usize), Vec<(Site, Arc<[Instruction]>)>>;
 
 /// Output of [`instrument`].
 pub(crate) struct Instrumented {
@@ -89,11 +91,27 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
-    let (mut sites, mut skipped) = plan::collect_sites(&prog, &ok, opts);
     let dwarf = co.has_dwarf().then(|| debug_sections(co));
-    let dwarf_index = dwarf
-        .as_ref()
-        .map(|d| dwarf_remap::LocationIndex::new(d).map_err(|e| e.to_string()));
+    // The DWARF is indexed while the other features' sites and SCC liveness are found.
+    let (dwarf_index, ((mut sites, mut skipped), scc_facts)) = rayon::join(
+        || {
+            dwarf
+                .as_ref()
+                .map(|d| dwarf_remap::LocationIndex::new(d).map_err(|e| e.to_string()))
+        },
+        || {
+            use rayon::prelude::*;
+            rayon::join(
+                || plan::collect_sites(&prog, &ok, opts),
+                || {
+                    prog.funcs
+                        .par_iter()
+                        .map(crate::analysis::scc_live)
+                        .collect::<Vec<Vec<bool>>>()
+                },
+            )
+        },
+    );
     let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf_index.as_ref());
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
@@ -132,8 +150,6 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         used_by_func: vec![0; prog.funcs.len()],
         spill_need: vec![0; prog.funcs.len()],
     };
-    let mut facts = BTreeMap::new();
-    let scc_facts: Vec<Vec<bool>> = prog.funcs.iter().map(crate::analysis::scc_live).collect();
     // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
     // gfx1250 only; other targets keep the legacy layout.
     let packing = (opts.shader_clock_bits > 0
@@ -161,48 +177,30 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             .filter_map(|k| func_by_name.get(k.function.as_str()).copied())
             .collect();
         let mut new_skips = Vec::new();
-        for s in &sites {
-            let Some(value) = plan::encode_word(s.word, &ids) else {
-                continue;
-            };
-            let trace = match s.word {
-                plan::Word::Point(k) => trace_ops.get(&k).copied(),
-                _ => None,
-            };
-            let needs_m0 = packing.is_some()
-                || trace.is_some()
-                || !(target.has_ttracedata_imm() && value <= 0xff);
-            let mut regs = alloc.at(&prog, s.func, s.before);
-            let keep = if needs_m0 {
-                plan::m0_keep_for(&prog, s.func, s.before, &mut regs, &mut facts)
-            } else {
-                Ok(M0Keep::Dead)
-            };
-            let scc_live = scc_facts[s.func].get(s.before).copied().unwrap_or(true);
-            let guard = scope.map(|_| {
-                flags[s.func].ok_or_else(|| {
-                    "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag".to_string()
-                })
-            });
-            let code = keep.and_then(|k| {
-                let flag = guard.clone().transpose()?;
-                match (trace, wave) {
-                    (Some(op), Some(w)) => {
-                        trace_code(target, w, value, &op, k, flag, scc_live, &mut regs)
-                    }
-                    _ => site_code(target, value, k, packing, flag, scc_live, &mut regs),
-                }
-            });
-            let code = code.and_then(|c| spilled(target, &regs, c));
+        let env = SiteEnv {
+            prog: &prog,
+            ids: &ids,
+            trace_ops: &trace_ops,
+            wave,
+            packing,
+            scope: scope.is_some(),
+            flags: &flags,
+            scc_live: &scc_facts,
+            sgprs: &alloc.sgprs,
+            spill_vgpr: &alloc.spill_vgpr,
+        };
+        let built = build_sites(&env, &sites);
+        for (s, code) in sites.iter().zip(built) {
             match code {
-                Ok(code) => {
+                None => {}
+                Some(Ok((code, regs))) => {
                     alloc.take(s.func, &regs);
                     snippets
                         .entry((s.func, s.before))
                         .or_default()
                         .push((*s, code))
                 }
-                Err(why) => {
+                Some(Err(why)) => {
                     if SCOPE_KINDS.contains(&s.kind) {
                         bad_scopes.insert(s.func);
                     }
@@ -269,14 +267,13 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     // Only ids some inserted snippet emits get funcmap rows (a skipped address-trace site must
     // not leave a P:/R: row behind).
     let mut ids = ids;
-    let emitted: BTreeSet<MarkerKey> = snippets
-        .values()
-        .flatten()
-        .filter_map(|(s, _)| match s.word {
-            plan::Word::Enter(k) | plan::Word::Point(k) => Some(k),
-            plan::Word::Exit => None,
-        })
-        .collect();
+    // (Inserted one by one: hundreds of thousands of sites share a few hundred keys.)
+    let mut emitted: BTreeSet<MarkerKey> = BTreeSet::new();
+    for (s, _) in snippets.values().flatten() {
+        if let plan::Word::Enter(k) | plan::Word::Point(k) = s.word {
+            emitted.insert(k);
+        }
+    }
     ids.retain(|k, _| emitted.contains(k));
     // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
     // entries and the markers describing the previous instruction (after a barrier signal) come
@@ -308,7 +305,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                     snippets
                         .entry((site.func, site.before))
                         .or_default()
-                        .insert(0, (site, code));
+                        .insert(0, (site, Arc::from(code)));
                 }
             }
             Err(why) => {
@@ -359,7 +356,11 @@ struct Alloc {
 impl Alloc {
     /// The allocator of a snippet in front of instruction `i` of function `fi` ([`site_regs`]).
     fn at(&mut self, prog: &Program, fi: usize, i: usize) -> SiteRegs {
-        site_regs(prog, &mut self.sgprs, fi, i, self.spill_vgpr[fi])
+        let sets = (
+            self.sgprs.free_at(prog, fi, i),
+            self.sgprs.savable_at(prog, fi, i),
+        );
+        site_regs(prog, sets, fi, i, self.spill_vgpr[fi])
     }
 
     /// Records the registers a snippet of function `fi` took from `regs`.
@@ -465,34 +466,145 @@ fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
 }
 
 /// The register allocator of a snippet in front of instruction `i` of function `fi`: the SGPRs
-/// free there, and with a spill VGPR `vgpr` the savable live SGPRs ([`SgprFacts::savable_at`])
-/// except those instruction `i` reads (a snippet may read the operands of the instruction it
-/// traces, so they keep their values throughout).
+/// free there, and with a spill VGPR `vgpr` the savable live SGPRs, `(free, savable)` from
+/// [`SgprFacts::free_at`] and [`SgprFacts::savable_at`], except those instruction `i` reads (a
+/// snippet may read the operands of the instruction it traces, so they keep their values
+/// throughout).
 fn site_regs(
     prog: &Program,
-    sgprs: &mut SgprFacts,
+    (free, savable): (Sgprs, Sgprs),
     fi: usize,
     i: usize,
     vgpr: Option<u16>,
 ) -> SiteRegs {
-    let free = sgprs.free_at(prog, fi, i);
     let inputs = prog.funcs[fi]
         .reg_use
         .get(i)
         .map_or(ALL_SGPRS, |u| u.sgpr_reads());
-    SiteRegs::with_spill(free, sgprs.savable_at(prog, fi, i) & !inputs, vgpr)
+    SiteRegs::with_spill(free, savable & !inputs, vgpr)
+}
+
+/// What building the inserted code of one site reads besides the site.
+struct SiteEnv<'a> {
+    prog: &'a Program,
+    /// Marker ids.
+    ids: &'a BTreeMap<MarkerKey, u32>,
+    /// Address-traced operations by marker.
+    trace_ops: &'a BTreeMap<MarkerKey, TraceOp>,
+    /// Wave size of every kernel when they agree.
+    wave: Option<u32>,
+    /// gfx12 shader-clock packing `(bits, shift)` when active.
+    packing: Option<(u32, u32)>,
+    /// Scope filtering is on.
+    scope: bool,
+    /// Scope flag SGPR of each function ([`scope_flags`]).
+    flags: &'a [Option<u8>],
+    /// Per function, per instruction: whether SCC is live in front of it.
+    scc_live: &'a [Vec<bool>],
+    /// SGPR liveness and the SGPRs inserted code may use.
+    sgprs: &'a SgprFacts,
+    /// Per function: the VGPR whose lanes may hold saved live SGPRs.
+    spill_vgpr: &'a [Option<u16>],
+}
+
+/// The inserted code of one site and the registers it took; `None` for a site whose marker
+/// has no id; `Err`: why it cannot be instrumented.
+type Built = Option<Result<(Arc<[Instruction]>, SiteRegs), String>>;
+
+/// Marker snippets already built, by marker value and M0 rule ([`plan::snippet`] depends on
+/// nothing else once the target is fixed).
+type SnippetMemo = HashMap<(u32, M0Keep), Result<Arc<[Instruction]>, String>>;
+
+/// [`build_site`] for every site, in the order of `sites`. Functions are built in parallel:
+/// a site's code depends only on its own function's facts, never on another site (each site
+/// gets a fresh [`SiteRegs`]; what the sites took is merged by the caller in site order).
+fn build_sites(env: &SiteEnv, sites: &[Site]) -> Vec<Built> {
+    use rayon::prelude::*;
+    let mut by_func: Vec<Vec<usize>> = vec![Vec::new(); env.prog.funcs.len()];
+    for (n, s) in sites.iter().enumerate() {
+        by_func[s.func].push(n);
+    }
+    let per_func: Vec<Vec<(usize, Built)>> = by_func
+        .par_iter()
+        .enumerate()
+        .filter(|(_, list)| !list.is_empty())
+        .map_init(SnippetMemo::new, |memo, (fi, list)| {
+            let sets = env.sgprs.function_sets(env.prog, fi);
+            let mut m0 = None;
+            list.iter()
+                .map(|&n| (n, build_site(env, &sites[n], &sets, &mut m0, memo)))
+                .collect()
+        })
+        .collect();
+    let mut out: Vec<Built> = (0..sites.len()).map(|_| None).collect();
+    for (n, built) in per_func.into_iter().flatten() {
+        out[n] = built;
+    }
+    out
+}
+
+/// The inserted code of site `s`: the marker of its word (or its address-trace block), M0
+/// kept, scope guard and SCC save as needed, live SGPRs spilled. `sets`: the (free, savable)
+/// SGPRs before each instruction of its function ([`SgprFacts::function_sets`]); `m0`: that
+/// function's M0 facts, computed on first need.
+fn build_site(
+    env: &SiteEnv,
+    s: &Site,
+    sets: &[(Sgprs, Sgprs)],
+    m0: &mut Option<M0Facts>,
+    memo: &mut SnippetMemo,
+) -> Built {
+    let (prog, target) = (env.prog, env.prog.target);
+    let value = plan::encode_word(s.word, env.ids)?;
+    let trace = match s.word {
+        plan::Word::Point(k) => env.trace_ops.get(&k).copied(),
+        _ => None,
+    };
+    let needs_m0 =
+        env.packing.is_some() || trace.is_some() || !(target.has_ttracedata_imm() && value <= 0xff);
+    let here = sets.get(s.before).copied().unwrap_or((0, 0));
+    let mut regs = site_regs(prog, here, s.func, s.before, env.spill_vgpr[s.func]);
+    let keep = if needs_m0 {
+        let facts = m0.get_or_insert_with(|| m0_facts(&prog.funcs[s.func]));
+        plan::m0_keep_for(facts, s.before, &mut regs)
+    } else {
+        Ok(M0Keep::Dead)
+    };
+    let scc_live = env.scc_live[s.func].get(s.before).copied().unwrap_or(true);
+    let guard = env.scope.then(|| {
+        env.flags[s.func].ok_or_else(|| {
+            "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag".to_string()
+        })
+    });
+    let code = keep.and_then(|k| {
+        let flag = guard.transpose()?;
+        match (trace, env.wave) {
+            (Some(op), Some(w)) => {
+                trace_code(target, w, value, &op, k, flag, scc_live, &mut regs).map(Arc::from)
+            }
+            // A plain marker is the same for every site with its value and M0 rule.
+            _ if env.packing.is_none() && flag.is_none() => memo
+                .entry((value, k))
+                .or_insert_with(|| plan::snippet(target, value, k).map(Arc::from))
+                .clone(),
+            _ => site_code(target, value, k, env.packing, flag, scc_live, &mut regs).map(Arc::from),
+        }
+    });
+    let code = code.and_then(|c| spilled(target, &regs, c));
+    Some(code.map(|c| (c, regs)))
 }
 
 /// `code` with the live SGPRs `regs` handed out saved before it and restored after it
 /// ([`crate::snippets::spill_wrap`]); unchanged when none was.
-fn spilled(
-    t: Target,
-    regs: &SiteRegs,
-    code: Vec<amdgpu_isa::Instruction>,
-) -> Result<Vec<amdgpu_isa::Instruction>, String> {
+fn spilled<C>(t: Target, regs: &SiteRegs, code: C) -> Result<C, String>
+where
+    C: std::ops::Deref<Target = [Instruction]> + From<Vec<Instruction>>,
+{
     match regs.vgpr {
         Some(v) if regs.spilled != 0 => {
-            crate::snippets::spill_wrap(t, v, regs.spilled, code).map_err(|x| x.to_string())
+            crate::snippets::spill_wrap(t, v, regs.spilled, code.to_vec())
+                .map(C::from)
+                .map_err(|x| x.to_string())
         }
         _ => Ok(code),
     }
