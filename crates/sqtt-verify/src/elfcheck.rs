@@ -351,8 +351,8 @@ const POINT_NAMES: [&str; 5] = [
 
 /// Names of the `K:`, `U:` and `P:` rows the rewrite added (rows not in the original's
 /// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
-/// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named after a kernel; a `P:` row
-/// carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
+/// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named
+/// after a kernel; a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
 fn check_added_names(
     n: &CodeObject,
     fm: &Funcmap,
