@@ -5,7 +5,8 @@
 //!
 //! Rules, per program header index (the rewriter keeps every program header and its order,
 //! `shared/notes/rewriting.md` "Layout"):
-//! 1. same `p_type`, `p_flags` and `p_align`, and as many program headers;
+//! 1. same `p_type`, `p_flags` and `p_align`, and as many program headers; `p_paddr` moves
+//!    with `p_vaddr`;
 //! 2. the same allocated, non-empty sections lie wholly inside the segment's memory image
 //!    (`[p_vaddr, p_vaddr + p_memsz)`), matched by name;
 //! 3. a section the original backs with file bytes (wholly inside `p_filesz`, not `SHT_NOBITS`)
@@ -102,6 +103,13 @@ pub(crate) fn check_segments(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
                 op.p_type, op.p_flags, op.align, np.p_type, np.p_flags, np.align
             ));
             continue;
+        }
+        // Loaders ignore p_paddr, but the rewrite moves it with p_vaddr (hsaco's editor).
+        if np.paddr.wrapping_sub(np.vaddr) != op.paddr.wrapping_sub(op.vaddr) {
+            push(format!(
+                "{what}: p_paddr {:#x} no longer lies where p_vaddr {:#x} puts it (original p_paddr {:#x}, p_vaddr {:#x})",
+                np.paddr, np.vaddr, op.paddr, op.vaddr
+            ));
         }
         let (om, nm) = (mapped(o, op), mapped(n, np));
         if names(&om) != names(&nm) {

@@ -832,6 +832,14 @@ fn program_headers_that_load_text_differently_are_caught() {
             "{name}: p_filesz shrunk\n{}",
             show(&r)
         );
+        // p_paddr (+24) moved away from p_vaddr.
+        let moved = phdr_field_set(&orig, i, 24, p.paddr + 0x1000);
+        let r = run(&orig, &moved);
+        assert!(
+            has(&r, Check::Segments, "no longer lies where p_vaddr"),
+            "{name}: p_paddr moved\n{}",
+            show(&r)
+        );
         // p_flags (u32 at +4) without PF_X.
         let mut no_exec = orig.clone();
         let at = co.elf.header.e_phoff as usize + 56 * i + 4;
