@@ -53,23 +53,26 @@ fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     v
 }
 
-/// The id of the first funcmap row `<kind>:<id>:<name>` whose name starts with `name`.
+/// The id of the first `.sqtt_funcmap` row of `kind` whose name starts with `name` (the
+/// verifier's own funcmap parser).
 fn row_id(bytes: &[u8], kind: char, name: &str) -> u32 {
-    let text = String::from_utf8_lossy(bytes);
-    text.split(['\n', '\0'])
-        .find_map(|line| {
-            let (k, rest) = line.split_once(':')?;
-            let (id, tail) = rest.split_once(':')?;
-            (k == kind.to_string() && tail.starts_with(name))
-                .then(|| id.parse().ok())
-                .flatten()
-        })
+    let co = hsaco::CodeObject::parse(bytes).unwrap();
+    sqtt_verify::funcmap::parse(co.funcmap().expect(".sqtt_funcmap"))
+        .rows
+        .iter()
+        .find(|r| r.kind == kind && r.name.starts_with(name))
+        .and_then(|r| r.id)
         .unwrap_or_else(|| panic!("no {kind}: row for {name}"))
 }
 
-/// gfx11 `s_ttracedata_imm` (SOPP, opcode 0x3b) with `imm`, little-endian.
-fn ttracedata_imm(imm: u16) -> [u8; 4] {
-    (0xBFBB_0000u32 | u32::from(imm)).to_le_bytes()
+/// The gfx1100 `s_ttracedata_imm` with marker word `word` (`amdgpu_isa::build`), as bytes.
+fn ttracedata_imm(word: u32) -> Vec<u8> {
+    let t = amdgpu_isa::Target::from_name("gfx1100").unwrap();
+    let word = u8::try_from(word).expect("an 8-bit marker word");
+    amdgpu_isa::build::s_ttracedata_imm(t, word)
+        .unwrap()
+        .bytes()
+        .to_vec()
 }
 
 fn assert_rejected(dir: &Path, orig: &Path, broken: &[u8], want: &str) {
@@ -114,8 +117,8 @@ fn funcmap_rows_must_name_what_they_mark() {
     }
     // A point marker turned into a fused exit+enter of the function's own scope keeps the
     // enter/exit balance, but a post-link rewrite never emits the fused form.
-    let point = ttracedata_imm((row_id(&out, 'P', "barrier") << 2) as u16);
-    let fused = ttracedata_imm(((row_id(&out, 'F', "_Z14") << 2) | 3) as u16);
+    let point = ttracedata_imm(row_id(&out, 'P', "barrier") << 2);
+    let fused = ttracedata_imm((row_id(&out, 'F', "_Z14") << 2) | 3);
     assert_rejected(
         t.path(),
         &orig,
@@ -153,8 +156,8 @@ fn a_kernel_scope_enter_must_not_name_a_device_function() {
     let device = row_id(&out, 'F', "_Z6horner");
     let broken = replaced(
         &out,
-        &ttracedata_imm(((kernel << 2) | 2) as u16),
-        &ttracedata_imm(((device << 2) | 2) as u16),
+        &ttracedata_imm((kernel << 2) | 2),
+        &ttracedata_imm((device << 2) | 2),
     );
     assert_rejected(t.path(), &orig, &broken, "which is not entered here");
 }
@@ -169,24 +172,18 @@ fn program_headers_may_not_grow_past_their_sections() {
         "gfx942__calls__O3.co",
         &["--functions", "1", "--barriers", "1"],
     );
-    let phoff = u64::from_le_bytes(out[0x20..0x28].try_into().unwrap()) as usize;
-    let phnum = u16::from_le_bytes(out[0x38..0x3a].try_into().unwrap()) as usize;
-    let field = |i: usize, off: usize| {
-        let at = phoff + 56 * i + off;
-        u64::from_le_bytes(out[at..at + 8].try_into().unwrap())
-    };
+    let co = hsaco::CodeObject::parse(&out).unwrap();
+    let phoff = co.elf.header.e_phoff as usize;
     let mut tried = 0;
-    for i in 0..phnum {
-        let p_type =
-            u32::from_le_bytes(out[phoff + 56 * i..phoff + 56 * i + 4].try_into().unwrap());
-        // PT_LOAD (1) and PT_NOTE (4): p_filesz (+32) and p_memsz (+40) grown by 4 bytes.
-        if !matches!(p_type, 1 | 4) || field(i, 40) == 0 {
+    for (i, p) in co.elf.segments.iter().enumerate() {
+        if !matches!(p.p_type, hsaco::elf::PT_LOAD | hsaco::elf::PT_NOTE) || p.memsz == 0 {
             continue;
         }
+        // p_filesz (+32) and p_memsz (+40) of the 56-byte program header grown by 4 bytes.
         let mut broken = out.clone();
-        for off in [32, 40] {
+        for (off, value) in [(32, p.filesz), (40, p.memsz)] {
             let at = phoff + 56 * i + off;
-            broken[at..at + 8].copy_from_slice(&(field(i, off) + 4).to_le_bytes());
+            broken[at..at + 8].copy_from_slice(&(value + 4).to_le_bytes());
         }
         assert_rejected(t.path(), &orig, &broken, "bytes after its last section");
         tried += 1;
