@@ -120,7 +120,7 @@ impl Snippet {
         use amdgpu_isa::SpecialReg as S;
         let size: u64 = code.iter().map(|i| i.len() as u64).sum();
         let mut pc = 0u64;
-        let mut sgprs = Vec::new();
+        let mut sgpr_bits = 0u128;
         let (mut scc, mut m0) = (false, false);
         for i in &code {
             let m = i.mnemonic();
@@ -162,14 +162,11 @@ impl Snippet {
             }
             scc |= w.contains(S::Scc);
             m0 |= w.contains(S::M0);
-            for s in 0..=u8::MAX {
-                if w.contains_sgpr(u16::from(s)) && !sgprs.contains(&s) {
-                    sgprs.push(s);
-                }
-            }
+            sgpr_bits |= w.sgpr_bits();
             pc += i.len() as u64;
         }
-        sgprs.sort_unstable();
+        // Ascending SGPR numbers (s0..s105: `RegSet::sgpr_bits`).
+        let sgprs: Vec<u8> = (0..128u8).filter(|&s| sgpr_bits >> s & 1 != 0).collect();
         Ok(Snippet {
             code,
             clobbers_scc: scc,

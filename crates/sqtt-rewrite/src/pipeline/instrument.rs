@@ -513,7 +513,10 @@ type Built = Option<Result<(Arc<[Instruction]>, SiteRegs), String>>;
 
 /// Marker snippets already built, by marker value and M0 rule ([`plan::snippet`] depends on
 /// nothing else once the target is fixed).
-type SnippetMemo = HashMap<(u32, M0Keep), Result<Arc<[Instruction]>, String>>;
+/// Marker code shared between sites, by (value, M0 rule, scope flag): a plain marker, or one
+/// inside the scope guard of that flag (no clock packing, no address trace). The SCC save, whose
+/// register is chosen per site, is added around a shared guarded marker per site.
+type SnippetMemo = HashMap<(u32, M0Keep, Option<u8>), Result<Arc<[Instruction]>, String>>;
 
 /// [`build_site`] for every site, in the order of `sites`. Functions are built in parallel:
 /// a site's code depends only on its own function's facts, never on another site (each site
@@ -584,9 +587,19 @@ fn build_site(
             }
             // A plain marker is the same for every site with its value and M0 rule.
             _ if env.packing.is_none() && flag.is_none() => memo
-                .entry((value, k))
+                .entry((value, k, None))
                 .or_insert_with(|| plan::snippet(target, value, k).map(Arc::from))
                 .clone(),
+            // So is a guarded one for its scope flag; only the SCC save around it is per site.
+            _ if env.packing.is_none() => {
+                let guarded = memo
+                    .entry((value, k, flag))
+                    .or_insert_with(|| {
+                        scope_guarded(target, flag, plan::snippet(target, value, k)?).map(Arc::from)
+                    })
+                    .clone()?;
+                save_scc(target, guarded.to_vec(), scc_live, &mut regs).map(Arc::from)
+            }
             _ => site_code(target, value, k, env.packing, flag, scc_live, &mut regs).map(Arc::from),
         }
     });
