@@ -347,6 +347,7 @@ pub(crate) fn analyse(
                 layout: fm.layout,
                 payload: &fm.payload,
                 names: &fm.names,
+                runs: Default::default(),
             };
             let counts = check_runs(
                 p,

@@ -5,7 +5,7 @@
 //! Tracing" / "Framing protocol", "Scope filtering", "GFX12 Shader Clock Packing").
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use amdgpu_isa::{build, InstClass, Target};
 use sqtt_interp::{run_code, Code, InterpError, Wave};
@@ -53,9 +53,30 @@ pub(crate) struct Env<'a> {
     pub payload: &'a BTreeMap<u32, u32>,
     /// Names of the marker rows (`F`/`U`/`P`) by id.
     pub names: &'a BTreeMap<u32, String>,
+    /// Outcomes of the entries executed so far in this function that raised no problem, by
+    /// what the execution depends on ([`RunKey`]): a run the rewrite inserted at many sites
+    /// (the same marker, guard and SCC save) is executed once per function.
+    pub runs: RefCell<HashMap<RunKey, Exec>>,
+}
+
+/// Everything an execution of an entry depends on besides [`Env`]: the run's bytes, where in
+/// them it is entered, and the inputs of [`Entry`]. The interpreter models no instruction that
+/// reads the PC (`s_getpc*` stops it with an error, which is a problem and never stored), and
+/// branches are PC-relative, so the outcome does not depend on the run's address.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RunKey {
+    code: Vec<u8>,
+    /// Entry point: bytes from the run's start.
+    landing: u64,
+    frame: bool,
+    deterministic: bool,
+    trials: usize,
+    vgprs: Vec<u16>,
+    changeable: u128,
 }
 
 /// Outcome of executing one run from one entry.
+#[derive(Clone)]
 pub(crate) struct Exec {
     /// M0 at the end equals M0 at the start in every trial.
     pub m0_preserved: bool,
@@ -156,8 +177,31 @@ fn give_back(mut w: Wave, touched: &[u16], code: &Code) {
     SPARE.with(|s| *s.borrow_mut() = Some(w));
 }
 
-/// Executes one run entry over several random states. See the module docs for the checks.
+/// Executes one run entry over several random states (seeded by the entry's address), or
+/// returns the outcome of an identical entry of the same function that raised no problem ([`RunKey`]).
+/// See the module docs for the checks.
 pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
+    let key = RunKey {
+        code: e.code.to_vec(),
+        landing: e.landing.wrapping_sub(e.start),
+        frame: e.frame,
+        deterministic: e.deterministic,
+        trials: e.trials,
+        vgprs: e.vgprs.to_vec(),
+        changeable: e.changeable,
+    };
+    if let Some(x) = env.runs.borrow().get(&key) {
+        return x.clone();
+    }
+    let out = execute_uncached(env, e);
+    if out.problems.is_empty() {
+        env.runs.borrow_mut().insert(key, out.clone());
+    }
+    out
+}
+
+/// [`execute`] without the per-function store of outcomes.
+fn execute_uncached(env: &Env, e: &Entry) -> Exec {
     let mut out = Exec {
         m0_preserved: true,
         m0_const: None,
