@@ -103,6 +103,18 @@ pub enum Error {
         /// The old address.
         address: u64,
     },
+    /// A DWARF 5 contribution header (`.debug_addr`, `.debug_str_offsets`) that a unit's
+    /// `DW_AT_addr_base` / `DW_AT_str_offsets_base` points behind is not a valid header for that
+    /// unit (DWARF 5 sections 7.27 and 7.26): its indexed addresses or names would be garbage.
+    #[error("{section}+{offset:#x}: {what}")]
+    BadContribution {
+        /// Section name.
+        section: &'static str,
+        /// Byte offset of the header.
+        offset: u64,
+        /// What is wrong, naming the unit.
+        what: String,
+    },
     /// A construct this crate does not remap.
     #[error("{section}+{offset:#x}: unsupported {what}")]
     Unsupported {

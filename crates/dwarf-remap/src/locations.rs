@@ -187,6 +187,71 @@ fn gimli_err(section: &'static str, offset: u64) -> impl Fn(gimli::Error) -> Err
     }
 }
 
+/// Checks the DWARF 5 contribution headers in front of a unit's `DW_AT_addr_base` (8 bytes:
+/// 32-bit unit length, version 5, address size, segment selector size 0; DWARF 5 section 7.27)
+/// and `DW_AT_str_offsets_base` (8 bytes: 32-bit length, version 5, 2 bytes padding; section
+/// 7.26), and that the length stays inside the section. gimli indexes from the base without
+/// reading the header, so an overwritten or zeroed contribution would silently give wrong
+/// addresses and names. Units without the attributes (a base below 8: DWARF 4, or no indexed
+/// forms) are not checked. Errors: [`Error::BadContribution`] naming the header's offset and the
+/// unit (`.debug_info` offset `unit_off`).
+fn check_contributions(
+    sections: &HashMap<String, Vec<u8>>,
+    unit: &gimli::Unit<R<'_>>,
+    unit_off: u64,
+) -> Result<(), Error> {
+    if unit.header.version() < 5 {
+        return Ok(());
+    }
+    let addr_size = unit.header.address_size();
+    let checks = [
+        (".debug_addr", unit.addr_base.0, Some(addr_size)),
+        (".debug_str_offsets", unit.str_offsets_base.0, None),
+    ];
+    for (section, base, want_addr_size) in checks {
+        if base < 8 {
+            continue;
+        }
+        let data = sections.get(section).map_or(&[][..], |v| v.as_slice());
+        let at = base - 8;
+        let bad = |what: String| Error::BadContribution {
+            section,
+            offset: at as u64,
+            what: format!("{what} (contribution of the unit at .debug_info+{unit_off:#x})"),
+        };
+        let Some(h) = data.get(at..base) else {
+            return Err(bad(format!(
+                "header beyond the section's {} bytes",
+                data.len()
+            )));
+        };
+        let length = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let version = u16::from_le_bytes([h[4], h[5]]);
+        if version != 5 {
+            return Err(bad(format!("header version {version}, not 5")));
+        }
+        if base - 4 + length > data.len() || length < 4 {
+            return Err(bad(format!(
+                "header length {length:#x} does not fit the section's {} bytes",
+                data.len()
+            )));
+        }
+        match want_addr_size {
+            Some(size) if h[6] != size || h[7] != 0 => {
+                return Err(bad(format!(
+                    "header address size {} / segment selector size {}, not {size} / 0",
+                    h[6], h[7]
+                )));
+            }
+            None if h[6] != 0 || h[7] != 0 => {
+                return Err(bad("header padding is not zero".into()));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn info_offset(o: UnitSectionOffset<usize>) -> u64 {
     o.0 as u64
 }
@@ -240,6 +305,7 @@ impl LocationIndex {
         while let Some(header) = headers.next().map_err(gimli_err(INFO, 0))? {
             let unit_off = info_offset(header.offset());
             let unit = dwarf.unit(header).map_err(gimli_err(INFO, unit_off))?;
+            check_contributions(sections, &unit, unit_off)?;
             let unit_index = ix.units.len();
             ix.units.push(unit_lines(&dwarf, &unit)?);
             let mut ranges = dwarf

@@ -378,6 +378,76 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     );
 }
 
+/// A DWARF 5 contribution that a unit indexes into (`DW_AT_addr_base`, `DW_AT_str_offsets_base`)
+/// whose header was overwritten: gimli reads indexed addresses and names without looking at the
+/// header, so this used to drop or rename the inlined functions silently (fresh tester, session
+/// 10). Now it is unreadable DWARF: a warning naming the header, and lost coverage for
+/// `--strict`. `gfx942__inlined__O3-g.co`: `.debug_str_offsets` at file offset 0x238f (0xac
+/// bytes) zeroed, `.debug_addr` at 0x2585 (0x38 bytes) filled with 0x5a (llvm-readelf-22 -S).
+#[test]
+fn overwritten_dwarf_contribution_headers_are_unreadable_dwarf() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let orig = std::fs::read(fixture("objects/gfx942__inlined__O3-g.co")).expect("fixture");
+    assert_eq!(
+        &orig[0x238f + 4..0x238f + 6],
+        &[5, 0],
+        ".debug_str_offsets header"
+    );
+    assert_eq!(
+        &orig[0x2585 + 4..0x2585 + 8],
+        &[5, 0, 8, 0],
+        ".debug_addr header"
+    );
+    let cases: [(&str, usize, usize, u8, &str); 2] = [
+        (
+            "stroff.co",
+            0x238f,
+            0xac,
+            0,
+            ".debug_str_offsets+0x0: header version 0, not 5 (contribution of the unit at .debug_info+0x0)",
+        ),
+        (
+            "addr.co",
+            0x2585,
+            0x38,
+            0x5a,
+            ".debug_addr+0x0: header version 23130, not 5 (contribution of the unit at .debug_info+0x0)",
+        ),
+    ];
+    for (name, off, len, fill, error) in cases {
+        let mut b = orig.clone();
+        b[off..off + len].fill(fill);
+        std::fs::write(t.path().join(name), b).expect("write");
+        let r = run(
+            t.path(),
+            &[
+                name,
+                "-o",
+                "o.co",
+                "--functions",
+                "1",
+                "--report-json",
+                "r.json",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(
+            r.first_line(),
+            format!("sqtt-patch: {name}: warning: the DWARF cannot be read ({error}): inlined functions are not marked and funcmap rows carry no source locations")
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(t.path().join("r.json")).expect("r.json"))
+                .expect("json");
+        assert_eq!(json["inlined"]["dwarf_error"], error);
+        let strict = run(
+            t.path(),
+            &[name, "-o", "s.co", "--functions", "1", "--strict"],
+        );
+        assert_eq!(strict.code, 3, "{}", strict.stderr);
+        assert!(!t.path().join("s.co").exists());
+    }
+}
+
 /// DWARF that cannot be read is said on stderr and is lost coverage for `--strict` (the
 /// inlined functions stay unmarked): `gfx942__inlined__O3-g.co` with the version of its first
 /// `.debug_info` unit (file offset 0x1f91 + 4, llvm-readelf-22 -S) changed from 5 to 13.
