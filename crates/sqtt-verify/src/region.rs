@@ -511,3 +511,53 @@ pub(crate) fn vgprs_read<'a>(insts: impl Iterator<Item = &'a amdgpu_isa::Instruc
         .filter(|v| all.contains_vgpr(*v))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_isa::build::Operand;
+
+    /// Two entries with the same bytes and landing but different changeable SGPRs: the stored
+    /// outcome of the first (s5 dead there, no problem) must not answer the second (s5 live),
+    /// and an entry whose outcome had a problem is executed again.
+    #[test]
+    fn stored_outcomes_are_keyed_by_every_input() {
+        let t = Target::from_name("gfx942").expect("gfx942");
+        let mov = build::s_mov_b32(t, Operand::Sgpr(5), Operand::Imm(7)).expect("s_mov_b32");
+        let code = mov.bytes().to_vec();
+        let (payload, names) = (BTreeMap::new(), BTreeMap::new());
+        let env = Env {
+            target: t,
+            wave_size: 64,
+            free: &[],
+            scope_flag: None,
+            layout: Layout::Legacy,
+            payload: &payload,
+            names: &names,
+            runs: Default::default(),
+        };
+        let entry = |start: u64, changeable: u128| Entry {
+            code: &code,
+            start,
+            landing: start,
+            frame: true,
+            deterministic: true,
+            trials: 2,
+            vgprs: &[],
+            changeable,
+        };
+        let problems =
+            |x: &Exec| -> Vec<String> { x.problems.iter().map(|p| p.1.clone()).collect() };
+        assert!(problems(&execute(&env, &entry(0x100, 1 << 5))).is_empty());
+        assert_eq!(env.runs.borrow().len(), 1);
+        let live = vec![
+            "inserted run changes s5, which is live or awaiting an SMEM result there".to_string(),
+        ];
+        assert_eq!(problems(&execute(&env, &entry(0x200, 0))), live);
+        // Not stored: the same entry elsewhere is executed and rejected again.
+        assert_eq!(problems(&execute(&env, &entry(0x300, 0))), live);
+        assert_eq!(env.runs.borrow().len(), 1);
+        // The stored outcome answers an identical entry at another address.
+        assert!(problems(&execute(&env, &entry(0x400, 1 << 5))).is_empty());
+    }
+}
