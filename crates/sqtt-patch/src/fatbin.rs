@@ -171,7 +171,7 @@ pub fn instrument_container(
 /// chunks. Errors (the output is then incomplete: callers discard it): container structure
 /// errors of `hsaco` (missing `.hip_fatbin`, wrapper pointing outside the file, truncated
 /// bundles, bad CCOB), each naming the file and the offset; input and output I/O.
-pub fn instrument_container_into<S: Source + ?Sized, W: Output>(
+pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
     name: &str,
     input: &S,
     opts: &Options,
@@ -188,17 +188,23 @@ pub fn instrument_container_into<S: Source + ?Sized, W: Output>(
         .with_context(|| format!("{name}: cannot read"))?;
     if bundle::is_bundle(&head) {
         let locs = hostwrite::locate_bundles(input, 0..size).with_context(|| name.to_string())?;
-        for (bi, loc) in locs.iter().enumerate() {
-            let r = process_bundle(name, bi, input, loc, opts, filter, format, progress)?;
-            objects.extend(r.objects);
-            filtered_out += r.filtered_out;
-            crate::timings::time(Stage::Write, || match &r.bytes {
-                Some(b) => hostwrite::push_bundle_file(out, b),
-                None => hostwrite::copy_bundle_file(out, input, loc),
-            })
-            .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
-            progress.bytes_done(loc.extent);
-        }
+        pipelined(
+            locs.len(),
+            |bi| process_bundle(name, bi, input, &locs[bi], opts, filter, progress),
+            |bi, r| {
+                let loc = &locs[bi];
+                let r = r.rebuild(name, bi, format)?;
+                objects.extend(r.objects);
+                filtered_out += r.filtered_out;
+                crate::timings::time(Stage::Write, || match &r.bytes {
+                    Some(b) => hostwrite::push_bundle_file(out, b),
+                    None => hostwrite::copy_bundle_file(out, input, loc),
+                })
+                .with_context(|| format!("{name}: cannot write bundle {bi}"))?;
+                progress.bytes_done(loc.extent);
+                Ok(())
+            },
+        )?;
         return Ok(ContainerReport {
             objects,
             filtered_out,
@@ -220,19 +226,103 @@ pub fn instrument_container_into<S: Source + ?Sized, W: Output>(
     let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
     let cannot = || format!("{name}: cannot write the host ELF");
     let mut w = HostWriter::new(input, &img, out).with_context(cannot)?;
-    for (bi, b) in img.bundles.iter().enumerate() {
-        let r = process_bundle(name, bi, input, &b.location, opts, filter, format, progress)?;
-        objects.extend(r.objects);
-        filtered_out += r.filtered_out;
-        crate::timings::time(Stage::Write, || w.push(r.bytes.as_deref())).with_context(cannot)?;
-        progress.bytes_done(b.location.extent);
-    }
+    pipelined(
+        img.bundles.len(),
+        |bi| {
+            process_bundle(
+                name,
+                bi,
+                input,
+                &img.bundles[bi].location,
+                opts,
+                filter,
+                progress,
+            )
+        },
+        |bi, r| {
+            let r = r.rebuild(name, bi, format)?;
+            objects.extend(r.objects);
+            filtered_out += r.filtered_out;
+            crate::timings::time(Stage::Write, || w.push(r.bytes.as_deref()))
+                .with_context(cannot)?;
+            progress.bytes_done(img.bundles[bi].location.extent);
+            Ok(())
+        },
+    )?;
     let (_, mode) = crate::timings::time(Stage::Write, || w.finish()).with_context(cannot)?;
     Ok(ContainerReport {
         objects,
         filtered_out,
         host_write: Some(mode),
     })
+}
+
+/// Runs `produce` for items `0..n` in order on a second thread while `consume` takes the
+/// results in order on this one, one item behind: item `i`'s compression and writing overlap
+/// with item `i + 1`'s instrumentation. The channel is a rendezvous, so one finished item waits
+/// at most and memory grows by one bundle at most. The first error of either side stops both
+/// and is returned.
+fn pipelined<T: Send>(
+    n: usize,
+    produce: impl Fn(usize) -> Result<T> + Sync,
+    mut consume: impl FnMut(usize, T) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(0);
+        let produce = &produce;
+        scope.spawn(move || {
+            for i in 0..n {
+                let r = produce(i);
+                let failed = r.is_err();
+                // A closed channel: the consumer stopped on an error.
+                if tx.send(r).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let mut consumed = || -> Result<()> {
+            for i in 0..n {
+                match rx.recv() {
+                    Ok(r) => consume(i, r?)?,
+                    Err(_) => bail!("internal error: bundle {i} was not produced"),
+                }
+            }
+            Ok(())
+        };
+        let r = consumed();
+        // Unblocks a producer waiting to hand over its next item, so the scope can end.
+        drop(rx);
+        r
+    })
+}
+
+/// A bundle whose entries were instrumented, before its rebuild ([`Processed::rebuild`]).
+struct Processed {
+    /// The new plain bundle and the input's storage, `None` when no entry changed.
+    plain: Option<(Vec<u8>, hsaco::bundle::Storage)>,
+    objects: Vec<ObjectOutcome>,
+    filtered_out: usize,
+}
+
+impl Processed {
+    /// Stores the new plain bundle in `format` (compressed like the input, or as asked).
+    /// Errors: a bundle too large for the CCOB version's size fields, naming bundle `bi`.
+    fn rebuild(self, name: &str, bi: usize, format: BundleFormat) -> Result<BundleResult> {
+        let bytes = match self.plain {
+            None => None,
+            Some((plain, storage)) => Some(
+                crate::timings::time(Stage::Write, || {
+                    hostwrite::compress_like(plain, &storage, format)
+                })
+                .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?,
+            ),
+        };
+        Ok(BundleResult {
+            bytes,
+            objects: self.objects,
+            filtered_out: self.filtered_out,
+        })
+    }
 }
 
 struct BundleResult {
@@ -247,8 +337,8 @@ struct BundleResult {
 type EntryResult = (Option<Vec<u8>>, Option<ObjectOutcome>, bool);
 
 /// Reads bundle `bi` at `loc` of `input`, instruments its selected code objects in parallel
-/// and rebuilds it in `format` when one changed. The bundle's bytes are held only here.
-#[allow(clippy::too_many_arguments)]
+/// and builds the new plain bundle when one changed (stored by [`Processed::rebuild`]). The
+/// input bundle's bytes are held only here.
 fn process_bundle<S: Source + ?Sized>(
     name: &str,
     bi: usize,
@@ -256,9 +346,8 @@ fn process_bundle<S: Source + ?Sized>(
     loc: &BundleLocation,
     opts: &Options,
     filter: &ArchFilter,
-    format: BundleFormat,
     progress: &Progress,
-) -> Result<BundleResult> {
+) -> Result<Processed> {
     let raw = crate::timings::time(Stage::Load, || {
         input.read_at(loc.offset, loc.extent, "offload bundle")
     })
@@ -317,8 +406,8 @@ fn process_bundle<S: Source + ?Sized>(
     let changed = results.iter().any(|r| r.0.is_some());
     let filtered_out = results.iter().filter(|r| r.2).count();
     if !changed {
-        return Ok(BundleResult {
-            bytes: None,
+        return Ok(Processed {
+            plain: None,
             objects: results.into_iter().filter_map(|r| r.1).collect(),
             filtered_out,
         });
@@ -332,17 +421,10 @@ fn process_bundle<S: Source + ?Sized>(
         bundle::write_plain(&entries)
     };
     let storage = b.storage.clone();
-    // Free the changed entries and the decompressed input before compressing.
-    let objects: Vec<ObjectOutcome> = results.into_iter().filter_map(|r| r.1).collect();
-    drop(b);
-    drop(raw);
-    let rebuilt = crate::timings::time(Stage::Write, || {
-        hostwrite::compress_like(plain, &storage, format)
-    })
-    .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?;
-    Ok(BundleResult {
-        bytes: Some(rebuilt),
-        objects,
+    // The changed entries and the decompressed input are freed here, before compressing.
+    Ok(Processed {
+        plain: Some((plain, storage)),
+        objects: results.into_iter().filter_map(|r| r.1).collect(),
         filtered_out,
     })
 }
@@ -412,7 +494,7 @@ fn bare_object<W: Output>(
 /// progress on stderr. Returns the report and the uncommitted output. Errors: an input that is
 /// not a bundle, an x86-64 host or an AMDGPU code object (named, with what it is); those of
 /// [`instrument_container_into`].
-fn instrument_file<S: Source + ?Sized>(
+fn instrument_file<S: Source + Sync + ?Sized>(
     name: &str,
     src: &S,
     opts: &Options,
