@@ -680,3 +680,66 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     }
     Ok(exit::OK)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Items arrive in order; a producer error stops production at that item and is returned
+    /// after the items before it were consumed; a consumer error stops the producer (no
+    /// deadlock, no item produced more than one past the failing one).
+    #[test]
+    fn pipelined_keeps_order_and_stops_at_the_first_error() {
+        let mut seen = Vec::new();
+        pipelined(
+            50,
+            |i| Ok(i * 10),
+            |i, v| {
+                seen.push((i, v));
+                Ok(())
+            },
+        )
+        .expect("all items");
+        assert_eq!(seen, (0..50).map(|i| (i, i * 10)).collect::<Vec<_>>());
+
+        let produced = AtomicUsize::new(0);
+        let mut consumed = Vec::new();
+        let e = pipelined(
+            50,
+            |i| {
+                produced.fetch_add(1, Ordering::SeqCst);
+                if i == 3 {
+                    bail!("bundle 3 is corrupt")
+                }
+                Ok(i)
+            },
+            |i, _| {
+                consumed.push(i);
+                Ok(())
+            },
+        )
+        .expect_err("producer error");
+        assert_eq!(e.to_string(), "bundle 3 is corrupt");
+        assert_eq!(consumed, vec![0, 1, 2]);
+        assert_eq!(produced.load(Ordering::SeqCst), 4);
+
+        let produced = AtomicUsize::new(0);
+        let e = pipelined(
+            50,
+            |i| {
+                produced.fetch_add(1, Ordering::SeqCst);
+                Ok(i)
+            },
+            |i, _| {
+                if i == 5 {
+                    bail!("disk full at bundle 5")
+                }
+                Ok(())
+            },
+        )
+        .expect_err("consumer error");
+        assert_eq!(e.to_string(), "disk full at bundle 5");
+        assert!(produced.load(Ordering::SeqCst) <= 7, "producer ran on");
+    }
+}
