@@ -1084,6 +1084,14 @@ fn check_metadata(
                 )));
             }
             if key == ".sgpr_count" {
+                // gfx10+ descriptors carry no SGPR bound: the target's ceiling is the guard.
+                let most = n.target.max_sgpr_count();
+                if b > u64::from(most) && b > a {
+                    findings.push(mf(format!(
+                        ".sgpr_count {b} exceeds the {most} SGPRs {} can have",
+                        n.target.processor
+                    )));
+                }
                 if let Some(r) = reserved.filter(|r| b < u64::from(*r) + 1) {
                     findings.push(mf(format!(
                         ".sgpr_count {b} does not cover s{r}, which inserted code writes"
