@@ -236,10 +236,26 @@ impl CodeObject {
         let mut symbols = Vec::with_capacity(raw_syms.len());
         let mut functions: Vec<DeviceFunction> = Vec::new();
         for s in raw_syms {
-            let in_exec = elf
-                .sections
-                .get(usize::from(s.shndx))
-                .is_some_and(Section::is_exec);
+            let section = elf.sections.get(usize::from(s.shndx));
+            let in_exec = section.is_some_and(Section::is_exec);
+            // A defined function (kernel entry or device function) lives in code: an ordinary
+            // section index (below SHN_LORESERVE) naming any other section is corrupt, and a
+            // rewrite would move the symbol with that section instead of with the code.
+            if let Some(sec) = section.filter(|sec| {
+                s.st_type == elf::STT_FUNC
+                    && s.shndx != elf::SHN_UNDEF
+                    && s.shndx < 0xff00
+                    && !sec.is_exec()
+            }) {
+                return Err(Error::Malformed {
+                    what: "symbol",
+                    offset: s.entry_offset + 6,
+                    detail: format!(
+                        "{}: st_shndx {} names {}, not an executable section",
+                        s.name, s.shndx, sec.name
+                    ),
+                });
+            }
             let kind = if s.shndx == elf::SHN_ABS {
                 SymbolKind::Resource
             } else if s.st_type == elf::STT_FUNC && is_entry(&s) {

@@ -181,6 +181,23 @@ impl Target {
         }
     }
 
+    /// Largest metadata `.sgpr_count` a kernel of this target can have, in SGPRs: the SGPRs a
+    /// wave can address plus the most special registers LLVM adds to the count (LLVM
+    /// `AMDGPUBaseInfo` `getAddressableNumSGPRs` / `getNumExtraSGPRs`, and `.sgpr_count` =
+    /// `NumSGPR` in `AMDGPUAsmPrinter` / `AMDGPUHSAMetadataStreamer`): 106 + VCC (2) from gfx10,
+    /// 102 + VCC, XNACK_MASK and FLAT_SCRATCH (6) on gfx8/gfx9, 104 + VCC and FLAT_SCRATCH (4)
+    /// on gfx6/gfx7; 108 on every generation.
+    pub fn max_sgpr_count(&self) -> u32 {
+        let (addressable, extra) = match self.generation() {
+            Generation::Gfx6 | Generation::Gfx7 => (104, 4),
+            Generation::Gfx8 | Generation::Gfx9 => (102, 6),
+            Generation::Gfx10 | Generation::Gfx11 | Generation::Gfx12 | Generation::Gfx125 => {
+                (106, 2)
+            }
+        };
+        addressable + extra
+    }
+
     /// True for processors with the gfx90a instruction set (unified VGPR/AGPR file, `accum_offset`,
     /// `tg_split`): gfx90a, gfx942, gfx950, gfx9-4-generic (LLVM `FeatureGFX90AInsts`).
     pub fn has_gfx90a_insts(&self) -> bool {

@@ -455,3 +455,60 @@ fn outputs_never_overwrite_or_nest_in_inputs() {
     let o = batch(t.path(), &[&["lib", "-o", "out"][..], &OPTS[..]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// The line starting with `prefix` (after indentation) in the human report.
+fn line_of(o: &Output, prefix: &str) -> String {
+    stdout(o)
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{}", stdout(o)))
+        .to_string()
+}
+
+/// A code object that fails closed counts against the coverage line, never for it: one that
+/// failed after its sites were found (here: a kernel's metadata lost its `.sgpr_count` key, so
+/// the reserved SGPRs cannot be covered) adds its sites as found and not instrumented; one that
+/// failed before they were looked for (a second executable section) is named as not counted.
+#[test]
+fn coverage_counts_the_sites_of_objects_that_failed_closed() {
+    const TRACE: [&str; 4] = ["--trace-addresses", "memory,lds", "--scope", "--check"];
+    let t = tempfile::tempdir().expect("tempdir");
+    let lib = t.path().join("lib");
+    std::fs::create_dir_all(&lib).expect("mkdir");
+    let good = std::fs::read(fixture(SMALL[1])).expect("read");
+    std::fs::write(lib.join("good.co"), &good).expect("write");
+    // Runs the batch over `lib` (exit 0 asserted) and returns its report.
+    let run = || {
+        let o = batch(t.path(), &[&["lib"][..], &TRACE[..]].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        o
+    };
+    assert_eq!(
+        line_of(&run(), "coverage:"),
+        "coverage: address_trace 8/8 (100.0 %)"
+    );
+    let mut sount = good.clone();
+    let at = sount
+        .windows(11)
+        .position(|w| w == b".sgpr_count")
+        .expect(".sgpr_count in the note");
+    sount[at + 7] = b's';
+    std::fs::write(lib.join("sount.co"), &sount).expect("write");
+    let o = run();
+    assert_eq!(
+        line_of(&o, "coverage:"),
+        "coverage: address_trace 8/16 (50.0 %)"
+    );
+    assert_eq!(
+        line_of(&o, "not instrumented (failed closed):"),
+        "not instrumented (failed closed): address_trace=8"
+    );
+    let mut two = good;
+    mark_rodata_executable(&mut two);
+    std::fs::write(lib.join("two.co"), &two).expect("write");
+    assert_eq!(
+        line_of(&run(), "coverage:"),
+        "coverage: address_trace 8/16 (50.0 %); not counted: 1 code object that failed closed before its sites were found"
+    );
+}

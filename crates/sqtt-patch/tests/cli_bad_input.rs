@@ -298,6 +298,39 @@ fn main_job_refuses_relocatable_objects_containers_and_stdout() {
     );
 }
 
+/// A function or kernel symbol whose `st_shndx` names a section that is not executable
+/// (`.strtab`, `.rodata`): a corrupt section index, named as bad input (exit 2, file, symbol and
+/// index on stderr) by `info` and the main job alike. It used to end in a verifier rejection
+/// (exit 1) for a device function and in an output for a kernel whose code did not move.
+#[test]
+fn function_symbol_in_a_non_executable_section_is_an_input_error() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let index = |name: &str| {
+        co.elf
+            .section_by_name(name)
+            .map(|s| s.index as u16)
+            .expect("section")
+    };
+    for (sym, section) in [("_Z9tiny_rotljj", ".strtab"), ("k_call_chain", ".rodata")] {
+        let at = function_symbol(&b, sym);
+        let shndx = index(section);
+        let mut d = b.clone();
+        d[at + 6..at + 8].copy_from_slice(&shndx.to_le_bytes());
+        let message = format!(
+            "malformed symbol at offset {:#x}: {sym}: st_shndx {shndx} names {section}, not an executable section",
+            at + 6
+        );
+        check("shndx.co", &d, CO, &message);
+        let (code, err) = patch_fails("shndx.co", &d, "out.co");
+        assert_eq!(code, Some(2), "{sym}: {err}");
+        assert!(
+            err.contains("shndx.co") && err.contains(&message),
+            "{sym}: {err}"
+        );
+    }
+}
+
 /// Runs `sqtt-patch [--fatbin] IN -o OUT --functions 1 --shader-clock-bits 8`; exit code 0
 /// asserted; returns stderr.
 fn patch_with_clock_bits(fatbin: bool, input: &Path, output: &Path) -> String {

@@ -190,3 +190,37 @@ fn program_headers_may_not_grow_past_their_sections() {
     }
     assert!(tried >= 3, "PT_LOAD/PT_NOTE headers tried: {tried}");
 }
+
+/// A metadata `.sgpr_count` grown past what the target can have: gfx10+ descriptors carry no
+/// SGPR bound, so the target's ceiling is the guard (106 addressable SGPRs plus VCC = 108, LLVM
+/// `AMDGPUBaseInfo`). 108 is accepted, 109 is not.
+#[test]
+fn sgpr_count_may_not_grow_past_the_target() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__calls__O3.co",
+        &["--trace-addresses", "memory,lds", "--scope"],
+    );
+    // The MessagePack key `.sgpr_count` (fixstr 0xab) and its positive-fixint value.
+    let key = b"\xab.sgpr_count";
+    let at = out
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect(".sgpr_count in the note")
+        + key.len();
+    assert!(out[at] < 108, "a fixint value below 108: {:#x}", out[at]);
+    let with = |count: u8| {
+        let mut v = out.clone();
+        v[at] = count;
+        v
+    };
+    let (code, text) = verify(t.path(), &orig, &with(108));
+    assert_eq!(code, 0, "{text}");
+    assert_rejected(
+        t.path(),
+        &orig,
+        &with(109),
+        ".sgpr_count 109 exceeds the 108 SGPRs gfx1100 can have",
+    );
+}

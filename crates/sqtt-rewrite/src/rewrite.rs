@@ -138,7 +138,8 @@ pub struct Report {
     /// read.
     pub notes: Vec<String>,
     /// Sites instrumented and found per feature (issue 12 item 6), for the features whose sites
-    /// were looked for (a code object that failed closed as a whole has none).
+    /// were looked for. A code object that failed closed after its sites were found counts them
+    /// all as found and none as instrumented; one that failed closed before has none.
     pub coverage: Vec<Coverage>,
     /// Inlined functions as scopes (`--functions`, from DWARF; [`crate::inlined`]).
     pub inlined: crate::inlined::InlinedReport,
@@ -209,25 +210,39 @@ impl Report {
 
     /// Per-feature coverage from the per-function site counts and the skipped sites.
     fn compute_coverage(&self) -> Vec<Coverage> {
-        let mut by: BTreeMap<&'static str, Coverage> = BTreeMap::new();
-        for f in &self.functions {
-            for (kind, &n) in &f.sites {
-                if let Some(feat) = SiteKind::feature_of_name(kind) {
-                    let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
-                    c.instrumented += u64::from(n);
-                    c.found += u64::from(n);
-                }
-            }
-        }
-        for sk in &self.skipped {
-            if let Some(feat) = sk.kind.feature() {
-                let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
-                c.found += 1;
-                c.in_stubs += u64::from(sk.why.starts_with(crate::verbatim::STUB_SKIP));
-            }
-        }
-        by.into_values().collect()
+        let sites = self
+            .functions
+            .iter()
+            .flat_map(|f| &f.sites)
+            .filter_map(|(kind, &n)| Some((SiteKind::feature_of_name(kind)?, u64::from(n))));
+        coverage(sites, &self.skipped, true)
     }
+}
+
+/// Per-feature coverage of `sites` (feature, count of sites) and the `skipped` sites; `sites`
+/// count as instrumented when `instrumented`, else as found only (the sites of an object that
+/// failed closed after they were found).
+pub(crate) fn coverage(
+    sites: impl Iterator<Item = (&'static str, u64)>,
+    skipped: &[Skipped],
+    instrumented: bool,
+) -> Vec<Coverage> {
+    let mut by: BTreeMap<&'static str, Coverage> = BTreeMap::new();
+    for (feat, n) in sites {
+        let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
+        if instrumented {
+            c.instrumented += n;
+        }
+        c.found += n;
+    }
+    for sk in skipped {
+        if let Some(feat) = sk.kind.feature() {
+            let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
+            c.found += 1;
+            c.in_stubs += u64::from(sk.why.starts_with(crate::verbatim::STUB_SKIP));
+        }
+    }
+    by.into_values().collect()
 }
 
 /// Result of [`rewrite`].
@@ -253,7 +268,11 @@ pub fn rewrite_timed(
     t: &mut Timings,
 ) -> Result<Outcome, RewriteError> {
     let mut out = rewrite_object(input, opts, t)?;
-    out.report.coverage = out.report.compute_coverage();
+    // An object that failed closed after its sites were found keeps the coverage the instrument
+    // stage recorded: every site found, none instrumented.
+    if out.report.status != Status::FailedClosed || out.report.coverage.is_empty() {
+        out.report.coverage = out.report.compute_coverage();
+    }
     Ok(out)
 }
 

@@ -67,6 +67,15 @@ fn parse_m(text: &str) -> Option<(u32, u32)> {
     Some((bits, shift))
 }
 
+/// What [`interpret`] reads from a funcmap's rows (the fields of [`FuncmapInfo`] of the same
+/// names).
+struct Interpreted {
+    payload: BTreeMap<u32, u32>,
+    names: BTreeMap<u32, String>,
+    layout: Layout,
+    wave: Option<u32>,
+}
+
 /// Layout, payload counts, names and wave size of a parsed funcmap, with the consistency rules
 /// of the seed spec ("Funcmap format", "Address Tracing", "GFX12 Shader Clock Packing") checked
 /// when `check` is set (the funcmap was written by the rewrite).
@@ -75,7 +84,7 @@ fn interpret(
     kernel_waves: &[u32],
     check: bool,
     findings: &mut Vec<Finding>,
-) -> FuncmapInfo {
+) -> Interpreted {
     let mut push = |m: String| {
         if check {
             findings.push(glob(Check::Funcmap, m));
@@ -153,14 +162,11 @@ fn interpret(
             None => {}
         }
     }
-    FuncmapInfo {
-        new: None,
+    Interpreted {
         payload,
         names,
         layout,
         wave,
-        added_f: HashMap::new(),
-        symbols: HashMap::new(),
     }
 }
 
@@ -203,26 +209,42 @@ pub(crate) fn check_funcmap(
     kernel_waves: &[u32],
     findings: &mut Vec<Finding>,
 ) -> FuncmapInfo {
-    let (od, nd) = (o.funcmap(), n.funcmap());
-    let changed = od != nd;
-    let mut info = check_rows(o, n, findings);
-    if let Some(fm) = &info.new {
-        let i = interpret(fm, kernel_waves, changed, findings);
-        info.payload = i.payload;
-        info.names = i.names;
-        info.layout = i.layout;
-        info.wave = i.wave;
-    }
-    info.symbols = n
+    let changed = o.funcmap() != n.funcmap();
+    // A name that is both a device function and a kernel is a kernel (kernels come last).
+    let symbols: HashMap<String, (bool, u64)> = n
         .functions
         .iter()
         .map(|f| (f.name.clone(), (false, f.address)))
         .chain(n.kernels.iter().map(|k| (k.name.clone(), (true, k.entry))))
         .collect();
-    info
+    let (new, added_f) = check_rows(o, n, &symbols, findings);
+    let read = new
+        .as_ref()
+        .map(|fm| interpret(fm, kernel_waves, changed, findings));
+    let (payload, names, layout, wave) = match read {
+        Some(i) => (i.payload, i.names, i.layout, i.wave),
+        None => (BTreeMap::new(), BTreeMap::new(), Layout::Legacy, None),
+    };
+    FuncmapInfo {
+        new,
+        payload,
+        names,
+        layout,
+        wave,
+        added_f,
+        symbols,
+    }
 }
 
-fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> FuncmapInfo {
+/// Checks the rewritten funcmap's rows against the original's and the object's functions and
+/// kernels (`symbols`, as [`FuncmapInfo::symbols`]); returns the parsed rewritten funcmap and
+/// the ids of the `F` rows it added, by function name, in row order.
+fn check_rows(
+    o: &CodeObject,
+    n: &CodeObject,
+    symbols: &HashMap<String, (bool, u64)>,
+    findings: &mut Vec<Finding>,
+) -> (Option<Funcmap>, HashMap<String, Vec<u32>>) {
     let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| {
         let mut added_f: HashMap<String, Vec<u32>> = HashMap::new();
         if let Some(fm) = &new {
@@ -233,15 +255,7 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
                 }
             }
         }
-        FuncmapInfo {
-            new,
-            payload: BTreeMap::new(),
-            names: BTreeMap::new(),
-            layout: Layout::Legacy,
-            wave: None,
-            added_f,
-            symbols: HashMap::new(),
-        }
+        (new, added_f)
     };
     let count = n
         .elf
@@ -334,7 +348,7 @@ fn check_rows(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) -> Fu
             ));
         }
     }
-    check_added_names(n, fm, &old_rows, findings);
+    check_added_names(n, fm, symbols, &old_rows, findings);
     info(new, orig_rows)
 }
 
@@ -353,16 +367,18 @@ const POINT_NAMES: [&str; 5] = [
 /// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
 /// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named
 /// after a kernel; a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
+/// `symbols` tells kernels from device functions (as [`FuncmapInfo::symbols`]).
 fn check_added_names(
     n: &CodeObject,
     fm: &Funcmap,
+    symbols: &HashMap<String, (bool, u64)>,
     old_rows: &HashSet<&Row>,
     findings: &mut Vec<Finding>,
 ) {
-    let kernels: HashSet<&str> = n.kernels.iter().map(|k| k.name.as_str()).collect();
+    let is_kernel = |name: &str| symbols.get(name).is_some_and(|&(kernel, _)| kernel);
     for r in fm.rows.iter().filter(|r| !old_rows.contains(r)) {
         let bad = match r.kind {
-            'K' | 'U' => !kernels.contains(r.name.as_str()),
+            'K' | 'U' => !is_kernel(&r.name),
             'P' => {
                 let name = r.name.as_str();
                 !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
@@ -1084,6 +1100,14 @@ fn check_metadata(
                 )));
             }
             if key == ".sgpr_count" {
+                // gfx10+ descriptors carry no SGPR bound: the target's ceiling is the guard.
+                let most = n.target.max_sgpr_count();
+                if b > u64::from(most) && b > a {
+                    findings.push(mf(format!(
+                        ".sgpr_count {b} exceeds the {most} SGPRs {} can have",
+                        n.target.processor
+                    )));
+                }
                 if let Some(r) = reserved.filter(|r| b < u64::from(*r) + 1) {
                     findings.push(mf(format!(
                         ".sgpr_count {b} does not cover s{r}, which inserted code writes"

@@ -32,7 +32,7 @@
 //!    are consistent.
 //! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note (every
 //!    key unchanged except `.sgpr_count` / `.vgpr_count`, which may grow within the descriptor's
-//!    allocation).
+//!    allocation, and `.sgpr_count` not past the SGPRs the target can have).
 //! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
 //!    addends follow the moved code.
 //! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position

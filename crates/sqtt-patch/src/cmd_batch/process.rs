@@ -215,6 +215,10 @@ pub(super) fn object_row(
         functions: Vec::new(),
         notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
         dwarf_error: report.and_then(|r| r.inlined.dwarf_error.clone()),
+        failed_closed_sites: report
+            .filter(|r| r.status == Status::FailedClosed)
+            .map(failed_closed_sites)
+            .unwrap_or_default(),
     };
     let mut kernels: BTreeMap<String, KernelRow> = BTreeMap::new();
     let mut functions: BTreeMap<String, FunctionRow> = BTreeMap::new();
@@ -245,7 +249,10 @@ pub(super) fn object_row(
             kr.occupancy_after = Some(k.occupancy_after);
             kr.inserted_instructions_reachable = k.inserted_instructions_reachable;
         }
-        for f in &r.functions {
+        // A rewrite the verifier rejected was not written: none of its sites is instrumented
+        // (they are counted in `failed_closed_sites`).
+        let written = r.status != Status::FailedClosed;
+        for f in r.functions.iter().filter(|_| written) {
             if f.kernel || kernels.contains_key(&f.name) {
                 let kr = kernels
                     .entry(f.name.clone())
@@ -294,6 +301,23 @@ pub(super) fn object_row(
     row.kernels = kernels.into_values().collect();
     row.functions = functions.into_values().collect();
     row
+}
+
+/// Sites of a failed-closed object that would have been instrumented, by feature: those its
+/// report's coverage found, less those it skipped (the rows list those).
+fn failed_closed_sites(r: &Report) -> BTreeMap<String, u32> {
+    r.coverage
+        .iter()
+        .filter_map(|c| {
+            let skipped = r
+                .skipped
+                .iter()
+                .filter(|s| s.kind.feature() == Some(c.feature))
+                .count() as u64;
+            let n = u32::try_from(c.found.saturating_sub(skipped)).unwrap_or(u32::MAX);
+            (n > 0).then(|| (c.feature.to_string(), n))
+        })
+        .collect()
 }
 
 pub(super) fn empty_kernel(name: &str, status: &str) -> KernelRow {

@@ -62,6 +62,13 @@ pub fn render(r: &BatchReport) -> String {
             for n in &o.notes {
                 let _ = writeln!(s, "    note: {n}");
             }
+            if !o.failed_closed_sites.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "    not instrumented (failed closed): {}",
+                    map_text(&o.failed_closed_sites)
+                );
+            }
             for k in &o.kernels {
                 let _ = writeln!(
                     s,
@@ -128,8 +135,19 @@ pub fn render(r: &BatchReport) -> String {
     let _ = writeln!(s, "  kernels: {}", map_text(&t.kernels));
     let _ = writeln!(s, "  sites: {}", map_text(&t.sites));
     let cov = totals_coverage(t);
-    if !cov.is_empty() {
-        let _ = writeln!(s, "  coverage: {}", crate::cmd_patch::coverage_text(&cov));
+    let uncounted = match t.failed_closed_uncounted {
+        0 => String::new(),
+        1 => "; not counted: 1 code object that failed closed before its sites were found".into(),
+        n => format!(
+            "; not counted: {n} code objects that failed closed before their sites were found"
+        ),
+    };
+    if !cov.is_empty() || !uncounted.is_empty() {
+        let text = match crate::cmd_patch::coverage_text(&cov) {
+            t if t.is_empty() => "-".to_string(),
+            t => t,
+        };
+        let _ = writeln!(s, "  coverage: {text}{uncounted}");
     }
     let _ = writeln!(
         s,

@@ -77,6 +77,12 @@ pub struct ObjectReport {
     /// coverage for `--strict` (omitted when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dwarf_error: Option<String>,
+    /// Sites of an object that failed closed (or whose rewrite the verifier rejected) that would
+    /// have been instrumented, by feature (`functions`, `barriers`, ...; count of sites): found,
+    /// and nothing of them written. Its skipped sites are in the kernel and function rows
+    /// (omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_closed_sites: BTreeMap<String, u32>,
 }
 
 /// One kernel.
@@ -152,6 +158,15 @@ pub struct Totals {
     /// removed, by reason.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub input_errors: BTreeMap<String, u32>,
+    /// Sites of code objects that failed closed, found and not instrumented, by feature
+    /// ([`ObjectReport::failed_closed_sites`] summed; omitted when empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_closed_sites: BTreeMap<String, u32>,
+    /// Code objects that failed closed before any of their sites was found (more than one
+    /// executable section, a function that cannot move, ...): their sites are in no count
+    /// (omitted when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_closed_uncounted: u32,
     /// Instructions inserted.
     pub inserted_instructions: u64,
     /// Bytes inserted.
@@ -159,6 +174,10 @@ pub struct Totals {
     /// Wall time of the whole batch (milliseconds); never compared, absent from baselines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A failed-closed reason without the function name and address prefix (`f at 0x10: why`) and
@@ -206,6 +225,14 @@ pub(super) fn totals(files: &[FileReport]) -> Totals {
         }
         for o in &f.objects {
             *t.objects.entry(o.status.clone()).or_default() += 1;
+            for (feat, n) in &o.failed_closed_sites {
+                *t.failed_closed_sites.entry(feat.clone()).or_default() += n;
+            }
+            let skipped_any = o.kernels.iter().any(|k| !k.skipped.is_empty())
+                || o.functions.iter().any(|f| !f.skipped.is_empty());
+            t.failed_closed_uncounted += u32::from(
+                o.status == "failed_closed" && o.failed_closed_sites.is_empty() && !skipped_any,
+            );
             t.verifier_rejected += u32::from(o.verifier == "rejected");
             let by_reason = if o.status == "error" {
                 &mut t.input_errors
@@ -275,6 +302,12 @@ pub(super) fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage
             if why.starts_with(sqtt_rewrite::verbatim::STUB_SKIP) {
                 c.in_stubs += u64::from(n);
             }
+        }
+    }
+    for (feat, &n) in &t.failed_closed_sites {
+        let known = SiteKind::ALL.into_iter().filter_map(SiteKind::feature);
+        if let Some(f) = known.into_iter().find(|f| f == feat) {
+            by.entry(f).or_insert_with(|| Coverage::empty(f)).found += u64::from(n);
         }
     }
     by.into_values().collect()

@@ -10,7 +10,7 @@ use crate::inlined::InlinedNames;
 use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
-use crate::rewrite::{Report, Status};
+use crate::rewrite::{coverage, Report, Status};
 use crate::snippets::ScopeMasks;
 use crate::trace::TraceOp;
 use crate::verbatim::Verbatim;
@@ -248,6 +248,15 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         );
         sites.retain(|s| !(SCOPE_KINDS.contains(&s.kind) && bad_scopes.contains(&s.func)));
     };
+    // The sites are found: should this or a later stage fail closed, they count as found and
+    // not instrumented (the driver replaces this coverage when the rewrite succeeds).
+    report.skipped = skipped;
+    let found = snippets.values().flatten();
+    report.coverage = coverage(
+        found.filter_map(|(s, _)| Some((s.kind.feature()?, 1))),
+        &report.skipped,
+        false,
+    );
     if ids.values().any(|&id| id >= 1 << 30) {
         report.status = Status::FailedClosed;
         report.reasons.push("more than 2^30 marker ids".into());
@@ -315,7 +324,6 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             }
         }
     }
-    report.skipped = skipped;
     if snippets.is_empty() {
         return None;
     }
