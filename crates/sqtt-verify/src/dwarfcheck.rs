@@ -130,7 +130,9 @@ fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Fin
     let mut first: Option<(u64, u64, String)> = None;
     let mut count = 0usize;
     for oi in &f.orig {
-        let Some(na) = oi.new_address() else { continue };
+        let Some(na) = f.new_address(oi) else {
+            continue;
+        };
         let (a, b) = (o.at(oi.addr), n.at(na));
         if a != b {
             count += 1;
