@@ -128,6 +128,9 @@ impl Regs {
     pub const ASYNC_RESULT: u16 = 2048;
     /// Indexes VGPRs (`spill::indexed`).
     pub const INDEXED: u16 = 4096;
+    /// A call (`Flow::Call`: `s_swappc`, `s_call`): it clobbers M0 and SCC for the liveness
+    /// checks, and its callee is resolved from the instruction.
+    pub const CALL: u16 = 8192;
 
     /// The summary of the sets instruction `i` reads (`r`) and writes (`w`), with the facts of
     /// its mnemonic the checks ask per fixed-point round (asked once here, not once per round).
@@ -168,7 +171,8 @@ impl Regs {
                     i.format() == amdgpu_isa::Format::Smem || m.starts_with("s_sendmsg_rtn"),
                     Regs::ASYNC_RESULT,
                 )
-                | when(crate::spill::indexed(i), Regs::INDEXED),
+                | when(crate::spill::indexed(i), Regs::INDEXED)
+                | when(i.flow() == amdgpu_isa::Flow::Call, Regs::CALL),
         }
     }
 

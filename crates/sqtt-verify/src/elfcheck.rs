@@ -721,7 +721,7 @@ fn callees(p: &Program, root: usize) -> BTreeSet<usize> {
                 next.extend(p.func_at(g.addr.wrapping_add(4).wrapping_add(off as u64)));
             }
         }
-        for o in &f.orig {
+        for o in f.orig.iter().filter(|o| f.regs(o).has(Regs::CALL)) {
             let i = f.inst(o);
             if i.flow() == Flow::Call {
                 match i.branch_target(o.addr) {

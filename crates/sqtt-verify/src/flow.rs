@@ -985,7 +985,7 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
         .orig
         .iter()
         .map(|o| {
-            let kills = f.regs(o).has(Regs::M0_WRITE) || f.inst(o).flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::M0_WRITE) || f.regs(o).has(Regs::CALL);
             // `reads_m0` is false without M0 among the decoder's reads.
             (f.regs(o).has(Regs::M0_READ) && reads_m0(&f.inst(o)), kills)
         })
@@ -1002,7 +1002,7 @@ fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
         .orig
         .iter()
         .map(|o| {
-            let kills = f.regs(o).has(Regs::SCC_WRITE) || f.inst(o).flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::SCC_WRITE) || f.regs(o).has(Regs::CALL);
             (f.regs(o).has(Regs::SCC_READ), kills)
         })
         .collect();
@@ -1021,7 +1021,7 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
     while let Some(k) = work.pop_front() {
         let o = &f.orig[k];
         let Some(vin) = val_in[k] else { continue };
-        let out = if f.inst(o).flow() == Flow::Call {
+        let out = if f.regs(o).has(Regs::CALL) {
             Val::Unknown
         } else if f.regs(o).has(Regs::M0_WRITE) {
             match allowed(&f.inst(o)) {

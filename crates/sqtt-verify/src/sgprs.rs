@@ -159,6 +159,9 @@ impl CallGraph {
             .map(|(fi, f)| {
                 let mut c = Vec::new();
                 for (k, o) in f.orig.iter().enumerate() {
+                    if !f.regs(o).has(Regs::CALL) {
+                        continue;
+                    }
                     let oi = f.inst(o);
                     if oi.flow() != Flow::Call {
                         continue;
