@@ -951,7 +951,8 @@ impl<'a> Program<'a> {
                 let mut used = RegSet::new();
                 let mut table: Vec<Regs> = Vec::new();
                 let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
-                let mut shapes: HashMap<amdgpu_isa::Shape, u32> = HashMap::new();
+                let mut shapes: HashMap<amdgpu_isa::Shape, u32, BuildRegsHasher> =
+                    HashMap::default();
                 // The registers, and whether the aligner may take the instruction for inserted
                 // code (`insertable_regs`), are functions of the encoding (one target per
                 // object): an instruction with the bytes of an earlier one of the function (most
@@ -994,6 +995,9 @@ impl<'a> Program<'a> {
                 f.orig_used = used;
                 let mut found = Vec::new();
                 align(f, body, index_of, &body_ins, isa, &mut found);
+                // Grown by pushes (up to twice the size): kept for every later check.
+                f.inserted.shrink_to_fit();
+                f.padding.shrink_to_fit();
                 f.regs_table = table;
                 f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
                 f.inserted_class = f
@@ -1436,8 +1440,9 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
 /// cursor steps over up to this many such copies in a row).
 const CURSOR_WINDOW: usize = 4;
 
-/// A multiply-rotate hasher for interning [`Regs`]: the keys come from the decoder, not from an
-/// adversary, and the default SipHash costs several times as much per 38-byte key.
+/// A multiply-rotate hasher for interning [`Regs`], encodings and [`amdgpu_isa::Shape`]s: the
+/// keys come from the decoder, not from an adversary, and the default SipHash costs several
+/// times as much per 38-byte key.
 #[derive(Default)]
 struct RegsHasher(u64);
 
