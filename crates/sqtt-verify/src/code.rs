@@ -1444,7 +1444,7 @@ const CURSOR_WINDOW: usize = 4;
 /// keys come from the decoder, not from an adversary, and the default SipHash costs several
 /// times as much per 38-byte key.
 #[derive(Default)]
-struct RegsHasher(u64);
+pub(crate) struct RegsHasher(u64);
 
 impl RegsHasher {
     /// Odd 64-bit multiplier (2^64 / golden ratio).
@@ -1478,7 +1478,7 @@ impl std::hash::Hasher for RegsHasher {
     }
 }
 
-type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
+pub(crate) type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
 
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
