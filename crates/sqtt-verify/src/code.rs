@@ -325,8 +325,12 @@ pub(crate) struct Func<'a> {
     pub ntext: Text<'a>,
     /// Inserted instructions, ascending by address.
     pub inserted: Vec<NInst>,
-    /// Parallel to `inserted`: their registers, decoded once.
-    pub inserted_regs: Vec<Regs>,
+    /// Parallel to `inserted`: their registers (decoded once) as indices into
+    /// `inserted_regs_table` (4 bytes per inserted instruction, not 40: the snippets repeat a few
+    /// encodings).
+    inserted_regs_at: Vec<u32>,
+    /// The distinct register summaries of the inserted instructions ([`Func::inserted_regs`]).
+    inserted_regs_table: Vec<Regs>,
     /// Parallel to `inserted`: their whitelist classes ([`crate::insn::region_class`]),
     /// classified once for every check and every entry into their runs.
     pub inserted_class: Vec<Option<Region>>,
@@ -366,7 +370,8 @@ impl<'a> Func<'a> {
             otext,
             ntext,
             inserted: Vec::new(),
-            inserted_regs: Vec::new(),
+            inserted_regs_at: Vec::new(),
+            inserted_regs_table: Vec::new(),
             inserted_class: Vec::new(),
             padding: Vec::new(),
             falls_off: None,
@@ -379,6 +384,16 @@ impl<'a> Func<'a> {
     /// The registers of original instruction `o` of this function, decoded once.
     pub fn regs(&self, o: &OInst) -> &Regs {
         &self.regs_table[o.regs as usize]
+    }
+
+    /// The registers of the inserted instructions `range` (indices into [`Func::inserted`]; an
+    /// empty sequence outside the list), decoded once.
+    pub fn inserted_regs(&self, range: Range<usize>) -> impl Iterator<Item = &Regs> + Clone + '_ {
+        self.inserted_regs_at
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&r| self.inserted_regs_table.get(r as usize))
     }
 
     /// The instruction of original `o` of this function (its shape over its bytes).
@@ -999,13 +1014,30 @@ impl<'a> Program<'a> {
                 f.inserted.shrink_to_fit();
                 f.padding.shrink_to_fit();
                 f.regs_table = table;
-                f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
-                f.inserted_class = f
+                // Registers and class are functions of the encoding: decoded once per distinct
+                // encoding of the function's inserted code.
+                let mut by_bytes: HashMap<&[u8], (u32, Option<Region>), BuildRegsHasher> =
+                    HashMap::default();
+                let mut table: Vec<Regs> = Vec::new();
+                let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+                let (at, class): (Vec<u32>, Vec<Option<Region>>) = f
                     .inserted
                     .iter()
-                    .zip(&f.inserted_regs)
-                    .map(|(n, r)| region_class_regs(&n.inst, r))
-                    .collect();
+                    .map(|n| {
+                        *by_bytes.entry(n.inst.bytes()).or_insert_with(|| {
+                            let r = Regs::of_inst(&n.inst);
+                            let k = *index.entry(r).or_insert_with(|| {
+                                table.push(r);
+                                (table.len() - 1) as u32
+                            });
+                            (k, region_class_regs(&n.inst, &r))
+                        })
+                    })
+                    .unzip();
+                drop(by_bytes);
+                f.inserted_regs_at = at;
+                f.inserted_class = class;
+                f.inserted_regs_table = table;
                 Ok(found)
             })
             .collect();

@@ -772,7 +772,7 @@ pub(crate) fn check_descriptors(
                             g.copy(x).map(|n| Regs::of_inst(&n.inst))
                         }
                     })
-                    .chain(g.inserted_regs.iter().copied()),
+                    .chain(g.inserted_regs(0..g.inserted.len()).copied()),
             );
             (a, b)
         })

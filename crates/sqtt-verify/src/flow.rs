@@ -59,7 +59,11 @@ struct Effect {
 }
 
 /// `regs`, `classes`: parallel to `run`, its registers and whitelist classes (decoded once).
-fn simulate(run: &[NInst], regs: &[Regs], classes: &[Option<Region>]) -> Effect {
+fn simulate<'r>(
+    run: &[NInst],
+    regs: impl Iterator<Item = &'r Regs>,
+    classes: &[Option<Region>],
+) -> Effect {
     let mut e = Effect {
         m0: Val::Orig,
         last_writes_m0: false,
@@ -364,7 +368,10 @@ pub(crate) fn analyse(
     let written: Vec<u128> = p
         .funcs
         .iter()
-        .map(|f| f.inserted_regs.iter().fold(0, |a, r| a | r.sgpr_writes))
+        .map(|f| {
+            f.inserted_regs(0..f.inserted.len())
+                .fold(0, |a, r| a | r.sgpr_writes)
+        })
         .collect();
     let inserted_top = reach
         .iter()
@@ -392,7 +399,11 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
 /// `s_cbranch_scc0` (seed spec "Scope filtering": the flag computed once at kernel entry), on an
 /// SGPR the run has not written before unless `entry` (a kernel's entry run computes the flag and
 /// may guard a marker right after).
-fn guard_reads(run: &[NInst], regs: &[Regs], entry: bool) -> BTreeSet<u16> {
+fn guard_reads<'r>(
+    run: &[NInst],
+    regs: impl Iterator<Item = &'r Regs>,
+    entry: bool,
+) -> BTreeSet<u16> {
     let mut written: u128 = 0;
     let mut out = BTreeSet::new();
     for (i, (n, r)) in run.iter().zip(regs).enumerate() {
@@ -475,7 +486,7 @@ fn scope_flags(
                 let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
                     f.inserted.get(run.clone()).unwrap_or_default(),
-                    f.inserted_regs.get(run).unwrap_or_default(),
+                    f.inserted_regs(run),
                     kernel_entry,
                 ));
             }
@@ -601,7 +612,7 @@ fn check_inserted(
             continue;
         };
         // Parallel to `run`: registers decoded once.
-        let rregs = &f.inserted_regs[f.run(k)];
+        let rregs = f.inserted_regs(f.run(k));
         let (run_start, run_end) = (first.addr, end);
         // Parallel to `run`: the landing block and the island each instruction lies in (looked
         // up once, not once per question below).
@@ -612,7 +623,7 @@ fn check_inserted(
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
         // below like every island).
-        for ((n, r), trailer) in run.iter().zip(rregs).zip(&trailers) {
+        for ((n, r), trailer) in run.iter().zip(rregs.clone()).zip(&trailers) {
             let (Some((start, _)), None) = *trailer else {
                 continue;
             };
@@ -640,7 +651,7 @@ fn check_inserted(
         let landings: &[u64] = landings_of.get(&k).map(Vec::as_slice).unwrap_or_default();
         let (body, body_regs): (Vec<NInst>, Vec<Regs>) = run
             .iter()
-            .zip(rregs)
+            .zip(rregs.clone())
             .zip(&trailers)
             .filter(|(_, t)| matches!(t, (None, None)))
             .map(|((n, r), _)| (*n, *r))
@@ -1290,10 +1301,10 @@ impl<'a> Code<'a> {
         changeable: u128,
     ) -> Code<'a> {
         let at = span(f, whole);
-        let names_vgprs = f.inserted_regs[at.clone()].iter().any(|r| r.vgpr_top != 0);
+        let names_vgprs = f.inserted_regs(at.clone()).any(|r| r.vgpr_top != 0);
         let executable = f.inserted_class[at.clone()]
             .iter()
-            .zip(&f.inserted_regs[at])
+            .zip(f.inserted_regs(at))
             .all(|(class, r)| {
                 class.is_some() && r.has(Regs::SCALAR_WRITES)
                     || matches!(
@@ -1346,7 +1357,7 @@ fn entry_effect(
     let simulated = || {
         simulate(
             run,
-            &f.inserted_regs[idx.clone()],
+            f.inserted_regs(idx.clone()),
             &f.inserted_class[idx.clone()],
         )
     };
