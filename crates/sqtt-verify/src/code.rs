@@ -131,6 +131,11 @@ impl Regs {
     /// A call (`Flow::Call`: `s_swappc`, `s_call`): it clobbers M0 and SCC for the liveness
     /// checks, and its callee is resolved from the instruction.
     pub const CALL: u16 = 8192;
+    /// Drains every pending SMEM result (`sgprs`: `s_waitcnt` with LGKM_CNT 0, ...).
+    pub const SMEM_DRAINED: u16 = 16384;
+    /// Control flows only to the next instruction (`Flow::Fallthrough`), with no PC-relative
+    /// target and not `s_call_*`: the CFG and the branch checks have nothing to ask it.
+    pub const PLAIN: u16 = 32768;
 
     /// The summary of the sets instruction `i` reads (`r`) and writes (`w`), with the facts of
     /// its mnemonic the checks ask per fixed-point round (asked once here, not once per round).
@@ -172,7 +177,14 @@ impl Regs {
                     Regs::ASYNC_RESULT,
                 )
                 | when(crate::spill::indexed(i), Regs::INDEXED)
-                | when(i.flow() == amdgpu_isa::Flow::Call, Regs::CALL),
+                | when(i.flow() == amdgpu_isa::Flow::Call, Regs::CALL)
+                | when(crate::sgprs::smem_drained(i), Regs::SMEM_DRAINED)
+                | when(
+                    i.flow() == amdgpu_isa::Flow::Fallthrough
+                        && i.branch_target(0).is_none()
+                        && !matches!(m, "s_call_b64" | "s_call_i64"),
+                    Regs::PLAIN,
+                ),
         }
     }
 
@@ -261,6 +273,11 @@ impl OInst {
     /// Index of its shape in [`Func::shapes`].
     fn shape_index(&self) -> usize {
         (self.shape & !(OInst::COPY_CHANGED | OInst::COPY_RESHAPED)) as usize
+    }
+
+    /// Its copy was found and decodes to another shape than it ([`Func::copies`]).
+    pub fn copy_reshaped(&self) -> bool {
+        self.shape & OInst::COPY_RESHAPED != 0
     }
 
     /// Its copy was found and has its bytes.
@@ -396,6 +413,12 @@ impl<'a> Func<'a> {
             .filter_map(|&r| self.inserted_regs_table.get(r as usize))
     }
 
+    /// The mnemonic of original `o` of this function (a fact of its shape: no rebuilt
+    /// instruction).
+    pub fn mnemonic(&self, o: &OInst) -> &'static str {
+        self.shapes[o.shape_index()].mnemonic()
+    }
+
     /// The instruction of original `o` of this function (its shape over its bytes).
     pub fn inst(&self, o: &OInst) -> Instruction {
         self.shapes[o.shape_index()].with_bytes(self.otext.from(o.addr))
@@ -404,7 +427,7 @@ impl<'a> Func<'a> {
     /// The copy of original `o` of this function in the rewritten text, when found.
     pub fn copy(&self, o: &OInst) -> Option<NInst> {
         let addr = self.new_address(o)?;
-        let inst = if o.shape & OInst::COPY_RESHAPED != 0 {
+        let inst = if o.copy_reshaped() {
             let k = self.copies.binary_search_by_key(&o.addr, |c| c.0).ok()?;
             self.copies[k].1
         } else {
@@ -800,6 +823,9 @@ fn find_islands(funcs: &[Func<'_>]) -> BTreeMap<u64, Island> {
             let targeted: std::collections::BTreeSet<u64> = f
                 .orig
                 .iter()
+                // A copy of the original's shape has a target only where the original has one
+                // (not `Regs::PLAIN`).
+                .filter(|o| !f.regs(o).has(Regs::PLAIN) || o.copy_reshaped())
                 .filter_map(|o| f.copy(o).and_then(|n| n.inst.branch_target(n.addr)))
                 .collect();
             (0..f.inserted.len())

@@ -772,15 +772,15 @@ fn check_inserted(
 /// No insertion inside an `s_clause` window (the clause would be split).
 fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
     for (k, o) in f.orig.iter().enumerate() {
-        let oi = f.inst(o);
-        let imm = oi.field("simm16").unwrap_or(0);
         // `s_delay_alu` windows are not checked: the instruction is a scheduling hint (code
         // without it is correct, only slower), so inserted code may sit inside one.
-        let last = match oi.mnemonic() {
-            // simm16[5:0] = clause length - 1 (instructions following the s_clause).
-            "s_clause" => k + 1 + (imm & 0x3f) as usize,
-            _ => continue,
-        };
+        let m = f.mnemonic(o);
+        if m != "s_clause" {
+            continue;
+        }
+        // simm16[5:0] = clause length - 1 (instructions following the s_clause).
+        let imm = f.inst(o).field("simm16").unwrap_or(0);
+        let last = k + 1 + (imm & 0x3f) as usize;
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
             if let Some(x) = f.orig.get(m).filter(|_| !f.run(m).is_empty()) {
                 findings.push(fnd(
@@ -790,8 +790,7 @@ fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
                     f.new_address(x),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
-                        oi.mnemonic(),
-                        o.addr
+                        m, o.addr
                     ),
                 ));
             }
@@ -903,8 +902,13 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         builder_edges.insert(b.getpc, (b.dst, edge));
     }
     for (k, o) in f.orig.iter().enumerate() {
-        let oi = f.inst(o);
         let next = (k + 1 < n).then_some((k + 1, None));
+        if f.regs(o).has(Regs::PLAIN) {
+            cfg.extend(next);
+            cfg.succs.end_row();
+            continue;
+        }
+        let oi = f.inst(o);
         match oi.flow() {
             Flow::Fallthrough | Flow::Call => cfg.extend(next),
             Flow::Branch { conditional } => {
@@ -960,6 +964,9 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         }
         cfg.succs.end_row();
     }
+    // Grown past one successor per instruction by conditional branches: kept until the last
+    // check.
+    cfg.succs.to.shrink_to_fit();
     cfg
 }
 

@@ -82,7 +82,7 @@ fn smem_result(r: &Regs) -> Mask {
 }
 
 /// LGKM_CNT field of `s_waitcnt` simm16 per family (ISA manuals "S_WAITCNT").
-fn smem_drained(i: &Instruction) -> bool {
+pub(crate) fn smem_drained(i: &Instruction) -> bool {
     let simm = i.field("simm16");
     match i.mnemonic() {
         "s_waitcnt" => {
@@ -449,8 +449,8 @@ fn pending(
         .iter()
         .enumerate()
         .map(|(k, o)| {
-            let i = &f.inst(o);
-            let call = if i.flow() == Flow::Call {
+            let r = f.regs(o);
+            let call = if r.has(Regs::CALL) {
                 match calls.get(&k) {
                     Some(Some(g)) => smem[*g],
                     _ => EVERY,
@@ -458,7 +458,7 @@ fn pending(
             } else {
                 0
             };
-            (smem_drained(i), smem_result(f.regs(o)), call)
+            (r.has(Regs::SMEM_DRAINED), smem_result(r), call)
         })
         .collect();
     loop {
