@@ -128,6 +128,48 @@ pub struct Instruction {
     pub(crate) pair: u8,
 }
 
+/// The decode facts of an instruction apart from its encoding bytes: target, format, opcode
+/// row, length, literal position, mode and two-part definition ([`Instruction::shape`]). Two
+/// instructions with equal shapes differ only in their operand bits; a caller that keeps one
+/// instruction per distinct shape and only byte offsets per instruction rebuilds each one with
+/// [`Instruction::with_bytes`], without decoding again.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    target: Target,
+    fmt: &'static FormatDef,
+    row: &'static OpRow,
+    len: u8,
+    lit: Option<(u8, u8)>,
+    other_mode: bool,
+    pair: u8,
+}
+
+impl PartialEq for Shape {
+    fn eq(&self, o: &Shape) -> bool {
+        self.target == o.target
+            && std::ptr::eq(self.fmt, o.fmt)
+            && std::ptr::eq(self.row, o.row)
+            && self.len == o.len
+            && self.lit == o.lit
+            && self.other_mode == o.other_mode
+            && self.pair == o.pair
+    }
+}
+
+impl Eq for Shape {}
+
+impl std::hash::Hash for Shape {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.target.hash(h);
+        std::ptr::hash(self.fmt, h);
+        std::ptr::hash(self.row, h);
+        self.len.hash(h);
+        self.lit.hash(h);
+        self.other_mode.hash(h);
+        self.pair.hash(h);
+    }
+}
+
 impl std::fmt::Debug for Instruction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -465,6 +507,33 @@ impl Instruction {
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         usize::from(self.len)
+    }
+
+    /// Its decode facts apart from the bytes (see [`Shape`]).
+    pub fn shape(&self) -> Shape {
+        Shape {
+            target: self.target,
+            fmt: self.fmt,
+            row: self.row,
+            len: self.len,
+            lit: self.lit,
+            other_mode: self.other_mode,
+            pair: self.pair,
+        }
+    }
+
+    /// The instruction of the same [`Shape`] (format, opcode row, length, literal position)
+    /// whose encoding is the first [`Instruction::len`] bytes of `bytes` (bytes past the end of
+    /// `bytes` read as 0). No decoding: the caller guarantees that `bytes` start with an
+    /// encoding of this shape, e.g. because they are the bytes this instruction (or one of its
+    /// shape) was decoded from, at the same place; then the result equals
+    /// `decode(bytes, self.target())` in every field. For callers that store one instruction per
+    /// distinct shape and only offsets into the code per instruction.
+    pub fn with_bytes(&self, bytes: &[u8]) -> Instruction {
+        Instruction {
+            raw: copy_raw(bytes, usize::from(self.len)),
+            ..*self
+        }
     }
 
     /// The encoding, byte-identical to the decoded input (or the built instruction).

@@ -36,7 +36,7 @@ mod target;
 
 pub use decode::{
     decode, decode_all, decode_iter, DecodeError, DecodeErrorKind, DecodeIter, EncodeError,
-    Instruction, MemAccess, MemKind, MemSpace,
+    Instruction, MemAccess, MemKind, MemSpace, Shape,
 };
 pub use regs::{RegSet, SpecialReg};
 pub use target::{Family, Target};

@@ -1,6 +1,8 @@
 //! Robustness: arbitrary bytes and every truncation of plausible instructions give a typed
 //! `DecodeError` (with the right offset) or an instruction, never a panic; `decode_iter` agrees
 //! with `decode_all` on every input. No LLVM needed.
+mod common;
+
 use amdgpu_isa::{
     decode, decode_all, decode_iter, testing, DecodeError, DecodeErrorKind, Instruction, Target,
 };
@@ -44,13 +46,7 @@ fn check_iter_matches_all(bytes: &[u8], t: Target, all: &Result<Vec<Instruction>
 
 #[test]
 fn random_and_truncated_inputs_never_panic() {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x as u32
-    };
+    let mut next = common::xorshift(0x2545_f491_4f6c_dd1d);
     for t in Target::all() {
         let space = testing::opcode_words(t);
         for _ in 0..3000 {

@@ -103,6 +103,22 @@ impl CodeObject {
     /// [`Error::Malformed`] (unknown machine, descriptor outside its section),
     /// [`Error::BadKernelEntry`], [`Error::Metadata`].
     pub fn parse(bytes: &[u8]) -> Result<CodeObject> {
+        let mut co = CodeObject::parse_borrowed(bytes)?;
+        co.bytes = bytes.to_vec();
+        Ok(co)
+    }
+
+    /// [`CodeObject::parse`] of bytes the caller gives away: they become
+    /// [`CodeObject::bytes`] without a copy (a whole file is not held twice). Errors: as
+    /// [`CodeObject::parse`].
+    pub fn parse_owned(bytes: Vec<u8>) -> Result<CodeObject> {
+        let mut co = CodeObject::parse_borrowed(&bytes)?;
+        co.bytes = bytes;
+        Ok(co)
+    }
+
+    /// [`CodeObject::parse`] with [`CodeObject::bytes`] left empty.
+    fn parse_borrowed(bytes: &[u8]) -> Result<CodeObject> {
         let elf = Elf::parse(bytes)?;
         let h = &elf.header;
         if h.e_machine != elf::EM_AMDGPU {
@@ -292,7 +308,7 @@ impl CodeObject {
         }
         functions.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
         Ok(CodeObject {
-            bytes: bytes.to_vec(),
+            bytes: Vec::new(),
             elf,
             target,
             version,

@@ -23,17 +23,18 @@ pub struct VerifyArgs {
 const PATCH_SECTION: &str = ".sqtt_patch";
 
 /// Reads and parses one side; errors name the file and its role.
-fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)> {
+fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(hsaco::CodeObject, bool)> {
     let name = path.display();
     let bytes = crate::sniff::read_input(path)
         .with_context(|| format!("{name}: cannot read the {role}"))?;
     if let Some(e) = crate::sniff::not_a_code_object(&name.to_string(), &bytes, "verify") {
         return Err(e.context(format!("the {role}")));
     }
-    let co = hsaco::CodeObject::parse(&bytes)
+    // Parsed once, for the check below and for the verifier, and owning the file's bytes.
+    let co = hsaco::CodeObject::parse_owned(bytes)
         .with_context(|| format!("{name}: the {role} is not a readable code object"))?;
     let patched = co.section(PATCH_SECTION).is_some();
-    Ok((bytes, patched))
+    Ok((co, patched))
 }
 
 /// Runs the verifier; returns the process exit code (0 clean, 1 findings). A rewritten file
@@ -44,7 +45,7 @@ fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(Vec<u8>, bool)> {
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     let (orig, orig_patched) = load("original", &args.original)?;
     let (new, new_patched) = load("rewritten file", &args.rewritten)?;
-    if orig == new {
+    if orig.bytes == new.bytes {
         let msg = "OK: the rewritten file is byte-identical to the original (an empty rewrite: nothing was inserted)\n";
         let out = if args.json {
             format!(
@@ -63,7 +64,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
             args.rewritten.display()
         );
     }
-    let report = sqtt_verify::verify(&orig, &new).context("verification could not run")?;
+    let report = sqtt_verify::verify_parsed(&orig, &new).context("verification could not run")?;
     let mut out = String::new();
     if args.json {
         out = serde_json::to_string_pretty(&report)?;

@@ -16,6 +16,7 @@ use amdgpu_isa::{RegSet, SpecialReg};
 
 /// The executable `.text` section of one code object (its bytes borrowed from the parsed code
 /// object, not copied).
+#[derive(Clone, Copy)]
 pub(crate) struct Text<'a> {
     /// Virtual address (bytes).
     pub addr: u64,
@@ -36,10 +37,21 @@ impl<'a> Text<'a> {
                 ),
             });
         };
+        let bytes = co.section_data(sec);
+        // Instructions keep their places as `u32` offsets ([`OInst`]).
+        if u32::try_from(bytes.len()).is_err() {
+            return Err(VerifyError::Text {
+                which,
+                detail: format!(
+                    "executable section of {} bytes (at most 4 GiB are supported)",
+                    bytes.len()
+                ),
+            });
+        }
         Ok(Text {
             addr: sec.addr,
             offset: sec.offset,
-            bytes: co.section_data(sec),
+            bytes,
         })
     }
 
@@ -49,6 +61,15 @@ impl<'a> Text<'a> {
 
     pub fn contains(&self, a: u64) -> bool {
         a >= self.addr && a < self.end()
+    }
+
+    /// Bytes from address `start` to the end of the section (empty outside it).
+    pub fn from(&self, start: u64) -> &'a [u8] {
+        let s = start.wrapping_sub(self.addr);
+        usize::try_from(s)
+            .ok()
+            .and_then(|s| self.bytes.get(s..))
+            .unwrap_or_default()
     }
 
     /// Bytes of `[start, end)` clipped to the section.
@@ -107,6 +128,14 @@ impl Regs {
     pub const ASYNC_RESULT: u16 = 2048;
     /// Indexes VGPRs (`spill::indexed`).
     pub const INDEXED: u16 = 4096;
+    /// A call (`Flow::Call`: `s_swappc`, `s_call`): it clobbers M0 and SCC for the liveness
+    /// checks, and its callee is resolved from the instruction.
+    pub const CALL: u16 = 8192;
+    /// Drains every pending SMEM result (`sgprs`: `s_waitcnt` with LGKM_CNT 0, ...).
+    pub const SMEM_DRAINED: u16 = 16384;
+    /// Control flows only to the next instruction (`Flow::Fallthrough`), with no PC-relative
+    /// target and not `s_call_*`: the CFG and the branch checks have nothing to ask it.
+    pub const PLAIN: u16 = 32768;
 
     /// The summary of the sets instruction `i` reads (`r`) and writes (`w`), with the facts of
     /// its mnemonic the checks ask per fixed-point round (asked once here, not once per round).
@@ -147,7 +176,15 @@ impl Regs {
                     i.format() == amdgpu_isa::Format::Smem || m.starts_with("s_sendmsg_rtn"),
                     Regs::ASYNC_RESULT,
                 )
-                | when(crate::spill::indexed(i), Regs::INDEXED),
+                | when(crate::spill::indexed(i), Regs::INDEXED)
+                | when(i.flow() == amdgpu_isa::Flow::Call, Regs::CALL)
+                | when(crate::sgprs::smem_drained(i), Regs::SMEM_DRAINED)
+                | when(
+                    i.flow() == amdgpu_isa::Flow::Fallthrough
+                        && i.branch_target(0).is_none()
+                        && !matches!(m, "s_call_b64" | "s_call_i64"),
+                    Regs::PLAIN,
+                ),
         }
     }
 
@@ -182,23 +219,26 @@ impl Regs {
     }
 }
 
-/// An original instruction and where it went. 88 bytes: the copy is kept as its address, plus
-/// its instruction only where its bytes differ (a relocated PC-relative field, a changed
-/// instruction); the run as `u32` indices; its registers as an index into the function's
-/// table of distinct register summaries ([`Func::regs`]; a function has a few hundred distinct
-/// ones for many thousands of instructions, and 40 bytes each per instruction were a third of
-/// the verifier's memory).
+/// An original instruction and where it went, in 24 bytes (an 88-byte record with the decoded
+/// instruction and its copy was most of the verifier's memory): its instruction as an index into
+/// the function's table of distinct [`Shape`]s ([`Func::shapes`], rebuilt over the text bytes by
+/// [`Func::inst`]: a function has a few hundred shapes for many thousands of instructions), its
+/// registers as an index into the function's table of distinct register summaries
+/// ([`Func::regs`]), its copy as an offset into the rewritten text (the copy's instruction is
+/// rebuilt from those bytes with the original's shape, or kept in [`Func::copies`] where the
+/// copy decodes to another shape), and the end of the run inserted in front of it (the run
+/// starts where the previous original's ends: [`Func::run`]).
 pub(crate) struct OInst {
     pub addr: u64,
-    pub inst: Instruction,
+    /// Index of its shape in [`Func::shapes`], with the flags [`OInst::COPY_CHANGED`] and
+    /// [`OInst::COPY_RESHAPED`].
+    shape: u32,
     /// Index of its registers (decoded once) in [`Func::regs_table`].
     regs: u32,
-    /// Address of its copy in the rewritten text ([`NOT_PLACED`]: no copy found).
-    new_addr: u64,
-    /// The copy's instruction when it differs from `inst`.
-    new_inst: Option<Box<Instruction>>,
-    /// Indices into [`Func::inserted`] of the run inserted in front of it: `run.0..run.1`.
-    run: (u32, u32),
+    /// Offset of its copy in the rewritten text ([`NOT_PLACED`]: no copy found).
+    new_off: u32,
+    /// End (exclusive index into [`Func::inserted`]) of the run inserted in front of it.
+    run_end: u32,
 }
 
 /// One instruction of a rewritten function body ([`Func::address_order`]): an original's copy
@@ -209,59 +249,40 @@ pub(crate) enum Slot {
     Inserted(u32),
 }
 
-/// [`OInst`] address of an original instruction without a copy.
-const NOT_PLACED: u64 = u64::MAX;
+/// [`OInst`] offset of an original instruction without a copy.
+const NOT_PLACED: u32 = u32::MAX;
 
 impl OInst {
-    /// An original instruction with no copy found in the rewritten text (and no run in front).
-    pub(crate) fn unplaced(addr: u64, inst: Instruction, regs: u32) -> OInst {
+    /// [`OInst::shape`] flag: the copy's bytes differ from the original's.
+    const COPY_CHANGED: u32 = 1 << 31;
+    /// [`OInst::shape`] flag: the copy decodes to another shape (kept in [`Func::copies`]).
+    const COPY_RESHAPED: u32 = 1 << 30;
+
+    /// An original instruction (shape index `shape`, register index `regs`) with no copy found
+    /// in the rewritten text and no run in front (its run ends where the previous one's does).
+    fn unplaced(addr: u64, shape: u32, regs: u32, run_end: usize) -> OInst {
         OInst {
             addr,
-            inst,
+            shape,
             regs,
-            new_addr: NOT_PLACED,
-            new_inst: None,
-            run: (0, 0),
+            new_off: NOT_PLACED,
+            run_end: run_end as u32,
         }
     }
 
-    /// An original instruction whose copy is `n`, with the run `run` (indices into
-    /// [`Func::inserted`]) in front of it.
-    fn placed(addr: u64, inst: Instruction, regs: u32, n: NInst, run: Range<usize>) -> OInst {
-        OInst {
-            addr,
-            inst,
-            regs,
-            new_addr: n.addr,
-            new_inst: (n.inst.bytes() != inst.bytes() || n.inst.target() != inst.target())
-                .then(|| Box::new(n.inst)),
-            run: (run.start as u32, run.end as u32),
-        }
+    /// Index of its shape in [`Func::shapes`].
+    fn shape_index(&self) -> usize {
+        (self.shape & !(OInst::COPY_CHANGED | OInst::COPY_RESHAPED)) as usize
     }
 
-    /// Its copy in the rewritten text, when found.
-    pub fn copy(&self) -> Option<NInst> {
-        (self.new_addr != NOT_PLACED).then(|| NInst {
-            addr: self.new_addr,
-            inst: self.new_inst.as_deref().copied().unwrap_or(self.inst),
-        })
+    /// Its copy was found and decodes to another shape than it ([`Func::copies`]).
+    pub fn copy_reshaped(&self) -> bool {
+        self.shape & OInst::COPY_RESHAPED != 0
     }
 
-    /// Address of its copy in the rewritten text, when found ([`OInst::copy`] without a copy of
-    /// the instruction).
-    pub fn new_address(&self) -> Option<u64> {
-        (self.new_addr != NOT_PLACED).then_some(self.new_addr)
-    }
-
-    /// Its copy was found and has its bytes (both texts decode for the same target, so an
-    /// instruction is kept for the copy exactly when the bytes differ: [`OInst::placed`]).
+    /// Its copy was found and has its bytes.
     pub fn copied_verbatim(&self) -> bool {
-        self.new_addr != NOT_PLACED && self.new_inst.is_none()
-    }
-
-    /// Indices into [`Func::inserted`] of the run inserted in front of it.
-    pub fn run(&self) -> Range<usize> {
-        self.run.0 as usize..self.run.1 as usize
+        self.new_off != NOT_PLACED && self.shape & OInst::COPY_CHANGED == 0
     }
 }
 
@@ -299,7 +320,7 @@ impl Builder {
 }
 
 /// One kernel or device function.
-pub(crate) struct Func {
+pub(crate) struct Func<'a> {
     pub name: String,
     pub kind: FunctionKind,
     pub orig_start: u64,
@@ -310,10 +331,23 @@ pub(crate) struct Func {
     /// End of the rewritten region (next function's start or end of `.text`).
     pub new_region_end: u64,
     pub orig: Vec<OInst>,
+    /// The distinct shapes of the original instructions, each as the first instruction of that
+    /// shape ([`Func::inst`] puts an instruction's own bytes in).
+    shapes: Vec<Instruction>,
+    /// Copies that decode to another shape than their original (an original instruction
+    /// changed into another one: a finding), by original address, ascending.
+    copies: Vec<(u64, Instruction)>,
+    /// Both texts (the instructions' bytes).
+    pub otext: Text<'a>,
+    pub ntext: Text<'a>,
     /// Inserted instructions, ascending by address.
     pub inserted: Vec<NInst>,
-    /// Parallel to `inserted`: their registers, decoded once.
-    pub inserted_regs: Vec<Regs>,
+    /// Parallel to `inserted`: their registers (decoded once) as indices into
+    /// `inserted_regs_table` (4 bytes per inserted instruction, not 40: the snippets repeat a few
+    /// encodings).
+    inserted_regs_at: Vec<u32>,
+    /// The distinct register summaries of the inserted instructions ([`Func::inserted_regs`]).
+    inserted_regs_table: Vec<Regs>,
     /// Parallel to `inserted`: their whitelist classes ([`crate::insn::region_class`]),
     /// classified once for every check and every entry into their runs.
     pub inserted_class: Vec<Option<Region>>,
@@ -330,15 +364,119 @@ pub(crate) struct Func {
     pub regs_table: Vec<Regs>,
 }
 
-impl Func {
+impl<'a> Func<'a> {
+    /// A function without instructions yet: its place in both texts.
+    pub fn new(
+        name: String,
+        kind: FunctionKind,
+        (orig_start, orig_end): (u64, u64),
+        new_start: Option<u64>,
+        otext: Text<'a>,
+        ntext: Text<'a>,
+    ) -> Func<'a> {
+        Func {
+            name,
+            kind,
+            orig_start,
+            orig_end,
+            new_start,
+            new_region_end: ntext.end(),
+            orig: Vec::new(),
+            shapes: Vec::new(),
+            copies: Vec::new(),
+            otext,
+            ntext,
+            inserted: Vec::new(),
+            inserted_regs_at: Vec::new(),
+            inserted_regs_table: Vec::new(),
+            inserted_class: Vec::new(),
+            padding: Vec::new(),
+            falls_off: None,
+            builders: Vec::new(),
+            orig_used: RegSet::new(),
+            regs_table: Vec::new(),
+        }
+    }
+
     /// The registers of original instruction `o` of this function, decoded once.
     pub fn regs(&self, o: &OInst) -> &Regs {
         &self.regs_table[o.regs as usize]
     }
 
+    /// The registers of the inserted instructions `range` (indices into [`Func::inserted`]; an
+    /// empty sequence outside the list), decoded once.
+    pub fn inserted_regs(&self, range: Range<usize>) -> impl Iterator<Item = &Regs> + Clone + '_ {
+        self.inserted_regs_at
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&r| self.inserted_regs_table.get(r as usize))
+    }
+
+    /// The mnemonic of original `o` of this function (a fact of its shape: no rebuilt
+    /// instruction).
+    pub fn mnemonic(&self, o: &OInst) -> &'static str {
+        self.shapes[o.shape_index()].mnemonic()
+    }
+
+    /// The instruction of original `o` of this function (its shape over its bytes).
+    pub fn inst(&self, o: &OInst) -> Instruction {
+        self.shapes[o.shape_index()].with_bytes(self.otext.from(o.addr))
+    }
+
+    /// The copy of original `o` of this function in the rewritten text, when found.
+    pub fn copy(&self, o: &OInst) -> Option<NInst> {
+        let addr = self.new_address(o)?;
+        let inst = if o.copy_reshaped() {
+            let k = self.copies.binary_search_by_key(&o.addr, |c| c.0).ok()?;
+            self.copies[k].1
+        } else {
+            self.shapes[o.shape_index()].with_bytes(self.ntext.from(addr))
+        };
+        Some(NInst { addr, inst })
+    }
+
+    /// Address of the copy of original `o` in the rewritten text, when found ([`Func::copy`]
+    /// without its instruction).
+    pub fn new_address(&self, o: &OInst) -> Option<u64> {
+        (o.new_off != NOT_PLACED).then(|| self.ntext.addr + u64::from(o.new_off))
+    }
+
+    /// Indices into [`Func::inserted`] of the run inserted in front of original `k`.
+    pub fn run(&self, k: usize) -> Range<usize> {
+        let start = match k.checked_sub(1) {
+            Some(p) => self.orig.get(p).map_or(0, |o| o.run_end as usize),
+            None => 0,
+        };
+        let end = self.orig.get(k).map_or(start, |o| o.run_end as usize);
+        start..end
+    }
+
+    /// Records original instruction `addr` (decoded as `inst`, shape index `shape`, register
+    /// index `regs`), whose copy is `n`, with the run in front of it ending at the current end of
+    /// [`Func::inserted`].
+    fn place(&mut self, addr: u64, inst: &Instruction, (shape, regs): (u32, u32), n: &NInst) {
+        let mut shape = shape;
+        if n.inst.bytes() != inst.bytes() {
+            shape |= OInst::COPY_CHANGED;
+            if n.inst.shape() != inst.shape() {
+                shape |= OInst::COPY_RESHAPED;
+                self.copies.push((addr, n.inst));
+            }
+        }
+        self.orig.push(OInst {
+            addr,
+            shape,
+            regs,
+            // In the text (decoded from its bytes), which is shorter than 4 GiB (`Text::of`).
+            new_off: n.addr.wrapping_sub(self.ntext.addr) as u32,
+            run_end: self.inserted.len() as u32,
+        });
+    }
+
     /// New address just after the last original instruction (end of the rewritten body).
     pub fn new_body_end(&self) -> Option<u64> {
-        let last = self.orig.last()?.copy()?;
+        let last = self.copy(self.orig.last()?)?;
         Some(last.addr + last.inst.len() as u64)
     }
 
@@ -360,8 +498,7 @@ impl Func {
             .orig
             .iter()
             .enumerate()
-            .filter(|(_, o)| o.new_addr != NOT_PLACED)
-            .map(|(k, o)| (o.new_addr, Slot::Orig(k as u32)))
+            .filter_map(|(k, o)| Some((self.new_address(o)?, Slot::Orig(k as u32))))
             .collect();
         let sorted = copies.windows(2).all(|w| w[0].0 <= w[1].0)
             && self.inserted.windows(2).all(|w| w[0].addr <= w[1].addr);
@@ -400,9 +537,9 @@ impl Func {
         match s {
             Slot::Orig(k) => {
                 let o = &self.orig[k as usize];
-                let n = o.copy().unwrap_or(NInst {
-                    addr: o.new_addr,
-                    inst: o.inst,
+                let n = self.copy(o).unwrap_or(NInst {
+                    addr: u64::MAX,
+                    inst: self.inst(o),
                 });
                 crate::LaidOut {
                     addr: n.addr,
@@ -446,13 +583,31 @@ impl Func {
     }
 }
 
+#[cfg(test)]
+impl<'a> Func<'a> {
+    /// A device function of every instruction of `text` (decoded for `isa`) without a copy in a
+    /// rewritten text (unit tests of the analyses of original code).
+    pub fn unaligned(text: Text<'a>, isa: Target) -> Func<'a> {
+        let span = (text.addr, text.end());
+        let mut f = Func::new("f".into(), FunctionKind::Function, span, None, text, text);
+        let body = decode_original(&text, &f, isa).unwrap_or_default();
+        f.builders = find_builders(&body);
+        for (k, (addr, i)) in body.iter().enumerate() {
+            f.shapes.push(*i);
+            f.regs_table.push(Regs::of_inst(i));
+            f.orig.push(OInst::unplaced(*addr, k as u32, k as u32, 0));
+        }
+        f
+    }
+}
+
 /// Both texts and every function, aligned.
 pub(crate) struct Program<'a> {
     pub isa: Target,
     pub otext: Text<'a>,
     pub ntext: Text<'a>,
     /// Every function, ascending by original start address (bodies do not overlap).
-    pub funcs: Vec<Func>,
+    pub funcs: Vec<Func<'a>>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
     pub secmap: Vec<(u64, u64, u64)>,
     /// SGPRs no original instruction of the object reads or writes (the only SGPRs inserted code
@@ -619,7 +774,7 @@ fn island_at(run: &[NInst], i: usize) -> Option<Island> {
 /// the next original instruction, retargeted to inserted code after it), and the islands at
 /// their tails, by start address.
 /// Functions are searched in parallel and their blocks entered in function order.
-fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, Island>) {
+fn find_landings(funcs: &[Func<'_>]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, Island>) {
     let found: Vec<Vec<(u64, LandingBlock, Option<Island>)>> = funcs
         .par_iter()
         .map(|f| {
@@ -627,14 +782,13 @@ fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, 
             for (k, o) in f.orig.iter().enumerate() {
                 // The run of the next original (where the block sits); without one the branch
                 // has no block after it.
-                let run = f
-                    .orig
-                    .get(k + 1)
-                    .map_or(&[][..], |x| f.inserted.get(x.run()).unwrap_or_default());
+                let run = f.orig.get(k + 1).map_or(&[][..], |_| {
+                    f.inserted.get(f.run(k + 1)).unwrap_or_default()
+                });
                 if run.is_empty() {
                     continue;
                 }
-                let (Some(n), Some(to)) = (o.copy(), o.inst.branch_target(o.addr)) else {
+                let (Some(n), Some(to)) = (f.copy(o), f.inst(o).branch_target(o.addr)) else {
                     continue;
                 };
                 if f.orig.get(k + 1).is_some_and(|x| x.addr == to) {
@@ -661,7 +815,7 @@ fn find_landings(funcs: &[Func]) -> (BTreeMap<u64, LandingBlock>, BTreeMap<u64, 
 
 /// Every island in the inserted code of `funcs` that a relocated original branch targets.
 /// Functions are searched in parallel (a function without inserted code has none).
-fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
+fn find_islands(funcs: &[Func<'_>]) -> BTreeMap<u64, Island> {
     let found: Vec<Vec<(u64, Island)>> = funcs
         .par_iter()
         .filter(|f| !f.inserted.is_empty())
@@ -669,7 +823,10 @@ fn find_islands(funcs: &[Func]) -> BTreeMap<u64, Island> {
             let targeted: std::collections::BTreeSet<u64> = f
                 .orig
                 .iter()
-                .filter_map(|o| o.copy().and_then(|n| n.inst.branch_target(n.addr)))
+                // A copy of the original's shape has a target only where the original has one
+                // (not `Regs::PLAIN`).
+                .filter(|o| !f.regs(o).has(Regs::PLAIN) || o.copy_reshaped())
+                .filter_map(|o| f.copy(o).and_then(|n| n.inst.branch_target(n.addr)))
                 .collect();
             (0..f.inserted.len())
                 .filter(|&i| targeted.contains(&f.inserted[i].addr))
@@ -798,23 +955,14 @@ impl<'a> Program<'a> {
                     message: "function is missing from the rewritten code object".into(),
                 });
             }
-            funcs.push(Func {
-                name: seed.name.clone(),
-                kind: seed.kind,
-                orig_start: start,
-                orig_end,
+            funcs.push(Func::new(
+                seed.name.clone(),
+                seed.kind,
+                (start, orig_end),
                 new_start,
-                new_region_end: ntext.end(),
-                orig: Vec::new(),
-                inserted: Vec::new(),
-                inserted_regs: Vec::new(),
-                inserted_class: Vec::new(),
-                padding: Vec::new(),
-                falls_off: None,
-                builders: Vec::new(),
-                orig_used: RegSet::new(),
-                regs_table: Vec::new(),
-            });
+                otext,
+                ntext,
+            ));
         }
         check_new_only(orig, new, findings);
 
@@ -844,15 +992,18 @@ impl<'a> Program<'a> {
                 let mut used = RegSet::new();
                 let mut table: Vec<Regs> = Vec::new();
                 let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+                let mut shapes: HashMap<amdgpu_isa::Shape, u32, BuildRegsHasher> =
+                    HashMap::default();
                 // The registers, and whether the aligner may take the instruction for inserted
                 // code (`insertable_regs`), are functions of the encoding (one target per
                 // object): an instruction with the bytes of an earlier one of the function (most
                 // of them) takes both without a decode of its operands. `used` is a union, so
                 // the distinct encodings' registers give it.
                 // Sized for a quarter of the body distinct (no rehash on most functions).
-                let mut by_bytes: HashMap<&[u8], (u32, bool), BuildRegsHasher> =
+                // The shape (`Func::shapes`) is one too.
+                let mut by_bytes: HashMap<&[u8], ((u32, u32), bool), BuildRegsHasher> =
                     HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
-                let (regs, body_ins): (Vec<u32>, Vec<bool>) = body
+                let (index_of, body_ins): (Vec<(u32, u32)>, Vec<bool>) = body
                     .iter()
                     .map(|(_, i)| {
                         *by_bytes.entry(i.bytes()).or_insert_with(|| {
@@ -864,13 +1015,19 @@ impl<'a> Program<'a> {
                                 table.push(x);
                                 (table.len() - 1) as u32
                             });
-                            (k, crate::insn::insertable_regs(i, &x))
+                            let s = *shapes.entry(i.shape()).or_insert_with(|| {
+                                f.shapes.push(*i);
+                                (f.shapes.len() - 1) as u32
+                            });
+                            ((s, k), crate::insn::insertable_regs(i, &x))
                         })
                     })
                     .unzip();
                 drop(index);
+                drop(shapes);
                 drop(by_bytes);
                 table.shrink_to_fit();
+                f.shapes.shrink_to_fit();
                 if crate::verbatim::falls_off(&body) {
                     let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
                     f.falls_off = Some(next.saturating_sub(f.orig_end));
@@ -878,15 +1035,35 @@ impl<'a> Program<'a> {
                 f.builders = find_builders(&body);
                 f.orig_used = used;
                 let mut found = Vec::new();
-                align(f, body, regs, &body_ins, &ntext, isa, &mut found);
+                align(f, body, index_of, &body_ins, isa, &mut found);
+                // Grown by pushes (up to twice the size): kept for every later check.
+                f.inserted.shrink_to_fit();
+                f.padding.shrink_to_fit();
                 f.regs_table = table;
-                f.inserted_regs = f.inserted.iter().map(|n| Regs::of_inst(&n.inst)).collect();
-                f.inserted_class = f
+                // Registers and class are functions of the encoding: decoded once per distinct
+                // encoding of the function's inserted code.
+                let mut by_bytes: HashMap<&[u8], (u32, Option<Region>), BuildRegsHasher> =
+                    HashMap::default();
+                let mut table: Vec<Regs> = Vec::new();
+                let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+                let (at, class): (Vec<u32>, Vec<Option<Region>>) = f
                     .inserted
                     .iter()
-                    .zip(&f.inserted_regs)
-                    .map(|(n, r)| region_class_regs(&n.inst, r))
-                    .collect();
+                    .map(|n| {
+                        *by_bytes.entry(n.inst.bytes()).or_insert_with(|| {
+                            let r = Regs::of_inst(&n.inst);
+                            let k = *index.entry(r).or_insert_with(|| {
+                                table.push(r);
+                                (table.len() - 1) as u32
+                            });
+                            (k, region_class_regs(&n.inst, &r))
+                        })
+                    })
+                    .unzip();
+                drop(by_bytes);
+                f.inserted_regs_at = at;
+                f.inserted_class = class;
+                f.inserted_regs_table = table;
                 Ok(found)
             })
             .collect();
@@ -947,9 +1124,8 @@ impl<'a> Program<'a> {
     ) -> Option<(usize, usize, impl Iterator<Item = u64> + Clone + '_)> {
         let (fi, k) = self.original_at(target, near)?;
         let f = &self.funcs[fi];
-        let o = &f.orig[k];
-        let copy = o.new_address()?;
-        let run = f.inserted.get(o.run()).unwrap_or_default();
+        let copy = f.new_address(&f.orig[k])?;
+        let run = f.inserted.get(f.run(k)).unwrap_or_default();
         Some((
             fi,
             k,
@@ -1322,10 +1498,11 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
 /// cursor steps over up to this many such copies in a row).
 const CURSOR_WINDOW: usize = 4;
 
-/// A multiply-rotate hasher for interning [`Regs`]: the keys come from the decoder, not from an
-/// adversary, and the default SipHash costs several times as much per 38-byte key.
+/// A multiply-rotate hasher for interning [`Regs`], encodings and [`amdgpu_isa::Shape`]s: the
+/// keys come from the decoder, not from an adversary, and the default SipHash costs several
+/// times as much per 38-byte key.
 #[derive(Default)]
-struct RegsHasher(u64);
+pub(crate) struct RegsHasher(u64);
 
 impl RegsHasher {
     /// Odd 64-bit multiplier (2^64 / golden ratio).
@@ -1359,22 +1536,23 @@ impl std::hash::Hasher for RegsHasher {
     }
 }
 
-type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
+pub(crate) type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
 
 /// Forward greedy alignment of the original body against the rewritten region. Inserted
 /// instructions go in front of originals, so an original is matched at the first rewritten
 /// instruction equal to it.
-/// `regs`: parallel to `body`, its register summaries (indices into `f.regs_table`);
-/// `body_ins`: parallel to `body`, whether each is insertable (`insertable_regs`).
+/// `index_of`: parallel to `body`, its shapes and register summaries (indices into
+/// `f.shapes` and `f.regs_table`); `body_ins`: parallel to `body`, whether each is insertable
+/// (`insertable_regs`).
 fn align(
     f: &mut Func,
     body: Vec<(u64, Instruction)>,
-    regs: Vec<u32>,
+    index_of: Vec<(u32, u32)>,
     body_ins: &[bool],
-    ntext: &Text<'_>,
     isa: Target,
     findings: &mut Vec<Finding>,
 ) {
+    let ntext = f.ntext;
     // Inserted code may write any SGPR that is dead where it runs (checked per run by `flow`),
     // so the aligner accepts SGPR writes anywhere.
     let free = crate::insn::every_sgpr();
@@ -1384,12 +1562,18 @@ fn align(
         .iter()
         .flat_map(|b| std::iter::once(b.lo).chain(b.hi))
         .collect();
+    let unplaced = |f: &mut Func, from: usize| {
+        let run_end = f.inserted.len();
+        f.orig.extend(
+            body[from..]
+                .iter()
+                .zip(&index_of[from..])
+                .map(|(&(addr, _), &(s, r))| OInst::unplaced(addr, s, r, run_end)),
+        );
+    };
+    f.orig = Vec::with_capacity(body.len());
     let Some(start) = f.new_start else {
-        f.orig = body
-            .into_iter()
-            .zip(regs)
-            .map(|((addr, inst), r)| OInst::unplaced(addr, inst, r))
-            .collect();
+        unplaced(f, 0);
         return;
     };
     if !ntext.contains(start) {
@@ -1399,11 +1583,7 @@ fn align(
             Some(start),
             "rewritten entry is outside .text".into(),
         ));
-        f.orig = body
-            .into_iter()
-            .zip(regs)
-            .map(|((addr, inst), r)| OInst::unplaced(addr, inst, r))
-            .collect();
+        unplaced(f, 0);
         return;
     }
     // Decode the rewritten region; stop at the first word that does not decode. Most of it is
@@ -1505,8 +1685,6 @@ fn align(
     drop(same_as);
     let ins_new = |q: usize| new_ins[q];
     let (mut i, mut j) = (0usize, 0usize);
-    let mut run_start = 0usize;
-    let mut orig = Vec::with_capacity(body.len());
     while i < body.len() && j < new.len() {
         // A stretch of insertable instructions in front of a non-insertable one holds every
         // insertable-looking original up to that point: match them as late as possible (inserted
@@ -1536,15 +1714,8 @@ fn align(
                 for (q, n) in new[j..e].iter().enumerate() {
                     // `pos` is strictly increasing: a binary search, not a scan per instruction.
                     if let Ok(t) = pos.binary_search(&q) {
-                        let (oa, oi) = body[i + t];
-                        orig.push(OInst::placed(
-                            oa,
-                            oi,
-                            regs[i + t],
-                            *n,
-                            run_start..f.inserted.len(),
-                        ));
-                        run_start = f.inserted.len();
+                        let (oa, oi) = &body[i + t];
+                        f.place(*oa, oi, index_of[i + t], n);
                     } else {
                         f.inserted.push(*n);
                     }
@@ -1566,14 +1737,7 @@ fn align(
         }
         let lit = pcrel.contains(&i);
         if matches(oa, &oi, &n, w, lit) {
-            orig.push(OInst::placed(
-                oa,
-                oi,
-                regs[i],
-                n,
-                run_start..f.inserted.len(),
-            ));
-            run_start = f.inserted.len();
+            f.place(oa, &oi, index_of[i], &n);
             i += 1;
             j += 1;
             continue;
@@ -1601,14 +1765,7 @@ fn align(
                 hex(n.inst.bytes())
             ),
         ));
-        orig.push(OInst::placed(
-            oa,
-            oi,
-            regs[i],
-            n,
-            run_start..f.inserted.len(),
-        ));
-        run_start = f.inserted.len();
+        f.place(oa, &oi, index_of[i], &n);
         i += 1;
         j += 1;
     }
@@ -1624,17 +1781,12 @@ fn align(
                 oi.mnemonic()
             ),
         ));
-        orig.extend(
-            body[i..]
-                .iter()
-                .zip(&regs[i..])
-                .map(|(&(addr, inst), &r)| OInst::unplaced(addr, inst, r)),
-        );
+        unplaced(f, i);
     }
     // The bytes that followed a function execution falls off are compared by `verbatim::check`.
     let copied_end = f
         .falls_off
-        .zip(orig.last().and_then(|o: &OInst| o.copy()))
+        .zip(f.orig.last().and_then(|o| f.copy(o)))
         .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
     for n in new.get(j..).unwrap_or_default() {
         if is_padding(&n.inst) {
@@ -1653,5 +1805,4 @@ fn align(
             ));
         }
     }
-    f.orig = orig;
 }

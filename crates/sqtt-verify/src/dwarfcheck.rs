@@ -4,20 +4,24 @@
 //! follows the code"). Read with `gimli`, independently of the rewriter's `dwarf-remap`.
 //!
 //! Inserted instructions may carry any position; only original instructions are checked.
-use crate::code::Program;
+use crate::code::{BuildRegsHasher, Program};
 use crate::{Check, Finding};
 use gimli::{EndianSlice, LittleEndian};
 use hsaco::CodeObject;
 use rayon::prelude::*;
+use std::collections::HashMap;
 
 /// One source position: `(compilation unit index, file index, line, column)` (DWARF 5 §6.2.2;
 /// line 0 = no source line, column 0 = whole line).
 type Position = (usize, u64, u64, u64);
 
 /// Address-sorted line-table rows of one code object: `(start, end, position)`, bytes, half-open
-/// address ranges, one per row (a row covers up to the next row of its sequence).
+/// address ranges, one per row (a row covers up to the next row of its sequence); the position
+/// as an index into the distinct positions (24 bytes per row, not 48: the two maps of a large
+/// object with DWARF were a sixth of the verifier's memory).
 struct LineMap {
-    rows: Vec<(u64, u64, Position)>,
+    rows: Vec<(u64, u64, u32)>,
+    positions: Vec<Position>,
 }
 
 impl LineMap {
@@ -40,6 +44,8 @@ impl LineMap {
         })
         .map_err(|e| format!("cannot load DWARF: {e}"))?;
         let mut rows = Vec::new();
+        let mut positions: Vec<Position> = Vec::new();
+        let mut index: HashMap<Position, u32, BuildRegsHasher> = HashMap::default();
         let mut units = dwarf.units();
         let mut cu = 0usize;
         while let Some(header) = units.next().map_err(|e| format!("unit {cu}: {e}"))? {
@@ -54,7 +60,12 @@ impl LineMap {
                     let addr = row.address();
                     if let Some((start, pos)) = prev.take() {
                         if addr > start {
-                            rows.push((start, addr, pos));
+                            // At most one position per row: fewer than 2^32 in memory.
+                            let p = *index.entry(pos).or_insert_with(|| {
+                                positions.push(pos);
+                                (positions.len() - 1) as u32
+                            });
+                            rows.push((start, addr, p));
                         }
                     }
                     if !row.end_sequence() {
@@ -70,7 +81,8 @@ impl LineMap {
             cu += 1;
         }
         rows.sort_by_key(|r| (r.0, r.1));
-        Ok(Some(LineMap { rows }))
+        rows.shrink_to_fit();
+        Ok(Some(LineMap { rows, positions }))
     }
 
     /// Position of the last row starting at or before `addr` whose range covers it.
@@ -81,7 +93,7 @@ impl LineMap {
             .rev()
             .take_while(|r| r.0 == self.rows[i - 1].0)
             .find(|r| addr < r.1)
-            .map(|r| r.2)
+            .and_then(|r| self.positions.get(r.2 as usize).copied())
     }
 }
 
@@ -130,7 +142,9 @@ fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Fin
     let mut first: Option<(u64, u64, String)> = None;
     let mut count = 0usize;
     for oi in &f.orig {
-        let Some(na) = oi.new_address() else { continue };
+        let Some(na) = f.new_address(oi) else {
+            continue;
+        };
         let (a, b) = (o.at(oi.addr), n.at(na));
         if a != b {
             count += 1;

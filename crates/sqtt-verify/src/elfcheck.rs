@@ -732,14 +732,15 @@ fn callees(p: &Program, root: usize) -> BTreeSet<usize> {
             let (Some(g), Some(lo)) = (f.orig.get(b.getpc), f.orig.get(b.lo)) else {
                 continue;
             };
-            let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
-            if let Some(off) = b.offset(&lo.inst, hi) {
+            let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
+            if let Some(off) = b.offset(&f.inst(lo), hi.as_ref()) {
                 next.extend(p.func_at(g.addr.wrapping_add(4).wrapping_add(off as u64)));
             }
         }
-        for o in &f.orig {
-            if o.inst.flow() == Flow::Call {
-                match o.inst.branch_target(o.addr) {
+        for o in f.orig.iter().filter(|o| f.regs(o).has(Regs::CALL)) {
+            let i = f.inst(o);
+            if i.flow() == Flow::Call {
+                match i.branch_target(o.addr) {
                     Some(t) => next.extend(p.func_at(t)),
                     None if f.builders.is_empty() => next.extend(0..p.funcs.len()),
                     None => {}
@@ -784,10 +785,10 @@ pub(crate) fn check_descriptors(
                         if x.copied_verbatim() {
                             Some(*g.regs(x))
                         } else {
-                            x.copy().map(|n| Regs::of_inst(&n.inst))
+                            g.copy(x).map(|n| Regs::of_inst(&n.inst))
                         }
                     })
-                    .chain(g.inserted_regs.iter().copied()),
+                    .chain(g.inserted_regs(0..g.inserted.len()).copied()),
             );
             (a, b)
         })
@@ -854,8 +855,9 @@ pub(crate) fn check_descriptors(
                 .iter()
                 .take_while(|x| x.addr - ok.entry < 256)
                 .any(|x| {
-                    matches!(x.inst.flow(), Flow::Branch { conditional: false })
-                        && x.inst.branch_target(x.addr) == Some(ok.entry + 256)
+                    let i = f.inst(x);
+                    matches!(i.flow(), Flow::Branch { conditional: false })
+                        && i.branch_target(x.addr) == Some(ok.entry + 256)
                 })
         };
         if ok.descriptor.kernarg_preload_length() > 0 && has_prologue() {
@@ -864,11 +866,11 @@ pub(crate) fn check_descriptors(
                 .iter()
                 .take_while(|x| x.addr - ok.entry < 256)
                 .find(|x| {
-                    x.copy()
+                    f.copy(x)
                         .is_none_or(|n| n.addr.wrapping_sub(nk.entry) != x.addr - ok.entry)
                 });
             if let Some(x) = moved {
-                let at = x.copy().map_or("nowhere".to_string(), |n| {
+                let at = f.copy(x).map_or("nowhere".to_string(), |n| {
                     format!("+{:#x}", n.addr.wrapping_sub(nk.entry))
                 });
                 findings.push(kf(format!("kernarg-preload kernel: instruction at +{:#x} of the first 256 bytes moved to {at}", x.addr - ok.entry)));

@@ -59,7 +59,11 @@ struct Effect {
 }
 
 /// `regs`, `classes`: parallel to `run`, its registers and whitelist classes (decoded once).
-fn simulate(run: &[NInst], regs: &[Regs], classes: &[Option<Region>]) -> Effect {
+fn simulate<'r>(
+    run: &[NInst],
+    regs: impl Iterator<Item = &'r Regs>,
+    classes: &[Option<Region>],
+) -> Effect {
     let mut e = Effect {
         m0: Val::Orig,
         last_writes_m0: false,
@@ -257,9 +261,8 @@ impl Cfg {
 /// Whether every instruction of each inserted run is a simple marker-snippet instruction, by
 /// original index of the function.
 fn legacy_runs(f: &Func) -> Vec<bool> {
-    f.orig
-        .iter()
-        .map(|o| all_legacy(f.inserted_class.get(o.run()).unwrap_or_default()))
+    (0..f.orig.len())
+        .map(|k| all_legacy(f.inserted_class.get(f.run(k)).unwrap_or_default()))
         .collect()
 }
 
@@ -294,7 +297,7 @@ pub(crate) fn analyse(
         .map(|(c, f)| FactSuccs {
             cfg: &c.succs,
             traps: (0..c.len())
-                .filter(|&k| f.orig[k].inst.flow() == Flow::Trap && k + 1 < f.orig.len())
+                .filter(|&k| f.inst(&f.orig[k]).flow() == Flow::Trap && k + 1 < f.orig.len())
                 .map(|k| k as u32)
                 .collect(),
         })
@@ -366,7 +369,10 @@ pub(crate) fn analyse(
     let written: Vec<u128> = p
         .funcs
         .iter()
-        .map(|f| f.inserted_regs.iter().fold(0, |a, r| a | r.sgpr_writes))
+        .map(|f| {
+            f.inserted_regs(0..f.inserted.len())
+                .fold(0, |a, r| a | r.sgpr_writes)
+        })
         .collect();
     let inserted_top = reach
         .iter()
@@ -394,7 +400,11 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
 /// `s_cbranch_scc0` (seed spec "Scope filtering": the flag computed once at kernel entry), on an
 /// SGPR the run has not written before unless `entry` (a kernel's entry run computes the flag and
 /// may guard a marker right after).
-fn guard_reads(run: &[NInst], regs: &[Regs], entry: bool) -> BTreeSet<u16> {
+fn guard_reads<'r>(
+    run: &[NInst],
+    regs: impl Iterator<Item = &'r Regs>,
+    entry: bool,
+) -> BTreeSet<u16> {
     let mut written: u128 = 0;
     let mut out = BTreeSet::new();
     for (i, (n, r)) in run.iter().zip(regs).enumerate() {
@@ -438,12 +448,13 @@ pub(crate) fn entry_index(f: &Func) -> usize {
     // (a loop branch that happens to target entry + 256 is followed by real code).
     let in_prologue = f.orig.iter().take_while(|o| o.addr < body);
     let has_prologue = in_prologue.enumerate().any(|(i, o)| {
-        matches!(o.inst.flow(), Flow::Branch { conditional: false })
-            && o.inst.branch_target(o.addr) == Some(body)
+        let inst = f.inst(o);
+        matches!(inst.flow(), Flow::Branch { conditional: false })
+            && inst.branch_target(o.addr) == Some(body)
             && f.orig[i + 1..]
                 .iter()
                 .take_while(|x| x.addr < body)
-                .all(|x| x.inst.special() == amdgpu_isa::Special::Nop)
+                .all(|x| f.inst(x).special() == amdgpu_isa::Special::Nop)
     });
     if !has_prologue {
         return 0;
@@ -468,15 +479,15 @@ fn scope_flags(
         .map(|f| {
             let entry = entry_index(f);
             let mut tested = BTreeSet::new();
-            for (k, o) in f.orig.iter().enumerate() {
-                let run = o.run();
+            for k in 0..f.orig.len() {
+                let run = f.run(k);
                 if run.is_empty() {
                     continue;
                 }
                 let kernel_entry = k == entry && f.kind == crate::FunctionKind::Kernel;
                 tested.extend(guard_reads(
                     f.inserted.get(run.clone()).unwrap_or_default(),
-                    f.inserted_regs.get(run).unwrap_or_default(),
+                    f.inserted_regs(run),
                     kernel_entry,
                 ));
             }
@@ -513,11 +524,7 @@ fn scope_flags(
         if needed.is_empty() {
             continue;
         }
-        let run = kf
-            .orig
-            .get(entry_index(kf))
-            .map(|o| kf.inserted.get(o.run()).unwrap_or_default())
-            .unwrap_or_default();
+        let run = kf.inserted.get(kf.run(entry_index(kf))).unwrap_or_default();
         let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
         for &flag in &needed {
             if !computes || !run.iter().any(|n| n.inst.writes().contains_sgpr(flag)) {
@@ -534,13 +541,14 @@ fn scope_flags(
             for &g in r.iter().filter(|&&g| touched[g] >> flag & 1 == 1) {
                 let gf = &p.funcs[g];
                 let at = gf.orig.iter().find(|o| {
-                    o.inst.reads().contains_sgpr(flag) || o.inst.writes().contains_sgpr(flag)
+                    let (r, w) = gf.inst(o).reads_writes();
+                    r.contains_sgpr(flag) || w.contains_sgpr(flag)
                 });
                 findings.push(fnd(
                     gf,
                     Check::Inserted,
                     at.map(|o| o.addr),
-                    at.and_then(|o| o.new_address()),
+                    at.and_then(|o| gf.new_address(o)),
                     format!(
                         "scope flag s{flag} of kernel {} is used by original code of {}",
                         kf.name, gf.name
@@ -600,13 +608,13 @@ fn check_inserted(
         }
     }
     for (k, o) in f.orig.iter().enumerate() {
-        let run = f.inserted.get(o.run()).unwrap_or_default();
-        let (Some(first), Some(end)) = (run.first(), o.copy()) else {
+        let run = f.inserted.get(f.run(k)).unwrap_or_default();
+        let (Some(first), Some(end)) = (run.first(), f.new_address(o)) else {
             continue;
         };
         // Parallel to `run`: registers decoded once.
-        let rregs = &f.inserted_regs[o.run()];
-        let (run_start, run_end) = (first.addr, end.addr);
+        let rregs = f.inserted_regs(f.run(k));
+        let (run_start, run_end) = (first.addr, end);
         // Parallel to `run`: the landing block and the island each instruction lies in (looked
         // up once, not once per question below).
         let trailers: Vec<_> = run
@@ -616,7 +624,7 @@ fn check_inserted(
         // A landing block sits in front of `k` but runs on its branch edge only, right before
         // the branch target: what it writes must be changeable there (its tail island is checked
         // below like every island).
-        for ((n, r), trailer) in run.iter().zip(rregs).zip(&trailers) {
+        for ((n, r), trailer) in run.iter().zip(rregs.clone()).zip(&trailers) {
             let (Some((start, _)), None) = *trailer else {
                 continue;
             };
@@ -644,7 +652,7 @@ fn check_inserted(
         let landings: &[u64] = landings_of.get(&k).map(Vec::as_slice).unwrap_or_default();
         let (body, body_regs): (Vec<NInst>, Vec<Regs>) = run
             .iter()
-            .zip(rregs)
+            .zip(rregs.clone())
             .zip(&trailers)
             .filter(|(_, t)| matches!(t, (None, None)))
             .map(|((n, r), _)| (*n, *r))
@@ -679,7 +687,7 @@ fn check_inserted(
                 ),
             ));
         }
-        let rclasses = &f.inserted_class[o.run()];
+        let rclasses = &f.inserted_class[f.run(k)];
         for (((n, r), &class), &(landing, island)) in
             run.iter().zip(rregs).zip(rclasses).zip(&trailers)
         {
@@ -690,14 +698,14 @@ fn check_inserted(
             if let Some(isl) = island {
                 // Validated through the branch that uses it (check_target); the SGPRs it writes
                 // must be changeable where it lands.
-                let lands = f.orig.iter().position(|x| {
+                let lands = f.orig.iter().enumerate().position(|(m, x)| {
                     let start = f
                         .inserted
-                        .get(x.run())
+                        .get(f.run(m))
                         .and_then(|r| r.first())
-                        .map_or(x.new_address(), |y| Some(y.addr));
+                        .map_or(f.new_address(x), |y| Some(y.addr));
                     start.is_some_and(|s| s <= isl.dest)
-                        && x.new_address().is_some_and(|y| isl.dest <= y)
+                        && f.new_address(x).is_some_and(|y| isl.dest <= y)
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
@@ -765,25 +773,25 @@ fn check_inserted(
 /// No insertion inside an `s_clause` window (the clause would be split).
 fn check_windows(f: &Func, findings: &mut Vec<Finding>) {
     for (k, o) in f.orig.iter().enumerate() {
-        let imm = o.inst.field("simm16").unwrap_or(0);
         // `s_delay_alu` windows are not checked: the instruction is a scheduling hint (code
         // without it is correct, only slower), so inserted code may sit inside one.
-        let last = match o.inst.mnemonic() {
-            // simm16[5:0] = clause length - 1 (instructions following the s_clause).
-            "s_clause" => k + 1 + (imm & 0x3f) as usize,
-            _ => continue,
-        };
+        let m = f.mnemonic(o);
+        if m != "s_clause" {
+            continue;
+        }
+        // simm16[5:0] = clause length - 1 (instructions following the s_clause).
+        let imm = f.inst(o).field("simm16").unwrap_or(0);
+        let last = k + 1 + (imm & 0x3f) as usize;
         for m in (k + 1)..=last.min(f.orig.len().saturating_sub(1)) {
-            if let Some(x) = f.orig.get(m).filter(|x| !x.run().is_empty()) {
+            if let Some(x) = f.orig.get(m).filter(|_| !f.run(m).is_empty()) {
                 findings.push(fnd(
                     f,
                     Check::Inserted,
                     Some(x.addr),
-                    x.new_address(),
+                    f.new_address(x),
                     format!(
                         "instrumentation inside the {} window of orig {:#x}",
-                        o.inst.mnemonic(),
-                        o.addr
+                        m, o.addr
                     ),
                 ));
             }
@@ -804,7 +812,7 @@ fn check_target(
 ) -> Option<Succ> {
     let f = &p.funcs[fi];
     let o_addr = f.orig[k].addr;
-    let n_addr = f.orig[k].new_address();
+    let n_addr = f.new_address(&f.orig[k]);
     // A relaxed branch reaches its target through a long-branch island, a branch with a landing
     // block through the block's jump.
     let t_n = t_n.map(|t| {
@@ -878,11 +886,11 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             continue;
         };
         let hi = b.hi.and_then(get);
-        let Some(off_o) = b.offset(&lo.inst, hi.map(|h| &h.inst)) else {
+        let Some(off_o) = b.offset(&f.inst(lo), hi.map(|h| f.inst(h)).as_ref()) else {
             continue;
         };
         let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
-        let t_n = match (g.copy(), lo.copy(), hi.map(|h| h.copy())) {
+        let t_n = match (f.copy(g), f.copy(lo), hi.map(|h| f.copy(h))) {
             (Some(gn), Some(ln), None) => b
                 .offset(&ln.inst, None)
                 .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
@@ -896,15 +904,21 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     }
     for (k, o) in f.orig.iter().enumerate() {
         let next = (k + 1 < n).then_some((k + 1, None));
-        match o.inst.flow() {
+        if f.regs(o).has(Regs::PLAIN) {
+            cfg.extend(next);
+            cfg.succs.end_row();
+            continue;
+        }
+        let oi = f.inst(o);
+        match oi.flow() {
             Flow::Fallthrough | Flow::Call => cfg.extend(next),
             Flow::Branch { conditional } => {
                 if conditional {
                     cfg.extend(next);
                 }
-                if let Some(t_o) = o.inst.branch_target(o.addr) {
-                    let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
-                    if let Some(s) = check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings) {
+                if let Some(t_o) = oi.branch_target(o.addr) {
+                    let t_n = f.copy(o).and_then(|nn| nn.inst.branch_target(nn.addr));
+                    if let Some(s) = check_target(p, fi, k, t_o, t_n, oi.mnemonic(), findings) {
                         if let Some(b) = t_n.filter(|t| p.landings.contains_key(t)) {
                             cfg.via.insert((k, s.0), b);
                         }
@@ -912,13 +926,13 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
                     }
                 }
             }
-            Flow::IndirectJump if o.inst.special() == amdgpu_isa::Special::AddPcI64 => {
+            Flow::IndirectJump if oi.special() == amdgpu_isa::Special::AddPcI64 => {
                 // gfx1250 long branch: next instruction's address + 64-bit literal.
                 let target_of = |i: &amdgpu_isa::Instruction, at: u64| {
                     i.literal().map(|l| (at + i.len() as u64).wrapping_add(l))
                 };
-                if let Some(t_o) = target_of(&o.inst, o.addr) {
-                    let t_n = o.copy().and_then(|nn| target_of(&nn.inst, nn.addr));
+                if let Some(t_o) = target_of(&oi, o.addr) {
+                    let t_n = f.copy(o).and_then(|nn| target_of(&nn.inst, nn.addr));
                     match check_target(p, fi, k, t_o, t_n, "s_add_pc_i64", findings) {
                         Some(s) => cfg.push(s),
                         None => cfg.exits.push(k),
@@ -929,7 +943,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             }
             Flow::IndirectJump => {
                 // A long branch: the latest builder before k producing the register pair.
-                let src = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                let src = oi.reads().max_sgpr().map(|r| r.saturating_sub(1));
                 let edge = builder_edges
                     .range(..k)
                     .rev()
@@ -943,14 +957,17 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
             Flow::EndProgram | Flow::Return => cfg.exits.push(k),
             Flow::Trap => {}
         }
-        if o.inst.mnemonic() == "s_call_b64" || o.inst.mnemonic() == "s_call_i64" {
-            if let Some(t_o) = o.inst.branch_target(o.addr) {
-                let t_n = o.copy().and_then(|nn| nn.inst.branch_target(nn.addr));
-                check_target(p, fi, k, t_o, t_n, o.inst.mnemonic(), findings);
+        if oi.mnemonic() == "s_call_b64" || oi.mnemonic() == "s_call_i64" {
+            if let Some(t_o) = oi.branch_target(o.addr) {
+                let t_n = f.copy(o).and_then(|nn| nn.inst.branch_target(nn.addr));
+                check_target(p, fi, k, t_o, t_n, oi.mnemonic(), findings);
             }
         }
         cfg.succs.end_row();
     }
+    // Grown past one successor per instruction by conditional branches: kept until the last
+    // check.
+    cfg.succs.to.shrink_to_fit();
     cfg
 }
 
@@ -987,9 +1004,9 @@ fn m0_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
         .orig
         .iter()
         .map(|o| {
-            let kills = f.regs(o).has(Regs::M0_WRITE) || o.inst.flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::M0_WRITE) || f.regs(o).has(Regs::CALL);
             // `reads_m0` is false without M0 among the decoder's reads.
-            (f.regs(o).has(Regs::M0_READ) && reads_m0(&o.inst), kills)
+            (f.regs(o).has(Regs::M0_READ) && reads_m0(&f.inst(o)), kills)
         })
         .collect();
     backward_liveness(cfg, &facts)
@@ -1004,7 +1021,7 @@ fn scc_liveness(f: &Func, cfg: &Cfg) -> Vec<bool> {
         .orig
         .iter()
         .map(|o| {
-            let kills = f.regs(o).has(Regs::SCC_WRITE) || o.inst.flow() == Flow::Call;
+            let kills = f.regs(o).has(Regs::SCC_WRITE) || f.regs(o).has(Regs::CALL);
             (f.regs(o).has(Regs::SCC_READ), kills)
         })
         .collect();
@@ -1023,10 +1040,10 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
     while let Some(k) = work.pop_front() {
         let o = &f.orig[k];
         let Some(vin) = val_in[k] else { continue };
-        let out = if o.inst.flow() == Flow::Call {
+        let out = if f.regs(o).has(Regs::CALL) {
             Val::Unknown
         } else if f.regs(o).has(Regs::M0_WRITE) {
-            match allowed(&o.inst) {
+            match allowed(&f.inst(o)) {
                 Some(Allowed::SetM0(c)) => Val::Const(c),
                 _ => Val::Unknown,
             }
@@ -1052,10 +1069,9 @@ fn m0_constants(f: &Func, cfg: &Cfg) -> Vec<Option<Val>> {
 /// Normalised entry into the run of original `k`: `None` when the landing executes the whole run.
 fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
     let start = f
-        .orig
-        .get(k)
-        .and_then(|o| o.run().next())
-        .and_then(|i| f.inserted.get(i))
+        .inserted
+        .get(f.run(k))
+        .and_then(|r| r.first())
         .map(|x| x.addr);
     match (land, start) {
         (None, _) => None,
@@ -1067,7 +1083,7 @@ fn entry_key(f: &Func, k: usize, land: Option<u64>) -> Option<u64> {
 }
 
 fn run_from<'a>(p: &Program, f: &'a Func, k: usize, landing: Option<u64>) -> &'a [NInst] {
-    let mut run = f.inserted.get(f.orig[k].run()).unwrap_or_default();
+    let mut run = f.inserted.get(f.run(k)).unwrap_or_default();
     // A run that starts with a long-branch island or a landing block is never entered by
     // fall-through: after an unconditional branch nothing falls into it, and after a conditional
     // branch the fall-through path takes the `s_branch` over it. Execution starts after it.
@@ -1167,7 +1183,7 @@ fn check_runs(
     // check (the loop below skips the others), so only their edges are listed and sorted.
     let mut entries: Vec<(usize, Option<u64>)> = vec![(0, None)];
     for (s, land) in cfg.edges() {
-        if !f.orig[s].run().is_empty() {
+        if !f.run(s).is_empty() {
             entries.push((s, entry_key(f, s, land)));
         }
     }
@@ -1191,7 +1207,7 @@ fn check_runs(
         let o = &f.orig[k];
         // No run in front: every entry executes nothing (`run_from` gives empty code, whose
         // effect changes nothing and emits nothing), so there is nothing to check or record.
-        if o.run().is_empty() {
+        if f.run(k).is_empty() {
             continue;
         }
         // The run as fall-through enters it (a leading long-branch island is not part of it).
@@ -1199,7 +1215,7 @@ fn check_runs(
         let code = Code::new(
             f,
             whole,
-            o.new_address(),
+            f.new_address(o),
             legacy.get(k).copied().unwrap_or(true),
             changeable.get(k).copied().unwrap_or(0),
         );
@@ -1293,10 +1309,10 @@ impl<'a> Code<'a> {
         changeable: u128,
     ) -> Code<'a> {
         let at = span(f, whole);
-        let names_vgprs = f.inserted_regs[at.clone()].iter().any(|r| r.vgpr_top != 0);
+        let names_vgprs = f.inserted_regs(at.clone()).any(|r| r.vgpr_top != 0);
         let executable = f.inserted_class[at.clone()]
             .iter()
-            .zip(&f.inserted_regs[at])
+            .zip(f.inserted_regs(at))
             .all(|(class, r)| {
                 class.is_some() && r.has(Regs::SCALAR_WRITES)
                     || matches!(
@@ -1349,7 +1365,7 @@ fn entry_effect(
     let simulated = || {
         simulate(
             run,
-            &f.inserted_regs[idx.clone()],
+            f.inserted_regs(idx.clone()),
             &f.inserted_class[idx.clone()],
         )
     };
@@ -1408,7 +1424,7 @@ fn check_effect(
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
-    let na = o.new_address();
+    let na = f.new_address(o);
     if e.scc_changed && facts.scc_live[k] {
         findings.push(fnd(
             f,
@@ -1432,7 +1448,8 @@ fn check_effect(
             format!("M0 is live here and the inserted run leaves it {:?}", e.m0),
         ));
     }
-    if e.last_writes_m0 && reads_m0(&o.inst) {
+    let oi = f.inst(o);
+    if e.last_writes_m0 && reads_m0(&oi) {
         findings.push(fnd(
             f,
             Check::M0,
@@ -1440,7 +1457,7 @@ fn check_effect(
             na,
             format!(
                 "M0 written directly before {}, which reads it (needs s_nop 0)",
-                o.inst.mnemonic()
+                oi.mnemonic()
             ),
         ));
     }
@@ -1734,7 +1751,7 @@ fn check_balance(
                     f,
                     Check::Markers,
                     Some(o.addr),
-                    o.new_address(),
+                    f.new_address(o),
                     "exit marker with no open scope on some path".into(),
                 ));
             }
@@ -1755,7 +1772,7 @@ fn check_balance(
                             "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
                         )
                     };
-                    findings.push(fnd(f, Check::Markers, Some(o.addr), o.new_address(), msg));
+                    findings.push(fnd(f, Check::Markers, Some(o.addr), f.new_address(o), msg));
                 }
                 Some(_) => {}
             }
@@ -1768,8 +1785,8 @@ fn check_balance(
                 f,
                 Check::Markers,
                 Some(o.addr),
-                o.new_address(),
-                format!("{d} marker scope(s) still open at {}", o.inst.mnemonic()),
+                f.new_address(o),
+                format!("{d} marker scope(s) still open at {}", f.inst(o).mnemonic()),
             ));
         }
     }

@@ -272,16 +272,26 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
         which: "rewritten",
         error,
     })?;
+    verify_parsed(&orig, &new)
+}
+
+/// [`verify`] of two code objects the caller has parsed already (with `hsaco::CodeObject::parse`
+/// or `parse_owned`: no second parse and no copy of the files). Errors: as [`verify`], except
+/// [`VerifyError::Parse`].
+pub fn verify_parsed(
+    orig: &hsaco::CodeObject,
+    new: &hsaco::CodeObject,
+) -> Result<Report, VerifyError> {
     let mut findings = Vec::new();
-    elfcheck::check_header(&orig, &new, &mut findings);
-    let isa = isa_target(&orig, "original")?;
-    let program = code::Program::build(&orig, &new, isa, &mut findings)?;
+    elfcheck::check_header(orig, new, &mut findings);
+    let isa = isa_target(orig, "original")?;
+    let program = code::Program::build(orig, new, isa, &mut findings)?;
     let kernel_waves: Vec<u32> = orig
         .kernels
         .iter()
         .map(|k| wave_size(isa, &k.descriptor))
         .collect();
-    let fm = elfcheck::check_funcmap(&orig, &new, &kernel_waves, &mut findings);
+    let fm = elfcheck::check_funcmap(orig, new, &kernel_waves, &mut findings);
     // Device functions run in their callers' waves: the W: row, else the kernels' common size.
     let fallback =
         fm.wave
@@ -306,13 +316,13 @@ pub fn verify(original: &[u8], rewritten: &[u8]) -> Result<Report, VerifyError> 
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
-    elfcheck::check_sections(&orig, &new, &mut findings);
-    segments::check_segments(&orig, &new, &mut findings);
-    elfcheck::check_symbols(&orig, &new, &program, &mut findings);
-    elfcheck::check_relocations(&orig, &new, &program, &mut findings);
-    dwarfcheck::check_lines(&orig, &new, &program, &mut findings);
-    elfcheck::check_descriptors(&orig, &new, &program, &analysis.inserted_top, &mut findings);
-    elfcheck::check_metadata_root(&orig, &new, &mut findings);
+    elfcheck::check_sections(orig, new, &mut findings);
+    segments::check_segments(orig, new, &mut findings);
+    elfcheck::check_symbols(orig, new, &program, &mut findings);
+    elfcheck::check_relocations(orig, new, &program, &mut findings);
+    dwarfcheck::check_lines(orig, new, &program, &mut findings);
+    elfcheck::check_descriptors(orig, new, &program, &analysis.inserted_top, &mut findings);
+    elfcheck::check_metadata_root(orig, new, &mut findings);
     let functions = program
         .funcs
         .iter()

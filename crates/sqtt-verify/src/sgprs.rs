@@ -82,7 +82,7 @@ fn smem_result(r: &Regs) -> Mask {
 }
 
 /// LGKM_CNT field of `s_waitcnt` simm16 per family (ISA manuals "S_WAITCNT").
-fn smem_drained(i: &Instruction) -> bool {
+pub(crate) fn smem_drained(i: &Instruction) -> bool {
     let simm = i.field("simm16");
     match i.mnemonic() {
         "s_waitcnt" => {
@@ -113,8 +113,8 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
         .iter()
         .filter(|b| b.getpc < k && b.dst == pair)
         .max_by_key(|b| b.getpc)?;
-    let lo = &f.orig.get(b.lo)?.inst;
-    let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
+    let lo = &f.inst(f.orig.get(b.lo)?);
+    let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
     let done = b.hi.map_or(b.lo, |h| h.max(b.lo));
     let written = (done + 1..k).any(|j| {
         let w = writes(f.regs(&f.orig[j]));
@@ -126,19 +126,19 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let joined = f
         .orig
         .iter()
-        .any(|o| o.inst.branch_target(o.addr).is_some_and(lands_between))
+        .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
         || f.builders.iter().any(|o| {
             let (Some(l), Some(g)) = (f.orig.get(o.lo), f.orig.get(o.getpc)) else {
                 return true;
             };
-            let h = o.hi.and_then(|h| f.orig.get(h)).map(|h| &h.inst);
-            o.offset(&l.inst, h)
+            let h = o.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
+            o.offset(&f.inst(l), h.as_ref())
                 .is_some_and(|off| lands_between(g.addr.wrapping_add(4).wrapping_add(off as u64)))
         });
     if written || joined {
         return None;
     }
-    let off = b.offset(lo, hi)?;
+    let off = b.offset(lo, hi.as_ref())?;
     Some(
         f.orig
             .get(b.getpc)?
@@ -159,13 +159,16 @@ impl CallGraph {
             .map(|(fi, f)| {
                 let mut c = Vec::new();
                 for (k, o) in f.orig.iter().enumerate() {
-                    if o.inst.flow() != Flow::Call {
+                    if !f.regs(o).has(Regs::CALL) {
                         continue;
                     }
-                    let t = match o.inst.branch_target(o.addr) {
+                    let oi = f.inst(o);
+                    if oi.flow() != Flow::Call {
+                        continue;
+                    }
+                    let t = match oi.branch_target(o.addr) {
                         Some(t) => Some(t),
-                        None => o
-                            .inst
+                        None => oi
                             .reads()
                             .max_sgpr()
                             .and_then(|r| builder_target(f, k, r.saturating_sub(1))),
@@ -174,11 +177,11 @@ impl CallGraph {
                 }
                 let mut l = BTreeMap::new();
                 for &k in exits.get(fi).map(Vec::as_slice).unwrap_or_default() {
-                    let o = &f.orig[k];
-                    let how = match o.inst.flow() {
+                    let oi = f.inst(&f.orig[k]);
+                    let how = match oi.flow() {
                         Flow::EndProgram => Leave::EndPgm,
-                        Flow::IndirectJump if o.inst.special() != Special::AddPcI64 => {
-                            let pair = o.inst.reads().max_sgpr().map(|r| r.saturating_sub(1));
+                        Flow::IndirectJump if oi.special() != Special::AddPcI64 => {
+                            let pair = oi.reads().max_sgpr().map(|r| r.saturating_sub(1));
                             match pair.and_then(|r| builder_target(f, k, r)) {
                                 Some(t) => match p.func_at(t) {
                                     Some(g) if g != fi => Leave::Tail(g),
@@ -446,8 +449,8 @@ fn pending(
         .iter()
         .enumerate()
         .map(|(k, o)| {
-            let i = &o.inst;
-            let call = if i.flow() == Flow::Call {
+            let r = f.regs(o);
+            let call = if r.has(Regs::CALL) {
                 match calls.get(&k) {
                     Some(Some(g)) => smem[*g],
                     _ => EVERY,
@@ -455,7 +458,7 @@ fn pending(
             } else {
                 0
             };
-            (smem_drained(i), smem_result(f.regs(o)), call)
+            (r.has(Regs::SMEM_DRAINED), smem_result(r), call)
         })
         .collect();
     loop {
@@ -489,55 +492,29 @@ pub(crate) fn touched(f: &Func) -> Mask {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FunctionKind;
-    use amdgpu_isa::{decode_all, Target};
+    use amdgpu_isa::Target;
 
     /// A function from gfx942 words (llvm-mc-22 encodings) at address 0x1000.
-    fn func(bytes: &[u8]) -> Func {
+    fn func(bytes: &[u8]) -> Func<'_> {
         let t = Target::from_name("gfx942").expect("gfx942");
-        let mut addr = 0x1000;
-        let body: Vec<(u64, Instruction)> = decode_all(bytes, t)
-            .expect("decodes")
-            .into_iter()
-            .map(|i| {
-                let a = addr;
-                addr += i.len() as u64;
-                (a, i)
-            })
-            .collect();
-        Func {
-            name: "f".into(),
-            kind: FunctionKind::Function,
-            orig_start: 0x1000,
-            orig_end: addr,
-            new_start: None,
-            new_region_end: addr,
-            builders: crate::code::find_builders(&body),
-            orig_used: amdgpu_isa::RegSet::new(),
-            regs_table: body.iter().map(|(_, i)| Regs::of_inst(i)).collect(),
-            orig: body
-                .into_iter()
-                .enumerate()
-                .map(|(k, (addr, inst))| crate::code::OInst::unplaced(addr, inst, k as u32))
-                .collect(),
-            inserted: Vec::new(),
-            inserted_regs: Vec::new(),
-            inserted_class: Vec::new(),
-            padding: Vec::new(),
-            falls_off: None,
-        }
+        let text = crate::code::Text {
+            addr: 0x1000,
+            offset: 0x1000,
+            bytes,
+        };
+        Func::unaligned(text, t)
     }
 
     /// `s_getpc_b64 s[0:1]; s_add_u32 s0, s0, 0x100; s_addc_u32 s1, s1, 0`, then `between`, then
     /// `s_swappc_b64 s[30:31], s[0:1]` (llvm-mc-22 -mcpu=gfx942 encodings).
-    fn call_after(between: &[u8]) -> Func {
+    fn call_after(between: &[u8]) -> Vec<u8> {
         let mut b = vec![
             0x00, 0x1c, 0x80, 0xbe, 0x00, 0xff, 0x00, 0x80, 0x00, 0x01, 0x00, 0x00, 0x01, 0x80,
             0x01, 0x82,
         ];
         b.extend_from_slice(between);
         b.extend_from_slice(&[0x00, 0x1e, 0x9e, 0xbe, 0x00, 0x00, 0x81, 0xbf]);
-        func(&b)
+        b
     }
 
     /// A call through a builder's pair resolves to the builder's target only while the pair
@@ -546,18 +523,22 @@ mod tests {
     #[test]
     fn call_targets_need_an_untouched_pair_on_a_straight_line() {
         // Target: getpc address + 4 + 0x100.
-        let f = call_after(&[]);
+        let b = call_after(&[]);
+        let f = func(&b);
         assert_eq!(builder_target(&f, 3, 0), Some(0x1104));
         // `s_mov_b32 s2, s5` touches another pair: still resolved.
-        let f = call_after(&[0x05, 0x00, 0x82, 0xbe]);
+        let b = call_after(&[0x05, 0x00, 0x82, 0xbe]);
+        let f = func(&b);
         assert_eq!(builder_target(&f, 4, 0), Some(0x1104));
         // `s_mov_b32 s0, s5` overwrites the low half: unresolved.
-        let f = call_after(&[0x05, 0x00, 0x80, 0xbe]);
+        let b = call_after(&[0x05, 0x00, 0x80, 0xbe]);
+        let f = func(&b);
         assert_eq!(builder_target(&f, 4, 0), None);
         // `s_cbranch_scc0 -2` (back to the s_addc_u32's successor region): a branch lands
         // between the builder and the call, so another path may reach the call: unresolved.
-        let f = call_after(&[0x00, 0x00, 0x84, 0xbf, 0xfe, 0xff, 0x84, 0xbf]);
-        assert_eq!(f.orig[4].inst.mnemonic(), "s_cbranch_scc0");
+        let b = call_after(&[0x00, 0x00, 0x84, 0xbf, 0xfe, 0xff, 0x84, 0xbf]);
+        let f = func(&b);
+        assert_eq!(f.inst(&f.orig[4]).mnemonic(), "s_cbranch_scc0");
         assert_eq!(builder_target(&f, 5, 0), None);
     }
 }

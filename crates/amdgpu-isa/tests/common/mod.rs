@@ -4,6 +4,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A xorshift64 generator of 32-bit words from `seed` (non-zero): reproducible random
+/// operand bits for the tests over every opcode.
+pub fn xorshift(seed: u64) -> impl FnMut() -> u32 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x as u32
+    }
+}
+
 /// Directory of LLVM 22 tools.
 pub const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 
