@@ -418,34 +418,42 @@ fn overwritten_dwarf_contribution_headers_are_unreadable_dwarf() {
         let mut b = orig.clone();
         b[off..off + len].fill(fill);
         std::fs::write(t.path().join(name), b).expect("write");
-        let r = run(
-            t.path(),
-            &[
-                name,
-                "-o",
-                "o.co",
-                "--functions",
-                "1",
-                "--report-json",
-                "r.json",
-            ],
-        );
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        assert_eq!(
-            r.first_line(),
-            format!("sqtt-patch: {name}: warning: the DWARF cannot be read ({error}): inlined functions are not marked and funcmap rows carry no source locations")
-        );
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(t.path().join("r.json")).expect("r.json"))
-                .expect("json");
-        assert_eq!(json["inlined"]["dwarf_error"], error);
-        let strict = run(
-            t.path(),
-            &[name, "-o", "s.co", "--functions", "1", "--strict"],
-        );
-        assert_eq!(strict.code, 3, "{}", strict.stderr);
-        assert!(!t.path().join("s.co").exists());
+        unreadable_dwarf(t.path(), name, error);
     }
+}
+
+/// Runs `--functions 1` on `name` in `dir`, whose DWARF cannot be read because of `error`:
+/// exit 0 with the warning first on stderr and `error` in the JSON report; with `--strict`
+/// exit 3 and nothing written. Returns the `--strict` run.
+fn unreadable_dwarf(dir: &Path, name: &str, error: &str) -> Run {
+    let r = run(
+        dir,
+        &[
+            name,
+            "-o",
+            "o.co",
+            "--functions",
+            "1",
+            "--report-json",
+            "r.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.first_line(),
+        format!("sqtt-patch: {name}: warning: the DWARF cannot be read ({error}): inlined functions are not marked and funcmap rows carry no source locations")
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("r.json")).expect("r.json")).expect("json");
+    assert_eq!(json["inlined"]["dwarf_error"], error);
+    let strict = run(dir, &[name, "-o", "s.co", "--functions", "1", "--strict"]);
+    assert_eq!(strict.code, 3, "{}", strict.stderr);
+    assert_eq!(
+        strict.first_line(),
+        format!("sqtt-patch: {name}: warning: the DWARF cannot be read ({error}): inlined functions are not marked and funcmap rows carry no source locations")
+    );
+    assert!(!dir.join("s.co").exists());
+    strict
 }
 
 /// DWARF that cannot be read is said on stderr and is lost coverage for `--strict` (the
@@ -458,39 +466,15 @@ fn unreadable_dwarf_is_a_warning_and_lost_coverage_for_strict() {
     assert_eq!(&b[0x1f95..0x1f97], &[5, 0], "DWARF 5 unit header");
     b[0x1f95] = 13;
     std::fs::write(t.path().join("dw.co"), b).expect("write");
-    let warning = "sqtt-patch: dw.co: warning: the DWARF cannot be read (.debug_info+0x0: unknown DWARF version: 13): inlined functions are not marked and funcmap rows carry no source locations";
-    let r = run(
+    let strict = unreadable_dwarf(
         t.path(),
-        &[
-            "dw.co",
-            "-o",
-            "o.co",
-            "--functions",
-            "1",
-            "--report-json",
-            "r.json",
-        ],
+        "dw.co",
+        ".debug_info+0x0: unknown DWARF version: 13",
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.first_line(), warning);
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(t.path().join("r.json")).expect("r.json"))
-            .expect("json");
-    assert_eq!(
-        json["inlined"]["dwarf_error"],
-        ".debug_info+0x0: unknown DWARF version: 13"
-    );
-    let strict = run(
-        t.path(),
-        &["dw.co", "-o", "s.co", "--functions", "1", "--strict"],
-    );
-    assert_eq!(strict.code, 3, "{}", strict.stderr);
-    assert_eq!(strict.first_line(), warning);
     assert_eq!(
         strict.stderr.lines().last(),
         Some("sqtt-patch: dw.co: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written")
     );
-    assert!(!t.path().join("s.co").exists());
     // The same object with readable DWARF: no warning, and --strict writes it.
     std::fs::copy(
         fixture("objects/gfx942__inlined__O3-g.co"),
