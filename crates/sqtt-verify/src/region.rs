@@ -62,7 +62,10 @@ pub(crate) struct Env<'a> {
 /// Everything an execution of an entry depends on besides [`Env`]: the run's bytes, where in
 /// them it is entered, and the inputs of [`Entry`]. The interpreter models no instruction that
 /// reads the PC (`s_getpc*` stops it with an error, which is a problem and never stored), and
-/// branches are PC-relative, so the outcome does not depend on the run's address.
+/// branches are PC-relative, so the outcome does not depend on the run's address. The trade-off:
+/// identical entries of a function share the random register states of the first one executed
+/// (each is still tried with its trials, zeroed instrumentation SGPRs and both scope-flag values),
+/// where before every site drew its own.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct RunKey {
     code: Vec<u8>,
