@@ -262,11 +262,21 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
 /// with item `i + 1`'s instrumentation. The channel is a rendezvous, so one finished item waits
 /// at most and memory grows by one bundle at most. The first error of either side stops both
 /// and is returned.
+///
+/// On a rayon worker (`batch` processes its inputs in parallel) the items run one after the
+/// other on this thread instead: a worker blocked waiting for the producer, whose instrumentation
+/// needs rayon workers itself, deadlocks the pool once every worker waits.
 fn pipelined<T: Send>(
     n: usize,
     produce: impl Fn(usize) -> Result<T> + Sync,
     mut consume: impl FnMut(usize, T) -> Result<()>,
 ) -> Result<()> {
+    if rayon::current_thread_index().is_some() {
+        for i in 0..n {
+            consume(i, produce(i)?)?;
+        }
+        return Ok(());
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(0);
         let produce = &produce;
@@ -741,5 +751,50 @@ mod tests {
         .expect_err("consumer error");
         assert_eq!(e.to_string(), "disk full at bundle 5");
         assert!(produced.load(Ordering::SeqCst) <= 7, "producer ran on");
+    }
+
+    /// Called on every worker of a rayon pool at once (as `batch` does with its containers),
+    /// with a producer that itself needs the pool (`par_iter`, as instrumenting a bundle's
+    /// entries does): every call finishes. The pipeline blocked the workers in `recv` and
+    /// deadlocked here (fresh tester, session 12: `batch fixtures/bundles` never ended).
+    #[test]
+    fn pipelined_on_rayon_workers_does_not_deadlock() {
+        // The global pool, as in `batch`: the producer's `par_iter` runs there too. A deadlock
+        // fails the test after a minute instead of hanging it.
+        let calls = 2 * rayon::current_num_threads();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(run_on_workers(calls)));
+        let sums = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("pipelined on rayon workers deadlocked");
+        assert_eq!(
+            sums,
+            (0..calls).map(|k| 14850 + 300 * k).collect::<Vec<_>>()
+        );
+    }
+
+    /// `calls` parallel [`pipelined`] runs whose producers use `par_iter`: their sums.
+    fn run_on_workers(calls: usize) -> Vec<usize> {
+        (0..calls)
+            .into_par_iter()
+            .map(|k| {
+                let mut sum = 0;
+                pipelined(
+                    3,
+                    |i| {
+                        Ok((0..100usize)
+                            .into_par_iter()
+                            .map(|x| x * i + k)
+                            .sum::<usize>())
+                    },
+                    |_, v| {
+                        sum += v;
+                        Ok(())
+                    },
+                )
+                .expect("pipelined");
+                sum
+            })
+            .collect()
     }
 }

@@ -512,3 +512,40 @@ fn coverage_counts_the_sites_of_objects_that_failed_closed() {
         "coverage: address_trace 8/16 (50.0 %); not counted: 1 code object that failed closed before its sites were found"
     );
 }
+
+/// Several bundles and host binaries in one batch, written and checked: their containers run
+/// on rayon workers at once, each instrumenting its entries on the same pool. The session-12
+/// bundle pipeline blocked those workers and this never ended (fresh tester); the run is killed
+/// after two minutes so a regression fails instead of hanging CI.
+#[test]
+fn many_containers_in_one_batch_finish() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(BIN)
+        .current_dir(t.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .arg("batch")
+        .arg(workspace().join("fixtures/bundles"))
+        .arg(workspace().join("fixtures/hosts"))
+        .args(["--functions", "1", "--barriers", "1", "-o", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run sqtt-patch");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("batch over fixtures/bundles and fixtures/hosts did not finish in 2 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let written = std::fs::read_dir(t.path().join("out"))
+        .expect("out")
+        .count();
+    assert!(written >= 2, "{written} outputs");
+}
