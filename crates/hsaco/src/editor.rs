@@ -801,24 +801,7 @@ impl<'a> CodeObjectEditor<'a> {
                 let tag = u64::from_le_bytes(
                     out[o as usize..o as usize + 8].try_into().unwrap_or([0; 8]),
                 );
-                const PTR_TAGS: [u64; 15] = [
-                    3,
-                    4,
-                    5,
-                    6,
-                    7,
-                    12,
-                    13,
-                    17,
-                    23,
-                    25,
-                    26,
-                    0x6fff_fef5,
-                    0x6fff_fff0,
-                    0x6fff_fffc,
-                    0x6fff_fffe,
-                ];
-                if PTR_TAGS.contains(&tag) {
+                if elf::DYNAMIC_POINTER_TAGS.iter().any(|&(t, _)| t == tag) {
                     let v = u64::from_le_bytes(
                         out[o as usize + 8..o as usize + 16]
                             .try_into()

@@ -19,6 +19,28 @@ pub const SHT_DYNSYM: u32 = 11;
 pub const SHT_RELA: u32 = 4;
 /// `SHT_DYNAMIC`.
 pub const SHT_DYNAMIC: u32 = 6;
+
+/// `.dynamic` tags whose `d_un` is an address (`d_ptr`), with their names (gABI "Dynamic
+/// Section" table; GNU extensions from glibc's `elf.h`): `DT_PLTGOT`, `DT_HASH`, `DT_STRTAB`,
+/// `DT_SYMTAB`, `DT_RELA`, `DT_INIT`, `DT_FINI`, `DT_REL`, `DT_JMPREL`, `DT_INIT_ARRAY`,
+/// `DT_FINI_ARRAY`, `DT_GNU_HASH`, `DT_VERSYM`, `DT_VERDEF`, `DT_VERNEED`.
+pub const DYNAMIC_POINTER_TAGS: [(u64, &str); 15] = [
+    (3, "DT_PLTGOT"),
+    (4, "DT_HASH"),
+    (5, "DT_STRTAB"),
+    (6, "DT_SYMTAB"),
+    (7, "DT_RELA"),
+    (12, "DT_INIT"),
+    (13, "DT_FINI"),
+    (17, "DT_REL"),
+    (23, "DT_JMPREL"),
+    (25, "DT_INIT_ARRAY"),
+    (26, "DT_FINI_ARRAY"),
+    (0x6fff_fef5, "DT_GNU_HASH"),
+    (0x6fff_fff0, "DT_VERSYM"),
+    (0x6fff_fffc, "DT_VERDEF"),
+    (0x6fff_fffe, "DT_VERNEED"),
+];
 /// `SHF_WRITE`.
 pub const SHF_WRITE: u64 = 1;
 /// `SHF_ALLOC`.

@@ -331,6 +331,31 @@ fn function_symbol_in_a_non_executable_section_is_an_input_error() {
     }
 }
 
+/// A `.dynamic` address entry pointing outside every allocated section (`DT_HASH` with bit 27
+/// set, one flipped bit): bad input (exit 2, the entry's offset, tag and address named) for
+/// `info` and the main job alike. The rewrite used to move the pointer as if it lay past
+/// `.text` and the verifier rejected the result (exit 1; fresh tester, session 12).
+#[test]
+fn dynamic_pointer_outside_every_section_is_an_input_error() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let dynamic = co.elf.section_by_name(".dynamic").expect(".dynamic");
+    let at = (0..dynamic.size as usize / 16)
+        .map(|i| dynamic.offset as usize + 16 * i)
+        .find(|&o| b[o..o + 8] == 4u64.to_le_bytes())
+        .expect("DT_HASH entry");
+    let mut d = b.clone();
+    d[at + 11] ^= 0x08;
+    let value = u64::from_le_bytes(d[at + 8..at + 16].try_into().expect("8 bytes"));
+    let message = format!(
+        "malformed .dynamic entry at offset {at:#x}: DT_HASH points at {value:#x}, outside every allocated section"
+    );
+    check("dyn.co", &d, CO, &message);
+    let (code, err) = patch_fails("dyn.co", &d, "out.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("dyn.co") && err.contains(&message), "{err}");
+}
+
 /// Runs `sqtt-patch [--fatbin] IN -o OUT --functions 1 --shader-clock-bits 8`; exit code 0
 /// asserted; returns stderr.
 fn patch_with_clock_bits(fatbin: bool, input: &Path, output: &Path) -> String {
