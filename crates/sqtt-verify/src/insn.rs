@@ -60,7 +60,9 @@ fn single_sgpr(set: &RegSet) -> Option<u16> {
 pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     match inst.special() {
         Special::TtraceDataImm(v) => return Some(Allowed::TtraceImm(v)),
-        Special::TtraceData => return Some(Allowed::Ttrace),
+        // LLVM 22 decodes `s_ttracedata` only with a zero `simm16` (anything else is printed as
+        // `.long`); the rewrite never sets it.
+        Special::TtraceData if inst.field("simm16") == Some(0) => return Some(Allowed::Ttrace),
         Special::Nop if inst.field("simm16") == Some(0) => return Some(Allowed::Nop0),
         _ => {}
     }
@@ -407,4 +409,27 @@ pub(crate) fn set_within(w: &RegSet, sgprs: &RegSet) -> bool {
     ok.add(SpecialReg::M0);
     ok.add(SpecialReg::Scc);
     w.union(&ok) == ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An inserted `s_ttracedata` is allowed only with `simm16` 0 (fresh tester, session 12:
+    /// `BF960400` and `BF960004` were accepted).
+    #[test]
+    fn ttracedata_with_a_nonzero_simm16_may_not_be_inserted() {
+        for mcpu in ["gfx942", "gfx1100", "gfx1201"] {
+            let t = amdgpu_isa::Target::from_name(mcpu).expect("target");
+            let plain = amdgpu_isa::build::s_ttracedata(t).expect("s_ttracedata");
+            assert!(matches!(allowed(&plain), Some(Allowed::Ttrace)), "{mcpu}");
+            for simm in [0x400u16, 0x4] {
+                let mut b = plain.bytes().to_vec();
+                b[..2].copy_from_slice(&simm.to_le_bytes());
+                let i = amdgpu_isa::decode(&b, t).expect("decodes");
+                assert!(allowed(&i).is_none(), "{mcpu} simm16 {simm:#x}");
+                assert!(region_class(&i).is_none(), "{mcpu} simm16 {simm:#x}");
+            }
+        }
+    }
 }
