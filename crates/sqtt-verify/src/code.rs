@@ -1001,26 +1001,30 @@ impl<'a> Program<'a> {
                 // the distinct encodings' registers give it.
                 // Sized for a quarter of the body distinct (no rehash on most functions).
                 // The shape (`Func::shapes`) is one too.
-                let mut by_bytes: HashMap<&[u8], ((u32, u32), bool), BuildRegsHasher> =
+                // Keyed by the encoding as integers (`encoding_key`): hashed in two steps and
+                // compared without a byte loop.
+                let mut by_bytes: HashMap<EncodingKey, ((u32, u32), bool), BuildRegsHasher> =
                     HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
+                let mut facts = |i: &Instruction| {
+                    let (r, w) = i.reads_writes();
+                    used.union_with(&r);
+                    used.union_with(&w);
+                    let x = Regs::of(i, &r, &w);
+                    let k = *index.entry(x).or_insert_with(|| {
+                        table.push(x);
+                        (table.len() - 1) as u32
+                    });
+                    let s = *shapes.entry(i.shape()).or_insert_with(|| {
+                        f.shapes.push(*i);
+                        (f.shapes.len() - 1) as u32
+                    });
+                    ((s, k), crate::insn::insertable_regs(i, &x))
+                };
                 let (index_of, body_ins): (Vec<(u32, u32)>, Vec<bool>) = body
                     .iter()
-                    .map(|(_, i)| {
-                        *by_bytes.entry(i.bytes()).or_insert_with(|| {
-                            let (r, w) = i.reads_writes();
-                            used.union_with(&r);
-                            used.union_with(&w);
-                            let x = Regs::of(i, &r, &w);
-                            let k = *index.entry(x).or_insert_with(|| {
-                                table.push(x);
-                                (table.len() - 1) as u32
-                            });
-                            let s = *shapes.entry(i.shape()).or_insert_with(|| {
-                                f.shapes.push(*i);
-                                (f.shapes.len() - 1) as u32
-                            });
-                            ((s, k), crate::insn::insertable_regs(i, &x))
-                        })
+                    .map(|(_, i)| match encoding_key(i.bytes()) {
+                        Some(key) => *by_bytes.entry(key).or_insert_with(|| facts(i)),
+                        None => facts(i),
                     })
                     .unzip();
                 drop(index);
@@ -1530,10 +1534,26 @@ impl std::hash::Hasher for RegsHasher {
         self.add(u64::from(v));
     }
 
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
     fn write_u128(&mut self, v: u128) {
         self.add(v as u64);
         self.add((v >> 64) as u64);
     }
+}
+
+/// An encoding of up to 16 bytes as a map key ([`encoding_key`]).
+type EncodingKey = (u128, u64);
+
+/// An encoding of up to 16 bytes as a map key: the bytes zero-padded into a little-endian
+/// `u128`, and the length (bytes), so encodings that differ only in trailing zero bytes differ.
+/// `None` for a longer encoding (MIMG NSA, gfx950/gfx1250 two-part instructions: rare).
+fn encoding_key(b: &[u8]) -> Option<EncodingKey> {
+    let mut w = [0u8; 16];
+    w.get_mut(..b.len())?.copy_from_slice(b);
+    Some((u128::from_le_bytes(w), b.len() as u64))
 }
 
 pub(crate) type BuildRegsHasher = std::hash::BuildHasherDefault<RegsHasher>;
