@@ -136,7 +136,7 @@ fn write_outputs(outs: Vec<(output::Dest, Vec<u8>)>) -> Result<()> {
         let mut s = output::Sink::new(d)?;
         s.file()
             .write_all(bytes)
-            .with_context(|| format!("{}: cannot write", d.path.display()))?;
+            .with_context(|| format!("{}: cannot write", d.label))?;
         sinks.push(s);
     }
     output::commit_all(sinks)
@@ -246,7 +246,7 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
 pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     let mut trace = Trace::open(&a.common.trace_dir)?;
     let d = dest("-o", &a.output, &trace.inputs(), false)?;
-    let cannot = || format!("{}: cannot write", a.output.display());
+    let cannot = || format!("{}: cannot write", d.label);
     let mut out = output::Sink::new(&d)?;
     let file = out.file().try_clone().with_context(cannot)?;
     let mut sink = MemTrace::new(file).with_context(cannot)?;

@@ -39,9 +39,12 @@ fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(hsaco::CodeObject
 
 /// Runs the verifier; returns the process exit code (0 clean, 1 findings). A rewritten file
 /// byte-identical to the original (a failed-closed or nothing-to-do output) is a valid, empty
-/// rewrite: exit 0 without running the checks. Input errors are returned as `Err` (the caller
-/// maps them to exit code 2): an unreadable or unparsable file (named), and swapped arguments
-/// (the original carries `.sqtt_patch` and the rewritten file does not).
+/// rewrite: exit 0 without running the checks, but only once both files have been read as code
+/// objects (two copies of an unreadable file are an input error naming it, not "OK": the main
+/// job writes nothing for such an object, `--fatbin` reports it failed closed). Input errors
+/// are returned as `Err` (the caller maps them to exit code 2): an unreadable or unparsable file
+/// (named), and swapped arguments (the original carries `.sqtt_patch` and the rewritten file
+/// does not).
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     let (orig, orig_patched) = load("original", &args.original)?;
     let (new, new_patched) = load("rewritten file", &args.rewritten)?;

@@ -6,8 +6,12 @@
 //!   (nothing is left behind on error);
 //! - a character device or a FIFO (`-o /dev/null` as a dry run, a pipe) is streamed into in
 //!   place, never replaced;
-//! - a directory (or a path ending in `/`), a socket, a block device, or a path whose directory
-//!   does not exist is refused with a message naming the option.
+//! - a directory (or a path ending in `/`), a socket, a block device, a path whose directory
+//!   does not exist, or a directory in which no file can be created (read-only file system,
+//!   missing permission) is refused with a message naming the option.
+//!
+//! Errors name the option and the path (`-o out.co: cannot write: No space left on device (os
+//! error 28)`); `main` turns them into exit code 2 (README "Exit codes").
 
 use anyhow::{bail, Context, Result};
 use std::io::{Seek, Write};
@@ -22,6 +26,9 @@ pub struct Dest {
     /// True for a character device, a FIFO or standard output: written in place, never
     /// renamed over.
     pub stream: bool,
+    /// The destination in messages: the option and the path (`-o out.co`), or `standard
+    /// output`.
+    pub label: String,
 }
 
 /// Standard output as a destination (the `-` of `--folded -`).
@@ -29,6 +36,7 @@ pub fn stdout() -> Dest {
     Dest {
         path: PathBuf::from("-"),
         stream: true,
+        label: "standard output".into(),
     }
 }
 
@@ -77,9 +85,12 @@ pub fn check_not_input(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<()
 }
 
 /// Checks `path`, named by `flag` (`-o`, `--report-json`) in messages, before any work.
-/// Errors: a directory or a path ending in `/`, a socket or block device, a missing directory.
+/// Errors: a directory or a path ending in `/`, a socket or block device, a missing directory,
+/// a directory in which no file can be created ([`check_writable`]; a regular file is written
+/// through a temporary file there).
 pub fn check(flag: &str, path: &Path) -> Result<Dest> {
     let shown = path.display();
+    let label = format!("{flag} {shown}");
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
         bail!("{flag} {shown}: is a directory; give a file path");
     }
@@ -97,22 +108,68 @@ pub fn check(flag: &str, path: &Path) -> Result<Dest> {
                 };
                 bail!("{flag} {shown}: {kind}; refusing to write over it");
             }
+            if !stream {
+                check_writable(&label, parent(path))?;
+            }
             Ok(Dest {
                 path: path.to_path_buf(),
                 stream,
+                label,
             })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = parent(path);
             if !dir.is_dir() {
-                bail!("{flag} {shown}: directory {} does not exist", dir.display());
+                bail!("{label}: directory {} does not exist", dir.display());
             }
+            check_writable(&label, dir)?;
             Ok(Dest {
                 path: path.to_path_buf(),
                 stream: false,
+                label,
             })
         }
         Err(e) => Err(e).with_context(|| format!("{flag} {shown}: cannot inspect")),
+    }
+}
+
+/// Refuses directory `dir` when no file can be created in it (a read-only file system such as
+/// `/sys`, a directory without write permission, a path that is not a directory), found by
+/// creating an unnamed temporary file there, which leaves nothing behind. `label` names the
+/// output in the message (`-o out/a.co`); the message names the directory and the OS error.
+pub fn check_writable(label: &str, dir: &Path) -> Result<()> {
+    match tempfile::tempfile_in(dir) {
+        Ok(_) => Ok(()),
+        Err(e) => bail!(
+            "{label}: cannot create files in directory {}: {e}",
+            dir.display()
+        ),
+    }
+}
+
+/// Checks the output directory `dir` of `batch -o` before any work: it need not exist yet, but
+/// its nearest existing ancestor (itself when it exists) must be a directory in which files can
+/// be created ([`check_writable`]), so that a read-only location is refused once (exit 2) rather
+/// than failing every input. Errors name `-o`, the directory and the OS error.
+pub fn check_out_dir(dir: &Path) -> Result<()> {
+    let label = format!("-o {}", dir.display());
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => return check_writable(&label, at),
+            Ok(_) => bail!("{label}: {} is not a directory", at.display()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) && parent(at) != at =>
+            {
+                at = parent(at);
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("{label}: cannot inspect {}", at.display()))
+            }
+        }
     }
 }
 
@@ -168,8 +225,13 @@ impl Sink {
         } else {
             let dir = parent(&dest.path);
             let (t, registered) = crate::interrupt::Registered::create(|| {
-                tempfile::NamedTempFile::new_in(dir)
-                    .with_context(|| format!("{}: cannot create a temporary file", dir.display()))
+                tempfile::NamedTempFile::new_in(dir).with_context(|| {
+                    format!(
+                        "{}: cannot create a temporary file in {}",
+                        dest.label,
+                        dir.display()
+                    )
+                })
             })?;
             Tmp::Named(t, registered)
         };
@@ -200,7 +262,7 @@ impl Sink {
     /// [`Sink::commit`] without the interrupt bookkeeping.
     fn commit_now(self, like: Option<&Path>) -> Result<()> {
         let path = &self.dest.path;
-        let cannot = || format!("{}: cannot write", path.display());
+        let cannot = || format!("{}: cannot write", self.dest.label);
         match self.tmp {
             Tmp::Unnamed(mut f) if is_stdout(path) => {
                 f.rewind().with_context(cannot)?;
@@ -249,8 +311,8 @@ pub fn commit_all(sinks: Vec<Sink>) -> Result<()> {
 /// Writes `bytes` to a checked destination: atomically for a regular file (mode of `like`, or
 /// 0644), in place for a stream.
 pub fn write(dest: &Dest, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+    let cannot = || format!("{}: cannot write", dest.label);
     if dest.stream {
-        let cannot = || format!("{}: cannot write", dest.path.display());
         let mut out = std::fs::OpenOptions::new()
             .write(true)
             .open(&dest.path)
@@ -258,9 +320,7 @@ pub fn write(dest: &Dest, bytes: &[u8], like: Option<&Path>) -> Result<()> {
         return out.write_all(bytes).with_context(cannot);
     }
     let mut sink = Sink::new(dest)?;
-    sink.file()
-        .write_all(bytes)
-        .with_context(|| format!("{}: cannot write", dest.path.display()))?;
+    sink.file().write_all(bytes).with_context(cannot)?;
     sink.commit(like)
 }
 
@@ -270,6 +330,5 @@ pub fn write_report(flag: &str, path: &Path, text: &str) -> Result<()> {
         crate::cmd_patch::write_stdout(text)?;
         return Ok(());
     }
-    let dest = check(flag, path)?;
-    write(&dest, text.as_bytes(), None).with_context(|| format!("{flag} {}", path.display()))
+    write(&check(flag, path)?, text.as_bytes(), None)
 }

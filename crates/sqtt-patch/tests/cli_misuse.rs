@@ -300,6 +300,123 @@ fn report_json_on_the_output_or_the_input_or_in_a_missing_directory_is_refused()
     assert_eq!(r.files, files(&["in.co"]));
 }
 
+/// A directory in which no file can be created, as seen by this process: a `chmod 555`
+/// directory in `dir` for a user, `/sys` for root (whom permissions do not stop; sysfs refuses
+/// new files to everyone). `None` when neither refuses (then the case is skipped).
+fn unwritable_dir(dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let ro = dir.join("ro");
+    std::fs::create_dir(&ro).expect("mkdir");
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let refuses = |d: &Path| d.is_dir() && tempfile::tempfile_in(d).is_err();
+    if refuses(&ro) {
+        return Some(PathBuf::from("ro"));
+    }
+    std::fs::remove_dir(&ro).expect("rmdir");
+    let sys = PathBuf::from("/sys");
+    refuses(&sys).then_some(sys)
+}
+
+/// Fresh tester, session 12: `batch -o OUTDIR` into a location where nothing can be written
+/// processed every input and counted each as an input error; the main job found out only when
+/// writing. Both refuse the location before any work (exit 2, nothing on stdout), naming `-o`,
+/// the directory and the OS error.
+#[test]
+fn an_unwritable_output_location_is_refused_before_any_work() {
+    let t = workdir(&[(BARRIERS, "a.co"), (CALLS, "c.co")]);
+    std::fs::write(t.path().join("file"), "x\n").expect("file");
+    let mut cases: Vec<(Vec<String>, String)> = vec![(
+        [
+            "batch",
+            "a.co",
+            "c.co",
+            "-o",
+            "file/out",
+            "--functions",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec(),
+        "sqtt-patch: error: -o file/out: file is not a directory".into(),
+    )];
+    if let Some(ro) = unwritable_dir(t.path()) {
+        let ro = ro.display().to_string();
+        for out in [ro.clone(), format!("{ro}/new/dir")] {
+            cases.push((
+                ["batch", "a.co", "c.co", "--functions", "1", "-o", &out]
+                    .map(String::from)
+                    .to_vec(),
+                format!("sqtt-patch: error: -o {out}: cannot create files in directory {ro}: "),
+            ));
+        }
+        let out = format!("{ro}/o.co");
+        cases.push((
+            ["a.co", "--functions", "1", "-o", &out]
+                .map(String::from)
+                .to_vec(),
+            format!("sqtt-patch: error: -o {out}: cannot create files in directory {ro}: "),
+        ));
+        cases.push((
+            [
+                "a.co",
+                "-o",
+                "o.co",
+                "--functions",
+                "1",
+                "--report-json",
+                &out,
+            ]
+            .map(String::from)
+            .to_vec(),
+            format!(
+                "sqtt-patch: error: --report-json {out}: cannot create files in directory {ro}: "
+            ),
+        ));
+    }
+    for (args, first) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = run(t.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.first_line().starts_with(first.as_str()),
+            "{args:?}: {}",
+            r.stderr
+        );
+        if first.contains("cannot create files") {
+            assert!(r.first_line().ends_with(')'), "the OS error: {}", r.stderr);
+        }
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{args:?}: no work, no summary");
+        assert!(!r.files.contains(&"o.co".to_string()), "{args:?}");
+    }
+}
+
+/// Fresh tester, session 12: a write error (`-o /dev/full`) named the path but not the option.
+/// It is exit 2, like every output problem, and the message names the option, the path and the
+/// OS error.
+#[test]
+fn a_write_error_names_the_output_and_the_os_error() {
+    let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
+    let cases = [
+        ("in.co -o /dev/full", "-o"),
+        ("--fatbin in.hipfb -o /dev/full", "-o"),
+        ("in.co -o o.co --report-json /dev/full", "--report-json"),
+        (
+            "batch in.co --check --report-json /dev/full",
+            "--report-json",
+        ),
+    ];
+    for (line, flag) in cases {
+        let args: Vec<&str> = line.split(' ').chain(["--functions", "1"]).collect();
+        let r = run(t.path(), &args);
+        let last = format!(
+            "sqtt-patch: error: {flag} /dev/full: cannot write: No space left on device (os error 28)"
+        );
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().last(), Some(last.as_str()), "{args:?}");
+    }
+}
+
 // ------------------------------------------------------------------ item 4: --strict
 
 /// One rule for every command: with `--strict`, an input whose code object failed closed (or
@@ -593,12 +710,26 @@ fn verify_accepts_an_unchanged_copy_and_names_swapped_arguments() {
         missing.first_line(),
         "sqtt-patch: error: nope.co: cannot read the original: No such file or directory (os error 2)"
     );
+    // Two copies of an unreadable object are an input error naming it, not an empty rewrite
+    // (fresh tester, session 12; kept on purpose, README "Limitations").
+    let b = std::fs::read(fixture(BARRIERS)).expect("fixture");
+    std::fs::write(t.path().join("half.co"), &b[..b.len() / 2]).expect("truncate");
+    std::fs::write(t.path().join("half2.co"), &b[..b.len() / 2]).expect("truncate");
+    let damaged = run(t.path(), &["verify", "half.co", "half2.co"]);
+    assert_eq!(damaged.code, 2);
+    assert!(
+        damaged.first_line().starts_with(
+            "sqtt-patch: error: half.co: the original is not a readable code object: "
+        ),
+        "{}",
+        damaged.stderr
+    );
     let ls = run(t.path(), &["verify", "/bin/ls", "new.co"]);
     assert_eq!(ls.code, 2);
     assert!(ls.first_line().starts_with(
         "sqtt-patch: error: the original: /bin/ls: not a code object: an x86-64 ELF file"
     ));
-    assert_eq!(ls.files, files(&["in.co", "new.co"]));
+    assert_eq!(ls.files, files(&["half.co", "half2.co", "in.co", "new.co"]));
 }
 
 /// Damaged padding after a function fails closed with its address whether or not the word

@@ -224,3 +224,47 @@ fn sgpr_count_may_not_grow_past_the_target() {
         ".sgpr_count 109 exceeds the 108 SGPRs gfx1100 can have",
     );
 }
+
+/// The `.sqtt_patch` run record (fresh tester, session 12: any change to it was accepted): an
+/// edited record is rejected, while the output of `--force` re-instrumentation (whose original
+/// already has a record, replaced by the new run's) still verifies against its input.
+#[test]
+fn the_run_record_is_checked_and_force_outputs_verify() {
+    let t = tempfile::tempdir().unwrap();
+    let flags = ["--functions", "1", "--barriers", "1"];
+    let (orig, out) = instrument(t.path(), "gfx1100__barriers__O3.co", &flags);
+    assert_eq!(verify(t.path(), &orig, &out).0, 0, "the output verifies");
+    assert_rejected(
+        t.path(),
+        &orig,
+        &replaced(&out, b"\"tool\":\"sqtt-patch\"", b"\"tool\":\"sqtt-patcX\""),
+        ".sqtt_patch is not the run record a rewrite writes",
+    );
+    assert_rejected(
+        t.path(),
+        &orig,
+        &replaced(&out, b".sqtt_patch\0", b".sqtt_patcX\0"),
+        "the rewritten object has 0 .sqtt_patch sections; a rewrite has exactly one",
+    );
+    // Re-instrumentation needs --force, and its output verifies against the first output.
+    let first = t.path().join("first.co");
+    std::fs::write(&first, &out).unwrap();
+    let again = t.path().join("again.co");
+    let run = |force: &[&str]| {
+        Command::cargo_bin("sqtt-patch")
+            .unwrap()
+            .arg(&first)
+            .arg("-o")
+            .arg(&again)
+            .args(flags)
+            .args(force)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(2), "refused without --force");
+    assert_eq!(run(&["--force"]).status.code(), Some(0));
+    let second = std::fs::read(&again).unwrap();
+    assert_ne!(second, out, "instrumented again");
+    let (code, text) = verify(t.path(), &first, &second);
+    assert_eq!(code, 0, "{text}");
+}

@@ -1,5 +1,5 @@
 //! Container-level checks: ELF header, sections, symbols, `.rela.dyn`, kernel descriptors, the
-//! metadata note and the `.sqtt_funcmap` section.
+//! metadata note, the `.sqtt_funcmap` section and the `.sqtt_patch` run record.
 
 use rayon::prelude::*;
 use rmpv::Value;
@@ -18,6 +18,8 @@ use crate::{Check, Finding};
 const R_AMDGPU_RELATIVE64: u32 = 13;
 /// `SHT_STRTAB`.
 const SHT_STRTAB: u32 = 3;
+/// `SHT_PROGBITS`.
+const SHT_PROGBITS: u32 = 1;
 
 /// The rewritten funcmap and what the checks need of it (rows the original already had are not
 /// re-checked).
@@ -431,6 +433,72 @@ fn is_skipped_content(s: &Section) -> bool {
         || s.name.starts_with(".debug_")
         || s.name == ".sqtt_funcmap"
         || s.name == ".sqtt_patch"
+}
+
+/// Name of the section recording a sqtt-patch run.
+const PATCH_SECTION: &str = ".sqtt_patch";
+
+/// The `.sqtt_patch` section of a rewrite (written by `sqtt-rewrite`'s encode stage): exactly
+/// one, `SHT_PROGBITS` without `SHF_ALLOC` (never loaded), holding one JSON line with exactly the
+/// keys `tool` (`"sqtt-patch"`), `version` and `options` (strings; `options` is the rewriter's
+/// `Debug` text, which has no stable format, so only its kind is checked). The original may have
+/// one too (re-instrumentation with `--force` replaces it). A rewritten file byte-identical to the
+/// original (an empty rewrite) is not checked.
+pub(crate) fn check_patch_record(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
+    if o.bytes == n.bytes {
+        return;
+    }
+    let mut found = n
+        .elf
+        .sections
+        .iter()
+        .skip(1)
+        .filter(|s| s.name == PATCH_SECTION);
+    let (Some(s), None) = (found.next(), found.next()) else {
+        let count = n
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.name == PATCH_SECTION)
+            .count();
+        findings.push(glob(
+            Check::Sections,
+            format!("the rewritten object has {count} {PATCH_SECTION} sections; a rewrite has exactly one"),
+        ));
+        return;
+    };
+    if s.sh_type != SHT_PROGBITS || s.flags & elf::SHF_ALLOC != 0 {
+        findings.push(glob(
+            Check::Sections,
+            format!(
+                "{PATCH_SECTION} has type {:#x} and flags {:#x}; a rewrite writes a non-allocated SHT_PROGBITS section",
+                s.sh_type, s.flags
+            ),
+        ));
+    }
+    if !is_patch_record(n.section_data(s)) {
+        findings.push(glob(
+            Check::Sections,
+            format!(
+                "{PATCH_SECTION} is not the run record a rewrite writes (one JSON line with the strings tool \"sqtt-patch\", version and options)"
+            ),
+        ));
+    }
+}
+
+/// `data` is one line (ending in a newline) holding a JSON object with exactly the string keys
+/// `tool` (`"sqtt-patch"`), `version` and `options`.
+fn is_patch_record(data: &[u8]) -> bool {
+    let Some(line) = data.strip_suffix(b"\n").filter(|l| !l.contains(&b'\n')) else {
+        return false;
+    };
+    let Ok(serde_json::Value::Object(m)) = serde_json::from_slice(line) else {
+        return false;
+    };
+    m.len() == 3
+        && m.get("tool").and_then(|v| v.as_str()) == Some("sqtt-patch")
+        && m.get("version").is_some_and(|v| v.is_string())
+        && m.get("options").is_some_and(|v| v.is_string())
 }
 
 pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {

@@ -8,7 +8,8 @@
 //!
 //! Checks (each [`Finding`] carries its [`Check`]):
 //! 1. [`Check::Header`], [`Check::Functions`], [`Check::Sections`]: same target/`e_flags`, same
-//!    kernels and device functions, identical non-text sections except the ones a rewrite may edit.
+//!    kernels and device functions, identical non-text sections except the ones a rewrite may edit,
+//!    and exactly one non-allocated `.sqtt_patch` run record (unless the files are identical).
 //! 2. [`Check::Alignment`], [`Check::Inserted`], [`Check::Decode`], [`Check::Padding`]: every
 //!    original instruction appears in order with identical bytes (PC-relative fields excepted);
 //!    inserted instructions are whitelisted, touch no memory and write only M0 / the reserved SGPR.
@@ -317,6 +318,7 @@ pub fn verify_parsed(
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
     elfcheck::check_sections(orig, new, &mut findings);
+    elfcheck::check_patch_record(orig, new, &mut findings);
     segments::check_segments(orig, new, &mut findings);
     elfcheck::check_symbols(orig, new, &program, &mut findings);
     elfcheck::check_relocations(orig, new, &program, &mut findings);

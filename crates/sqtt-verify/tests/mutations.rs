@@ -15,8 +15,13 @@ const GFX900: &str = "gfx900__hip-mini__O3.co";
 const GFX1201: &str = "gfx1201__hip-mini__O3.co";
 const GFX1250: &str = "gfx1250__hip-mini__O3.co";
 
+/// Verifies `new` against `orig`; a changed `new` gets the `.sqtt_patch` run record of a rewrite
+/// first ([`with_record`]).
 fn run(orig: &[u8], new: &[u8]) -> Report {
-    verify(orig, new).expect("verifier runs")
+    if orig == new {
+        return verify(orig, new).expect("verifier runs");
+    }
+    verify(orig, &with_record(new)).expect("verifier runs")
 }
 
 fn has(r: &Report, check: Check, text: &str) -> bool {
@@ -861,5 +866,83 @@ fn program_headers_that_load_text_differently_are_caught() {
             show(&r)
         );
         assert!(run(&orig, &orig).is_clean(), "{name}: identity is clean");
+    }
+}
+
+/// File offset of the section header of the first section named `name`.
+fn section_header(bytes: &[u8], name: &str) -> usize {
+    let co = CodeObject::parse(bytes).expect("parse");
+    let s = co.section(name).expect("section");
+    let h = &co.elf.header;
+    (h.e_shoff + s.index as u64 * u64::from(h.e_shentsize)) as usize
+}
+
+/// The `.sqtt_patch` run record (fresh tester, session 12: any change to it was accepted): a
+/// rewrite has exactly one, non-allocated, holding the rewriter's JSON line.
+#[test]
+fn the_run_record_must_be_one_non_alloc_json_line() {
+    let (orig, new, _) = nop_at_entry(GFX1100);
+    let want_one = "the rewritten object has 0 .sqtt_patch sections; a rewrite has exactly one";
+    let r = verify(&orig, &new).expect("verifier runs");
+    assert!(has(&r, Check::Sections, want_one), "{}", show(&r));
+    let good = with_record(&new);
+    assert!(run(&orig, &good).is_clean());
+
+    // SHF_ALLOC set in the section header (sh_flags at +8): a section the loader would map
+    // without a segment; the reader refuses the object before any check.
+    let mut alloc = good.clone();
+    let at = section_header(&alloc, ".sqtt_patch") + 8;
+    alloc[at..at + 8].copy_from_slice(&hsaco::elf::SHF_ALLOC.to_le_bytes());
+    assert!(verify(&orig, &alloc).is_err());
+    // Another section type (sh_type at +4): SHT_NOBITS, no contents in the file.
+    let mut note = good.clone();
+    let at = section_header(&note, ".sqtt_patch") + 4;
+    note[at..at + 4].copy_from_slice(&hsaco::elf::SHT_NOBITS.to_le_bytes());
+    let r = run(&orig, &note);
+    assert!(
+        has(
+            &r,
+            Check::Sections,
+            ".sqtt_patch has type 0x8 and flags 0x0; a rewrite writes a non-allocated SHT_PROGBITS section"
+        ),
+        "{}",
+        show(&r)
+    );
+
+    // A second section named .sqtt_patch: the funcmap's sh_name pointed at the record's name.
+    let both = with_funcmap(&good, "W:32");
+    let co = CodeObject::parse(&both).expect("parse");
+    let name = co.section(".sqtt_patch").expect("record").sh_name;
+    let mut twice = both.clone();
+    let at = section_header(&twice, ".sqtt_funcmap");
+    twice[at..at + 4].copy_from_slice(&name.to_le_bytes());
+    let r = run(&orig, &twice);
+    assert!(
+        has(
+            &r,
+            Check::Sections,
+            "the rewritten object has 2 .sqtt_patch sections"
+        ),
+        "{}",
+        show(&r)
+    );
+
+    // Other contents: not JSON, another tool, a key missing or added, a second line.
+    let bad = "is not the run record a rewrite writes";
+    for text in [
+        "sqtt-patch 0.1.0\n",
+        r#"{"options":"x","tool":"other","version":"0.1.0"}"#,
+        r#"{"options":"x","tool":"sqtt-patch","version":"0.1.0"}"#,
+        "{\"options\":\"x\",\"tool\":\"sqtt-patch\",\"version\":\"0.1.0\"}\n\n",
+        "{\"tool\":\"sqtt-patch\",\"version\":\"0.1.0\"}\n",
+        "{\"options\":\"x\",\"tool\":\"sqtt-patch\",\"version\":1}\n",
+        "{\"extra\":0,\"options\":\"x\",\"tool\":\"sqtt-patch\",\"version\":\"0.1.0\"}\n",
+    ] {
+        let co = CodeObject::parse(&good).expect("parse");
+        let mut ed = hsaco::CodeObjectEditor::new(&co);
+        ed.add_or_replace_section(".sqtt_patch", 1, 0, 1, text.as_bytes().to_vec())
+            .expect("replace");
+        let r = run(&orig, &ed.write().expect("write"));
+        assert!(has(&r, Check::Sections, bad), "{text:?}:\n{}", show(&r));
     }
 }

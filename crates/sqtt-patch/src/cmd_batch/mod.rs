@@ -99,6 +99,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     };
     if let Some(dir) = out_dir {
         refuse_output_inside_inputs(dir, &args.paths)?;
+        output::check_out_dir(dir)?;
     }
     let (found, mut input_errors) = discover(&args.paths)?;
     if let Some(dir) = out_dir {

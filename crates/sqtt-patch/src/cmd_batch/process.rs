@@ -6,7 +6,7 @@ use super::report::{FileReport, FunctionRow, KernelRow, ObjectReport};
 use crate::cmd_patch;
 use crate::fatbin::{self, ArchFilter};
 use crate::output;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use hsaco::container::InputKind;
 use sqtt_rewrite::config::Options;
 use sqtt_rewrite::rewrite::{Report, Status};
@@ -81,14 +81,22 @@ pub(super) fn process_file(
     }
     if let (Some(bytes), Some(dir)) = (out, out_dir) {
         let dest = dir.join(&f.key);
+        // Errors name `-o` and the path (`-o OUT/lib/a.co: cannot write: ...`).
         let written = dest
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .map_err(anyhow::Error::from)
+            .map_or(Ok(()), |d| {
+                std::fs::create_dir_all(d).with_context(|| {
+                    format!(
+                        "-o {}: cannot create directory {}",
+                        dest.display(),
+                        d.display()
+                    )
+                })
+            })
             .and_then(|()| output::check("-o", &dest))
             .and_then(|d| crate::timings::time(Stage::Write, || output::write(&d, &bytes, None)));
         if let Err(e) = written {
-            rep.error = Some(format!("{}: {e:#}", dest.display()));
+            rep.error = Some(format!("{e:#}"));
         }
     }
     rep.time_ms = Some(started.elapsed().as_millis() as u64);

@@ -219,6 +219,22 @@ pub fn with_funcmap(bytes: &[u8], rows: &str) -> Vec<u8> {
     ed.write().expect("write")
 }
 
+/// Adds the `.sqtt_patch` run record every rewrite carries (the JSON line the rewriter writes,
+/// options elided; hsaco's editor, not the rewriter), unless `bytes` already have one.
+pub fn with_record(bytes: &[u8]) -> Vec<u8> {
+    let co = CodeObject::parse(bytes).expect("parse");
+    if co.section(".sqtt_patch").is_some() {
+        return bytes.to_vec();
+    }
+    let mut ed = hsaco::CodeObjectEditor::new(&co);
+    let record = br#"{"options":"test","tool":"sqtt-patch","version":"0.1.0"}"#;
+    let mut data = record.to_vec();
+    data.push(b'\n');
+    ed.add_or_replace_section(".sqtt_patch", 1, 0, 1, data)
+        .expect("add section");
+    ed.write().expect("write")
+}
+
 /// Assembles and links a hand-written kernel with `llvm-mc-22` and `ld.lld-22` (LLVM is an oracle
 /// here, never a run-time dependency of the verifier). Returns `None` only when LLVM is missing
 /// and `SQTT_NO_LLVM=1`; panics when it is missing otherwise.
