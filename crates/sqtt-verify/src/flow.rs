@@ -322,9 +322,7 @@ pub(crate) fn analyse(
             .iter()
             .filter_map(|&g| flags[g])
             .fold(0u128, |a, f| a | 1u128 << f);
-        if let Some(c) = changeable[ki].get_mut(entry_index(&p.funcs[ki])) {
-            *c |= tested;
-        }
+        changeable[ki].add(entry_index(&p.funcs[ki]), tested);
     }
     let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
     let packing = fm.layout != Layout::Legacy;
@@ -572,8 +570,8 @@ fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) 
 
 /// What inserted code of one function may do with registers.
 struct RunRegs<'a> {
-    /// `changeable[k]`: SGPRs inserted code in front of original `k` may change.
-    changeable: &'a [u128],
+    /// `changeable.get(k)`: SGPRs inserted code in front of original `k` may change.
+    changeable: &'a sgprs::Masks,
     /// VGPRs original code of the function's call graphs uses (no lane save may go there).
     vgprs_used: crate::spill::Vgprs,
     /// Lanes of the waves running the function.
@@ -631,7 +629,6 @@ fn check_inserted(
             let may = landed_at
                 .get(&start)
                 .and_then(|&s| changeable.get(s))
-                .copied()
                 .unwrap_or(0);
             let w = r.sgpr_writes & !may;
             if w != 0 {
@@ -668,7 +665,7 @@ fn check_inserted(
         for (a, msg) in saves.problems {
             findings.push(fnd(f, Check::Inserted, Some(o.addr), Some(a), msg));
         }
-        let may_write = changeable.get(k).copied().unwrap_or(0) | saves.restored;
+        let may_write = changeable.get(k).unwrap_or(0) | saves.restored;
         if let Some((n, r)) = body
             .iter()
             .zip(&body_regs)
@@ -709,7 +706,7 @@ fn check_inserted(
                 });
                 let ok = lands
                     .and_then(|k| changeable.get(k))
-                    .is_some_and(|&c| isl.writes.sgpr_bits() & !c == 0);
+                    .is_some_and(|c| isl.writes.sgpr_bits() & !c == 0);
                 if !ok {
                     bad(format!(
                         "long-branch island at {:#x} writes SGPRs that are live or awaiting an SMEM result where it lands",
@@ -1158,7 +1155,7 @@ fn check_runs(
     f: &Func,
     legacy: &[bool],
     cfg: &Cfg,
-    changeable: &[u128],
+    changeable: &sgprs::Masks,
     fm: &FuncmapInfo,
     env: &region::Env,
     findings: &mut Vec<Finding>,
@@ -1217,7 +1214,7 @@ fn check_runs(
             whole,
             f.new_address(o),
             legacy.get(k).copied().unwrap_or(true),
-            changeable.get(k).copied().unwrap_or(0),
+            changeable.get(k).unwrap_or(0),
         );
         for land in es {
             let e = entry_effect(p, env, f, &code, run_from(p, f, k, land), land.is_none());
@@ -1256,7 +1253,7 @@ fn check_runs(
             body,
             Some(b.body_end),
             all_legacy(&f.inserted_class[lo..hi]),
-            changeable.get(s).copied().unwrap_or(0),
+            changeable.get(s).unwrap_or(0),
         );
         let e = entry_effect(p, env, f, &code, body, true);
         check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);

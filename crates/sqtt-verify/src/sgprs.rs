@@ -29,6 +29,61 @@ pub(crate) type Mask = u128;
 /// s0..s105.
 pub(crate) const EVERY: Mask = (1u128 << 106) - 1;
 
+/// One [`Mask`] per original instruction of a function, stored as distinct values (16 bytes
+/// each) and a 4-byte index per instruction: instructions mostly share their sets with others
+/// of the function (one value in twelve is distinct on cupy's cub gfx1201 object), so this takes
+/// about a third of a `Vec<Mask>`.
+#[derive(Clone, Default)]
+pub(crate) struct Masks {
+    /// Distinct values, in order of first use.
+    table: Vec<Mask>,
+    /// Per instruction: index into `table`.
+    of: Vec<u32>,
+}
+
+impl Masks {
+    /// The masks of `values`, in order. A value equal to one in its slot of a small
+    /// direct-mapped table (1,024 slots by a multiplicative hash) shares that entry; a value
+    /// whose slot holds another is stored again (a repeated entry, never a wrong one).
+    fn of(values: impl ExactSizeIterator<Item = Mask>) -> Masks {
+        const SLOTS: usize = 1 << 10;
+        let mut m = Masks {
+            table: Vec::new(),
+            of: Vec::with_capacity(values.len()),
+        };
+        let mut slot = [u32::MAX; SLOTS];
+        for v in values {
+            let h =
+                ((v as u64 ^ (v >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize;
+            let k = match slot[h] {
+                k if k != u32::MAX && m.table[k as usize] == v => k,
+                _ => {
+                    let k = m.table.len() as u32;
+                    m.table.push(v);
+                    slot[h] = k;
+                    k
+                }
+            };
+            m.of.push(k);
+        }
+        m.table.shrink_to_fit();
+        m
+    }
+
+    /// The mask of instruction `k`, `None` past the end.
+    pub fn get(&self, k: usize) -> Option<Mask> {
+        self.of.get(k).map(|&i| self.table[i as usize])
+    }
+
+    /// Adds `bits` to the mask of instruction `k` (nothing past the end).
+    pub fn add(&mut self, k: usize, bits: Mask) {
+        if let Some(v) = self.get(k) {
+            self.of[k] = self.table.len() as u32;
+            self.table.push(v | bits);
+        }
+    }
+}
+
 /// How control leaves a function at one of its original instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Leave {
@@ -233,7 +288,7 @@ impl CallGraph {
 }
 
 /// Per function, per original instruction: the SGPRs inserted code in front of it may change.
-pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Vec<Vec<Mask>> {
+pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Vec<Masks> {
     let n = p.funcs.len();
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
@@ -289,7 +344,7 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     // A function's liveness depends on the return liveness only through its own entry
     // (`live_in`): a round recomputes only the functions whose entry changed since their last
     // computation (the others would give the same vectors again).
-    let mut live: Vec<Vec<Mask>> = vec![Vec::new(); n];
+    let mut live: Vec<Masks> = vec![Masks::default(); n];
     let mut computed_with: Vec<Option<Mask>> = vec![None; n];
     loop {
         let mut again = false;
@@ -304,7 +359,9 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
         for fi in 0..n {
             for &(k, c) in &cg.calls[fi] {
                 let Some(g) = c else { continue };
-                let out = succs[fi].each(k).fold(0, |a, s| a | live[fi][s]);
+                let out = succs[fi]
+                    .each(k)
+                    .fold(0, |a, s| a | live[fi].get(s).unwrap_or(0));
                 if after_return[g] | out != after_return[g] {
                     after_return[g] |= out;
                     again = true;
@@ -355,12 +412,13 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     // vector turned into the result in place.
     live.into_par_iter()
         .enumerate()
-        .map(|(fi, mut l)| {
+        .map(|(fi, l)| {
             let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
-            for (x, q) in l.iter_mut().zip(pend) {
-                *x = EVERY & !*x & !q;
-            }
-            l
+            Masks::of(
+                pend.iter()
+                    .enumerate()
+                    .map(|(k, q)| EVERY & !l.get(k).unwrap_or(0) & !q),
+            )
         })
         .collect()
 }
@@ -372,7 +430,7 @@ fn live_in(
     fi: usize,
     deep: &[Mask],
     after_return: &[Mask],
-) -> Vec<Mask> {
+) -> Masks {
     let f = &p.funcs[fi];
     let n = f.orig.len();
     let mut gen: Vec<Mask> = f.orig.iter().map(|o| reads(f.regs(o))).collect();
@@ -417,7 +475,7 @@ fn live_in(
             live[k] = v;
         }
         if !again {
-            return live;
+            return Masks::of(live.into_iter());
         }
     }
 }
