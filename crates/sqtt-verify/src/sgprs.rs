@@ -599,4 +599,31 @@ mod tests {
         assert_eq!(f.inst(&f.orig[4]).mnemonic(), "s_cbranch_scc0");
         assert_eq!(builder_target(&f, 5, 0), None);
     }
+
+    #[test]
+    fn masks_give_back_every_value_and_add_changes_one_position() {
+        // Many distinct values (more than the 1,024 slots: colliding slots store repeats),
+        // repeated in another order, with equal neighbours.
+        let values: Vec<Mask> = (0..5000u128)
+            .map(|i| (i * 0x1_0000_0001 % 3001) << (i % 60))
+            .chain((0..5000u128).rev().map(|i| i % 7))
+            .collect();
+        let mut m = Masks::of(values.iter().copied());
+        assert!(
+            m.table.len() < values.len(),
+            "repeated values share entries"
+        );
+        for (k, v) in values.iter().enumerate() {
+            assert_eq!(m.get(k), Some(*v), "position {k}");
+        }
+        assert_eq!(m.get(values.len()), None);
+        // Position 5001 holds 4998 % 7 = 0, like many others: only it changes.
+        m.add(5001, 1 << 100);
+        assert_eq!(m.get(5001), Some(values[5001] | 1 << 100));
+        for (k, v) in values.iter().enumerate().filter(|&(k, _)| k != 5001) {
+            assert_eq!(m.get(k), Some(*v), "position {k} after add");
+        }
+        m.add(values.len(), 1);
+        assert_eq!(m.get(values.len()), None);
+    }
 }
