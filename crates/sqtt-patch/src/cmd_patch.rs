@@ -498,13 +498,23 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     if args.report {
         eprint!("{}", render_report(&name, &patched.report));
     }
-    // The report and the object are committed together: an interruption keeps both or neither.
+    // The report and the object are committed together: an interruption keeps both or neither,
+    // and a report is in place only when the object is (or none is written: rejected, --strict).
     let _committing = crate::interrupt::Committing::begin();
-    if let Some(p) = &args.common.report_json {
-        let text = serde_json::to_string_pretty(&patched.report)? + "\n";
-        output::write_report("--report-json", p, &text)?;
-    }
+    let json = match &args.common.report_json {
+        Some(p) => Some((
+            serde_json::to_string_pretty(&patched.report)? + "\n",
+            p.as_path(),
+        )),
+        None => None,
+    };
+    let json = json.as_ref().map(|(text, p)| (text.as_str(), *p));
+    let report_only = || match json {
+        Some((text, p)) => output::write_report("--report-json", p, text),
+        None => Ok(()),
+    };
     if patched.verifier_rejected {
+        report_only()?;
         eprintln!("sqtt-patch: {name}: the rewritten object FAILED verification; nothing written:");
         for r in patched.report.reasons.iter().take(20) {
             eprintln!("  {r}");
@@ -519,11 +529,15 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         );
     }
     if args.common.strict && lost_coverage(report) {
+        report_only()?;
         eprintln!("sqtt-patch: {name}: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written");
         return Ok(exit::STRICT);
     }
     t.begin(Stage::Write);
-    output::write(&dest, &patched.bytes, Some(&input))?;
+    let mut sink = output::Sink::new(&dest)?;
+    std::io::Write::write_all(sink.file(), &patched.bytes)
+        .with_context(|| format!("{}: cannot write", dest.label))?;
+    output::commit_with_report(sink, Some(&input), json)?;
     t.end();
     crate::timings::print_object(&name, &t);
     Ok(exit::OK)

@@ -661,6 +661,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     cmd_patch::write_stdout(&lines)?;
     // The report and the output are committed together: an interruption keeps both or neither.
     let _committing = crate::interrupt::Committing::begin();
+    let mut json = None;
     if let Some(p) = &common.report_json {
         let j = JsonReport {
             input: name.clone(),
@@ -669,20 +670,25 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
             filtered_out: outcome.filtered_out,
             objects: &outcome.objects,
         };
-        let text = serde_json::to_string_pretty(&j)? + "\n";
-        output::write_report("--report-json", p, &text)?;
+        json = Some((serde_json::to_string_pretty(&j)? + "\n", p.as_path()));
     }
+    let json = json.as_ref().map(|(text, p)| (text.as_str(), *p));
     let rejected = outcome.objects.iter().any(|o| o.verifier_rejected);
     let lost = outcome
         .objects
         .iter()
         .any(|o| cmd_patch::lost_coverage(&o.report));
     if common.strict && lost {
+        if let Some((text, p)) = json {
+            output::write_report("--report-json", p, text)?;
+        }
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written");
         crate::timings::print_sum(&name, started);
         return Ok(if rejected { exit::VERIFY } else { exit::STRICT });
     }
-    crate::timings::time(Stage::Write, || sink.commit(Some(&input)))?;
+    crate::timings::time(Stage::Write, || {
+        output::commit_with_report(sink, Some(&input), json)
+    })?;
     crate::timings::print_sum(&name, started);
     if rejected {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");

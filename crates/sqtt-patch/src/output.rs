@@ -308,6 +308,29 @@ pub fn commit_all(sinks: Vec<Sink>) -> Result<()> {
     Ok(())
 }
 
+/// Commits an output (`out`, given the mode of `like` when it is a regular file) and its JSON
+/// report (`report`: the text and the `--report-json` path, `-` for standard output) so that
+/// neither is in place without the other: a stream output (a device or FIFO, written in place)
+/// is written first, so its write error leaves no report; then the report; then the regular
+/// output's rename, the last step that can fail (its temporary file is deleted when an earlier
+/// one does).
+pub fn commit_with_report(
+    out: Sink,
+    like: Option<&Path>,
+    report: Option<(&str, &Path)>,
+) -> Result<()> {
+    let _committing = crate::interrupt::Committing::begin();
+    let Some((text, path)) = report else {
+        return out.commit(like);
+    };
+    if out.dest.stream {
+        out.commit(like)?;
+        return write_report("--report-json", path, text);
+    }
+    write_report("--report-json", path, text)?;
+    out.commit(like)
+}
+
 /// Writes `bytes` to a checked destination: atomically for a regular file (mode of `like`, or
 /// 0644), in place for a stream.
 pub fn write(dest: &Dest, bytes: &[u8], like: Option<&Path>) -> Result<()> {

@@ -1090,3 +1090,65 @@ fn progress_is_drawn_on_a_terminal() {
         );
     }
 }
+
+/// A report is in place only together with its output: an `-o` that cannot be written leaves
+/// no `--report-json` behind (fresh tester, session 13: the report said "instrumented").
+#[test]
+fn an_output_that_cannot_be_written_leaves_no_report() {
+    let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
+    for line in [
+        "in.co -o /dev/full --report-json r.json",
+        "--fatbin in.hipfb -o /dev/full --report-json r.json",
+    ] {
+        let args: Vec<&str> = line.split(' ').chain(["--functions", "1"]).collect();
+        let r = run(t.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.files, files(&["in.co", "in.hipfb"]), "{args:?}");
+    }
+}
+
+/// `batch` refuses, before any work, a `--report-json` or an updated `--baseline` that names
+/// one of its inputs (fresh tester, session 13: the report replaced the code object), and reads
+/// a baseline that is a device with the input limit (`/dev/zero` never ends).
+#[test]
+fn batch_writes_no_report_or_baseline_over_an_input_and_bounds_the_baseline() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let before = std::fs::read(t.path().join("in.co")).expect("read");
+    // A baseline to update that is an input is read first and refused as no report.
+    for (extra, last) in [
+        (
+            &["--report-json", "in.co"][..],
+            "sqtt-patch: error: --report-json in.co: is an input of this run (in.co); choose another path",
+        ),
+        (
+            &["--baseline", "in.co", "--update-baseline"][..],
+            "sqtt-patch: error: in.co: not a sqtt-patch batch report (not UTF-8 text)",
+        ),
+    ] {
+        let args = [&["batch", "in.co", "--check", "--functions", "1"][..], extra].concat();
+        let r = run(t.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().last(), Some(last), "{args:?}");
+        assert_eq!(std::fs::read(t.path().join("in.co")).expect("read"), before);
+    }
+    let r = run(
+        t.path(),
+        &[
+            "batch",
+            "in.co",
+            "--check",
+            "--functions",
+            "1",
+            "--baseline",
+            "/dev/zero",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "/dev/zero: cannot read the baseline: not a regular file and longer than 256 MiB"
+        ),
+        "{}",
+        r.stderr
+    );
+}

@@ -58,8 +58,15 @@ impl std::fmt::Display for Regression {
 }
 
 pub(super) fn read_baseline(p: &Path) -> Result<BatchReport> {
-    let text = std::fs::read_to_string(p)
+    // Read like an input: a device or pipe is bounded (`/dev/zero` never ends).
+    let bytes = crate::sniff::read_input(p)
         .with_context(|| format!("{}: cannot read the baseline", p.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!(
+            "{}: not a sqtt-patch batch report (not UTF-8 text)",
+            p.display()
+        )
+    })?;
     let b: BatchReport = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a sqtt-patch batch report", p.display()))?;
     if b.schema != SCHEMA {

@@ -102,11 +102,23 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         output::check_out_dir(dir)?;
     }
     let (found, mut input_errors) = discover(&args.paths)?;
+    let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
     if let Some(dir) = out_dir {
-        let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
         for f in &found {
             output::check_not_input("-o", &dir.join(&f.key), &inputs)?;
         }
+    }
+    // The files this run writes besides the outputs must not be one of its inputs either (a
+    // report written over a code object would destroy it).
+    if let Some(j) = common
+        .report_json
+        .as_deref()
+        .filter(|j| j.as_os_str() != "-")
+    {
+        output::check_not_input("--report-json", j, &inputs)?;
+    }
+    if let Some(b) = args.baseline.as_deref().filter(|_| args.update_baseline) {
+        output::check_not_input("--baseline", b, &inputs)?;
     }
     let total_bytes = found
         .iter()
