@@ -349,10 +349,20 @@ fn region_class_of(inst: &Instruction, snippet: Option<Allowed>) -> Option<Regio
             }
             salu_stem(m).then_some(Region::Salu)
         }
-        Format::Vop3 if m == "v_readlane_b32" => Some(Region::Readlane),
-        Format::Vop3 if m == "v_writelane_b32" => Some(Region::Writelane),
+        Format::Vop3 if m == "v_readlane_b32" && plain_lane_move(inst) => Some(Region::Readlane),
+        Format::Vop3 if m == "v_writelane_b32" && plain_lane_move(inst) => Some(Region::Writelane),
         _ => None,
     }
+}
+
+/// A lane move as the rewrite encodes it (`amdgpu_isa::build::v_readlane_b32` /
+/// `v_writelane_b32`: only `vdst`, `src0` and `src1` set): 8 bytes, no source modifiers and no
+/// `src2`. VOP3 dword 0 bits 8-15 hold `abs`, `op_sel` and `clamp`, dword 1 bits 18-26 `src2`,
+/// 27-28 `omod` and 29-31 `neg` (ISA manuals, "VOP3" encoding; AMDGPU `VOP3Instructions.td`).
+/// LLVM 22 prints a lane move with any of them set as `.long` (fresh tester, session 13: a
+/// flipped `abs` bit of an inserted `v_readlane_b32` was accepted).
+fn plain_lane_move(inst: &Instruction) -> bool {
+    inst.len() == 8 && inst.word(0) & 0xff00 == 0 && inst.word(1) & 0xfffc_0000 == 0
 }
 
 /// Whether `inst` may be part of an inserted run for the aligner: a simple marker-snippet
@@ -429,6 +439,38 @@ mod tests {
                 let i = amdgpu_isa::decode(&b, t).expect("decodes");
                 assert!(allowed(&i).is_none(), "{mcpu} simm16 {simm:#x}");
                 assert!(region_class(&i).is_none(), "{mcpu} simm16 {simm:#x}");
+            }
+        }
+    }
+
+    /// An inserted lane move is allowed only as the rewrite encodes it: a modifier, `omod`,
+    /// `neg`, `clamp` or `src2` bit set makes it foreign code (fresh tester, session 13).
+    #[test]
+    fn lane_moves_with_modifier_bits_may_not_be_inserted() {
+        use amdgpu_isa::build::{v_readlane_b32, v_writelane_b32, Operand};
+        for mcpu in ["gfx90a", "gfx942", "gfx1030", "gfx1100", "gfx1201"] {
+            let t = amdgpu_isa::Target::from_name(mcpu).expect("target");
+            let moves = [
+                (
+                    v_readlane_b32(t, Operand::Sgpr(14), 2, Operand::Sgpr(13)).expect("readlane"),
+                    Region::Readlane,
+                ),
+                (
+                    v_writelane_b32(t, 3, Operand::Sgpr(14), Operand::Sgpr(13)).expect("writelane"),
+                    Region::Writelane,
+                ),
+            ];
+            for (plain, class) in moves {
+                assert_eq!(region_class(&plain), Some(class), "{mcpu} {plain}");
+                // abs (8-10), op_sel (11-14), clamp (15); src2 (32+18), omod (32+27), neg (32+29..31).
+                for bit in [8, 10, 11, 15, 50, 59, 60, 61, 63] {
+                    let mut b = plain.bytes().to_vec();
+                    b[bit / 8] ^= 1 << (bit % 8);
+                    let Ok(i) = amdgpu_isa::decode(&b, t) else {
+                        continue;
+                    };
+                    assert!(region_class(&i).is_none(), "{mcpu} {plain} bit {bit}");
+                }
             }
         }
     }
