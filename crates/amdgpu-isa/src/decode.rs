@@ -529,6 +529,7 @@ impl Instruction {
     /// shape) was decoded from, at the same place; then the result equals
     /// `decode(bytes, self.target())` in every field. For callers that store one instruction per
     /// distinct shape and only offsets into the code per instruction.
+    #[inline]
     pub fn with_bytes(&self, bytes: &[u8]) -> Instruction {
         Instruction {
             raw: copy_raw(bytes, usize::from(self.len)),
