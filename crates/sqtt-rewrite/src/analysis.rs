@@ -206,6 +206,12 @@ fn decode_fn(
         addr: spec.start,
         why: "function range outside .text".into(),
     })?;
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(Problem {
+            addr: spec.start,
+            why: "function of 4 GiB or more (instructions are kept as 32-bit offsets)".into(),
+        });
+    }
     let insts = Insts::decode(bytes, spec.start, target).map_err(|e| Problem {
         addr: spec.start + e.offset as u64,
         why: format!("cannot decode: {}", e.kind),

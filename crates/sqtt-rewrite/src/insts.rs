@@ -70,9 +70,10 @@ impl Hasher for ShapeHasher {
 }
 
 impl Insts {
-    /// Decodes `bytes` (the code of one function, its first byte at address `start`) for
-    /// `target`, instruction after instruction to the end. Errors: the first instruction that
-    /// does not decode (its offset from `start` in the error).
+    /// Decodes `bytes` (the code of one function, its first byte at address `start`, shorter
+    /// than 4 GiB: offsets are 32-bit) for `target`, instruction after instruction to the end.
+    /// Errors: the first instruction that does not decode (its offset from `start` in the
+    /// error).
     pub fn decode(bytes: &[u8], start: u64, target: Target) -> Result<Insts, DecodeError> {
         let mut shapes: Vec<Instruction> = Vec::new();
         let mut index: HashMap<Shape, u32, BuildHasherDefault<ShapeHasher>> = HashMap::default();
@@ -85,7 +86,7 @@ impl Insts {
                 shapes.push(inst);
                 (shapes.len() - 1) as u32
             });
-            // Offsets stay below 4 GiB: `.text` is smaller (the lay-out stage checks).
+            // Below 4 GiB: the caller's contract (the analysis refuses larger functions).
             recs.push(Rec {
                 off: off as u32,
                 shape,

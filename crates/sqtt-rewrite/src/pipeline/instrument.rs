@@ -816,12 +816,15 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             .funcs
             .iter()
             .map(|f| {
-                let avoid: Sgprs = f
-                    .insts
-                    .iter()
-                    .zip(&f.reg_use)
-                    .filter(|((_, i), _)| vmem_hazard && i.memory().is_some())
-                    .fold(0, |a, (_, u)| a | u.operand_reads());
+                let avoid: Sgprs = if vmem_hazard {
+                    f.insts
+                        .iter()
+                        .zip(&f.reg_use)
+                        .filter(|((_, i), _)| i.memory().is_some())
+                        .fold(0, |a, (_, u)| a | u.operand_reads())
+                } else {
+                    0
+                };
                 mask(limit) & !avoid
             })
             .collect();
