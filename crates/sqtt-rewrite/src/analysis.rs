@@ -476,8 +476,8 @@ fn analyse_fn(
     f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
-        let (a, inst) = f.insts.at(i);
-        if let Flow::Branch { .. } = inst.flow() {
+        if let Flow::Branch { .. } = f.insts.flow(i) {
+            let (a, inst) = f.insts.at(i);
             match inst.branch_target(a) {
                 Some(t) if in_fn(t) => match index(t) {
                     Some(ti) => {
@@ -651,9 +651,9 @@ fn analyse_fn(
     }
     // Pass 3: successors.
     for i in 0..n {
-        let (a, inst) = f.insts.at(i);
-        let falls = match inst.flow() {
+        let falls = match f.insts.flow(i) {
             Flow::Branch { conditional } => {
+                let (a, inst) = f.insts.at(i);
                 if let Some(t) = inst.branch_target(a) {
                     if let Some(ti) = index(t) {
                         f.succs[i].push(ti);
@@ -669,9 +669,9 @@ fn analyse_fn(
         if falls {
             if i + 1 < n {
                 f.succs[i].push(i + 1);
-            } else if inst.special() != Special::CodeEnd {
+            } else if f.insts.get(i).special() != Special::CodeEnd {
                 f.problems.push(Problem {
-                    addr: a,
+                    addr: f.insts.addr(i),
                     why: FALLS_OFF_END.into(),
                 });
             }
@@ -771,10 +771,10 @@ pub fn m0_facts(f: &Func) -> M0Facts {
     let n = f.insts.len();
     let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_m0).collect();
     let writes: Vec<bool> = f
-        .insts
+        .reg_use
         .iter()
-        .zip(&f.reg_use)
-        .map(|((_, i), u)| u.writes_m0() || i.flow() == Flow::Call)
+        .enumerate()
+        .map(|(i, u)| u.writes_m0() || f.insts.flow(i) == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
@@ -840,10 +840,10 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 pub fn scc_live(f: &Func) -> Vec<bool> {
     let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_scc).collect();
     let writes: Vec<bool> = f
-        .insts
+        .reg_use
         .iter()
-        .zip(&f.reg_use)
-        .map(|((_, i), u)| u.writes_scc() || i.flow() == Flow::Call)
+        .enumerate()
+        .map(|(i, u)| u.writes_scc() || f.insts.flow(i) == Flow::Call)
         .collect();
     backward_live(f, &reads, &writes)
 }

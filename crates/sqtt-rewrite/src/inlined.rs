@@ -202,7 +202,7 @@ pub fn sites(
         // (point, rank at the point, landing rule, operation); the edge of an unconditional
         // branch goes in front of the branch, after the markers of the edges into it: every path
         // through the branch takes the edge, so it needs no landing block.
-        let conditional = |p: usize| f.insts.get(p).flow() == Flow::Branch { conditional: true };
+        let conditional = |p: usize| f.insts.flow(p) == Flow::Branch { conditional: true };
         let mut placed: Vec<(usize, u8, Landing, Op)> = Vec::new();
         let mut blocks = 0;
         for (k, parts) in fp.placement() {

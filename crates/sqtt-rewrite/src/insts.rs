@@ -8,7 +8,7 @@
 //! the result equals the instruction decoded at that address in every field (the contract of
 //! `with_bytes`, which the unit tests below check over real code).
 
-use amdgpu_isa::{decode_iter, DecodeError, Instruction, Shape, Target};
+use amdgpu_isa::{decode_iter, DecodeError, Flow, Instruction, Shape, Target};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
@@ -39,8 +39,11 @@ pub struct Insts {
     shapes: Vec<Instruction>,
 }
 
-/// A multiply-rotate hasher for interning [`Shape`]s (a few machine words of decoder output per
-/// key, not adversarial input: the default SipHash costs several times as much).
+/// A multiply-rotate hasher for interning [`Shape`]s (decoder output, not adversarial input: the
+/// default SipHash costs several times as much). It mixes only the word-sized writes (a shape's
+/// format and opcode-row addresses and the literal's presence) and skips the byte-sized ones
+/// (target, length, literal position, mode): equal shapes still hash equal, and the few shapes
+/// of one opcode row that differ only in those share a bucket chain.
 #[derive(Default)]
 struct ShapeHasher(u64);
 
@@ -49,15 +52,9 @@ impl Hasher for ShapeHasher {
         self.0
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
+    fn write(&mut self, _: &[u8]) {}
 
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
+    fn write_u8(&mut self, _: u8) {}
 
     fn write_usize(&mut self, v: usize) {
         self.write_u64(v as u64);
@@ -161,6 +158,20 @@ impl Insts {
         (self.start + u64::from(r.off), self.rebuild(r))
     }
 
+    /// Control flow of instruction `i` ([`Instruction::flow`], a property of the opcode and so
+    /// of the shape: read from the shape table, nothing rebuilt). Panics when `i >= len()`.
+    #[inline]
+    pub fn flow(&self, i: usize) -> Flow {
+        self.shapes[self.recs[i].shape as usize].flow()
+    }
+
+    /// Length of instruction `i` in bytes (part of its shape: nothing rebuilt). Panics when
+    /// `i >= len()`.
+    #[inline]
+    pub fn size(&self, i: usize) -> usize {
+        self.shapes[self.recs[i].shape as usize].len()
+    }
+
     /// The last instruction, `None` when there is none.
     pub fn last(&self) -> Option<Instruction> {
         self.recs.last().map(|&r| self.rebuild(r))
@@ -235,6 +246,8 @@ mod tests {
             assert_eq!(inst.branch_target(a), fresh.branch_target(a));
             assert_eq!(inst.reads_writes(), fresh.reads_writes());
             assert_eq!(insts.get(i).bytes(), fresh.bytes());
+            assert_eq!(insts.flow(i), fresh.flow());
+            assert_eq!(insts.size(i), fresh.len());
             assert_eq!(insts.at(i).1.bytes(), fresh.bytes());
             a += fresh.len() as u64;
         }

@@ -628,14 +628,13 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
                 }
             }
             Piece::Orig { insts, i, .. } => {
-                let (old, inst) = insts.at(*i);
-                p1.orig(text_addr, old, inst.len(), &mut layout)?
+                p1.orig(text_addr, insts.addr(*i), insts.size(*i), &mut layout)?
             }
             Piece::Run { insts, range, .. } => {
                 layout.placed.reserve(range.len());
                 layout.lens.reserve(range.len());
-                for (old, inst) in insts.range(range.clone()) {
-                    p1.orig(text_addr, old, inst.len(), &mut layout)?;
+                for i in range.clone() {
+                    p1.orig(text_addr, insts.addr(i), insts.size(i), &mut layout)?;
                 }
             }
             Piece::Island { .. } => {

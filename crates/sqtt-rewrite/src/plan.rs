@@ -358,14 +358,11 @@ pub(crate) fn settle_outside(
                 return None;
             }
             q -= 1;
-            if f.insts.get(q).flow() != amdgpu_isa::Flow::Fallthrough || pinned(q) {
+            if f.insts.flow(q) != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
         } else {
-            if q >= f.insts.len()
-                || f.insts.get(q).flow() != amdgpu_isa::Flow::Fallthrough
-                || pinned(q)
-            {
+            if q >= f.insts.len() || f.insts.flow(q) != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
             q += 1;
@@ -479,7 +476,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                         let mut pair = None;
                         while j < n
                             && !f.leaders.contains(&j)
-                            && f.insts.get(j - 1).flow() == amdgpu_isa::Flow::Fallthrough
+                            && f.insts.flow(j - 1) == amdgpu_isa::Flow::Fallthrough
                         {
                             match f.insts.get(j).special() {
                                 Special::SBarrierWait => {
@@ -584,7 +581,7 @@ pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, 
     let mut cur: Option<(usize, bool, u32, usize)> = None;
     for (i, (_, inst)) in f.insts.iter().enumerate() {
         let block_start = f.leaders.contains(&i)
-            || (i > 0 && f.insts.get(i - 1).flow() != amdgpu_isa::Flow::Fallthrough);
+            || (i > 0 && f.insts.flow(i - 1) != amdgpu_isa::Flow::Fallthrough);
         if block_start {
             cur = None;
         }
