@@ -259,6 +259,28 @@ pub(crate) fn t16_row(target: Target, fmt_idx: u8, key: u32) -> Option<&'static 
     lookup(d.ops_t16?, d.ops_t16_by_key, fmt_idx, key).map(|(r, _)| r)
 }
 
+/// Per length in bytes (0 to `MAX_LEN`): the mask of each 8-byte word of an encoding that keeps
+/// its first `len` bytes (little-endian), for [`copy_raw`] (a table lookup instead of shifts and
+/// branches per word).
+const KEEP_MASKS: [[u64; MAX_LEN / 8]; MAX_LEN + 1] = {
+    let mut t = [[0u64; MAX_LEN / 8]; MAX_LEN + 1];
+    let mut len = 0;
+    while len <= MAX_LEN {
+        let mut k = 0;
+        while k < MAX_LEN / 8 {
+            let keep = len.saturating_sub(8 * k);
+            t[len][k] = if keep >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * keep)) - 1
+            };
+            k += 1;
+        }
+        len += 1;
+    }
+    t
+};
+
 /// The first `len` (<= `MAX_LEN`, <= `bytes.len()`) bytes of `bytes`, zero-padded to `MAX_LEN`.
 /// Whole 8-byte loads and masks instead of a variable-length copy (the copy was a third of the
 /// decoding time: a `memcpy` call followed by a store-forwarding stall).
@@ -267,11 +289,10 @@ fn copy_raw(bytes: &[u8], len: usize) -> [u8; MAX_LEN] {
     let mut raw = [0u8; MAX_LEN];
     match bytes.get(..MAX_LEN) {
         Some(src) => {
-            for (k, (dst, src)) in raw.chunks_exact_mut(8).zip(src.chunks_exact(8)).enumerate() {
+            let masks = &KEEP_MASKS[len.min(MAX_LEN)];
+            for ((dst, src), mask) in raw.chunks_exact_mut(8).zip(src.chunks_exact(8)).zip(masks) {
                 let mut c = [0u8; 8];
                 c.copy_from_slice(src);
-                let keep = len.saturating_sub(k * 8).min(8);
-                let mask = u64::MAX.checked_shr(64 - 8 * keep as u32).unwrap_or(0);
                 dst.copy_from_slice(&(u64::from_le_bytes(c) & mask).to_le_bytes());
             }
         }
@@ -529,6 +550,7 @@ impl Instruction {
     /// shape) was decoded from, at the same place; then the result equals
     /// `decode(bytes, self.target())` in every field. For callers that store one instruction per
     /// distinct shape and only offsets into the code per instruction.
+    #[inline]
     pub fn with_bytes(&self, bytes: &[u8]) -> Instruction {
         Instruction {
             raw: copy_raw(bytes, usize::from(self.len)),

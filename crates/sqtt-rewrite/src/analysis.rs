@@ -5,10 +5,11 @@
 //! the rewriter then fails closed (shared/notes/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
+use crate::insts::Insts;
 use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
 use crate::regs::Sgprs;
 use crate::reguse::{RegUse, RegUses};
-use amdgpu_isa::{decode_iter, Flow, Instruction, Special, Target};
+use amdgpu_isa::{Flow, Instruction, Special, Target};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -122,8 +123,8 @@ impl<'a> IntoIterator for &'a Succs {
 pub struct Func {
     /// The input description.
     pub spec: FnSpec,
-    /// Decoded instructions with their original addresses.
-    pub insts: Vec<(u64, Instruction)>,
+    /// Decoded instructions with their original addresses (compact: [`Insts`]).
+    pub insts: Insts,
     /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
     /// the function is decoded).
     pub reg_use: RegUses,
@@ -189,7 +190,7 @@ fn hi_const(inst: &Instruction) -> Option<u32> {
 }
 
 struct Decoded {
-    insts: Vec<(u64, Instruction)>,
+    insts: Insts,
     reg_use: RegUses,
 }
 
@@ -205,21 +206,16 @@ fn decode_fn(
         addr: spec.start,
         why: "function range outside .text".into(),
     })?;
-    // Decoded straight into the addressed list (no intermediate `Vec<Instruction>` to copy);
-    // every instruction is at least 4 bytes, so this capacity never reallocates.
-    let mut insts = Vec::with_capacity(bytes.len() / 4);
-    let mut a = spec.start;
-    for i in decode_iter(bytes, target) {
-        let i = i.map_err(|e| Problem {
-            addr: spec.start + e.offset as u64,
-            why: format!("cannot decode: {}", e.kind),
-        })?;
-        let n = i.len() as u64;
-        insts.push((a, i));
-        a += n;
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(Problem {
+            addr: spec.start,
+            why: "function of 4 GiB or more (instructions are kept as 32-bit offsets)".into(),
+        });
     }
-    // Give back the tail (in place: no copy).
-    insts.shrink_to_fit();
+    let insts = Insts::decode(bytes, spec.start, target).map_err(|e| Problem {
+        addr: spec.start + e.offset as u64,
+        why: format!("cannot decode: {}", e.kind),
+    })?;
     let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })
 }
@@ -250,12 +246,12 @@ enum RelocPart {
 /// `s_add_co_ci_u32` with `s_sext_i32_i16` and `s_wait_alu` in between (gfx12), or one
 /// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
 fn match_builder(
-    insts: &[(u64, Instruction)],
+    insts: &Insts,
     reg_use: &RegUses,
     leaders: &BTreeSet<usize>,
     i: usize,
 ) -> Result<Builder, Problem> {
-    let addr = &insts[i].0;
+    let addr = &insts.addr(i);
     let fail = |at: u64, why: &str| Problem {
         addr: at,
         why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
@@ -265,16 +261,16 @@ fn match_builder(
     // (instruction index, 32-bit constant) of the low and high adds once seen.
     type Half = Option<(usize, u32)>;
     let (mut lo, mut hi): (Half, Half) = (None, None);
-    for (j, (ja, inst)) in insts.iter().enumerate().skip(i + 1) {
+    for (j, (ja, inst)) in (i + 1..).zip(insts.range(i + 1..insts.len())) {
         if leaders.contains(&j) {
-            return Err(fail(*ja, "branch target inside the sequence"));
+            return Err(fail(ja, "branch target inside the sequence"));
         }
         let (r, w) = (reg_use[j].operand_reads(), reg_use[j].operand_writes());
         let touches_r = has(r, a) || has(r, a + 1);
         let touches_w = has(w, a) || has(w, a + 1);
         if !touches_r && !touches_w {
             if inst.flow() != Flow::Fallthrough {
-                return Err(fail(*ja, "control flow before the adds complete"));
+                return Err(fail(ja, "control flow before the adds complete"));
             }
             continue;
         }
@@ -292,9 +288,9 @@ fn match_builder(
             && hi.is_none()
         {
             if inst.len() != 12 {
-                return Err(fail(*ja, "64-bit add without a 64-bit literal"));
+                return Err(fail(ja, "64-bit add without a 64-bit literal"));
             }
-            let off = inst.literal().ok_or_else(|| fail(*ja, "no literal"))?;
+            let off = inst.literal().ok_or_else(|| fail(ja, "no literal"))?;
             return Ok(Builder {
                 getpc: i,
                 pair: a,
@@ -306,7 +302,7 @@ fn match_builder(
         if ADD_LO.contains(&m) && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
             let v = inst
                 .literal()
-                .ok_or_else(|| fail(*ja, "low add without a literal"))?;
+                .ok_or_else(|| fail(ja, "low add without a literal"))?;
             lo = Some((j, v as u32));
         } else if ADD_HI.contains(&m)
             && writes_hi
@@ -316,12 +312,12 @@ fn match_builder(
             && lo.is_some()
             && hi.is_none()
         {
-            let v = hi_const(inst).ok_or_else(|| fail(*ja, "high add without a constant"))?;
+            let v = hi_const(&inst).ok_or_else(|| fail(ja, "high add without a constant"))?;
             hi = Some((j, v));
         } else if m == "s_sext_i32_i16" && writes_hi && !writes_lo && lo.is_none() {
             // gfx12 canonicalises the PC's high half first; the address is unchanged.
         } else {
-            return Err(fail(*ja, &format!("{m} uses the PC register pair")));
+            return Err(fail(ja, &format!("{m} uses the PC register pair")));
         }
         if let (Some((lj, lv)), Some((hj, hv))) = (lo, hi) {
             let off = (u64::from(hv) << 32) | u64::from(lv);
@@ -433,7 +429,7 @@ fn analyse_one(
     {
         let mut f = Func {
             spec,
-            insts: Vec::new(),
+            insts: Insts::default(),
             reg_use: RegUses::default(),
             relocs: Relocs::default(),
             succs: Vec::new(),
@@ -473,15 +469,15 @@ fn analyse_fn(
     let n = f.insts.len();
     // Instruction index by address (instructions are in ascending address order).
     let insts = &f.insts;
-    let index = |t: u64| insts.binary_search_by_key(&t, |(a, _)| *a).ok();
+    let index = |t: u64| insts.index_of(t);
     let in_fn = |t: u64| t >= f.spec.start && t < f.spec.end;
     // Relocations as set, in order (the last one set for an instruction counts).
     let mut relocs: Vec<(u32, Reloc)> = Vec::new();
     f.succs = vec![Succs::default(); n];
     // Pass 1: direct branches.
     for i in 0..n {
-        let (a, inst) = f.insts[i];
-        if let Flow::Branch { .. } = inst.flow() {
+        if let Flow::Branch { .. } = f.insts.flow(i) {
+            let (a, inst) = f.insts.at(i);
             match inst.branch_target(a) {
                 Some(t) if in_fn(t) => match index(t) {
                     Some(ti) => {
@@ -508,7 +504,7 @@ fn analyse_fn(
     let mut holder: BTreeMap<u16, (usize, usize)> = BTreeMap::new(); // pair -> (pcrel index, builder done_at)
     let mut i = 0;
     while i < n {
-        let (a, inst) = f.insts[i];
+        let (a, inst) = f.insts.at(i);
         if f.leaders.contains(&i) {
             holder.clear();
         }
@@ -643,11 +639,11 @@ fn analyse_fn(
             let limit = f.spec.start + 256;
             // ... followed only by `s_nop` padding up to entry + 256.
             k.preload = f.insts.iter().enumerate().any(|(i, (a, inst))| {
-                *a < limit
+                a < limit
                     && matches!(inst.flow(), Flow::Branch { conditional: false })
-                    && inst.branch_target(*a) == Some(limit)
-                    && f.insts[i + 1..]
-                        .iter()
+                    && inst.branch_target(a) == Some(limit)
+                    && f.insts
+                        .range(i + 1..f.insts.len())
                         .take_while(|(x, _)| *x < limit)
                         .all(|(_, x)| x.special() == Special::Nop)
             });
@@ -655,9 +651,9 @@ fn analyse_fn(
     }
     // Pass 3: successors.
     for i in 0..n {
-        let (a, inst) = f.insts[i];
-        let falls = match inst.flow() {
+        let falls = match f.insts.flow(i) {
             Flow::Branch { conditional } => {
+                let (a, inst) = f.insts.at(i);
                 if let Some(t) = inst.branch_target(a) {
                     if let Some(ti) = index(t) {
                         f.succs[i].push(ti);
@@ -673,9 +669,9 @@ fn analyse_fn(
         if falls {
             if i + 1 < n {
                 f.succs[i].push(i + 1);
-            } else if inst.special() != Special::CodeEnd {
+            } else if f.insts.get(i).special() != Special::CodeEnd {
                 f.problems.push(Problem {
-                    addr: a,
+                    addr: f.insts.addr(i),
                     why: FALLS_OFF_END.into(),
                 });
             }
@@ -691,7 +687,7 @@ impl Program {
     /// name instructions that are gone.
     pub fn drop_instructions(&mut self) {
         for f in &mut self.funcs {
-            f.insts = Vec::new();
+            f.insts = Insts::default();
             f.reg_use = RegUses::default();
             f.relocs = Relocs::default();
             f.succs = Vec::new();
@@ -775,10 +771,10 @@ pub fn m0_facts(f: &Func) -> M0Facts {
     let n = f.insts.len();
     let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_m0).collect();
     let writes: Vec<bool> = f
-        .insts
+        .reg_use
         .iter()
-        .zip(&f.reg_use)
-        .map(|((_, i), u)| u.writes_m0() || i.flow() == Flow::Call)
+        .enumerate()
+        .map(|(i, u)| u.writes_m0() || f.insts.flow(i) == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
@@ -795,12 +791,12 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         Unknown,
     }
     let after = |i: usize, before: C| -> C {
-        let inst = &f.insts[i].1;
         if !writes[i] {
             return before;
         }
+        let inst = f.insts.get(i);
         if inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0() {
-            if let Some(v) = scalar_const(inst, "ssrc0") {
+            if let Some(v) = scalar_const(&inst, "ssrc0") {
                 return C::Known(v as u32);
             }
         }
@@ -844,10 +840,10 @@ pub fn m0_facts(f: &Func) -> M0Facts {
 pub fn scc_live(f: &Func) -> Vec<bool> {
     let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_scc).collect();
     let writes: Vec<bool> = f
-        .insts
+        .reg_use
         .iter()
-        .zip(&f.reg_use)
-        .map(|((_, i), u)| u.writes_scc() || i.flow() == Flow::Call)
+        .enumerate()
+        .map(|(i, u)| u.writes_scc() || f.insts.flow(i) == Flow::Call)
         .collect();
     backward_live(f, &reads, &writes)
 }

@@ -202,7 +202,7 @@ pub fn sites(
         // (point, rank at the point, landing rule, operation); the edge of an unconditional
         // branch goes in front of the branch, after the markers of the edges into it: every path
         // through the branch takes the edge, so it needs no landing block.
-        let conditional = |p: usize| f.insts[p].1.flow() == Flow::Branch { conditional: true };
+        let conditional = |p: usize| f.insts.flow(p) == Flow::Branch { conditional: true };
         let mut placed: Vec<(usize, u8, Landing, Op)> = Vec::new();
         let mut blocks = 0;
         for (k, parts) in fp.placement() {
@@ -228,7 +228,7 @@ pub fn sites(
                 word,
                 landing,
                 kind,
-                addr: f.insts[before].0,
+                addr: f.insts.addr(before),
             });
         }
         let r = &mut out.report;
@@ -307,9 +307,9 @@ impl<'a> FuncPlan<'a> {
         threshold: u64,
     ) -> Self {
         let size = |i: usize| match mode {
-            FunctionThreshold::Cost(_) => cost(&f.insts[i].1),
+            FunctionThreshold::Cost(_) => cost(&f.insts.get(i)),
             _ => u64::from(!matches!(
-                f.insts[i].1.special(),
+                f.insts.get(i).special(),
                 Special::Nop | Special::CodeEnd
             )),
         };
@@ -323,7 +323,7 @@ impl<'a> FuncPlan<'a> {
             report: InlinedReport::default(),
         };
         // Instructions are in address order, so each DWARF range is one run of indices.
-        let index_of = |a: u64| f.insts.partition_point(|&(x, _)| x < a);
+        let index_of = |a: u64| f.insts.partition_point(a);
         let raw = |s: usize| -> Vec<usize> {
             let mut v: Vec<usize> = scopes[s]
                 .ranges
@@ -448,17 +448,17 @@ impl<'a> FuncPlan<'a> {
         let n = f.insts.len();
         let mut out: Vec<(Option<usize>, Vec<usize>)> = vec![(None, Vec::new()); n];
         for p in 0..n {
-            let (addr, inst) = &f.insts[p];
+            let (addr, inst) = f.insts.at(p);
             let falls = matches!(
                 inst.flow(),
                 Flow::Fallthrough | Flow::Call | Flow::Branch { conditional: true }
             );
-            let target = inst.branch_target(*addr);
+            let target = inst.branch_target(addr);
             for s in &f.succs[p] {
                 if s == p + 1 && falls {
                     out[s].0 = Some(p);
                 }
-                if s != p + 1 || (target.is_some() && target == f.insts.get(s).map(|x| x.0)) {
+                if s != p + 1 || (target.is_some() && target == f.insts.checked_addr(s)) {
                     out[s].1.push(p);
                 }
             }
@@ -507,7 +507,7 @@ impl<'a> FuncPlan<'a> {
                     Some(s) => {
                         victims
                             .entry(s)
-                            .or_insert_with(|| format!("{why} at {:#x}", self.f.insts[k].0));
+                            .or_insert_with(|| format!("{why} at {:#x}", self.f.insts.addr(k)));
                     }
                     None => stuck = true,
                 }
@@ -587,7 +587,7 @@ impl<'a> FuncPlan<'a> {
             if v.len() == before.len() || !landed.insert(*p) {
                 continue;
             }
-            let (_, inst) = &f.insts[*p];
+            let inst = f.insts.get(*p);
             let sopp = matches!(f.relocs[*p], Reloc::Branch { .. })
                 && matches!(inst.flow(), Flow::Branch { .. });
             if !landing_blocks {

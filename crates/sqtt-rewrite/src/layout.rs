@@ -14,11 +14,13 @@
 
 mod item;
 
+use crate::insts::Insts;
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Family, Instruction, Target};
 use item::{
     AddPc64, BranchToIsland, CallEntry, Fixed, Island, Item, Part, PcRelPart, Resolver, ShortBranch,
 };
+use std::ops::Range;
 use thiserror::Error;
 
 /// `s_nop 0`: the padding word lld writes between functions (same on gfx9..gfx12; checked with
@@ -186,21 +188,21 @@ pub enum Piece<'a> {
     /// One original instruction whose PC-relative field is recomputed as `reloc` says (a SOPP
     /// branch aimed at its island: [`Reloc::ToIsland`]).
     Orig {
-        /// Original address (bytes).
-        addr: u64,
-        /// Decoded original.
-        inst: &'a Instruction,
+        /// The instructions of its function (original addresses and decoded originals).
+        insts: &'a Insts,
+        /// Its index in `insts`.
+        i: usize,
         /// Field to recompute.
         reloc: Reloc,
     },
     /// Consecutive original instructions with their original addresses, and the fields to
     /// recompute in them.
     Run {
-        /// Original addresses (bytes) and decoded originals.
-        insts: &'a [(u64, Instruction)],
-        /// Index of `insts[0]` in its function (the numbering of `relocs`).
-        first: usize,
-        /// (instruction index, field to recompute), ascending, for the instructions of `insts`
+        /// The instructions of their function (original addresses and decoded originals).
+        insts: &'a Insts,
+        /// Their indices in `insts` (the numbering of `relocs`).
+        range: Range<usize>,
+        /// (instruction index, field to recompute), ascending, for the instructions of `range`
         /// that have one ([`Relocs::within`]); the others have [`Reloc::None`].
         relocs: &'a [(u32, Reloc)],
     },
@@ -625,14 +627,14 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
                     p1.insert(inst.len() as u64, *landing);
                 }
             }
-            Piece::Orig {
-                addr: old, inst, ..
-            } => p1.orig(text_addr, *old, inst.len(), &mut layout)?,
-            Piece::Run { insts, .. } => {
-                layout.placed.reserve(insts.len());
-                layout.lens.reserve(insts.len());
-                for (old, inst) in *insts {
-                    p1.orig(text_addr, *old, inst.len(), &mut layout)?;
+            Piece::Orig { insts, i, .. } => {
+                p1.orig(text_addr, insts.addr(*i), insts.size(*i), &mut layout)?
+            }
+            Piece::Run { insts, range, .. } => {
+                layout.placed.reserve(range.len());
+                layout.lens.reserve(range.len());
+                for i in range.clone() {
+                    p1.orig(text_addr, insts.addr(i), insts.size(i), &mut layout)?;
                 }
             }
             Piece::Island { .. } => {
@@ -735,22 +737,24 @@ impl Pass2<'_> {
             Piece::Island { .. } => island_of(piece)
                 .ok_or(LayoutError::BadTarget { at, target: 0 })?
                 .encode(at, r, out)?,
-            Piece::Orig { addr, inst, reloc } => self.orig(*addr, inst, *reloc, at)?,
+            Piece::Orig { insts, i, reloc } => {
+                let (old, inst) = insts.at(*i);
+                self.orig(old, &inst, *reloc, at)?
+            }
             Piece::Run {
                 insts,
-                first,
+                range,
                 relocs,
             } => {
                 let mut a = at;
                 let mut rel = relocs.iter().peekable();
-                for (k, &(old, ref inst)) in insts.iter().enumerate() {
-                    let i = first + k;
+                for (i, (old, inst)) in range.clone().zip(insts.range(range.clone())) {
                     while rel.next_if(|(j, _)| (*j as usize) < i).is_some() {}
                     let reloc = rel
                         .next_if(|(j, _)| *j as usize == i)
                         .map_or(Reloc::None, |&(_, r)| r);
                     let end = a + inst.len() as u64;
-                    self.orig(old, inst, reloc, a)?;
+                    self.orig(old, &inst, reloc, a)?;
                     self.check(a, end)?;
                     a = end;
                 }
@@ -837,17 +841,15 @@ mod tests {
 
     /// The original code of [`plan`]: `s_cbranch_scc0` at 0x1000, then `s_nop 0`s.
     struct Code {
-        branch: Instruction,
-        nops: Vec<(u64, Instruction)>,
+        insts: Insts,
         marker: [Instruction; 1],
     }
 
-    fn code(t: Target, nops: u64) -> Code {
+    fn code(t: Target, nops: usize) -> Code {
+        let mut insts = vec![build::s_cbranch_scc0(t, 0).unwrap()];
+        insts.resize(nops + 1, build::s_nop(t, 0).unwrap());
         Code {
-            branch: build::s_cbranch_scc0(t, 0).unwrap(),
-            nops: (0..nops)
-                .map(|i| (0x1004 + 4 * i, build::s_nop(t, 0).unwrap()))
-                .collect(),
+            insts: Insts::from_instructions(0x1000, &insts),
             marker: [build::s_ttracedata_imm(t, 1).unwrap()],
         }
     }
@@ -857,8 +859,8 @@ mod tests {
     fn plan(c: &Code, t: Target, target: u64, long: bool) -> TextPlan<'_> {
         let pieces = vec![
             Piece::Orig {
-                addr: 0x1000,
-                inst: &c.branch,
+                insts: &c.insts,
+                i: 0,
                 reloc: Reloc::ToIsland { island: 0 },
             },
             Piece::Island {
@@ -871,8 +873,8 @@ mod tests {
                 skip: true,
             },
             Piece::Run {
-                insts: &c.nops,
-                first: 1,
+                insts: &c.insts,
+                range: 1..c.insts.len(),
                 relocs: &[],
             },
         ];
@@ -930,12 +932,12 @@ mod tests {
         assert_eq!(Some(skip), l.new_inst_addr(0x1004));
     }
 
-    /// `mark` inserted with landing rule `landing` in front of the run `insts`.
+    /// `mark` inserted with landing rule `landing` in front of the run `range` of `insts`.
     fn marked<'a>(
         mark: &'a [Instruction],
         landing: Landing,
-        insts: &'a [(u64, Instruction)],
-        first: usize,
+        insts: &'a Insts,
+        range: Range<usize>,
         relocs: &'a [(u32, Reloc)],
     ) -> [Piece<'a>; 2] {
         [
@@ -945,7 +947,7 @@ mod tests {
             },
             Piece::Run {
                 insts,
-                first,
+                range,
                 relocs,
             },
         ]
@@ -956,12 +958,12 @@ mod tests {
         let t = Target::from_name("gfx1100").unwrap();
         let nop = build::s_nop(t, 0).unwrap();
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
-        let insts: Vec<(u64, Instruction)> = (0..3).map(|i| (0x1000 + 4 * i, nop)).collect();
+        let insts = Insts::from_instructions(0x1000, &[nop; 3]);
         let plan = TextPlan {
             text_addr: 0x1000,
             pieces: [
-                marked(&mark, Landing::Before, &insts[..2], 0, &[]),
-                marked(&mark, Landing::After, &insts[2..], 2, &[]),
+                marked(&mark, Landing::Before, &insts, 0..2, &[]),
+                marked(&mark, Landing::After, &insts, 2..3, &[]),
             ]
             .concat(),
             pcrels: Vec::new(),
@@ -994,17 +996,16 @@ mod tests {
         use amdgpu_isa::build::Operand;
         let t = Target::from_name("gfx1100").unwrap();
         let (p, p1) = (Operand::Sgpr(4), Operand::Sgpr(5));
-        let insts = vec![
-            (0x1000, build::s_getpc_b64(t, 4).unwrap()),
-            (
-                0x1004,
+        // At 0x1000, 0x1004 and 0x100c.
+        let insts = Insts::from_instructions(
+            0x1000,
+            &[
+                build::s_getpc_b64(t, 4).unwrap(),
                 build::s_add_u32(t, p, p, Operand::Literal(0x7ffc)).unwrap(),
-            ),
-            (
-                0x100c,
                 build::s_addc_u32(t, p1, p1, Operand::Literal(0)).unwrap(),
-            ),
-        ];
+            ],
+        );
+        assert_eq!(insts.addr(2), 0x100c);
         let relocs = Relocs::from_set(vec![
             (2, Reloc::PcRelHi { idiom: 0 }),
             (1, Reloc::Branch { target: 0 }),
@@ -1017,7 +1018,7 @@ mod tests {
         let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
         let plan = |target: u64| TextPlan {
             text_addr: 0x1000,
-            pieces: marked(&mark, Landing::Before, &insts, 0, relocs.within(0, 3)).to_vec(),
+            pieces: marked(&mark, Landing::Before, &insts, 0..3, relocs.within(0, 3)).to_vec(),
             pcrels: vec![PcRel {
                 getpc_addr: 0x1000,
                 target,

@@ -11,6 +11,7 @@ pub mod config;
 pub mod funcmap;
 mod idiom;
 pub mod inlined;
+pub mod insts;
 pub mod layout;
 mod pipeline;
 pub mod plan;

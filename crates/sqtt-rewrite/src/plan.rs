@@ -217,7 +217,7 @@ pub fn function_size(f: &Func, mode: FunctionThreshold) -> u64 {
     match mode {
         FunctionThreshold::Off => 0,
         FunctionThreshold::Count(_) => f.insts.iter().filter(|(_, i)| counted(i)).count() as u64,
-        FunctionThreshold::Cost(_) => f.insts.iter().map(|(_, i)| cost(i)).sum(),
+        FunctionThreshold::Cost(_) => f.insts.iter().map(|(_, i)| cost(&i)).sum(),
     }
 }
 
@@ -296,7 +296,7 @@ pub fn forbidden_points(f: &Func) -> Forbidden {
     for (i, r) in f.relocs.iter() {
         if let crate::layout::Reloc::PcRelHi { .. } | crate::layout::Reloc::PcRel64 { .. } = r {
             let mut g = i;
-            while g > 0 && f.insts[g].1.special() != Special::GetPc {
+            while g > 0 && f.insts.get(g).special() != Special::GetPc {
                 g -= 1;
             }
             out.extend(g + 1..=i);
@@ -306,7 +306,7 @@ pub fn forbidden_points(f: &Func) -> Forbidden {
         if k.preload {
             let limit = f.spec.start + 256;
             for (p, (a, _)) in f.insts.iter().enumerate() {
-                if *a < limit {
+                if a < limit {
                     out.insert(p);
                 }
             }
@@ -337,7 +337,7 @@ pub(crate) fn settle_outside(
 ) -> Option<usize> {
     let pinned = |i: usize| {
         matches!(
-            f.insts[i].1.special(),
+            f.insts.get(i).special(),
             Special::SBarrier
                 | Special::SBarrierSignal
                 | Special::SBarrierSignalIsFirst
@@ -358,14 +358,11 @@ pub(crate) fn settle_outside(
                 return None;
             }
             q -= 1;
-            if f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough || pinned(q) {
+            if f.insts.flow(q) != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
         } else {
-            if q >= f.insts.len()
-                || f.insts[q].1.flow() != amdgpu_isa::Flow::Fallthrough
-                || pinned(q)
-            {
+            if q >= f.insts.len() || f.insts.flow(q) != amdgpu_isa::Flow::Fallthrough || pinned(q) {
                 return None;
             }
             q += 1;
@@ -412,7 +409,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 ),
             };
             let entry = match kernel {
-                Some(k) if k.preload => f.insts.iter().position(|(a, _)| *a == f.spec.start + 256),
+                Some(k) if k.preload => f.insts.index_of(f.spec.start + 256),
                 _ => Some(0),
             };
             let entry_landing = match kernel {
@@ -425,13 +422,13 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 {
                     // The prologue branch targets it by design; any other branch would re-enter.
                     let other = f.relocs.iter().any(|(i, r)| {
-                        matches!(r, crate::layout::Reloc::Branch { target } if target == f.insts[e].0)
-                            && f.insts[i].0 >= f.spec.start + 256
+                        matches!(r, crate::layout::Reloc::Branch { target } if target == f.insts.addr(e))
+                            && f.insts.addr(i) >= f.spec.start + 256
                     });
                     if other {
                         skipped.push(Skipped {
                             function: f.spec.name.clone(),
-                            addr: f.insts[e].0,
+                            addr: f.insts.addr(e),
                             kind: ek,
                             why: "a loop branches back to the kernel's first instruction".into(),
                         });
@@ -465,7 +462,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
             let n = f.insts.len();
             let mut i = 0;
             while i < n {
-                match f.insts[i].1.special() {
+                match f.insts.get(i).special() {
                     Special::SBarrier => want.push((
                         i,
                         true,
@@ -479,9 +476,9 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                         let mut pair = None;
                         while j < n
                             && !f.leaders.contains(&j)
-                            && f.insts[j - 1].1.flow() == amdgpu_isa::Flow::Fallthrough
+                            && f.insts.flow(j - 1) == amdgpu_isa::Flow::Fallthrough
                         {
-                            match f.insts[j].1.special() {
+                            match f.insts.get(j).special() {
                                 Special::SBarrierWait => {
                                     pair = Some(j);
                                     break;
@@ -535,7 +532,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
             }
         }
         for (p, earlier, word, landing, kind) in want {
-            let addr = f.insts.get(p).map_or(f.spec.end, |(a, _)| *a);
+            let addr = f.insts.checked_addr(p).unwrap_or(f.spec.end);
             match settle(f, &forbidden, p, earlier) {
                 Some(q) if q < f.insts.len() => sites.push(Site {
                     func: fi,
@@ -584,11 +581,11 @@ pub fn memory_chunks(f: &Func, c: crate::config::MemoryChunking) -> Vec<(usize, 
     let mut cur: Option<(usize, bool, u32, usize)> = None;
     for (i, (_, inst)) in f.insts.iter().enumerate() {
         let block_start = f.leaders.contains(&i)
-            || (i > 0 && f.insts[i - 1].1.flow() != amdgpu_isa::Flow::Fallthrough);
+            || (i > 0 && f.insts.flow(i - 1) != amdgpu_isa::Flow::Fallthrough);
         if block_start {
             cur = None;
         }
-        let Some(store) = vmem_kind(inst) else {
+        let Some(store) = vmem_kind(&inst) else {
             continue;
         };
         cur = match cur {

@@ -279,9 +279,9 @@ impl SgprFacts {
             changed = false;
             for i in 0..n {
                 let Some(p) = pend[i] else { continue };
-                let (inst, u) = (&f.insts[i].1, &f.reg_use[i]);
+                let u = &f.reg_use[i];
                 let mut out = if u.waits_for_smem() { 0 } else { p } | u.async_writes();
-                if inst.flow() == amdgpu_isa::Flow::Call {
+                if f.insts.flow(i) == amdgpu_isa::Flow::Call {
                     out |= match calls.get(&i) {
                         Some(Callee::Direct(g)) => self.smem_reach[*g],
                         _ => ALL_SGPRS,

@@ -267,7 +267,7 @@ impl RegUses {
     /// its operands again (the register use depends on nothing but the encoding and the target),
     /// and a value seen before is stored once. A slot holding something else only costs a
     /// repeated value in `distinct`, never a wrong one.
-    pub fn of<'a>(insts: impl ExactSizeIterator<Item = &'a Instruction>) -> RegUses {
+    pub fn of(insts: impl ExactSizeIterator<Item = Instruction>) -> RegUses {
         // A power of two between 16 and 4096 slots, about one per instruction.
         let slots = insts.len().next_power_of_two().clamp(16, 1 << 12);
         let mut out = RegUses {
@@ -280,7 +280,7 @@ impl RegUses {
         for inst in insts {
             let b = inst.bytes();
             if b.len() > 16 {
-                let k = out.share(RegUse::of(inst), &mut by_value);
+                let k = out.share(RegUse::of(&inst), &mut by_value);
                 out.of.push(k);
                 continue;
             }
@@ -291,7 +291,7 @@ impl RegUses {
             let k = match by_encoding[h] {
                 (e, n, k) if k != u32::MAX && e == enc && usize::from(n) == b.len() => k,
                 _ => {
-                    let k = out.share(RegUse::of(inst), &mut by_value);
+                    let k = out.share(RegUse::of(&inst), &mut by_value);
                     by_encoding[h] = (enc, b.len() as u8, k);
                     k
                 }
@@ -401,7 +401,7 @@ mod tests {
                 _ => build::s_nop(t, 0).unwrap(),
             })
             .collect();
-        let uses = RegUses::of(insts.iter());
+        let uses = RegUses::of(insts.iter().copied());
         assert_eq!(uses.len(), insts.len());
         for (i, inst) in insts.iter().enumerate() {
             assert_eq!(uses[i], RegUse::of(inst), "instruction {i}");

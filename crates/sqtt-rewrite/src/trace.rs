@@ -349,11 +349,11 @@ pub fn trace_sites(
         for (i, (addr, inst)) in f.insts.iter().enumerate() {
             let skip = |why: String| Skipped {
                 function: f.spec.name.clone(),
-                addr: *addr,
+                addr,
                 kind: SiteKind::AddressTrace,
                 why,
             };
-            let traced = match classify(inst, want) {
+            let traced = match classify(&inst, want) {
                 Classified::NotQualifying => continue,
                 Classified::Unsupported(why) => {
                     skipped.push(skip(why));
@@ -382,7 +382,7 @@ pub fn trace_sites(
                     word: Word::Point(key),
                     landing: Landing::Before,
                     kind: SiteKind::AddressTrace,
-                    addr: *addr,
+                    addr,
                 });
             }
         }
@@ -413,8 +413,8 @@ fn placement(f: &Func, forbidden: &Forbidden, i: usize, ops: &[TraceOp]) -> Opti
     let dual_issue_gfx1250 = |x: &Instruction| {
         x.target().family() == Family::Gfx1250 && matches!(x.format(), Format::Vopd | Format::Vopd3)
     };
-    let clean = f.insts[q..i].iter().all(|(_, x)| {
-        !dual_issue_gfx1250(x)
+    let clean = f.insts.range(q..i).all(|(_, x)| {
+        !dual_issue_gfx1250(&x)
             && x.writes().intersection(&read).is_empty()
             && !matches!(
                 x.special(),

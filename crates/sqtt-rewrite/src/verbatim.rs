@@ -96,7 +96,7 @@ fn describe(f: &Func) -> String {
 /// fall-through): the last instruction falls through, calls, traps or branches conditionally,
 /// and is not `s_code_end`.
 pub fn falls_off_end(f: &Func) -> bool {
-    f.insts.last().is_some_and(|(_, i)| {
+    f.insts.last().is_some_and(|i| {
         i.special() != Special::CodeEnd
             && matches!(
                 i.flow(),
@@ -128,15 +128,10 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
     {
         return Err(p.clone());
     }
-    for (a, inst) in &f.insts {
-        let out = |what: String| {
-            Err(Problem {
-                addr: *a,
-                why: what,
-            })
-        };
+    for (a, inst) in f.insts.iter() {
+        let out = |what: String| Err(Problem { addr: a, why: what });
         match (inst.special(), inst.flow()) {
-            (Special::GetPc, _) => match pcrels.get(a) {
+            (Special::GetPc, _) => match pcrels.get(&a) {
                 Some(&t) if inside(t) => {}
                 Some(&t) => {
                     return out(format!(
@@ -160,7 +155,7 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
                 }
             }
             (_, Flow::Branch { .. } | Flow::Call) => {
-                if let Some(t) = inst.branch_target(*a) {
+                if let Some(t) = inst.branch_target(a) {
                     if !inside(t) {
                         return out(format!(
                             "{} targets {t:#x}, outside the function",
@@ -274,9 +269,9 @@ pub fn address_pairs(
         if !v.is_left_alone(fi) {
             continue;
         }
-        for (a, _) in &f.insts {
-            if let Some(n) = map(*a) {
-                out.push((*a, n));
+        for (a, _) in f.insts.iter() {
+            if let Some(n) = map(a) {
+                out.push((a, n));
             }
         }
     }

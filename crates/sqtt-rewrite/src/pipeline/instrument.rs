@@ -420,7 +420,7 @@ fn scope_inits(
         };
         let Some(flag) = flags[fi] else { continue };
         let entry = if k.preload {
-            f.insts.iter().position(|(a, _)| *a == f.spec.start + 256)
+            f.insts.index_of(f.spec.start + 256)
         } else {
             Some(0)
         };
@@ -456,7 +456,7 @@ fn scope_inits(
                 Landing::After
             },
             kind: SiteKind::ScopeInit,
-            addr: f.insts.get(e).map_or(f.spec.start, |(a, _)| *a),
+            addr: f.insts.checked_addr(e).unwrap_or(f.spec.start),
         };
         out.push((site, code));
     }
@@ -816,12 +816,15 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
             .funcs
             .iter()
             .map(|f| {
-                let avoid: Sgprs = f
-                    .insts
-                    .iter()
-                    .zip(&f.reg_use)
-                    .filter(|((_, i), _)| vmem_hazard && i.memory().is_some())
-                    .fold(0, |a, (_, u)| a | u.operand_reads());
+                let avoid: Sgprs = if vmem_hazard {
+                    f.insts
+                        .iter()
+                        .zip(&f.reg_use)
+                        .filter(|((_, i), _)| i.memory().is_some())
+                        .fold(0, |a, (_, u)| a | u.operand_reads())
+                } else {
+                    0
+                };
                 mask(limit) & !avoid
             })
             .collect();

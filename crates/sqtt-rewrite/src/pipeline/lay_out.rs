@@ -72,8 +72,8 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
         .keys()
         .filter_map(|k| match *k {
             MarkerKey::AddrTrace { func, inst, .. } => {
-                let (a, _) = ins.prog.funcs.get(func)?.insts.get(inst)?;
-                Some(((func, inst), *a))
+                let a = ins.prog.funcs.get(func)?.insts.checked_addr(inst)?;
+                Some(((func, inst), a))
             }
             _ => None,
         })
@@ -147,7 +147,7 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
         for ((_, k), list) in here.clone() {
             for (s, code) in list {
                 if let Landing::Edge(p) = s.landing {
-                    let e = edges.entry(p).or_insert((f.insts[*k].0, Vec::new()));
+                    let e = edges.entry(p).or_insert((f.insts.addr(*k), Vec::new()));
                     e.1.extend_from_slice(code);
                 }
             }
@@ -157,7 +157,7 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
         let n = f.insts.len();
         let relaxed = relax
             .range(f.spec.start..f.spec.end)
-            .filter_map(|(a, _)| f.insts.binary_search_by_key(a, |(x, _)| *x).ok());
+            .filter_map(|(a, _)| f.insts.index_of(*a));
         let breaks: BTreeSet<usize> = here
             .map(|((_, k), _)| *k)
             .chain(edges.keys().copied())
@@ -179,18 +179,18 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
                     });
                 }
             }
-            let (a, inst) = &f.insts[i];
+            let (a, inst) = f.insts.at(i);
             let edge = edges.remove(&i);
-            let r = relax.get(a);
+            let r = relax.get(&a);
             match f.relocs[i] {
                 Reloc::Branch { target: t } if r.is_some() || edge.is_some() => {
                     tp.pieces.push(Piece::Orig {
-                        addr: *a,
-                        inst,
+                        insts: &f.insts,
+                        i,
                         reloc: Reloc::ToIsland { island: islands },
                     });
                     tp.pieces.push(Piece::Island {
-                        from: *a,
+                        from: a,
                         target: edge.as_ref().map_or(t, |e| e.0),
                         markers: edge.map(|e| e.1).unwrap_or_default(),
                         long: r.is_some(),
@@ -220,8 +220,8 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
 fn push_run<'a>(tp: &mut TextPlan<'a>, f: &'a Func, from: usize, to: usize) {
     if from < to {
         tp.pieces.push(Piece::Run {
-            insts: &f.insts[from..to],
-            first: from,
+            insts: &f.insts,
+            range: from..to,
             relocs: f.relocs.within(from, to),
         });
     }
@@ -247,10 +247,10 @@ fn relaxable(
     target: Target,
 ) -> Result<Relaxed, String> {
     for (fi, f) in prog.funcs.iter().enumerate() {
-        let Some(i) = f.insts.iter().position(|(a, _)| *a == at) else {
+        let Some(i) = f.insts.index_of(at) else {
             continue;
         };
-        let inst = f.insts[i].1;
+        let inst = f.insts.get(i);
         let Reloc::Branch { target: t } = f.relocs[i] else {
             return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
         };
@@ -259,11 +259,7 @@ fn relaxable(
         }
         let mut pair = None;
         if target.family() != Family::Gfx1250 {
-            let ti = f
-                .insts
-                .iter()
-                .position(|(a, _)| *a == t)
-                .ok_or("target is not an instruction")?;
+            let ti = f.insts.index_of(t).ok_or("target is not an instruction")?;
             if scc[fi][ti] {
                 return Err(
                     "SCC is live at the branch target (the long branch clobbers it)".into(),
