@@ -649,6 +649,12 @@ impl<'a> CodeObjectEditor<'a> {
         let mut fixed: Vec<(u64, &elf::Segment)> = Vec::new();
         for (i, p) in co.elf.segments.iter().enumerate() {
             let o = h.e_phoff + 56 * i as u64;
+            // `PT_GNU_STACK` maps nothing: copied as it is, whatever its (meaningless) address
+            // and sizes say (a corrupted `p_memsz` covering `.text` must not grow with it;
+            // fresh tester, session 13).
+            if p.p_type == elf::PT_GNU_STACK {
+                continue;
+            }
             let inside: Vec<&Placement> = layout
                 .sections
                 .iter()

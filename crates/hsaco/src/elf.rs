@@ -53,6 +53,9 @@ pub const PT_LOAD: u32 = 1;
 pub const PT_NOTE: u32 = 4;
 /// `PT_PHDR`.
 pub const PT_PHDR: u32 = 6;
+/// `PT_GNU_STACK`: the stack's permissions in `p_flags`; its address and sizes map nothing
+/// (GNU extension to the ELF gABI, `elf.h`).
+pub const PT_GNU_STACK: u32 = 0x6474_e551;
 /// `SHN_ABS`: absolute symbol.
 pub const SHN_ABS: u16 = 0xfff1;
 /// `SHN_UNDEF`.

@@ -501,3 +501,43 @@ fn contradictory_fields_are_input_errors_or_fail_closed() {
         "has no .sgpr_count in its metadata (required)",
     );
 }
+
+/// `PT_GNU_STACK` maps nothing: a corrupted `p_memsz` (2^48) that makes its address range cover
+/// `.text` is copied as it is, not grown with `.text` past the 48-bit address space into a
+/// rewrite the verifier rejects (exit 1; fresh tester, session 13).
+#[test]
+fn gnu_stack_is_copied_whatever_its_sizes_say() {
+    let mut b = fixture("objects/gfx942__ocl__O3-preload8.co");
+    let u16_at = |b: &[u8], o: usize| usize::from(u16::from_le_bytes([b[o], b[o + 1]]));
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().expect("8 bytes")) as usize;
+    let stack = (0..u16_at(&b, 0x38))
+        .map(|i| phoff + 56 * i)
+        .find(|&o| b[o..o + 4] == 0x6474_e551u32.to_le_bytes())
+        .expect("PT_GNU_STACK");
+    b[stack + 40..stack + 48].copy_from_slice(&(1u64 << 48).to_le_bytes());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (input, output) = (dir.path().join("gs.co"), dir.path().join("out.co"));
+    std::fs::write(&input, &b).expect("write");
+    let r = Command::new(BIN)
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .args(["--functions", "1", "--trace-addresses", "memory,lds"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let out = std::fs::read(&output).expect("output");
+    let phoff_out = u64::from_le_bytes(out[0x20..0x28].try_into().expect("8 bytes")) as usize;
+    let at = phoff_out + (stack - phoff);
+    assert_eq!(
+        out[at..at + 56],
+        b[stack..stack + 56],
+        "PT_GNU_STACK copied"
+    );
+    assert!(out.len() > b.len(), "instrumented");
+}

@@ -467,11 +467,11 @@ pub(crate) fn check_patch_record(o: &CodeObject, n: &CodeObject, findings: &mut 
         ));
         return;
     };
-    if s.sh_type != SHT_PROGBITS || s.flags & elf::SHF_ALLOC != 0 {
+    if s.sh_type != SHT_PROGBITS || s.flags != 0 {
         findings.push(glob(
             Check::Sections,
             format!(
-                "{PATCH_SECTION} has type {:#x} and flags {:#x}; a rewrite writes a non-allocated SHT_PROGBITS section",
+                "{PATCH_SECTION} has type {:#x} and flags {:#x}; a rewrite writes a non-allocated SHT_PROGBITS section without flags",
                 s.sh_type, s.flags
             ),
         ));

@@ -14,8 +14,8 @@
 //! 4. the segment starts the same number of bytes before its first section, and its memory and
 //!    file images end the same number of bytes after its last (file-backed) section, with
 //!    `p_filesz` within `p_memsz`;
-//! 5. a segment that maps no section (`PT_PHDR`, `PT_GNU_STACK`, a headers-only `PT_LOAD`) is
-//!    unchanged.
+//! 5. a segment that maps no section (`PT_PHDR`, a headers-only `PT_LOAD`) is unchanged, and so
+//!    is `PT_GNU_STACK` whatever sections its (meaningless) address range covers.
 
 use hsaco::elf::{self, Section, Segment};
 use hsaco::CodeObject;
@@ -110,6 +110,15 @@ pub(crate) fn check_segments(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
                 "{what}: p_paddr {:#x} no longer lies where p_vaddr {:#x} puts it (original p_paddr {:#x}, p_vaddr {:#x})",
                 np.paddr, np.vaddr, op.paddr, op.vaddr
             ));
+        }
+        // `PT_GNU_STACK` maps nothing whatever its address and sizes say (rule 5): unchanged.
+        if op.p_type == elf::PT_GNU_STACK {
+            if (op.offset, op.vaddr, op.filesz, op.memsz)
+                != (np.offset, np.vaddr, np.filesz, np.memsz)
+            {
+                push(format!("{what}: PT_GNU_STACK changed"));
+            }
+            continue;
         }
         let (om, nm) = (mapped(o, op), mapped(n, np));
         if names(&om) != names(&nm) {

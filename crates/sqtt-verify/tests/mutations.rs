@@ -903,7 +903,22 @@ fn the_run_record_must_be_one_non_alloc_json_line() {
         has(
             &r,
             Check::Sections,
-            ".sqtt_patch has type 0x8 and flags 0x0; a rewrite writes a non-allocated SHT_PROGBITS section"
+            ".sqtt_patch has type 0x8 and flags 0x0; a rewrite writes a non-allocated SHT_PROGBITS section without flags"
+        ),
+        "{}",
+        show(&r)
+    );
+
+    // SHF_WRITE (fresh tester, session 13): the rewrite writes no flag at all.
+    let mut write = good.clone();
+    let at = section_header(&write, ".sqtt_patch") + 8;
+    write[at..at + 8].copy_from_slice(&hsaco::elf::SHF_WRITE.to_le_bytes());
+    let r = run(&orig, &write);
+    assert!(
+        has(
+            &r,
+            Check::Sections,
+            ".sqtt_patch has type 0x1 and flags 0x1; a rewrite writes a non-allocated SHT_PROGBITS section without flags"
         ),
         "{}",
         show(&r)
