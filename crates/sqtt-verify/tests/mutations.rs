@@ -894,35 +894,26 @@ fn the_run_record_must_be_one_non_alloc_json_line() {
     let at = section_header(&alloc, ".sqtt_patch") + 8;
     alloc[at..at + 8].copy_from_slice(&hsaco::elf::SHF_ALLOC.to_le_bytes());
     assert!(verify(&orig, &alloc).is_err());
-    // Another section type (sh_type at +4): SHT_NOBITS, no contents in the file.
-    let mut note = good.clone();
-    let at = section_header(&note, ".sqtt_patch") + 4;
-    note[at..at + 4].copy_from_slice(&hsaco::elf::SHT_NOBITS.to_le_bytes());
-    let r = run(&orig, &note);
-    assert!(
-        has(
-            &r,
-            Check::Sections,
-            ".sqtt_patch has type 0x8 and flags 0x0; a rewrite writes a non-allocated SHT_PROGBITS section without flags"
+    // Another section type (sh_type at +4): SHT_NOBITS, no contents in the file; SHF_WRITE
+    // (sh_flags at +8; fresh tester, session 13): the rewrite writes no flag at all.
+    for (field, value, shown) in [
+        (
+            4,
+            u64::from(hsaco::elf::SHT_NOBITS),
+            "type 0x8 and flags 0x0",
         ),
-        "{}",
-        show(&r)
-    );
-
-    // SHF_WRITE (fresh tester, session 13): the rewrite writes no flag at all.
-    let mut write = good.clone();
-    let at = section_header(&write, ".sqtt_patch") + 8;
-    write[at..at + 8].copy_from_slice(&hsaco::elf::SHF_WRITE.to_le_bytes());
-    let r = run(&orig, &write);
-    assert!(
-        has(
-            &r,
-            Check::Sections,
-            ".sqtt_patch has type 0x1 and flags 0x1; a rewrite writes a non-allocated SHT_PROGBITS section without flags"
-        ),
-        "{}",
-        show(&r)
-    );
+        (8, hsaco::elf::SHF_WRITE, "type 0x1 and flags 0x1"),
+    ] {
+        let mut bad = good.clone();
+        let at = section_header(&bad, ".sqtt_patch") + field;
+        let width = if field == 4 { 4 } else { 8 };
+        bad[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
+        let want = format!(
+            ".sqtt_patch has {shown}; a rewrite writes a non-allocated SHT_PROGBITS section without flags"
+        );
+        let r = run(&orig, &bad);
+        assert!(has(&r, Check::Sections, &want), "{}", show(&r));
+    }
 
     // A second section named .sqtt_patch: the funcmap's sh_name pointed at the record's name.
     let both = with_funcmap(&good, "W:32");
