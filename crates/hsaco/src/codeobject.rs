@@ -377,15 +377,6 @@ pub const MAX_VIRTUAL_ADDRESS: u64 = 1 << 48;
 /// Largest `sh_addralign` / `p_align` accepted (bytes); lld uses at most the page size.
 pub const MAX_ALIGN: u64 = 1 << 32;
 
-/// Rejects file-backed sections overlapping the ELF header or the program or section header
-/// tables (the writer re-emits those tables), alloc sections overlapping each other in memory
-/// or placed in a `PT_LOAD` at a file offset that disagrees with their address, `PT_LOAD`s whose
-/// address and offset are not congruent modulo `p_align` (gABI "Program Header"), section and segment address ranges outside
-/// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
-/// alignments that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0
-/// and positive integral powers of two are allowed"), and alloc sections whose address is not a
-/// multiple of their `sh_addralign` (same section of the gABI). Errors: [`Error::Malformed`] at the offset of the
-/// section or program header.
 /// Every address-valued `.dynamic` entry ([`elf::DYNAMIC_POINTER_TAGS`], non-zero) points into
 /// an allocated section (`sh_addr ..= sh_addr + sh_size`). A rewrite moves such a pointer with
 /// the section it points into; one that points nowhere cannot be moved or kept consistently, and
@@ -423,6 +414,15 @@ fn check_dynamic_pointers(elf: &Elf, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Rejects file-backed sections overlapping the ELF header or the program or section header
+/// tables (the writer re-emits those tables), alloc sections overlapping each other in memory
+/// or placed in a `PT_LOAD` at a file offset that disagrees with their address, `PT_LOAD`s whose
+/// address and offset are not congruent modulo `p_align` (gABI "Program Header"), section and segment address ranges outside
+/// [`MAX_VIRTUAL_ADDRESS`], non-empty segment file ranges past the end of the file (`file_len` bytes),
+/// alignments that are not 0 or a power of two up to [`MAX_ALIGN`] (gABI "Sections": "only 0
+/// and positive integral powers of two are allowed"), and alloc sections whose address is not a
+/// multiple of their `sh_addralign` (same section of the gABI). Errors: [`Error::Malformed`] at the offset of the
+/// section or program header.
 fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
     let bad_align = |a: u64| a != 0 && (!a.is_power_of_two() || a > MAX_ALIGN);
     let past = |addr: u64, size: u64| {

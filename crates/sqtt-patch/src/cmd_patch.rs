@@ -509,12 +509,8 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         None => None,
     };
     let json = json.as_ref().map(|(text, p)| (text.as_str(), *p));
-    let report_only = || match json {
-        Some((text, p)) => output::write_report("--report-json", p, text),
-        None => Ok(()),
-    };
     if patched.verifier_rejected {
-        report_only()?;
+        output::write_report_if(json)?;
         eprintln!("sqtt-patch: {name}: the rewritten object FAILED verification; nothing written:");
         for r in patched.report.reasons.iter().take(20) {
             eprintln!("  {r}");
@@ -529,15 +525,12 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         );
     }
     if args.common.strict && lost_coverage(report) {
-        report_only()?;
+        output::write_report_if(json)?;
         eprintln!("sqtt-patch: {name}: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written");
         return Ok(exit::STRICT);
     }
     t.begin(Stage::Write);
-    let mut sink = output::Sink::new(&dest)?;
-    std::io::Write::write_all(sink.file(), &patched.bytes)
-        .with_context(|| format!("{}: cannot write", dest.label))?;
-    output::commit_with_report(sink, Some(&input), json)?;
+    output::write_with_report(&dest, &patched.bytes, Some(&input), json)?;
     t.end();
     crate::timings::print_object(&name, &t);
     Ok(exit::OK)

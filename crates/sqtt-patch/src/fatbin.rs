@@ -679,9 +679,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         .iter()
         .any(|o| cmd_patch::lost_coverage(&o.report));
     if common.strict && lost {
-        if let Some((text, p)) = json {
-            output::write_report("--report-json", p, text)?;
-        }
+        output::write_report_if(json)?;
         eprintln!("sqtt-patch: {name}: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written");
         crate::timings::print_sum(&name, started);
         return Ok(if rejected { exit::VERIFY } else { exit::STRICT });

@@ -308,27 +308,53 @@ pub fn commit_all(sinks: Vec<Sink>) -> Result<()> {
     Ok(())
 }
 
+/// Writes the JSON report `report` (its text and the `--report-json` path, `-` for standard
+/// output), if there is one.
+pub fn write_report_if(report: Option<(&str, &Path)>) -> Result<()> {
+    match report {
+        Some((text, path)) => write_report("--report-json", path, text),
+        None => Ok(()),
+    }
+}
+
 /// Commits an output (`out`, given the mode of `like` when it is a regular file) and its JSON
-/// report (`report`: the text and the `--report-json` path, `-` for standard output) so that
-/// neither is in place without the other: a stream output (a device or FIFO, written in place)
-/// is written first, so its write error leaves no report; then the report; then the regular
-/// output's rename, the last step that can fail (its temporary file is deleted when an earlier
-/// one does).
+/// report ([`write_report_if`]) so that neither is in place without the other: a stream output
+/// (a device or FIFO, written in place) is written first, so its write error leaves no report;
+/// then the report; then the regular output's rename, the last step that can fail (its
+/// temporary file is deleted when an earlier one does).
 pub fn commit_with_report(
     out: Sink,
     like: Option<&Path>,
     report: Option<(&str, &Path)>,
 ) -> Result<()> {
     let _committing = crate::interrupt::Committing::begin();
-    let Some((text, path)) = report else {
-        return out.commit(like);
-    };
     if out.dest.stream {
         out.commit(like)?;
-        return write_report("--report-json", path, text);
+        return write_report_if(report);
     }
-    write_report("--report-json", path, text)?;
+    write_report_if(report)?;
     out.commit(like)
+}
+
+/// [`write`] of `bytes` to `dest` together with the JSON report, in the order of
+/// [`commit_with_report`]: a stream destination is written in place first, a regular file goes
+/// through a temporary file renamed after the report is written.
+pub fn write_with_report(
+    dest: &Dest,
+    bytes: &[u8],
+    like: Option<&Path>,
+    report: Option<(&str, &Path)>,
+) -> Result<()> {
+    if dest.stream {
+        let _committing = crate::interrupt::Committing::begin();
+        write(dest, bytes, like)?;
+        return write_report_if(report);
+    }
+    let mut sink = Sink::new(dest)?;
+    sink.file()
+        .write_all(bytes)
+        .with_context(|| format!("{}: cannot write", dest.label))?;
+    commit_with_report(sink, like, report)
 }
 
 /// Writes `bytes` to a checked destination: atomically for a regular file (mode of `like`, or

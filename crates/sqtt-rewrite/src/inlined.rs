@@ -428,14 +428,14 @@ impl<'a> FuncPlan<'a> {
     /// innermost scope already open there (inside the parent's clipped region, not yet claimed
     /// by a sibling or a sibling's descendant, all of which come earlier in pre-order); a scope
     /// without a marked parent takes only instructions no scope has taken.
-    fn stacks(&self) -> Stacks {
+    fn stacks(&self) -> Vec<Vec<usize>> {
         let marked: HashSet<usize> = self.marked.iter().copied().collect();
-        let mut out = Stacks::new(self.f.insts.len());
+        let mut out = vec![Vec::new(); self.f.insts.len()];
         for &s in &self.marked {
             let parent = self.marked_parent(s, &marked);
             for &i in &self.region[&s] {
-                if out.of(i).last().copied() == parent {
-                    out.push(i, s);
+                if out[i].last().copied() == parent {
+                    out[i].push(s);
                 }
             }
         }
@@ -490,16 +490,15 @@ impl<'a> FuncPlan<'a> {
                 let (ft, brs) = &preds[k];
                 let entry = k == 0;
                 // The innermost scope that changes at k on some edge.
-                let open_k = |s: &usize| stacks.of(k).contains(s);
-                let victim = stacks
-                    .of(k)
+                let open_k = |s: &usize| stacks[k].contains(s);
+                let victim = stacks[k]
                     .iter()
-                    .chain(ft.iter().chain(brs).flat_map(|&p| stacks.of(p).iter()))
+                    .chain(ft.iter().chain(brs).flat_map(|&p| stacks[p].iter()))
                     .copied()
                     .filter(|s| {
                         ft.iter()
                             .chain(brs)
-                            .any(|&p| stacks.of(p).contains(s) != open_k(s))
+                            .any(|&p| stacks[p].contains(s) != open_k(s))
                             || (entry && open_k(s))
                     })
                     .max_by_key(|&s| self.scopes[s].depth(self.scopes));
@@ -541,7 +540,7 @@ impl<'a> FuncPlan<'a> {
     fn point(
         &self,
         k: usize,
-        stacks: &Stacks,
+        stacks: &[Vec<usize>],
         preds: &[(Option<usize>, Vec<usize>)],
         forbidden: &Forbidden,
         landing_blocks: bool,
@@ -551,12 +550,12 @@ impl<'a> FuncPlan<'a> {
         let entry = k == 0;
         // Every edge into `k` keeps the open scopes (the same stack): no marker, nothing to
         // compute. The function's entry opens `k`'s scopes.
-        let same = |p: &usize| stacks.same(*p, k);
-        if (!entry || stacks.of(k).is_empty()) && ft.iter().all(same) && brs.iter().all(same) {
+        let at = &stacks[k];
+        let same = |p: &usize| stacks[*p] == *at;
+        if (!entry || at.is_empty()) && ft.iter().all(same) && brs.iter().all(same) {
             return Ok(None);
         }
-        let at = stacks.of(k);
-        let from = |p: Option<usize>| p.map_or(&[][..], |p| stacks.of(p));
+        let from = |p: Option<usize>| p.map_or(&[][..], |p| stacks[p].as_slice());
         let fall = (ft.is_some() || entry).then(|| ops(from(*ft), at));
         let branches: Vec<(usize, Vec<Op>)> =
             brs.iter().map(|&p| (p, ops(from(Some(p)), at))).collect();
@@ -620,53 +619,6 @@ impl<'a> FuncPlan<'a> {
     /// [`FuncPlan::point`]), as [`FuncPlan::settle`] left them.
     fn placement(&self) -> &[(usize, Parts)] {
         &self.placed
-    }
-}
-
-/// The open scopes in front of each instruction of a function ([`FuncPlan::stacks`]): each
-/// distinct stack (scope indices, outermost first) once, and per instruction the index of its
-/// stack. Most instructions share their neighbours' stack, so an equal stack is an equal index
-/// and a stack is built once per distinct (stack, pushed scope) pair.
-struct Stacks {
-    /// Per instruction: index into `table`.
-    id: Vec<u32>,
-    /// Distinct stacks; `table[0]` is the empty stack.
-    table: Vec<Vec<usize>>,
-    /// (stack index, scope pushed) → index of the resulting stack.
-    pushed: HashMap<(u32, usize), u32>,
-}
-
-impl Stacks {
-    /// `n` instructions, every stack empty.
-    fn new(n: usize) -> Stacks {
-        Stacks {
-            id: vec![0; n],
-            table: vec![Vec::new()],
-            pushed: HashMap::new(),
-        }
-    }
-
-    /// The open scopes in front of instruction `i` (outermost first).
-    fn of(&self, i: usize) -> &[usize] {
-        &self.table[self.id[i] as usize]
-    }
-
-    /// Whether instructions `a` and `b` have the same open scopes.
-    fn same(&self, a: usize, b: usize) -> bool {
-        self.id[a] == self.id[b]
-    }
-
-    /// Opens scope `s` (innermost) in front of instruction `i`.
-    fn push(&mut self, i: usize, s: usize) {
-        let from = self.id[i];
-        let next = self.table.len() as u32;
-        let to = *self.pushed.entry((from, s)).or_insert(next);
-        if to == next {
-            let mut v = self.table[from as usize].clone();
-            v.push(s);
-            self.table.push(v);
-        }
-        self.id[i] = to;
     }
 }
 

@@ -432,7 +432,7 @@ fn is_skipped_content(s: &Section) -> bool {
         )
         || s.name.starts_with(".debug_")
         || s.name == ".sqtt_funcmap"
-        || s.name == ".sqtt_patch"
+        || s.name == PATCH_SECTION
 }
 
 /// Name of the section recording a sqtt-patch run.
@@ -448,22 +448,20 @@ pub(crate) fn check_patch_record(o: &CodeObject, n: &CodeObject, findings: &mut 
     if o.bytes == n.bytes {
         return;
     }
-    let mut found = n
+    let records: Vec<&Section> = n
         .elf
         .sections
         .iter()
         .skip(1)
-        .filter(|s| s.name == PATCH_SECTION);
-    let (Some(s), None) = (found.next(), found.next()) else {
-        let count = n
-            .elf
-            .sections
-            .iter()
-            .filter(|s| s.name == PATCH_SECTION)
-            .count();
+        .filter(|s| s.name == PATCH_SECTION)
+        .collect();
+    let [s] = records[..] else {
         findings.push(glob(
             Check::Sections,
-            format!("the rewritten object has {count} {PATCH_SECTION} sections; a rewrite has exactly one"),
+            format!(
+                "the rewritten object has {} {PATCH_SECTION} sections; a rewrite has exactly one",
+                records.len()
+            ),
         ));
         return;
     };
@@ -580,7 +578,7 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
         }
     }
     for s in n.elf.sections.iter().skip(1) {
-        if o.section(&s.name).is_none() && s.name != ".sqtt_funcmap" && s.name != ".sqtt_patch" {
+        if o.section(&s.name).is_none() && s.name != ".sqtt_funcmap" && s.name != PATCH_SECTION {
             findings.push(glob(
                 Check::Sections,
                 format!("unexpected new section {}", s.name),

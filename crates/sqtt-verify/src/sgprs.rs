@@ -408,8 +408,8 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
             break;
         }
     }
-    // Independent per function: in parallel (the order of the result is kept), each liveness
-    // vector turned into the result in place.
+    // Independent per function: in parallel (the order of the result is kept), each function's
+    // liveness and pending SMEM results turned into its changeable sets.
     live.into_par_iter()
         .enumerate()
         .map(|(fi, l)| {
