@@ -4,7 +4,7 @@
 #
 # Usage: tools/bench.sh [objects|fatbin|all] [FILE...]
 #   objects (default FILEs: cupy's cub gfx1201 and gfx942 objects and rocsparse's gfx90a object with
-#           DWARF, from $SQTT_THIRDPARTY/objects): per code object
+#           DWARF, from $SQTT_REAL_DIR/objects): per code object
 #           - `llvm-objdump-22 -d` (the reference: decode + print);
 #           - `sqtt-patch IN -o OUT` with `--functions 1 --barriers 1` ("fb"), with every feature that
 #             combines with memory markers ("allmem": + --kernel-scopes --memory 2:5 --scope) and,
@@ -19,13 +19,13 @@
 #           `llvm-objdump-22 -d` of every extracted code object (times summed, peak = largest).
 #   all     both (the default), each with its default files.
 # The ratio columns divide by the LLVM reference of the same input. Output: Markdown tables.
-# Environment: SQTT_THIRDPARTY (default <workspace>/../thirdparty), CARGO_TARGET_DIR,
+# Environment: SQTT_REAL_DIR (default <workspace>/target/real, filled by tools/fetch_real.sh), CARGO_TARGET_DIR,
 # SQTT_PATCH_BIN (a prebuilt sqtt-patch to measure instead of building this checkout),
 # BENCH_TRACE=1 (also the "alltrace" configuration: address tracing makes the job several times
 # longer, about 15 minutes for the cub gfx1201 object on a loaded 2-core machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tp=${SQTT_THIRDPARTY:-$root/../thirdparty}
+tp=${SQTT_REAL_DIR:-$root/target/real}
 mode=${1:-all}
 case "$mode" in
   objects | fatbin | all) shift || true ;;

@@ -135,7 +135,7 @@ env -u COMPRESSED_BUNDLE_FORMAT_VERSION "$BUNDLER" -compress "${bundle_args[@]}"
 COMPRESSED_BUNDLE_FORMAT_VERSION=2 "$BUNDLER" -compress "${bundle_args[@]}" -output="$BUN/calls-4arch__ccob-v2-zstd.hipfb"
 # zlib (what older toolchains wrote) and header v1 cannot be produced by the 22 bundler:
 # write them here from the plain bundle (layout: AMDGPUUsage / OffloadBundler.cpp facts,
-# see shared/notes/code-objects.md; method 0 = zlib; hash = MD5 of the plain bundle, 8 bytes LE)
+# see docs/background/code-objects.md; method 0 = zlib; hash = MD5 of the plain bundle, 8 bytes LE)
 ccob_zlib() {  # ccob_zlib VERSION IN OUT
   "$PYTHON" - "$@" <<'PY'
 import hashlib, struct, sys, zlib

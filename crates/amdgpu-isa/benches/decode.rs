@@ -1,9 +1,9 @@
 //! Decode throughput versus `llvm-objdump-22 -d` on one big code object, same file, same run
 //! (`cargo bench -p amdgpu-isa --bench decode [-- FILE]`).
 //!
-//! FILE defaults to `/work/thirdparty/objects/cupy-cub__gfx1201.co` (about 2.3 M
-//! instructions, see /work/thirdparty/INDEX.md), else the largest object of
-//! `../shared/corpus/{compiled,triton}`. Measures every executable section:
+//! FILE defaults to `$SQTT_REAL_DIR/objects/cub-gfx1201.co` (about 2.3 M instructions;
+//! `SQTT_REAL_DIR` defaults to `target/real`, filled by `tools/fetch_real.sh`), else the largest object of
+//! `fixtures/corpus/{compiled,triton}`. Measures every executable section:
 //! - `decode_iter`: streaming decode, every instruction materialised, nothing kept (best of 15);
 //! - `decode_all`: the same collected into a `Vec<Instruction>` (best of 5);
 //! - `decode_iter` + `Display` of every instruction into one reused text buffer (best of 3);
@@ -26,11 +26,15 @@ fn pick_file() -> Option<PathBuf> {
     if let Some(a) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
         return Some(PathBuf::from(a));
     }
-    let big = Path::new("/work/thirdparty/objects/cupy-cub__gfx1201.co");
+    let real = std::env::var_os("SQTT_REAL_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/real"),
+        PathBuf::from,
+    );
+    let big = real.join("objects/cub-gfx1201.co");
     if big.is_file() {
-        return Some(big.to_path_buf());
+        return Some(big);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus");
     let mut best: Option<(u64, PathBuf)> = None;
     for sub in ["compiled", "triton"] {
         for e in std::fs::read_dir(root.join(sub))
@@ -89,7 +93,7 @@ fn best_of(runs: usize, mut f: impl FnMut()) -> (f64, f64) {
 
 fn main() {
     let Some(path) = pick_file() else {
-        eprintln!("no input object (give a path, or provide ../shared/corpus)");
+        eprintln!("no input object (give a path; fixtures/corpus is missing)");
         return;
     };
     let data = match std::fs::read(&path) {

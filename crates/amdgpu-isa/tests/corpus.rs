@@ -1,4 +1,4 @@
-//! Corpus oracle: every code object of `fixtures/` and `../shared/corpus` (bare objects, and
+//! Corpus oracle: every code object of `fixtures/` and `fixtures/corpus` (bare objects, and
 //! every code object inside the bundles and host binaries there) decoded with `decode_all`
 //! must match `llvm-objdump-22 -d` instruction boundaries, with zero unknown words
 //! and byte-identical re-encoding, and every instruction's text must equal llvm-objdump-22's.
@@ -23,7 +23,7 @@ fn corpus_lengths_bytes_and_text_match_llvm_objdump() {
         let (flags, sections) = common::exec_sections(&data);
         let target = Target::from_elf_mach(flags & 0xff)
             .unwrap_or_else(|| panic!("{name}: unknown mach {:#x}", flags & 0xff));
-        // gfx12 true16 code (Triton) only decodes with real-true16 (shared/notes/isa-from-llvm.md).
+        // gfx12 true16 code (Triton) only decodes with real-true16 (docs/background/isa-from-llvm.md).
         let mut llvm = common::objdump(&path, target.name(), &[]);
         let mut target = target;
         if llvm.iter().any(|l| l.text.starts_with(".long")) {

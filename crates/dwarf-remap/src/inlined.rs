@@ -1,6 +1,6 @@
 //! Inlined function instances (`DW_TAG_inlined_subroutine`, DWARF 5 section 3.3.8.2): where the
 //! code of a function the compiler inlined lives in its caller, for scopes without a symbol
-//! (issue 16; seed spec "Phase 1" / "Phase 2": the compile-time pass marks inlined copies as
+//! (issue 16; spec "Phase 1" / "Phase 2": the compile-time pass marks inlined copies as
 //! `F:` rows without an address).
 //!
 //! clang 22 emits these entries with `-g` and also with `-gline-tables-only` (there the abstract

@@ -1,4 +1,4 @@
-//! Source locations for `.sqtt_funcmap` rows (seed spec, section "Funcmap format"):
+//! Source locations for `.sqtt_funcmap` rows (spec, section "Funcmap format"):
 //! `F:id:name@source_loc`, `K:name@source_loc` (the definition site of a function or kernel)
 //! and `P:id:addr_trace_*@source_loc` (the rocprofiler-sdk inline chain of a memory
 //! instruction, innermost first, `file:line` elements joined by `" -> "`).
@@ -54,7 +54,7 @@ impl fmt::Display for SourceLoc {
     }
 }
 
-/// Renders an inline chain the way rocprofiler-sdk does (seed spec, "Funcmap format"):
+/// Renders an inline chain the way rocprofiler-sdk does (spec, "Funcmap format"):
 /// elements as `file:line`, innermost first, joined with `" -> "`. An empty chain renders as
 /// the empty string.
 pub fn render_chain(chain: &[SourceLoc]) -> String {

@@ -3,7 +3,7 @@
 //! llvm-dwarfdump-22 (`--verify`, line rows, DIE addresses, FDEs). Instruction boundaries come
 //! from llvm-objdump-22.
 //!
-//! Needs LLVM 22 (fails without it unless `SQTT_NO_LLVM=1`) and `<workspace>/../shared/corpus`.
+//! Needs LLVM 22 (fails without it unless `SQTT_NO_LLVM=1`) and `<workspace>/fixtures/corpus`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +18,10 @@ const S_NOP: [u8; 4] = [0x00, 0x00, 0x80, 0xbf];
 
 fn corpus() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let c = root.join("../shared/corpus");
+    let c = root.join("fixtures/corpus");
     assert!(
         c.is_dir(),
-        "corpus not found at {} (expected <workspace root>/../shared/corpus)",
+        "corpus not found at {} (expected <workspace root>/fixtures/corpus)",
         c.display()
     );
     c

@@ -224,7 +224,7 @@ fn inlined_fixtures_match_llvm_dwarfdump() {
 
 #[test]
 fn corpus_debug_objects_match_llvm_dwarfdump() {
-    let dir = root().join("../shared/corpus/compiled");
+    let dir = root().join("fixtures/corpus/compiled");
     let Ok(rd) = std::fs::read_dir(&dir) else {
         panic!("corpus not found at {}", dir.display());
     };

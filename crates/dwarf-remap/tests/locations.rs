@@ -4,7 +4,7 @@
 //! inline chains against llvm-symbolizer-22 `--inlining` (file:line per frame, innermost first)
 //! for every 7th instruction listed by llvm-objdump-22.
 //!
-//! Needs LLVM 22 (fails without it unless `SQTT_NO_LLVM=1`) and `<workspace>/../shared/corpus`.
+//! Needs LLVM 22 (fails without it unless `SQTT_NO_LLVM=1`) and `<workspace>/fixtures/corpus`.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -16,10 +16,10 @@ use dwarf_remap::{
 };
 
 fn corpus() -> PathBuf {
-    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let c = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus");
     assert!(
         c.is_dir(),
-        "corpus not found at {} (expected <workspace root>/../shared/corpus)",
+        "corpus not found at {} (expected <workspace root>/fixtures/corpus)",
         c.display()
     );
     c

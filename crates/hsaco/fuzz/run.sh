@@ -1,13 +1,13 @@
 #!/bin/sh
-# Runs one hsaco fuzz target for SECONDS (default 600) with seeds from the fixtures and the shared
-# corpus. Usage: crates/hsaco/fuzz/run.sh code_object|bundle|host [SECONDS]
+# Runs one hsaco fuzz target for SECONDS (default 600) with seeds from fixtures/ and
+# fixtures/corpus. Usage: crates/hsaco/fuzz/run.sh code_object|bundle|host [SECONDS]
 # Needs cargo-fuzz (`cargo install cargo-fuzz`); nightly features come from RUSTC_BOOTSTRAP=1.
 set -eu
 target=$1
 secs=${2:-600}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-shared="$root/../shared/corpus"
+shared="$root/fixtures/corpus"
 case $target in
   code_object) seeds="$root/fixtures/objects $shared/compiled $shared/triton" ;;
   bundle) seeds="$root/fixtures/bundles $shared/bundles" ;;

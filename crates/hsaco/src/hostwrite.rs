@@ -1,7 +1,7 @@
 //! Writing HIP fat binaries back: rebuilding offload bundles (plain or CCOB) and writing an
 //! x86-64 host ELF (executable, PIE or shared library) whose bundles changed.
 //!
-//! Facts used (see `../shared/notes/code-objects.md`, "Host executables and shared libraries
+//! Facts used (see `docs/background/code-objects.md`, "Host executables and shared libraries
 //! with HIP fat binaries", clang's `ClangOffloadBundler` documentation and the System V gABI):
 //! - `.hip_fatbin` holds one bundle per translation unit, each starting 4096-aligned with zero
 //!   padding between (one bundle with the new offload driver and `-fgpu-rdc`).

@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// `<workspace root>/../shared/corpus`; panics with a clear message when absent.
+/// `<workspace root>/fixtures/corpus`; panics with a clear message when absent.
 pub fn corpus() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let c = root.join("../shared/corpus");
+    let c = root.join("fixtures/corpus");
     assert!(
         c.join("MANIFEST.tsv").exists(),
-        "corpus not found at {} (expected <workspace>/../shared/corpus)",
+        "corpus not found at {} (expected <workspace>/fixtures/corpus)",
         c.display()
     );
     c

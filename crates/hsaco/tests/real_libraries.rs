@@ -3,7 +3,7 @@
 //! `#[ignore]`d, so `cargo test` never passes it silently: run it with `tools/real_libraries.sh`
 //! (`cargo test --release -p hsaco --test real_libraries -- --ignored --nocapture`). It reads
 //! the third-party directory `$SQTT_THIRDPARTY`, else `<workspace root>/../thirdparty` (fetched
-//! as `../shared/corpus/tools/fetch_thirdparty.sh` describes; never committed), and FAILS when
+//! as `fixtures/corpus/tools/fetch_thirdparty.sh` describes; never committed), and FAILS when
 //! a library is missing there. For PyPI `onnxruntime-rocm` 1.22.2.post3
 //! `libonnxruntime_providers_rocm.so` (95 bundles, 760 code objects) and Debian `librocsparse0`
 //! 5.3.0+dfsg-2 `librocsparse.so.0.1` (111 bundles, 777 code objects, DWARF):

@@ -1,6 +1,6 @@
 //! `sqtt-patch funcmap FILE [--demangle] [--json]`: prints the `.sqtt_funcmap` of a code object as
 //! a table (id, kind, name, source location, payload words), parsed with the consumers' rules
-//! (shared/notes/funcmap-contract.md) — the post-link counterpart of the spec's
+//! (docs/background/funcmap-contract.md) — the post-link counterpart of the spec's
 //! `sqtt_decode_funcmap.py`.
 
 use anyhow::{Context, Result};
@@ -50,7 +50,7 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         }
     };
     // F/K rows are resolved to code by symbol name (funcmap contract); an F row with no symbol is
-    // an inlined function's scope (seed spec "Extracting the funcmap": `(inlined)`).
+    // an inlined function's scope (spec "Extracting the funcmap": `(inlined)`).
     let address = |n: &str| {
         co.kernels
             .iter()

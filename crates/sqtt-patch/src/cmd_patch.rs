@@ -1,6 +1,6 @@
 //! The main job: `sqtt-patch IN -o OUT [flags]` rewrites one code object with SQTT markers.
 //!
-//! Options default to the seed spec's `SQTT_*` environment variables; flags win. The output is
+//! Options default to the spec's `SQTT_*` environment variables; flags win. The output is
 //! verified by the independent translation validator before it is written, and written by
 //! [`crate::output`] (atomically to a file, or streamed into a character device or FIFO).
 
@@ -31,7 +31,7 @@ pub struct PatchArgs {
     /// an instrumented code object keep their bytes.
     #[arg(long)]
     pub compress_bundles: bool,
-    /// Print the human report to stderr.
+    /// Print the human report on standard output.
     #[arg(long)]
     pub report: bool,
     /// Flags shared with `batch`.
@@ -145,6 +145,15 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         "SQTT_SCOPE_WG" => args.scope_wg.is_some(),
         _ => false,
     };
+    // A variable of the spec that is not UTF-8 is an error, never silently ignored.
+    for (k, v) in std::env::vars_os() {
+        let Some(k) = k.to_str().filter(|k| k.starts_with("SQTT_")) else {
+            continue;
+        };
+        if v.to_str().is_none() && !overridden(k) {
+            anyhow::bail!("${k}: the value is not valid UTF-8; unset it or give its flag");
+        }
+    }
     let mut o = Options::from_env(|k| {
         if overridden(k) {
             None
@@ -496,7 +505,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         eprintln!("sqtt-patch: {name}: warning: {n}");
     }
     if args.report {
-        eprint!("{}", render_report(&name, &patched.report));
+        crate::output::write_stdout(&render_report(&name, &patched.report))?;
     }
     // The report and the object are committed together: an interruption keeps both or neither,
     // and a report is in place only when the object is (or none is written: rejected, --strict).
@@ -561,7 +570,7 @@ pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
                 String::new()
             };
             format!(
-                "{} {}/{} ({pct:.1} %{stubs})",
+                "{} {}/{} sites ({pct:.1} %{stubs})",
                 c.feature, c.instrumented, c.found
             )
         })

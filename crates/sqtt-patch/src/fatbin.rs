@@ -637,7 +637,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
             } else {
                 format!("{name}: bundle {} {}", o.bundle_index, o.entry_id)
             };
-            eprint!("{}", cmd_patch::render_report(&what, &o.report));
+            crate::output::write_stdout(&cmd_patch::render_report(&what, &o.report))?;
         }
         for n in &o.report.notes {
             *notes.entry(n).or_default() += 1;

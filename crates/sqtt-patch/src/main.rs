@@ -17,6 +17,7 @@ mod interrupt;
 mod output;
 mod progress;
 mod sniff;
+mod threads;
 mod timings;
 
 use clap::{Parser, Subcommand};
@@ -61,6 +62,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     interrupt::install();
+    threads::init();
     let outcome = match cli.command {
         None if cli.patch.fatbin => fatbin::run(&cli.patch),
         None => cmd_patch::run(cli.patch),

@@ -6,6 +6,9 @@
 //!   (nothing is left behind on error);
 //! - a character device or a FIFO (`-o /dev/null` as a dry run, a pipe) is streamed into in
 //!   place, never replaced;
+//! - a symbolic link is written through, never replaced (issue 32): a link to a regular file
+//!   names that file, a link to a device or FIFO (`/dev/stdout`) is streamed into; a dangling
+//!   link is refused;
 //! - a directory (or a path ending in `/`), a socket, a block device, a path whose directory
 //!   does not exist, or a directory in which no file can be created (read-only file system,
 //!   missing permission) is refused with a message naming the option.
@@ -94,6 +97,8 @@ pub fn check(flag: &str, path: &Path) -> Result<Dest> {
     if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
         bail!("{flag} {shown}: is a directory; give a file path");
     }
+    let through = through_link(flag, path)?;
+    let path = through.as_deref().unwrap_or(path);
     match std::fs::metadata(path) {
         Ok(m) => {
             let t = m.file_type();
@@ -131,6 +136,34 @@ pub fn check(flag: &str, path: &Path) -> Result<Dest> {
         }
         Err(e) => Err(e).with_context(|| format!("{flag} {shown}: cannot inspect")),
     }
+}
+
+/// A symbolic link is never replaced: the output is written through it, as `cp` does. For a
+/// link to a regular file this is the file the link resolves to (so the atomic rename happens
+/// beside the real file and the link stays); a link to a device or FIFO (`/dev/stdout`) is
+/// streamed into through the link. `None` when `path` is not a link or when it leads to a
+/// stream. Errors: a link that leads nowhere (dangling, or a loop), named with the option.
+fn through_link(flag: &str, path: &Path) -> Result<Option<PathBuf>> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(None);
+    }
+    let target = std::fs::metadata(path).map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {}: a symbolic link that leads to no file ({e}); give the target path",
+            path.display()
+        )
+    })?;
+    let t = target.file_type();
+    if t.is_char_device() || t.is_fifo() {
+        return Ok(None);
+    }
+    std::fs::canonicalize(path).map(Some).with_context(|| {
+        format!(
+            "{flag} {}: cannot resolve the symbolic link",
+            path.display()
+        )
+    })
 }
 
 /// Refuses directory `dir` when no file can be created in it (a read-only file system such as

@@ -486,7 +486,7 @@ fn coverage_counts_the_sites_of_objects_that_failed_closed() {
     };
     assert_eq!(
         line_of(&run(), "coverage:"),
-        "coverage: address_trace 8/8 (100.0 %)"
+        "coverage: address_trace 8/8 sites (100.0 %)"
     );
     let mut sount = good.clone();
     let at = sount
@@ -498,7 +498,7 @@ fn coverage_counts_the_sites_of_objects_that_failed_closed() {
     let o = run();
     assert_eq!(
         line_of(&o, "coverage:"),
-        "coverage: address_trace 8/16 (50.0 %)"
+        "coverage: address_trace 8/16 sites (50.0 %)"
     );
     assert_eq!(
         line_of(&o, "not instrumented (failed closed):"),
@@ -509,7 +509,7 @@ fn coverage_counts_the_sites_of_objects_that_failed_closed() {
     std::fs::write(lib.join("two.co"), &two).expect("write");
     assert_eq!(
         line_of(&run(), "coverage:"),
-        "coverage: address_trace 8/16 (50.0 %); not counted: 1 code object that failed closed before its sites were found"
+        "coverage: address_trace 8/16 sites (50.0 %); not counted: 1 code object that failed closed before its sites were found"
     );
 }
 

@@ -376,7 +376,7 @@ fn patch_with_clock_bits(fatbin: bool, input: &Path, output: &Path) -> String {
 }
 
 /// An option that does not apply to a target is named on stderr, not dropped silently:
-/// shader-clock packing (seed spec "GFX12 Shader Clock Packing") exists on gfx12/gfx1250 only.
+/// shader-clock packing (spec "GFX12 Shader Clock Packing") exists on gfx12/gfx1250 only.
 #[test]
 fn shader_clock_bits_on_older_targets_is_warned() {
     let dir = tempfile::tempdir().expect("tempdir");

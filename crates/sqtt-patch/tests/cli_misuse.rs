@@ -6,6 +6,7 @@
 //! ELF without device code), and fixtures with one padding word changed (offsets from
 //! llvm-readelf-22 on the unmodified object, checked below).
 
+mod support;
 use assert_cmd::Command;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -105,6 +106,11 @@ fn is_root() -> bool {
         .is_ok_and(|o| o.stdout == b"0\n")
 }
 
+/// Whether `p` is still a character device.
+fn is_char_device(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
 /// `gfx1100__calls__O3.co` with the padding word at 0x2b70 (after `_Z9chain_topPKffij`, which
 /// ends at 0x2b68; llvm-objdump-22 shows `s_nop 0` there) replaced by `word`.
 fn damaged_padding(dir: &Path, name: &str, word: u32) {
@@ -120,65 +126,54 @@ fn damaged_padding(dir: &Path, name: &str, word: u32) {
 
 #[test]
 fn dev_null_stays_a_character_device() {
-    if !is_root() {
-        eprintln!("skipped: only root can replace /dev/null, so only a root run can show that it is not replaced");
+    let Some(devs) = support::device_nodes() else {
         return;
-    }
+    };
+    let null = devs.path().join("null");
+    let null_s = null.to_str().expect("utf-8 path");
     let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
     for args in [
-        &["in.co", "-o", "/dev/null", "--functions", "1"][..],
-        &[
-            "--fatbin",
-            "in.hipfb",
-            "-o",
-            "/dev/null",
-            "--functions",
-            "1",
-        ][..],
+        &["in.co", "-o", null_s, "--functions", "1"][..],
+        &["--fatbin", "in.hipfb", "-o", null_s, "--functions", "1"][..],
         &[
             "in.co",
             "-o",
-            "/dev/null",
+            null_s,
             "--functions",
             "1",
             "--report-json",
-            "/dev/null",
+            null_s,
         ][..],
     ] {
         let r = run(t.path(), args);
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-        let m = std::fs::metadata("/dev/null").expect("/dev/null");
-        assert!(
-            m.file_type().is_char_device(),
-            "{args:?} replaced /dev/null"
-        );
+        assert!(is_char_device(&null), "{args:?} replaced the null device");
         assert_eq!(r.files, files(&["in.co", "in.hipfb"]), "{args:?}");
     }
-    // As an unprivileged user (it used to fail: no right to rename over /dev/null).
+    // As an unprivileged user (it used to fail: no right to rename over a device node).
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for d in [t.path(), devs.path()] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     // A copy inside the (world-readable) temporary directory: the checkout itself may sit in a
     // directory `nobody` cannot enter (a `mktemp -d` clone is mode 0700).
     let bin = t.path().join("sqtt-patch");
     std::fs::copy(assert_cmd::cargo::cargo_bin("sqtt-patch"), &bin).expect("copy the binary");
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    match std::process::Command::new("runuser")
+    let o = std::process::Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&bin)
-        .args(["in.co", "-o", "/dev/null", "--functions", "1"])
+        .args(["in.co", "-o", null_s, "--functions", "1"])
         .current_dir(t.path())
         .output()
-    {
-        Ok(o) => assert_eq!(
-            o.status.code(),
-            Some(0),
-            "as nobody: {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => eprintln!("skipped the unprivileged run: runuser: {e}"),
-    }
-    let m = std::fs::metadata("/dev/null").expect("/dev/null");
-    assert!(m.file_type().is_char_device());
+        .expect("runuser (util-linux) runs the binary as nobody");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "as nobody: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(is_char_device(&null));
 }
 
 #[test]
@@ -396,21 +391,24 @@ fn an_unwritable_output_location_is_refused_before_any_work() {
 /// OS error.
 #[test]
 fn a_write_error_names_the_output_and_the_os_error() {
+    let Some(devs) = support::device_nodes() else {
+        return;
+    };
+    let full = devs.path().join("full");
+    let full = full.to_str().expect("utf-8 path");
     let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
     let cases = [
-        ("in.co -o /dev/full", "-o"),
-        ("--fatbin in.hipfb -o /dev/full", "-o"),
-        ("in.co -o o.co --report-json /dev/full", "--report-json"),
-        (
-            "batch in.co --check --report-json /dev/full",
-            "--report-json",
-        ),
+        ("in.co -o FULL", "-o"),
+        ("--fatbin in.hipfb -o FULL", "-o"),
+        ("in.co -o o.co --report-json FULL", "--report-json"),
+        ("batch in.co --check --report-json FULL", "--report-json"),
     ];
     for (line, flag) in cases {
+        let line = line.replace("FULL", full);
         let args: Vec<&str> = line.split(' ').chain(["--functions", "1"]).collect();
         let r = run(t.path(), &args);
         let last = format!(
-            "sqtt-patch: error: {flag} /dev/full: cannot write: No space left on device (os error 28)"
+            "sqtt-patch: error: {flag} {full}: cannot write: No space left on device (os error 28)"
         );
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
         assert_eq!(r.stderr.lines().last(), Some(last.as_str()), "{args:?}");
@@ -626,9 +624,9 @@ fn inlined_instances_outside_every_function_are_reported_with_a_reason() {
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("inlined functions not marked: none of the 19 inlined instances in the DWARF starts inside an instrumented function"),
+        r.stdout.contains("inlined functions not marked: none of the 19 inlined instances in the DWARF starts inside an instrumented function"),
         "{}",
-        r.stderr
+        r.stdout
     );
 }
 
@@ -881,21 +879,21 @@ fn human_reports_name_each_kernel_once_in_user_words() {
     );
     assert_eq!(r.code, 0);
     assert_eq!(
-        r.first_line(),
+        r.stdout.lines().next().unwrap_or_default(),
         "in.co: target gfx1100: instrumented; .text 2176 -> 2176 bytes; 5 funcmap rows"
     );
     for k in ["k_bar_reduce", "k_bar_branches", "k_bar_in_call"] {
         let n = r
-            .stderr
+            .stdout
             .lines()
             .filter(|l| l.starts_with(&format!("  kernel {k}:")))
             .count();
-        assert_eq!(n, 1, "{k}: {}", r.stderr);
+        assert_eq!(n, 1, "{k}: {}", r.stdout);
     }
-    assert!(r.stderr.contains(
+    assert!(r.stdout.contains(
         "  kernel k_bar_reduce: barrier=11 (+11 instructions, +44 bytes); wave32 vgprs 8 occupancy 16->16 waves/SIMD, +11 instructions reachable\n"
     ));
-    assert!(r.stderr.contains(
+    assert!(r.stdout.contains(
         "  function _Z14stage_exchangePfjfj: barrier=2 function_entry=1 function_exit=1 (+4 instructions, +16 bytes, id 2)\n"
     ));
     // --fatbin --report: one block per bundle entry, named.
@@ -912,8 +910,13 @@ fn human_reports_name_each_kernel_once_in_user_words() {
         ],
     );
     assert_eq!(f.code, 0, "{}", f.stderr);
-    let heads: Vec<&str> = f.stderr.lines().filter(|l| !l.starts_with(' ')).collect();
-    assert_eq!(heads.len(), 4, "{}", f.stderr);
+    // The report blocks, then the one-line summary of each code object (also on stdout).
+    let heads: Vec<&str> = f
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.contains(": target gfx"))
+        .collect();
+    assert_eq!(heads.len(), 4, "{}", f.stdout);
     for h in heads {
         assert!(
             h.starts_with("b.hipfb: bundle 0 hipv4-amdgcn-amd-amdhsa--gfx"),
@@ -969,11 +972,11 @@ fn skipped_sites_use_report_names() {
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.files, files(&["in.co"]));
     assert!(
-        r.stderr.contains("  skipped address_trace in _Z14stage_exchangePfjfj at 0x40e8: no SGPR is provably free here for the address-trace loop (2 SGPRs)"),
+        r.stdout.contains("  skipped address_trace in _Z14stage_exchangePfjfj at 0x40e8: no SGPR is provably free here for the address-trace loop (2 SGPRs)"),
         "{}",
-        r.stderr
+        r.stdout
     );
-    assert!(!r.stderr.contains("AddressTrace"));
+    assert!(!r.stdout.contains("AddressTrace"));
 }
 
 // ------------------------------------------------------------------ item 15: quick start
@@ -996,8 +999,8 @@ fn quick_start_object_shows_functions_and_barriers() {
         ],
     );
     assert_eq!(r.code, 0);
-    assert!(r.stderr.contains("function_entry=1"), "{}", r.stderr);
-    assert!(r.stderr.contains("barrier="), "{}", r.stderr);
+    assert!(r.stdout.contains("function_entry=1"), "{}", r.stdout);
+    assert!(r.stdout.contains("barrier="), "{}", r.stdout);
 }
 
 // ------------------------------------------------------------------ campaign findings
@@ -1077,8 +1080,11 @@ fn progress_is_drawn_on_a_terminal() {
         ),
         format!("{} batch b.hipfb --check --functions 1", bin.display()),
     ] {
+        // The typescript goes to a file of its own temporary directory, not through /dev.
+        let typescript = tempfile::tempdir().expect("tempdir");
         let o = std::process::Command::new("script")
-            .args(["-qec", &cmd, "/dev/null"])
+            .args(["-qec", &cmd])
+            .arg(typescript.path().join("typescript"))
             .current_dir(t.path())
             .output()
             .expect("script");
@@ -1095,11 +1101,17 @@ fn progress_is_drawn_on_a_terminal() {
 /// no `--report-json` behind (fresh tester, session 13: the report said "instrumented").
 #[test]
 fn an_output_that_cannot_be_written_leaves_no_report() {
+    let Some(devs) = support::device_nodes() else {
+        return;
+    };
+    let full = devs.path().join("full");
+    let full = full.to_str().expect("utf-8 path");
     let t = workdir(&[(BARRIERS, "in.co"), (BUNDLE, "in.hipfb")]);
     for line in [
-        "in.co -o /dev/full --report-json r.json",
-        "--fatbin in.hipfb -o /dev/full --report-json r.json",
+        "in.co -o FULL --report-json r.json",
+        "--fatbin in.hipfb -o FULL --report-json r.json",
     ] {
+        let line = line.replace("FULL", full);
         let args: Vec<&str> = line.split(' ').chain(["--functions", "1"]).collect();
         let r = run(t.path(), &args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
@@ -1151,4 +1163,166 @@ fn batch_writes_no_report_or_baseline_over_an_input_and_bounds_the_baseline() {
         "{}",
         r.stderr
     );
+}
+
+/// Issue 32, item 1: `-o LINK` writes through a symbolic link and never replaces it (as `cp`
+/// does); a dangling link is refused before any work, and nothing is written.
+#[test]
+fn a_symbolic_link_output_is_written_through_not_replaced() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    std::fs::create_dir(t.path().join("real")).expect("mkdir");
+    std::fs::write(t.path().join("real/o.co"), b"old").expect("write");
+    std::os::unix::fs::symlink("real/o.co", t.path().join("link.co")).expect("symlink");
+    std::os::unix::fs::symlink("real/none.co", t.path().join("dangling.co")).expect("symlink");
+    let r = run(t.path(), &["in.co", "-o", "link.co", "--functions", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let link = std::fs::symlink_metadata(t.path().join("link.co")).expect("link");
+    assert!(link.file_type().is_symlink(), "the link was replaced");
+    let written = std::fs::read(t.path().join("real/o.co")).expect("target");
+    assert!(
+        written.starts_with(b"\x7fELF"),
+        "the target holds the output"
+    );
+    assert_eq!(
+        r.files,
+        files(&["dangling.co", "in.co", "link.co", "real/", "real/o.co"])
+    );
+    let r = run(
+        t.path(),
+        &["in.co", "-o", "dangling.co", "--functions", "1"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.first_line().starts_with(
+            "sqtt-patch: error: -o dangling.co: a symbolic link that leads to no file"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.files,
+        files(&["dangling.co", "in.co", "link.co", "real/", "real/o.co"])
+    );
+}
+
+/// Issue 32, item 6: a directory holding links to itself and to one of its files ends, visits
+/// each file once (by device and inode), does not follow directory links without
+/// `--follow-links`, and names what it did not visit.
+#[test]
+fn batch_visits_each_file_once_through_links() {
+    let t = workdir(&[]);
+    std::fs::create_dir(t.path().join("lib")).expect("mkdir");
+    std::fs::copy(fixture(BARRIERS), t.path().join("lib/a.co")).expect("copy");
+    for (target, link) in [
+        (".", "lib/self1"),
+        ("..", "lib/self2"),
+        ("a.co", "lib/b.co"),
+    ] {
+        std::os::unix::fs::symlink(target, t.path().join(link)).expect("symlink");
+    }
+    let r = run(t.path(), &["batch", "lib", "--check", "--barriers", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("total: 1 files"), "{}", r.stdout);
+    for line in [
+        "sqtt-patch: note: not visited: lib/b.co: file already visited",
+        "sqtt-patch: note: not visited: lib/self1: symbolic link to a directory (pass --follow-links)",
+        "sqtt-patch: note: not visited: lib/self2: symbolic link to a directory (pass --follow-links)",
+    ] {
+        assert!(r.stderr.lines().any(|l| l == line), "{line}: {}", r.stderr);
+    }
+    // Followed: every directory is still visited once, so the walk ends with the same file.
+    let r = run(
+        t.path(),
+        &[
+            "batch",
+            "lib",
+            "--check",
+            "--barriers",
+            "1",
+            "--follow-links",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("total: 1 files"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("lib/self1: directory already visited"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Issue 32, item 9: more worker threads than CPUs are capped at the CPU count, with a note;
+/// the output is the same as with the default pool.
+#[test]
+fn worker_threads_are_capped_at_the_cpu_count() {
+    let t = workdir(&[(CALLS, "in.co")]);
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    let job = |threads: Option<&str>, out: &str| {
+        let mut c = std::process::Command::new(&bin);
+        c.current_dir(t.path())
+            .args(["in.co", "-o", out, "--functions", "1"]);
+        match threads {
+            Some(n) => c.env("RAYON_NUM_THREADS", n),
+            None => c.env_remove("RAYON_NUM_THREADS"),
+        };
+        c.output().expect("run")
+    };
+    let capped = job(Some("5000"), "a.co");
+    let err = String::from_utf8_lossy(&capped.stderr);
+    assert_eq!(capped.status.code(), Some(0), "{err}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        err.contains(&format!(
+            "sqtt-patch: note: RAYON_NUM_THREADS=5000 is more than the {cpus} CPUs; using {cpus} worker threads"
+        )),
+        "{err}"
+    );
+    let plain = job(None, "b.co");
+    assert_eq!(plain.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read(t.path().join("a.co")).expect("a.co"),
+        std::fs::read(t.path().join("b.co")).expect("b.co")
+    );
+}
+
+/// Issue 32, item 15: the spec's variables take the spec's values only (`0`/`1` for a toggle),
+/// and a value that is not UTF-8 is an error naming the variable, never silently ignored.
+#[test]
+fn environment_variables_take_the_spec_values_only() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let bin = assert_cmd::cargo::cargo_bin("sqtt-patch");
+    let job = |k: &str, v: &std::ffi::OsStr| {
+        let mut c = std::process::Command::new(&bin);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("SQTT_") {
+                c.env_remove(name);
+            }
+        }
+        c.current_dir(t.path())
+            .args(["in.co", "-o", "o.co"])
+            .env(k, v)
+            .output()
+            .expect("run")
+    };
+    for (k, v, want) in [
+        (
+            "SQTT_INSTRUMENT_BARRIERS",
+            &b"yes"[..],
+            "sqtt-patch: error: invalid SQTT_INSTRUMENT_BARRIERS=\"yes\": expected 0 or 1",
+        ),
+        (
+            "SQTT_INSTRUMENT_FUNCTIONS",
+            &b"\xff1"[..],
+            "sqtt-patch: error: $SQTT_INSTRUMENT_FUNCTIONS: the value is not valid UTF-8; unset it or give its flag",
+        ),
+    ] {
+        let o = job(k, std::ffi::OsStr::from_bytes(v));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{k}: {err}");
+        assert_eq!(err.lines().next(), Some(want), "{k}");
+        assert!(!t.path().join("o.co").exists(), "{k}: an output was written");
+    }
+    let o = job("SQTT_INSTRUMENT_BARRIERS", std::ffi::OsStr::new("1"));
+    assert_eq!(o.status.code(), Some(0));
 }

@@ -204,7 +204,8 @@ fn expect_left_alone(name: &str, body: &str, diagnostic: &str) {
         cmd.output().unwrap()
     };
     let o = run(false);
-    let err = String::from_utf8_lossy(&o.stderr);
+    // The report is on standard output.
+    let err = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let want = format!("left alone (copied verbatim, not instrumented): k at 0x1400: {diagnostic}");
     assert!(err.contains(&want), "{name}: got {err:?}, want {want:?}");
@@ -302,7 +303,8 @@ fn stub_fixtures_are_instrumented_around_left_alone_functions() {
             ])
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
+        // The report is on standard output.
+        let err = String::from_utf8_lossy(&o.stdout);
         assert_eq!(o.status.code(), Some(0), "{t}: {err}");
         assert!(
             err.contains(&format!("target {t}: instrumented;")),

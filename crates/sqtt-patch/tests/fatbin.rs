@@ -42,10 +42,10 @@ fn root() -> PathBuf {
 }
 
 fn corpus() -> PathBuf {
-    let c = root().join("../shared/corpus");
+    let c = root().join("fixtures/corpus");
     assert!(
         c.join("MANIFEST.tsv").exists(),
-        "corpus not found at {} (expected <workspace>/../shared/corpus)",
+        "corpus not found at {} (expected <workspace>/fixtures/corpus)",
         c.display()
     );
     c

@@ -6,6 +6,7 @@
 //! are checked against what that stream implies. Malformed directories: exit code 2 when nothing
 //! is usable, 0 with counted warnings otherwise, never a panic.
 
+mod support;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -173,16 +174,14 @@ fn write_one_se(cap: &Path, recs: Vec<[i64; 6]>, occ: &Value) {
 /// Asserts that `path` is still the character device `1, minor`; when a run replaced it with a
 /// regular file (as root it can), the device is made again before failing, so that one failed
 /// run does not break the machine.
-fn assert_char_device(path: &str, minor: u32) {
+fn assert_char_device(path: &Path) {
     use std::os::unix::fs::FileTypeExt;
-    let m = std::fs::symlink_metadata(path).expect(path);
-    if !m.file_type().is_char_device() {
-        let _ = std::fs::remove_file(path);
-        let _ = Command::new("mknod")
-            .args(["-m", "666", path, "c", "1", &minor.to_string()])
-            .status();
-        panic!("{path} was replaced by a regular file (restored)");
-    }
+    let m = std::fs::symlink_metadata(path).expect("device node");
+    assert!(
+        m.file_type().is_char_device(),
+        "{} was replaced",
+        path.display()
+    );
 }
 
 /// The names in `dir` (sorted).
@@ -427,17 +426,21 @@ fn gfx942_memory_capture_memtrace() {
     assert!(o.status.success(), "{}", stderr(&o));
     // Streams are written into (never replaced); a failing one is an error naming it; an input
     // of the run is refused before anything is read.
-    let o = run_to("memtrace", &cap, Path::new("/dev/null"), &[]);
-    assert_char_device("/dev/null", 3);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run_to("memtrace", &cap, Path::new("/dev/full"), &[]);
-    assert_char_device("/dev/full", 7);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("/dev/full: cannot write"),
-        "{}",
-        stderr(&o)
-    );
+    // Device nodes of this test's own (root makes them; never the machine's /dev).
+    if let Some(devs) = support::device_nodes() {
+        let (null, full) = (devs.path().join("null"), devs.path().join("full"));
+        let o = run_to("memtrace", &cap, &null, &[]);
+        assert_char_device(&null);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let o = run_to("memtrace", &cap, &full, &[]);
+        assert_char_device(&full);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            stderr(&o).contains(&format!("{}: cannot write", full.display())),
+            "{}",
+            stderr(&o)
+        );
+    }
     let occ_file = cap.join("ui_output_agent_1_dispatch_7/occupancy.json");
     let before = std::fs::read(&occ_file).unwrap();
     let o = run_to("memtrace", &cap, &occ_file, &[]);
@@ -634,43 +637,38 @@ fn outputs_fail_closed() {
         assert!(stderr(o).contains(needle), "want {needle:?}: {}", stderr(o));
     };
 
-    // Streams: /dev/null takes every output and stays a device; /dev/full is an error naming it.
-    let o = fg(&[
-        "-o",
-        "/dev/null",
-        "--folded",
-        "/dev/null",
-        "--speedscope",
-        "/dev/null",
-    ]);
-    assert_char_device("/dev/null", 3);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = fg(&["-o", "/dev/full"]);
-    assert_char_device("/dev/full", 7);
-    fails(&o, "/dev/full: cannot write");
-    // Standard output on /dev/full (`--folded -`): an error naming it, and no SVG either.
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let o = Command::new(BIN)
-        .args(["flamegraph", capture, "-o", &w("a.svg"), "--folded", "-"])
-        .stdout(full)
-        .output()
-        .unwrap();
-    fails(&o, "standard output: cannot write");
-    assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
-    // A second output failing after the first was complete: neither is written.
-    let o = fg(&[
-        "-o",
-        &w("b.svg"),
-        "--folded",
-        &w("b.folded"),
-        "--speedscope",
-        "/dev/full",
-    ]);
-    fails(&o, "/dev/full: cannot write");
-    assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+    // Streams (device nodes of the test's own, root only): null takes every output and stays a
+    // device; full is an error naming it.
+    if let Some(devs) = support::device_nodes() {
+        let (null, full) = (devs.path().join("null"), devs.path().join("full"));
+        let (null_s, full_s) = (null.to_str().unwrap(), full.to_str().unwrap());
+        let o = fg(&["-o", null_s, "--folded", null_s, "--speedscope", null_s]);
+        assert_char_device(&null);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let o = fg(&["-o", full_s]);
+        assert_char_device(&full);
+        fails(&o, &format!("{full_s}: cannot write"));
+        // Standard output on the full device (`--folded -`): an error naming it, and no SVG.
+        let stdout = std::fs::OpenOptions::new().write(true).open(&full).unwrap();
+        let o = Command::new(BIN)
+            .args(["flamegraph", capture, "-o", &w("a.svg"), "--folded", "-"])
+            .stdout(stdout)
+            .output()
+            .unwrap();
+        fails(&o, "standard output: cannot write");
+        assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+        // A second output failing after the first was complete: neither is written.
+        let o = fg(&[
+            "-o",
+            &w("b.svg"),
+            "--folded",
+            &w("b.folded"),
+            "--speedscope",
+            full_s,
+        ]);
+        fails(&o, &format!("{full_s}: cannot write"));
+        assert!(names_in(&work).is_empty(), "{:?}", names_in(&work));
+    }
 
     // Inputs of the run are never written over, whichever flag names them.
     let inputs = [

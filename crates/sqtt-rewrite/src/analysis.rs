@@ -2,7 +2,7 @@
 //! builders, call graph, and the M0 facts the marker snippets need (liveness and known constants).
 //!
 //! Everything that would make moving code unsafe is recorded as a [`Problem`] on the function;
-//! the rewriter then fails closed (shared/notes/rewriting.md: "A computed jump or call target the
+//! the rewriter then fails closed (docs/background/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
 use crate::insts::Insts;

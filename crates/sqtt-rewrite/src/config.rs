@@ -1,4 +1,4 @@
-//! Instrumentation options: the seed spec's `SQTT_*` environment variables ("Configuration
+//! Instrumentation options: the spec's `SQTT_*` environment variables ("Configuration
 //! (Environment Variables)") plus post-link extras, parsed into one validated value.
 //!
 //! Precedence is decided by the caller (the CLI): flags win over the environment, the environment
@@ -39,7 +39,7 @@ pub enum MemBarrier {
     Fence,
 }
 
-/// `SQTT_TRACE_ADDRESSES`: which categories get per-lane address-trace blocks (seed spec
+/// `SQTT_TRACE_ADDRESSES`: which categories get per-lane address-trace blocks (spec
 /// "Address Tracing", "Configuration"): `memory` = flat/global and buffer operations with their
 /// atomics, `lds` = LDS operations, LDS atomics and `ds_permute` / `ds_bpermute`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -131,11 +131,13 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
     })
 }
 
-/// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS` (`0`/`1`, `off`/`on`, `false`/`true`).
+/// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS`: the spec's values `0` and `1`
+/// only (spec, "Environment variables"; surrounding blanks ignored, an empty value is `0`).
+/// Errors: anything else (`yes`, `true`), naming `name`.
 pub fn parse_toggle(name: &'static str, text: &str) -> Result<bool, ConfigError> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "" | "0" | "off" | "false" | "no" => Ok(false),
-        "1" | "on" | "true" | "yes" => Ok(true),
+    match text.trim() {
+        "" | "0" => Ok(false),
+        "1" => Ok(true),
         _ => Err(err(name, text, "expected 0 or 1")),
     }
 }
@@ -199,7 +201,7 @@ pub fn parse_mem_barrier(text: &str) -> Result<MemBarrier, ConfigError> {
 
 type MaskSetter = fn(&mut crate::snippets::ScopeMasks, Option<u32>);
 
-/// The scope-mask variables (seed spec, "Scope filtering (bitmasks)") and the field each sets.
+/// The scope-mask variables (spec, "Scope filtering (bitmasks)") and the field each sets.
 pub const SCOPE_VARS: [(&str, MaskSetter); 4] = [
     ("SQTT_SCOPE_WAVE", |m, v| m.wave = v),
     ("SQTT_SCOPE_SIMD", |m, v| m.simd = v),

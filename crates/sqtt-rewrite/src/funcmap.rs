@@ -1,6 +1,6 @@
 //! The `.sqtt_funcmap` section: rows, rendering and parsing.
 //!
-//! Facts from the seed spec ("Funcmap format") and `shared/notes/funcmap-contract.md` (the rules of
+//! Facts from the spec ("Funcmap format") and `docs/background/funcmap-contract.md` (the rules of
 //! rocprof-trace-decoder's `parse_funcmap_section`): one-character prefix at column 0 followed by
 //! `:`, decimal ids, name and location split at the first `@`, lines split on `\n` or NUL,
 //! trailing whitespace stripped, duplicate ids resolved "last wins", unknown prefixes skipped.

@@ -1,4 +1,4 @@
-//! Inlined functions as scopes (issue 16; seed spec "Phase 1" / "Phase 2": the compile-time pass
+//! Inlined functions as scopes (issue 16; spec "Phase 1" / "Phase 2": the compile-time pass
 //! gives every inlined instance above the `SQTT_INSTRUMENT_FUNCTIONS` threshold its own scope and
 //! an `F:` row without an address). Post link, the only source is DWARF
 //! (`DW_TAG_inlined_subroutine`, read by [`dwarf_remap::LocationIndex::inlined`]).

@@ -2,7 +2,7 @@
 //! snippets in front of the instructions they belong to, kernel entries re-aligned to 256 bytes,
 //! and every PC-relative field recomputed for the new addresses.
 //!
-//! Relocated fields (shared/notes/rewriting.md, "Layout and relocation"):
+//! Relocated fields (docs/background/rewriting.md, "Layout and relocation"):
 //! - SOPP branches and `s_call_b64`: simm16 in dwords from the next instruction;
 //! - `s_getpc_b64`/`s_get_pc_i64` address builders: the literal(s) of the adds that follow, which
 //!   are relative to the address after the `s_getpc` (4 bytes after its start).

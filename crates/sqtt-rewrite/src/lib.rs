@@ -4,7 +4,7 @@
 //! ([`analysis`]) → instrument ([`plan`]) → lay out ([`layout`]) → encode → write; each stage
 //! from load to encode is one module of `pipeline`, called in order by [`rewrite`]; the
 //! independent verifier (crate `sqtt-verify`) checks every output. The behaviour
-//! reproduced is the compile-time SQTT Instrument Pass (`shared/seeds/000_df2c860dad9fe6b4.txt`).
+//! reproduced is the compile-time SQTT Instrument Pass (its specification: `docs/markers/SPEC.md` of rocprof-trace-decoder, ROCm/rocm-systems).
 
 pub mod analysis;
 pub mod config;

@@ -32,7 +32,7 @@ pub enum MarkerKey {
     VmemStore,
     /// One address-trace block: function index, instruction index, and the address number
     /// (0, or 1 for the second address of a 2-address DS operation). Ids come last, in
-    /// instruction order (seed spec "ID Allocation", item 4).
+    /// instruction order (spec "ID Allocation", item 4).
     AddrTrace { func: usize, inst: usize, part: u8 },
     /// The scopes of one inlined function ([`crate::inlined::InlinedNames`] index).
     Inlined(u32),
@@ -556,7 +556,7 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
 
 /// VMEM class of an instruction for memory-op markers: `Some(true)` for stores and atomics,
 /// `Some(false)` for loads, `None` otherwise. Global, flat and buffer operations count; LDS,
-/// GDS, scratch, image and scalar memory do not (seed spec, "Memory operation markers").
+/// GDS, scratch, image and scalar memory do not (spec, "Memory operation markers").
 pub fn vmem_kind(inst: &Instruction) -> Option<bool> {
     let m = inst.memory()?;
     match m.space {
@@ -663,7 +663,7 @@ pub enum M0Keep {
     Save(u8),
 }
 
-/// Builds the snippet for one marker value. Instruction sequences (seed spec "Instruction
+/// Builds the snippet for one marker value. Instruction sequences (spec "Instruction
 /// selection"; M0 wait state: ISA manuals' "Manually inserted wait states", SALU write of M0
 /// followed by `s_ttracedata` / LDS / `s_sendmsg` / `s_movrel` needs one wait state):
 /// - `s_ttracedata_imm v` on gfx10+ when `v <= 0xFF`;

@@ -1,5 +1,5 @@
 //! Which SGPRs inserted code may write at each insertion point, proven from the original code
-//! alone (issue 12; shared/notes/rewriting.md "Registers": "never hard-code scratch registers,
+//! alone (issue 12; docs/background/rewriting.md "Registers": "never hard-code scratch registers,
 //! prove them dead from the current text").
 //!
 //! An SGPR is free before instruction `i` of function `f` when

@@ -18,7 +18,7 @@ use thiserror::Error;
 
 /// Name of the non-alloc section that records that (and how) sqtt-patch rewrote an object.
 pub const PATCH_SECTION: &str = ".sqtt_patch";
-/// Name of the funcmap section (seed spec, "Funcmap format").
+/// Name of the funcmap section (spec, "Funcmap format").
 pub const FUNCMAP_SECTION: &str = ".sqtt_funcmap";
 
 /// Errors that stop the run for this input (bad input or an internal inconsistency).

@@ -1,5 +1,5 @@
 //! Instruction snippets for per-lane address tracing, HW_ID scope checks and gfx12 shader-clock
-//! packing (seed spec `shared/seeds/000_df2c860dad9fe6b4.txt`, sections "Address Tracing",
+//! packing (the SQTT Instrument Pass specification, `docs/markers/SPEC.md` of rocprof-trace-decoder, sections "Address Tracing",
 //! "Scope filtering (bitmasks)", "GFX12 Shader Clock Packing", "Instruction Overhead").
 //!
 //! Every snippet is a [`Snippet`]: straight-line code (plus loops and skips whose branches stay

@@ -1,4 +1,4 @@
-//! Address-trace site selection (seed spec "Address Tracing"): which machine memory instructions
+//! Address-trace site selection (spec "Address Tracing"): which machine memory instructions
 //! qualify for `SQTT_TRACE_ADDRESSES`, their funcmap kind, where each lane's address comes from
 //! (register numbers and immediate offsets decoded per encoding), and where the trace block goes.
 //!

@@ -1,4 +1,4 @@
-//! The verifier's marker-balance proof (issue 16, seed spec "Semantic rules": enters and exits
+//! The verifier's marker-balance proof (issue 16, spec "Semantic rules": enters and exits
 //! properly nested) on real rewriter outputs: every fixture instrumented with function scopes,
 //! kernel scopes and barriers passes, and the same output with ONE exit marker replaced by
 //! `s_nop 0` (same size, so nothing else moves) is rejected with a `markers` finding.

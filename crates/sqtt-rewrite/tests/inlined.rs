@@ -276,7 +276,7 @@ fn inlined_scopes_with_kernel_scopes_and_scope_filtering_verify() {
         ..Options::default()
     };
     let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/compiled/gfx1100__hip-mini__O3-g.co");
+        .join("../../fixtures/corpus/compiled/gfx1100__hip-mini__O3-g.co");
     let mut inputs: Vec<(String, Vec<u8>)> = ["gfx942", "gfx1100"]
         .iter()
         .flat_map(|t| ["O3-g", "O3-gline"].map(|v| format!("{t}__inlined__{v}.co")))

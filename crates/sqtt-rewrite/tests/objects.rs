@@ -1,4 +1,4 @@
-//! End-to-end rewrite of every bare code object in `fixtures/` (and `../shared/corpus` when
+//! End-to-end rewrite of every bare code object in `fixtures/` (and `fixtures/corpus` when
 //! present) with function (threshold 1) and barrier markers, checked by LLVM 22 oracles:
 //! llvm-objdump-22 disassembles the output with no unknown word and shows the inserted markers,
 //! llvm-readelf-22 -a prints no warning, llvm-dwarfdump-22 --verify is clean where DWARF exists.
@@ -26,7 +26,7 @@ fn llvm(tool: &str) -> PathBuf {
 fn objects() -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![root().join("fixtures/objects")];
-    let corpus = root().join("../shared/corpus");
+    let corpus = root().join("fixtures/corpus");
     if corpus.exists() {
         dirs.push(corpus.join("compiled"));
         dirs.push(corpus.join("triton"));
@@ -256,11 +256,20 @@ fn check_all(label: &str, opts: &Options) {
                 ));
             }
         }
-        let (_, fm, _) = run(
+        // The section goes to a file of this test's temporary directory (never through /dev:
+        // llvm-objcopy replaces its output path with a renamed temporary file).
+        let dump = file.with_extension("funcmap");
+        let (ok, _, err) = run(
             "llvm-objcopy",
-            &["--dump-section=.sqtt_funcmap=/dev/stdout", f, "/dev/null"],
+            &[
+                &format!("--dump-section=.sqtt_funcmap={}", dump.display()),
+                f,
+                file.with_extension("objcopy").to_str().unwrap(),
+            ],
         );
-        let parsed = funcmap::parse(fm.as_bytes());
+        assert!(ok, "{name}: llvm-objcopy --dump-section: {err}");
+        let fm = std::fs::read(&dump).expect("dumped .sqtt_funcmap");
+        let parsed = funcmap::parse(&fm);
         if !parsed.warnings.is_empty() || parsed.rows.is_empty() {
             failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
         }

@@ -118,13 +118,17 @@ fn markers_sit_exactly_where_the_spec_says() {
         }
         let file = tmp.path().join(&name);
         std::fs::write(&file, out.bytes.as_ref().unwrap()).unwrap();
-        let fm = Command::new("/usr/lib/llvm-22/bin/llvm-objcopy")
-            .arg("--dump-section=.sqtt_funcmap=/dev/stdout")
+        // Dumped into this test's temporary directory, never through /dev (llvm-objcopy
+        // replaces its output path with a renamed temporary file).
+        let dump = file.with_extension("funcmap");
+        let st = Command::new("/usr/lib/llvm-22/bin/llvm-objcopy")
+            .arg(format!("--dump-section=.sqtt_funcmap={}", dump.display()))
             .arg(&file)
-            .arg("/dev/null")
-            .output()
-            .unwrap()
-            .stdout;
+            .arg(file.with_extension("objcopy"))
+            .status()
+            .expect("llvm-objcopy-22");
+        assert!(st.success(), "{name}: llvm-objcopy --dump-section failed");
+        let fm = std::fs::read(&dump).expect("dumped .sqtt_funcmap");
         let rows = funcmap::parse(&fm).rows;
         let fids: HashMap<String, u32> = rows
             .iter()

@@ -1,7 +1,7 @@
 //! Execution and assembly tests of `sqtt_rewrite::snippets`.
 //!
 //! Every snippet runs on the `sqtt-interp` model wave from random register state and random
-//! EXEC; the emitted shaderdata stream must equal the seed spec's framing ("Address Tracing" /
+//! EXEC; the emitted shaderdata stream must equal the spec's framing ("Address Tracing" /
 //! "Framing protocol", "Scope filtering", "GFX12 Shader Clock Packing") word by word, with the
 //! expected values computed here independently (addresses, HW_ID fields, clock windows). The
 //! bytes of every snippet must also disassemble with llvm-mc-22 (no warnings) to the same

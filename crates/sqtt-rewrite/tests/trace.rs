@@ -1,4 +1,4 @@
-//! `SQTT_TRACE_ADDRESSES` end to end (seed spec "Address Tracing"), checked against LLVM 22:
+//! `SQTT_TRACE_ADDRESSES` end to end (spec "Address Tracing"), checked against LLVM 22:
 //!
 //! - every `addr_trace_*` funcmap row carries the `R:` count the spec tabulates for its kind and
 //!   the object's wave size (wave64: 130 flat/global, 66 LDS and permutes, 69 raw buffer, 133

@@ -7,7 +7,7 @@
 //! - [`flame`], [`perfetto`], [`memtrace`]: the three outputs.
 //!
 //! File formats and the semantics followed are described in `docs/trace.md` and, with sources,
-//! in `shared/notes/att-format.md`.
+//! in `docs/background/att-format.md`.
 
 pub mod discover;
 pub mod flame;

@@ -1,7 +1,7 @@
 //! Marker tables: one per code object, indexed by marker id, built from `.sqtt_funcmap` rows
-//! parsed by `sqtt_rewrite::funcmap` (the consumers' rules, shared/notes/funcmap-contract.md) or
+//! parsed by `sqtt_rewrite::funcmap` (the consumers' rules, docs/background/funcmap-contract.md) or
 //! from the six-column `sqtt_funcmap` rows of a UI directory's `code.json` (att-format note §1.6).
-//! Also the marker-word decoding of the seed spec ("Marker Encoding", "GFX12 Shader Clock
+//! Also the marker-word decoding of the spec ("Marker Encoding", "GFX12 Shader Clock
 //! Packing").
 
 use crate::names::{NameId, Names};
@@ -33,7 +33,7 @@ pub struct Marker {
     pub payload: u32,
 }
 
-/// gfx12 shader-clock packing layout from the `M:` row (seed spec "GFX12 Shader Clock Packing").
+/// gfx12 shader-clock packing layout from the `M:` row (spec "GFX12 Shader Clock Packing").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClockLayout {
     /// Clock bits stored in marker bits 31..32-bits.
@@ -82,7 +82,7 @@ pub struct Word {
 }
 
 /// Decodes a marker word. Without a layout: `id = value >> 2`. With one, the packed form is used
-/// for ids known to the table and for bare exits; other values stay legacy (seed spec, "C++
+/// for ids known to the table and for bare exits; other values stay legacy (spec, "C++
 /// decoder marker encoding": `decode_marker_value(raw, funcmap)`).
 pub fn decode_word(value: u32, layout: Option<ClockLayout>, known: impl Fn(u32) -> bool) -> Word {
     let exit_prev = value & 1 != 0;
@@ -185,7 +185,7 @@ fn as_u32(v: &Value) -> Option<u32> {
 /// Converts `code.json` tables into funcmap rows per code object id. `funcmap` rows are
 /// `[codeobj_id, marker_id, kind, name, source_loc, vaddr]`; `layout` rows
 /// `[codeobj_id, shader_clock_bits, shader_clock_shift]`; `payloads` rows
-/// `[codeobj_id, marker_id, extra_payload_count]` (seed spec "code.json marker metadata").
+/// `[codeobj_id, marker_id, extra_payload_count]` (spec "code.json marker metadata").
 /// Returns the rows and the number of rows that did not have that shape.
 pub fn rows_from_code_json(
     funcmap: Option<&Value>,

@@ -2,7 +2,7 @@
 //! file list, funcmaps), streams its shaderdata records per wave and hands decoded events to a
 //! [`Sink`].
 //!
-//! Rules (att-format note §2.3, the C++ `MarkerStream` that rocprofv3 links, and the seed spec):
+//! Rules (att-format note §2.3, the C++ `MarkerStream` that rocprofv3 links, and the spec):
 //! - PRIV records (`flags & 2`, trap handler) are dropped before anything else.
 //! - Records are split per wave slot (SE, CU, SIMD, slot) and per wave instance: the instance is
 //!   the index of the latest occupancy launch at or before the record's time (0 before the first).
@@ -93,7 +93,7 @@ pub struct Header {
     pub point: Option<NameId>,
 }
 
-/// One address-trace block (seed spec "Address Tracing"), filtered by EXEC.
+/// One address-trace block (spec "Address Tracing"), filtered by EXEC.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressBlock<'a> {
     /// Header marker id.
@@ -658,7 +658,7 @@ enum ClockState {
     Apply(HashMap<Domain, DomainStat>),
 }
 
-/// `relative` of the seed spec: the arrival-minus-sample delay of a header against the domain's
+/// `relative` of the spec: the arrival-minus-sample delay of a header against the domain's
 /// origin, wrapped into the signed sampled window.
 pub fn clock_relative(
     l: ClockLayout,
@@ -1198,7 +1198,7 @@ pub fn wave_name(w: &WaveInfo) -> String {
 }
 
 /// Decodes an address block's payload words (after the header) for the `addr_trace_*` kind
-/// `name` (seed spec "Address Tracing", "Framing protocol"): `exec_lo`, `exec_hi`, then
+/// `name` (spec "Address Tracing", "Framing protocol"): `exec_lo`, `exec_hi`, then
 /// per kind: flat/global 64-bit `lo`,`hi` per lane; LDS and permutes one word per lane; raw
 /// buffers `rsrc_lo`, `rsrc_hi`, `soffset`, then `voffset` per lane; struct buffers the same
 /// plus `vindex` per lane. The wave size is `W:` when present, else inferred from the count.

@@ -1,4 +1,4 @@
-//! The known-answer vectors of shared/notes/att-format.md §2.6 run through the whole reader:
+//! The known-answer vectors of docs/background/att-format.md §2.6 run through the whole reader:
 //! a UI directory written in rocprofv3's layout (code.json `sqtt_funcmap` rows, occupancy,
 //! shaderdata), decoded into folded stacks and Perfetto events.
 

@@ -1,6 +1,6 @@
 //! [`Check::Dwarf`]: the rewritten `.debug_line` must attribute every original instruction, at
 //! its new address, to the same source position (compilation unit, file, line, column) as the
-//! original `.debug_line` attributes it at its old address (`shared/notes/rewriting.md`, "DWARF
+//! original `.debug_line` attributes it at its old address (`docs/background/rewriting.md`, "DWARF
 //! follows the code"). Read with `gimli`, independently of the rewriter's `dwarf-remap`.
 //!
 //! Inserted instructions may carry any position; only original instructions are checked.
@@ -176,7 +176,7 @@ fn global(message: String) -> Finding {
 /// Names of the functions the ORIGINAL's DWARF says were inlined: for every
 /// `DW_TAG_inlined_subroutine`, the `DW_AT_linkage_name` and `DW_AT_name` of its
 /// `DW_AT_abstract_origin` (and of what that origin's `DW_AT_specification` names). An `F:` row
-/// with one of these names and no symbol is an inlined function's scope (seed spec "Phase 2":
+/// with one of these names and no symbol is an inlined function's scope (spec "Phase 2":
 /// fully inlined functions keep their `F:` rows, without an address). Empty when the object has
 /// no readable DWARF.
 pub(crate) fn inlined_names(co: &CodeObject) -> std::collections::BTreeSet<String> {

@@ -42,7 +42,7 @@ pub(crate) struct FuncmapInfo {
     pub symbols: HashMap<String, (bool, u64)>,
 }
 
-/// The 14 address-trace row names of the seed spec ("Address Tracing", funcmap name prefix table).
+/// The 14 address-trace row names of the spec ("Address Tracing", funcmap name prefix table).
 pub(crate) const ADDR_TRACE_NAMES: [&str; 14] = [
     "addr_trace_load",
     "addr_trace_store",
@@ -60,7 +60,7 @@ pub(crate) const ADDR_TRACE_NAMES: [&str; 14] = [
     "addr_trace_ds_bpermute",
 ];
 
-/// `shader_clock_bits=N;shader_clock_shift=S` (seed spec "GFX12 Shader Clock Packing"); `None`
+/// `shader_clock_bits=N;shader_clock_shift=S` (spec "GFX12 Shader Clock Packing"); `None`
 /// when malformed.
 fn parse_m(text: &str) -> Option<(u32, u32)> {
     let (b, s) = text.split_once(';')?;
@@ -79,7 +79,7 @@ struct Interpreted {
 }
 
 /// Layout, payload counts, names and wave size of a parsed funcmap, with the consistency rules
-/// of the seed spec ("Funcmap format", "Address Tracing", "GFX12 Shader Clock Packing") checked
+/// of the spec ("Funcmap format", "Address Tracing", "GFX12 Shader Clock Packing") checked
 /// when `check` is set (the funcmap was written by the rewrite).
 fn interpret(
     fm: &Funcmap,
@@ -354,7 +354,7 @@ fn check_rows(
     info(new, orig_rows)
 }
 
-/// Point-marker names a post-link rewrite gives `P:` rows (seed spec "Barrier marker
+/// Point-marker names a post-link rewrite gives `P:` rows (spec "Barrier marker
 /// placement", "Memory operation markers"); address-trace rows carry one of
 /// [`ADDR_TRACE_NAMES`] ("Address Tracing": the prefix makes the decoder parse the block).
 const POINT_NAMES: [&str; 5] = [

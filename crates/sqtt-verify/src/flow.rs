@@ -395,7 +395,7 @@ fn sgprs(set: &RegSet) -> impl Iterator<Item = u16> + '_ {
 }
 
 /// The SGPRs the scope guards of `run` test: `s_cmp_lg_u32 sF, 0` directly followed by
-/// `s_cbranch_scc0` (seed spec "Scope filtering": the flag computed once at kernel entry), on an
+/// `s_cbranch_scc0` (spec "Scope filtering": the flag computed once at kernel entry), on an
 /// SGPR the run has not written before unless `entry` (a kernel's entry run computes the flag and
 /// may guard a marker right after).
 fn guard_reads<'r>(
@@ -430,7 +430,7 @@ fn is_hw_id_read(i: &Instruction) -> bool {
     matches!(region_class(i), Some(Region::Getreg(id)) if matches!(id, 4 | 23 | 24))
 }
 
-/// The scope-filter flag (seed spec "Scope filtering": computed once at kernel entry from
+/// The scope-filter flag (spec "Scope filtering": computed once at kernel entry from
 /// HW_ID / HW_ID1 / HW_ID2 into one reserved SGPR and reused by every marker): a reserved SGPR
 /// written by a kernel's entry run that reads a hardware-ID register, and read before being
 /// written by some other run. Every kernel entry must then compute it.
@@ -1495,7 +1495,7 @@ fn check_marker(
         }
         MarkerKind::Fused(id) => {
             counts.exit += 1;
-            // Exit+enter fusion merges a user exit with the next enter (seed spec "Marker
+            // Exit+enter fusion merges a user exit with the next enter (spec "Marker
             // fusion"); a post-link rewrite inserts no user markers, so it never emits one.
             findings.push(fnd(
                 f,
@@ -1536,7 +1536,7 @@ fn check_marker(
             Some(a),
             format!("marker value {v:#x} (id {id}) has no .sqtt_funcmap row"),
         )),
-        // A point event is named by a `P:` row (seed spec "Funcmap format": "P: markers are
+        // A point event is named by a `P:` row (spec "Funcmap format": "P: markers are
         // point events"); a point word on an `F:`/`U:` id would show a scope's name as an event.
         Some(row) if matches!(kind, MarkerKind::Point(_)) && row.kind != 'P' => findings.push(fnd(
             f,
@@ -1607,7 +1607,7 @@ fn check_f_entry(f: &Func, fm: &FuncmapInfo, entry: Option<&Effect>, findings: &
     }
 }
 
-/// One scope operation of a marker word as the decoder applies it (seed spec "Semantic rules";
+/// One scope operation of a marker word as the decoder applies it (spec "Semantic rules";
 /// `marker_stream.cpp`: `exit_prev` pops, `enter` pushes only for `F`/`U` rows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ScopeOp {
@@ -1669,7 +1669,7 @@ fn scope_ops(
 /// function: the stack before each original instruction must be the same on every path that
 /// reaches it (so every CFG join agrees, in depth and in which scopes are open), no exit may pop
 /// an empty stack, and the stack must be empty at every function exit (`s_endpgm`, return, tail
-/// call, unresolved indirect jump) (seed spec: enter/exit "properly nested"; the llvm-project test
+/// call, unresolved indirect jump) (spec: enter/exit "properly nested"; the llvm-project test
 /// decoder rejects underflow and unclosed scopes). Applies to every kind of scope: device
 /// functions (`F:`), inlined instances (`F:` without address), kernel scopes (`U:`).
 ///

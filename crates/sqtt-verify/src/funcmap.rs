@@ -1,4 +1,4 @@
-//! `.sqtt_funcmap` parsing with the consumers' rules (`shared/notes/funcmap-contract.md`, "Rows":
+//! `.sqtt_funcmap` parsing with the consumers' rules (`docs/background/funcmap-contract.md`, "Rows":
 //! the rocprof-trace-decoder C++ `parse_funcmap_section`): lines split on `\n` or `\0`; trailing
 //! `\r`, space, tab and NUL stripped; empty lines skipped; one-character prefix at column 0
 //! followed by `:`; decimal ids (<= 0xFFFFFFFF) for `F`/`U`/`P`/`R`; name and location split at the

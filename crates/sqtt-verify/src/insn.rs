@@ -3,7 +3,7 @@
 
 use amdgpu_isa::{Instruction, RegSet, Special, SpecialReg};
 
-/// An instruction the rewriter is allowed to insert (brief of the verifier; seed spec "Marker
+/// An instruction the rewriter is allowed to insert (brief of the verifier; spec "Marker
 /// Encoding", "Instruction selection").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Allowed {
@@ -102,7 +102,7 @@ pub(crate) fn is_padding(inst: &Instruction) -> bool {
         || inst.bytes() == [0, 0, 0, 0]
 }
 
-/// Effect of a marker word on the scope stack (seed spec "Semantic rules").
+/// Effect of a marker word on the scope stack (spec "Semantic rules").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MarkerKind {
     /// `(id<<2)|2`.
@@ -126,7 +126,7 @@ pub(crate) fn marker_kind(v: u32) -> MarkerKind {
         (id, 2) => MarkerKind::Enter(id),
         (id, 3) => MarkerKind::Fused(id),
         (id, 0) => MarkerKind::Point(id),
-        // `id != 0` with only exit_prev: not a form the seed spec defines ("Exit is always 0x1").
+        // `id != 0` with only exit_prev: not a form the spec defines ("Exit is always 0x1").
         _ => MarkerKind::Reserved,
     }
 }

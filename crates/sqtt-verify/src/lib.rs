@@ -2,8 +2,8 @@
 //!
 //! [`verify`] compares an ORIGINAL code object with its REWRITTEN (instrumented) version and
 //! reports every way the rewrite could change the program's behaviour, following the
-//! "Verification of every output" rules of `shared/notes/rewriting.md` and the marker rules of the
-//! seed spec ("Marker Encoding", "Funcmap format", "Function entry/exit markers"). It only reads
+//! "Verification of every output" rules of `docs/background/rewriting.md` and the marker rules of the
+//! spec ("Marker Encoding", "Funcmap format", "Function entry/exit markers"). It only reads
 //! the two files: it does not use the rewriter, so a rewriter bug cannot hide itself.
 //!
 //! Checks (each [`Finding`] carries its [`Check`]):
@@ -21,7 +21,7 @@
 //! Inserted runs ("instrumentation regions") may hold, besides the simple marker snippets,
 //! SALU instructions, `s_getreg_b32` of HW_ID / HW_ID1 / HW_ID2 / SHADER_CYCLES,
 //! `s_get_shader_cycles_u64`, `v_readlane_b32`, hazard waits and branches that stay inside the
-//! run (address-trace blocks, scope checks, gfx12 clock packing: seed spec "Address Tracing",
+//! run (address-trace blocks, scope checks, gfx12 clock packing: spec "Address Tracing",
 //! "Scope filtering", "GFX12 Shader Clock Packing"). They may write only SGPRs no original
 //! instruction uses, M0 and SCC. Each run is EXECUTED on the `sqtt-interp` model wave from every
 //! entry with random register states (and the scope flag 0 and 1): it must fall through to its
@@ -208,7 +208,7 @@ pub struct Report {
     /// Every SGPR inserted code writes (M0 and SCC saves, lane counters, payload temporaries,
     /// scope flags, long-branch pairs), ascending; each was checked to be dead where it changes.
     pub inserted_sgprs: Vec<u16>,
-    /// The scope-filter flag SGPRs computed at kernel entries (seed spec "Scope filtering"; one
+    /// The scope-filter flag SGPRs computed at kernel entries (spec "Scope filtering"; one
     /// per kernel call graph), ascending.
     pub scope_flag_sgprs: Vec<u16>,
     /// Violations found.

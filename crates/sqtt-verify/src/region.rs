@@ -1,7 +1,7 @@
 //! Execution of inserted runs ("instrumentation regions") on the `sqtt-interp` model wave with
 //! random register states, and the checks on what comes out: termination by falling through to
 //! the run's end, untouched architectural state outside the changeable SGPRs / M0 / SCC, the
-//! shaderdata framing of the seed spec ("Marker Encoding", "Funcmap format" `R:` rows, "Address
+//! shaderdata framing of the spec ("Marker Encoding", "Funcmap format" `R:` rows, "Address
 //! Tracing" / "Framing protocol", "Scope filtering", "GFX12 Shader Clock Packing").
 
 use std::cell::RefCell;
@@ -16,7 +16,7 @@ use crate::Check;
 /// legitimate run, a wave64 struct-buffer address trace, takes about 2,000.
 pub(crate) const MAX_STEPS: usize = 200_000;
 
-/// Marker word layout (seed spec "GFX12 Shader Clock Packing").
+/// Marker word layout (spec "GFX12 Shader Clock Packing").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Layout {
     /// `id = value >> 2`.

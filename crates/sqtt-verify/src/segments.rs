@@ -4,7 +4,7 @@
 //! one that grew over a neighbouring section changes what runs although every section is intact.
 //!
 //! Rules, per program header index (the rewriter keeps every program header and its order,
-//! `shared/notes/rewriting.md` "Layout"):
+//! `docs/background/rewriting.md` "Layout"):
 //! 1. same `p_type`, `p_flags` and `p_align`, and as many program headers; `p_paddr` moves
 //!    with `p_vaddr`;
 //! 2. the same allocated, non-empty sections lie wholly inside the segment's memory image

@@ -32,12 +32,12 @@ pub fn no_llvm() -> bool {
     false
 }
 
-/// `<workspace root>/../shared/corpus`.
+/// `<workspace root>/fixtures/corpus`.
 pub fn corpus_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/corpus");
     assert!(
         d.is_dir(),
-        "corpus not found at {} (needs /work/shared/corpus)",
+        "corpus not found at {} (fixtures/corpus is part of the repository)",
         d.display()
     );
     d

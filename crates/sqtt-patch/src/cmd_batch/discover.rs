@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Directory levels followed below a root (guards against symlink loops).
+/// Directory levels followed below a root.
 pub(super) const MAX_DEPTH: usize = 64;
 
 /// A file to process and how it was found.
@@ -19,11 +19,25 @@ pub(super) struct Found {
     pub explicit: bool,
 }
 
-/// Expands the PATH arguments into files with their report keys. Returns input errors (missing
-/// paths, duplicate keys) separately so the rest of the batch still runs.
-pub(super) fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
+/// What [`discover`] found.
+pub(super) struct Discovered {
+    /// The files to process, sorted by key.
+    pub found: Vec<Found>,
+    /// Input errors (missing paths, duplicate keys): the rest of the batch still runs.
+    pub errors: Vec<String>,
+    /// What a directory walk did not visit, one line each: symbolic links to directories (not
+    /// followed without `--follow-links`), directories and files already visited (the same
+    /// device and inode reached again through a link).
+    pub not_visited: Vec<String>,
+}
+
+/// Expands the PATH arguments into files with their report keys. Below a directory argument
+/// every directory and file is visited once (by device and inode); symbolic links to
+/// directories are followed only with `follow_links`.
+pub(super) fn discover(paths: &[PathBuf], follow_links: bool) -> Result<Discovered> {
     let mut found = Vec::new();
     let mut errors = Vec::new();
+    let mut walker = Walker::new(follow_links);
     for p in paths {
         let text = p.to_string_lossy();
         if p.is_file() {
@@ -38,17 +52,18 @@ pub(super) fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
             });
         } else if p.is_dir() {
             let root = root_name(p);
-            walk(p, &root, 0, &mut |path, rel| {
-                found.push(Found {
-                    path,
-                    key: rel,
-                    explicit: false,
-                });
-            })
-            .with_context(|| format!("{}: cannot list", p.display()))?;
+            walker
+                .walk(p, &root, 0, &mut |path, rel| {
+                    found.push(Found {
+                        path,
+                        key: rel,
+                        explicit: false,
+                    });
+                })
+                .with_context(|| format!("{}: cannot list", p.display()))?;
         } else if text.contains(['*', '?', '[']) {
             let before = found.len();
-            expand_glob(p, &mut found)?;
+            expand_glob(p, &mut walker, &mut found)?;
             if found.len() == before {
                 errors.push(format!("{text}: no file matches"));
             }
@@ -70,7 +85,11 @@ pub(super) fn discover(paths: &[PathBuf]) -> Result<(Vec<Found>, Vec<String>)> {
             false
         }
     });
-    Ok((found, errors))
+    Ok(Discovered {
+        found,
+        errors,
+        not_visited: walker.not_visited,
+    })
 }
 
 /// The name a root directory contributes to report keys: its last component (of the canonical
@@ -86,44 +105,95 @@ pub(super) fn root_name(p: &Path) -> String {
         .unwrap_or_else(|| "root".into())
 }
 
-/// Visits every regular file below `dir` (following symbolic links, at most [`MAX_DEPTH`] levels)
-/// in name order, with its key `<prefix>/<relative path>`.
-pub(super) fn walk(
-    dir: &Path,
-    prefix: &str,
-    depth: usize,
-    visit: &mut dyn FnMut(PathBuf, String),
-) -> std::io::Result<()> {
-    if depth > MAX_DEPTH {
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
-    entries.sort();
-    for e in entries {
-        let name = e
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let key = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        if e.is_dir() {
-            walk(&e, &key, depth + 1, visit)?;
-        } else if e.is_file() {
-            visit(e, key);
+/// A directory walk that visits every directory and regular file once, by device and inode
+/// (issue 32: two links to a directory's own parent made a walk endless, and one file was
+/// processed 41 times).
+pub(super) struct Walker {
+    follow_links: bool,
+    seen: std::collections::HashSet<(u64, u64)>,
+    not_visited: Vec<String>,
+}
+
+impl Walker {
+    pub(super) fn new(follow_links: bool) -> Walker {
+        Walker {
+            follow_links,
+            seen: Default::default(),
+            not_visited: Vec::new(),
         }
     }
-    Ok(())
+
+    /// Whether `p` (followed through links) is visited for the first time; records it.
+    fn first_visit(&mut self, p: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(p) {
+            Ok(m) => self.seen.insert((m.dev(), m.ino())),
+            Err(_) => false,
+        }
+    }
+
+    /// Visits every regular file below `dir` in name order, with its key `<prefix>/<relative
+    /// path>`, at most [`MAX_DEPTH`] levels deep. Symbolic links to files are followed; links to
+    /// directories only with `follow_links`. What is not visited is listed in `not_visited`.
+    pub(super) fn walk(
+        &mut self,
+        dir: &Path,
+        prefix: &str,
+        depth: usize,
+        visit: &mut dyn FnMut(PathBuf, String),
+    ) -> std::io::Result<()> {
+        if depth > MAX_DEPTH || !self.first_visit(dir) {
+            if depth > 0 {
+                self.not_visited
+                    .push(format!("{}: directory already visited", dir.display()));
+            }
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()?;
+        entries.sort();
+        for e in entries {
+            let name = e
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let key = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let link = std::fs::symlink_metadata(&e).is_ok_and(|m| m.file_type().is_symlink());
+            if e.is_dir() {
+                if link && !self.follow_links {
+                    self.not_visited.push(format!(
+                        "{}: symbolic link to a directory (pass --follow-links)",
+                        e.display()
+                    ));
+                    continue;
+                }
+                self.walk(&e, &key, depth + 1, visit)?;
+            } else if e.is_file() {
+                if self.first_visit(&e) {
+                    visit(e, key);
+                } else {
+                    self.not_visited
+                        .push(format!("{}: file already visited", e.display()));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Expands a glob: the leading components without wildcards name the root directory, the rest is
 /// matched against paths below it (`*` and `?` within one component, `[..]` sets, `**` any number
 /// of components).
-pub(super) fn expand_glob(pattern: &Path, found: &mut Vec<Found>) -> Result<()> {
+pub(super) fn expand_glob(
+    pattern: &Path,
+    walker: &mut Walker,
+    found: &mut Vec<Found>,
+) -> Result<()> {
     let comps: Vec<String> = pattern
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -142,17 +212,18 @@ pub(super) fn expand_glob(pattern: &Path, found: &mut Vec<Found>) -> Result<()> 
         return Ok(());
     }
     let root = root_name(&base);
-    walk(&base, "", 0, &mut |path, rel| {
-        let parts: Vec<&str> = rel.split('/').collect();
-        if match_components(&pat, &parts) {
-            found.push(Found {
-                path,
-                key: format!("{root}/{rel}"),
-                explicit: false,
-            });
-        }
-    })
-    .with_context(|| format!("{}: cannot list", base.display()))
+    walker
+        .walk(&base, "", 0, &mut |path, rel| {
+            let parts: Vec<&str> = rel.split('/').collect();
+            if match_components(&pat, &parts) {
+                found.push(Found {
+                    path,
+                    key: format!("{root}/{rel}"),
+                    explicit: false,
+                });
+            }
+        })
+        .with_context(|| format!("{}: cannot list", base.display()))
 }
 
 pub(super) fn match_components(pat: &[&str], parts: &[&str]) -> bool {

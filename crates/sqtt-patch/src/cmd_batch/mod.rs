@@ -39,6 +39,10 @@ pub struct BatchArgs {
     /// Write no output file; only report (and compare).
     #[arg(long)]
     pub check: bool,
+    /// Follow symbolic links to directories found below a directory argument (each directory
+    /// and file is still visited once, by device and inode).
+    #[arg(long)]
+    pub follow_links: bool,
     /// Compare with this stored report; regressions exit with code 4.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
@@ -101,7 +105,11 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         refuse_output_inside_inputs(dir, &args.paths)?;
         output::check_out_dir(dir)?;
     }
-    let (found, mut input_errors) = discover(&args.paths)?;
+    let discovered = discover(&args.paths, args.follow_links)?;
+    for line in &discovered.not_visited {
+        eprintln!("sqtt-patch: note: not visited: {line}");
+    }
+    let (found, mut input_errors) = (discovered.found, discovered.errors);
     let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
     if let Some(dir) = out_dir {
         for f in &found {

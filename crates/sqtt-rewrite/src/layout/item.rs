@@ -2,7 +2,7 @@
 //! and encoding itself at its final address (the pattern of iced-x86's `BlockEncoder`: pass 1 of
 //! [`super::lay_out`] adds up sizes to assign addresses, pass 2 asks every item for its bytes).
 //!
-//! Kinds (shared/notes/rewriting.md, "Layout and relocation"):
+//! Kinds (docs/background/rewriting.md, "Layout and relocation"):
 //! - [`Fixed`]: nothing PC-relative (copied as decoded);
 //! - [`ShortBranch`]: a SOPP branch to an original instruction (simm16 dwords, landing rule);
 //! - [`BranchToIsland`]: a SOPP branch now aimed at the island that trails it;

@@ -277,7 +277,7 @@ fn set_prefetch(
     Ok(set)
 }
 
-/// The output's funcmap rows (seed spec "Funcmap format"): the input's rows, a `K:` row for
+/// The output's funcmap rows (spec "Funcmap format"): the input's rows, a `K:` row for
 /// every kernel without one, the wave size when addresses are traced, one row per marker id
 /// (`F:`, `U:`, `P:`, and `R:` payload rows for address traces), the shader-clock encoding when
 /// packing. Fills `report.ids`.

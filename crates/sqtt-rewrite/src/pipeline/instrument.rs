@@ -150,7 +150,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         used_by_func: vec![0; prog.funcs.len()],
         spill_need: vec![0; prog.funcs.len()],
     };
-    // gfx12 shader-clock packing (seed spec "GFX12 Shader Clock Packing"): active on gfx12 and
+    // gfx12 shader-clock packing (spec "GFX12 Shader Clock Packing"): active on gfx12 and
     // gfx1250 only; other targets keep the legacy layout.
     let packing = (opts.shader_clock_bits > 0
         && matches!(target.family(), Family::Gfx12 | Family::Gfx1250))
@@ -705,7 +705,7 @@ fn scope_guarded(
         .code)
 }
 
-/// The instructions of one address-trace block (seed spec "Address Tracing", "Framing
+/// The instructions of one address-trace block (spec "Address Tracing", "Framing
 /// protocol"): the per-lane loop of [`crate::snippets::address_trace`] with header `value`, M0
 /// kept as `keep` says, inside the guard of scope flag `flag` when scope filtering is on, SCC
 /// saved when live. Its lane counter and word registers come from `regs`.
@@ -841,7 +841,7 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
     top.into_iter().map(|t| mask(t.unwrap_or(lowest))).collect()
 }
 
-/// The scope-filter flag SGPR of each function (issue 12 item 4; seed spec "Scope filtering":
+/// The scope-filter flag SGPR of each function (issue 12 item 4; spec "Scope filtering":
 /// computed once at kernel entry, read by every marker). Kernels that reach a common function
 /// form one call graph and share one flag: the lowest SGPR that no function of the call graph
 /// touches and that every one of them may use. Functions no kernel reaches form their own call

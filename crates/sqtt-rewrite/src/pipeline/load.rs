@@ -83,7 +83,7 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
         ) + if codeless.len() > 1 { ", ..." } else { "" });
     }
     // Funcmap rows are `<kind>:<id>:<name>` lines: a function needs a non-empty name without
-    // control characters (seed spec "Funcmap format").
+    // control characters (spec "Funcmap format").
     let unnamed: Vec<String> = specs
         .iter()
         .filter(|s| s.name.is_empty() || s.name.chars().any(char::is_control))

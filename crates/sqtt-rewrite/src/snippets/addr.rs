@@ -1,4 +1,4 @@
-//! Per-lane address-trace blocks (seed spec "Address Tracing": "Framing protocol", "Buffer
+//! Per-lane address-trace blocks (spec "Address Tracing": "Framing protocol", "Buffer
 //! intrinsics (component-based protocol)", "ds_permute / ds_bpermute", "Address width by type",
 //! "Per-op unique IDs and source locations").
 
@@ -96,7 +96,7 @@ impl TraceKind {
 }
 
 /// The exact funcmap name of `kind` (spec "Per-op unique IDs and source locations"; the old
-/// Python tools match these names exactly, `shared/notes/funcmap-contract.md`).
+/// Python tools match these names exactly, `docs/background/funcmap-contract.md`).
 pub fn trace_name(kind: TraceKind) -> &'static str {
     match kind {
         TraceKind::Load => "addr_trace_load",

@@ -1,4 +1,4 @@
-//! gfx12 shader-clock packed marker headers (seed spec "GFX12 Shader Clock Packing").
+//! gfx12 shader-clock packed marker headers (spec "GFX12 Shader Clock Packing").
 
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Family, Target};
@@ -23,7 +23,7 @@ const HW_REG_SHADER_CYCLES_LO: u8 = 29;
 ///
 /// The `s_or_b32` is omitted when `value` is 0. Clobbers M0 and SCC. Errors: other targets;
 /// `bits` outside 1..=29 or `bits + shift > 32` (the funcmap `M:` row would be ignored by the
-/// decoder, `shared/notes/funcmap-contract.md`); `value` with bits in the clock field (its id
+/// decoder, `docs/background/funcmap-contract.md`); `value` with bits in the clock field (its id
 /// would not survive decoding); odd `tmp` on gfx1250 (64-bit SGPR pairs are even-aligned).
 pub fn clock_marker(
     t: Target,

@@ -1,5 +1,5 @@
-//! HW_ID scope filtering (seed spec "Scope filtering (bitmasks)", "Architecture Support";
-//! field positions: `shared/notes/funcmap-contract.md` "Scope check fields"; hwreg ids
+//! HW_ID scope filtering (spec "Scope filtering (bitmasks)", "Architecture Support";
+//! field positions: `docs/background/funcmap-contract.md` "Scope check fields"; hwreg ids
 //! confirmed with `llvm-mc-22`: `hwreg(HW_REG_HW_ID)` = 4 on gfx9, `hwreg(HW_REG_HW_ID1)` = 23
 //! and `hwreg(HW_REG_HW_ID2)` = 24 on gfx10/gfx11, spelled `HW_REG_WAVE_HW_ID1/2` on gfx12).
 

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use amdgpu_isa::{decode, Instruction, Target};
 use hsaco::CodeObject;
 
-/// `<workspace root>/../shared/corpus/compiled`; panics with a clear message when absent.
+/// `<workspace root>/fixtures/corpus/compiled`; panics with a clear message when absent.
 pub fn corpus_dir() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = root.join("../shared/corpus/compiled");
+    let dir = root.join("fixtures/corpus/compiled");
     assert!(
         dir.is_dir(),
-        "corpus not found at {} (expected <workspace root>/../shared/corpus/compiled)",
+        "corpus not found at {} (expected <workspace root>/fixtures/corpus/compiled)",
         dir.display()
     );
     dir

@@ -1,0 +1,27 @@
+//! Shared by the CLI tests that write to character devices.
+
+/// Character devices `null` (1, 3) and `full` (1, 7) made with `mknod` in a temporary directory
+/// of the test's own, so that no test writes through the machine's `/dev` (issue 30: a test once
+/// replaced `/dev/stdout`). `None`, with the reason on stderr, when not run as root (only root
+/// may make device nodes; CI runs as root).
+pub fn device_nodes() -> Option<tempfile::TempDir> {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !root {
+        eprintln!("not checked: making device nodes (mknod) needs root; CI runs as root");
+        return None;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    for (name, minor) in [("null", "3"), ("full", "7")] {
+        let st = std::process::Command::new("mknod")
+            .args(["-m", "666"])
+            .arg(d.path().join(name))
+            .args(["c", "1", minor])
+            .status()
+            .expect("mknod");
+        assert!(st.success(), "mknod {name}");
+    }
+    Some(d)
+}
