@@ -541,3 +541,65 @@ fn gnu_stack_is_copied_whatever_its_sizes_say() {
     );
     assert!(out.len() > b.len(), "instrumented");
 }
+
+/// Issue 32, item 11: a `.text` of type `SHT_NOBITS` (set by llvm-objcopy-22) holds no code:
+/// the object is malformed (exit 2, the section and its file offset named), not "nothing to
+/// instrument".
+#[test]
+fn text_without_bytes_in_the_file_is_malformed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (src, nobits) = (dir.path().join("c.co"), dir.path().join("n.co"));
+    std::fs::write(&src, object()).expect("write");
+    let st = Command::new("/usr/lib/llvm-22/bin/llvm-objcopy")
+        .arg("--set-section-type=.text=8")
+        .arg(&src)
+        .arg(&nobits)
+        .status()
+        .expect("llvm-objcopy-22");
+    assert!(st.success());
+    let (code, err) = patch_fails("n.co", &std::fs::read(&nobits).expect("read"), "o.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("malformed code object: section .text at file offset 0x1900 has type SHT_NOBITS: no code is stored in the file, so its 4 kernel(s) (")
+            && err.contains("k_call_chain"),
+        "{err}"
+    );
+}
+
+/// Issue 32, item 10: an input whose `.sqtt_funcmap` declares one id twice is bad input (exit
+/// 2, naming the section, the row and its offset), not a verifier rejection (exit 1).
+#[test]
+fn a_corrupt_funcmap_in_the_input_is_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (src, instr) = (dir.path().join("c.co"), dir.path().join("i.co"));
+    std::fs::write(&src, object()).expect("write");
+    let o = Command::new(BIN)
+        .arg(&src)
+        .arg("-o")
+        .arg(&instr)
+        .args(["--functions", "1"])
+        .output()
+        .expect("run");
+    assert!(o.status.success());
+    let mut b = std::fs::read(&instr).expect("read");
+    let at = b
+        .windows(5)
+        .position(|w| w == b"\nF:2:")
+        .expect("a second F: row");
+    b[at + 3] = b'1';
+    std::fs::write(&instr, &b).expect("write");
+    let o = Command::new(BIN)
+        .arg(&instr)
+        .args(["-o", "o.co", "--functions", "1", "--force"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("malformed code object: section .sqtt_funcmap: row ")
+            && err.contains(": id 1 is declared again (first in row "),
+        "{err}"
+    );
+    assert!(!dir.path().join("o.co").exists());
+}

@@ -142,6 +142,38 @@ fn parse_id(text: &str) -> Option<u32> {
     text.parse().ok()
 }
 
+/// Checks the `.sqtt_funcmap` of an input strictly (issue 32: a corrupt funcmap is bad input,
+/// not a verifier finding): every row must parse ([`parse`] would warn otherwise) and no marker
+/// id may be declared twice. Rows are separated by `\n` or NUL, as [`parse`] reads them. Errors:
+/// the first bad row, by number (from 1) and byte offset in the section.
+pub fn check_strict(bytes: &[u8]) -> Result<(), String> {
+    let mut first_row: BTreeMap<u32, usize> = BTreeMap::new();
+    let (mut offset, mut row) = (0usize, 0usize);
+    for raw in bytes.split(|b| *b == b'\n' || *b == 0) {
+        let at = offset;
+        offset += raw.len() + 1;
+        let Ok(text) = std::str::from_utf8(raw) else {
+            return Err(format!("row at offset {at:#x} is not UTF-8"));
+        };
+        if text.trim_end_matches(['\r', ' ', '\t']).is_empty() {
+            continue;
+        }
+        row += 1;
+        let parsed = parse(raw);
+        if let Some(w) = parsed.warnings.first() {
+            return Err(format!("row {row} at offset {at:#x}: {w}"));
+        }
+        for id in parsed.rows.iter().filter_map(Row::id) {
+            if let Some(first) = first_row.insert(id, row) {
+                return Err(format!(
+                    "row {row} at offset {at:#x}: id {id} is declared again (first in row {first})"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses section bytes with the rules of the contract note (never fails; bad lines become warnings).
 pub fn parse(bytes: &[u8]) -> Parsed {
     let text = String::from_utf8_lossy(bytes);

@@ -40,6 +40,11 @@ pub enum RewriteError {
     /// objects are shared objects; a relocatable `.o` still needs `ld.lld -shared`).
     #[error("e_type {0} is not ET_DYN (3): only linked code objects can be rewritten; link a relocatable .o with ld.lld -shared first")]
     NotLinked(u16),
+    /// A code object whose parts contradict each other in a way the container parser does not
+    /// check: a `.sqtt_funcmap` with a bad row or an id declared twice, a `.text` without bytes
+    /// in the file (`SHT_NOBITS`). The text names the section, the row or kernel, and the offset.
+    #[error("malformed code object: {0}")]
+    Malformed(String),
 }
 
 /// What happened to the code object.

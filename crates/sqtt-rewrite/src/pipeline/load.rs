@@ -57,6 +57,19 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
         .text()
         .ok_or_else(|| hsaco::Error::NotFound(".text section".into()))?
         .clone();
+    if text.sh_type == hsaco::elf::SHT_NOBITS {
+        let names: Vec<&str> = co.kernels.iter().map(|k| k.name.as_str()).collect();
+        return Err(RewriteError::Malformed(format!(
+            "section .text at file offset {:#x} has type SHT_NOBITS: no code is stored in the file, so its {} kernel(s) ({}) have none",
+            text.offset,
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    if let Some(fm) = co.funcmap() {
+        crate::funcmap::check_strict(fm)
+            .map_err(|why| RewriteError::Malformed(format!("section .sqtt_funcmap: {why}")))?;
+    }
     let text_size = co.section_data(&text).len() as u64;
     let text_addr = text.addr;
     let text_end = text.addr + text_size;
