@@ -77,7 +77,7 @@ pub fn lost_coverage(r: &Report) -> bool {
 pub struct InstrumentFlags {
     /// Function entry/exit markers: N (instructions) or cost:N (weighted); 0 = off.
     /// Default: $SQTT_INSTRUMENT_FUNCTIONS.
-    #[arg(long, value_name = "N|cost:N")]
+    #[arg(long, value_name = "N|cost:N", allow_hyphen_values = true)]
     pub functions: Option<String>,
     /// Barrier markers (0 or 1). Default: $SQTT_INSTRUMENT_BARRIERS.
     #[arg(long, value_name = "0|1", value_parser = ["0", "1"])]
@@ -88,7 +88,7 @@ pub struct InstrumentFlags {
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
     /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
-    #[arg(long, value_name = "N:M")]
+    #[arg(long, value_name = "N:M", allow_hyphen_values = true)]
     pub memory: Option<String>,
     /// Per-lane address tracing: memory, lds or memory,lds. Default: $SQTT_TRACE_ADDRESSES.
     #[arg(long, value_name = "memory|lds|memory,lds")]
@@ -126,6 +126,22 @@ pub struct InstrumentFlags {
 /// A flag's parse error, naming the flag (the parsers name the environment variable).
 fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
+}
+
+/// Refuses a run with nothing to do: with no instrumentation requested, a missing input path is
+/// named first (it is the first thing to fix), then the missing request. Globs (`*`, `?`, `[`)
+/// are not checked here (`batch` expands them).
+pub fn require_work(opts: &Options, inputs: &[&Path]) -> Result<()> {
+    if opts.any_enabled() {
+        return Ok(());
+    }
+    for p in inputs {
+        let glob = p.to_string_lossy().contains(['*', '?', '[']);
+        if !glob && std::fs::symlink_metadata(p).is_err() {
+            anyhow::bail!("{}: no such file or directory", p.display());
+        }
+    }
+    anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)")
 }
 
 /// Builds the options from instrumentation flags: environment first, then flags.
@@ -485,9 +501,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         anyhow::bail!("--compress-bundles rewrites the offload bundles of a bundle or host binary: it needs --fatbin");
     }
     let opts = flag_options(&args.common.flags)?;
-    if !opts.any_enabled() {
-        anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
-    }
+    require_work(&opts, &[input.as_path()])?;
     let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
     if args.common.timings {
         crate::timings::enable(false);

@@ -594,9 +594,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     let common = &args.common;
     let dest = cmd_patch::check_paths(&input, &output, common.report_json.as_deref())?;
     let opts = cmd_patch::flag_options(&common.flags)?;
-    if !opts.any_enabled() {
-        bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
-    }
+    cmd_patch::require_work(&opts, &[input.as_path()])?;
     let arch = &common.offload_arch;
     let filter = ArchFilter::new(arch)?;
     let name = input.display().to_string();

@@ -1321,3 +1321,37 @@ fn environment_variables_take_the_spec_values_only() {
     let o = job("SQTT_INSTRUMENT_BARRIERS", std::ffi::OsStr::new("1"));
     assert_eq!(o.status.code(), Some(0));
 }
+
+/// Issue 32, item 16: `--functions -1` gets our message saying which values are accepted (not
+/// clap's tip about `-- -1`), and a missing input is named before "nothing requested".
+#[test]
+fn negative_thresholds_and_missing_inputs_get_the_right_first_message() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    for (args, first) in [
+        (
+            &["in.co", "-o", "o.co", "--functions", "-1"][..],
+            "sqtt-patch: error: invalid --functions \"-1\": expected N or cost:N with a decimal N",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--memory", "-2:5"][..],
+            "sqtt-patch: error: invalid --memory \"-2:5\"",
+        ),
+        (
+            &["missing.co", "-o", "o.co"][..],
+            "sqtt-patch: error: missing.co: no such file or directory",
+        ),
+        (
+            &["--fatbin", "missing.hipfb", "-o", "o.hipfb"][..],
+            "sqtt-patch: error: missing.hipfb: no such file or directory",
+        ),
+        (
+            &["batch", "missing", "--check"][..],
+            "sqtt-patch: error: missing: no such file or directory",
+        ),
+    ] {
+        let r = run(t.path(), args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.first_line().starts_with(first), "{args:?}: {}", r.stderr);
+        assert_eq!(r.files, files(&["in.co"]), "{args:?}");
+    }
+}

@@ -71,9 +71,8 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     }
     let common = &args.common;
     let opts = cmd_patch::flag_options(&common.flags)?;
-    if !opts.any_enabled() {
-        bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)");
-    }
+    let inputs: Vec<&Path> = args.paths.iter().map(PathBuf::as_path).collect();
+    cmd_patch::require_work(&opts, &inputs)?;
     let filter = ArchFilter::new(&common.offload_arch)?;
     if let Some(d) = args.output.as_deref().filter(|d| d.exists() && !d.is_dir()) {
         bail!(
