@@ -247,13 +247,35 @@ fn plain_entries(data: &[u8], base: u64) -> Result<(Vec<EntryRange>, u64)> {
     }
     let mut p = 32u64;
     let mut entries = Vec::new();
+    let mut first_with_id = std::collections::HashMap::new();
     let mut end = 32u64;
     for i in 0..n {
         let off = u64_at(data, p, "bundle entry offset").map_err(|e| rebase(e, base))?;
         let size = u64_at(data, p + 8, "bundle entry size").map_err(|e| rebase(e, base))?;
         let idlen = u64_at(data, p + 16, "bundle entry id length").map_err(|e| rebase(e, base))?;
         let id = slice_at(data, p + 24, idlen, "bundle entry id").map_err(|e| rebase(e, base))?;
-        let id = String::from_utf8_lossy(id).into_owned();
+        let id = match std::str::from_utf8(id) {
+            Ok(id) => id.to_string(),
+            Err(_) => {
+                return Err(Error::Malformed {
+                    what: "offload bundle",
+                    offset: base + p + 24,
+                    detail: format!(
+                        "entry {i}: its id is not UTF-8 ({})",
+                        String::from_utf8_lossy(id)
+                    ),
+                })
+            }
+        };
+        if let Some(j) = first_with_id.insert(id.clone(), i) {
+            return Err(Error::Malformed {
+                what: "offload bundle",
+                offset: base + p + 24,
+                detail: format!(
+                    "entry {i} has the id {id} of entry {j}: a loader would pick one of them"
+                ),
+            });
+        }
         p += 24 + idlen;
         let in_range = off
             .checked_add(size)

@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use crate::error::{slice_at, u16_at, u32_at, u64_at, Error, Result};
 use crate::source::Source;
 
+/// `SHT_PROGBITS`: section contents defined by the program (ELF gABI).
+pub const SHT_PROGBITS: u32 = 1;
 /// `SHT_NOBITS`: section occupies no file space.
 pub const SHT_NOBITS: u32 = 8;
 /// `SHT_NOTE`.

@@ -445,7 +445,7 @@ fn already_instrumented(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
         matches!(
             c.downcast_ref::<sqtt_rewrite::rewrite::RewriteError>(),
-            Some(sqtt_rewrite::rewrite::RewriteError::AlreadyInstrumented)
+            Some(sqtt_rewrite::rewrite::RewriteError::AlreadyInstrumented(_))
         )
     })
 }

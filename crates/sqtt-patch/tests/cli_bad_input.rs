@@ -566,10 +566,8 @@ fn text_without_bytes_in_the_file_is_malformed() {
     );
 }
 
-/// Issue 32, item 10: an input whose `.sqtt_funcmap` declares one id twice is bad input (exit
-/// 2, naming the section, the row and its offset), not a verifier rejection (exit 1).
-#[test]
-fn a_corrupt_funcmap_in_the_input_is_bad_input() {
+/// `object()` instrumented with `--functions 1` into `i.co` of a new temporary directory.
+fn instrumented() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (src, instr) = (dir.path().join("c.co"), dir.path().join("i.co"));
     std::fs::write(&src, object()).expect("write");
@@ -580,7 +578,15 @@ fn a_corrupt_funcmap_in_the_input_is_bad_input() {
         .args(["--functions", "1"])
         .output()
         .expect("run");
-    assert!(o.status.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, instr)
+}
+
+/// Issue 32, item 10: an input whose `.sqtt_funcmap` declares one id twice is bad input (exit
+/// 2, naming the section, the row and its offset), not a verifier rejection (exit 1).
+#[test]
+fn a_corrupt_funcmap_in_the_input_is_bad_input() {
+    let (dir, instr) = instrumented();
     let mut b = std::fs::read(&instr).expect("read");
     let at = b
         .windows(5)
@@ -602,4 +608,26 @@ fn a_corrupt_funcmap_in_the_input_is_bad_input() {
         "{err}"
     );
     assert!(!dir.path().join("o.co").exists());
+}
+
+/// Issue 32, item 17: our run record is recognised by its content too, so renaming
+/// `.sqtt_patch` (llvm-objcopy-22 --rename-section) does not let an instrumented object be
+/// instrumented again without `--force`.
+#[test]
+fn a_renamed_run_record_still_marks_our_output() {
+    let (dir, instr) = instrumented();
+    let renamed = dir.path().join("r.co");
+    let st = Command::new("/usr/lib/llvm-22/bin/llvm-objcopy")
+        .arg("--rename-section=.sqtt_patch=.comment_x")
+        .arg(&instr)
+        .arg(&renamed)
+        .status()
+        .expect("llvm-objcopy-22");
+    assert!(st.success());
+    let (code, err) = patch_fails("r.co", &std::fs::read(&renamed).expect("read"), "o.co");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("already instrumented by sqtt-patch (section .comment_x); pass --force"),
+        "{err}"
+    );
 }

@@ -30,9 +30,10 @@ pub enum RewriteError {
     /// The processor is not supported by our ISA tables.
     #[error("unsupported target {0}")]
     Target(String),
-    /// The input already carries sqtt-patch instrumentation.
-    #[error("already instrumented by sqtt-patch (section {PATCH_SECTION}); pass --force to instrument again")]
-    AlreadyInstrumented,
+    /// The input already carries sqtt-patch instrumentation: the named section holds our run
+    /// record (`.sqtt_patch`, or a section renamed from it, recognised by its content).
+    #[error("already instrumented by sqtt-patch (section {0}); pass --force to instrument again")]
+    AlreadyInstrumented(String),
     /// Invalid options.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),

@@ -48,8 +48,10 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
     if co.elf.header.e_type != 3 {
         return Err(RewriteError::NotLinked(co.elf.header.e_type));
     }
-    if co.section(PATCH_SECTION).is_some() && !opts.force_reinstrument {
-        return Err(RewriteError::AlreadyInstrumented);
+    if !opts.force_reinstrument {
+        if let Some(name) = run_record_section(&co) {
+            return Err(RewriteError::AlreadyInstrumented(name));
+        }
     }
     let target = Target::from_elf_mach(u32::from(co.target.mach))
         .ok_or_else(|| RewriteError::Target(co.target.processor.clone()))?;
@@ -156,4 +158,22 @@ fn function_specs(co: &CodeObject, text_addr: u64, text_end: u64) -> Vec<FnSpec>
         }
     }
     specs
+}
+
+/// The section holding an sqtt-patch run record: `.sqtt_patch` by name, or any other
+/// non-allocated section whose content is our record (one JSON object with `"tool":
+/// "sqtt-patch"`), so that renaming the section does not hide an earlier run (issue 32).
+fn run_record_section(co: &CodeObject) -> Option<String> {
+    if co.section(PATCH_SECTION).is_some() {
+        return Some(PATCH_SECTION.to_string());
+    }
+    co.elf
+        .sections
+        .iter()
+        .filter(|s| !s.is_alloc() && s.sh_type == hsaco::elf::SHT_PROGBITS && s.size < 1 << 16)
+        .find(|s| {
+            serde_json::from_slice::<serde_json::Value>(co.section_data(s).trim_ascii())
+                .is_ok_and(|v| v.get("tool").and_then(|t| t.as_str()) == Some("sqtt-patch"))
+        })
+        .map(|s| s.name.clone())
 }

@@ -1,0 +1,50 @@
+//! Issue 32, item 12: offload bundle entry ids are names a loader matches on; an id that is not
+//! UTF-8, or the same id on two entries, is refused with the entry and the offset named (it was
+//! silently dropped or passed). Bundles are written here by hand in the layout
+//! `clang-offload-bundler` documents (magic, count, then offset/size/id-length/id per entry).
+
+fn bundle(ids: &[&[u8]]) -> Vec<u8> {
+    let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    b.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+    let header: usize = 32 + ids.iter().map(|id| 24 + id.len()).sum::<usize>();
+    for (i, id) in ids.iter().enumerate() {
+        b.extend_from_slice(&((header + 4 * i) as u64).to_le_bytes());
+        b.extend_from_slice(&4u64.to_le_bytes());
+        b.extend_from_slice(&(id.len() as u64).to_le_bytes());
+        b.extend_from_slice(id);
+    }
+    for _ in ids {
+        b.extend_from_slice(b"\0\0\0\0");
+    }
+    b
+}
+
+#[test]
+fn ids_must_be_utf8_and_distinct() {
+    let good = bundle(&[
+        b"host-x86_64-unknown-linux-gnu-",
+        b"hipv4-amdgcn-amd-amdhsa--gfx942",
+    ]);
+    let parsed = hsaco::bundle::parse_plain(&good, 0).expect("a good bundle parses");
+    assert_eq!(parsed.entries.len(), 2);
+    let bad = bundle(&[
+        b"host-x86_64-unknown-linux-gnu-",
+        b"hipv4-amdgcn-amd-amdhsa--gfx\xff",
+    ]);
+    let e = hsaco::bundle::parse_plain(&bad, 0x100)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("entry 1: its id is not UTF-8"), "{e}");
+    assert!(e.contains("0x"), "names the offset: {e}");
+    let twice = bundle(&[
+        b"hipv4-amdgcn-amd-amdhsa--gfx942",
+        b"hipv4-amdgcn-amd-amdhsa--gfx942",
+    ]);
+    let e = hsaco::bundle::parse_plain(&twice, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("entry 1 has the id hipv4-amdgcn-amd-amdhsa--gfx942 of entry 0"),
+        "{e}"
+    );
+}
