@@ -4,10 +4,10 @@
 //! with the gfx942 table, which is covered), in both 16-bit modes from gfx11 on, every
 //! encoding format of its family (`isa-tables/formats.tsv`) and EVERY value of the format's
 //! opcode field (also the values our tables lack), probe words are built: the format's fixed
-//! bits and the opcode with all other bits zero, and with the generator's neutral field
-//! template, each of the two also with every free dword-0 bit (not format, not opcode) set
-//! alone; the generator's alternative templates; for image formats and opcode values we do not
-//! decode, the two words with every pair of free dword-0 bits set; random fills of the free bits (8
+//! bits and the opcode with all other bits zero, with the generator's neutral field template,
+//! and with the template's immediate fields only, each of the three also with every free
+//! dword-0 bit (not format, not opcode) set alone; the generator's alternative templates; for image formats and opcode values we do not
+//! decode, the three words with every pair of free dword-0 bits set; random fills of the free bits (8
 //! for opcode values we do not decode, 2 for the others). Words our decoder accepts are left
 //! to `random_llvm_mc` (length and text); every word it refuses goes to llvm-mc, one line each
 //! (the word, zero dwords so that LLVM's byte stream is back in step, and a sentinel `s_nop
@@ -102,7 +102,8 @@ struct Fmt {
     mask: u32,
     value: u32,
     op: Vec<(usize, u32, u32)>,
-    fields: Vec<(String, (usize, u32, u32), u32)>,
+    /// (name, bits, kind, template value).
+    fields: Vec<(String, (usize, u32, u32), String, u32)>,
     alts: Vec<Vec<(String, u32)>>,
 }
 
@@ -126,8 +127,8 @@ fn formats(family: &str) -> Vec<Fmt> {
             .map(|f| {
                 let (name, rest) = f.split_once('@').expect("field");
                 let (range, tpl) = rest.split_once('=').unwrap_or((rest, "0"));
-                let r = range.rsplit_once(':').expect("kind").0;
-                (name.to_string(), bits(r), num(tpl))
+                let (r, kind) = range.rsplit_once(':').expect("kind");
+                (name.to_string(), bits(r), kind.to_string(), num(tpl))
             })
             .collect();
         let alts = c
@@ -186,13 +187,18 @@ fn probes(t: Target) -> Vec<Probe> {
                 set(&mut zero, r, rem & ((1 << (r.1 - r.2 + 1)) - 1));
                 rem >>= r.1 - r.2 + 1;
             }
-            let mut tpl = zero.clone();
-            for (_, r, v) in &f.fields {
+            // The neutral template, and its immediate fields alone (registers 0, e.g. a BVH
+            // opcode needs dmask = 0xf and ssamp = 0).
+            let (mut tpl, mut imm) = (zero.clone(), zero.clone());
+            for (_, r, kind, v) in &f.fields {
                 set(&mut tpl, *r, *v);
+                if kind == "imm" {
+                    set(&mut imm, *r, *v);
+                }
             }
             let mut words = Vec::new();
             // The zero and neutral-template words, each with every free dword-0 bit set alone.
-            for base in [&zero, &tpl] {
+            for base in [&zero, &tpl, &imm] {
                 words.push(base.clone());
                 for &b in &free0 {
                     let mut w = base.clone();
@@ -201,10 +207,10 @@ fn probes(t: Target) -> Vec<Probe> {
                 }
             }
             // Image formats gate opcodes on two mode bits at once (BVH: `unorm` and `r128`):
-            // every pair of free dword-0 bits on both words, for opcode values we lack.
-            let known = decodes(&zero) || decodes(&tpl);
+            // every pair of free dword-0 bits on the three words, for opcode values we lack.
+            let known = decodes(&zero) || decodes(&tpl) || decodes(&imm);
             if !known && matches!(f.name.as_str(), "MIMG" | "VIMAGE" | "VSAMPLE") {
-                for base in [&zero, &tpl] {
+                for base in [&zero, &tpl, &imm] {
                     for (i, &a) in free0.iter().enumerate() {
                         for &b in &free0[i + 1..] {
                             let mut w = base.clone();
@@ -218,7 +224,7 @@ fn probes(t: Target) -> Vec<Probe> {
             for a in &f.alts {
                 let mut w = tpl.clone();
                 for (n, v) in a {
-                    if let Some((_, r, _)) = f.fields.iter().find(|x| &x.0 == n) {
+                    if let Some((_, r, _, _)) = f.fields.iter().find(|x| &x.0 == n) {
                         set(&mut w, *r, *v);
                     }
                 }
