@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # build_fixtures.sh - rebuild sqtt-patch's self-contained test fixtures
-# (fixtures/objects, fixtures/bundles, fixtures/hosts, fixtures/MANIFEST.tsv)
+# (fixtures/objects, fixtures/left-alone, fixtures/retired, fixtures/bundles, fixtures/hosts,
+# fixtures/MANIFEST.tsv)
 # from fixtures/src with LLVM 22 only: no ROCm, no GPU, no device libraries.
 #
 # Usage:  tools/build_fixtures.sh            (from anywhere; writes into fixtures/)
 # Env:    LLVM=/usr/lib/llvm-22/bin          clang, ld.lld, clang-offload-bundler, llvm-readelf, llvm-objdump
 #         JOBS=2                             parallel compiles
-#         PYTHON=python3                     only for the zlib CCOB writer (stdlib only)
+#         PYTHON=python3                     the zlib CCOB writer and tools/retarget_object.py (stdlib only)
 #
 # Reproducible: -cuid is derived from the output name (clang's default cuid
 # hashes the output path), -ffile-prefix-map / -fdebug-compilation-dir pin the
@@ -30,12 +31,16 @@ done
 
 OBJ="$FX/objects"
 LEFT="$FX/left-alone"   # objects whose functions the rewriter must leave alone (not in objects/: some fail closed)
+# objects of processors LLVM 22 no longer compiles for (gfx940, gfx941): a gfx942 object with
+# e_flags' EF_AMDGPU_MACH and the metadata's processor name patched (tools/retarget_object.py);
+# not in objects/: llvm-objdump-22 cannot disassemble them
+RETIRED="$FX/retired"
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$LEFT" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$LEFT" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -123,6 +128,12 @@ for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 drain
 
+# gfx940 = EF_AMDGPU_MACH 0x40, gfx941 = 0x4b (LLVM 19 ELF.h; RESERVED_0X40/0X4B in LLVM 22)
+for tm in gfx940:0x40 gfx941:0x4b; do
+  "$PYTHON" "$ROOT/tools/retarget_object.py" "$OBJ/gfx942__barriers__O3.co" \
+    "$RETIRED/${tm%%:*}__barriers__O3.co" "${tm%%:*}" "${tm##*:}"
+done
+
 log "2/5 offload bundles"
 BUNDLE_TARGETS="gfx90a gfx942 gfx1100 gfx1201"
 bundle_args=(-type=o -targets="host-x86_64-unknown-linux-gnu-$(for t in $BUNDLE_TARGETS; do printf ',hipv4-amdgcn-amd-amdhsa--%s' "$t"; done)"
@@ -189,6 +200,10 @@ for f in "$OBJ"/*.co "$LEFT"/*.co; do
     *) if grep -q '<unknown>' "$TMP/dis.txt"; then fail "$f: llvm-objdump printed <unknown>"; fi ;;
   esac
 done
+for f in "$RETIRED"/*.co; do
+  # exactly two bytes differ from the gfx942 object: the mach byte and one digit of the name
+  [ "$(cmp -l "$OBJ/gfx942__barriers__O3.co" "$f" | wc -l)" = 2 ] || fail "$f: not a two-byte retarget"
+done
 for f in "$BUN"/*.hipfb; do
   "$BUNDLER" -list -type=o -input="$f" > "$TMP/list.txt" || fail "$f: bundler -list"
   for t in $BUNDLE_TARGETS; do
@@ -235,6 +250,11 @@ object_row() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rel" "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" \
     "$target" "$kernels" "$funcs" "$dwarf" "$wave" "${preload:-0}"
 }
+retired_row() {  # retired_row FILE SOURCE: SOURCE's row (kernels, wave, ... are unchanged)
+  local f="$1" rel="${1#"$FX"/}"
+  object_row "$2" | awk -F'\t' -v OFS='\t' -v r="$rel" -v n="$(stat -c %s "$f")" \
+    -v h="$(sha256sum "$f" | cut -c1-16)" -v t="$(basename "$f" | sed 's/__.*//')" '{$1=r; $2=n; $3=h; $4=t; print}'
+}
 other_row() {  # other_row FILE TARGETS
   local f="$1" rel="${1#"$FX"/}"
   printf '%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\n' "$rel" "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "$2"
@@ -242,8 +262,9 @@ other_row() {  # other_row FILE TARGETS
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
   for f in "$OBJ"/*.co "$LEFT"/*.co; do object_row "$f"; done
+  for f in "$RETIRED"/*.co; do retired_row "$f" "$OBJ/gfx942__barriers__O3.co"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$LEFT" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

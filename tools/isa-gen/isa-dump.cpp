@@ -50,6 +50,9 @@ struct Format {
   std::vector<std::vector<std::pair<std::string,long>>> probes; // each probe: set of assignments
   std::vector<std::string> probeNames;
   std::vector<std::vector<std::pair<std::string,long>>> alts;
+  // Tried only after every zero subset (alone, then with each subset): mode bits such as the
+  // DS `gds` bit that select a different opcode meaning only where nothing else decodes.
+  std::vector<std::vector<std::pair<std::string,long>>> lateAlts;
   int opBits() const { int n = 0; for (auto &b : op) n += b.hi - b.lo + 1; return n; }
 };
 
@@ -85,7 +88,11 @@ static std::vector<Format> loadFormats(const char *path) {
       fd.tpl = eq == std::string::npos ? 0 : std::stol(fs.substr(eq + 1), nullptr, 0);
       f.fields.push_back(fd); }
     for (auto &p : split(c[6], ',')) if (!p.empty()) { f.probeNames.push_back(p); f.probes.push_back(parseAssign(p, '+')); }
-    for (auto &a : split(c[7], '|')) if (!a.empty()) f.alts.push_back(parseAssign(a, ';'));
+    // Alternatives: "a|b" (in order), then after "||" the late ones.
+    size_t late = c[7].find("||");
+    for (auto &a : split(c[7].substr(0, late), '|')) if (!a.empty()) f.alts.push_back(parseAssign(a, ';'));
+    if (late != std::string::npos)
+      for (auto &a : split(c[7].substr(late + 2), '|')) if (!a.empty()) f.lateAlts.push_back(parseAssign(a, ';'));
     out.push_back(f);
   }
   return out;
@@ -443,10 +450,16 @@ int main(int argc, char **argv) {
       // Then every subset of register fields set to zero (LLVM rejects some unused non-zero fields).
       std::vector<std::string> regf;
       for (auto &fd : f.fields) if (fd.kind != "imm") regf.push_back(fd.name);
+      std::vector<std::vector<std::pair<std::string,long>>> zs;
       for (unsigned m = 1; m < (1u << regf.size()) && regf.size() <= 8; m++) {
         std::vector<std::pair<std::string,long>> z;
         for (size_t i = 0; i < regf.size(); i++) if (m & (1u << i)) z.push_back({regf[i], 0});
-        tpls.push_back(z);
+        zs.push_back(z);
+      }
+      tpls.insert(tpls.end(), zs.begin(), zs.end());
+      for (auto &a : f.lateAlts) {
+        tpls.push_back(a);
+        for (auto z : zs) { z.insert(z.end(), a.begin(), a.end()); tpls.push_back(z); }
       }
       for (auto &tp : tpls) {
         uint32_t w[8]; std::copy(base, base + 8, w);

@@ -499,8 +499,7 @@ fn hwreg(i: &Instruction) -> Option<u32> {
 
 /// gfx9 readers of M0 with the one-wait-state hazard after a SALU write of M0.
 fn m0_msg_reader(i: &Instruction) -> bool {
-    matches!(i.special(), Special::TtraceData | Special::Sendmsg)
-        || (i.class() == InstClass::Ds && i.field("gds") == Some(1))
+    matches!(i.special(), Special::TtraceData | Special::Sendmsg) || i.ds_gds()
 }
 
 /// Readers of M0 for [`M0_MOVREL`] (`s_movrel*`, `v_interp*`, the LDS `addtid` forms, VMEM

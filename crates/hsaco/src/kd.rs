@@ -396,7 +396,7 @@ pub const SGPR_ENCODING_GRANULE: u32 = 8;
 pub fn has_architected_flat_scratch(target: &Target) -> bool {
     matches!(
         target.processor.as_str(),
-        "gfx942" | "gfx950" | "gfx9-4-generic"
+        "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic"
     ) || target.generation() >= Generation::Gfx11
 }
 

@@ -4,7 +4,10 @@
 use crate::error::{Error, Result};
 
 /// `EF_AMDGPU_MACH_*` values (low 8 bits of `e_flags`) and processor names, from
-/// `llvm/BinaryFormat/ELF.h` (LLVM 22).
+/// `llvm/BinaryFormat/ELF.h` (LLVM 22), plus gfx940 (0x40) and gfx941 (0x4b): MI300
+/// pre-production processors LLVM dropped in 2025 (LLVM 22 lists the values as
+/// `RESERVED_0X40`/`RESERVED_0X4B`; names and values from LLVM 19 `ELF.h`). Their code objects
+/// still ship (jax ROCm 6.0 wheels) and carry the gfx942 instruction set.
 const MACHS: &[(u8, &str)] = &[
     (0x20, "gfx600"),
     (0x21, "gfx601"),
@@ -37,6 +40,7 @@ const MACHS: &[(u8, &str)] = &[
     (0x3d, "gfx1035"),
     (0x3e, "gfx1034"),
     (0x3f, "gfx90a"),
+    (0x40, "gfx940"),
     (0x41, "gfx1100"),
     (0x42, "gfx1013"),
     (0x43, "gfx1150"),
@@ -47,6 +51,7 @@ const MACHS: &[(u8, &str)] = &[
     (0x48, "gfx1200"),
     (0x49, "gfx1250"),
     (0x4a, "gfx1151"),
+    (0x4b, "gfx941"),
     (0x4c, "gfx942"),
     (0x4e, "gfx1201"),
     (0x4f, "gfx950"),
@@ -199,11 +204,12 @@ impl Target {
     }
 
     /// True for processors with the gfx90a instruction set (unified VGPR/AGPR file, `accum_offset`,
-    /// `tg_split`): gfx90a, gfx942, gfx950, gfx9-4-generic (LLVM `FeatureGFX90AInsts`).
+    /// `tg_split`): gfx90a, gfx940, gfx941, gfx942, gfx950, gfx9-4-generic (LLVM
+    /// `FeatureGFX90AInsts`).
     pub fn has_gfx90a_insts(&self) -> bool {
         matches!(
             self.processor.as_str(),
-            "gfx90a" | "gfx942" | "gfx950" | "gfx9-4-generic"
+            "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950" | "gfx9-4-generic"
         )
     }
 
