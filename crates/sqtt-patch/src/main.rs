@@ -18,6 +18,7 @@ mod output;
 mod progress;
 mod sniff;
 mod timings;
+mod verified;
 
 use clap::{Parser, Subcommand};
 

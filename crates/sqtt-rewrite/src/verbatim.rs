@@ -93,11 +93,12 @@ fn describe(f: &Func) -> String {
 }
 
 /// Whether execution can continue past the last instruction of `f` (its end is reached by
-/// fall-through): the last instruction falls through, calls, traps or branches conditionally,
-/// and is not `s_code_end`.
+/// fall-through): the last instruction falls through, calls, traps (not `s_trap 2`, which ends
+/// the wave: [`crate::analysis::aborts`]) or branches conditionally, and is not `s_code_end`.
 pub fn falls_off_end(f: &Func) -> bool {
     f.insts.last().is_some_and(|i| {
         i.special() != Special::CodeEnd
+            && !crate::analysis::aborts(&i)
             && matches!(
                 i.flow(),
                 Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
@@ -105,10 +106,17 @@ pub fn falls_off_end(f: &Func) -> bool {
     })
 }
 
-/// `Ok` when `f` can move as one verbatim block; otherwise the first reason it cannot (a
-/// PC-relative reference that leaves it, an unrecognised `s_getpc`, or a word that does not
-/// decode). `pcrels` are the program's recognised address builders by `s_getpc` address.
-fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Problem> {
+/// `Ok` when `f` can move as one block with its PC-relative fields re-aimed; otherwise the first
+/// reason it cannot: a word that does not decode (its PC-relative uses cannot be seen), an
+/// `s_getpc` that is not a recognised address builder (it could compute any address), a branch
+/// or call that leaves the function to an address that is not a function entry, or an
+/// `s_add_pc_i64` that leaves it. `pcrels` are the program's recognised address builders by
+/// `s_getpc` address; `is_entry` tells function entries.
+fn movable(
+    f: &Func,
+    pcrels: &BTreeMap<u64, u64>,
+    is_entry: impl Fn(u64) -> bool,
+) -> Result<(), Problem> {
     let (start, end) = (f.spec.start, f.spec.end);
     let inside = |t: u64| t >= start && t < end;
     if let Some(p) = f
@@ -131,15 +139,9 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
     for (a, inst) in f.insts.iter() {
         let out = |what: String| Err(Problem { addr: a, why: what });
         match (inst.special(), inst.flow()) {
-            (Special::GetPc, _) => match pcrels.get(&a) {
-                Some(&t) if inside(t) => {}
-                Some(&t) => {
-                    return out(format!(
-                        "s_getpc address builder targets {t:#x}, outside the function"
-                    ))
-                }
-                None => return out("s_getpc without a recognised address builder".into()),
-            },
+            (Special::GetPc, _) if !pcrels.contains_key(&a) => {
+                return out("s_getpc without a recognised address builder".into())
+            }
             (Special::AddPcI64, _) => {
                 let t = inst
                     .literal()
@@ -156,9 +158,9 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
             }
             (_, Flow::Branch { .. } | Flow::Call) => {
                 if let Some(t) = inst.branch_target(a) {
-                    if !inside(t) {
+                    if !inside(t) && !is_entry(t) {
                         return out(format!(
-                            "{} targets {t:#x}, outside the function",
+                            "{} targets {t:#x}, outside the function and not a function entry",
                             inst.mnemonic()
                         ));
                     }
@@ -188,7 +190,12 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
         if f.problems.is_empty() {
             continue;
         }
-        match position_independent(f, &pcrels) {
+        let is_entry = |t: u64| {
+            prog.funcs
+                .binary_search_by_key(&t, |g| g.spec.start)
+                .is_ok()
+        };
+        match movable(f, &pcrels, is_entry) {
             Ok(()) => {
                 let next = prog.funcs.get(fi + 1).map_or(text_end, |n| n.spec.start);
                 v.blocks[fi] = Some(if falls_off_end(f) { next } else { f.spec.end });
