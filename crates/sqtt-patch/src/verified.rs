@@ -112,7 +112,10 @@ pub fn rewrite_verified(
 /// The functions the findings of `v` name, by original entry address (bytes), each with its
 /// first finding as the reason; `None` when some finding names no function of the original, or
 /// one already in `leave` (leaving it alone did not help: the rejection is not its own).
-fn attribute(v: &sqtt_verify::Report, leave: &BTreeMap<u64, String>) -> Option<BTreeMap<u64, String>> {
+fn attribute(
+    v: &sqtt_verify::Report,
+    leave: &BTreeMap<u64, String>,
+) -> Option<BTreeMap<u64, String>> {
     let mut out = BTreeMap::new();
     for f in &v.findings {
         let name = f.function.as_deref()?;
@@ -143,7 +146,9 @@ mod tests {
     use sqtt_rewrite::config::FunctionThreshold;
 
     fn fixture(rel: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel);
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(rel);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
@@ -198,7 +203,13 @@ mod tests {
         assert!(instrumented.len() >= 3, "{instrumented:?}");
         let victim = instrumented
             .iter()
-            .find(|n| plain.report.functions.iter().any(|f| &f.name == *n && !f.kernel))
+            .find(|n| {
+                plain
+                    .report
+                    .functions
+                    .iter()
+                    .any(|f| &f.name == *n && !f.kernel)
+            })
             .expect("an instrumented device function")
             .clone();
         let verify = rejecting(&victim);
@@ -208,7 +219,10 @@ mod tests {
         let la: Vec<_> = p.report.left_alone.iter().map(|l| &l.name).collect();
         assert_eq!(la, vec![&victim]);
         let why = &p.report.left_alone[0].why;
-        assert!(why.contains("the verifier rejected its instrumented code: [hazard]"), "{why}");
+        assert!(
+            why.contains("the verifier rejected its instrumented code: [hazard]"),
+            "{why}"
+        );
         assert!(why.contains("test rejection"), "{why}");
         // Every other function keeps its code; the victim has none.
         for f in &p.report.functions {
@@ -216,9 +230,16 @@ mod tests {
             assert_eq!(f.inserted_instructions > 0, want, "{}", f.name);
         }
         // Its sites are skipped with the verifier's reason.
-        let sk: Vec<_> = p.report.skipped.iter().filter(|s| s.function == victim).collect();
+        let sk: Vec<_> = p
+            .report
+            .skipped
+            .iter()
+            .filter(|s| s.function == victim)
+            .collect();
         assert!(!sk.is_empty());
-        assert!(sk.iter().all(|s| s.why.starts_with("function left alone (copied verbatim): at ")
+        assert!(sk.iter().all(|s| s
+            .why
+            .starts_with("function left alone (copied verbatim): at ")
             && s.why.contains("test rejection")));
         // The output passes the real verifier (and the test one).
         let v = sqtt_verify::verify(&input, &p.bytes).unwrap();
@@ -246,6 +267,9 @@ mod tests {
         assert!(p.verifier_rejected);
         assert_eq!(p.bytes, input);
         assert_eq!(p.report.status, Status::FailedClosed);
-        assert_eq!(p.report.reasons, vec!["verifier: [sections]: test rejection".to_string()]);
+        assert_eq!(
+            p.report.reasons,
+            vec!["verifier: [sections]: test rejection".to_string()]
+        );
     }
 }

@@ -122,7 +122,11 @@ fn abort_trap_is_decoded_as_the_end_and_other_traps_continue() {
         for (id, aborts) in [(2u8, true), (3, false), (0x82, false)] {
             let i = amdgpu_isa::decode(&[id, 0, op, 0xbf], target).expect("decodes");
             assert_eq!(i.mnemonic(), "s_trap", "{t}");
-            assert_eq!(sqtt_rewrite::analysis::aborts(&i), aborts, "{t}: s_trap {id}");
+            assert_eq!(
+                sqtt_rewrite::analysis::aborts(&i),
+                aborts,
+                "{t}: s_trap {id}"
+            );
         }
     }
 }
@@ -179,14 +183,23 @@ fn a_left_alone_function_with_builders_leaving_it_moves_with_them_re_aimed() {
         assert_eq!(la, [ASSERT], "{target}");
         let l = &r.left_alone[0];
         assert!(
-            l.why.ends_with(sqtt_rewrite::analysis::FALLS_OFF_AFTER_CALL),
+            l.why
+                .ends_with(sqtt_rewrite::analysis::FALLS_OFF_AFTER_CALL),
             "{target}: {}",
             l.why
         );
         // Code that can run, not a compiled-out stub: its site counts as lost coverage.
         assert!(!l.stub, "{target}");
-        let funcs = r.coverage.iter().find(|c| c.feature == "functions").expect("coverage");
-        assert_eq!((funcs.instrumented, funcs.found, funcs.in_stubs), (1, 2, 0), "{target}");
+        let funcs = r
+            .coverage
+            .iter()
+            .find(|c| c.feature == "functions")
+            .expect("coverage");
+        assert_eq!(
+            (funcs.instrumented, funcs.found, funcs.in_stubs),
+            (1, 2, 0),
+            "{target}"
+        );
         let output = out.bytes.expect("output");
         let (a, b) = (
             hsaco::CodeObject::parse(&input).expect("input"),

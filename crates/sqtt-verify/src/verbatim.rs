@@ -115,7 +115,10 @@ fn first_change(f: &Func, old: &[u8], cur: &[u8]) -> Option<usize> {
         let idx = f.orig.partition_point(|o| o.addr <= at).checked_sub(1)?;
         let o = &f.orig[idx];
         let oi = f.inst(o);
-        let (lo, hi) = ((o.addr - f.orig_start) as usize, (o.addr - f.orig_start) as usize + oi.len());
+        let (lo, hi) = (
+            (o.addr - f.orig_start) as usize,
+            (o.addr - f.orig_start) as usize + oi.len(),
+        );
         if k >= hi {
             return Some(k); // past the last instruction: the bytes after the function
         }
