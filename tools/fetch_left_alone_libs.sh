@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads the real libraries of docs/left-alone.md's measurements (PyPI wheels; nothing is
 # installed) and extracts their code objects into OUT/x/NAME (one directory per library).
-# Usage: tools/fetch_left_alone_libs.sh [OUT]   (default target/real in this checkout; ~1 GB)
+# Usage: tools/fetch_left_alone_libs.sh [OUT]   (default target/real in this checkout; ~1.5 GB)
 # Then:  target/release/sqtt-patch batch OUT/x/NAME --functions 1 --barriers 1 --report-json R
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,5 +20,6 @@ while read -r spec lib; do
   [ -d "x/$name" ] || "$BIN" extract -o "x/$name" "wheels/$name/x/$lib"
 done <<'LIST'
 jax-rocm7-pjrt==0.12.0 jax_plugins/xla_rocm7/xla_rocm_plugin.so
+cyllama-rocm==0.2.18 cyllama_rocm.libs/libggml-hip-f822f971.so
 LIST
 ls "$OUT/x"

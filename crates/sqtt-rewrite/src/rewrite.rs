@@ -3,8 +3,8 @@
 //!
 //! Fail-closed policy: a function we cannot instrument (undecodable word, unresolved branch or
 //! PC-relative sequence, execution falling off its end, indirect jump in a kernel) is left alone
-//! and moved verbatim when it is position-independent ([`crate::verbatim`]); when it is not, the
-//! WHOLE code object stays byte-identical, because relayout moves every function. The report
+//! and moved as one block when it is movable ([`crate::verbatim`]); when it is not, the WHOLE
+//! code object stays byte-identical, because relayout moves every function. The report
 //! lists every function left alone and every reason. Individual sites that cannot be
 //! instrumented safely are skipped and reported.
 

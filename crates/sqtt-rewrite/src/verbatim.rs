@@ -1,32 +1,37 @@
 //! Per-function fail-closed: a function the analysis cannot instrument (any [`Problem`]) is
-//! "left alone" — not instrumented, its bytes copied verbatim as one block that moves as a whole
-//! — when it is position-independent; otherwise the code object fails closed with the reason.
+//! "left alone" — not instrumented, moved as one block with nothing inserted in it — when it is
+//! movable; otherwise the code object fails closed with the reason.
 //!
 //! The policy follows BOLT's "non-simple" functions (kept out of optimisation, emitted as they
-//! are). A verbatim block keeps every PC-relative reference inside it valid when the whole block
-//! moves by one offset (SOPP branches, `s_call_b64`, `s_getpc` address builders and
-//! `s_add_pc_i64` are relative to the instruction's own address, ISA manuals "Branch
-//! instructions" / "S_GETPC_B64"). So a function may move verbatim when:
+//! are). A block that moves as a whole keeps every PC-relative reference inside it valid (SOPP
+//! branches, `s_call_b64`, `s_getpc` address builders and `s_add_pc_i64` are relative to the
+//! instruction's own address, ISA manuals "Branch instructions" / "S_GETPC_B64"); the references
+//! that leave it are re-aimed exactly as in instrumented functions (the layout lays its
+//! instructions out as one run with their relocations: builder literals to `.rodata` or another
+//! function, calls and branches to another function's entry block). So a function may be left
+//! alone when:
 //! - every word decodes (otherwise its PC-relative uses cannot be seen);
-//! - every branch, call, `s_add_pc_i64` and `s_getpc` address builder in it targets an address
-//!   inside it, and every `s_getpc` belongs to a recognised builder (an unrecognised use of the
-//!   PC could compute any address).
+//! - every `s_getpc` belongs to a recognised builder (an unrecognised use of the PC could
+//!   compute any address);
+//! - every direct branch or call targets an address inside it or a function entry, and every
+//!   `s_add_pc_i64` stays inside it.
 //!
-//! References INTO a left-alone function stay correct: the layout maps every address inside a
-//! verbatim block by its offset ([`crate::layout::Layout::map_addr`]), which is exact because the
-//! block's bytes do not change. Calls, descriptors, symbols, builders, DWARF and
-//! `R_AMDGPU_RELATIVE64` addends are all mapped that way. A branch from another function into it
-//! is a [`Problem`] of that other function, which then is not position-independent.
+//! References INTO a left-alone function stay correct: the layout maps every address inside it
+//! by its offset ([`crate::layout::Layout::map_addr`]), which is exact because nothing is
+//! inserted in it. Calls, descriptors, symbols, builders, DWARF and `R_AMDGPU_RELATIVE64`
+//! addends are all mapped that way. A branch from another function into it is a [`Problem`] of
+//! that other function.
 //!
 //! Execution that falls off the end of a left-alone function (rocPRIM "trampoline" kernels
-//! compiled out for other targets: one `s_setreg_imm32_b32`, then zero padding, no `s_endpgm`)
-//! continues into the bytes that followed it: its block then extends up to the next function
-//! (the padding is copied too), and the layout keeps function order, so the same next function
-//! follows it (after `s_nop 0` alignment padding at most).
+//! compiled out for other targets: one `s_setreg_imm32_b32`, then zero padding, no `s_endpgm`;
+//! a function ending in a call to a function that does not return) continues into the bytes
+//! that followed it: its block then extends up to the next function (the padding is copied
+//! too), and the layout keeps function order, so the same next function follows it (after
+//! `s_nop 0` alignment padding at most).
 //!
 //! Not done (the object fails closed instead, with the reason): keeping a function that is not
-//! position-independent at its original address. For a word that does not decode this could not
-//! be sound anyway: its references out (to other functions or data, which move) are unknown.
+//! movable at its original address. For a word that does not decode this could not be sound
+//! anyway: its references out (to other functions or data, which move) are unknown.
 
 use crate::analysis::{Func, Problem, Program};
 use crate::plan::{Site, Skipped};
