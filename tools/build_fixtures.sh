@@ -58,6 +58,7 @@ PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only 
 RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed only after instrumentation
 SPILL="gfx942 gfx1100 gfx1201"                  # spill.S: no SGPR ever dead, saved in VGPR lanes
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
+TRAP="gfx942 gfx1100"                           # trap.hip: functions ending in s_trap 2 (llvm.trap)
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 
@@ -104,6 +105,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
            "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
+    trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
+            "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -126,6 +129,7 @@ for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
+for t in $TRAP; do spawn object "$t" trap O3; done
 drain
 
 # gfx940 = EF_AMDGPU_MACH 0x40, gfx941 = 0x4b (LLVM 19 ELF.h; RESERVED_0X40/0X4B in LLVM 22)

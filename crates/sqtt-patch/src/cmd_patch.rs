@@ -8,7 +8,7 @@ use crate::exit;
 use crate::output::{self, Dest};
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
-use sqtt_rewrite::rewrite::{rewrite_timed, Report, Status};
+use sqtt_rewrite::rewrite::{Report, Status};
 use sqtt_rewrite::timings::{Stage, Timings};
 use std::path::{Path, PathBuf};
 
@@ -388,21 +388,14 @@ pub fn render_report(what: &str, r: &Report) -> String {
     s
 }
 
-/// One code object after rewriting and verification.
-#[derive(Debug)]
-pub struct Patched {
-    /// Bytes to write: the verified rewrite, or the input unchanged.
-    pub bytes: Vec<u8>,
-    /// What was done (status `failed_closed` with the findings when verification rejected it).
-    pub report: Report,
-    /// True when the rewrite was produced but rejected by the verifier (an internal error).
-    pub verifier_rejected: bool,
-}
+pub use crate::verified::Patched;
 
 /// Rewrites one code object and verifies the result with the independent translation validator
-/// (crate `sqtt-verify`). Never returns unverified bytes: a rejected rewrite becomes "unchanged,
-/// failed closed" with the findings as reasons. Errors: bad input (named by `name`), including
-/// an input that does not verify against itself (a rejection caused by the input, not by us).
+/// (crate `sqtt-verify`); the functions a rejection names are left alone and the object is
+/// rewritten again ([`crate::verified`]). Never returns unverified bytes: a rejection that
+/// cannot be taken out that way becomes "unchanged, failed closed" with the findings as reasons.
+/// Errors: bad input (named by `name`), including an input that does not verify against itself
+/// (a rejection caused by the input, not by us).
 /// With `--timings` on ([`crate::timings`]), its stages are added into the process-wide sum.
 pub fn patch_code_object(name: &str, input: &[u8], opts: &Options) -> Result<Patched> {
     let mut t = crate::timings::object();
@@ -430,54 +423,7 @@ fn rewrite_and_verify(
     opts: &Options,
     t: &mut Timings,
 ) -> Result<Patched> {
-    let outcome = rewrite_timed(input, opts, t).with_context(|| name.to_string())?;
-    let mut report = outcome.report;
-    let Some(out) = outcome.bytes else {
-        return Ok(Patched {
-            bytes: input.to_vec(),
-            report,
-            verifier_rejected: false,
-        });
-    };
-    t.begin(Stage::Verify);
-    let findings: Vec<String> = match sqtt_verify::verify(input, &out) {
-        Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
-        Err(e) => vec![format!("verifier error: {e}")],
-    };
-    if findings.is_empty() {
-        return Ok(Patched {
-            bytes: out,
-            report,
-            verifier_rejected: false,
-        });
-    }
-    // A rejection is our bug unless the input itself is inconsistent: an input whose fields
-    // contradict each other (descriptor vs code, symbols vs sections, ...) does not even verify
-    // against itself, and is reported as bad input.
-    let identity: Vec<String> = match sqtt_verify::verify(input, input) {
-        Ok(v) => v.findings.iter().map(|f| f.to_string()).collect(),
-        Err(e) => vec![e.to_string()],
-    };
-    if let Some(first) = identity.first() {
-        anyhow::bail!(
-            "{name}: inconsistent code object: it does not verify against itself ({} finding(s); first: {first})",
-            identity.len()
-        );
-    }
-    report.status = Status::FailedClosed;
-    // Nothing of the rewrite is written: no site counts as instrumented (the sites found stay).
-    for c in &mut report.coverage {
-        c.instrumented = 0;
-    }
-    report.reasons = findings
-        .into_iter()
-        .map(|f| format!("verifier: {f}"))
-        .collect();
-    Ok(Patched {
-        bytes: input.to_vec(),
-        report,
-        verifier_rejected: true,
-    })
+    crate::verified::rewrite_verified(name, input, opts, t, &|o, n| sqtt_verify::verify(o, n))
 }
 
 /// Runs the main job; returns the exit code. `--strict` (exit 3) and a verifier rejection

@@ -19,6 +19,7 @@ mod progress;
 mod sniff;
 mod threads;
 mod timings;
+mod verified;
 
 use clap::{Parser, Subcommand};
 

@@ -26,6 +26,8 @@ mod sniff;
 #[allow(dead_code)]
 #[path = "../src/timings.rs"]
 mod timings;
+#[path = "../src/verified.rs"]
+mod verified;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -49,6 +49,25 @@ pub struct Problem {
 /// return or unconditional branch): execution would run into whatever follows it.
 pub const FALLS_OFF_END: &str = "execution falls off the end of the function";
 
+/// The [`Problem`] of a function whose last instruction is a call: execution falls off its end
+/// if the callee returns. Compilers end a function that way when the callee does not return
+/// (`__assert_fail` calling the message printer, then nothing), so unlike [`FALLS_OFF_END`] the
+/// function is code that can run, not a compiled-out stub.
+pub const FALLS_OFF_AFTER_CALL: &str =
+    "execution falls off the end of the function after its last instruction, a call (to a function that presumably does not return)";
+
+/// The trap ID of `s_trap 2` (`llvm.trap` on amdhsa): AMDGPUUsage, "Trap Handler ABI", trap ID
+/// 0x02 is `llvm.trap`, which aborts the queue; the wave never resumes after it.
+pub const ABORT_TRAP_ID: u32 = 2;
+
+/// Whether `inst` is `s_trap 2` ([`ABORT_TRAP_ID`]): as the last instruction of a function it
+/// ends it like `s_endpgm` (no "falls off the end" problem); other trap IDs (`s_trap 3`,
+/// `llvm.debugtrap`, ...) resume at the next instruction. The trap ID is the low 8 bits of
+/// simm16 (ISA manuals, "S_TRAP").
+pub fn aborts(inst: &Instruction) -> bool {
+    inst.flow() == Flow::Trap && inst.field("simm16").map(|v| v & 0xff) == Some(ABORT_TRAP_ID)
+}
+
 /// Who a call site calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Callee {
@@ -489,10 +508,17 @@ fn analyse_fn(
                         why: format!("branch into the middle of an instruction at {t:#x}"),
                     }),
                 },
-                Some(t) => f.problems.push(Problem {
-                    addr: a,
-                    why: format!("branch leaves the function (target {t:#x})"),
-                }),
+                Some(t) => {
+                    // Re-aimed at the target's entry block if the function is left alone
+                    // ([`crate::verbatim`]); the problem keeps it from being instrumented.
+                    if starts.contains_key(&t) {
+                        relocs.push((i as u32, Reloc::Call { target: t }));
+                    }
+                    f.problems.push(Problem {
+                        addr: a,
+                        why: format!("branch leaves the function (target {t:#x})"),
+                    })
+                }
                 None => f.problems.push(Problem {
                     addr: a,
                     why: format!("{} without a decodable target", inst.mnemonic()),
@@ -663,16 +689,25 @@ fn analyse_fn(
             }
             Flow::EndProgram | Flow::IndirectJump | Flow::Return => false,
             // s_trap: the trap handler resumes at the next instruction (its saved PC is taken
-            // at run time, so moving the code is safe).
+            // at run time, so moving the code is safe). `s_trap 2` too when code follows it:
+            // LLVM 22 follows it on gfx11 with a fallback for a trap handler that does not stop
+            // the wave (doorbell interrupt, `s_sethalt`, a branch to itself; llvm-objdump-22 on
+            // fixtures/left-alone/gfx1100__trap__O3.co); as the last instruction it ends the
+            // function ([`aborts`]).
             Flow::Call | Flow::Fallthrough | Flow::Trap => true,
         };
         if falls {
             if i + 1 < n {
                 f.succs[i].push(i + 1);
-            } else if f.insts.get(i).special() != Special::CodeEnd {
+            } else if f.insts.get(i).special() != Special::CodeEnd && !aborts(&f.insts.get(i)) {
+                let why = if f.insts.flow(i) == Flow::Call {
+                    FALLS_OFF_AFTER_CALL
+                } else {
+                    FALLS_OFF_END
+                };
                 f.problems.push(Problem {
                     addr: f.insts.addr(i),
-                    why: FALLS_OFF_END.into(),
+                    why: why.into(),
                 });
             }
         }

@@ -83,6 +83,8 @@ pub enum Reloc {
         target: u64,
     },
     /// `s_call_b64` to a function entry: lands on the entry's inserted block (entry marker runs).
+    /// Also a SOPP branch of a left-alone function to another function's entry
+    /// ([`crate::verbatim`]): never relaxed (out of range is an encoding error).
     Call {
         /// Original absolute target (bytes).
         target: u64,

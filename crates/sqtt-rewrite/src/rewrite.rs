@@ -3,8 +3,8 @@
 //!
 //! Fail-closed policy: a function we cannot instrument (undecodable word, unresolved branch or
 //! PC-relative sequence, execution falling off its end, indirect jump in a kernel) is left alone
-//! and moved verbatim when it is position-independent ([`crate::verbatim`]); when it is not, the
-//! WHOLE code object stays byte-identical, because relayout moves every function. The report
+//! and moved as one block when it is movable ([`crate::verbatim`]); when it is not, the WHOLE
+//! code object stays byte-identical, because relayout moves every function. The report
 //! lists every function left alone and every reason. Individual sites that cannot be
 //! instrumented safely are skipped and reported.
 
@@ -273,7 +273,22 @@ pub fn rewrite_timed(
     opts: &Options,
     t: &mut Timings,
 ) -> Result<Outcome, RewriteError> {
-    let mut out = rewrite_object(input, opts, t)?;
+    rewrite_leaving_alone(input, opts, &BTreeMap::new(), t)
+}
+
+/// [`rewrite_timed`] that also leaves alone the functions whose original entry addresses
+/// (bytes) are keys of `leave`, with the value as their reason (in the report's `left_alone`
+/// list and in the reason of each of their skipped sites), as if the analysis had found that
+/// problem in them: they are not instrumented and move as one block ([`crate::verbatim`]). The
+/// CLI uses it to take out the functions the verifier rejects. An address that is no function
+/// entry is ignored.
+pub fn rewrite_leaving_alone(
+    input: &[u8],
+    opts: &Options,
+    leave: &BTreeMap<u64, String>,
+    t: &mut Timings,
+) -> Result<Outcome, RewriteError> {
+    let mut out = rewrite_object(input, opts, leave, t)?;
     // An object that failed closed after its sites were found keeps the coverage the instrument
     // stage recorded: every site found, none instrumented.
     if out.report.status != Status::FailedClosed || out.report.coverage.is_empty() {
@@ -293,7 +308,12 @@ fn unchanged(report: Report) -> Outcome {
 /// The pipeline: each stage consumes the typed output of the one before it and fills its own
 /// fields of the report ([`crate::pipeline`]); a stage returning `None` ends the run with the
 /// output equal to the input.
-fn rewrite_object(input: &[u8], opts: &Options, t: &mut Timings) -> Result<Outcome, RewriteError> {
+fn rewrite_object(
+    input: &[u8],
+    opts: &Options,
+    leave: &BTreeMap<u64, String>,
+    t: &mut Timings,
+) -> Result<Outcome, RewriteError> {
     t.begin(Stage::Load);
     let (mut report, loaded) = load(input, opts)?;
     let Some(loaded) = loaded else {
@@ -302,7 +322,7 @@ fn rewrite_object(input: &[u8], opts: &Options, t: &mut Timings) -> Result<Outco
     t.begin(Stage::Decode);
     let decoded = decode(loaded);
     t.begin(Stage::Analyse);
-    let Some(analysed) = analyse(decoded, &mut report) else {
+    let Some(analysed) = analyse(decoded, leave, &mut report) else {
         return Ok(unchanged(report));
     };
     t.begin(Stage::Instrument);

@@ -1,32 +1,37 @@
 //! Per-function fail-closed: a function the analysis cannot instrument (any [`Problem`]) is
-//! "left alone" — not instrumented, its bytes copied verbatim as one block that moves as a whole
-//! — when it is position-independent; otherwise the code object fails closed with the reason.
+//! "left alone" — not instrumented, moved as one block with nothing inserted in it — when it is
+//! movable; otherwise the code object fails closed with the reason.
 //!
 //! The policy follows BOLT's "non-simple" functions (kept out of optimisation, emitted as they
-//! are). A verbatim block keeps every PC-relative reference inside it valid when the whole block
-//! moves by one offset (SOPP branches, `s_call_b64`, `s_getpc` address builders and
-//! `s_add_pc_i64` are relative to the instruction's own address, ISA manuals "Branch
-//! instructions" / "S_GETPC_B64"). So a function may move verbatim when:
+//! are). A block that moves as a whole keeps every PC-relative reference inside it valid (SOPP
+//! branches, `s_call_b64`, `s_getpc` address builders and `s_add_pc_i64` are relative to the
+//! instruction's own address, ISA manuals "Branch instructions" / "S_GETPC_B64"); the references
+//! that leave it are re-aimed exactly as in instrumented functions (the layout lays its
+//! instructions out as one run with their relocations: builder literals to `.rodata` or another
+//! function, calls and branches to another function's entry block). So a function may be left
+//! alone when:
 //! - every word decodes (otherwise its PC-relative uses cannot be seen);
-//! - every branch, call, `s_add_pc_i64` and `s_getpc` address builder in it targets an address
-//!   inside it, and every `s_getpc` belongs to a recognised builder (an unrecognised use of the
-//!   PC could compute any address).
+//! - every `s_getpc` belongs to a recognised builder (an unrecognised use of the PC could
+//!   compute any address);
+//! - every direct branch or call targets an address inside it or a function entry, and every
+//!   `s_add_pc_i64` stays inside it.
 //!
-//! References INTO a left-alone function stay correct: the layout maps every address inside a
-//! verbatim block by its offset ([`crate::layout::Layout::map_addr`]), which is exact because the
-//! block's bytes do not change. Calls, descriptors, symbols, builders, DWARF and
-//! `R_AMDGPU_RELATIVE64` addends are all mapped that way. A branch from another function into it
-//! is a [`Problem`] of that other function, which then is not position-independent.
+//! References INTO a left-alone function stay correct: the layout maps every address inside it
+//! by its offset ([`crate::layout::Layout::map_addr`]), which is exact because nothing is
+//! inserted in it. Calls, descriptors, symbols, builders, DWARF and `R_AMDGPU_RELATIVE64`
+//! addends are all mapped that way. A branch from another function into it is a [`Problem`] of
+//! that other function.
 //!
 //! Execution that falls off the end of a left-alone function (rocPRIM "trampoline" kernels
-//! compiled out for other targets: one `s_setreg_imm32_b32`, then zero padding, no `s_endpgm`)
-//! continues into the bytes that followed it: its block then extends up to the next function
-//! (the padding is copied too), and the layout keeps function order, so the same next function
-//! follows it (after `s_nop 0` alignment padding at most).
+//! compiled out for other targets: one `s_setreg_imm32_b32`, then zero padding, no `s_endpgm`;
+//! a function ending in a call to a function that does not return) continues into the bytes
+//! that followed it: its block then extends up to the next function (the padding is copied
+//! too), and the layout keeps function order, so the same next function follows it (after
+//! `s_nop 0` alignment padding at most).
 //!
 //! Not done (the object fails closed instead, with the reason): keeping a function that is not
-//! position-independent at its original address. For a word that does not decode this could not
-//! be sound anyway: its references out (to other functions or data, which move) are unknown.
+//! movable at its original address. For a word that does not decode this could not be sound
+//! anyway: its references out (to other functions or data, which move) are unknown.
 
 use crate::analysis::{Func, Problem, Program};
 use crate::plan::{Site, Skipped};
@@ -93,11 +98,12 @@ fn describe(f: &Func) -> String {
 }
 
 /// Whether execution can continue past the last instruction of `f` (its end is reached by
-/// fall-through): the last instruction falls through, calls, traps or branches conditionally,
-/// and is not `s_code_end`.
+/// fall-through): the last instruction falls through, calls, traps (not `s_trap 2`, which ends
+/// the wave: [`crate::analysis::aborts`]) or branches conditionally, and is not `s_code_end`.
 pub fn falls_off_end(f: &Func) -> bool {
     f.insts.last().is_some_and(|i| {
         i.special() != Special::CodeEnd
+            && !crate::analysis::aborts(&i)
             && matches!(
                 i.flow(),
                 Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
@@ -105,10 +111,17 @@ pub fn falls_off_end(f: &Func) -> bool {
     })
 }
 
-/// `Ok` when `f` can move as one verbatim block; otherwise the first reason it cannot (a
-/// PC-relative reference that leaves it, an unrecognised `s_getpc`, or a word that does not
-/// decode). `pcrels` are the program's recognised address builders by `s_getpc` address.
-fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Problem> {
+/// `Ok` when `f` can move as one block with its PC-relative fields re-aimed; otherwise the first
+/// reason it cannot: a word that does not decode (its PC-relative uses cannot be seen), an
+/// `s_getpc` that is not a recognised address builder (it could compute any address), a branch
+/// or call that leaves the function to an address that is not a function entry, or an
+/// `s_add_pc_i64` that leaves it. `pcrels` are the program's recognised address builders by
+/// `s_getpc` address; `is_entry` tells function entries.
+fn movable(
+    f: &Func,
+    pcrels: &BTreeMap<u64, u64>,
+    is_entry: impl Fn(u64) -> bool,
+) -> Result<(), Problem> {
     let (start, end) = (f.spec.start, f.spec.end);
     let inside = |t: u64| t >= start && t < end;
     if let Some(p) = f
@@ -131,15 +144,9 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
     for (a, inst) in f.insts.iter() {
         let out = |what: String| Err(Problem { addr: a, why: what });
         match (inst.special(), inst.flow()) {
-            (Special::GetPc, _) => match pcrels.get(&a) {
-                Some(&t) if inside(t) => {}
-                Some(&t) => {
-                    return out(format!(
-                        "s_getpc address builder targets {t:#x}, outside the function"
-                    ))
-                }
-                None => return out("s_getpc without a recognised address builder".into()),
-            },
+            (Special::GetPc, _) if !pcrels.contains_key(&a) => {
+                return out("s_getpc without a recognised address builder".into())
+            }
             (Special::AddPcI64, _) => {
                 let t = inst
                     .literal()
@@ -156,9 +163,9 @@ fn position_independent(f: &Func, pcrels: &BTreeMap<u64, u64>) -> Result<(), Pro
             }
             (_, Flow::Branch { .. } | Flow::Call) => {
                 if let Some(t) = inst.branch_target(a) {
-                    if !inside(t) {
+                    if !inside(t) && !is_entry(t) {
                         return out(format!(
-                            "{} targets {t:#x}, outside the function",
+                            "{} targets {t:#x}, outside the function and not a function entry",
                             inst.mnemonic()
                         ));
                     }
@@ -188,7 +195,12 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
         if f.problems.is_empty() {
             continue;
         }
-        match position_independent(f, &pcrels) {
+        let is_entry = |t: u64| {
+            prog.funcs
+                .binary_search_by_key(&t, |g| g.spec.start)
+                .is_ok()
+        };
+        match movable(f, &pcrels, is_entry) {
             Ok(()) => {
                 let next = prog.funcs.get(fi + 1).map_or(text_end, |n| n.spec.start);
                 v.blocks[fi] = Some(if falls_off_end(f) { next } else { f.spec.end });

@@ -1371,9 +1371,10 @@ pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
     out
 }
 
-/// Equality of an original and a rewritten instruction, ignoring the PC-relative field: simm16
-/// of SOPP branches / `s_call_b64`, the literal of address-builder adds.
-fn same(o: &Instruction, n: &Instruction, pcrel_literal: bool) -> bool {
+/// Whether rewritten `n` is original `o` up to its PC-relative field: the simm16 of a direct
+/// branch or call, or the literal when `pcrel_literal` (an add of an `s_getpc` address builder)
+/// or for `s_add_pc_i64`. Every other byte must be equal.
+pub(crate) fn same(o: &Instruction, n: &Instruction, pcrel_literal: bool) -> bool {
     if o.len() != n.len() || o.target() != n.target() {
         return false;
     }

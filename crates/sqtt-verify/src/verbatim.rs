@@ -6,22 +6,37 @@
 //!
 //! Rule checked here (the rewriter's "left alone" policy, stated independently): the rewritten
 //! copy of such a function, from its new entry, is byte-identical to the original from its entry
-//! up to the next function (or the end of `.text`), and the function that follows it in the
-//! rewritten `.text` is the one that followed it in the original (only `s_nop 0` padding may be
-//! in between, which the alignment check enforces). Its PC-relative fields are therefore
-//! unchanged: the branch check then proves that none of them leaves the function.
+//! up to the next function (or the end of `.text`), except for the PC-relative fields of its own
+//! instructions (the simm16 of a direct branch or call, the literal of an add of an `s_getpc`
+//! address builder, the literal of `s_add_pc_i64`): a function that moves as one block keeps
+//! the fields that stay inside it, and those that reach outside it (a `.rodata` message, another
+//! function) are re-aimed; the branch check proves every such field reaches its mapped target.
+//! Any other changed byte is a finding. The function that follows it in the rewritten `.text` is
+//! the one that followed it in the original (only `s_nop 0` padding may be in between, which the
+//! alignment check enforces).
 
 use amdgpu_isa::{Flow, Instruction, Special};
+use std::collections::BTreeSet;
 
-use crate::code::Program;
+use crate::code::{Func, Program};
 use crate::{Check, Finding};
 
+/// Whether `inst` is `s_trap 2`: trap ID 2 (`llvm.trap`) aborts the queue (AMDGPUUsage, "Trap
+/// Handler ABI"), so execution does not fall off the end of a function whose last instruction
+/// it is, as with `s_endpgm`. Other trap IDs resume at the next instruction. The trap ID is the
+/// low 8 bits of simm16 (ISA manuals, "S_TRAP").
+pub(crate) fn aborts(inst: &Instruction) -> bool {
+    inst.flow() == Flow::Trap && inst.field("simm16").map(|v| v & 0xff) == Some(2)
+}
+
 /// Whether execution can continue past the last instruction of `body` (instruction flow as in
-/// the ISA manuals: fall-through, calls and traps return to the next instruction; a conditional
-/// branch falls through when not taken); `s_code_end` is padding, not code.
+/// the ISA manuals: fall-through, calls and traps other than `s_trap 2` ([`aborts`]) return to
+/// the next instruction; a conditional branch falls through when not taken); `s_code_end` is
+/// padding, not code.
 pub(crate) fn falls_off(body: &[(u64, Instruction)]) -> bool {
     body.last().is_some_and(|(_, i)| {
         i.special() != Special::CodeEnd
+            && !aborts(i)
             && matches!(
                 i.flow(),
                 Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
@@ -52,7 +67,7 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
         let len = f.orig_end - f.orig_start + gap;
         let old = p.otext.slice(f.orig_start, f.orig_start + len);
         let cur = p.ntext.slice(new, new.saturating_add(len));
-        if let Some(k) = (0..old.len()).find(|&k| cur.get(k) != old.get(k)) {
+        if let Some(k) = first_change(f, old, cur) {
             findings.push(finding(
                 Some(new + k as u64),
                 format!(
@@ -77,5 +92,43 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
+    }
+}
+
+/// The offset of the first byte of `cur` (the rewritten copy) that differs from `old` (the
+/// original function and the bytes after it, from its entry) and is not explained by a
+/// PC-relative field of an original instruction at the same offset; `None` when there is none.
+/// An instruction may differ only where the alignment check's equality up to PC-relative fields
+/// allows ([`crate::code::same`]): a direct branch or call in its simm16, an add of a recognised
+/// `s_getpc` builder or `s_add_pc_i64` in its literal.
+fn first_change(f: &Func, old: &[u8], cur: &[u8]) -> Option<usize> {
+    let adds: BTreeSet<usize> = f
+        .builders
+        .iter()
+        .flat_map(|b| std::iter::once(b.lo).chain(b.hi))
+        .collect();
+    let mut from = 0usize;
+    loop {
+        let k = from + (from..old.len()).position(|k| cur.get(k) != old.get(k))?;
+        let at = f.orig_start + k as u64;
+        // The original instruction holding byte k (instructions are in address order).
+        let idx = f.orig.partition_point(|o| o.addr <= at).checked_sub(1)?;
+        let o = &f.orig[idx];
+        let oi = f.inst(o);
+        let (lo, hi) = (
+            (o.addr - f.orig_start) as usize,
+            (o.addr - f.orig_start) as usize + oi.len(),
+        );
+        if k >= hi {
+            return Some(k); // past the last instruction: the bytes after the function
+        }
+        let explained = cur
+            .get(lo..)
+            .and_then(|b| amdgpu_isa::decode(b, oi.target()).ok())
+            .is_some_and(|ni| crate::code::same(&oi, &ni, adds.contains(&idx)));
+        if !explained {
+            return Some(k);
+        }
+        from = hi;
     }
 }

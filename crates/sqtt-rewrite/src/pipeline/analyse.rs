@@ -7,7 +7,7 @@ use crate::funcmap::{self, Row};
 use crate::rewrite::{Report, Status};
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Output of [`analyse`].
 pub(crate) struct Analysed {
@@ -28,8 +28,13 @@ pub(crate) struct Analysed {
 /// other true16 setting, and the setting with fewer problem functions is kept. `None`: the
 /// object fails closed (functions with problems that cannot move verbatim, code before the
 /// first function, gaps between functions that are not padding). Fills `left_alone`,
-/// `existing_markers` and `reasons`.
-pub(crate) fn analyse(d: Decoded, report: &mut Report) -> Option<Analysed> {
+/// `existing_markers` and `reasons`. The functions whose entries (original addresses, bytes)
+/// are in `leave` get their reason there as one more problem, so they are left alone too.
+pub(crate) fn analyse(
+    d: Decoded,
+    leave: &BTreeMap<u64, String>,
+    report: &mut Report,
+) -> Option<Analysed> {
     let Decoded {
         src,
         target,
@@ -55,6 +60,14 @@ pub(crate) fn analyse(d: Decoded, report: &mut Report) -> Option<Analysed> {
         }
     }
     let target = prog.target;
+    for f in &mut prog.funcs {
+        if let Some(why) = leave.get(&f.spec.start) {
+            f.problems.push(crate::analysis::Problem {
+                addr: f.spec.start,
+                why: why.clone(),
+            });
+        }
+    }
     // Whole-object safety: functions with problems are left alone when they can move verbatim.
     let verbatim = crate::verbatim::decide(&prog, text_end);
     report.reasons.extend(verbatim.fail.iter().cloned());

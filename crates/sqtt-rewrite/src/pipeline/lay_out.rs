@@ -132,11 +132,16 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
             f.spec.kernel.is_some(),
         )));
         if let Some(end) = verbatim.get(fi).copied().flatten() {
-            // Left alone: one verbatim block (crate::verbatim).
-            tp.pieces.push(Piece::Raw {
-                addr: f.spec.start,
-                bytes: &text_bytes[(f.spec.start - text_addr) as usize..(end - text_addr) as usize],
-            });
+            // Left alone: one block, its original instructions as they are but for their
+            // PC-relative fields, then the bytes up to `end` (crate::verbatim).
+            push_run(&mut tp, f, 0, f.insts.len());
+            if end > f.spec.end {
+                tp.pieces.push(Piece::Raw {
+                    addr: f.spec.end,
+                    bytes: &text_bytes
+                        [(f.spec.end - text_addr) as usize..(end - text_addr) as usize],
+                });
+            }
             cursor = end;
             continue;
         }
