@@ -640,9 +640,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         let src = FileSource::new(file).with_context(cannot_read)?;
         let hipk = crate::kpack::wrappers_of(&name, &src)?;
         if !hipk.is_empty() {
-            return crate::kpack::run_host(
-                args, &input, &output, &dest, &opts, &filter, &hipk, started,
-            );
+            return crate::kpack::run_host(args, &dest, &opts, &filter, &hipk, started);
         }
         instrument_file(&name, &src, &opts, &filter, format, &dest)?
     } else {

@@ -380,21 +380,22 @@ fn lookup_error(name: &str, l: &Lookup) -> String {
     s + "\n(set ROCM_KPACK_PATH to the archives, or install them where the search paths point)"
 }
 
-/// `--fatbin` on a HIPK binary: finds its archives ([`find_archives`], targets from
+/// `--fatbin` on the HIPK binary `args.input` (its `wrappers`): finds its archives ([`find_archives`], targets from
 /// `--offload-arch`), instruments each ([`instrument_archive`]), then writes the binary
 /// (unchanged: it holds no device code) to `-o` and each archive at its [`Placement`] from it,
 /// all or nothing. Errors: an archive looked for and not found (each named), an output archive
 /// that would overwrite an input one, the errors of [`instrument_archive`].
 pub fn run_host(
     args: &PatchArgs,
-    input: &Path,
-    output_path: &Path,
     dest: &output::Dest,
     opts: &Options,
     filter: &ArchFilter,
     wrappers: &[HipkWrapper],
     started: Instant,
 ) -> Result<i32> {
+    let (Some(input), Some(output_path)) = (args.input.as_deref(), args.output.as_deref()) else {
+        bail!("usage: sqtt-patch --fatbin IN -o OUT");
+    };
     let name = input.display().to_string();
     let targets = &args.common.offload_arch;
     let l = find_archives(input, wrappers, targets, &KpackEnv::from_env());
