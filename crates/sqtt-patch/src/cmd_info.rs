@@ -114,9 +114,21 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let kind = if hsaco::kpack::is_kpack(&bytes) {
         let a = hsaco::kpack::read(&bytes, DEFAULT_DECOMPRESS_LIMIT)
             .with_context(|| format!("{name}: cannot parse"))?;
+        let mut k = crate::kpack::archive_json(&a);
         for (i, blob) in a.blobs.iter().enumerate() {
-            let (_, cos) = open(blob, DEFAULT_DECOMPRESS_LIMIT)
-                .with_context(|| format!("{name}: blob {i}: cannot parse"))?;
+            // A blob that is not a code object or a bundle is listed, not fatal: the format
+            // does not require code objects (the reference tests store plain bytes).
+            let cos = match open(blob, DEFAULT_DECOMPRESS_LIMIT) {
+                Ok((_, cos)) => cos,
+                Err(e) => {
+                    let note = json!({"ordinal": i, "error": e.to_string()});
+                    k["archive"]["not_code_objects"]
+                        .as_array_mut()
+                        .map(|v| v.push(note.clone()))
+                        .unwrap_or_else(|| k["archive"]["not_code_objects"] = json!([note]));
+                    continue;
+                }
+            };
             for mut e in cos {
                 e.bundle_index = i;
                 let co = CodeObject::parse(&e.data)
@@ -124,7 +136,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 blocks.push(describe(&e, &co));
             }
         }
-        kpack = Some(crate::kpack::archive_json(&a));
+        kpack = Some(k);
         "Kpack"
     } else {
         let hipk = crate::kpack::wrappers_of(&name, &bytes[..])?;

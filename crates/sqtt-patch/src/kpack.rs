@@ -578,6 +578,14 @@ pub fn print_text(out: &mut String, v: &serde_json::Value) {
                 s(&e["stored_size"])
             );
         }
+        for n in a["not_code_objects"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "  blob {}: not a code object or bundle: {}",
+                n["ordinal"],
+                s(&n["error"])
+            );
+        }
         return;
     }
     let _ = writeln!(
