@@ -79,6 +79,19 @@ impl ArchFilter {
         })
     }
 
+    /// True when a device of a selected target loads a kpack entry of architecture `arch`: the
+    /// filter is empty, `arch` is selected ([`ArchFilter::matches`]), or `arch` is an item or
+    /// one of its feature subsets ([`hsaco::kpack::hipk::compatible_targets`]: a `gfx942`
+    /// entry serves a `gfx942:xnack-` device).
+    pub fn loads(&self, arch: &str) -> bool {
+        self.matches(arch)
+            || self.items.iter().any(|i| {
+                hsaco::kpack::hipk::compatible_targets(i)
+                    .iter()
+                    .any(|t| t == arch)
+            })
+    }
+
     /// True when the entry with this target ID is selected.
     pub fn matches(&self, target_id: &str) -> bool {
         if self.items.is_empty() {

@@ -33,7 +33,7 @@ pub struct ArchiveOutcome {
 }
 
 /// Instruments every code object of the archive `data` (named `name` in messages) whose TOC
-/// architecture passes `filter`: each blob goes through [`fatbin::instrument_container`] (a
+/// architecture a selected target loads ([`ArchFilter::loads`]): each blob goes through [`fatbin::instrument_container`] (a
 /// bare code object, or an offload bundle), so through the rewriter and the verifier; a blob
 /// that cannot be instrumented stays as it was (failed closed, with the reason). The archive is
 /// rewritten in its storage, then read back and compared. Errors: a malformed archive (file and
@@ -50,7 +50,7 @@ pub fn instrument_archive(
         .map(|i| {
             let es: Vec<_> = a.entries.iter().filter(|e| e.ordinal == i).collect();
             let label = es.iter().map(|e| e.label()).collect::<Vec<_>>().join(",");
-            let selected = es.is_empty() || es.iter().any(|e| filter.matches(&e.arch));
+            let selected = es.is_empty() || es.iter().any(|e| filter.loads(&e.arch));
             (label, selected)
         })
         .collect();
@@ -357,7 +357,10 @@ pub fn wrappers_of<S: hsaco::source::Source + ?Sized>(
     let head = src
         .read_at(0, src.size().min(64), "file header")
         .with_context(|| format!("{name}: cannot read"))?;
-    if crate::sniff::kind(&head) != Some(hsaco::container::InputKind::Host) {
+    // A corrupt ELF is left to the caller's own reader, whose message is about the ELF.
+    if crate::sniff::kind(&head) != Some(hsaco::container::InputKind::Host)
+        || hsaco::elf::Elf::read(src).is_err()
+    {
         return Ok(Vec::new());
     }
     hipk::scan(src).with_context(|| name.to_string())
@@ -445,7 +448,15 @@ pub fn run_host(
     let inputs: Vec<PathBuf> = std::iter::once(input.to_path_buf())
         .chain(l.found.iter().map(|f| f.path.clone()))
         .collect();
-    for (out, _, _) in &outputs {
+    for (k, (out, _, from)) in outputs.iter().enumerate() {
+        if let Some((_, _, other)) = outputs[..k].iter().find(|o| o.0 == *out) {
+            bail!(
+                "archive output {}: both {} and {} would be written there; give them distinct names (ROCM_KPACK_PATH)",
+                out.display(),
+                other.display(),
+                from.display()
+            );
+        }
         output::check_not_input("archive output", out, &inputs)?;
         if inputs.iter().any(|i| i == out) {
             bail!("archive output {}: is an input of this run; write the binary elsewhere (-o in another directory)", out.display());

@@ -316,6 +316,16 @@ fn a_hipk_host_is_described_and_instrumented_with_its_archives() {
         &[],
     );
     assert!(r.status.success(), "{:?}", text(&r));
+    assert_eq!(
+        text(&r)
+            .0
+            .lines()
+            .filter(|l| l.contains("gfx90a") && l.contains("instrumented"))
+            .count(),
+        2,
+        "{:?}",
+        text(&r)
+    );
     let made: Vec<String> = std::fs::read_dir(t.path().join("one/.kpack"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
