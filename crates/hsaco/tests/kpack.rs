@@ -305,3 +305,123 @@ fn corrupted_bytes_never_panic() {
         }
     }
 }
+
+/// The loader's rules (rocm-kpack `isa_target_match.h`, `loader.cpp`): feature subsets most
+/// specific first, dropping from the right first; search paths against the binary's directory.
+#[test]
+fn target_subsets_and_search_paths_follow_the_loader() {
+    use hsaco::kpack::hipk::{compatible_targets, parse_metadata, resolve};
+    use std::path::Path;
+    assert_eq!(
+        compatible_targets("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
+        [
+            "gfx942:sramecc+:xnack-",
+            "gfx942:sramecc+",
+            "gfx942:xnack-",
+            "gfx942"
+        ]
+    );
+    assert_eq!(compatible_targets("gfx1201"), ["gfx1201"]);
+    assert_eq!(
+        resolve(
+            Path::new("/opt/r/lib/librocfft.so"),
+            "../.kpack/fft_@GFXARCH@.kpack"
+        ),
+        Path::new("/opt/r/.kpack/fft_@GFXARCH@.kpack")
+    );
+    assert_eq!(
+        resolve(Path::new("lib/a.so"), "../../x.kpack"),
+        Path::new("../x.kpack")
+    );
+    assert_eq!(
+        resolve(Path::new("/a.so"), "../../x.kpack"),
+        Path::new("/x.kpack")
+    );
+    assert_eq!(
+        resolve(Path::new("lib/a.so"), "/abs/./x.kpack"),
+        Path::new("/abs/x.kpack")
+    );
+
+    let mut m = Vec::new();
+    let v = Value::Map(vec![
+        ("kernel_name".into(), "lib/a.so".into()),
+        (
+            "kpack_search_paths".into(),
+            Value::Array(vec!["../.kpack/a_@GFXARCH@.kpack".into()]),
+        ),
+    ]);
+    rmpv::encode::write_value(&mut m, &v).unwrap();
+    assert_eq!(
+        parse_metadata(&m, 0x1000).unwrap(),
+        (
+            "lib/a.so".to_string(),
+            vec!["../.kpack/a_@GFXARCH@.kpack".to_string()]
+        )
+    );
+    assert_eq!(
+        parse_metadata(&m[..5], 0x1000).unwrap_err().to_string(),
+        "malformed HIPK metadata at offset 0x1000: msgpack: I/O error while reading non-marker bytes: Expected 11 bytes, read 3 bytes"
+    );
+    let mut e = Vec::new();
+    rmpv::encode::write_value(
+        &mut e,
+        &Value::Map(vec![
+            ("kernel_name".into(), "x".into()),
+            ("kpack_search_paths".into(), Value::Array(vec![])),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        parse_metadata(&e, 8).unwrap_err().to_string(),
+        "malformed HIPK metadata at offset 0x8: `kpack_search_paths` is empty"
+    );
+}
+
+/// Runs `zstd` (the reference implementation, an oracle independent of ruzstd) on `input`.
+fn zstd_cli(args: &[&str], input: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut c = std::process::Command::new("zstd")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("zstd not found: tools/setup.sh installs it");
+    c.stdin.take().unwrap().write_all(input).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success(), "zstd {args:?}");
+    o.stdout
+}
+
+/// Frames we write decompress with the reference `zstd`; an archive whose frames `zstd -3`
+/// made (as the reference writer's level) reads back to the original code objects.
+#[test]
+fn zstd_frames_agree_with_the_reference_zstd() {
+    let (bytes, blobs) = sample(Storage::ZstdPerKernel);
+    let a = kpack::read(&bytes, LIMIT).unwrap();
+    let mut at = 64 + 4;
+    for (i, b) in blobs.iter().enumerate() {
+        let n = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(n as u64, a.stored_sizes[i]);
+        assert_eq!(
+            &zstd_cli(&["-d", "-c"], &bytes[at + 4..at + 4 + n]),
+            b,
+            "frame {i}"
+        );
+        at += 4 + n;
+    }
+    let frames: Vec<Vec<u8>> = blobs.iter().map(|b| zstd_cli(&["-3", "-c"], b)).collect();
+    let mut out = b"KPAK\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec();
+    out.resize(64, 0);
+    out.extend_from_slice(&(frames.len() as u32).to_le_bytes());
+    for f in &frames {
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    let mut toc = a.toc.clone();
+    set(&mut toc, "zstd_size", Value::from(out.len() as u64 - 64));
+    let toc_offset = out.len() as u64;
+    rmpv::encode::write_value(&mut out, &toc).unwrap();
+    out[8..16].copy_from_slice(&toc_offset.to_le_bytes());
+    let r = kpack::read(&out, LIMIT).expect("reference frames");
+    assert_eq!(r.blobs, blobs);
+}
