@@ -469,3 +469,47 @@ fn bad_archives_fail_with_the_file_and_offset_and_write_nothing() {
         assert!(!o.exists(), "{what}: output written");
     }
 }
+
+/// A HIPK binary whose metadata is not the documented msgpack map, or whose wrapper points
+/// outside the file: `info` and `--fatbin` name the file and the offset, exit 2, write nothing.
+#[test]
+fn bad_hipk_metadata_is_named_with_its_offset() {
+    let t = tempfile::tempdir().unwrap();
+    let good = hipk_host();
+    let e = hsaco::elf::Elf::parse(&good).unwrap();
+    let meta = e.section_by_name(".hip_fatbin").unwrap().offset as usize;
+    let seg = e.section_by_name(".hipFatBinSegment").unwrap().clone();
+    let rela = e
+        .relas(&good)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.r_offset == seg.addr + 8)
+        .unwrap();
+    let mut not_map = good.clone();
+    not_map[meta] = 0xc3; // msgpack `true`
+    let mut outside = good.clone();
+    let a = rela.entry_offset as usize + 16;
+    outside[a..a + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let cases = [
+        ("not-map", not_map, format!("malformed HIPK metadata at offset {meta:#x}: no string `kernel_name` in true")),
+        ("outside", outside, format!("malformed HIPK wrapper at offset {:#x}: metadata pointer 0x10000000000 is not inside the file", seg.offset + 8)),
+    ];
+    for (what, bytes, want) in cases {
+        let p = t.path().join(format!("{what}.so"));
+        std::fs::write(&p, bytes).unwrap();
+        let o = t.path().join(format!("{what}-out.so"));
+        for args in [
+            vec![&"info" as &dyn AsRef<std::ffi::OsStr>, &p],
+            vec![&"--fatbin", &p, &"-o", &o, &"--functions", &"1"],
+        ] {
+            let r = run(&args, &[]);
+            let (_, err) = text(&r);
+            assert_eq!(r.status.code(), Some(2), "{what}: {err}");
+            assert!(
+                err.contains(&format!("{}: {want}", p.display())),
+                "{what}: {err}"
+            );
+        }
+        assert!(!o.exists(), "{what}: output written");
+    }
+}
