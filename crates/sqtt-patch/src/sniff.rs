@@ -129,8 +129,13 @@ pub fn not_a_code_object(name: &str, data: &[u8], what: &str) -> Option<anyhow::
     let container = (matches!(kind(data), Some(InputKind::Bundle | InputKind::Host))
         && embedded(data).is_some_and(|n| n > 0))
         || hsaco::kpack::is_kpack(data);
-    let hint = match (container, what) {
+    let hipk = kind(data) == Some(InputKind::Host)
+        && hsaco::kpack::hipk::scan(data).is_ok_and(|w| !w.is_empty());
+    let hint = match (container || hipk, what) {
         (true, "instrument") => " pass --fatbin to instrument every code object inside it",
+        (true, _) if hipk => {
+            " `sqtt-patch info FILE` lists its archives; extract theirs with `sqtt-patch extract ARCHIVE -o DIR`"
+        }
         (true, _) => " extract its code objects with `sqtt-patch extract FILE -o DIR`",
         _ => "",
     };

@@ -237,6 +237,21 @@ fn a_hipk_host_is_described_and_instrumented_with_its_archives() {
         out.contains("holds [\"lib/libfx_hip.so#0\",\"lib/libfx_hip.so#1\"]"),
         "{out}"
     );
+    // Commands that read one code object say what it is and where to go.
+    let r = run(
+        &[&host, &"-o", &t.path().join("x.co"), &"--functions", &"1"],
+        &[],
+    );
+    assert_eq!(r.status.code(), Some(2));
+    assert!(text(&r).1.contains("not a code object: a kpack-split (HIPK) x86-64 host binary: its device code is in .kpack archives; pass --fatbin"), "{:?}", text(&r));
+    let r = run(&[&"dis", &host], &[]);
+    assert!(
+        text(&r)
+            .1
+            .contains("`sqtt-patch info FILE` lists its archives"),
+        "{:?}",
+        text(&r)
+    );
     // The old message is gone.
     let ex = run(&[&"extract", &host, &"-o", &t.path().join("x")], &[]);
     assert!(!ex.status.success());
