@@ -66,7 +66,13 @@ pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
                 return Err(Error::Malformed {
                     what: "fat binary wrapper",
                     offset: o,
-                    detail: format!("magic {magic:#x} is not HIPF"),
+                    detail: match magic {
+                        crate::kpack::hipk::HIPK_MAGIC => format!(
+                            "magic {magic:#x} is HIPK, not HIPF: a kpack-split binary, its code \
+                             objects are in .kpack archives (sqtt-patch info lists them)"
+                        ),
+                        _ => format!("magic {magic:#x} is not HIPF"),
+                    },
                 });
             }
             let addr_field = ws.addr + 24 * i + 8;

@@ -422,7 +422,10 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         return Err(Error::Malformed {
             what: "host ELF",
             offset: e.header.e_shoff + 64 * sec.index as u64,
-            detail: ".hip_fatbin is empty or SHT_NOBITS".into(),
+            detail: ".hip_fatbin is empty or SHT_NOBITS (a kpack-split binary, whose wrappers say \
+                     HIPK, keeps its code objects in .kpack archives: sqtt-patch --fatbin follows \
+                     them)"
+                .into(),
         });
     }
     let region = sec.offset..sec.offset + sec.file_size();

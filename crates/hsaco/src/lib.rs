@@ -13,6 +13,7 @@ pub mod error;
 pub mod host;
 pub mod hostwrite;
 pub mod kd;
+pub mod kpack;
 pub mod metadata;
 pub mod source;
 pub mod target;

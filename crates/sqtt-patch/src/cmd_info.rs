@@ -109,27 +109,74 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
     let bytes =
         crate::sniff::read_input(&args.file).with_context(|| format!("{name}: cannot read"))?;
-    let (kind, cos) =
-        open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
     let mut blocks = Vec::new();
-    for e in &cos {
-        let co = CodeObject::parse(&e.data)
-            .with_context(|| format!("{name}: code object {}", e.file_name()))?;
-        blocks.push(describe(e, &co));
-    }
+    let mut kpack = None;
+    let kind = if hsaco::kpack::is_kpack(&bytes) {
+        let a = hsaco::kpack::read(&bytes, DEFAULT_DECOMPRESS_LIMIT)
+            .with_context(|| format!("{name}: cannot parse"))?;
+        let mut k = crate::kpack::archive_json(&a);
+        for (i, blob) in a.blobs.iter().enumerate() {
+            // A blob that is not a code object or a bundle is listed, not fatal: the format
+            // does not require code objects (the reference tests store plain bytes).
+            let cos = match open(blob, DEFAULT_DECOMPRESS_LIMIT) {
+                Ok((_, cos)) => cos,
+                Err(e) => {
+                    let note = json!({"ordinal": i, "error": e.to_string()});
+                    k["archive"]["not_code_objects"]
+                        .as_array_mut()
+                        .map(|v| v.push(note.clone()))
+                        .unwrap_or_else(|| k["archive"]["not_code_objects"] = json!([note]));
+                    continue;
+                }
+            };
+            for mut e in cos {
+                e.bundle_index = i;
+                let co = CodeObject::parse(&e.data)
+                    .with_context(|| format!("{name}: blob {i}: code object {}", e.file_name()))?;
+                blocks.push(describe(&e, &co));
+            }
+        }
+        kpack = Some(k);
+        "Kpack"
+    } else {
+        let hipk = crate::kpack::wrappers_of(&name, &bytes[..])?;
+        if !hipk.is_empty() {
+            kpack = Some(crate::kpack::host_json(&args.file, &hipk));
+            "Host"
+        } else {
+            let (kind, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT)
+                .with_context(|| format!("{name}: cannot parse"))?;
+            for e in &cos {
+                let co = CodeObject::parse(&e.data)
+                    .with_context(|| format!("{name}: code object {}", e.file_name()))?;
+                blocks.push(describe(e, &co));
+            }
+            match kind {
+                InputKind::CodeObject => "CodeObject",
+                InputKind::Bundle => "Bundle",
+                InputKind::Host => "Host",
+            }
+        }
+    };
     let mut out = String::new();
     if args.json {
-        out = serde_json::to_string_pretty(
-            &json!({"file": name, "kind": kind, "code_objects": blocks}),
-        )?;
+        let mut v = json!({"file": name, "kind": kind, "code_objects": blocks});
+        if let Some(k) = kpack {
+            v["kpack"] = k;
+        }
+        out = serde_json::to_string_pretty(&v)?;
         out.push('\n');
     } else {
         let kind = match kind {
-            InputKind::CodeObject => "AMDGPU code object",
-            InputKind::Bundle => "offload bundle",
-            InputKind::Host => "x86-64 host binary",
+            "CodeObject" => "AMDGPU code object",
+            "Bundle" => "offload bundle",
+            "Kpack" => "kpack archive",
+            _ => "x86-64 host binary",
         };
         let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        if let Some(k) = &kpack {
+            crate::kpack::print_text(&mut out, k);
+        }
         for (i, b) in blocks.iter().enumerate() {
             print_text(&mut out, i + 1, b);
         }

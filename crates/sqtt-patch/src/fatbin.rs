@@ -79,6 +79,19 @@ impl ArchFilter {
         })
     }
 
+    /// True when a device of a selected target loads a kpack entry of architecture `arch`: the
+    /// filter is empty, `arch` is selected ([`ArchFilter::matches`]), or `arch` is an item or
+    /// one of its feature subsets ([`hsaco::kpack::hipk::compatible_targets`]: a `gfx942`
+    /// entry serves a `gfx942:xnack-` device).
+    pub fn loads(&self, arch: &str) -> bool {
+        self.matches(arch)
+            || self.items.iter().any(|i| {
+                hsaco::kpack::hipk::compatible_targets(i)
+                    .iter()
+                    .any(|t| t == arch)
+            })
+    }
+
     /// True when the entry with this target ID is selected.
     pub fn matches(&self, target_id: &str) -> bool {
         if self.items.is_empty() {
@@ -186,6 +199,18 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
     let head = input
         .read_at(0, size.min(ELF_MAGIC_AND_MORE), "file header")
         .with_context(|| format!("{name}: cannot read"))?;
+    if hsaco::kpack::is_kpack(&head) {
+        let data = crate::timings::time(Stage::Load, || input.read_at(0, size, "kpack archive"))
+            .with_context(|| format!("{name}: cannot read"))?;
+        let r = crate::kpack::instrument_archive(name, &data, opts, filter, progress)?;
+        out.write_all(&r.bytes)
+            .with_context(|| format!("{name}: cannot write the output"))?;
+        return Ok(ContainerReport {
+            objects: r.objects,
+            filtered_out: r.filtered_out,
+            host_write: None,
+        });
+    }
     if bundle::is_bundle(&head) {
         let locs = hostwrite::locate_bundles(input, 0..size).with_context(|| name.to_string())?;
         pipelined(
@@ -441,7 +466,7 @@ fn process_bundle<S: Source + ?Sized>(
 
 /// Whether `err` is the rewriter's "already instrumented" refusal (an input sqtt-patch wrote,
 /// given again without `--force`).
-fn already_instrumented(err: &anyhow::Error) -> bool {
+pub(crate) fn already_instrumented(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
         matches!(
             c.downcast_ref::<sqtt_rewrite::rewrite::RewriteError>(),
@@ -451,7 +476,7 @@ fn already_instrumented(err: &anyhow::Error) -> bool {
 }
 
 /// Report of an object `patch_code_object` could not read: failed closed, kept unchanged.
-fn unparsable(target: &str, err: &anyhow::Error) -> Report {
+pub(crate) fn unparsable(target: &str, err: &anyhow::Error) -> Report {
     let name = target.split(':').next().unwrap_or_default().to_string();
     let mut r = Report::new(name, 0);
     r.status = Status::FailedClosed;
@@ -517,11 +542,11 @@ fn instrument_file<S: Source + Sync + ?Sized>(
     let head = src
         .read_at(0, size.min(ELF_MAGIC_AND_MORE), "file header")
         .with_context(cannot_read)?;
-    if crate::sniff::kind(&head).is_none() {
+    if crate::sniff::kind(&head).is_none() && !hsaco::kpack::is_kpack(&head) {
         // Only for the message: read the whole file, as `describe` counts its bytes.
         let all = src.read_at(0, size, "file").with_context(cannot_read)?;
         let is = crate::sniff::describe(&all).unwrap_or_default();
-        bail!("{name}: {is}; --fatbin reads offload bundles, x86-64 host binaries and AMDGPU code objects");
+        bail!("{name}: {is}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects");
     }
     let progress = Progress::new(size);
     // The output is streamed into a temporary file, renamed over (or copied into) OUT only on
@@ -575,6 +600,15 @@ struct JsonReport<'a> {
     host_write: Option<HostWriteMode>,
     filtered_out: usize,
     objects: &'a [ObjectOutcome],
+    /// Archives of a kpack-split host binary: each input and where its instrumented copy went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    kpack_archives: Vec<KpackArchive>,
+}
+
+#[derive(Serialize)]
+struct KpackArchive {
+    input: String,
+    output: String,
 }
 
 /// Runs `--fatbin` mode: reads `args.input`, instruments it with [`instrument_container_into`]
@@ -617,13 +651,42 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
     let regular = file.metadata().with_context(cannot_read)?.is_file();
     let (outcome, sink) = if regular {
         let src = FileSource::new(file).with_context(cannot_read)?;
+        let hipk = crate::kpack::wrappers_of(&name, &src)?;
+        if !hipk.is_empty() {
+            return crate::kpack::run_host(args, &dest, &opts, &filter, &hipk, started);
+        }
         instrument_file(&name, &src, &opts, &filter, format, &dest)?
     } else {
         drop(file);
         let bytes = crate::timings::time(Stage::Load, || crate::sniff::read_input(&input))
             .with_context(cannot_read)?;
+        if !crate::kpack::wrappers_of(&name, &bytes[..])?.is_empty() {
+            bail!("{name}: a kpack-split (HIPK) host binary read from a pipe or device: its archives are found relative to its path; give the file itself");
+        }
         instrument_file(&name, &bytes[..], &opts, &filter, format, &dest)?
     };
+    let commit = |json: Option<(&str, &std::path::Path)>| {
+        output::commit_with_report(sink, Some(&input), json)
+    };
+    finish(args, &name, outcome, &[], started, commit)
+}
+
+/// The end of a `--fatbin` run once everything is instrumented in memory or in temporary
+/// files: summary lines on stdout, reports, the `--strict` check, then `commit` (given the JSON
+/// report, it writes every output and the report, all or nothing). `archives` lists
+/// `(input, output)` kpack archives for the JSON report. Returns the exit code (see [`run`]).
+pub(crate) fn finish(
+    args: &PatchArgs,
+    name: &str,
+    outcome: ContainerReport,
+    archives: &[(String, String)],
+    started: Instant,
+    commit: impl FnOnce(Option<(&str, &std::path::Path)>) -> Result<()>,
+) -> Result<i32> {
+    let common = &args.common;
+    let arch = &common.offload_arch;
+    let name = name.to_string();
+    let output = args.output.clone().context("missing -o OUT")?;
     let mut lines = String::new();
     let mut notes: BTreeMap<&str, usize> = BTreeMap::new();
     for o in &outcome.objects {
@@ -667,6 +730,13 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
             host_write: outcome.host_write,
             filtered_out: outcome.filtered_out,
             objects: &outcome.objects,
+            kpack_archives: archives
+                .iter()
+                .map(|(i, o)| KpackArchive {
+                    input: i.clone(),
+                    output: o.clone(),
+                })
+                .collect(),
         };
         json = Some((serde_json::to_string_pretty(&j)? + "\n", p.as_path()));
     }
@@ -682,9 +752,7 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         crate::timings::print_sum(&name, started);
         return Ok(if rejected { exit::VERIFY } else { exit::STRICT });
     }
-    crate::timings::time(Stage::Write, || {
-        output::commit_with_report(sink, Some(&input), json)
-    })?;
+    crate::timings::time(Stage::Write, || commit(json))?;
     crate::timings::print_sum(&name, started);
     if rejected {
         eprintln!("sqtt-patch: {name}: the verifier rejected some rewrites; those code objects were written unchanged");

@@ -14,6 +14,7 @@ mod cmd_verify;
 mod exit;
 mod fatbin;
 mod interrupt;
+mod kpack;
 mod output;
 mod progress;
 mod sniff;
@@ -65,7 +66,9 @@ fn main() {
     interrupt::install();
     threads::init();
     let outcome = match cli.command {
-        None if cli.patch.fatbin => fatbin::run(&cli.patch),
+        None if cli.patch.fatbin || kpack::is_archive(cli.patch.input.as_deref()) => {
+            fatbin::run(&cli.patch)
+        }
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
         Some(Command::Batch(a)) => cmd_batch::run(*a),

@@ -3,7 +3,8 @@
 //!
 //! Facts: ELF identification and `e_machine` at offset 18 of the ELF64 header (ELF
 //! specification; LLVM `BinaryFormat/ELF.h`: `EM_X86_64` 62, `EM_AMDGPU` 224); offload bundle
-//! magics `__CLANG_OFFLOAD_BUNDLE__` and `CCOB` (clang `OffloadBundler.cpp`).
+//! magics `__CLANG_OFFLOAD_BUNDLE__` and `CCOB` (clang `OffloadBundler.cpp`); `KPAK` of kpack
+//! archives ([`hsaco::kpack`]).
 
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
 use hsaco::container::InputKind;
@@ -82,6 +83,16 @@ pub fn describe(data: &[u8]) -> Option<String> {
             None => "an offload bundle that cannot be read".into(),
         });
     }
+    if hsaco::kpack::is_kpack(data) {
+        return Some(match hsaco::kpack::read(data, DEFAULT_DECOMPRESS_LIMIT) {
+            Ok(a) => format!(
+                "a kpack archive with {} code object(s) ({} TOC entries)",
+                a.blobs.len(),
+                a.entries.len()
+            ),
+            Err(e) => format!("a kpack archive that cannot be read ({e})"),
+        });
+    }
     if !data.starts_with(ELF_MAGIC) {
         return Some(format!(
             "neither an ELF file nor an offload bundle ({} bytes, no ELF or bundle magic)",
@@ -98,6 +109,10 @@ pub fn describe(data: &[u8]) -> Option<String> {
         Some(EM_AMDGPU) => None,
         Some(EM_X86_64) => Some(match embedded(data) {
             Some(n) if n > 0 => format!("an x86-64 host binary with {n} embedded code object(s)"),
+            _ if hsaco::kpack::hipk::scan(data).is_ok_and(|w| !w.is_empty()) => {
+                "a kpack-split (HIPK) x86-64 host binary: its device code is in .kpack archives"
+                    .into()
+            }
             _ => "an x86-64 ELF file without HIP device code (no readable .hip_fatbin)".into(),
         }),
         Some(m) => Some(format!(
@@ -111,10 +126,16 @@ pub fn describe(data: &[u8]) -> Option<String> {
 /// job, else the command name) given another kind of file; `None` when `data` is an AMDGPU ELF (or unknown: the parser reports it).
 pub fn not_a_code_object(name: &str, data: &[u8], what: &str) -> Option<anyhow::Error> {
     let is = describe(data)?;
-    let container = matches!(kind(data), Some(InputKind::Bundle | InputKind::Host))
-        && embedded(data).is_some_and(|n| n > 0);
-    let hint = match (container, what) {
+    let container = (matches!(kind(data), Some(InputKind::Bundle | InputKind::Host))
+        && embedded(data).is_some_and(|n| n > 0))
+        || hsaco::kpack::is_kpack(data);
+    let hipk = kind(data) == Some(InputKind::Host)
+        && hsaco::kpack::hipk::scan(data).is_ok_and(|w| !w.is_empty());
+    let hint = match (container || hipk, what) {
         (true, "instrument") => " pass --fatbin to instrument every code object inside it",
+        (true, _) if hipk => {
+            " `sqtt-patch info FILE` lists its archives; extract theirs with `sqtt-patch extract ARCHIVE -o DIR`"
+        }
         (true, _) => " extract its code objects with `sqtt-patch extract FILE -o DIR`",
         _ => "",
     };

@@ -15,6 +15,9 @@ mod fatbin;
 #[path = "../src/interrupt.rs"]
 mod interrupt;
 #[allow(dead_code)]
+#[path = "../src/kpack.rs"]
+mod kpack;
+#[allow(dead_code)]
 #[path = "../src/output.rs"]
 mod output;
 #[allow(dead_code)]
