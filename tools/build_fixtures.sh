@@ -59,6 +59,7 @@ RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed o
 SPILL="gfx942 gfx1100 gfx1201"                  # spill.S: no SGPR ever dead, saved in VGPR lanes
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 TRAP="gfx942 gfx1100"                           # trap.hip: functions ending in s_trap 2 (llvm.trap)
+HAZARDS="gfx1153 gfx1201"                      # hazards.S: original hazard producers right before inserted code
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 
@@ -78,6 +79,7 @@ variant_flags() {
     O3-preload8) echo "-O3 -mllvm -amdgpu-kernarg-preload-count=8" ;;
     g) echo "-g" ;;
     bad-word) echo "-g -DFX_BAD_WORD" ;;
+    llvm | bad-cfa) echo "" ;;   # debug-frame: the source picks its flags
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
 }
@@ -107,6 +109,9 @@ object() {
            "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
     trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
             "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
+    hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
+    debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -128,6 +133,8 @@ for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
+for t in $HAZARDS; do spawn object "$t" hazards O3; done
+for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 for t in $TRAP; do spawn object "$t" trap O3; done
 drain
