@@ -2,9 +2,10 @@
 //! `rocprofv3 --att` capture of instrumented code objects. The work is in the `sqtt-trace` crate;
 //! this module parses flags, writes files and prints the warning summary (docs/trace.md).
 //!
-//! Exit codes: 0 = output written (warnings about skipped input are printed on stderr);
-//! 2 = nothing usable (no UI directory, no record decoded to anything the output needs) or an
-//! output cannot be written; no output and no temporary file is left behind then. Outputs are
+//! Exit codes: 0 = output written (warnings about skipped input are printed on stderr; `memtrace`
+//! on a capture without address blocks writes `[]`, as AMD's reader does); 2 = nothing usable
+//! (no UI directory, no record decoded to anything the output needs) or an output cannot be
+//! written; no output and no temporary file is left behind then. Outputs are
 //! checked before the trace is read (a directory, a missing directory, an input of the run,
 //! two flags naming one file are refused) and committed together at the end (`output.rs`).
 
@@ -66,6 +67,10 @@ pub struct FlamegraphArgs {
     /// Also write speedscope JSON.
     #[arg(long)]
     pub speedscope: Option<PathBuf>,
+    /// Title of the SVG and the speedscope profile (default: the capture's name, its kernels and
+    /// dispatches, and the unit).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 /// `sqtt-patch perfetto`.
@@ -142,6 +147,20 @@ fn write_outputs(outs: Vec<(output::Dest, Vec<u8>)>) -> Result<()> {
     output::commit_all(sinks)
 }
 
+/// The name of a capture for titles: the last component of its path (of the absolute path for
+/// `.` or `..`), never the whole path.
+fn capture_name(p: &Path) -> String {
+    let last = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    last(p)
+        .or_else(|| std::fs::canonicalize(p).ok().and_then(|c| last(&c)))
+        .unwrap_or_else(|| "capture".to_string())
+}
+
+/// `n` with the singular or plural noun.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Runs `sqtt-patch flamegraph`.
 pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     let mut trace = Trace::open(&a.common.trace_dir)?;
@@ -175,8 +194,20 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         );
     }
     let d = a.common.demangle;
-    let title = format!("SQTT markers: {}", a.common.trace_dir.display());
-    let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title)?)];
+    let (kernels, dispatches) = flame.counts();
+    let title = a.title.clone().unwrap_or_else(|| {
+        format!(
+            "{}: {}, {} (shader cycles)",
+            capture_name(&a.common.trace_dir),
+            plural(kernels, "kernel", "kernels"),
+            plural(dispatches, "dispatch", "dispatches")
+        )
+    });
+    let subtitle = format!(
+        "width: {} shader cycles inside scope markers; hover for the whole name, click to zoom",
+        flame.total()
+    );
+    let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title, &subtitle)?)];
     if let Some(f) = folded_dest {
         outs.push((f, flame.folded(&trace.names, d).into_bytes()));
     }
@@ -253,10 +284,17 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if sink.blocks == 0 {
-        bail!(
-            "{}: no address-trace block decoded; nothing written",
-            a.common.trace_dir.display()
+        // As AMD's reader does: an empty list, and success.
+        drop(sink);
+        out.file().write_all(b"[]\n").with_context(cannot)?;
+        output::commit_all(vec![out])?;
+        eprintln!(
+            "sqtt-patch: {}: the capture has no address blocks (instrument with --trace-addresses to \
+             record them); wrote [] to {}",
+            a.common.trace_dir.display(),
+            a.output.display()
         );
+        return Ok(0);
     }
     let n = sink.blocks;
     sink.finish(&trace.names, a.common.demangle)
