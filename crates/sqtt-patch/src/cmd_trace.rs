@@ -1,4 +1,4 @@
-//! `sqtt-patch flamegraph | perfetto | memtrace TRACE_DIR`: pictures and tables from a
+//! `sqtt-patch flamegraph | perfetto | memtrace | timeline TRACE_DIR`: pictures and tables from a
 //! `rocprofv3 --att` capture of instrumented code objects. The work is in the `sqtt-trace` crate;
 //! this module parses flags, writes files and prints the warning summary (docs/trace.md).
 //!
@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use sqtt_trace::flame::Flame;
 use sqtt_trace::memtrace::MemTrace;
 use sqtt_trace::perfetto::Perfetto;
+use sqtt_trace::timeline::Timeline;
 use sqtt_trace::trace::RunStats;
 use sqtt_trace::{Options, PackedMode, Trace};
 use std::io::Write;
@@ -94,6 +95,40 @@ pub struct MemtraceArgs {
     /// JSON output.
     #[arg(short, long, default_value = "sqtt_memtrace.json")]
     pub output: PathBuf,
+}
+
+/// `sqtt-patch timeline`.
+#[derive(clap::Args, Debug)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub common: TraceArgs,
+    /// SVG output.
+    #[arg(short, long, default_value = "sqtt_timeline.svg")]
+    pub output: PathBuf,
+    /// Shader clock in GHz for the microsecond labels (default: realtime.json, else cycles only).
+    #[arg(long)]
+    pub clock_rate_ghz: Option<f64>,
+    /// Most wave rows drawn (the first wave instances in capture order; at most 1000).
+    #[arg(long, default_value_t = 64)]
+    pub max_waves: usize,
+    /// Width of the picture in pixels (600 to 4000).
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Title of the picture (default: the capture's name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// Refuses a shader clock outside 0.1 ..= 10 GHz.
+fn check_clock(ghz: Option<f64>) -> Result<()> {
+    if let Some(g) = ghz {
+        // Shader clocks of every AMD GPU lie well inside this range (100 MHz .. 10 GHz); a value
+        // outside it is a unit mistake (MHz or Hz given) and would scale the timeline absurdly.
+        if !(0.1..=10.0).contains(&g) {
+            bail!("--clock-rate-ghz {g:?}: must be a shader clock in GHz between 0.1 and 10");
+        }
+    }
+    Ok(())
 }
 
 fn options(a: &TraceArgs) -> Options {
@@ -228,13 +263,7 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
 
 /// Runs `sqtt-patch perfetto`.
 pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
-    if let Some(g) = a.clock_rate_ghz {
-        // Shader clocks of every AMD GPU lie well inside this range (100 MHz .. 10 GHz); a value
-        // outside it is a unit mistake (MHz or Hz given) and would scale the timeline absurdly.
-        if !(0.1..=10.0).contains(&g) {
-            bail!("--clock-rate-ghz {g:?}: must be a shader clock in GHz between 0.1 and 10");
-        }
-    }
+    check_clock(a.clock_rate_ghz)?;
     let mut trace = Trace::open(&a.common.trace_dir)?;
     if let Some(o) = &a.output {
         if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
@@ -302,6 +331,55 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     output::commit_all(vec![out])?;
     eprintln!(
         "sqtt-patch: {n} address blocks; wrote {}",
+        a.output.display()
+    );
+    Ok(0)
+}
+
+/// Runs `sqtt-patch timeline`.
+pub fn run_timeline(a: TimelineArgs) -> Result<i32> {
+    check_clock(a.clock_rate_ghz)?;
+    if !(1..=sqtt_trace::timeline::MAX_WAVES).contains(&a.max_waves) {
+        bail!(
+            "--max-waves {}: must be between 1 and {}",
+            a.max_waves,
+            sqtt_trace::timeline::MAX_WAVES
+        );
+    }
+    if !sqtt_trace::timeline::WIDTHS.contains(&a.width) {
+        bail!("--width {}: must be between 600 and 4000 pixels", a.width);
+    }
+    let mut trace = Trace::open(&a.common.trace_dir)?;
+    let d = dest("-o", &a.output, &trace.inputs(), false)?;
+    let mut tl = Timeline::new(a.max_waves);
+    let stats = trace.run(&options(&a.common), &mut tl)?;
+    summary(&trace, &stats);
+    let title = a
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{}: wave timeline", capture_name(&a.common.trace_dir)));
+    let svg = tl
+        .svg(
+            &trace.names,
+            a.common.demangle,
+            &title,
+            a.clock_rate_ghz,
+            a.width,
+        )
+        .with_context(|| format!("{}", a.common.trace_dir.display()))?;
+    write_outputs(vec![(d, svg.into_bytes())])?;
+    if tl.waves_left_out > 0 || tl.items_left_out > 0 {
+        eprintln!(
+            "sqtt-patch: timeline limited: {} wave instances beyond --max-waves {}, {} scopes and markers beyond {} left out",
+            tl.waves_left_out,
+            a.max_waves,
+            tl.items_left_out,
+            sqtt_trace::timeline::MAX_ITEMS
+        );
+    }
+    eprintln!(
+        "sqtt-patch: {} waves drawn; wrote {}",
+        tl.waves(),
         a.output.display()
     );
     Ok(0)

@@ -28,6 +28,9 @@ pub struct Flame {
     dispatches: HashSet<(u32, Option<i64>)>,
 }
 
+/// One stack's frames (id and text), cycles and intervals.
+type NamedStack = (Vec<(NameId, String)>, u64, u64);
+
 /// Per-wave state of [`Flame`].
 #[derive(Debug, Default)]
 pub struct FlameWave {
@@ -116,13 +119,9 @@ impl Flame {
     }
 
     /// (frame ids and names, cycles, intervals) per stack, sorted by the joined stack text.
-    fn frames_sorted(
-        &self,
-        names: &Names,
-        demangle: bool,
-    ) -> Vec<(Vec<(NameId, String)>, u64, u64)> {
+    fn frames_sorted(&self, names: &Names, demangle: bool) -> Vec<NamedStack> {
         let mut cache: HashMap<NameId, String> = HashMap::new();
-        let mut out: Vec<(Vec<(NameId, String)>, u64, u64)> = self
+        let mut out: Vec<NamedStack> = self
             .frames(names)
             .into_iter()
             .map(|(k, (c, n))| {
@@ -276,4 +275,113 @@ impl Flame {
 /// `;` becomes `:` and line breaks become spaces.
 fn frame_text(name: &str) -> String {
     name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flame(names: &mut Names, stacks: &[(&[&str], u64)]) -> Flame {
+        let mut f = Flame::default();
+        for (frames, cycles) in stacks {
+            let key = frames
+                .iter()
+                .map(|n| if n.is_empty() { NONE } else { names.intern(n) })
+                .collect();
+            f.stacks.insert(key, (*cycles, 1));
+        }
+        f
+    }
+
+    fn folded(f: &Flame, names: &Names) -> Vec<String> {
+        f.folded(names, false).lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn stacks_start_at_the_kernel() {
+        let mut n = Names::default();
+        // The kernel scope of --kernel-scopes is the kernel frame; one code object per kernel
+        // name: no code-object frame; a wave without a known kernel starts at its first scope.
+        let f = flame(
+            &mut n,
+            &[
+                (&["code_object_1", "k", "k"], 10),
+                (&["code_object_1", "k", "k", "f"], 20),
+                (&["code_object_1", "k", "f"], 5),
+                (&["code_object_1", "", "k", "f"], 7),
+                (&["", "_Z3kerv", "ker()", "g"], 3),
+                (&["code_object_1", "m.kd", "m"], 4),
+            ],
+        );
+        assert_eq!(folded(&f, &n), ["_Z3kerv;g 3", "k 10", "k;f 32", "m.kd 4"]);
+        assert_eq!(f.counts().0, 3);
+    }
+
+    #[test]
+    fn code_object_frame_only_where_two_share_a_kernel_name() {
+        let mut n = Names::default();
+        let f = flame(
+            &mut n,
+            &[
+                (&["code_object_1", "k", "k", "f"], 1),
+                (&["code_object_2", "k", "k", "f"], 2),
+                (&["code_object_2", "solo", "solo", "g"], 3),
+            ],
+        );
+        assert_eq!(
+            folded(&f, &n),
+            ["code_object_1;k;f 1", "code_object_2;k;f 2", "solo;g 3"]
+        );
+    }
+
+    #[test]
+    fn svg_has_no_root_and_one_colour_per_name() {
+        let mut n = Names::default();
+        let long = "_ZN9rocsparse12csrmv_kernelILj256ELj64EifffEEvT1_S1_PKS1_S3_PKT2_PKT3_S9_PT4_21rocsparse_index_base_b";
+        let f = flame(
+            &mut n,
+            &[
+                (&["", "k_a", "k_a", "_Z6hornerPKfif"], 300),
+                (&["", "k_b", "k_b", "_Z6hornerPKfif"], 100),
+                (&["", "k_b", "k_b", long], 5),
+                (&["", "k_b", "k_b"], 600),
+            ],
+        );
+        let svg = String::from_utf8(f.svg(&n, true, "cap: 2 kernels", "sub").unwrap()).unwrap();
+        assert!(!svg.contains("<title>all ("), "root frame left");
+        // 5 frames: k_a, horner, k_b, horner, csrmv_kernel; one colour per name.
+        let mut fills: std::collections::HashMap<String, String> = Default::default();
+        let mut count = 0;
+        for g in svg.split("<g><title>").skip(1) {
+            let name = &g[..g.find(" (").unwrap()];
+            let fill = g.split(" fill=\"").nth(1).unwrap();
+            let fill = &fill[..fill.find('"').unwrap()];
+            let raw = if name.starts_with("horner") {
+                "_Z6hornerPKfif"
+            } else if name.starts_with("void rocsparse") {
+                long
+            } else {
+                name
+            };
+            assert_eq!(fill, colour(raw), "{name}");
+            if let Some(old) = fills.insert(name.to_string(), fill.to_string()) {
+                assert_eq!(old, fill);
+            }
+            count += 1;
+        }
+        assert_eq!(count, 5);
+        // A long demangled name: the tooltip keeps it whole; the static label starts with the
+        // short name (the frame is 5/1005 of the width, 5 px: no room, so an empty label) and
+        // horner's label starts with `horner`.
+        assert!(svg.contains("<title>void rocsparse::csrmv_kernel&lt;(unsigned int)256, "));
+        assert!(svg.contains("\"void rocsparse::csrmv_kernel\\u003c(unsigned int)256, "));
+        assert!(svg.contains(":\"csrmv_kernel\""));
+        assert!(svg.contains(">horner(float const*, int, float)</text>"));
+        // One frame row less than inferno's drawing: 3 rows (kernel, scope) -> height
+        // ypad1 (36 + 24 subtitle) + 2 rows * 16 + ypad2 34.
+        assert!(svg.contains("height=\"126\""), "{}", &svg[..400]);
+        // Deterministic: the same stacks give the same bytes.
+        let again = f.svg(&n, true, "cap: 2 kernels", "sub").unwrap();
+        assert!(svg.as_bytes() == again, "two drawings differ");
+    }
 }

@@ -15,7 +15,7 @@
 
 use crate::names::fit_label;
 use anyhow::{bail, Context};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// inferno's drawing width in pixels when the width is fluid (`DEFAULT_IMAGE_WIDTH`), less its
 /// two 10-pixel side pads: the width the static labels are fitted to.
@@ -122,8 +122,9 @@ fn restyle(f: &Frame, style: Option<&Style>) -> anyhow::Result<String> {
 
 /// The script that fits labels in the browser (replacing inferno's two fitting functions, same
 /// rule as [`fit_label`]) and keeps the search's share of all cycles without the root frame.
-/// `short` maps whole names to short names (only those that differ).
-fn script(short: &HashMap<&str, &str>) -> anyhow::Result<String> {
+/// `short` maps whole names to short names (only those that differ), in name order so that
+/// the same stacks give the same bytes.
+fn script(short: &BTreeMap<&str, &str>) -> anyhow::Result<String> {
     // `<`, `>` and `&` escaped inside the JSON strings: nothing can end the CDATA section.
     let map = serde_json::to_string(short)?
         .replace('<', "\\u003c")
@@ -228,7 +229,7 @@ pub fn finish(raw: &str, styles: &HashMap<String, Style>) -> anyhow::Result<Stri
         .find("]]></script>")
         .context("flame graph: no script")?
         + "]]></script>".len();
-    let short: HashMap<&str, &str> = styles
+    let short: BTreeMap<&str, &str> = styles
         .iter()
         .filter(|(n, s)| **n != s.short)
         .map(|(n, s)| (n.as_str(), s.short.as_str()))

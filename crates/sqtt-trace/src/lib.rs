@@ -17,6 +17,7 @@ pub mod markers;
 pub mod memtrace;
 pub mod names;
 pub mod perfetto;
+pub mod timeline;
 pub mod trace;
 pub mod warnings;
 
