@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Writes a small synthetic rocprofv3-style capture for a code object instrumented with
-`--functions N --kernel-scopes`, used for the picture in docs/trace.md (the gfx942 `calls` fixture).
+`--functions N --kernel-scopes`, used for the pictures in docs/trace.md (the gfx942 `calls`
+fixture built with -g: device functions called from the kernels, and the inlined fx.h helpers as
+DWARF inlined scopes).
 
 Usage: tools/trace_demo.py INSTRUMENTED.co OUT_DIR
 The marker ids are read from the object's .sqtt_funcmap with llvm-objcopy-22: kernels are its
-`U:` rows (kernel scopes), functions its `F:` rows. The kernels run on 2 shader engines x 4 CUs x
-4 slots; each wave walks a call tree with jittered durations: the `calls` fixture's real call
-tree when the object is that fixture, else a made-up tree over up to three of its functions.
+`U:` rows (kernel scopes), functions and inlined scopes its `F:` rows. Each kernel is one dispatch
+(`ui_output_agent_1_dispatch_<n>/`, as rocprofv3 writes them) on 2 shader engines x 4 CUs x
+4 slots, 3 wave instances per slot; each wave walks the kernel's call tree with jittered
+durations: the `calls` fixture's real call tree (fixtures/src/calls.hip) when the object is that
+fixture, else a made-up chain over up to three of its functions. `realtime.json` gives a 2.1 GHz
+shader clock. The jitter is seeded: the same object gives the same capture.
 """
 import json, os, random, shutil, subprocess, sys, tempfile
 
@@ -26,13 +31,26 @@ for line in text.splitlines():
 if not kinds.get("U"):
     sys.exit(f"{co}: no kernel scopes in .sqtt_funcmap: instrument with --kernel-scopes")
 E = lambda n: (ids[n] << 2) | 2
-calls_fixture = {  # kernel -> list of (function, children, self cycles)
-    "k_call_chain": [("_Z9chain_topPKffij", [("_Z9chain_midPKffi", [("_Z6hornerPKfif", [], 300)], 150),
-                                             ("_Z11tiny_affinef", [], 80)], 120)],
-    "k_call_mix": [("_Z9big_mixerjj", [("_Z9tiny_rotljj", [], 60)], 400),
-                   ("_Z16big_private_sortPKfij", [], 900)],
-    "k_shared_a": [("_Z13shared_helperjj", [], 250)],
-    "k_shared_b": [("_Z13shared_helperjj", [], 180), ("_Z9tiny_rotljj", [], 40)],
+
+
+def node(name, kids, own):
+    """A call-tree node; inlined helpers absent from the funcmap (no -g) fold into the parent."""
+    return [(name, kids, own)] if name in ids else kids
+
+
+# The inlined fx.h geometry: fx_gid() = fx_wg() * fx_wgsize() + fx_lid() (fx_lid has no scope).
+gid = node("_ZL6fx_gidv", node("_ZL5fx_wgv", [], 30) + node("_ZL9fx_wgsizev", [], 25), 50)
+tiny_affine = ("_Z11tiny_affinef", [], 60)
+tiny_rotl = ("_Z9tiny_rotljj", [], 40)
+chain_mid = ("_Z9chain_midPKffi", [("_Z6hornerPKfif", [], 300), tiny_affine], 150)
+big_mixer = ("_Z9big_mixerjj", [], 450)
+shared_helper = ("_Z13shared_helperjj", [big_mixer, tiny_rotl], 120)
+calls_fixture = {  # kernel -> list of (function, children, self cycles), in call order
+    "k_call_chain": gid + [("_Z9chain_topPKffij", [chain_mid, chain_mid, tiny_rotl], 140)],
+    "k_shared_a": gid + [shared_helper],
+    "k_shared_b": gid + [shared_helper, tiny_rotl],
+    "k_call_mix": gid + [tiny_affine, ("_Z16big_private_sortPKfij", [], 600), tiny_affine,
+                         ("_Z16big_private_sortPKfij", [], 600), big_mixer],
 }
 rng = random.Random(7)
 if all(f in ids for f in ["_Z9chain_topPKffij", "_Z13shared_helperjj", "k_call_mix"]):
@@ -42,45 +60,53 @@ else:
     trees = {}
     for k in kinds["U"]:
         chain = rng.sample(funcs, min(3, len(funcs)))
-        node = []
+        tree = []
         for f in reversed(chain):
-            node = [(f, node, rng.randint(50, 400))]
-        trees[k] = node
+            tree = [(f, tree, rng.randint(50, 400))]
+        trees[k] = tree
+
+
 def walk(nodes, t, out):
     for name, kids, own in nodes:
-        out.append((t, E(name))); t += int(own * rng.uniform(0.5, 1.0))
+        out.append((t, E(name)))
+        t += int(own * rng.uniform(0.5, 1.0))
         t = walk(kids, t, out)
-        t += int(own * rng.uniform(0.0, 0.5)); out.append((t, 1))
+        t += int(own * rng.uniform(0.0, 0.5))
+        out.append((t, 1))
     return t
-ui = os.path.join(out, "ui_output_agent_1_dispatch_1")
-os.makedirs(ui, exist_ok=True)
+
+
+os.makedirs(out, exist_ok=True)
 shutil.copy(co, os.path.join(out, "gfx942_code_object_id_1.out"))
-kernels = list(trees)
-occ = {"dispatches": {str(i + 1): k for i, k in enumerate(kernels)}, "version": "3.0.0"}
-listing = {}
-for se in range(2):
-    rows, recs = [], []
-    for cu in range(4):
-        for slot in range(4):
-            t = rng.randint(0, 50)
-            for inst in range(3):
-                kid = rng.randrange(len(kernels))
-                k = kernels[kid]
-                rows.append([t, cu, 0, slot, 1, kid + 1])
-                seq = [(t + 10, E(k))]
-                end = walk(trees[k], t + 30, seq) + 20
-                seq.append((end, 1))
-                recs += [[tt, v, cu, 0, slot, 0] for tt, v in seq]
-                rows.append([end + 5, cu, 0, slot, 0, kid + 1])
-                t = end + rng.randint(20, 200)
-    recs.sort(key=lambda r: r[0])
-    occ[str(se)] = sorted(rows)
-    name = f"shaderdata_{se}_0.json"
-    json.dump({"type": "shaderdata", "begin_time": recs[0][0], "end_time": recs[-1][0],
-               "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
-               "records_count": len(recs), "records": recs}, open(os.path.join(ui, name), "w"))
-    listing[str(se)] = [[name, recs[0][0], recs[-1][0]]]
-json.dump(occ, open(os.path.join(ui, "occupancy.json"), "w"))
-json.dump({"global_begin_time": 0, "gfxv": "vega", "gfxip": 9, "version": "3.0.0", "counter_names": [],
-           "wave_filenames": {}, "other_simd_filenames": {}, "shaderdata_filenames": listing},
-          open(os.path.join(ui, "filenames.json"), "w"))
+for n, k in enumerate(trees, start=1):
+    ui = os.path.join(out, f"ui_output_agent_1_dispatch_{n}")
+    os.makedirs(ui, exist_ok=True)
+    occ = {"dispatches": {"1": k}, "version": "3.0.0"}
+    listing = {}
+    for se in range(2):
+        rows, recs = [], []
+        for cu in range(4):
+            for slot in range(4):
+                t = rng.randint(0, 300)
+                for inst in range(3):
+                    rows.append([t, cu, 0, slot, 1, 1])
+                    seq = [(t + 10, E(k))]
+                    end = walk(trees[k], t + 30, seq) + 20
+                    seq.append((end, 1))
+                    recs += [[tt, v, cu, 0, slot, 0] for tt, v in seq]
+                    rows.append([end + 5, cu, 0, slot, 0, 1])
+                    t = end + rng.randint(20, 200)
+        recs.sort(key=lambda r: r[0])
+        occ[str(se)] = sorted(rows)
+        name = f"shaderdata_{se}_0.json"
+        json.dump({"type": "shaderdata", "begin_time": recs[0][0], "end_time": recs[-1][0],
+                   "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
+                   "records_count": len(recs), "records": recs}, open(os.path.join(ui, name), "w"))
+        listing[str(se)] = [[name, recs[0][0], recs[-1][0]]]
+    json.dump(occ, open(os.path.join(ui, "occupancy.json"), "w"))
+    json.dump({"global_begin_time": 0, "gfxv": "vega", "gfxip": 9, "version": "3.0.0",
+               "counter_names": [], "wave_filenames": {}, "other_simd_filenames": {},
+               "shaderdata_filenames": listing}, open(os.path.join(ui, "filenames.json"), "w"))
+    # 2.1 GHz: 2.1e6 shader cycles in 1e5 ticks of a 100 MHz realtime clock.
+    json.dump({"metadata": {"frequency": 100000000}, "SE0": [[0, 0], [2100000, 100000]]},
+              open(os.path.join(ui, "realtime.json"), "w"))

@@ -1,10 +1,11 @@
-//! `sqtt-patch flamegraph | perfetto | memtrace TRACE_DIR`: pictures and tables from a
+//! `sqtt-patch flamegraph | perfetto | memtrace | timeline TRACE_DIR`: pictures and tables from a
 //! `rocprofv3 --att` capture of instrumented code objects. The work is in the `sqtt-trace` crate;
 //! this module parses flags, writes files and prints the warning summary (docs/trace.md).
 //!
-//! Exit codes: 0 = output written (warnings about skipped input are printed on stderr);
-//! 2 = nothing usable (no UI directory, no record decoded to anything the output needs) or an
-//! output cannot be written; no output and no temporary file is left behind then. Outputs are
+//! Exit codes: 0 = output written (warnings about skipped input are printed on stderr; `memtrace`
+//! on a capture without address blocks writes `[]`, as AMD's reader does); 2 = nothing usable
+//! (no UI directory, no record decoded to anything the output needs) or an output cannot be
+//! written; no output and no temporary file is left behind then. Outputs are
 //! checked before the trace is read (a directory, a missing directory, an input of the run,
 //! two flags naming one file are refused) and committed together at the end (`output.rs`).
 
@@ -13,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use sqtt_trace::flame::Flame;
 use sqtt_trace::memtrace::MemTrace;
 use sqtt_trace::perfetto::Perfetto;
+use sqtt_trace::timeline::Timeline;
 use sqtt_trace::trace::RunStats;
 use sqtt_trace::{Options, PackedMode, Trace};
 use std::io::Write;
@@ -66,6 +68,10 @@ pub struct FlamegraphArgs {
     /// Also write speedscope JSON.
     #[arg(long)]
     pub speedscope: Option<PathBuf>,
+    /// Title of the SVG and the speedscope profile (default: the capture's name, its kernels and
+    /// dispatches, and the unit).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 /// `sqtt-patch perfetto`.
@@ -89,6 +95,40 @@ pub struct MemtraceArgs {
     /// JSON output.
     #[arg(short, long, default_value = "sqtt_memtrace.json")]
     pub output: PathBuf,
+}
+
+/// `sqtt-patch timeline`.
+#[derive(clap::Args, Debug)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub common: TraceArgs,
+    /// SVG output.
+    #[arg(short, long, default_value = "sqtt_timeline.svg")]
+    pub output: PathBuf,
+    /// Shader clock in GHz for the microsecond labels (default: realtime.json, else cycles only).
+    #[arg(long)]
+    pub clock_rate_ghz: Option<f64>,
+    /// Most wave rows drawn (the first wave instances in capture order; at most 1000).
+    #[arg(long, default_value_t = 64)]
+    pub max_waves: usize,
+    /// Width of the picture in pixels (600 to 4000).
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Title of the picture (default: the capture's name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// Refuses a shader clock outside 0.1 ..= 10 GHz.
+fn check_clock(ghz: Option<f64>) -> Result<()> {
+    if let Some(g) = ghz {
+        // Shader clocks of every AMD GPU lie well inside this range (100 MHz .. 10 GHz); a value
+        // outside it is a unit mistake (MHz or Hz given) and would scale the timeline absurdly.
+        if !(0.1..=10.0).contains(&g) {
+            bail!("--clock-rate-ghz {g:?}: must be a shader clock in GHz between 0.1 and 10");
+        }
+    }
+    Ok(())
 }
 
 fn options(a: &TraceArgs) -> Options {
@@ -142,6 +182,20 @@ fn write_outputs(outs: Vec<(output::Dest, Vec<u8>)>) -> Result<()> {
     output::commit_all(sinks)
 }
 
+/// The name of a capture for titles: the last component of its path (of the absolute path for
+/// `.` or `..`), never the whole path.
+fn capture_name(p: &Path) -> String {
+    let last = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    last(p)
+        .or_else(|| std::fs::canonicalize(p).ok().and_then(|c| last(&c)))
+        .unwrap_or_else(|| "capture".to_string())
+}
+
+/// `n` with the singular or plural noun.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Runs `sqtt-patch flamegraph`.
 pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     let mut trace = Trace::open(&a.common.trace_dir)?;
@@ -175,8 +229,20 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         );
     }
     let d = a.common.demangle;
-    let title = format!("SQTT markers: {}", a.common.trace_dir.display());
-    let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title)?)];
+    let (kernels, dispatches) = flame.counts();
+    let title = a.title.clone().unwrap_or_else(|| {
+        format!(
+            "{}: {}, {} (shader cycles)",
+            capture_name(&a.common.trace_dir),
+            plural(kernels, "kernel", "kernels"),
+            plural(dispatches, "dispatch", "dispatches")
+        )
+    });
+    let subtitle = format!(
+        "width: {} shader cycles inside scope markers; hover for the whole name, click to zoom",
+        flame.total()
+    );
+    let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title, &subtitle)?)];
     if let Some(f) = folded_dest {
         outs.push((f, flame.folded(&trace.names, d).into_bytes()));
     }
@@ -197,13 +263,7 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
 
 /// Runs `sqtt-patch perfetto`.
 pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
-    if let Some(g) = a.clock_rate_ghz {
-        // Shader clocks of every AMD GPU lie well inside this range (100 MHz .. 10 GHz); a value
-        // outside it is a unit mistake (MHz or Hz given) and would scale the timeline absurdly.
-        if !(0.1..=10.0).contains(&g) {
-            bail!("--clock-rate-ghz {g:?}: must be a shader clock in GHz between 0.1 and 10");
-        }
-    }
+    check_clock(a.clock_rate_ghz)?;
     let mut trace = Trace::open(&a.common.trace_dir)?;
     if let Some(o) = &a.output {
         if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
@@ -253,10 +313,17 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if sink.blocks == 0 {
-        bail!(
-            "{}: no address-trace block decoded; nothing written",
-            a.common.trace_dir.display()
+        // As AMD's reader does: an empty list, and success.
+        drop(sink);
+        out.file().write_all(b"[]\n").with_context(cannot)?;
+        output::commit_all(vec![out])?;
+        eprintln!(
+            "sqtt-patch: {}: the capture has no address blocks (instrument with --trace-addresses to \
+             record them); wrote [] to {}",
+            a.common.trace_dir.display(),
+            a.output.display()
         );
+        return Ok(0);
     }
     let n = sink.blocks;
     sink.finish(&trace.names, a.common.demangle)
@@ -264,6 +331,55 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     output::commit_all(vec![out])?;
     eprintln!(
         "sqtt-patch: {n} address blocks; wrote {}",
+        a.output.display()
+    );
+    Ok(0)
+}
+
+/// Runs `sqtt-patch timeline`.
+pub fn run_timeline(a: TimelineArgs) -> Result<i32> {
+    check_clock(a.clock_rate_ghz)?;
+    if !(1..=sqtt_trace::timeline::MAX_WAVES).contains(&a.max_waves) {
+        bail!(
+            "--max-waves {}: must be between 1 and {}",
+            a.max_waves,
+            sqtt_trace::timeline::MAX_WAVES
+        );
+    }
+    if !sqtt_trace::timeline::WIDTHS.contains(&a.width) {
+        bail!("--width {}: must be between 600 and 4000 pixels", a.width);
+    }
+    let mut trace = Trace::open(&a.common.trace_dir)?;
+    let d = dest("-o", &a.output, &trace.inputs(), false)?;
+    let mut tl = Timeline::new(a.max_waves);
+    let stats = trace.run(&options(&a.common), &mut tl)?;
+    summary(&trace, &stats);
+    let title = a
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{}: wave timeline", capture_name(&a.common.trace_dir)));
+    let svg = tl
+        .svg(
+            &trace.names,
+            a.common.demangle,
+            &title,
+            a.clock_rate_ghz,
+            a.width,
+        )
+        .with_context(|| format!("{}", a.common.trace_dir.display()))?;
+    write_outputs(vec![(d, svg.into_bytes())])?;
+    if tl.waves_left_out > 0 || tl.items_left_out > 0 {
+        eprintln!(
+            "sqtt-patch: timeline limited: {} wave instances beyond --max-waves {}, {} scopes and markers beyond {} left out",
+            tl.waves_left_out,
+            a.max_waves,
+            tl.items_left_out,
+            sqtt_trace::timeline::MAX_ITEMS
+        );
+    }
+    eprintln!(
+        "sqtt-patch: {} waves drawn; wrote {}",
+        tl.waves(),
         a.output.display()
     );
     Ok(0)

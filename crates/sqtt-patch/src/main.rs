@@ -59,6 +59,8 @@ enum Command {
     Perfetto(Box<cmd_trace::PerfettoArgs>),
     /// Per-lane addresses of the address-trace blocks, with per-site summaries (JSON).
     Memtrace(Box<cmd_trace::MemtraceArgs>),
+    /// Per-wave timeline of the marker scopes as a static SVG (waves as rows, scopes as bars).
+    Timeline(Box<cmd_trace::TimelineArgs>),
 }
 
 fn main() {
@@ -79,6 +81,7 @@ fn main() {
         Some(Command::Flamegraph(a)) => cmd_trace::run_flamegraph(*a),
         Some(Command::Perfetto(a)) => cmd_trace::run_perfetto(*a),
         Some(Command::Memtrace(a)) => cmd_trace::run_memtrace(*a),
+        Some(Command::Timeline(a)) => cmd_trace::run_timeline(*a),
     };
     // The error is dropped before exiting: it may own a temporary file that its drop deletes.
     let code = match outcome {

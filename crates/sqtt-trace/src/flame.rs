@@ -4,41 +4,59 @@
 //! at each header at time `t`, if the stack is non-empty and `t` is after the previous header,
 //! `t - previous` cycles go to the stack; then the header pops and pushes. Points split intervals
 //! but push nothing. Time after a wave's last header and scopes still open at its end are not
-//! attributed. Frames: `code_object_<id>;<kernel>;<scopes...>`. Each UI directory is its own
-//! time domain; the counts are summed over directories.
+//! attributed. Each UI directory is its own time domain; the counts are summed over directories.
+//!
+//! Frames (issue 31): a stack starts at its kernel, as in AMD's markers samples (no code-object
+//! prefix, no root frame). The kernel's own scope (`--kernel-scopes`, a user scope named after
+//! the kernel) is that kernel frame, not a second one. A `code_object_<id>` frame is put under a
+//! kernel only where kernels of that name ran from two code objects (it tells them apart).
 
-use crate::names::{NameId, Names};
-use crate::trace::{Header, Sink, WaveInfo};
-use foldhash::{HashMap, HashMapExt};
+use crate::flame_svg::{finish, Style};
+use crate::names::{colour, demangle_name, short_name, NameId, Names};
+use crate::trace::{Header, Sink, TraceDir, WaveInfo};
+use foldhash::{HashMap, HashMapExt, HashSet};
 
-/// Folded stacks: frames -> (cycles, intervals).
+/// An empty slot in a stack key (no code-object frame, or no kernel frame).
+const NONE: NameId = NameId::MAX;
+
+/// Folded stacks: `[code-object frame, kernel, scopes...]` (the first two may be [`NONE`]) ->
+/// (cycles, intervals). The frame rules are applied when the stacks are read ([`Flame::stacks`]).
 #[derive(Debug, Default)]
 pub struct Flame {
     stacks: HashMap<Vec<NameId>, (u64, u64)>,
+    dir: u32,
+    dispatches: HashSet<(u32, Option<i64>)>,
 }
+
+/// One stack's frames (id and text), cycles and intervals.
+type NamedStack = (Vec<(NameId, String)>, u64, u64);
 
 /// Per-wave state of [`Flame`].
 #[derive(Debug, Default)]
 pub struct FlameWave {
     key: Vec<NameId>,
-    prefix: usize,
     prev: Option<i64>,
 }
 
 impl Sink for Flame {
     type Wave = FlameWave;
 
+    fn begin_dir(&mut self, _: &TraceDir, _: &Names) -> anyhow::Result<()> {
+        self.dir += 1;
+        Ok(())
+    }
+
     fn wave_begin(&mut self, w: &WaveInfo, s: &mut FlameWave, _: &Names) {
         s.key.clear();
-        s.key.extend(w.code_object_frame);
-        s.key.extend(w.kernel);
-        s.prefix = s.key.len();
+        s.key.push(w.code_object_frame.unwrap_or(NONE));
+        s.key.push(w.kernel.unwrap_or(NONE));
+        self.dispatches.insert((self.dir, w.kernel_id));
     }
 
     fn header(&mut self, _: &WaveInfo, s: &mut FlameWave, h: &Header, stack: &[NameId]) {
         if let Some(p) = s.prev {
             if !stack.is_empty() && h.time > p {
-                s.key.truncate(s.prefix);
+                s.key.truncate(2);
                 s.key.extend_from_slice(stack);
                 let dt = h.time.abs_diff(p);
                 match self.stacks.get_mut(s.key.as_slice()) {
@@ -56,30 +74,97 @@ impl Sink for Flame {
     }
 }
 
+/// A kernel name as the two sources spell it may differ: occupancy may give the demangled name
+/// or the descriptor symbol (`.kd`), the funcmap the symbol.
+fn kernel_key(name: &str) -> String {
+    demangle_name(name.strip_suffix(".kd").unwrap_or(name))
+}
+
 impl Flame {
-    /// (frame names, cycles, intervals) per stack, sorted by the joined stack text.
-    pub fn stacks(&self, names: &Names, demangle: bool) -> Vec<(Vec<String>, u64, u64)> {
+    /// The stacks with the frame rules applied (module documentation), merged: frame ids ->
+    /// (cycles, intervals), in no particular order.
+    fn frames(&self, names: &Names) -> HashMap<Vec<NameId>, (u64, u64)> {
+        let mut objects: HashMap<NameId, HashSet<NameId>> = HashMap::new();
+        for k in self.stacks.keys() {
+            if k[0] != NONE && k[1] != NONE {
+                objects.entry(k[1]).or_default().insert(k[0]);
+            }
+        }
+        let mut same: HashMap<(NameId, NameId), bool> = HashMap::new();
+        let mut out: HashMap<Vec<NameId>, (u64, u64)> = HashMap::new();
+        for (k, &(c, n)) in &self.stacks {
+            let (co, kernel, mut scopes) = (k[0], k[1], &k[2..]);
+            let mut f = Vec::with_capacity(k.len());
+            if kernel != NONE {
+                if co != NONE && objects.get(&kernel).is_some_and(|s| s.len() > 1) {
+                    f.push(co);
+                }
+                f.push(kernel);
+                if let Some(&first) = scopes.first() {
+                    let is_kernel = first == kernel
+                        || *same.entry((kernel, first)).or_insert_with(|| {
+                            kernel_key(names.get(kernel)) == kernel_key(names.get(first))
+                        });
+                    if is_kernel {
+                        scopes = &scopes[1..];
+                    }
+                }
+            }
+            f.extend_from_slice(scopes);
+            let e = out.entry(f).or_default();
+            e.0 += c;
+            e.1 += n;
+        }
+        out
+    }
+
+    /// (frame ids and names, cycles, intervals) per stack, sorted by the joined stack text.
+    fn frames_sorted(&self, names: &Names, demangle: bool) -> Vec<NamedStack> {
         let mut cache: HashMap<NameId, String> = HashMap::new();
-        let mut out: Vec<(Vec<String>, u64, u64)> = self
-            .stacks
-            .iter()
-            .map(|(k, &(c, n))| {
+        let mut out: Vec<NamedStack> = self
+            .frames(names)
+            .into_iter()
+            .map(|(k, (c, n))| {
                 let frames = k
                     .iter()
                     .map(|id| {
-                        cache
+                        let text = cache
                             .entry(*id)
-                            .or_insert_with(|| frame_text(&names.display(*id, demangle)))
-                            .clone()
+                            .or_insert_with(|| frame_text(&names.display(*id, demangle)));
+                        (*id, text.clone())
                     })
                     .collect();
                 (frames, c, n)
             })
             .collect();
-        out.sort_by_cached_key(|a| a.0.join(";"));
+        out.sort_by_cached_key(|a| {
+            a.0.iter()
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(";")
+        });
         out
     }
 
+    /// (frame names, cycles, intervals) per stack, sorted by the joined stack text.
+    pub fn stacks(&self, names: &Names, demangle: bool) -> Vec<(Vec<String>, u64, u64)> {
+        self.frames_sorted(names, demangle)
+            .into_iter()
+            .map(|(f, c, n)| (f.into_iter().map(|(_, t)| t).collect(), c, n))
+            .collect()
+    }
+
+    /// Kernels (distinct kernel frames with cycles) and dispatches (wave launches' kernel ids per
+    /// UI directory) of the run, for titles.
+    pub fn counts(&self) -> (usize, usize) {
+        let kernels: HashSet<NameId> = self
+            .stacks
+            .keys()
+            .filter(|k| k[1] != NONE)
+            .map(|k| k[1])
+            .collect();
+        (kernels.len(), self.dispatches.len())
+    }
     /// Folded lines `frame;frame;... cycles`, sorted by stack (the two-column `flamegraph.pl`
     /// input).
     pub fn folded(&self, names: &Names, demangle: bool) -> String {
@@ -137,16 +222,52 @@ impl Flame {
         })
     }
 
-    /// An interactive SVG flame graph drawn by `inferno` from the folded lines.
-    pub fn svg(&self, names: &Names, demangle: bool, title: &str) -> anyhow::Result<Vec<u8>> {
-        let folded = self.folded(names, demangle);
+    /// An interactive SVG flame graph: drawn by `inferno` from the folded lines and finished by
+    /// [`crate::flame_svg::finish`] (no root frame, one colour per name, labels that show the
+    /// start of the name). `title` heads the picture, `subtitle` goes below it. Errors: inferno
+    /// failed, or its output is not shaped as expected.
+    pub fn svg(
+        &self,
+        names: &Names,
+        demangle: bool,
+        title: &str,
+        subtitle: &str,
+    ) -> anyhow::Result<Vec<u8>> {
+        let mut styles: std::collections::HashMap<String, Style> = std::collections::HashMap::new();
+        let mut folded = String::new();
+        for (ids, cycles, _) in self.frames_sorted(names, demangle) {
+            for (k, (id, text)) in ids.iter().enumerate() {
+                if k > 0 {
+                    folded.push(';');
+                }
+                folded.push_str(text);
+                if !styles.contains_key(text) {
+                    let raw = names.get(*id);
+                    styles.insert(
+                        text.clone(),
+                        Style {
+                            short: frame_text(&short_name(&demangle_name(raw))),
+                            colour: colour(raw),
+                        },
+                    );
+                }
+            }
+            folded.push(' ');
+            folded.push_str(&cycles.to_string());
+            folded.push('\n');
+        }
         let mut opts = inferno::flamegraph::Options::default();
         opts.title = title.to_string();
+        opts.subtitle = Some(subtitle.to_string());
         opts.count_name = "cycles".to_string();
+        opts.name_type = "Scope:".to_string();
+        opts.text_truncate_direction = inferno::flamegraph::TextTruncateDirection::Right;
+        opts.deterministic = true;
         let mut out = Vec::new();
         inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
             .map_err(|e| anyhow::anyhow!("flame graph: {e}"))?;
-        Ok(out)
+        let raw = String::from_utf8(out).map_err(|e| anyhow::anyhow!("flame graph: {e}"))?;
+        Ok(finish(&raw, &styles)?.into_bytes())
     }
 }
 
@@ -154,4 +275,113 @@ impl Flame {
 /// `;` becomes `:` and line breaks become spaces.
 fn frame_text(name: &str) -> String {
     name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flame(names: &mut Names, stacks: &[(&[&str], u64)]) -> Flame {
+        let mut f = Flame::default();
+        for (frames, cycles) in stacks {
+            let key = frames
+                .iter()
+                .map(|n| if n.is_empty() { NONE } else { names.intern(n) })
+                .collect();
+            f.stacks.insert(key, (*cycles, 1));
+        }
+        f
+    }
+
+    fn folded(f: &Flame, names: &Names) -> Vec<String> {
+        f.folded(names, false).lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn stacks_start_at_the_kernel() {
+        let mut n = Names::default();
+        // The kernel scope of --kernel-scopes is the kernel frame; one code object per kernel
+        // name: no code-object frame; a wave without a known kernel starts at its first scope.
+        let f = flame(
+            &mut n,
+            &[
+                (&["code_object_1", "k", "k"], 10),
+                (&["code_object_1", "k", "k", "f"], 20),
+                (&["code_object_1", "k", "f"], 5),
+                (&["code_object_1", "", "k", "f"], 7),
+                (&["", "_Z3kerv", "ker()", "g"], 3),
+                (&["code_object_1", "m.kd", "m"], 4),
+            ],
+        );
+        assert_eq!(folded(&f, &n), ["_Z3kerv;g 3", "k 10", "k;f 32", "m.kd 4"]);
+        assert_eq!(f.counts().0, 3);
+    }
+
+    #[test]
+    fn code_object_frame_only_where_two_share_a_kernel_name() {
+        let mut n = Names::default();
+        let f = flame(
+            &mut n,
+            &[
+                (&["code_object_1", "k", "k", "f"], 1),
+                (&["code_object_2", "k", "k", "f"], 2),
+                (&["code_object_2", "solo", "solo", "g"], 3),
+            ],
+        );
+        assert_eq!(
+            folded(&f, &n),
+            ["code_object_1;k;f 1", "code_object_2;k;f 2", "solo;g 3"]
+        );
+    }
+
+    #[test]
+    fn svg_has_no_root_and_one_colour_per_name() {
+        let mut n = Names::default();
+        let long = "_ZN9rocsparse12csrmv_kernelILj256ELj64EifffEEvT1_S1_PKS1_S3_PKT2_PKT3_S9_PT4_21rocsparse_index_base_b";
+        let f = flame(
+            &mut n,
+            &[
+                (&["", "k_a", "k_a", "_Z6hornerPKfif"], 300),
+                (&["", "k_b", "k_b", "_Z6hornerPKfif"], 100),
+                (&["", "k_b", "k_b", long], 5),
+                (&["", "k_b", "k_b"], 600),
+            ],
+        );
+        let svg = String::from_utf8(f.svg(&n, true, "cap: 2 kernels", "sub").unwrap()).unwrap();
+        assert!(!svg.contains("<title>all ("), "root frame left");
+        // 5 frames: k_a, horner, k_b, horner, csrmv_kernel; one colour per name.
+        let mut fills: std::collections::HashMap<String, String> = Default::default();
+        let mut count = 0;
+        for g in svg.split("<g><title>").skip(1) {
+            let name = &g[..g.find(" (").unwrap()];
+            let fill = g.split(" fill=\"").nth(1).unwrap();
+            let fill = &fill[..fill.find('"').unwrap()];
+            let raw = if name.starts_with("horner") {
+                "_Z6hornerPKfif"
+            } else if name.starts_with("void rocsparse") {
+                long
+            } else {
+                name
+            };
+            assert_eq!(fill, colour(raw), "{name}");
+            if let Some(old) = fills.insert(name.to_string(), fill.to_string()) {
+                assert_eq!(old, fill);
+            }
+            count += 1;
+        }
+        assert_eq!(count, 5);
+        // A long demangled name: the tooltip keeps it whole; the static label starts with the
+        // short name (the frame is 5/1005 of the width, 5 px: no room, so an empty label) and
+        // horner's label starts with `horner`.
+        assert!(svg.contains("<title>void rocsparse::csrmv_kernel&lt;(unsigned int)256, "));
+        assert!(svg.contains("\"void rocsparse::csrmv_kernel\\u003c(unsigned int)256, "));
+        assert!(svg.contains(":\"csrmv_kernel\""));
+        assert!(svg.contains(">horner(float const*, int, float)</text>"));
+        // One frame row less than inferno's drawing: 3 rows (kernel, scope) -> height
+        // ypad1 (36 + 24 subtitle) + 2 rows * 16 + ypad2 34.
+        assert!(svg.contains("height=\"126\""), "{}", &svg[..400]);
+        // Deterministic: the same stacks give the same bytes.
+        let again = f.svg(&n, true, "cap: 2 kernels", "sub").unwrap();
+        assert!(svg.as_bytes() == again, "two drawings differ");
+    }
 }

@@ -573,6 +573,8 @@ pub type SlotKey = (u32, u32, u32, u32);
 pub struct Occupancy {
     /// (se, cu, simd, slot) -> launches `(time, kernel_id)` sorted by time (rows with start = 1).
     pub launches: HashMap<SlotKey, Vec<(i64, i64)>>,
+    /// (se, cu, simd, slot) -> wave end times sorted (rows with start = 0).
+    pub ends: HashMap<SlotKey, Vec<i64>>,
     /// kernel_id -> kernel name (`"dispatches"`).
     pub dispatches: HashMap<i64, String>,
     /// kernel_id -> code-object id from `att_tool.py` dispatch events (`entry_point`).
@@ -632,6 +634,12 @@ impl<'de> Visitor<'de> for OccRows<'_> {
                             .entry((self.se, c, si, w))
                             .or_default()
                             .push((t, k));
+                    } else if start == 0 {
+                        self.occ
+                            .ends
+                            .entry((self.se, c, si, w))
+                            .or_default()
+                            .push(t);
                     }
                 }
                 _ => self.occ.malformed += 1,
@@ -700,6 +708,9 @@ pub fn read_occupancy<R: Read>(reader: R) -> (Occupancy, Option<String>) {
     let r = de::Deserializer::deserialize_map(&mut de, OccVisitor { occ: &mut occ })
         .and_then(|()| de.end());
     for v in occ.launches.values_mut() {
+        v.sort_unstable();
+    }
+    for v in occ.ends.values_mut() {
         v.sort_unstable();
     }
     (occ, r.err().map(|e| e.to_string()))

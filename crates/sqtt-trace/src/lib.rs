@@ -4,18 +4,20 @@
 //! - [`json`]: streaming readers of shaderdata, occupancy, code.json, filenames and realtime JSON;
 //! - [`markers`]: per-code-object marker tables and marker-word decoding;
 //! - [`trace`]: the per-wave marker decoder feeding a [`trace::Sink`];
-//! - [`flame`], [`perfetto`], [`memtrace`]: the three outputs.
+//! - [`flame`] (with [`flame_svg`]), [`perfetto`], [`memtrace`], [`timeline`]: the outputs.
 //!
 //! File formats and the semantics followed are described in `docs/trace.md` and, with sources,
 //! in `docs/background/att-format.md`.
 
 pub mod discover;
 pub mod flame;
+pub mod flame_svg;
 pub mod json;
 pub mod markers;
 pub mod memtrace;
 pub mod names;
 pub mod perfetto;
+pub mod timeline;
 pub mod trace;
 pub mod warnings;
 

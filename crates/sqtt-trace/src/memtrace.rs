@@ -94,10 +94,11 @@ pub struct MemTrace {
 }
 
 impl MemTrace {
-    /// Starts the document in `file`. Errors: the file cannot be written.
+    /// A writer into `file`; nothing is written before the first block or [`MemTrace::finish`]
+    /// (so that a run without blocks can write something else). Errors: none today (the
+    /// signature keeps the caller's error path).
     pub fn new(file: std::fs::File) -> std::io::Result<MemTrace> {
-        let mut out = std::io::BufWriter::new(file);
-        out.write_all(b"{\"blocks\":[")?;
+        let out = std::io::BufWriter::new(file);
         Ok(MemTrace {
             out,
             first: true,
@@ -134,6 +135,9 @@ impl MemTrace {
                 })
             })
             .collect();
+        if self.first {
+            self.out.write_all(b"{\"blocks\":[")?;
+        }
         write!(
             self.out,
             "\n],\"sites\":{}}}\n",
@@ -170,7 +174,7 @@ impl Sink for MemTrace {
             }
         }
         let mut text = String::with_capacity(160 + 20 * b.addresses.len());
-        text.push_str(if self.first { "\n" } else { ",\n" });
+        text.push_str(if self.first { "{\"blocks\":[\n" } else { ",\n" });
         self.first = false;
         let source = match b.source {
             Some(s) => serde_json::to_string(s).unwrap_or_else(|_| "null".into()),

@@ -76,6 +76,9 @@ pub struct WaveInfo {
     pub code_object: Option<u32>,
     /// The frame name `code_object_<id>`.
     pub code_object_frame: Option<NameId>,
+    /// The wave's end from occupancy (the first wave-end row of the slot at or after its launch
+    /// and before the next launch), in shader cycles, when occupancy has one.
+    pub end: Option<i64>,
 }
 
 /// One decoded marker header (not a payload record).
@@ -803,8 +806,19 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
     }
 
-    fn new_slot(&self, key: SlotKey, instance: u32, kernel_id: Option<i64>) -> WaveInfo {
+    fn new_slot(
+        &self,
+        key: SlotKey,
+        instance: u32,
+        kernel_id: Option<i64>,
+        from: i64,
+        until: i64,
+    ) -> WaveInfo {
         let d = self.dir;
+        let end = d.occupancy.ends.get(&key).and_then(|e| {
+            let i = e.partition_point(|t| *t < from);
+            e.get(i).copied().filter(|t| *t < until)
+        });
         let mut co = kernel_id.and_then(|k| d.kernel_code_object.get(&k).copied());
         if co.is_none() && d.tables.len() == 1 {
             co = d.tables.keys().next().copied();
@@ -819,6 +833,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
             kernel: kernel_id.and_then(|k| d.kernel_names.get(&k).copied()),
             code_object: co,
             code_object_frame: co.and_then(|c| d.code_object_frames.get(&c).copied()),
+            end,
         }
     }
 
@@ -879,7 +894,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                 if let Some(old) = self.slots.remove(&key) {
                     self.finish(old, w);
                 }
-                let info = self.new_slot(key, instance, kernel_id);
+                let info = self.new_slot(key, instance, kernel_id, from, until);
                 let mut sink = S::Wave::default();
                 self.sink.wave_begin(&info, &mut sink, self.names);
                 self.slots.insert(

@@ -59,7 +59,7 @@ fn phases(root: &Path) -> Vec<String> {
 
 /// `MarkerPipelineTest`: spans (100,130,k1) and (300,360,k2), dispatches {"1":"kernel"},
 /// K-map kernel -> 7; records 160 bare exit (orphan), 191 enter outer, 207 enter inner, 223 exit,
-/// 239 exit. Folded `code_object_7;kernel;outer` = (32, 2), `...;outer;inner` = (16, 1);
+/// 239 exit. Folded `kernel;outer` = (32, 2), `...;outer;inner` = (16, 1);
 /// Perfetto B,B,E,E with one unmatched exit.
 #[test]
 fn marker_pipeline_test() {
@@ -86,8 +86,8 @@ fn marker_pipeline_test() {
     assert_eq!(
         stacks,
         vec![
-            ("code_object_7;kernel;outer".to_string(), 32, 2),
-            ("code_object_7;kernel;outer;inner".to_string(), 16, 1)
+            ("kernel;outer".to_string(), 32, 2),
+            ("kernel;outer;inner".to_string(), 16, 1)
         ]
     );
     assert_eq!(
@@ -126,8 +126,8 @@ fn marker_samples_test() {
     assert_eq!(
         stacks,
         vec![
-            ("code_object_3;outer".to_string(), 20, 2),
-            ("code_object_3;outer;inner".to_string(), 10, 1)
+            ("outer".to_string(), 20, 2),
+            ("outer;inner".to_string(), 10, 1)
         ]
     );
     assert_eq!(phases(tmp.path()), ["B", "B", "E", "E"]);
@@ -169,7 +169,7 @@ fn points_payloads_priv_and_unknown_ids() {
     write_ui(&ui, json!([]), occ, &recs);
     std::fs::write(ui.join("code.json"), code.to_string()).unwrap();
     let (stacks, t) = flame_of(tmp.path());
-    assert_eq!(stacks, vec![("code_object_1;k;a".to_string(), 30, 2)]);
+    assert_eq!(stacks, vec![("k;a".to_string(), 30, 2)]);
     assert_eq!(
         t.warnings
             .count("marker ids absent from the funcmap (dropped)"),
@@ -207,8 +207,8 @@ fn att_tool_directory_is_normalised() {
     assert_eq!(
         stacks,
         vec![
-            ("code_object_9;kern;outer".to_string(), 400, 2),
-            ("code_object_9;kern;outer;inner".to_string(), 200, 1)
+            ("kern;outer".to_string(), 400, 2),
+            ("kern;outer;inner".to_string(), 200, 1)
         ]
     );
     let mut t = Trace::open(tmp.path()).unwrap();
