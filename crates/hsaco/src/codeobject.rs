@@ -336,6 +336,22 @@ impl CodeObject {
         self.elf.section_data(&self.bytes, section)
     }
 
+    /// Contents of a section as its readers see them: decompressed when it has
+    /// `SHF_COMPRESSED` (with the compression header, [`crate::compressed`]), borrowed
+    /// otherwise. Errors: a compressed section that does not decompress within `limit` bytes.
+    pub fn section_contents(
+        &self,
+        section: &Section,
+        limit: u64,
+    ) -> Result<(Option<crate::compressed::Chdr>, std::borrow::Cow<'_, [u8]>)> {
+        let data = self.section_data(section);
+        if section.flags & crate::compressed::SHF_COMPRESSED == 0 {
+            return Ok((None, std::borrow::Cow::Borrowed(data)));
+        }
+        let (h, plain) = crate::compressed::decompress(&section.name, section.offset, data, limit)?;
+        Ok((Some(h), std::borrow::Cow::Owned(plain)))
+    }
+
     /// Every executable section (`SHF_EXECINSTR`), `.text` normally the only one.
     pub fn exec_sections(&self) -> impl Iterator<Item = &Section> {
         self.elf.sections.iter().filter(|s| s.is_exec())

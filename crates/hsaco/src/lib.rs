@@ -6,6 +6,7 @@
 
 pub mod bundle;
 pub mod codeobject;
+pub mod compressed;
 pub mod container;
 pub mod editor;
 pub mod elf;

@@ -28,19 +28,25 @@ impl LineMap {
     /// Reads every line program of `.debug_line` reached from `.debug_info` units. `Ok(None)`
     /// when the object has no `.debug_line`; `Err(text)` when gimli cannot read it.
     fn read(co: &CodeObject) -> Result<Option<LineMap>, String> {
-        let Some(line_sec) = co.section(".debug_line") else {
+        if co.section(".debug_line").is_none() {
             return Ok(None);
-        };
-        let data = |name: &str| co.section(name).map_or(&[][..], |s| co.section_data(s));
+        }
+        // Compressed sections (`SHF_COMPRESSED`) are read decompressed (issue 39).
+        let mut contents: HashMap<&str, std::borrow::Cow<'_, [u8]>> = HashMap::new();
+        for s in co
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(".debug_"))
+        {
+            let (_, d) = co
+                .section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+                .map_err(|e| e.to_string())?;
+            contents.insert(s.name.as_str(), d);
+        }
+        let data = |name: &str| contents.get(name).map_or(&[][..], |d| d.as_ref());
         let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
-            Ok(EndianSlice::new(
-                if id == gimli::SectionId::DebugLine {
-                    co.section_data(line_sec)
-                } else {
-                    data(id.name())
-                },
-                LittleEndian,
-            ))
+            Ok(EndianSlice::new(data(id.name()), LittleEndian))
         })
         .map_err(|e| format!("cannot load DWARF: {e}"))?;
         let mut rows = Vec::new();

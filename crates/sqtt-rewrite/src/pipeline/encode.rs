@@ -173,6 +173,16 @@ pub(crate) fn encode(
                 report.dwarf_sections_remapped = changed.len();
                 for (name, data) in changed {
                     let idx = ed.section_index(&name)?;
+                    // A compressed input section is written compressed again, with its
+                    // compression type and alignment (hsaco::compressed).
+                    let header = co
+                        .section(&name)
+                        .filter(|s| s.flags & hsaco::compressed::SHF_COMPRESSED != 0)
+                        .and_then(|s| hsaco::compressed::header(co.section_data(s)));
+                    let data = match header {
+                        Some(h) => hsaco::compressed::compress(h, &data),
+                        None => data,
+                    };
                     ed.set_section_data(idx, data)?;
                 }
             }

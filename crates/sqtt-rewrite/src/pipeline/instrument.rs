@@ -93,12 +93,21 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     let ok = vec![true; prog.funcs.len()];
     // Any `.debug_*` section, not only `.debug_info`: a `.debug_frame` alone holds code
     // addresses too and must follow the code (or be dropped), never be left stale.
-    let dwarf = co
+    let dwarf = match co
         .elf
         .sections
         .iter()
         .any(|s| s.name.starts_with(".debug_"))
-        .then(|| debug_sections(co));
+        .then(|| debug_sections(co))
+        .transpose()
+    {
+        Ok(d) => d,
+        Err(why) => {
+            report.status = Status::FailedClosed;
+            report.reasons.push(format!("DWARF cannot be read: {why}"));
+            return None;
+        }
+    };
     // The DWARF is indexed while the other features' sites and SCC liveness are found.
     let (dwarf_index, ((mut sites, mut skipped), scc_facts)) = rayon::join(
         || {
@@ -470,13 +479,19 @@ fn scope_inits(
     Ok(out)
 }
 
-/// The input's `.debug_*` sections by name.
-fn debug_sections(co: &CodeObject) -> HashMap<String, Vec<u8>> {
+/// The input's `.debug_*` sections by name, decompressed where they are `SHF_COMPRESSED`
+/// (issue 39: Debian's ROCm builds compress every one with zlib). Errors: a compressed section
+/// that does not decompress (named, with its file offset).
+fn debug_sections(co: &CodeObject) -> Result<HashMap<String, Vec<u8>>, String> {
     co.elf
         .sections
         .iter()
         .filter(|s| s.name.starts_with(".debug_"))
-        .map(|s| (s.name.clone(), co.section_data(s).to_vec()))
+        .map(|s| {
+            co.section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+                .map(|(_, data)| (s.name.clone(), data.into_owned()))
+                .map_err(|e| e.to_string())
+        })
         .collect()
 }
 
