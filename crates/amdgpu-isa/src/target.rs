@@ -1,5 +1,7 @@
 //! Processors and families. Facts: `isa-tables/targets.tsv` (EF_AMDGPU_MACH values from LLVM 22
-//! `llvm/BinaryFormat/ELF.h`; processor list from AMDGPUUsage "Processors").
+//! `llvm/BinaryFormat/ELF.h`; processor list from AMDGPUUsage "Processors"; gfx940/gfx941, which
+//! LLVM dropped in 2025, with their LLVM 19 values and the gfx942 table, see
+//! `tools/isa-gen/targets.in`).
 use crate::tables::{TargetDef, TARGETS};
 
 /// ISA family; encodings are shared inside a family.

@@ -80,8 +80,11 @@ fn sentinel(i: usize) -> [u8; 4] {
     [(i & 0xff) as u8, ((i >> 8) & 0xff) as u8, 0x80, 0xbf]
 }
 
-/// Bit range `(dword, hi, lo)` from `dw:hi:lo`.
-fn bits(s: &str) -> (usize, u32, u32) {
+/// A bit range `(dword, hi, lo)`.
+type Bits = (usize, u32, u32);
+
+/// Bit range from `dw:hi:lo`.
+fn bits(s: &str) -> Bits {
     let p: Vec<u32> = s
         .split(':')
         .map(|x| x.parse().expect("bit range"))
@@ -89,7 +92,7 @@ fn bits(s: &str) -> (usize, u32, u32) {
     (p[0] as usize, p[1], p[2])
 }
 
-fn set(w: &mut [u32], (dw, hi, lo): (usize, u32, u32), v: u32) {
+fn set(w: &mut [u32], (dw, hi, lo): Bits, v: u32) {
     let m = ((((1u64 << (hi - lo + 1)) - 1) << lo) & 0xffff_ffff) as u32;
     w[dw] = (w[dw] & !m) | ((v << lo) & m);
 }
@@ -101,9 +104,9 @@ struct Fmt {
     dwords: usize,
     mask: u32,
     value: u32,
-    op: Vec<(usize, u32, u32)>,
+    op: Vec<Bits>,
     /// (name, bits, kind, template value).
-    fields: Vec<(String, (usize, u32, u32), String, u32)>,
+    fields: Vec<(String, Bits, String, u32)>,
     alts: Vec<Vec<(String, u32)>>,
 }
 
