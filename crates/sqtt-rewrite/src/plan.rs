@@ -555,7 +555,8 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
 }
 
 /// VMEM class of an instruction for memory-op markers: `Some(true)` for stores and atomics,
-/// `Some(false)` for loads, `None` otherwise. Global, flat and buffer operations count; LDS,
+/// `Some(false)` for loads (LDS DMA from global memory included), `None` otherwise (prefetches
+/// and cache control included, issue 31). Global, flat and buffer operations count; LDS,
 /// GDS, scratch, image and scalar memory do not (spec, "Memory operation markers").
 pub fn vmem_kind(inst: &Instruction) -> Option<bool> {
     let m = inst.memory()?;
@@ -566,7 +567,7 @@ pub fn vmem_kind(inst: &Instruction) -> Option<bool> {
     match m.kind {
         MemKind::Load => Some(false),
         MemKind::Store | MemKind::Atomic => Some(true),
-        MemKind::Other => None,
+        MemKind::Prefetch | MemKind::Other => None,
     }
 }
 

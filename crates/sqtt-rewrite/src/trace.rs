@@ -6,7 +6,10 @@
 //! atomics (AS 0/1) plus MUBUF/MTBUF/VBUFFER operations (raw when `idxen` is clear, struct when
 //! set); `lds` = DS operations on LDS with a VGPR address, plus `ds_permute_b32` /
 //! `ds_bpermute_b32` / `ds_bpermute_fi_b32`. Scratch (AS 5), GDS, image, SMEM and
-//! cache-maintenance operations do not qualify. A 2-address DS operation (`ds_read2*`,
+//! cache-maintenance operations do not qualify; a FLAT/GLOBAL prefetch is left alone with its
+//! reason in the report (not a load, store or atomic, issue 31). LDS DMA from global memory
+//! (`global_load_lds_*`, `global_load_async_to_lds_*`) is traced as a load of its global address,
+//! `global_store_async_from_lds_*` as a store ([`amdgpu_isa::MemKind`]). A 2-address DS operation (`ds_read2*`,
 //! `ds_write2*`, `ds_load_2addr*`, `ds_store_2addr*`, `ds_wrxchg2*`) gets two blocks, one per
 //! address, as the compile-time pass traces the two IR accesses the backend merged.
 
@@ -64,7 +67,7 @@ fn kind3(k: MemKind, load: TraceKind, store: TraceKind, atomic: TraceKind) -> Op
         MemKind::Load => Some(load),
         MemKind::Store => Some(store),
         MemKind::Atomic => Some(atomic),
-        MemKind::Other => None,
+        MemKind::Prefetch | MemKind::Other => None,
     }
 }
 
@@ -161,6 +164,11 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
                     offset: u32::from(o0) | (u32::from(o1) << 8),
                 },
             }])
+        }
+        MemSpace::Flat | MemSpace::Global if want.memory && m.kind == MemKind::Prefetch => {
+            // Issue 31: LLVM marks it mayLoad and mayStore, but it reads no data into a register
+            // and writes nothing; the spec's table has no prefetch kind.
+            unsupported("a prefetch is not a load, store or atomic (left alone)")
         }
         MemSpace::Flat | MemSpace::Global if want.memory => {
             let Some(kind) = kind3(m.kind, TraceKind::Load, TraceKind::Store, TraceKind::Atomic)
@@ -734,6 +742,64 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// Issue 31: a prefetch is left alone with its reason (not a load, store or atomic, and no
+    /// memory-op marker); LDS DMA from global memory is a load of its global address, to global
+    /// memory a store (llvm-mc-22 encodings).
+    #[test]
+    fn prefetches_are_left_alone_and_lds_dma_is_a_load_or_store() {
+        let dec = |t: &str, b: &[u8]| decode(b, Target::from_name(t).unwrap()).unwrap();
+        // gfx1250: global_prefetch_b8 v[0:1], off / flat_prefetch_b8 v[0:1]
+        for (bytes, name) in [
+            (
+                [0x7c, 0x40, 0x17, 0xee, 0, 0, 0, 0, 0, 0, 0, 0],
+                "global_prefetch_b8",
+            ),
+            (
+                [0x7c, 0x40, 0x17, 0xec, 0, 0, 0, 0, 0, 0, 0, 0],
+                "flat_prefetch_b8",
+            ),
+        ] {
+            assert_eq!(
+                one("gfx1250", &bytes),
+                Classified::Unsupported(format!(
+                    "{name}: a prefetch is not a load, store or atomic (left alone)"
+                ))
+            );
+            assert_eq!(crate::plan::vmem_kind(&dec("gfx1250", &bytes)), None);
+        }
+        // gfx942: global_load_lds_dword v[2:3], off
+        let lds_dma = [0x00, 0x80, 0xa8, 0xdc, 0x02, 0x00, 0x7f, 0x00];
+        let t = traced(one("gfx942", &lds_dma));
+        assert_eq!(t[0].kind, TraceKind::Load);
+        assert_eq!(
+            t[0].src,
+            AddrSource::Flat64 {
+                vaddr: 2,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            crate::plan::vmem_kind(&dec("gfx942", &lds_dma)),
+            Some(false)
+        );
+        // gfx1250: global_load_async_to_lds_b32 v1, v[2:3], off /
+        // global_store_async_from_lds_b32 v[2:3], v1, off
+        let to_lds = [0x7c, 0x00, 0x18, 0xee, 0x01, 0, 0, 0, 0x02, 0, 0, 0];
+        let from_lds = [0x7c, 0x00, 0x19, 0xee, 0, 0, 0x80, 0, 0x02, 0, 0, 0];
+        assert_eq!(
+            dec("gfx1250", &to_lds).memory().unwrap().kind,
+            MemKind::Load
+        );
+        assert_eq!(
+            dec("gfx1250", &from_lds).memory().unwrap().kind,
+            MemKind::Store
+        );
+        assert_eq!(
+            crate::plan::vmem_kind(&dec("gfx1250", &from_lds)),
+            Some(true)
+        );
     }
 
     #[test]
