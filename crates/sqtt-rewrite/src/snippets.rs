@@ -48,6 +48,7 @@
 
 mod addr;
 mod clock;
+mod entry;
 mod scope;
 mod spill;
 
@@ -56,6 +57,7 @@ pub use addr::{
     TraceKind,
 };
 pub use clock::clock_marker;
+pub use entry::entry_waits;
 pub use scope::{scope_guard, scope_init, ScopeMasks};
 pub use spill::{spill_wrap, MAX_SAVED};
 

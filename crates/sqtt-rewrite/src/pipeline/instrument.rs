@@ -541,9 +541,13 @@ fn build_sites(env: &SiteEnv, sites: &[Site]) -> Vec<Built> {
         .filter(|(_, list)| !list.is_empty())
         .map_init(SnippetMemo::new, |memo, (fi, list)| {
             let sets = env.sgprs.function_sets(env.prog, fi);
+            let preds = branch_preds(&env.prog.funcs[fi]);
             let mut m0 = None;
             list.iter()
-                .map(|&n| (n, build_site(env, &sites[n], &sets, &mut m0, memo)))
+                .map(|&n| {
+                    let built = build_site(env, &sites[n], &sets, &mut m0, memo);
+                    (n, with_entry_waits(env.prog, &sites[n], &preds, built))
+                })
                 .collect()
         })
         .collect();
@@ -613,6 +617,54 @@ fn build_site(
     });
     let code = code.and_then(|c| spilled(target, &regs, c));
     Some(code.map(|c| (c, regs)))
+}
+
+/// Per instruction index of `f` that a branch jumps to (not by falling through): the indices
+/// of those branches.
+fn branch_preds(f: &crate::analysis::Func) -> HashMap<usize, Vec<usize>> {
+    let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (j, succs) in f.succs.iter().enumerate() {
+        for s in succs.iter().filter(|&s| s != j + 1) {
+            preds.entry(s).or_default().push(j);
+        }
+    }
+    preds
+}
+
+/// `built` with the waits in front that hazards from the original code before site `s` need
+/// ([`crate::snippets::entry_waits`]): the code in address order before it (what the verifier
+/// walks) and, when branches land on the block, the code before each such branch.
+fn with_entry_waits(
+    prog: &Program,
+    s: &Site,
+    preds: &HashMap<usize, Vec<usize>>,
+    built: Built,
+) -> Built {
+    let Some(Ok((code, regs))) = built else {
+        return built;
+    };
+    let f = &prog.funcs[s.func];
+    let run = |end: usize| -> Vec<Instruction> {
+        let end = end.min(f.insts.len());
+        (end.saturating_sub(amdgpu_isa::hazard::LOOKBACK)..end)
+            .map(|i| f.insts.get(i))
+            .collect()
+    };
+    let mut contexts = vec![run(s.before)];
+    match s.landing {
+        Landing::Before => {
+            for &j in preds.get(&s.before).into_iter().flatten() {
+                contexts.push(run(j + 1));
+            }
+        }
+        Landing::Edge(j) => contexts.push(run(j + 1)),
+        Landing::After => {}
+    }
+    let refs: Vec<&[Instruction]> = contexts.iter().map(Vec::as_slice).collect();
+    let out = crate::snippets::entry_waits(prog.target, &refs, code.to_vec())
+        .map(|c| (Arc::from(c), regs))
+        .map_err(|e| e.to_string());
+    Some(out)
 }
 
 /// `code` with the live SGPRs `regs` handed out saved before it and restored after it
