@@ -104,7 +104,11 @@ fn trans_results_reach_inserted_readlanes_after_a_va_vdst_wait() {
     let trans: Vec<usize> = (0..dis.len())
         .filter(|&k| dis[k].1.starts_with("v_sqrt_f32") || dis[k].1.starts_with("v_rcp_f32"))
         .collect();
-    assert_eq!(trans.len(), 2, "k_trans has one v_sqrt_f32 and one v_rcp_f32");
+    assert_eq!(
+        trans.len(),
+        2,
+        "k_trans has one v_sqrt_f32 and one v_rcp_f32"
+    );
     // Address order: between each transcendental write of v1 and the next v_readlane of v1,
     // a va_vdst(0) wait or 6 VALUs.
     for &k in &trans {
@@ -160,4 +164,23 @@ fn long_branch_island_setpc_commits_a_valu_write_of_vcc() {
     // sa_sdst (bit 0), va_vcc (bit 1) and va_sdst (bits 11:9) all 0.
     let m = depctr_imm(before, "gfx1201").expect("a wait right before s_setpc_b64");
     assert_eq!(m & 0x0e03, 0, "{before}: {m:#x}");
+}
+
+/// gfx1153 `k_counter`: the original right before the traced store has the bytes of the
+/// address-trace loop's counter init (`s_mov_b32 s0, 0`); the verifier accepts the output
+/// (it once aligned the original with the inserted copy and entered the loop at its head).
+#[test]
+fn counter_init_equal_to_the_original_before_the_site_verifies() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dis = instrument("gfx1153");
+    let inits = dis
+        .iter()
+        .filter(|(_, t)| t.starts_with("s_mov_b32 s0, 0") && t.trim_end().ends_with(", 0"))
+        .count();
+    assert!(
+        inits >= 2,
+        "the original and the loop's counter init: {inits}"
+    );
 }

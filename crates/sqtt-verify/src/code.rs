@@ -1466,8 +1466,16 @@ fn match_early(orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> Option
 /// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K`, an M0 save or an SCC
 /// save or a scope guard (`s_cmp_lg_u32 sFLAG, 0` then `s_cbranch_scc*`), never with `s_nop 0`,
 /// `s_ttracedata`, an M0 restore, an SCC restore (`s_cmp_lg_u32 sR, 0` not followed by an SCC
-/// branch) or a closing wait (`s_waitcnt_vscnt`, `s_wait_alu`).
+/// branch) or a closing wait (`s_waitcnt_vscnt`, `s_wait_alu`), and never at the head of one of
+/// its own loops (an address-trace loop is entered after its lane counter is set: a run that
+/// begins where a later branch of `new` jumps back to starts inside a snippet; fastllm's
+/// `FastllmGemv*MultiRow` kernels for gfx1100, where the original right before a site was
+/// `s_mov_b32 s1, 0`, the bytes of the loop's counter init, issue 29).
 fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
+    let loop_heads: std::collections::BTreeSet<u64> = new
+        .iter()
+        .filter_map(|n| n.inst.branch_target(n.addr).filter(|&t| t < n.addr))
+        .collect();
     let closing = |q: usize, i: &Instruction| match i.mnemonic() {
         "s_cmp_lg_u32" => {
             i.field("ssrc1") == Some(128)
@@ -1488,7 +1496,8 @@ fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
             && (matches!(
                 allowed(&n.inst),
                 Some(Allowed::Nop0 | Allowed::Ttrace | Allowed::RestoreM0(_))
-            ) || closing(q, &n.inst))
+            ) || closing(q, &n.inst)
+                || loop_heads.contains(&n.addr))
         {
             bad += 1;
         }
