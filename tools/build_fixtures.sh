@@ -73,6 +73,7 @@ variant_flags() {
     O3-preload8) echo "-O3 -mllvm -amdgpu-kernarg-preload-count=8" ;;
     g) echo "-g" ;;
     bad-word) echo "-g -DFX_BAD_WORD" ;;
+    llvm | bad-cfa) echo "" ;;   # debug-frame: the source picks its flags
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
 }
@@ -101,6 +102,8 @@ object() {
     stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
            "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
     hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
+    debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -123,6 +126,7 @@ for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
+for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 drain
 

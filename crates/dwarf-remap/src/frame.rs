@@ -1,5 +1,6 @@
-//! `.debug_frame` (DWARF 5 section 6.4; CIE versions 1, 3, 4): CIEs are copied verbatim (their
-//! initial instructions must not move the location); every FDE gets a mapped
+//! `.debug_frame` (DWARF 5 section 6.4; CIE versions 1, 3, 4; augmentation empty or LLVM's
+//! `[llvm:vX.Y]`): CIEs are copied verbatim (their initial instructions must not move the
+//! location); every FDE gets a mapped
 //! `initial_location`, a recomputed `address_range`, and re-encoded call frame instructions:
 //! `DW_CFA_advance_loc*` deltas (in code alignment units) are recomputed from mapped locations,
 //! keeping the original opcode when the new delta fits it, and `DW_CFA_set_loc` is mapped.
@@ -28,6 +29,24 @@ fn unsupported(pos: usize, what: String) -> Error {
         offset: pos as u64,
         what,
     }
+}
+
+/// Whether a CIE augmentation string is LLVM's vendor-extension marker `[llvm:vX.Y]`
+/// (AMDGPUUsage, "Call Frame Information": AMDGPU CIEs may carry `[llvm:v0.0]`, naming the
+/// version of the LLVM DWARF extensions the CFI uses, such as `DW_CFA_LLVM_def_aspace_cfa`).
+/// It has no `z` and so no augmentation data (DWARF 5 section 6.4.1): the CIE's fields after it
+/// are read as for an empty augmentation.
+fn is_llvm_vendor(aug: &[u8]) -> bool {
+    let Some(ver) = aug
+        .strip_prefix(b"[llvm:v")
+        .and_then(|r| r.strip_suffix(b"]"))
+    else {
+        return false;
+    };
+    let mut parts = ver.split(|&b| b == b'.');
+    let num =
+        |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
+    num(parts.next()) && num(parts.next()) && parts.next().is_none()
 }
 
 /// Rebuilds `.debug_frame`. `default_addr_size` (bytes) applies to CIEs before version 4.
@@ -64,7 +83,7 @@ pub(crate) fn rewrite(
                 }
                 aug.push(b);
             }
-            if !aug.is_empty() {
+            if !aug.is_empty() && !is_llvm_vendor(&aug) {
                 return Err(unsupported(
                     entry,
                     format!("CIE augmentation {:?}", String::from_utf8_lossy(&aug)),

@@ -228,6 +228,37 @@ pub fn remap_dwarf(
     sections: &HashMap<String, Vec<u8>>,
     map: &AddressMap,
 ) -> Result<HashMap<String, Vec<u8>>, Error> {
+    remap(sections, map, false).map(|r| r.sections)
+}
+
+/// What [`remap_dwarf_or_drop`] did.
+#[derive(Debug, Default)]
+pub struct Remapped {
+    /// New contents of each section that changed (an emptied section among them).
+    pub sections: HashMap<String, Vec<u8>>,
+    /// The sections emptied because they could not be remapped, each with the error.
+    pub dropped: Vec<(String, Error)>,
+}
+
+/// [`remap_dwarf`], except that a section nothing else refers to by offset (`.debug_frame`,
+/// `.debug_aranges`: DWARF 5 sections 6.4 and 6.1.2; `.debug_info` does not point into them)
+/// that cannot be remapped is emptied (its contents become zero bytes: no entries, nothing
+/// stale) and listed in [`Remapped::dropped`] instead of failing the whole remap. Errors in the
+/// other sections are still errors (they refer to each other: dropping one would leave
+/// dangling offsets in the rest).
+pub fn remap_dwarf_or_drop(
+    sections: &HashMap<String, Vec<u8>>,
+    map: &AddressMap,
+) -> Result<Remapped, Error> {
+    remap(sections, map, true)
+}
+
+/// [`remap_dwarf`] / [`remap_dwarf_or_drop`] (`drop`).
+fn remap(
+    sections: &HashMap<String, Vec<u8>>,
+    map: &AddressMap,
+    drop: bool,
+) -> Result<Remapped, Error> {
     for name in sections.keys() {
         if name.starts_with(".debug")
             && !PASSIVE.contains(&name.as_str())
@@ -320,14 +351,28 @@ pub fn remap_dwarf(
     let ([ranges, loc4], frame, aranges) = rest;
     new.insert(".debug_ranges", ranges?);
     new.insert(".debug_loc", loc4?);
-    new.insert(frame::SECTION, frame?);
-    new.insert(aranges::SECTION, aranges?);
+    let mut dropped = Vec::new();
+    for (name, r) in [(frame::SECTION, frame), (aranges::SECTION, aranges)] {
+        match r {
+            Ok(bytes) => {
+                new.insert(name, bytes);
+            }
+            Err(e) if drop => {
+                new.insert(name, Vec::new());
+                dropped.push((name.to_string(), e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 
-    Ok(new
-        .into_iter()
-        .filter(|(name, bytes)| get(name) != bytes.as_slice())
-        .map(|(name, bytes)| (name.to_string(), bytes))
-        .collect())
+    Ok(Remapped {
+        sections: new
+            .into_iter()
+            .filter(|(name, bytes)| get(name) != bytes.as_slice())
+            .map(|(name, bytes)| (name.to_string(), bytes))
+            .collect(),
+        dropped,
+    })
 }
 
 /// Collects the `.debug_*` sections of an ELF file (name -> contents), the input of

@@ -159,11 +159,17 @@ pub(crate) fn encode(
             .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
             .map(|m| m.with_identity_outside());
         let changed = amap.and_then(|m| {
-            dwarf_remap::remap_dwarf(sections, &m)
+            dwarf_remap::remap_dwarf_or_drop(sections, &m)
                 .map_err(|e| hsaco::Error::InvalidEdit(e.to_string()))
         });
         match changed {
             Ok(changed) => {
+                for (name, why) in &changed.dropped {
+                    report.notes.push(format!(
+                        "DWARF section {name} cannot be remapped ({why}): emptied, the code is instrumented"
+                    ));
+                }
+                let changed = changed.sections;
                 report.dwarf_sections_remapped = changed.len();
                 for (name, data) in changed {
                     let idx = ed.section_index(&name)?;

@@ -91,7 +91,14 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
     let ok = vec![true; prog.funcs.len()];
-    let dwarf = co.has_dwarf().then(|| debug_sections(co));
+    // Any `.debug_*` section, not only `.debug_info`: a `.debug_frame` alone holds code
+    // addresses too and must follow the code (or be dropped), never be left stale.
+    let dwarf = co
+        .elf
+        .sections
+        .iter()
+        .any(|s| s.name.starts_with(".debug_"))
+        .then(|| debug_sections(co));
     // The DWARF is indexed while the other features' sites and SCC liveness are found.
     let (dwarf_index, ((mut sites, mut skipped), scc_facts)) = rayon::join(
         || {
