@@ -7,17 +7,17 @@
 # number of code objects each reports.
 #
 # Usage: tools/bench_containers.sh [FILE...]
-#   default FILEs: the onnxruntime-rocm and librocsparse libraries of $SQTT_THIRDPARTY
-#   (default <workspace>/../thirdparty, see /work/thirdparty/INDEX.md).
+#   default FILEs: the onnxruntime-rocm and librocsparse libraries of $SQTT_REAL_DIR
+#   (default <repository>/target/real, filled by tools/fetch_real.sh).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-tp=${SQTT_THIRDPARTY:-$root/../thirdparty}
+tp=${SQTT_REAL_DIR:-$root/target/real}
 if [ $# -eq 0 ]; then
   set -- "$tp/wheels/onnxruntime-rocm/x/onnxruntime/capi/libonnxruntime_providers_rocm.so" \
          "$tp/deb-x/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1"
 fi
 for f in "$@"; do
-  [ -f "$f" ] || { echo "missing input $f (see /work/thirdparty/INDEX.md)" >&2; exit 1; }
+  [ -f "$f" ] || { echo "missing input $f (run tools/fetch_real.sh)" >&2; exit 1; }
 done
 llvm=/usr/lib/llvm-22/bin
 bench=$(cd "$root" && cargo bench -p hsaco --bench list_containers --no-run --message-format=json 2>/dev/null \

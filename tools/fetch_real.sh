@@ -1,28 +1,61 @@
 #!/usr/bin/env bash
-# Downloads the real third-party libraries of docs/registers.md (PyPI wheels and Debian packages;
-# nothing is installed) and extracts the 17 code objects of the coverage table into OUT/objects.
-# Usage: tools/fetch_real.sh [OUT]   (default /work/thirdparty; needs ~5 GB, pip, apt-get, unzip)
-# Then: tools/real_coverage.sh /tmp/cov OUT/objects/*.co
+# Downloads real third-party libraries (PyPI wheels and Debian packages; nothing is installed),
+# extracts every embedded code object of the ones listed below into OUT/x/<library>/, and links
+# the code objects of the coverage table of docs/registers.md into OUT/objects.
+#
+# Usage: tools/fetch_real.sh [OUT]
+#   OUT: the first argument, else $SQTT_REAL_DIR, else <repository>/target/real (inside the
+#   repository's build directory, never committed). Needs pip, apt-get, unzip and ~3 GB.
+#   SQTT_PATCH: the sqtt-patch binary (default <repository>/target/release/sqtt-patch).
+# Then, for example:
+#   sqtt-patch batch --check --functions 1 --barriers 1 OUT/x
+#   sqtt-patch batch --check --trace-addresses memory,lds OUT/x
+#   tools/real_coverage.sh /tmp/cov OUT/objects/*.co
+#
+# Sources (issue 29 added the last five):
+#   cupy-rocm-7-0, jax-rocm7-pjrt 0.12.0, onnxruntime-rocm, amd-aiter (PyPI), librocsparse0 (Debian);
+#   torch-scatter-rocm (PyPI, ROCm build of torch-scatter), jax-rocm60-plugin 0.5.0 (gfx940/gfx941
+#   objects), jax-rocm7-plugin 0.10.2 (gfx1153 objects; the newest for CPython 3.11), ftllm-rocm
+#   (fastllm's ROCm build), cyllama-rocm (a ggml/llama.cpp ROCm build, libggml-hip).
+#   vLLM is not fetched: PyPI has no ROCm wheel of it (`vllm-rocm` has no files, `vllm` is a CUDA
+#   build).
 set -euo pipefail
-OUT=${1:-/work/thirdparty}
-BIN=${SQTT_PATCH:-$(cd "$(dirname "$0")/.." && pwd)/target/release/sqtt-patch}
-SHARED=$(cd "$(dirname "$0")/../.." && pwd)/shared
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-${SQTT_REAL_DIR:-$ROOT/target/real}}
+BIN=${SQTT_PATCH:-$ROOT/target/release/sqtt-patch}
 mkdir -p "$OUT/wheels" "$OUT/debs" "$OUT/deb-x" "$OUT/x" "$OUT/objects"
 cd "$OUT"
 for spec in cupy-rocm-7-0==14.2.0 jax-rocm7-pjrt==0.12.0 onnxruntime-rocm==1.22.2.post3 \
-            amd-aiter==0.1.7.post2.dev18; do
+            amd-aiter==0.1.7.post2.dev18 torch-scatter-rocm==2.1.2.post7 \
+            jax-rocm60-plugin==0.5.0 jax-rocm7-plugin==0.10.2 ftllm-rocm==0.1.5.1 \
+            cyllama-rocm==0.2.18; do
   name=${spec%%==*}
   mkdir -p "wheels/$name"
   [ -d "wheels/$name/x" ] && continue
-  pip download -q --no-deps -d "wheels/$name" "$spec"
+  pip download -q --no-deps --only-binary=:all: -d "wheels/$name" "$spec"
   (cd "wheels/$name" && unzip -q -o ./*.whl -d x)
 done
 (cd debs && apt-get download librocsparse0)
 for d in debs/*.deb; do dpkg-deb -x "$d" deb-x; done
-"$BIN" extract -o x/cub wheels/cupy-rocm-7-0/x/cupy/cuda/cub.cpython-311-x86_64-linux-gnu.so
-"$BIN" extract -o x/xla wheels/jax-rocm7-pjrt/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so
-"$BIN" extract -o x/ort wheels/onnxruntime-rocm/x/onnxruntime/capi/libonnxruntime_providers_rocm.so
-"$BIN" extract -o x/rocsparse deb-x/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+# extract DIR LIBRARY: every code object of LIBRARY into x/DIR (once).
+extract() {
+  [ -d "x/$1" ] || "$BIN" extract -o "x/$1" "$2"
+}
+extract cub wheels/cupy-rocm-7-0/x/cupy/cuda/cub.cpython-311-x86_64-linux-gnu.so
+extract xla wheels/jax-rocm7-pjrt/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so
+extract ort wheels/onnxruntime-rocm/x/onnxruntime/capi/libonnxruntime_providers_rocm.so
+extract rocsparse deb-x/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+for m in scatter segment_coo segment_csr; do
+  extract "torch-scatter-$m" "wheels/torch-scatter-rocm/x/torch_scatter/_${m}_cuda.so"
+done
+for m in blas linalg prng solver; do
+  extract "jax60-$m" "wheels/jax-rocm60-plugin/x/jax_rocm60_plugin/_$m.so"
+done
+for m in linalg prng solver; do
+  extract "jax7-$m" "wheels/jax-rocm7-plugin/x/jax_rocm7_plugin/_$m.so"
+done
+extract fastllm wheels/ftllm-rocm/x/ftllm/libfastllm_tools.so
+extract ggml-hip "$(ls wheels/cyllama-rocm/x/cyllama_rocm.libs/libggml-hip-*.so)"
 A=wheels/amd-aiter/x/aiter_meta/hsa
 link() { ln -sf "$OUT/$1" "objects/$2.co"; }
 link x/cub/0-hipv4-amdgcn-amd-amdhsa--gfx942.co cub-gfx942
@@ -38,6 +71,4 @@ link "$A/gfx942/pa/pa_bf16_pertokenInt8_gqa16_1tg_4w_mtp_msk1.co" aiter-pa-gfx94
 link "$A/gfx950/pa/pa_bf16_pertokenInt8_gqa16_1tg_4w_mtp_msk1.co" aiter-pa-gfx950
 link "$A/gfx942/fmha_v3_fwd/MI308/fwd_hd128_bf16_causal_rtz_group.co" aiter-fmha-gfx942
 link "$A/gfx942/i8gemm/I8gemm_bf16_perTokenI8_BpreShuffle_192x128.co" aiter-gemm-gfx942
-ln -sf "$SHARED/corpus/triton/gfx942__triton-3.9.0__matmul.hsaco" objects/triton-matmul-gfx942.co
-ln -sf "$SHARED/corpus/triton/gfx1200__triton-3.9.0__matmul.hsaco" objects/triton-matmul-gfx1200.co
 ls -l objects

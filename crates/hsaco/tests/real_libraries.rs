@@ -2,9 +2,9 @@
 //!
 //! `#[ignore]`d, so `cargo test` never passes it silently: run it with `tools/real_libraries.sh`
 //! (`cargo test --release -p hsaco --test real_libraries -- --ignored --nocapture`). It reads
-//! the third-party directory `$SQTT_THIRDPARTY`, else `<workspace root>/../thirdparty` (fetched
-//! as `fixtures/corpus/tools/fetch_thirdparty.sh` describes; never committed), and FAILS when
-//! a library is missing there. For PyPI `onnxruntime-rocm` 1.22.2.post3
+//! the real-library directory `$SQTT_REAL_DIR`, else `<workspace root>/target/real` (fetched by
+//! `tools/fetch_real.sh`; never committed), and FAILS when a library is missing there. For PyPI
+//! `onnxruntime-rocm` 1.22.2.post3
 //! `libonnxruntime_providers_rocm.so` (95 bundles, 760 code objects) and Debian `librocsparse0`
 //! 5.3.0+dfsg-2 `librocsparse.so.0.1` (111 bundles, 777 code objects, DWARF):
 //! - every bundle entry found by `hsaco::host::find_fatbins` (bundle index, entry id, size)
@@ -25,7 +25,7 @@ use std::time::Instant;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
 use hsaco::CodeObject;
 
-/// One library under test: path inside the third-party dir, expected counts.
+/// One library under test: path inside the real-library dir, expected counts.
 struct Library {
     path: &'static str,
     bundles: usize,
@@ -48,11 +48,12 @@ const LIBRARIES: [Library; 2] = [
     },
 ];
 
-/// The third-party directory; panics naming every library missing from it.
-fn thirdparty() -> PathBuf {
-    let dir = match std::env::var_os("SQTT_THIRDPARTY") {
+/// The real-library directory (`$SQTT_REAL_DIR`, else `<workspace root>/target/real`, as
+/// `tools/fetch_real.sh` fills it); panics naming every library missing from it.
+fn real_dir() -> PathBuf {
+    let dir = match std::env::var_os("SQTT_REAL_DIR") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../thirdparty"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/real"),
     };
     let missing: Vec<String> = LIBRARIES
         .iter()
@@ -62,8 +63,8 @@ fn thirdparty() -> PathBuf {
         .collect();
     assert!(
         missing.is_empty(),
-        "real_libraries needs the third-party libraries (set SQTT_THIRDPARTY or create \
-         <workspace>/../thirdparty, see ../shared/corpus/tools/fetch_thirdparty.sh); missing: {}",
+        "real_libraries needs the real libraries (run tools/fetch_real.sh, which fills \
+         $SQTT_REAL_DIR or <workspace>/target/real); missing: {}",
         missing.join(", ")
     );
     dir
@@ -105,7 +106,7 @@ fn objdump_entries(lib: &Path, work: &Path) -> Vec<(usize, String, u64)> {
 #[test]
 #[ignore = "needs about 1.8 GB of third-party libraries: run tools/real_libraries.sh"]
 fn real_libraries_match_llvm_objdump_offloading() {
-    let dir = thirdparty();
+    let dir = real_dir();
     if common::no_llvm() {
         eprintln!("skipped: SQTT_NO_LLVM=1 (this test compares with llvm-objdump-22)");
         return;
