@@ -34,13 +34,13 @@
 //! - Address-trace snippets start with at least nine SALU instructions before their first VALU
 //!   (`v_readlane_b32`), i.e. at least nine wait states after the preceding original VALU; this
 //!   covers the 1..5-wait-state VALU-forwarding hazards of gfx9/gfx90a/gfx940 but not MFMA
-//!   results (up to 19) nor gfx11+ transcendental-result hazards (counted in VALUs): an address
-//!   VGPR written by such an instruction right before the traced op is not handled here.
+//!   results (up to 19) nor gfx11+ transcendental-result hazards (counted in VALUs): those, from
+//!   the original code before the site, get their waits in front of the finished block
+//!   ([`entry_waits`]).
 //!
 //!
 //! The hazard facts themselves live in `amdgpu_isa::hazard` (one table shared with the verifier,
-//! which checks every output against it and rejects the MFMA / transcendental cases above as
-//! `mfma-result` / `trans-use` findings); the processor sets and wait encodings used here come
+//! which checks every output against it); the processor sets and wait encodings used here come
 //! from there.
 //!
 //! Callers must insert a snippet immediately before the traced instruction, after the
@@ -212,7 +212,7 @@ fn depctr_wait(field: hazard::DepField) -> u16 {
 /// `s_waitcnt_vscnt null, 0` for gfx10.1 LDS/branch/VMEM). Rules fixed by VALU counts cannot be
 /// placed by a snippet (it has no VALU to spare) and are an error. With `caller_unknown`, every
 /// SGPR is assumed to carry an uncommitted SALU write from the code before the snippet (gfx12).
-/// Hazards between the snippet and the original code around it are the verifier's to check.
+/// Hazards from the original code before the finished block are resolved by [`entry_waits`].
 pub(crate) struct Emitter {
     pub t: Target,
     pub code: Vec<Instruction>,
