@@ -3,7 +3,8 @@
 //! `#[ignore]`d, so `cargo test` never passes it silently: run it with `tools/real_libraries.sh`
 //! (`cargo test --release -p hsaco --test real_libraries -- --ignored --nocapture`). It reads
 //! the real-library directory `$SQTT_REAL_DIR`, else `<workspace root>/target/real` (fetched by
-//! `tools/fetch_real.sh`; never committed), and FAILS when a library is missing there. For PyPI `onnxruntime-rocm` 1.22.2.post3
+//! `tools/fetch_real.sh`; never committed), and FAILS when a library is missing there. For PyPI
+//! `onnxruntime-rocm` 1.22.2.post3
 //! `libonnxruntime_providers_rocm.so` (95 bundles, 760 code objects) and Debian `librocsparse0`
 //! 5.3.0+dfsg-2 `librocsparse.so.0.1` (111 bundles, 777 code objects, DWARF):
 //! - every bundle entry found by `hsaco::host::find_fatbins` (bundle index, entry id, size)
