@@ -30,6 +30,7 @@ mod decode;
 mod display;
 pub mod hazard;
 mod image;
+mod memkind;
 mod regs;
 mod tables;
 mod target;
