@@ -29,8 +29,10 @@ use std::time::{Duration, Instant};
 /// Text agreement floors per family, in percent: the measured value at the default 200,000 words
 /// with LLVM 22.1 rounded down (docs/isa.md); the issue's goal is 99 %.
 const TEXT_FLOOR: [(&str, f64); 5] = [
-    ("gfx9", 99.97),
-    ("gfx10", 99.96),
+    // Issue 29 (more opcodes in the sampled space): gfx9 99.965 % (7 `buffer_store_lds_dword`
+    // print ` lds` after `glc slc`, LLVM before), gfx10 99.955 % (the VOP3 `v_interp_*` class).
+    ("gfx9", 99.96),
+    ("gfx10", 99.95),
     ("gfx11", 99.99),
     ("gfx12", 99.99),
     // Measured 99.650 % at 20k words after the VOP3PX2 work, before the WMMA reuse-flag fix.
