@@ -10,7 +10,8 @@ pub enum MemKind {
     /// Reads memory into registers; also LDS DMA from global memory (`global_load_lds_*`,
     /// `*_load_async_to_lds_*`, `buffer_load_* ... lds`): its global address is what it reads.
     Load,
-    /// Writes memory; also LDS DMA to global memory (`global_store_async_from_lds_*`).
+    /// Writes memory; also LDS DMA to global memory (`global_store_async_from_lds_*`,
+    /// gfx9 `buffer_store_lds_dword`).
     Store,
     /// Read-modify-write (returning or not).
     Atomic,
@@ -33,7 +34,10 @@ pub fn mem_kind(mnemonic: &str, load: bool, store: bool) -> MemKind {
         if mnemonic.contains("_load_lds_") || mnemonic.contains("_load_async_to_lds_") {
             return MemKind::Load;
         }
-        if mnemonic.contains("_store_async_from_lds_") {
+        // gfx9 `buffer_store_lds_dword`: one dword from LDS to buffer memory (Vega ISA,
+        // "MUBUF Instructions"); it reads LDS and writes global memory.
+        if mnemonic.contains("_store_async_from_lds_") || mnemonic.starts_with("buffer_store_lds_")
+        {
             return MemKind::Store;
         }
     }
@@ -113,6 +117,7 @@ mod tests {
                     .iter()
                     .map(|w| format!("scratch_load_lds_{w} Load")),
             )
+            .chain(std::iter::once("buffer_store_lds_dword Store".to_string()))
             .collect();
         want.sort();
         assert_eq!(dma.into_iter().collect::<Vec<_>>(), want);
