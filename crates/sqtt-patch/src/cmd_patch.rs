@@ -97,10 +97,10 @@ pub struct InstrumentFlags {
     #[arg(long, value_name = "none|asm|fence")]
     pub mem_barrier: Option<String>,
     /// gfx12 shader-clock bits. Default: $SQTT_SHADER_CLOCK_BITS.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub shader_clock_bits: Option<u32>,
     /// gfx12 shader-clock shift (needs --shader-clock-bits). Default: $SQTT_SHADER_CLOCK_SHIFT.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub shader_clock_shift: Option<u32>,
     /// HW_ID scope filtering with the spec's default masks (CU/WGP 0-1, SIMD 0xF); also enabled by
     /// any $SQTT_SCOPE_* variable or --scope-* flag.
