@@ -312,6 +312,13 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
     let mut sink = MemTrace::new(file).with_context(cannot)?;
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
+    if stats.records == 0 {
+        // Nothing could be read: bad input (as flamegraph says), not an empty trace.
+        bail!(
+            "{}: no trace record could be read; nothing written",
+            a.common.trace_dir.display()
+        );
+    }
     if sink.blocks == 0 {
         // As AMD's reader does: an empty list, and success.
         drop(sink);

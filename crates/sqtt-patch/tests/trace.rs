@@ -613,6 +613,15 @@ fn malformed_directories() {
         "{}",
         stderr(&o)
     );
+    // A capture of which nothing can be read is bad input, not an empty trace (fresh tester).
+    let junk = tmp.path().join("junk/ui_output_agent_1_dispatch_1");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.join("occupancy.json"), "{garbage").unwrap();
+    std::fs::write(junk.join("shaderdata_0.json"), "[1,2").unwrap();
+    let cap = tmp.path().join("junk");
+    let o = run(&["memtrace", cap.to_str().unwrap(), "-o", m.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no trace record could be read"));
     for bad in ["-1", "1e-300", "2100"] {
         let flag = format!("--clock-rate-ghz={bad}");
         let o = run(&["perfetto", cap.to_str().unwrap(), &flag]);
