@@ -39,7 +39,7 @@ fn gfx940_and_gfx941_are_instrumented_as_gfx942() {
     let mut args: Vec<&std::ffi::OsStr> =
         vec![orig.as_os_str(), "-o".as_ref(), orig_out.as_os_str()];
     args.extend(flags.iter().map(std::ffi::OsStr::new));
-    let (code, _, orig_report) = run(&args);
+    let (code, orig_report, _) = run(&args);
     assert_eq!(code, 0, "{orig_report}");
     let orig_bytes = std::fs::read(&orig_out).unwrap();
     for (t, mach) in [("gfx940", "0x40"), ("gfx941", "0x4b")] {
@@ -59,7 +59,7 @@ fn gfx940_and_gfx941_are_instrumented_as_gfx942() {
         let out = dir.path().join(format!("{t}.co"));
         let mut args: Vec<&std::ffi::OsStr> = vec![co.as_os_str(), "-o".as_ref(), out.as_os_str()];
         args.extend(flags.iter().map(std::ffi::OsStr::new));
-        let (code, _, report) = run(&args);
+        let (code, report, _) = run(&args);
         assert_eq!(code, 0, "{t}: {report}");
         assert!(
             report.contains(&format!("target {t}: instrumented;")),

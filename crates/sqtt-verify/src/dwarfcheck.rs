@@ -32,18 +32,7 @@ impl LineMap {
             return Ok(None);
         }
         // Compressed sections (`SHF_COMPRESSED`) are read decompressed (issue 39).
-        let mut contents: HashMap<&str, std::borrow::Cow<'_, [u8]>> = HashMap::new();
-        for s in co
-            .elf
-            .sections
-            .iter()
-            .filter(|s| s.name.starts_with(".debug_"))
-        {
-            let (_, d) = co
-                .section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
-                .map_err(|e| e.to_string())?;
-            contents.insert(s.name.as_str(), d);
-        }
+        let contents = debug_contents(co)?;
         let data = |name: &str| contents.get(name).map_or(&[][..], |d| d.as_ref());
         let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
             Ok(EndianSlice::new(data(id.name()), LittleEndian))
@@ -179,6 +168,21 @@ fn global(message: String) -> Finding {
     }
 }
 
+/// The `.debug_*` sections of `co` by name, decompressed where they are `SHF_COMPRESSED`
+/// (issue 39; borrowed otherwise). Errors: a compressed section that does not decompress.
+fn debug_contents(co: &CodeObject) -> Result<HashMap<&str, std::borrow::Cow<'_, [u8]>>, String> {
+    co.elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".debug_"))
+        .map(|s| {
+            co.section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+                .map(|(_, d)| (s.name.as_str(), d))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// Names of the functions the ORIGINAL's DWARF says were inlined: for every
 /// `DW_TAG_inlined_subroutine`, the `DW_AT_linkage_name` and `DW_AT_name` of its
 /// `DW_AT_abstract_origin` (and of what that origin's `DW_AT_specification` names). An `F:` row
@@ -187,7 +191,10 @@ fn global(message: String) -> Finding {
 /// no readable DWARF.
 pub(crate) fn inlined_names(co: &CodeObject) -> std::collections::BTreeSet<String> {
     let mut out = std::collections::BTreeSet::new();
-    let data = |name: &str| co.section(name).map_or(&[][..], |s| co.section_data(s));
+    let Ok(contents) = debug_contents(co) else {
+        return out;
+    };
+    let data = |name: &str| contents.get(name).map_or(&[][..], |d| d.as_ref());
     let Ok(dwarf) = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
         Ok(EndianSlice::new(data(id.name()), LittleEndian))
     }) else {
