@@ -22,10 +22,9 @@ mod common;
 
 use amdgpu_isa::{decode, Family, Target};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Gaps LLVM 22 decodes that we still refuse, on any processor: (format, LLVM mnemonic, reason).
 /// docs/isa.md "Opcode gaps" lists the same.
@@ -273,7 +272,7 @@ fn run_batch(mcpu: &str, mattr: &str, lines: &[&[u32]]) -> Option<Vec<Verdict>> 
     if !mattr.is_empty() {
         args.push(format!("-mattr={mattr}"));
     }
-    let mut child = Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
+    let child = Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
         .args(&args)
         .env("LLVM_DISABLE_SYMBOLIZATION", "1")
         .stdin(Stdio::piped())
@@ -293,35 +292,7 @@ fn run_batch(mcpu: &str, mattr: &str, lines: &[&[u32]]) -> Option<Vec<Verdict>> 
         }
         input.push('\n');
     }
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out_r = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        stdout.read_to_end(&mut s).map(|_| s)
-    });
-    let err_r = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        stderr.read_to_end(&mut s).map(|_| s)
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait llvm-mc") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our own child, by its handle.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let _ = writer.join();
-    let out = out_r.join().expect("stdout reader").unwrap_or_default();
-    let err = err_r.join().expect("stderr reader").unwrap_or_default();
-    status?.code()?;
+    let (out, err) = common::feed_with_deadline(child, input)?;
     let mut rejected = vec![false; lines.len()];
     for l in String::from_utf8_lossy(&err).lines() {
         let mut p = l.split(':');

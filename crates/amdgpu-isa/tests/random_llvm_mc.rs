@@ -21,10 +21,10 @@ mod common;
 
 use amdgpu_isa::{decode, testing, Family, Instruction, Target};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Text agreement floors per family, in percent: the measured value at the default 200,000 words
 /// with LLVM 22.1 rounded down (docs/isa.md); the goal is 99 %.
@@ -87,7 +87,7 @@ fn parse_line(l: &str) -> Option<(String, Vec<u8>)> {
 
 /// Runs one llvm-mc process over `lines`; `None` if it crashed or hung.
 fn run_batch(mcpu: &str, lines: &[Vec<u8>]) -> Option<Vec<Verdict>> {
-    let mut child = Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
+    let child = Command::new(format!("{}/llvm-mc", common::LLVM_BIN))
         .args([
             "-arch=amdgcn",
             &format!("-mcpu={mcpu}"),
@@ -108,35 +108,7 @@ fn run_batch(mcpu: &str, lines: &[Vec<u8>]) -> Option<Vec<Verdict>> {
         }
         input.push('\n');
     }
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out_r = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        stdout.read_to_end(&mut s).map(|_| s)
-    });
-    let err_r = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        stderr.read_to_end(&mut s).map(|_| s)
-    });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait llvm-mc") {
-            break Some(s);
-        }
-        if Instant::now() > deadline {
-            // Our own child, by its handle.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let _ = writer.join();
-    let out = out_r.join().expect("stdout reader").unwrap_or_default();
-    let err = err_r.join().expect("stderr reader").unwrap_or_default();
-    status?.code()?;
+    let (out, err) = common::feed_with_deadline(child, input)?;
     // First warning column per line (1-based line numbers).
     let mut warn_col: Vec<Option<usize>> = vec![None; lines.len()];
     for l in String::from_utf8_lossy(&err).lines() {

@@ -163,3 +163,45 @@ pub fn exec_sections(data: &[u8]) -> (u32, Vec<(u64, Vec<u8>)>) {
     }
     (flags, v)
 }
+
+/// Writes `input` to the standard input of `child` (spawned with all three streams piped) and
+/// collects its standard output and error, killing it after 60 s. `None` when it was killed
+/// or ended by a signal (llvm-mc-22 crashes or hangs on some invalid words); the caller then
+/// splits the batch.
+pub fn feed_with_deadline(
+    mut child: std::process::Child,
+    input: String,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out_r = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        stdout.read_to_end(&mut s).map(|_| s)
+    });
+    let err_r = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        stderr.read_to_end(&mut s).map(|_| s)
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for the child") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            // Our own child, by its handle.
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let _ = writer.join();
+    let out = out_r.join().expect("stdout reader").unwrap_or_default();
+    let err = err_r.join().expect("stderr reader").unwrap_or_default();
+    status?.code()?;
+    Some((out, err))
+}
