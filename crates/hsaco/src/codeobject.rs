@@ -352,6 +352,18 @@ impl CodeObject {
         Ok((Some(h), std::borrow::Cow::Owned(plain)))
     }
 
+    /// Every `.debug_*` section by name, as DWARF readers see it ([`Self::section_contents`]:
+    /// decompressed when `SHF_COMPRESSED`, borrowed otherwise). Errors: the first compressed
+    /// section that does not decompress within `limit` bytes.
+    pub fn debug_sections(&self, limit: u64) -> Result<HashMap<&str, std::borrow::Cow<'_, [u8]>>> {
+        self.elf
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(".debug_"))
+            .map(|s| Ok((s.name.as_str(), self.section_contents(s, limit)?.1)))
+            .collect()
+    }
+
     /// Every executable section (`SHF_EXECINSTR`), `.text` normally the only one.
     pub fn exec_sections(&self) -> impl Iterator<Item = &Section> {
         self.elf.sections.iter().filter(|s| s.is_exec())

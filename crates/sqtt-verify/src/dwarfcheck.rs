@@ -171,18 +171,9 @@ fn global(message: String) -> Finding {
 /// The `.debug_*` sections of `co` by name, decompressed where they are `SHF_COMPRESSED`
 /// (issue 39; borrowed otherwise). Errors: a compressed section that does not decompress.
 fn debug_contents(co: &CodeObject) -> Result<HashMap<&str, std::borrow::Cow<'_, [u8]>>, String> {
-    co.elf
-        .sections
-        .iter()
-        .filter(|s| s.name.starts_with(".debug_"))
-        .map(|s| {
-            co.section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
-                .map(|(_, d)| (s.name.as_str(), d))
-                .map_err(|e| e.to_string())
-        })
-        .collect()
+    co.debug_sections(hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+        .map_err(|e| e.to_string())
 }
-
 /// Names of the functions the ORIGINAL's DWARF says were inlined: for every
 /// `DW_TAG_inlined_subroutine`, the `DW_AT_linkage_name` and `DW_AT_name` of its
 /// `DW_AT_abstract_origin` (and of what that origin's `DW_AT_specification` names). An `F:` row

@@ -483,16 +483,13 @@ fn scope_inits(
 /// (issue 39: Debian's ROCm builds compress every one with zlib). Errors: a compressed section
 /// that does not decompress (named, with its file offset).
 fn debug_sections(co: &CodeObject) -> Result<HashMap<String, Vec<u8>>, String> {
-    co.elf
-        .sections
-        .iter()
-        .filter(|s| s.name.starts_with(".debug_"))
-        .map(|s| {
-            co.section_contents(s, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
-                .map(|(_, data)| (s.name.clone(), data.into_owned()))
-                .map_err(|e| e.to_string())
-        })
-        .collect()
+    let sections = co
+        .debug_sections(hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+        .map_err(|e| e.to_string())?;
+    Ok(sections
+        .into_iter()
+        .map(|(name, data)| (name.to_string(), data.into_owned()))
+        .collect())
 }
 
 /// The register allocator of a snippet in front of instruction `i` of function `fi`: the SGPRs
