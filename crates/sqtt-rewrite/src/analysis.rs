@@ -5,6 +5,7 @@
 //! the rewriter then fails closed (docs/background/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
+use crate::consteval::OffsetExpr;
 use crate::insts::Insts;
 use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
 use crate::regs::Sgprs;
@@ -241,6 +242,8 @@ fn decode_fn(
 
 const ADD_LO: [&str; 2] = ["s_add_u32", "s_add_co_u32"];
 const ADD_HI: [&str; 2] = ["s_addc_u32", "s_add_co_ci_u32"];
+const SUB_LO: [&str; 2] = ["s_sub_u32", "s_sub_co_u32"];
+const SUB_HI: [&str; 2] = ["s_subb_u32", "s_sub_co_ci_u32"];
 
 /// A recognised address builder inside one function, before classification of its use.
 struct Builder {
@@ -258,6 +261,10 @@ enum RelocPart {
     Lo,
     Hi,
     Whole,
+    /// The literal of the offset computation of an evaluated builder ([`crate::consteval`]).
+    Eval(OffsetExpr),
+    /// The last instruction of an evaluated builder (nothing to re-encode).
+    End,
 }
 
 /// Recognises `s_getpc_b64 s[a:a+1]` followed (in straight-line code) by the adds of a
@@ -280,6 +287,8 @@ fn match_builder(
     // (instruction index, 32-bit constant) of the low and high adds once seen.
     type Half = Option<(usize, u32)>;
     let (mut lo, mut hi): (Half, Half) = (None, None);
+    // (low add index, offset register, subtract) of an evaluated builder.
+    let mut evaluated: Option<(usize, u16, bool)> = None;
     for (j, (ja, inst)) in (i + 1..).zip(insts.range(i + 1..insts.len())) {
         if leaders.contains(&j) {
             return Err(fail(ja, "branch target inside the sequence"));
@@ -318,20 +327,45 @@ fn match_builder(
                 done_at: j,
             });
         }
-        if ADD_LO.contains(&m) && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
-            let v = inst
-                .literal()
-                .ok_or_else(|| fail(ja, "low add without a literal"))?;
-            lo = Some((j, v as u32));
-        } else if ADD_HI.contains(&m)
+        let low_op = ADD_LO.contains(&m) || SUB_LO.contains(&m);
+        if low_op && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
+            let sub = SUB_LO.contains(&m);
+            match inst.literal() {
+                Some(v) if !sub => lo = Some((j, v as u32)),
+                _ => {
+                    // Tensile: the offset is computed in another SGPR ([`crate::consteval`]).
+                    let other = ["ssrc0", "ssrc1"]
+                        .iter()
+                        .filter_map(|f| inst.field(f))
+                        .find(|&v| v < 106 && v != u32::from(a))
+                        .ok_or_else(|| fail(ja, "low add without a literal or offset register"))?;
+                    evaluated = Some((j, other as u16, sub));
+                    lo = Some((j, 0));
+                }
+            }
+        } else if (ADD_HI.contains(&m) || SUB_HI.contains(&m))
             && writes_hi
             && !writes_lo
             && reads_hi
             && !reads_lo
             && lo.is_some()
             && hi.is_none()
+            && SUB_HI.contains(&m) == evaluated.is_some_and(|e| e.2)
         {
             let v = hi_const(&inst).ok_or_else(|| fail(ja, "high add without a constant"))?;
+            if let Some((add, s, sub)) = evaluated {
+                let (root, expr) =
+                    crate::consteval::offset_expr(insts, reg_use, leaders, (i, add), s, v, sub)
+                        .map_err(|why| fail(ja, &why))?;
+                let lit = insts.get(root).literal().unwrap_or(0) as u32;
+                return Ok(Builder {
+                    getpc: i,
+                    pair: a,
+                    target: (addr + 4).wrapping_add(expr.eval(lit) as u64),
+                    fixups: vec![(root, RelocPart::Eval(expr)), (j, RelocPart::End)],
+                    done_at: j,
+                });
+            }
             hi = Some((j, v));
         } else if m == "s_sext_i32_i16" && writes_hi && !writes_lo && lo.is_none() {
             // gfx12 canonicalises the PC's high half first; the address is unchanged.
@@ -358,6 +392,42 @@ fn pc_source(u: &RegUse) -> Option<u16> {
     (0..106u16).find(|&n| has(r, n) && has(r, n + 1))
 }
 
+/// Index of the first instruction of the padding that ends a function, when it has one: a run
+/// of `s_nop`, `s_code_end` or all-zero words after an instruction that does not fall through
+/// (`s_endpgm`, an unconditional branch or jump, a return, `s_trap 2`), which no direct branch of
+/// the function targets. A function whose extent runs to the next symbol (Tensile's kernels are
+/// symbols of size 0, issue 37) holds the linker's alignment padding; cut off, it is padding
+/// between functions like any other (an all-zero word decodes as a VALU instruction on gfx9 and
+/// would otherwise look like execution falling off the end).
+fn trailing_padding(insts: &Insts) -> Option<usize> {
+    let pad = |i: &Instruction| {
+        matches!(i.special(), Special::Nop | Special::CodeEnd)
+            || (0..i.len() / 4).all(|w| i.word(w) == 0)
+    };
+    let n = insts.len();
+    let mut k = n;
+    while k > 0 && pad(&insts.get(k - 1)) {
+        k -= 1;
+    }
+    if k == n || k == 0 {
+        return None;
+    }
+    let last = insts.get(k - 1);
+    let ends = aborts(&last)
+        || matches!(
+            last.flow(),
+            Flow::EndProgram
+                | Flow::Branch { conditional: false }
+                | Flow::IndirectJump
+                | Flow::Return
+        );
+    let from = insts.addr(k);
+    let targeted = insts
+        .iter()
+        .any(|(a, i)| i.branch_target(a).is_some_and(|t| t >= from));
+    (ends && !targeted).then_some(k)
+}
+
 /// Every function decoded, not yet analysed: the output of the decode stage ([`decode`]) and
 /// the input of [`analyse_decoded`].
 pub struct DecodedProgram {
@@ -373,8 +443,14 @@ pub fn decode(target: Target, text: &[u8], text_addr: u64, specs: Vec<FnSpec>) -
     // In parallel over functions; `collect` keeps the order.
     let funcs = specs
         .into_par_iter()
-        .map(|spec| {
-            let d = decode_fn(target, text, text_addr, &spec);
+        .map(|mut spec| {
+            let mut d = decode_fn(target, text, text_addr, &spec);
+            if let Some(k) = d.as_ref().ok().and_then(|d| trailing_padding(&d.insts)) {
+                if let Ok(dd) = &d {
+                    spec.end = dd.insts.addr(k);
+                }
+                d = decode_fn(target, text, text_addr, &spec);
+            }
             (spec, d)
         })
         .collect();
@@ -417,7 +493,9 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
             for r in f.relocs.relocs_mut() {
                 if let Reloc::PcRelLo { idiom }
                 | Reloc::PcRelHi { idiom }
-                | Reloc::PcRel64 { idiom } = r
+                | Reloc::PcRel64 { idiom }
+                | Reloc::PcRelEval { idiom, .. }
+                | Reloc::PcRelEnd { idiom } = r
                 {
                     *idiom += base;
                 }
@@ -641,6 +719,11 @@ fn analyse_fn(
                             RelocPart::Lo => Reloc::PcRelLo { idiom: k },
                             RelocPart::Hi => Reloc::PcRelHi { idiom: k },
                             RelocPart::Whole => Reloc::PcRel64 { idiom: k },
+                            RelocPart::Eval(expr) => Reloc::PcRelEval {
+                                idiom: k,
+                                expr: *expr,
+                            },
+                            RelocPart::End => Reloc::PcRelEnd { idiom: k },
                         };
                         relocs.push((*j as u32, r));
                     }

@@ -14,6 +14,7 @@
 
 mod item;
 
+use crate::consteval::OffsetExpr;
 use crate::insts::Insts;
 use amdgpu_isa::build::{self, Operand};
 use amdgpu_isa::{Family, Instruction, Target};
@@ -112,6 +113,20 @@ pub enum Reloc {
     },
     /// The whole 64-bit offset in a 64-bit literal (gfx1250 `s_add_nc_u64`).
     PcRel64 {
+        /// Index into [`TextPlan::pcrels`].
+        idiom: usize,
+    },
+    /// The literal an evaluated builder computes its offset from (Tensile's long branch,
+    /// [`crate::consteval`]): re-aimed by [`OffsetExpr::solve`].
+    PcRelEval {
+        /// Index into [`TextPlan::pcrels`].
+        idiom: usize,
+        /// The offset as a function of this instruction's literal.
+        expr: OffsetExpr,
+    },
+    /// The last instruction of an evaluated builder: copied unchanged; it ends the stretch
+    /// in which nothing is inserted ([`crate::plan::forbidden_points`]).
+    PcRelEnd {
         /// Index into [`TextPlan::pcrels`].
         idiom: usize,
     },
@@ -782,15 +797,19 @@ impl Pass2<'_> {
     ) -> Result<(), LayoutError> {
         let (r, out) = (&self.r, &mut self.out);
         match reloc {
-            Reloc::None => Fixed(inst).encode(at, r, out),
+            Reloc::None | Reloc::PcRelEnd { .. } => Fixed(inst).encode(at, r, out),
             Reloc::Branch { target } => ShortBranch { old, inst, target }.encode(at, r, out),
             Reloc::ToIsland { island } => BranchToIsland { old, inst, island }.encode(at, r, out),
             Reloc::Call { target } => CallEntry { old, inst, target }.encode(at, r, out),
             Reloc::AddPc { target } => AddPc64 { old, inst, target }.encode(at, r, out),
-            Reloc::PcRelLo { idiom } | Reloc::PcRelHi { idiom } | Reloc::PcRel64 { idiom } => {
+            Reloc::PcRelLo { idiom }
+            | Reloc::PcRelHi { idiom }
+            | Reloc::PcRel64 { idiom }
+            | Reloc::PcRelEval { idiom, .. } => {
                 let part = match reloc {
                     Reloc::PcRelLo { .. } => Part::Lo,
                     Reloc::PcRelHi { .. } => Part::Hi,
+                    Reloc::PcRelEval { expr, .. } => Part::Eval(expr),
                     _ => Part::Whole,
                 };
                 if r.pcrels

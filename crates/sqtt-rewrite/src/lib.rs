@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod config;
+pub mod consteval;
 pub mod funcmap;
 mod idiom;
 pub mod inlined;

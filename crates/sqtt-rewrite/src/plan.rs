@@ -294,7 +294,10 @@ pub fn forbidden_points(f: &Func) -> Forbidden {
     }
     // Address builders: between the getpc and the instruction that completes it.
     for (i, r) in f.relocs.iter() {
-        if let crate::layout::Reloc::PcRelHi { .. } | crate::layout::Reloc::PcRel64 { .. } = r {
+        if let crate::layout::Reloc::PcRelHi { .. }
+        | crate::layout::Reloc::PcRel64 { .. }
+        | crate::layout::Reloc::PcRelEnd { .. } = r
+        {
             let mut g = i;
             while g > 0 && f.insts.get(g).special() != Special::GetPc {
                 g -= 1;

@@ -8,9 +8,8 @@ use amdgpu_isa::{decode, Instruction, Special, Target};
 use hsaco::CodeObject;
 use rayon::prelude::*;
 
-use crate::insn::{
-    allowed, insertable, is_padding, region_class_regs, scalar_const, Allowed, Region,
-};
+pub(crate) use crate::builder::{find_builders, Builder};
+use crate::insn::{allowed, insertable, is_padding, region_class_regs, Allowed, Region};
 use crate::{Check, Finding, FunctionKind, VerifyError};
 use amdgpu_isa::{RegSet, SpecialReg};
 
@@ -283,39 +282,6 @@ impl OInst {
     /// Its copy was found and has its bytes.
     pub fn copied_verbatim(&self) -> bool {
         self.new_off != NOT_PLACED && self.shape & OInst::COPY_CHANGED == 0
-    }
-}
-
-/// A `s_getpc_b64`/`s_get_pc_i64` address builder of the original (rewriting.md "Layout and
-/// relocation"): instruction indices of the getpc and of the adds carrying the offset.
-pub(crate) struct Builder {
-    pub getpc: usize,
-    /// First SGPR of the pair holding the address.
-    pub dst: u16,
-    /// `s_add_u32`/`s_add_co_u32` (low half), or the single gfx1250 `s_add_nc_u64`.
-    pub lo: usize,
-    /// `s_addc_u32`/`s_add_co_ci_u32` (high half); `None` for `s_add_nc_u64`.
-    pub hi: Option<usize>,
-}
-
-impl Builder {
-    /// Byte offset added to `getpc address + 4`, from the given instructions of the builder.
-    pub fn offset(&self, lo: &Instruction, hi: Option<&Instruction>) -> Option<i64> {
-        match hi {
-            None => {
-                let l = lo.literal()?;
-                Some(if lo.len() == 8 {
-                    i64::from(l as u32 as i32)
-                } else {
-                    l as i64
-                })
-            }
-            Some(h) => {
-                let l = scalar_const(lo, "ssrc1").or_else(|| scalar_const(lo, "ssrc0"))?;
-                let hv = scalar_const(h, "ssrc1").or_else(|| scalar_const(h, "ssrc0"))?;
-                Some(((u64::from(hv) << 32) | u64::from(l)) as i64)
-            }
-        }
     }
 }
 
@@ -1316,61 +1282,6 @@ fn decode_original(
     Ok(out)
 }
 
-pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
-    let mut out = Vec::new();
-    for (k, (_, g)) in body.iter().enumerate() {
-        if g.special() != Special::GetPc {
-            continue;
-        }
-        let Some(hi_reg) = g.writes().max_sgpr() else {
-            continue;
-        };
-        let dst = hi_reg.saturating_sub(1);
-        let mut lo = None;
-        for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(8) {
-            let (r, w) = i.reads_writes();
-            let m = i.mnemonic();
-            if m == "s_add_nc_u64" && w.contains_sgpr(dst) && r.contains_sgpr(dst) {
-                out.push(Builder {
-                    getpc: k,
-                    dst,
-                    lo: j,
-                    hi: None,
-                });
-                break;
-            }
-            if matches!(m, "s_add_u32" | "s_add_co_u32")
-                && w.contains_sgpr(dst)
-                && r.contains_sgpr(dst)
-                && lo.is_none()
-            {
-                lo = Some(j);
-                continue;
-            }
-            if matches!(m, "s_addc_u32" | "s_add_co_ci_u32")
-                && w.contains_sgpr(dst + 1)
-                && r.contains_sgpr(dst + 1)
-            {
-                if let Some(l) = lo {
-                    out.push(Builder {
-                        getpc: k,
-                        dst,
-                        lo: l,
-                        hi: Some(j),
-                    });
-                }
-                break;
-            }
-            let sext_hi =
-                m == "s_sext_i32_i16" && w.contains_sgpr(dst + 1) && !w.contains_sgpr(dst);
-            if !sext_hi && (w.contains_sgpr(dst) || w.contains_sgpr(dst + 1)) {
-                break;
-            }
-        }
-    }
-    out
-}
-
 /// Whether rewritten `n` is original `o` up to its PC-relative field: the simm16 of a direct
 /// branch or call, or the literal when `pcrel_literal` (an add of an `s_getpc` address builder)
 /// or for `s_add_pc_i64`. Every other byte must be equal.
@@ -1590,7 +1501,7 @@ fn align(
     let pcrel: Vec<usize> = f
         .builders
         .iter()
-        .flat_map(|b| std::iter::once(b.lo).chain(b.hi))
+        .flat_map(|b| b.parts.iter().copied())
         .collect();
     let unplaced = |f: &mut Func, from: usize| {
         let run_end = f.inserted.len();

@@ -795,12 +795,11 @@ fn callees(p: &Program, root: usize) -> BTreeSet<usize> {
         let f = &p.funcs[fi];
         let mut next = Vec::new();
         for b in &f.builders {
-            let (Some(g), Some(lo)) = (f.orig.get(b.getpc), f.orig.get(b.lo)) else {
+            let Some(g) = f.orig.get(b.getpc) else {
                 continue;
             };
-            let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
-            if let Some(off) = b.offset(&f.inst(lo), hi.as_ref()) {
-                next.extend(p.func_at(g.addr.wrapping_add(4).wrapping_add(off as u64)));
+            if let Some(t) = b.target_with(g.addr, |k| f.orig.get(k).map(|o| f.inst(o))) {
+                next.extend(p.func_at(t));
             }
         }
         for o in f.orig.iter().filter(|o| f.regs(o).has(Regs::CALL)) {

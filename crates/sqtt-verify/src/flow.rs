@@ -878,24 +878,17 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
     for b in &f.builders {
-        let get = |k: usize| f.orig.get(k);
-        let (Some(g), Some(lo)) = (get(b.getpc), get(b.lo)) else {
+        let Some(g) = f.orig.get(b.getpc) else {
             continue;
         };
-        let hi = b.hi.and_then(get);
-        let Some(off_o) = b.offset(&f.inst(lo), hi.map(|h| f.inst(h)).as_ref()) else {
+        let Some(t_o) = b.target_with(g.addr, |k| f.orig.get(k).map(|o| f.inst(o))) else {
             continue;
         };
-        let t_o = g.addr.wrapping_add(4).wrapping_add(off_o as u64);
-        let t_n = match (f.copy(g), f.copy(lo), hi.map(|h| f.copy(h))) {
-            (Some(gn), Some(ln), None) => b
-                .offset(&ln.inst, None)
-                .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
-            (Some(gn), Some(ln), Some(Some(hn))) => b
-                .offset(&ln.inst, Some(&hn.inst))
-                .map(|o| gn.addr.wrapping_add(4).wrapping_add(o as u64)),
-            _ => None,
-        };
+        let t_n = f.copy(g).and_then(|gn| {
+            b.target_with(gn.addr, |k| {
+                f.orig.get(k).and_then(|o| f.copy(o)).map(|c| c.inst)
+            })
+        });
         let edge = check_target(p, fi, b.getpc, t_o, t_n, "address builder", findings);
         builder_edges.insert(b.getpc, (b.dst, edge));
     }

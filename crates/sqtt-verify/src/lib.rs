@@ -44,6 +44,7 @@
 //!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
 //!    byte for byte with the bytes that followed it, and is followed by the same function.
 
+mod builder;
 mod code;
 mod dwarfcheck;
 mod elfcheck;

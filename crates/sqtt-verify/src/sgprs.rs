@@ -168,9 +168,8 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
         .iter()
         .filter(|b| b.getpc < k && b.dst == pair)
         .max_by_key(|b| b.getpc)?;
-    let lo = &f.inst(f.orig.get(b.lo)?);
-    let hi = b.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
-    let done = b.hi.map_or(b.lo, |h| h.max(b.lo));
+    let orig = |k: usize| f.orig.get(k).map(|o| f.inst(o));
+    let done = b.parts.iter().copied().max()?;
     let written = (done + 1..k).any(|j| {
         let w = writes(f.regs(&f.orig[j]));
         w >> pair & 3 != 0
@@ -183,24 +182,15 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
         .iter()
         .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
         || f.builders.iter().any(|o| {
-            let (Some(l), Some(g)) = (f.orig.get(o.lo), f.orig.get(o.getpc)) else {
+            let Some(g) = f.orig.get(o.getpc) else {
                 return true;
             };
-            let h = o.hi.and_then(|h| f.orig.get(h)).map(|h| f.inst(h));
-            o.offset(&f.inst(l), h.as_ref())
-                .is_some_and(|off| lands_between(g.addr.wrapping_add(4).wrapping_add(off as u64)))
+            o.target_with(g.addr, orig).is_some_and(lands_between)
         });
     if written || joined {
         return None;
     }
-    let off = b.offset(lo, hi.as_ref())?;
-    Some(
-        f.orig
-            .get(b.getpc)?
-            .addr
-            .wrapping_add(4)
-            .wrapping_add(off as u64),
-    )
+    b.target_with(f.orig.get(b.getpc)?.addr, orig)
 }
 
 impl CallGraph {

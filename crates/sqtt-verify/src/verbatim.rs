@@ -105,7 +105,7 @@ fn first_change(f: &Func, old: &[u8], cur: &[u8]) -> Option<usize> {
     let adds: BTreeSet<usize> = f
         .builders
         .iter()
-        .flat_map(|b| std::iter::once(b.lo).chain(b.hi))
+        .flat_map(|b| b.parts.iter().copied())
         .collect();
     let mut from = 0usize;
     loop {

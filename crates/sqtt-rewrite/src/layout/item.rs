@@ -208,6 +208,8 @@ pub(super) enum Part {
     Hi,
     /// All 64 bits, in a 64-bit literal (gfx1250 `s_add_nc_u64`).
     Whole,
+    /// The literal an evaluated offset is computed from ([`crate::consteval::OffsetExpr`]).
+    Eval(crate::consteval::OffsetExpr),
 }
 
 /// One add of the address builder `idiom` ([`super::TextPlan::pcrels`]).
@@ -227,6 +229,19 @@ impl Item for PcRelPart<'_> {
         let fixed = match self.part {
             Part::Lo => self.inst.with_literal(off & 0xffff_ffff),
             Part::Whole => self.inst.with_literal(off),
+            Part::Eval(expr) => {
+                let old = self.inst.literal().unwrap_or(0) as u32;
+                let lit = expr
+                    .solve(old, off as i64)
+                    .ok_or_else(|| LayoutError::Encode {
+                        at: self.old,
+                        why: format!(
+                            "the computed offset cannot be re-aimed to {:#x} by its literal",
+                            off as i64
+                        ),
+                    })?;
+                self.inst.with_literal(u64::from(lit))
+            }
             Part::Hi => {
                 return crate::idiom::with_high_offset(self.inst, (off >> 32) as u32)
                     .map_err(|why| LayoutError::Encode { at: self.old, why })
