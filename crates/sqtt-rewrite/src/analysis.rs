@@ -5,6 +5,7 @@
 //! the rewriter then fails closed (docs/background/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
 
+use crate::calltable::{Built, Pending, Resolved};
 use crate::consteval::OffsetExpr;
 use crate::insts::Insts;
 use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
@@ -150,8 +151,12 @@ pub struct Func {
     pub reg_use: RegUses,
     /// What the layout must fix, by instruction index (only the instructions that have one).
     pub relocs: Relocs,
-    /// Successor instruction indices, parallel to `insts`.
+    /// Successor instruction indices, parallel to `insts` (at most two inline; see
+    /// [`Func::successors`] for all of them).
     pub succs: Vec<Succs>,
+    /// Successors beyond [`Func::succs`]: the subroutine entries of an in-function call through
+    /// a built address, and the return sites of its return ([`crate::calltable`]).
+    pub more_succs: BTreeMap<usize, Vec<usize>>,
     /// Instruction indices that are branch targets inside the function.
     pub leaders: BTreeSet<usize>,
     /// Call sites: instruction index and callee.
@@ -160,6 +165,16 @@ pub struct Func {
     pub exits: Vec<(usize, Exit)>,
     /// Everything that makes moving or instrumenting it unsafe.
     pub problems: Vec<Problem>,
+}
+
+impl Func {
+    /// Every successor of instruction `i` (instruction indices): the inline ones, then the
+    /// extra ones of in-function calls and returns.
+    pub fn successors(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        self.succs[i]
+            .iter()
+            .chain(self.more_succs.get(&i).into_iter().flatten().copied())
+    }
 }
 
 /// Analysis of all code of one code object.
@@ -530,6 +545,7 @@ fn analyse_one(
             reg_use: RegUses::default(),
             relocs: Relocs::default(),
             succs: Vec::new(),
+            more_succs: BTreeMap::new(),
             leaders: BTreeSet::new(),
             calls: Vec::new(),
             exits: Vec::new(),
@@ -606,6 +622,9 @@ fn analyse_fn(
     }
     // Pass 2: address builders and what consumes them.
     let mut holder: BTreeMap<u16, (usize, usize)> = BTreeMap::new(); // pair -> (pcrel index, builder done_at)
+                                                                     // Uses of a pair not resolved in straight-line code, and every builder's last instruction.
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut built: Vec<Built> = Vec::new();
     let mut i = 0;
     while i < n {
         let (a, inst) = f.insts.at(i);
@@ -655,10 +674,17 @@ fn analyse_fn(
                         }
                     }
                     None if f.spec.kernel.is_none() => f.exits.push((i, Exit::Return)),
-                    None => f.problems.push(Problem {
-                        addr: a,
-                        why: "indirect jump through a register in a kernel".into(),
-                    }),
+                    None => match src {
+                        Some(pair) => pending.push(Pending {
+                            at: i,
+                            pair,
+                            call: false,
+                        }),
+                        None => f.problems.push(Problem {
+                            addr: a,
+                            why: "indirect jump through a register in a kernel".into(),
+                        }),
+                    },
                 }
             }
             (_, Flow::Call) => {
@@ -675,18 +701,25 @@ fn analyse_fn(
                     }
                 } else {
                     let src = pc_source(&f.reg_use[i]);
-                    match src.and_then(|p| holder.get(&p)) {
-                        Some(&(k, _)) => match starts.get(&pcrels[k].target) {
-                            Some(&fi) => f.calls.push((i, Callee::Direct(fi))),
-                            None => f.problems.push(Problem {
-                                addr: a,
-                                why: format!(
-                                    "call to {:#x}, which is not a function entry",
-                                    pcrels[k].target
-                                ),
-                            }),
-                        },
-                        None => f.calls.push((i, Callee::Indirect)),
+                    let kernel = f.spec.kernel.is_some();
+                    match (src, src.and_then(|p| holder.get(&p))) {
+                        (_, Some(&(k, _))) if starts.contains_key(&pcrels[k].target) => {
+                            f.calls.push((i, Callee::Direct(starts[&pcrels[k].target])))
+                        }
+                        // A subroutine inside the kernel ([`crate::calltable`]).
+                        (Some(pair), _) if kernel => pending.push(Pending {
+                            at: i,
+                            pair,
+                            call: true,
+                        }),
+                        (_, Some(&(k, _))) => f.problems.push(Problem {
+                            addr: a,
+                            why: format!(
+                                "call to {:#x}, which is not a function entry",
+                                pcrels[k].target
+                            ),
+                        }),
+                        (_, None) => f.calls.push((i, Callee::Indirect)),
                     }
                 }
             }
@@ -731,6 +764,7 @@ fn analyse_fn(
                     let _ = b.getpc;
                     i = b.done_at;
                     holder.insert(b.pair, (k, b.done_at));
+                    built.push((b.done_at, b.pair, k));
                     i += 1;
                     continue;
                 }
@@ -795,6 +829,20 @@ fn analyse_fn(
             }
         }
     }
+    // Pass 4: uses of a pair built in another block (hipBLASLt call tables).
+    if !pending.is_empty() {
+        for (p, res) in crate::calltable::resolve(f, &pending, &built, pcrels) {
+            match res {
+                Ok(Resolved::Targets(_) | Resolved::Returns(_)) => {}
+                Err(_) if p.call => f.calls.push((p.at, Callee::Indirect)),
+                Err(why) => {
+                    let problem = crate::calltable::unresolved(f, &p, &why);
+                    f.problems.push(problem);
+                }
+            }
+        }
+        f.calls.sort_by_key(|c| c.0);
+    }
 }
 
 impl Program {
@@ -809,6 +857,7 @@ impl Program {
             f.reg_use = RegUses::default();
             f.relocs = Relocs::default();
             f.succs = Vec::new();
+            f.more_succs = BTreeMap::new();
             f.leaders = BTreeSet::new();
         }
     }
@@ -897,8 +946,8 @@ pub fn m0_facts(f: &Func) -> M0Facts {
     let live = backward_live(f, &reads, &writes);
     // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, ss) in f.succs.iter().enumerate() {
-        for s in ss {
+    for i in 0..f.succs.len() {
+        for s in f.successors(i) {
             preds[s].push(i);
         }
     }
@@ -974,7 +1023,7 @@ fn backward_live(f: &Func, reads: &[bool], writes: &[bool]) -> Vec<bool> {
     while changed {
         changed = false;
         for i in (0..f.insts.len()).rev() {
-            let out = f.succs[i].iter().any(|s| live[s]);
+            let out = f.successors(i).any(|s| live[s]);
             let v = reads[i] || (out && !writes[i]);
             if v != live[i] {
                 live[i] = v;

@@ -454,7 +454,7 @@ impl<'a> FuncPlan<'a> {
                 Flow::Fallthrough | Flow::Call | Flow::Branch { conditional: true }
             );
             let target = inst.branch_target(addr);
-            for s in &f.succs[p] {
+            for s in f.successors(p) {
                 if s == p + 1 && falls {
                     out[s].0 = Some(p);
                 }

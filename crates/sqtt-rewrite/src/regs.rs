@@ -202,7 +202,7 @@ impl SgprFacts {
             };
             for &(i, c) in &f.calls {
                 if let Callee::Direct(g) = c {
-                    let after = f.succs[i].iter().fold(0, |a, s| a | live[s]);
+                    let after = f.successors(i).fold(0, |a, s| a | live[s]);
                     push(g, after, &mut self.ret_live);
                 }
             }
@@ -238,7 +238,7 @@ impl SgprFacts {
                 Some(Exit::Return) => self.ret_live[fi],
                 Some(Exit::TailCall(g)) => self.reach_reads[*g] | self.ret_live[fi],
                 // No successor and no known exit (a problem the analysis reported): anything.
-                None if f.succs[i].is_empty() => ALL_SGPRS,
+                None if f.successors(i).next().is_none() => ALL_SGPRS,
                 None => 0,
             });
         }
@@ -247,7 +247,7 @@ impl SgprFacts {
         while changed {
             changed = false;
             for i in (0..n).rev() {
-                let out = f.succs[i].iter().fold(exit_live[i], |a, s| a | live[s]);
+                let out = f.successors(i).fold(exit_live[i], |a, s| a | live[s]);
                 let v = uses[i] | (out & !kills[i]);
                 if v != live[i] {
                     live[i] = v;
@@ -287,7 +287,7 @@ impl SgprFacts {
                         _ => ALL_SGPRS,
                     };
                 }
-                for s in &f.succs[i] {
+                for s in f.successors(i) {
                     let v = pend[s].unwrap_or(0) | out;
                     if pend[s] != Some(v) {
                         pend[s] = Some(v);

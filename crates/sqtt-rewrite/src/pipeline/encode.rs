@@ -118,11 +118,19 @@ pub(crate) fn encode(
     // of left-alone functions to their place in the verbatim block.
     let verbatim_pairs: BTreeMap<u64, u64> = verbatim_pairs.into_iter().collect();
     let lay = &layout;
+    // A symbol at a function's end (Tensile's `label_ASM_End` after the last `s_endpgm`, where
+    // the padding that followed is dropped) maps to the function's new end.
+    let ends: BTreeMap<u64, u64> = prog
+        .funcs
+        .iter()
+        .filter_map(|f| Some((f.spec.end, layout.map_end(f.spec.end, text_end)?)))
+        .collect();
     ed.set_text_address_map(Box::new(move |a| {
         verbatim_pairs
             .get(&a)
             .copied()
             .or_else(|| lay.map_inst_start(a))
+            .or_else(|| ends.get(&a).copied())
     }));
     // DWARF (the input's `.debug_*` sections, copied once for the remap and the locations).
     let dwarf = &ins.dwarf;

@@ -642,8 +642,8 @@ fn build_site(
 /// of those branches.
 fn branch_preds(f: &crate::analysis::Func) -> HashMap<usize, Vec<usize>> {
     let mut preds: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (j, succs) in f.succs.iter().enumerate() {
-        for s in succs.iter().filter(|&s| s != j + 1) {
+    for j in 0..f.succs.len() {
+        for s in f.successors(j).filter(|&s| s != j + 1) {
             preds.entry(s).or_default().push(j);
         }
     }
