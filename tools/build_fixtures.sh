@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build_fixtures.sh - rebuild sqtt-patch's self-contained test fixtures
-# (fixtures/objects, fixtures/left-alone, fixtures/retired, fixtures/bundles, fixtures/hosts,
-# fixtures/MANIFEST.tsv)
+# (fixtures/objects, fixtures/left-alone, fixtures/tensile, fixtures/retired, fixtures/bundles,
+# fixtures/hosts, fixtures/MANIFEST.tsv)
 # from fixtures/src with LLVM 22 only: no ROCm, no GPU, no device libraries.
 #
 # Usage:  tools/build_fixtures.sh            (from anywhere; writes into fixtures/)
@@ -35,12 +35,15 @@ LEFT="$FX/left-alone"   # objects whose functions the rewriter must leave alone 
 # e_flags' EF_AMDGPU_MACH and the metadata's processor name patched (tools/retarget_object.py);
 # not in objects/: llvm-objdump-22 cannot disassemble them
 RETIRED="$FX/retired"
+# Tensile-shaped kernels (issue 37: long branches through an offset SGPR, size-0 kernel symbols
+# with zero padding); not in objects/ so that the output-hash and baseline sets stay as they are
+TENSILE_DIR="$FX/tensile"
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -59,6 +62,7 @@ RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed o
 SPILL="gfx942 gfx1100 gfx1201"                  # spill.S: no SGPR ever dead, saved in VGPR lanes
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 TRAP="gfx942 gfx1100"                           # trap.hip: functions ending in s_trap 2 (llvm.trap)
+TENSILE="gfx908 gfx90a gfx1100 gfx1201"          # tensile.S: Tensile long branches, size-0 kernels (issue 37)
 HAZARDS="gfx1153 gfx1201"                      # hazards.S: original hazard producers right before inserted code
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
@@ -110,6 +114,8 @@ object() {
     trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
             "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
     hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
+    tensile) case "$target" in gfx90a) f=(-DFX_GFX9 -DFX_ACCUM) ;; gfx9*) f=(-DFX_GFX9) ;; gfx12*) f=(-DFX_GFX12) ;; *) f=() ;; esac
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -134,6 +140,7 @@ for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
+for t in $TENSILE; do spawn object "$t" tensile O3; done
 for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 for t in $TRAP; do spawn object "$t" trap O3; done
@@ -199,7 +206,7 @@ LINK=("$LLVM/clang++" -fuse-ld=lld -Wl,--build-id=sha1)
 
 log "4/5 checks"
 fail() { echo "build_fixtures: CHECK FAILED: $*" >&2; exit 1; }
-for f in "$OBJ"/*.co "$LEFT"/*.co; do
+for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co; do
   "$READELF" -h "$f" > "$TMP/hdr.txt" || fail "$f: llvm-readelf -h failed"
   grep -q 'Machine: *EM_AMDGPU' "$TMP/hdr.txt" || fail "$f: not an AMDGPU ELF"
   t="$(basename "$f" | sed 's/__.*//')"
@@ -272,10 +279,10 @@ other_row() {  # other_row FILE TARGETS
 }
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
-  for f in "$OBJ"/*.co "$LEFT"/*.co; do object_row "$f"; done
+  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co; do object_row "$f"; done
   for f in "$RETIRED"/*.co; do retired_row "$f" "$OBJ/gfx942__barriers__O3.co"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

@@ -9,6 +9,9 @@
 //!   hardware registers, shader clock). [`Wave::new`] validates the wave size.
 //! - [`run`]: executes from a start PC until the PC leaves the code range, `s_endpgm`, or an error.
 //! - [`Code`] / [`run_code`]: the same on code decoded once for several runs.
+//! - [`run_code_jumps`]: [`run_code`] that also records every control transfer taken ([`Jump`]:
+//!   branches taken, `s_setpc_b64`, `s_swappc_b64`), so tests can compare the paths of an
+//!   original and a rewritten stretch of code.
 //! - [`shaderdata_of`]: convenience wrapper returning only the shaderdata dwords.
 //! - [`InterpError`]: typed failures carrying the PC and the byte offset into the code.
 //!
@@ -129,6 +132,18 @@ pub struct Run {
     /// Where execution left: the first address outside the code (fall-through or branch
     /// target), or the address of the `s_endpgm` that ended it (bytes, same base as `start_pc`).
     pub exit_pc: u64,
+}
+
+/// A control transfer taken during a run ([`run_code_jumps`]): the instruction at `from` sent the
+/// PC to `to` (a branch taken, `s_setpc_b64`, `s_swappc_b64`; not a fall-through).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jump {
+    /// Address of the instruction that jumped.
+    pub from: u64,
+    /// Where it sent the PC.
+    pub to: u64,
+    /// Its mnemonic (LLVM spelling).
+    pub mnemonic: &'static str,
 }
 
 /// Why a snippet could not be executed. `pc` is the instruction address; `offset` its byte
@@ -259,6 +274,26 @@ pub fn run(
 /// [`run`] on a [`Code`], which keeps the instructions decoded for the next run of the same
 /// code.
 pub fn run_code(wave: &mut Wave, code: &mut Code, max_steps: usize) -> Result<Run, InterpError> {
+    run_inner(wave, code, max_steps, None)
+}
+
+/// [`run_code`] that appends every control transfer taken to `jumps`, in execution order (also
+/// those taken before an error).
+pub fn run_code_jumps(
+    wave: &mut Wave,
+    code: &mut Code,
+    max_steps: usize,
+    jumps: &mut Vec<Jump>,
+) -> Result<Run, InterpError> {
+    run_inner(wave, code, max_steps, Some(jumps))
+}
+
+fn run_inner(
+    wave: &mut Wave,
+    code: &mut Code,
+    max_steps: usize,
+    mut jumps: Option<&mut Vec<Jump>>,
+) -> Result<Run, InterpError> {
     // Validate the wave size even when the caller built the struct by hand.
     check_wave_size(wave.target, wave.wave_size)?;
     let start_pc = code.start_pc;
@@ -279,7 +314,16 @@ pub fn run_code(wave: &mut Wave, code: &mut Code, max_steps: usize) -> Result<Ru
         let at = semantics::At { pc, offset };
         match semantics::step(wave, &inst, at, &mut out.shaderdata)? {
             semantics::Next::Fallthrough => pc = pc.wrapping_add(inst.len() as u64),
-            semantics::Next::Jump(t) => pc = t,
+            semantics::Next::Jump(t) => {
+                if let Some(j) = jumps.as_deref_mut() {
+                    j.push(Jump {
+                        from: pc,
+                        to: t,
+                        mnemonic: inst.mnemonic(),
+                    });
+                }
+                pc = t
+            }
             semantics::Next::End => {
                 out.exit_pc = pc;
                 return Ok(out);

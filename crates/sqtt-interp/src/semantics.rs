@@ -60,6 +60,40 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("s_add_co_ci_u32", "gfx12 name of s_addc_u32"),
     ("s_sub_u32", "D = S0 - S1; SCC = borrow out (S1 > S0)"),
     ("s_sub_co_u32", "gfx12 name of s_sub_u32"),
+    (
+        "s_subb_u32",
+        "D = S0 - S1 - SCC; SCC = borrow out (S1 + SCC > S0)",
+    ),
+    ("s_sub_co_ci_u32", "gfx12 name of s_subb_u32"),
+    ("s_add_i32", "D = S0 + S1; SCC = signed overflow"),
+    ("s_add_co_i32", "gfx12 name of s_add_i32"),
+    ("s_sub_i32", "D = S0 - S1; SCC = signed overflow"),
+    ("s_sub_co_i32", "gfx12 name of s_sub_i32"),
+    ("s_abs_i32", "D = |S0| (0x80000000 stays); SCC = D != 0"),
+    (
+        "s_getpc_b64",
+        "D[63:0] = PC + 4 (the next instruction's address)",
+    ),
+    ("s_get_pc_i64", "gfx1250 name of s_getpc_b64"),
+    ("s_setpc_b64", "PC = S0[63:0]"),
+    ("s_set_pc_i64", "gfx1250 name of s_setpc_b64"),
+    (
+        "s_swappc_b64",
+        "D[63:0] = PC + 4; PC = S0[63:0] (S0 read before D is written)",
+    ),
+    ("s_swap_pc_i64", "gfx1250 name of s_swappc_b64"),
+    (
+        "s_barrier",
+        "no-op: one model wave is the whole work-group, so every barrier completes at once",
+    ),
+    (
+        "s_barrier_signal",
+        "no-op (gfx12 split barrier, see s_barrier)",
+    ),
+    (
+        "s_barrier_wait",
+        "no-op (gfx12 split barrier, see s_barrier)",
+    ),
     ("s_cselect_b32", "D = SCC ? S0 : S1"),
     ("s_cmp_eq_u32", "SCC = S0 == S1"),
     ("s_cmp_lg_u32", "SCC = S0 != S1"),
@@ -392,6 +426,7 @@ pub(crate) fn step(
         "s_nop" | "s_waitcnt" | "s_wait_alu" | "s_waitcnt_depctr" | "s_delay_alu" => {
             Ok(Next::Fallthrough)
         }
+        "s_barrier" | "s_barrier_signal" | "s_barrier_wait" => Ok(Next::Fallthrough),
         "s_ttracedata" => {
             trace.push(cx.w.m0);
             Ok(Next::Fallthrough)
@@ -444,6 +479,37 @@ pub(crate) fn step(
             (s as u32, s >> 32 != 0)
         }),
         "s_sub_u32" | "s_sub_co_u32" => cx.sop2(|a, b, _| a.overflowing_sub(b)),
+        "s_subb_u32" | "s_sub_co_ci_u32" => cx.sop2(|a, b, c| {
+            let d = u64::from(a)
+                .wrapping_sub(u64::from(b))
+                .wrapping_sub(u64::from(c));
+            (d as u32, u64::from(b) + u64::from(c) > u64::from(a))
+        }),
+        "s_add_i32" | "s_add_co_i32" => cx.sop2(|a, b, _| {
+            let d = a.wrapping_add(b);
+            (d, ((a ^ d) & (b ^ d)) >> 31 != 0)
+        }),
+        "s_sub_i32" | "s_sub_co_i32" => cx.sop2(|a, b, _| {
+            let d = a.wrapping_sub(b);
+            (d, ((a ^ b) & (a ^ d)) >> 31 != 0)
+        }),
+        "s_abs_i32" => {
+            // |i32::MIN| is 0x80000000 itself, which unsigned_abs gives too.
+            let d = (cx.src32("ssrc0")? as i32).unsigned_abs();
+            cx.dst32("sdst", d)?;
+            cx.w.scc = d != 0;
+            Ok(Next::Fallthrough)
+        }
+        "s_getpc_b64" | "s_get_pc_i64" => {
+            cx.dst64("sdst", at.pc.wrapping_add(4))?;
+            Ok(Next::Fallthrough)
+        }
+        "s_setpc_b64" | "s_set_pc_i64" => Ok(Next::Jump(cx.src64("ssrc0")?)),
+        "s_swappc_b64" | "s_swap_pc_i64" => {
+            let target = cx.src64("ssrc0")?;
+            cx.dst64("sdst", at.pc.wrapping_add(4))?;
+            Ok(Next::Jump(target))
+        }
         "s_cselect_b32" => cx.sop2(|a, b, c| (if c { a } else { b }, c)),
         "s_cmp_eq_u32" | "s_cmp_eq_i32" => cx.sopc(|a, b| a == b),
         "s_cmp_lg_u32" | "s_cmp_lg_i32" => cx.sopc(|a, b| a != b),
