@@ -399,21 +399,23 @@ fn moved_long_branch_literal_is_rejected() {
 }
 
 /// The forward long branch of the barrier output aimed 4 bytes late lands inside the marker
-/// run the rewrite put in front of its target barrier (gfx9: after the `s_mov_b32 m0`, so the
-/// `s_ttracedata` sends whatever M0 holds; gfx11/12: past the marker). The verifier allows a
-/// landing on any instruction of the inserted run in front of the original target
-/// (`Program::landings`), so this is accepted today; ignored until the verifier asks for the
-/// run's first instruction (or the original one) only.
+/// run the rewrite put in front of its target barrier: on gfx9 after the `s_mov_b32 m0`, so the
+/// `s_ttracedata` would send whatever M0 holds. The verifier rejects a landing that splits a
+/// marker from its M0 write (`splits_marker` in sqtt-verify). Not covered (docs/limitations.md):
+/// on gfx11/gfx12 the marker is one `s_ttracedata_imm` and 4 bytes late is the barrier itself,
+/// which the verifier still accepts as a landing on the original instruction.
 #[test]
-#[ignore = "verify accepts a long branch re-aimed into the middle of the inserted marker run"]
 fn forward_long_branch_into_the_marker_run_is_rejected() {
     let t = tempfile::tempdir().expect("tempdir");
-    for target in TARGETS {
+    for target in TARGETS.iter().filter(|t| t.starts_with("gfx9")) {
         let out = instrument(t.path(), target, 0);
-        for b in long_branches(&objdump(&out)) {
-            if !b.backward {
-                assert_mutation_rejected(t.path(), target, &out, &b, 4);
-            }
+        let branches: Vec<_> = long_branches(&objdump(&out))
+            .into_iter()
+            .filter(|b| !b.backward)
+            .collect();
+        assert!(!branches.is_empty(), "{target}: no forward long branch");
+        for b in branches {
+            assert_mutation_rejected(t.path(), target, &out, &b, 4);
         }
     }
 }

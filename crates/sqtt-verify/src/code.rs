@@ -1099,7 +1099,11 @@ impl<'a> Program<'a> {
         Some((
             fi,
             k,
-            run.iter().map(|n| n.addr).chain(std::iter::once(copy)),
+            run.iter()
+                .enumerate()
+                .filter(move |&(p, _)| !splits_marker(run, p))
+                .map(|(_, n)| n.addr)
+                .chain(std::iter::once(copy)),
         ))
     }
 
@@ -1280,6 +1284,28 @@ fn decode_original(
         out.push((addr, i));
     }
     Ok(out)
+}
+
+/// Whether landing at instruction `p` of the inserted run `run` enters a marker after the write of
+/// its M0 value: the first `s_ttracedata` from `p` on, before any M0 write from `p` on, would
+/// send an M0 that an instruction before `p` set (issue 37: a jump re-aimed 4 bytes into a
+/// marker). Landing at the start of a marker, or on the original instruction, stays allowed.
+fn splits_marker(run: &[NInst], p: usize) -> bool {
+    let set_before = run[..p]
+        .iter()
+        .any(|n| n.inst.writes().contains(SpecialReg::M0));
+    if !set_before {
+        return false;
+    }
+    for n in &run[p..] {
+        if n.inst.writes().contains(SpecialReg::M0) {
+            return false;
+        }
+        if n.inst.special() == Special::TtraceData {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether rewritten `n` is original `o` up to its PC-relative field: the simm16 of a direct
