@@ -207,7 +207,15 @@ fn expect_left_alone(name: &str, body: &str, diagnostic: &str) {
     // The report is on standard output.
     let err = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    let want = format!("left alone (copied verbatim, not instrumented): k at 0x1400: {diagnostic}");
+    // Grouped by kind (the reason without its address), the function named below it with its
+    // address and the first problem's.
+    let (at, why) = diagnostic
+        .strip_prefix("at ")
+        .and_then(|d| d.split_once(": "))
+        .expect("diagnostic `at 0x..: why`");
+    let want = format!(
+        "  left alone (copied verbatim, not instrumented): 1 function(s)\n    1x {why}, in 1 function:\n      k at 0x1400 (first problem at {at})\n"
+    );
     assert!(err.contains(&want), "{name}: got {err:?}, want {want:?}");
     assert!(err.contains(": instrumented;"), "{err}");
     assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
@@ -312,9 +320,7 @@ fn stub_fixtures_are_instrumented_around_left_alone_functions() {
         );
         for f in ["stub_fall", "stub_tramp_a", "stub_tramp_b"] {
             assert!(
-                err.contains(&format!(
-                    "left alone (copied verbatim, not instrumented): {f} at 0x"
-                )),
+                err.contains(&format!("\n      {f} at 0x")),
                 "{t}: {f}: {err}"
             );
         }
