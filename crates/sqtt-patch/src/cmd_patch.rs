@@ -345,6 +345,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
                 .unwrap_or_default();
             g.add(
                 summary::kind_of(&l.why),
+                "",
                 &l.name,
                 format!(" at {:#x}{first}", l.address),
                 1,
@@ -402,7 +403,8 @@ pub fn render_report(what: &str, r: &Report) -> String {
         let mut g = summary::Groups::default();
         for sk in &r.skipped {
             g.add(
-                format!("{}: {}", serde_name(&sk.kind), summary::kind_of(&sk.why)),
+                summary::kind_of(&sk.why),
+                &serde_name(&sk.kind),
                 &sk.function,
                 format!(" at {:#x}", sk.addr),
                 1,

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 pub const EXAMPLES: usize = 3;
 
 /// Characters a name keeps at its start when shortened.
-const NAME_HEAD: usize = 60;
+const NAME_HEAD: usize = 48;
 /// Characters a name keeps at its end when shortened.
 const NAME_TAIL: usize = 12;
 /// Longest kind text shown (characters); a longer one is cut with `…`.
@@ -20,7 +20,7 @@ const KIND_MAX: usize = 140;
 /// or a note, whose long names are shortened first.
 const LINE_MAX: usize = 190;
 
-/// `name` when it has at most 73 characters, else its first 60 characters, `…` and its last
+/// `name` when it has at most 61 characters, else its first 48 characters, `…` and its last
 /// 12 (a 300-character Tensile kernel name fits one line; the full name is in the JSON).
 pub fn short_name(name: &str) -> String {
     let n = name.chars().count();
@@ -163,10 +163,13 @@ pub fn reason_class(r: &str) -> String {
     hex_placeholders(&core)
 }
 
-/// One kind: how many, and per function (named once) how many and where the first one is.
+/// One kind: how many (in all and per site kind), and per function (named once) how many and
+/// where the first one is.
 #[derive(Default)]
 struct Kind {
     count: u64,
+    /// Counts per site kind (`barrier=9 kernel_exit=5`), when the reasons are about sites.
+    sub: BTreeMap<String, u64>,
     /// (name, count, detail of its first occurrence), in the order first seen.
     names: Vec<(String, u64, String)>,
 }
@@ -178,11 +181,14 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// Counts `n` occurrences of `kind` in function `name` (empty: none); `detail` (` at
-    /// 0x40e8`) describes its first one.
-    pub fn add(&mut self, kind: String, name: &str, detail: String, n: u64) {
+    /// Counts `n` occurrences of `kind` (of site kind `sub`, empty: none) in function `name`
+    /// (empty: none); `detail` (` at 0x40e8`) describes its first one.
+    pub fn add(&mut self, kind: String, sub: &str, name: &str, detail: String, n: u64) {
         let k = self.kinds.entry(kind).or_default();
         k.count += n;
+        if !sub.is_empty() {
+            *k.sub.entry(sub.to_string()).or_default() += n;
+        }
         if name.is_empty() {
             return;
         }
@@ -202,15 +208,20 @@ impl Groups {
         self.kinds.is_empty()
     }
 
-    /// One line per kind (most frequent first): `{indent}{count}x {kind}`, then, when
-    /// `examples`, `, in N functions:` and at most [`EXAMPLES`] of them on their own lines
-    /// (`name (8x, first at 0x40e8)`), the rest counted.
+    /// One line per kind (most frequent first): `{indent}{count}x {kind}` and the counts per
+    /// site kind (` [barrier=9 kernel_exit=5]`), then, when `examples`, `, in N functions:` and
+    /// at most [`EXAMPLES`] of them on their own lines (`name (8x, first at 0x40e8)`), the rest
+    /// counted.
     pub fn render(&self, indent: &str, examples: bool) -> String {
         let mut kinds: Vec<(&String, &Kind)> = self.kinds.iter().collect();
         kinds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
         let mut s = String::new();
         for (kind, k) in kinds {
-            let kind = clip(kind, KIND_MAX);
+            let mut kind = clip(kind, KIND_MAX);
+            if !k.sub.is_empty() {
+                let sub: Vec<String> = k.sub.iter().map(|(s, n)| format!("{s}={n}")).collect();
+                kind = format!("{kind} [{}]", sub.join(" "));
+            }
             if !examples || k.names.is_empty() {
                 let _ = writeln!(s, "{indent}{}x {kind}", k.count);
                 continue;
@@ -318,7 +329,7 @@ mod tests {
     fn long_names_are_shortened() {
         let long = format!("Cijk_{}_end", "x".repeat(300));
         let s = short_name(&long);
-        assert_eq!(s.chars().count(), 73);
+        assert_eq!(s.chars().count(), 61);
         assert!(s.starts_with("Cijk_") && s.ends_with("xxxxxxxx_end") && s.contains('…'));
         assert_eq!(short_name("k"), "k");
         let r = readable(&format!("{long}: bad"));
@@ -329,12 +340,12 @@ mod tests {
     fn groups_name_each_function_once_with_three_examples() {
         let mut g = Groups::default();
         for (i, f) in ["a", "a", "b", "c", "d"].iter().enumerate() {
-            g.add("k: why".into(), f, format!(" at {:#x}", 16 * i), 1);
+            g.add("why".into(), "k", f, format!(" at {:#x}", 16 * i), 1);
         }
         let s = g.render("  ", true);
         assert_eq!(
             s,
-            "  5x k: why, in 4 functions:\n    a (2x, first at 0x0)\n    b at 0x20\n    c at 0x30\n    ... and 1 more (all of them in the JSON report)\n"
+            "  5x why [k=5], in 4 functions:\n    a (2x, first at 0x0)\n    b at 0x20\n    c at 0x30\n    ... and 1 more (all of them in the JSON report)\n"
         );
         assert_eq!(g.total(), 5);
     }

@@ -106,8 +106,15 @@ pub fn render(r: &BatchReport) -> String {
             let mut g = summary::Groups::default();
             let rows = o.kernels.iter().map(|k| (&k.name, &k.skipped));
             for (name, skipped) in rows.chain(o.functions.iter().map(|f| (&f.name, &f.skipped))) {
-                for (why, &n) in skipped {
-                    g.add(summary::kind_of(why), name, String::new(), u64::from(n));
+                for (key, &n) in skipped {
+                    let (site, why) = key.split_once(": ").unwrap_or(("", key));
+                    g.add(
+                        summary::kind_of(why),
+                        site,
+                        name,
+                        String::new(),
+                        u64::from(n),
+                    );
                 }
             }
             if !g.is_empty() {
@@ -164,8 +171,9 @@ pub fn render(r: &BatchReport) -> String {
     );
     let _ = writeln!(s, "  verifier rejected: {}", t.verifier_rejected);
     let mut g = summary::Groups::default();
-    for (why, &n) in &t.skipped {
-        g.add(summary::kind_of(why), "", String::new(), u64::from(n));
+    for (key, &n) in &t.skipped {
+        let (site, why) = key.split_once(": ").unwrap_or(("", key));
+        g.add(summary::kind_of(why), site, "", String::new(), u64::from(n));
     }
     s += &g
         .render("", false)
