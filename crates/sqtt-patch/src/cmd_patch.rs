@@ -6,6 +6,7 @@
 
 use crate::exit;
 use crate::output::{self, Dest};
+use crate::summary;
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
 use sqtt_rewrite::rewrite::{Report, Status};
@@ -287,7 +288,9 @@ pub fn serde_name<T: serde::Serialize + std::fmt::Debug>(k: &T) -> String {
 
 /// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
 /// one line per kernel (its sites and its descriptor figures together) and per instrumented
-/// device function, then skipped sites; every line ends with a newline.
+/// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
+/// functions left alone and skipped sites are grouped by kind with at most three examples,
+/// long names shortened ([`crate::summary`]); the JSON report keeps every detail.
 pub fn render_report(what: &str, r: &Report) -> String {
     let mut s = format!(
         "{what}: target {}: {}; .text {} -> {} bytes; {} funcmap rows\n",
@@ -297,11 +300,12 @@ pub fn render_report(what: &str, r: &Report) -> String {
         r.text_size_after,
         r.funcmap_rows
     );
-    for why in &r.reasons {
-        s += &format!("  failed closed: {why}\n");
-    }
+    s += &summary::reasons("  ", "failed closed", &r.reasons, summary::reason_class);
     if !r.coverage.is_empty() {
         s += &format!("  coverage: {}\n", coverage_text(&r.coverage));
+    }
+    for n in &r.notes {
+        s += &format!("  warning: {}\n", summary::readable(n));
     }
     let inl = &r.inlined;
     if let Some(why) = &inl.unavailable {
@@ -321,15 +325,37 @@ pub fn render_report(what: &str, r: &Report) -> String {
         for l in &inl.left_out {
             s += &format!(
                 "  inlined {} (called at {}) in {} not marked: {}\n",
-                l.name, l.call, l.function, l.why
+                summary::short_name(&l.name),
+                l.call,
+                summary::short_name(&l.function),
+                summary::readable(&l.why)
             );
         }
     }
-    for l in &r.left_alone {
+    // Functions left alone and skipped sites: grouped by kind, each function named once
+    // (shortened), at most three examples per kind; the JSON report has every detail.
+    if !r.left_alone.is_empty() {
+        let mut g = summary::Groups::default();
+        for l in &r.left_alone {
+            let first = l
+                .why
+                .strip_prefix("at ")
+                .and_then(|w| w.split(':').next())
+                .map(|a| format!(" (first problem at {a})"))
+                .unwrap_or_default();
+            g.add(
+                summary::kind_of(&l.why),
+                "",
+                &l.name,
+                format!(" at {:#x}{first}", l.address),
+                1,
+            );
+        }
         s += &format!(
-            "  left alone (copied verbatim, not instrumented): {} at {:#x}: {}\n",
-            l.name, l.address, l.why
+            "  left alone (copied verbatim, not instrumented): {} function(s)\n",
+            r.left_alone.len()
         );
+        s += &g.render("    ", true);
     }
     let sites = |f: &sqtt_rewrite::rewrite::FunctionReport| {
         let list: Vec<String> = f.sites.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -359,7 +385,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
             .unwrap_or_default();
         s += &format!(
             "  kernel {}: {own}wave{} vgprs {}{sgprs} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
-            k.name, k.wave_size, k.vgprs, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
+            summary::short_name(&k.name), k.wave_size, k.vgprs, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
         );
     }
     let listed = |f: &&sqtt_rewrite::rewrite::FunctionReport| {
@@ -369,18 +395,23 @@ pub fn render_report(what: &str, r: &Report) -> String {
         s += &format!(
             "  {} {}: {}\n",
             if f.kernel { "kernel" } else { "function" },
-            f.name,
+            summary::short_name(&f.name),
             sites(f)
         );
     }
-    for sk in &r.skipped {
-        s += &format!(
-            "  skipped {} in {} at {:#x}: {}\n",
-            serde_name(&sk.kind),
-            sk.function,
-            sk.addr,
-            sk.why
-        );
+    if !r.skipped.is_empty() {
+        let mut g = summary::Groups::default();
+        for sk in &r.skipped {
+            g.add(
+                summary::kind_of(&sk.why),
+                &serde_name(&sk.kind),
+                &sk.function,
+                format!(" at {:#x}", sk.addr),
+                1,
+            );
+        }
+        s += &format!("  skipped: {} site(s)\n", g.total());
+        s += &g.render("    ", true);
     }
     for m in &r.existing_markers {
         s += &format!("  existing marker kept: {m}\n");

@@ -103,6 +103,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
         for finding in &report.findings {
             writeln!(out, "{finding}")?;
         }
+        // Inconsistencies the input already had, unchanged: not findings.
+        for w in &report.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
         let verdict = if report.is_clean() {
             "OK".to_string()
         } else {

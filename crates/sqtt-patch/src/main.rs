@@ -18,6 +18,7 @@ mod kpack;
 mod output;
 mod progress;
 mod sniff;
+mod summary;
 mod threads;
 mod timings;
 mod verified;

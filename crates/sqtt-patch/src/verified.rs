@@ -56,10 +56,14 @@ pub fn rewrite_verified(
         };
         t.begin(Stage::Verify);
         let (findings, named) = match verify(input, &out) {
-            Ok(v) => (
-                v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
-                attribute(&v, &leave),
-            ),
+            Ok(v) => {
+                // Inconsistencies of the input the rewrite kept as they are: warnings.
+                report.notes.extend(v.warnings.iter().map(input_warning));
+                (
+                    v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+                    attribute(&v, &leave),
+                )
+            }
             Err(e) => (vec![format!("verifier error: {e}")], None),
         };
         if findings.is_empty() {
@@ -108,6 +112,15 @@ pub fn rewrite_verified(
     }
     unreachable!("the rounds end by returning")
 }
+
+/// The report note for a verifier warning: an inconsistency the input already had (a metadata
+/// note field that disagrees with its kernel descriptor), kept exactly as it is.
+pub fn input_warning(w: &sqtt_verify::Finding) -> String {
+    format!("{INPUT_WARNING}{w}")
+}
+
+/// How every [`input_warning`] note starts.
+pub const INPUT_WARNING: &str = "the input is inconsistent (kept as it is): ";
 
 /// The functions the findings of `v` name, by original entry address (bytes), each with its
 /// first finding as the reason; `None` when some finding names no function of the original, or

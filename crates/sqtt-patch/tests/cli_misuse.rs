@@ -967,7 +967,7 @@ fn skipped_sites_use_report_names() {
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.files, files(&["in.co"]));
     assert!(
-        r.stdout.contains("  skipped address_trace in _Z14stage_exchangePfjfj at 0x40e8: no SGPR is provably free here for the address-trace loop (2 SGPRs)"),
+        r.stdout.contains("  skipped: 15 site(s)\n    15x no SGPR is provably free here for the address-trace loop (2 SGPRs) [address_trace=15], in 2 functions:\n      _Z14stage_exchangePfjfj (7x, first at 0x40e8)\n"),
         "{}",
         r.stdout
     );

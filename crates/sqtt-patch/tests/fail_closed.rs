@@ -51,10 +51,16 @@ amdhsa.kernels:
 
 /// Assembles and links a gfx1100 code object whose kernel `k` has `body` before `s_endpgm`.
 fn build(dir: &Path, name: &str, body: &str, extra: &str) -> PathBuf {
+    let source = TEMPLATE.replace("BODY", body).replace("EXTRA", extra);
+    build_source(dir, name, &source)
+}
+
+/// Assembles and links gfx1100 assembly `source` into `dir/{name}.co`.
+fn build_source(dir: &Path, name: &str, source: &str) -> PathBuf {
     let src = dir.join(format!("{name}.s"));
     let obj = dir.join(format!("{name}.o"));
     let co = dir.join(format!("{name}.co"));
-    std::fs::write(&src, TEMPLATE.replace("BODY", body).replace("EXTRA", extra)).unwrap();
+    std::fs::write(&src, source).unwrap();
     let ok = std::process::Command::new("/usr/lib/llvm-22/bin/clang")
         .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-c"])
         .arg(&src)
@@ -207,7 +213,15 @@ fn expect_left_alone(name: &str, body: &str, diagnostic: &str) {
     // The report is on standard output.
     let err = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    let want = format!("left alone (copied verbatim, not instrumented): k at 0x1400: {diagnostic}");
+    // Grouped by kind (the reason without its address), the function named below it with its
+    // address and the first problem's.
+    let (at, why) = diagnostic
+        .strip_prefix("at ")
+        .and_then(|d| d.split_once(": "))
+        .expect("diagnostic `at 0x..: why`");
+    let want = format!(
+        "  left alone (copied verbatim, not instrumented): 1 function(s)\n    1x {why}, in 1 function:\n      k at 0x1400 (first problem at {at})\n"
+    );
     assert!(err.contains(&want), "{name}: got {err:?}, want {want:?}");
     assert!(err.contains(": instrumented;"), "{err}");
     assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
@@ -312,9 +326,7 @@ fn stub_fixtures_are_instrumented_around_left_alone_functions() {
         );
         for f in ["stub_fall", "stub_tramp_a", "stub_tramp_b"] {
             assert!(
-                err.contains(&format!(
-                    "left alone (copied verbatim, not instrumented): {f} at 0x"
-                )),
+                err.contains(&format!("\n      {f} at 0x")),
                 "{t}: {f}: {err}"
             );
         }
@@ -325,5 +337,112 @@ fn stub_fixtures_are_instrumented_around_left_alone_functions() {
             .arg(&out)
             .assert()
             .success();
+    }
+}
+
+/// Issue 37 item B: a left-alone kernel with a 300-character (Tensile-like) name and several
+/// problems. The human reports (single object and `batch`) group the reasons by kind, name the
+/// kernel once per kind, shortened, and keep every line short; the JSON keeps the full name.
+#[test]
+fn long_names_are_grouped_and_shortened_in_human_reports() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let long = format!(
+        "Cijk_Ailk_Bljk_{}WG16_2_1",
+        "HHS_BH_Bias_S_AuxH_".repeat(15)
+    );
+    assert!(long.len() > 290);
+    let short = format!("{}…{}", &long[..48], &long[long.len() - 12..]);
+    let body = "  s_barrier\n  s_setpc_b64 s[4:5]\n  s_barrier\n  s_setpc_b64 s[6:7]";
+    let source = TEMPLATE
+        .replace("BODY", body)
+        .replace("EXTRA", "")
+        .replace(".globl k\n", &format!(".globl {long}\n"))
+        .replace(".type k,", &format!(".type {long},"))
+        .replace("\nk:\n", &format!("\n{long}:\n"))
+        .replace(
+            ".size k, .Lk_end-k",
+            &format!(".size {long}, .Lk_end-{long}"),
+        )
+        .replace(".amdhsa_kernel k\n", &format!(".amdhsa_kernel {long}\n"))
+        .replace(".name: k\n", &format!(".name: {long}\n"))
+        .replace(".symbol: k.kd", &format!(".symbol: {long}.kd"));
+    let dir = tempfile::tempdir().unwrap();
+    // (the long symbol names move `.text` to 0x1900)
+    let co = build_source(dir.path(), "long", &source);
+    let json = dir.path().join("long.json");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(dir.path().join("long.out.co"))
+        .args([
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+            "--report",
+            "--report-json",
+        ])
+        .arg(&json)
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{report}");
+    let want = format!(
+        "  left alone (copied verbatim, not instrumented): 1 function(s)\n    1x indirect jump through a register in a kernel, in 1 function:\n      {short} at 0x1900 (first problem at 0x1904)\n",
+    );
+    assert!(report.contains(&want), "got:\n{report}\nwant:\n{want}");
+    let want = format!(
+        "  skipped: 2 site(s)\n    2x function left alone (copied verbatim): indirect jump through a register in a kernel [barrier=2], in 1 function:\n      {short} (2x, first at 0x1900)\n"
+    );
+    assert!(report.contains(&want), "got:\n{report}\nwant:\n{want}");
+    short_lines(&report, &long);
+    // The JSON report keeps the full name and every problem's address.
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.contains(&format!("\"name\": \"{long}\"")), "{j}");
+    assert!(j.contains("at 0x1904: indirect jump") && j.contains("at 0x190c: indirect jump"));
+
+    // `batch`: the object's skipped sites by kind, the kernel named once, and the totals.
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg("batch")
+        .arg(&co)
+        .arg("-o")
+        .arg(dir.path().join("batch"))
+        .args(["--functions", "1", "--barriers", "1"])
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    let kind = "function left alone (copied verbatim): indirect jump through a register in a kernel [barrier=2]";
+    let want =
+        format!("    skipped: 2 site(s)\n      2x {kind}, in 1 function:\n        {short} (2x)\n");
+    assert!(summary.contains(&want), "got:\n{summary}\nwant:\n{want}");
+    assert!(
+        summary.contains(&format!("\n  skipped 2x {kind}\n")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(&format!("    kernel {short}: ")),
+        "{summary}"
+    );
+    short_lines(&summary, &long);
+}
+
+/// No line of a human report is longer than 200 characters or holds the full `long` name.
+fn short_lines(report: &str, long: &str) {
+    for l in report.lines() {
+        assert!(
+            l.chars().count() <= 200,
+            "{} characters: {l}",
+            l.chars().count()
+        );
+        assert!(!l.contains(long), "full name in {l}");
     }
 }

@@ -27,6 +27,9 @@ mod progress;
 #[path = "../src/sniff.rs"]
 mod sniff;
 #[allow(dead_code)]
+#[path = "../src/summary.rs"]
+mod summary;
+#[allow(dead_code)]
 #[path = "../src/timings.rs"]
 mod timings;
 #[path = "../src/verified.rs"]

@@ -827,6 +827,7 @@ pub(crate) fn check_descriptors(
     p: &Program,
     inserted_top: &BTreeMap<usize, u16>,
     findings: &mut Vec<Finding>,
+    warnings: &mut Vec<Finding>,
 ) {
     let gen = n.target.generation();
     // The first rewritten kernel of each name (a linear search per kernel was quadratic).
@@ -987,7 +988,15 @@ pub(crate) fn check_descriptors(
                 )));
             }
         }
-        check_metadata(o, n, ok, nk, inserted_top.get(&fi).copied(), findings);
+        check_metadata(
+            o,
+            n,
+            ok,
+            nk,
+            inserted_top.get(&fi).copied(),
+            findings,
+            warnings,
+        );
     }
 }
 
@@ -1102,6 +1111,7 @@ fn check_metadata(
     nk: &hsaco::Kernel,
     reserved: Option<u16>,
     findings: &mut Vec<Finding>,
+    warnings: &mut Vec<Finding>,
 ) {
     let (Some((om, oi)), Some((nm, ni))) = (o.kernel_metadata(ok), n.kernel_metadata(nk)) else {
         if ok.metadata_index.is_some() {
@@ -1136,18 +1146,36 @@ fn check_metadata(
             findings.push(mf(m))
         });
     }
-    let d = &nk.descriptor;
-    for (key, desc) in [
-        (".group_segment_fixed_size", d.group_segment_fixed_size),
-        (".private_segment_fixed_size", d.private_segment_fixed_size),
+    let (od, d) = (&ok.descriptor, &nk.descriptor);
+    for (key, old_desc, desc) in [
+        (
+            ".group_segment_fixed_size",
+            od.group_segment_fixed_size,
+            d.group_segment_fixed_size,
+        ),
+        (
+            ".private_segment_fixed_size",
+            od.private_segment_fixed_size,
+            d.private_segment_fixed_size,
+        ),
     ] {
         let (a, b) = (om.kernel_u64(oi, key), nm.kernel_u64(ni, key));
         if a != b {
             findings.push(mf(format!("{key} changed from {a:?} to {b:?}")));
         }
-        if b.is_some_and(|b| b != u64::from(desc)) {
+        let Some(b) = b.filter(|&b| b != u64::from(desc)) else {
+            continue;
+        };
+        // What the input says is the input's business: a disagreement the input already had,
+        // with the same two values, is kept as it is and only warned about; any other
+        // disagreement is one the rewrite made.
+        if a == Some(b) && old_desc == desc {
+            warnings.push(mf(format!(
+                "{key} {b} in the metadata note disagrees with the descriptor ({desc}), as in the input"
+            )));
+        } else {
             findings.push(mf(format!(
-                "{key} {b:?} disagrees with the descriptor ({desc})"
+                "{key} Some({b}) disagrees with the descriptor ({desc})"
             )));
         }
     }

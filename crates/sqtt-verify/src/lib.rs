@@ -33,7 +33,9 @@
 //!    are consistent.
 //! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note (every
 //!    key unchanged except `.sgpr_count` / `.vgpr_count`, which may grow within the descriptor's
-//!    allocation, and `.sgpr_count` not past the SGPRs the target can have).
+//!    allocation, and `.sgpr_count` not past the SGPRs the target can have). A segment size in
+//!    the note that disagrees with the descriptor is a finding unless the input had the same
+//!    disagreement, with the same values: then it is one of the report's `warnings`.
 //! 7. [`Check::Symbols`], [`Check::Relocations`]: symbol values/sizes and `R_AMDGPU_RELATIVE64`
 //!    addends follow the moved code.
 //! 8. [`Check::Dwarf`]: `.debug_line` gives every original instruction the same source position
@@ -214,6 +216,10 @@ pub struct Report {
     pub scope_flag_sgprs: Vec<u16>,
     /// Violations found.
     pub findings: Vec<Finding>,
+    /// Inconsistencies the input already had, unchanged by the rewrite (a metadata-note field
+    /// that disagrees with the kernel descriptor with the same values in both files): reported,
+    /// not violations. Any disagreement the rewrite made is a finding.
+    pub warnings: Vec<Finding>,
 }
 
 impl Report {
@@ -285,6 +291,7 @@ pub fn verify_parsed(
     new: &hsaco::CodeObject,
 ) -> Result<Report, VerifyError> {
     let mut findings = Vec::new();
+    let mut warnings = Vec::new();
     elfcheck::check_header(orig, new, &mut findings);
     let isa = isa_target(orig, "original")?;
     let program = code::Program::build(orig, new, isa, &mut findings)?;
@@ -324,7 +331,14 @@ pub fn verify_parsed(
     elfcheck::check_symbols(orig, new, &program, &mut findings);
     elfcheck::check_relocations(orig, new, &program, &mut findings);
     dwarfcheck::check_lines(orig, new, &program, &mut findings);
-    elfcheck::check_descriptors(orig, new, &program, &analysis.inserted_top, &mut findings);
+    elfcheck::check_descriptors(
+        orig,
+        new,
+        &program,
+        &analysis.inserted_top,
+        &mut findings,
+        &mut warnings,
+    );
     elfcheck::check_metadata_root(orig, new, &mut findings);
     let functions = program
         .funcs
@@ -349,6 +363,7 @@ pub fn verify_parsed(
         inserted_sgprs: analysis.inserted_sgprs,
         scope_flag_sgprs: analysis.scope_flags,
         findings,
+        warnings,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The human summary of a batch and of its regressions (stdout).
 
 use super::baseline::Regression;
-use super::report::{totals_coverage, BatchReport};
+use super::report::{reason_class, totals_coverage, BatchReport};
+use crate::summary;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -22,7 +23,9 @@ pub(super) fn opt(v: Option<u32>) -> String {
 /// How many not-processed files [`render`] lists by name (the JSON report lists all).
 pub(super) const NOT_INPUTS_SHOWN: usize = 10;
 
-/// The human report (stdout): one line per file, object, kernel and device function, then totals.
+/// The human report (stdout): one line per file, object, kernel and device function (long names
+/// shortened), the object's skipped sites grouped by kind with at most three examples, then
+/// totals (skipped sites by kind).
 pub fn render(r: &BatchReport) -> String {
     let mut s = String::new();
     for f in &r.files {
@@ -56,11 +59,9 @@ pub fn render(r: &BatchReport) -> String {
                 o.text_bytes_before,
                 o.text_bytes_after
             );
-            for why in &o.reasons {
-                let _ = writeln!(s, "    reason: {why}");
-            }
+            s += &summary::reasons("    ", "reason", &o.reasons, reason_class);
             for n in &o.notes {
-                let _ = writeln!(s, "    note: {n}");
+                let _ = writeln!(s, "    note: {}", summary::readable(n));
             }
             if !o.failed_closed_sites.is_empty() {
                 let _ = writeln!(
@@ -73,7 +74,7 @@ pub fn render(r: &BatchReport) -> String {
                 let _ = writeln!(
                     s,
                     "    kernel {}: {}; sites {}; +{} instructions (+{} reachable), +{} bytes; wave{} vgprs {}{} occupancy {}->{}",
-                    k.name,
+                    summary::short_name(&k.name),
                     k.status,
                     map_text(&k.sites),
                     k.inserted_instructions,
@@ -89,22 +90,36 @@ pub fn render(r: &BatchReport) -> String {
                     opt(k.occupancy_before),
                     opt(k.occupancy_after)
                 );
-                for (why, n) in &k.skipped {
-                    let _ = writeln!(s, "      skipped {n}x {why}");
-                }
             }
             for fr in &o.functions {
                 let _ = writeln!(
                     s,
                     "    function {}: sites {}; +{} instructions, +{} bytes",
-                    fr.name,
+                    summary::short_name(&fr.name),
                     map_text(&fr.sites),
                     fr.inserted_instructions,
                     fr.inserted_bytes
                 );
-                for (why, n) in &fr.skipped {
-                    let _ = writeln!(s, "      skipped {n}x {why}");
+            }
+            // Skipped sites of the whole object, by kind: each kernel or function named once,
+            // at most three examples per kind (the JSON report has every row and reason).
+            let mut g = summary::Groups::default();
+            let rows = o.kernels.iter().map(|k| (&k.name, &k.skipped));
+            for (name, skipped) in rows.chain(o.functions.iter().map(|f| (&f.name, &f.skipped))) {
+                for (key, &n) in skipped {
+                    let (site, why) = key.split_once(": ").unwrap_or(("", key));
+                    g.add(
+                        summary::kind_of(why),
+                        site,
+                        name,
+                        String::new(),
+                        u64::from(n),
+                    );
                 }
+            }
+            if !g.is_empty() {
+                let _ = writeln!(s, "    skipped: {} site(s)", g.total());
+                s += &g.render("      ", true);
             }
         }
     }
@@ -155,14 +170,21 @@ pub fn render(r: &BatchReport) -> String {
         t.inserted_instructions, t.inserted_bytes
     );
     let _ = writeln!(s, "  verifier rejected: {}", t.verifier_rejected);
-    for (why, n) in &t.skipped {
-        let _ = writeln!(s, "  skipped {n}x {why}");
+    let mut g = summary::Groups::default();
+    for (key, &n) in &t.skipped {
+        let (site, why) = key.split_once(": ").unwrap_or(("", key));
+        g.add(summary::kind_of(why), site, "", String::new(), u64::from(n));
     }
+    s += &g
+        .render("", false)
+        .lines()
+        .map(|l| format!("  skipped {l}\n"))
+        .collect::<String>();
     for (why, n) in &t.failed_closed_reasons {
-        let _ = writeln!(s, "  failed closed {n}x {why}");
+        let _ = writeln!(s, "  failed closed {n}x {}", summary::readable(why));
     }
     for (why, n) in &t.input_errors {
-        let _ = writeln!(s, "  input error {n}x {why}");
+        let _ = writeln!(s, "  input error {n}x {}", summary::readable(why));
     }
     s
 }

@@ -180,37 +180,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// A failed-closed reason without the function name and address prefix (`f at 0x10: why`) and
-/// with hexadecimal numbers replaced by `0x_`, so equal causes are counted together.
-pub(super) fn reason_class(r: &str) -> String {
-    let core = if let Some(v) = r.strip_prefix("verifier: [") {
-        // `verifier: [check] function orig 0x.. new 0x..: message: details`
-        let check = v.split(']').next().unwrap_or_default();
-        let msg = v.find(": ").map_or("", |i| &v[i + 2..]);
-        format!(
-            "verifier: [{check}] {}",
-            msg.split(": ").next().unwrap_or_default()
-        )
-    } else {
-        match r.find(" at 0x") {
-            Some(i) => r[i..].find(": ").map_or(r, |j| &r[i + j + 2..]).to_string(),
-            None => r.to_string(),
-        }
-    };
-    let mut out = String::with_capacity(core.len());
-    let mut rest = core.as_str();
-    while let Some(i) = rest.find("0x") {
-        out.push_str(&rest[..i]);
-        out.push_str("0x_");
-        let tail = &rest[i + 2..];
-        let n = tail
-            .find(|c: char| !c.is_ascii_hexdigit())
-            .unwrap_or(tail.len());
-        rest = &tail[n..];
-    }
-    out.push_str(rest);
-    out
-}
+pub(super) use crate::summary::reason_class;
 
 pub(super) fn totals(files: &[FileReport]) -> Totals {
     let mut t = Totals {
