@@ -549,3 +549,124 @@ fn many_containers_in_one_batch_finish() {
         .count();
     assert!(written >= 2, "{written} outputs");
 }
+
+/// `batch LIBDIR -o OUTDIR --copy-tree` (issue 37, a rocBLAS/hipBLASLt library directory):
+/// OUTDIR is the copy of LIBDIR — the catalogue, an unrelated file and a file in a subdirectory
+/// byte-identical, a symbolic link recreated with its link text, every code object instrumented
+/// (it has a `.sqtt_funcmap`) with its kernel names, `.kd` symbols and kernel argument layouts
+/// (`.args` of the metadata note) unchanged.
+#[test]
+fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let lib = t.path().join("library");
+    std::fs::create_dir_all(lib.join("gfx90a")).expect("mkdir");
+    let tensile = workspace().join("fixtures/tensile");
+    std::fs::copy(
+        tensile.join("gfx908__tensile__O3.co"),
+        lib.join("TensileLibrary_gfx908.co"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        tensile.join("gfx90a__tensile__O3.co"),
+        lib.join("gfx90a/TensileLibrary_gfx90a.co"),
+    )
+    .expect("copy");
+    std::fs::write(
+        lib.join("TensileLibrary_gfx908.dat"),
+        b"\x82\xa4name\xa3gemm",
+    )
+    .expect("dat");
+    std::fs::write(lib.join("gfx90a/notes.txt"), b"not code\n").expect("txt");
+    std::os::unix::fs::symlink("TensileLibrary_gfx908.co", lib.join("current.co")).expect("ln");
+    let out = t.path().join("copy");
+    let o = batch(
+        t.path(),
+        &[
+            "library",
+            "-o",
+            "copy",
+            "--copy-tree",
+            "--barriers",
+            "1",
+            "--kernel-scopes",
+        ],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("2 other file(s) copied unchanged, 1 link(s) recreated"),
+        "{}",
+        stdout(&o)
+    );
+    for f in ["TensileLibrary_gfx908.dat", "gfx90a/notes.txt"] {
+        assert_eq!(
+            std::fs::read(lib.join(f)).expect("in"),
+            std::fs::read(out.join(f)).expect("out"),
+            "{f} differs"
+        );
+    }
+    assert_eq!(
+        std::fs::read_link(out.join("current.co")).expect("link"),
+        Path::new("TensileLibrary_gfx908.co")
+    );
+    assert!(
+        !out.join("library").exists(),
+        "no root-name level with --copy-tree"
+    );
+    for f in [
+        "TensileLibrary_gfx908.co",
+        "gfx90a/TensileLibrary_gfx90a.co",
+    ] {
+        let (a, b) = (
+            std::fs::read(lib.join(f)).expect("in"),
+            std::fs::read(out.join(f)).expect("out"),
+        );
+        let (ca, cb) = (
+            hsaco::CodeObject::parse(&a).expect("input parses"),
+            hsaco::CodeObject::parse(&b).expect("output parses"),
+        );
+        assert!(
+            ca.funcmap().is_none() && cb.funcmap().is_some(),
+            "{f}: not instrumented"
+        );
+        let names =
+            |c: &hsaco::CodeObject| c.kernels.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&ca), names(&cb), "{f}: kernel names");
+        let kd = |path: &Path| -> Vec<String> {
+            let o = Command::new("llvm-readelf-22")
+                .args(["--dyn-syms", "-W"])
+                .arg(path)
+                .output()
+                .expect("llvm-readelf-22 (tools/setup.sh installs it)");
+            let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.ends_with(".kd"))
+                .map(|l| l.split_whitespace().skip(2).collect::<Vec<_>>().join(" "))
+                .collect();
+            v.sort();
+            v
+        };
+        let (ka, kb) = (kd(&lib.join(f)), kd(&out.join(f)));
+        assert!(!ka.is_empty(), "{f}: no .kd symbols read");
+        assert_eq!(ka, kb, "{f}: .kd symbols (size, type, binding, name)");
+        // `.name` and `.args` of every kernel in the metadata note (AMDGPUUsage, code object V5
+        // metadata).
+        let args = |c: &hsaco::CodeObject| -> Vec<String> {
+            let get = |v: &rmpv::Value, key: &str| -> Option<rmpv::Value> {
+                v.as_map()?
+                    .iter()
+                    .find(|(k, _)| k.as_str() == Some(key))
+                    .map(|(_, v)| v.clone())
+            };
+            let mut out = Vec::new();
+            for m in &c.metadata {
+                let kernels = get(&m.root, "amdhsa.kernels").expect("amdhsa.kernels");
+                for k in kernels.as_array().expect("kernel list") {
+                    out.push(format!("{:?} {:?}", get(k, ".name"), get(k, ".args")));
+                }
+            }
+            out
+        };
+        assert!(!args(&ca).is_empty(), "{f}: no kernels in the note");
+        assert_eq!(args(&ca), args(&cb), "{f}: kernel argument layouts");
+    }
+}

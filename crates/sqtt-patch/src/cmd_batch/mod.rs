@@ -26,6 +26,7 @@ mod discover;
 mod process;
 mod render;
 mod report;
+mod tree;
 
 /// Command line of `sqtt-patch batch`.
 #[derive(clap::Args, Debug)]
@@ -39,6 +40,12 @@ pub struct BatchArgs {
     /// Write no output file; only report (and compare).
     #[arg(long)]
     pub check: bool,
+    /// With one directory PATH and `-o OUTDIR`: OUTDIR becomes a copy of that directory (no
+    /// root-name level): instrumented code objects at their relative paths, every other file
+    /// (e.g. `TensileLibrary_*.dat` catalogues, objects not written) copied unchanged, symbolic
+    /// links recreated with the same link text.
+    #[arg(long, requires = "output")]
+    pub copy_tree: bool,
     /// Follow symbolic links to directories found below a directory argument (each directory
     /// and file is still visited once, by device and inode).
     #[arg(long)]
@@ -68,6 +75,9 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     }
     if !(args.max_overhead_growth.is_finite() && args.max_overhead_growth >= 0.0) {
         bail!("--max-overhead-growth must be a percentage >= 0");
+    }
+    if args.copy_tree && !(args.paths.len() == 1 && args.paths[0].is_dir()) {
+        bail!("--copy-tree takes exactly one directory PATH (OUTDIR becomes its copy)");
     }
     let common = &args.common;
     let opts = cmd_patch::flag_options(&common.flags)?;
@@ -112,7 +122,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
     if let Some(dir) = out_dir {
         for f in &found {
-            output::check_not_input("-o", &dir.join(&f.key), &inputs)?;
+            output::check_not_input("-o", &dir.join(out_key(&f.key, args.copy_tree)), &inputs)?;
         }
     }
     // The report must not be one of the inputs either (written over a code object, it would
@@ -133,7 +143,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let outcomes: Vec<Result<FileReport, String>> = found
         .par_iter()
         .map(|f| {
-            let r = process_file(f, &opts, &filter, out_dir, common.strict);
+            let r = process_file(f, &opts, &filter, out_dir, common.strict, args.copy_tree);
             let objects = r.as_ref().map_or(0, |r| r.objects.len() as u64);
             progress.found(objects);
             progress.objects_done(objects);
@@ -172,6 +182,15 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         Ok(())
     };
     summary(&render(&report))?;
+    if let (true, Some(dir)) = (args.copy_tree, out_dir) {
+        let c = tree::complete(&args.paths[0], dir)?;
+        summary(&format!(
+            "copy of {}: {} other file(s) copied unchanged, {} link(s) recreated\n",
+            args.paths[0].display(),
+            c.files,
+            c.links
+        ))?;
+    }
     for e in &input_errors {
         eprintln!("sqtt-patch batch: input error: {e}");
     }
@@ -257,6 +276,15 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         eprintln!("sqtt-patch batch: --strict: {lost} input(s) failed closed, could not be read, skipped a site or have unreadable DWARF; {outcome}");
     }
     Ok(code)
+}
+
+/// Output path below OUTDIR of the file with report key `key`: the key itself, or with
+/// `--copy-tree` the key without its first component (the root directory's name).
+pub(super) fn out_key(key: &str, copy_tree: bool) -> &str {
+    match key.split_once('/') {
+        Some((_, rest)) if copy_tree => rest,
+        _ => key,
+    }
 }
 
 /// Refuses an output directory that is, or lies inside, a directory given as input: the

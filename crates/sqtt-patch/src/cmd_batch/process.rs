@@ -27,6 +27,7 @@ pub(super) fn process_file(
     filter: &ArchFilter,
     out_dir: Option<&Path>,
     strict: bool,
+    copy_tree: bool,
 ) -> Result<FileReport, String> {
     let started = Instant::now();
     let mut rep = FileReport {
@@ -80,7 +81,7 @@ pub(super) fn process_file(
         return Ok(rep);
     }
     if let (Some(bytes), Some(dir)) = (out, out_dir) {
-        let dest = dir.join(&f.key);
+        let dest = dir.join(super::out_key(&f.key, copy_tree));
         // Errors name `-o` and the path (`-o OUT/lib/a.co: cannot write: ...`).
         let written = dest
             .parent()
