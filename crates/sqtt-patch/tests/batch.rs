@@ -612,6 +612,18 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
         !out.join("library").exists(),
         "no root-name level with --copy-tree"
     );
+    // A second run into the same, now non-empty, OUTDIR is refused before anything is written
+    // (an entry there, a link especially, would be written through or left stale).
+    let again = batch(
+        t.path(),
+        &["library", "-o", "copy", "--copy-tree", "--barriers", "1"],
+    );
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("new or empty directory"),
+        "{}",
+        stderr(&again)
+    );
     for f in [
         "TensileLibrary_gfx908.co",
         "gfx90a/TensileLibrary_gfx90a.co",

@@ -44,7 +44,7 @@ pub struct BatchArgs {
     /// root-name level): instrumented code objects at their relative paths, every other file
     /// (e.g. `TensileLibrary_*.dat` catalogues, objects not written) copied unchanged, symbolic
     /// links recreated with the same link text.
-    #[arg(long, requires = "output")]
+    #[arg(long, requires = "output", conflicts_with = "follow_links")]
     pub copy_tree: bool,
     /// Follow symbolic links to directories found below a directory argument (each directory
     /// and file is still visited once, by device and inode).
@@ -78,6 +78,18 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     }
     if args.copy_tree && !(args.paths.len() == 1 && args.paths[0].is_dir()) {
         bail!("--copy-tree takes exactly one directory PATH (OUTDIR becomes its copy)");
+    }
+    if let Some(d) = args.output.as_deref().filter(|_| args.copy_tree) {
+        // A copy is written into a new or empty directory only: an existing entry (a link
+        // especially) would be written through or left stale.
+        let occupied = std::fs::symlink_metadata(d).is_ok()
+            && std::fs::read_dir(d).map_or(true, |mut e| e.next().is_some());
+        if occupied {
+            bail!(
+                "-o {}: --copy-tree writes a copy into a new or empty directory, and this one exists and is not empty",
+                d.display()
+            );
+        }
     }
     let common = &args.common;
     let opts = cmd_patch::flag_options(&common.flags)?;
