@@ -15,6 +15,7 @@ use crate::insn::{
 };
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
+use crate::subcalls::Resolved;
 use crate::{Check, Finding};
 use rayon::prelude::*;
 
@@ -210,6 +211,9 @@ struct Cfg {
     via: BTreeMap<(usize, usize), u64>,
     /// Function exits (end of program, return, tail call) that must leave no open scope.
     exits: Vec<usize>,
+    /// `s_swappc_b64` calls of subroutines inside the function ([`crate::subcalls`]): not calls
+    /// of unknown code.
+    intra_calls: Vec<usize>,
 }
 
 impl Cfg {
@@ -288,7 +292,8 @@ pub(crate) fn analyse(
         .unzip();
     findings.extend(found.into_iter().flatten());
     let exits: Vec<Vec<usize>> = cfgs.iter().map(|c| c.exits.clone()).collect();
-    let cg = CallGraph::new(p, &exits);
+    let intra: Vec<Vec<usize>> = cfgs.iter().map(|c| c.intra_calls.clone()).collect();
+    let cg = CallGraph::new(p, &exits, &intra);
     // Successors for register facts: the CFG's, plus the fall-through of `s_trap` (the trap
     // handler resumes at the next instruction).
     let succ: Vec<FactSuccs> = cfgs
@@ -866,7 +871,39 @@ fn check_target(
     (tfi == fi).then_some((tk, Some(t_n)))
 }
 
+/// The CFG of function `fi`; in a kernel, calls and jumps through a pair built in another
+/// block are resolved over a first CFG without them ([`crate::subcalls`]) and the CFG is built
+/// again with their edges.
 fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
+    let f = &p.funcs[fi];
+    let mut first = Vec::new();
+    let cfg = build_cfg_with(p, fi, &mut first, &Resolved::default());
+    if f.kind != crate::FunctionKind::Kernel {
+        findings.extend(first);
+        return cfg;
+    }
+    let jumps: Vec<usize> = cfg
+        .exits
+        .iter()
+        .copied()
+        .filter(|&k| {
+            let i = f.inst(&f.orig[k]);
+            i.flow() == Flow::IndirectJump && i.special() != amdgpu_isa::Special::AddPcI64
+        })
+        .collect();
+    let extra = crate::subcalls::resolve(
+        f,
+        |k| cfg.succs.of(k).iter().map(|&s| s as usize).collect(),
+        &jumps,
+    );
+    if extra.is_empty() {
+        findings.extend(first);
+        return cfg;
+    }
+    build_cfg_with(p, fi, findings, &extra)
+}
+
+fn build_cfg_with(p: &Program, fi: usize, findings: &mut Vec<Finding>, extra: &Resolved) -> Cfg {
     let f = &p.funcs[fi];
     let n = f.orig.len();
     let mut cfg = Cfg {
@@ -874,6 +911,7 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         lands: Vec::new(),
         via: BTreeMap::new(),
         exits: Vec::new(),
+        intra_calls: extra.calls.keys().copied().collect(),
     };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
@@ -901,6 +939,33 @@ fn build_cfg(p: &Program, fi: usize, findings: &mut Vec<Finding>) -> Cfg {
         }
         let oi = f.inst(o);
         match oi.flow() {
+            Flow::Call if extra.calls.contains_key(&k) => {
+                cfg.extend(next);
+                for g in &extra.calls[&k] {
+                    if let Some(&(_, Some(s))) = builder_edges.get(g) {
+                        cfg.push(s);
+                    }
+                }
+            }
+            Flow::IndirectJump if extra.jumps.contains_key(&k) => {
+                for g in &extra.jumps[&k] {
+                    if let Some(&(_, Some(s))) = builder_edges.get(g) {
+                        cfg.push(s);
+                    }
+                }
+            }
+            Flow::IndirectJump if extra.returns.contains_key(&k) => {
+                // Returns to the instruction after each call: the call's copy + its length must
+                // be where that instruction's run or copy starts.
+                for &c in &extra.returns[&k] {
+                    let o = &f.orig[c];
+                    let len = f.inst(o).len() as u64;
+                    let t_n = f.copy(o).map(|nn| nn.addr + nn.inst.len() as u64);
+                    if let Some(s) = check_target(p, fi, k, o.addr + len, t_n, "return", findings) {
+                        cfg.push(s);
+                    }
+                }
+            }
             Flow::Fallthrough | Flow::Call => cfg.extend(next),
             Flow::Branch { conditional } => {
                 if conditional {

@@ -58,6 +58,7 @@ mod region;
 mod segments;
 mod sgprs;
 mod spill;
+mod subcalls;
 mod verbatim;
 
 use serde::Serialize;

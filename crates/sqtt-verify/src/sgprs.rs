@@ -196,7 +196,9 @@ fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
 impl CallGraph {
     /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
     /// Functions are looked at in parallel.
-    pub fn new(p: &Program, exits: &[Vec<usize>]) -> CallGraph {
+    /// `intra[f]`: its calls of subroutines inside it ([`crate::subcalls`]), not calls of
+    /// unknown code.
+    pub fn new(p: &Program, exits: &[Vec<usize>], intra: &[Vec<usize>]) -> CallGraph {
         let per: Vec<_> = p
             .funcs
             .par_iter()
@@ -208,7 +210,7 @@ impl CallGraph {
                         continue;
                     }
                     let oi = f.inst(o);
-                    if oi.flow() != Flow::Call {
+                    if oi.flow() != Flow::Call || intra.get(fi).is_some_and(|c| c.contains(&k)) {
                         continue;
                     }
                     let t = match oi.branch_target(o.addr) {

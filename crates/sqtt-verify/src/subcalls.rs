@@ -1,0 +1,162 @@
+//! Calls and returns inside one kernel through an SGPR pair (hipBLASLt's activation
+//! epilogues: a chain of blocks each building a label address into one pair, a later
+//! `s_swappc_b64 s[r:r+1], s[p:p+1]`, and a subroutine after the kernel's `s_endpgm` returning
+//! with `s_setpc_b64 s[r:r+1]`), resolved by the verifier's own reaching-definitions walk over
+//! its CFG of the original code.
+//!
+//! A use of a pair is resolved when every path back from it meets, as the first instruction
+//! writing either half of the pair, the last part of a recognised address builder
+//! ([`crate::builder`]) whose original target lies in the function (a call or jump there), or —
+//! for an `s_setpc_b64` — a resolved `s_swappc_b64` writing that pair (a return to the
+//! instruction after that call). Anything else (a path from the entry, another write) leaves it
+//! unresolved, and the verifier treats it as before: an unknown call or an exit.
+
+use crate::code::Func;
+use amdgpu_isa::Flow;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the walk resolved in one function.
+#[derive(Default)]
+pub(crate) struct Resolved {
+    /// `s_swappc_b64` index → the `s_getpc` indices of the builders it calls.
+    pub calls: BTreeMap<usize, Vec<usize>>,
+    /// `s_setpc_b64` index → the builders it jumps through (across blocks).
+    pub jumps: BTreeMap<usize, Vec<usize>>,
+    /// `s_setpc_b64` index → the calls it returns from.
+    pub returns: BTreeMap<usize, Vec<usize>>,
+}
+
+impl Resolved {
+    /// Nothing resolved.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty() && self.jumps.is_empty() && self.returns.is_empty()
+    }
+}
+
+/// The lowest SGPR of the pair instruction `k` reads as a code address.
+fn pair_read(f: &Func, k: usize) -> Option<u16> {
+    f.inst(&f.orig[k])
+        .reads()
+        .max_sgpr()
+        .map(|r| r.saturating_sub(1))
+}
+
+/// The lowest SGPR of the pair `s_swappc_b64` at `k` writes.
+fn pair_written(f: &Func, k: usize) -> Option<u16> {
+    f.inst(&f.orig[k])
+        .writes()
+        .max_sgpr()
+        .map(|r| r.saturating_sub(1))
+}
+
+fn writes_pair(f: &Func, j: usize, pair: u16) -> bool {
+    let w = f.regs(&f.orig[j]).sgpr_writes;
+    pair < 127 && (w >> pair) & 3 != 0
+}
+
+/// First writers of `pair` on every path back from `at` (`None`: a path reaches the entry).
+fn first_writers(f: &Func, preds: &[Vec<usize>], at: usize, pair: u16) -> Option<BTreeSet<usize>> {
+    let mut out = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut stack = preds.get(at)?.clone();
+    if at == 0 || stack.is_empty() {
+        return None;
+    }
+    while let Some(j) = stack.pop() {
+        if !seen.insert(j) {
+            continue;
+        }
+        if writes_pair(f, j, pair) {
+            out.insert(j);
+        } else if j == 0 {
+            return None;
+        } else {
+            stack.extend(preds[j].iter().copied());
+        }
+    }
+    Some(out)
+}
+
+/// Resolves the in-function calls and the jumps of kernel `f` (see the module docs).
+/// `succ(k)`: the CFG successors found without them; `unresolved_jumps`: the `s_setpc_b64`
+/// indices that CFG treats as exits.
+pub(crate) fn resolve(
+    f: &Func,
+    succ: impl Fn(usize) -> Vec<usize>,
+    unresolved_jumps: &[usize],
+) -> Resolved {
+    let n = f.orig.len();
+    let mut res = Resolved::default();
+    let calls: Vec<usize> = (0..n)
+        .filter(|&k| {
+            let i = f.inst(&f.orig[k]);
+            i.flow() == Flow::Call && i.branch_target(f.orig[k].addr).is_none()
+        })
+        .collect();
+    if calls.is_empty() && unresolved_jumps.is_empty() {
+        return res;
+    }
+    // Builders by their last part, with their in-function target index.
+    let mut ends: BTreeMap<usize, (u16, usize)> = BTreeMap::new();
+    for b in &f.builders {
+        let (Some(g), Some(&last)) = (f.orig.get(b.getpc), b.parts.iter().max()) else {
+            continue;
+        };
+        let Some(t) = b.target_with(g.addr, |k| f.orig.get(k).map(|o| f.inst(o))) else {
+            continue;
+        };
+        if t >= f.orig_start && t < f.orig_end {
+            ends.insert(last, (b.dst, b.getpc));
+        }
+    }
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for k in 0..n {
+        for s in succ(k) {
+            if let Some(p) = preds.get_mut(s) {
+                p.push(k);
+            }
+        }
+    }
+    let through_builders = |defs: &BTreeSet<usize>, pair: u16| -> Option<Vec<usize>> {
+        defs.iter()
+            .map(|d| ends.get(d).filter(|(dst, _)| *dst == pair).map(|e| e.1))
+            .collect()
+    };
+    for &k in &calls {
+        let Some(pair) = pair_read(f, k) else {
+            continue;
+        };
+        if let Some(getpcs) =
+            first_writers(f, &preds, k, pair).and_then(|d| through_builders(&d, pair))
+        {
+            // The subroutine entries become successors of the call for the returns' walk.
+            for &g in &getpcs {
+                if let Some(t) = f.builders.iter().find(|b| b.getpc == g).and_then(|b| {
+                    b.target_with(f.orig[g].addr, |x| f.orig.get(x).map(|o| f.inst(o)))
+                }) {
+                    if let Some(ti) = f.orig.iter().position(|o| o.addr == t) {
+                        preds[ti].push(k);
+                    }
+                }
+            }
+            res.calls.insert(k, getpcs);
+        }
+    }
+    for &k in unresolved_jumps {
+        let Some(pair) = pair_read(f, k) else {
+            continue;
+        };
+        let Some(defs) = first_writers(f, &preds, k, pair) else {
+            continue;
+        };
+        if let Some(getpcs) = through_builders(&defs, pair) {
+            res.jumps.insert(k, getpcs);
+        } else if defs
+            .iter()
+            .all(|d| res.calls.contains_key(d) && pair_written(f, *d) == Some(pair))
+        {
+            res.returns.insert(k, defs.into_iter().collect());
+        }
+    }
+    res
+}
