@@ -344,7 +344,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
                 .map(|a| format!(" (first problem at {a})"))
                 .unwrap_or_default();
             g.add(
-                summary::kind_of(&l.why),
+                &l.why,
                 "",
                 &l.name,
                 format!(" at {:#x}{first}", l.address),
@@ -403,7 +403,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
         let mut g = summary::Groups::default();
         for sk in &r.skipped {
             g.add(
-                summary::kind_of(&sk.why),
+                &sk.why,
                 &serde_name(&sk.kind),
                 &sk.function,
                 format!(" at {:#x}", sk.addr),

@@ -172,6 +172,9 @@ struct Kind {
     sub: BTreeMap<String, u64>,
     /// (name, count, detail of its first occurrence), in the order first seen.
     names: Vec<(String, u64, String)>,
+    /// The first reason of this kind as written: shown instead of the kind when it is the only
+    /// one (a lone `jump to 0x_` keeps its address).
+    first: String,
 }
 
 /// Reasons grouped by kind, for [`Groups::render`].
@@ -181,10 +184,13 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// Counts `n` occurrences of `kind` (of site kind `sub`, empty: none) in function `name`
+    /// Counts `n` occurrences of reason `why`, grouped by its [`kind_of`] (of site kind `sub`, empty: none) in function `name`
     /// (empty: none); `detail` (` at 0x40e8`) describes its first one.
-    pub fn add(&mut self, kind: String, sub: &str, name: &str, detail: String, n: u64) {
-        let k = self.kinds.entry(kind).or_default();
+    pub fn add(&mut self, why: &str, sub: &str, name: &str, detail: String, n: u64) {
+        let k = self.kinds.entry(kind_of(why)).or_default();
+        if k.first.is_empty() {
+            k.first = why.to_string();
+        }
         k.count += n;
         if !sub.is_empty() {
             *k.sub.entry(sub.to_string()).or_default() += n;
@@ -217,7 +223,12 @@ impl Groups {
         kinds.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
         let mut s = String::new();
         for (kind, k) in kinds {
-            let mut kind = clip(kind, KIND_MAX);
+            let shown = if k.count == 1 && !k.first.is_empty() && !k.first.contains("; ") {
+                readable(without_leading_location(&k.first))
+            } else {
+                kind.clone()
+            };
+            let mut kind = clip(&shown, KIND_MAX);
             if !k.sub.is_empty() {
                 let sub: Vec<String> = k.sub.iter().map(|(s, n)| format!("{s}={n}")).collect();
                 kind = format!("{kind} [{}]", sub.join(" "));
@@ -251,6 +262,14 @@ impl Groups {
         }
         s
     }
+}
+
+/// `why` without a leading `at 0x1404: ` (the address is shown beside the function's name).
+fn without_leading_location(why: &str) -> &str {
+    why.strip_prefix("at 0x")
+        .and_then(|r| r.split_once(": "))
+        .filter(|(hex, _)| hex.chars().all(|c| c.is_ascii_hexdigit()))
+        .map_or(why, |(_, rest)| rest)
 }
 
 /// Free-text reasons (failed closed, input errors) grouped by `class`: a kind seen once is one
@@ -340,7 +359,7 @@ mod tests {
     fn groups_name_each_function_once_with_three_examples() {
         let mut g = Groups::default();
         for (i, f) in ["a", "a", "b", "c", "d"].iter().enumerate() {
-            g.add("why".into(), "k", f, format!(" at {:#x}", 16 * i), 1);
+            g.add("why", "k", f, format!(" at {:#x}", 16 * i), 1);
         }
         let s = g.render("  ", true);
         assert_eq!(

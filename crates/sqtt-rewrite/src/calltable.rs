@@ -75,10 +75,9 @@ fn reaching_defs(
             continue;
         }
         if j == 0 {
-            return Err(format!(
-                "s[{pair}:{}] is not set on every path from the function's entry",
-                pair + 1
-            ));
+            return Err(
+                "the address pair is not set on every path from the function's entry".into(),
+            );
         }
         stack.extend(preds[j].iter().copied());
     }
@@ -137,9 +136,7 @@ pub(crate) fn resolve(
                     (_, Some(&rp)) if rp == p.pair && !p.call => returns.push(d),
                     _ => {
                         return Err(format!(
-                            "s[{}:{}] is set by {} at {:#x}, not by an address builder{}",
-                            p.pair,
-                            p.pair + 1,
+                            "the address pair is set by {} at {:#x}, not by an address builder{}",
                             f.insts.get(d).mnemonic(),
                             f.insts.addr(d),
                             if p.call { "" } else { " or a call" }

@@ -108,13 +108,7 @@ pub fn render(r: &BatchReport) -> String {
             for (name, skipped) in rows.chain(o.functions.iter().map(|f| (&f.name, &f.skipped))) {
                 for (key, &n) in skipped {
                     let (site, why) = key.split_once(": ").unwrap_or(("", key));
-                    g.add(
-                        summary::kind_of(why),
-                        site,
-                        name,
-                        String::new(),
-                        u64::from(n),
-                    );
+                    g.add(why, site, name, String::new(), u64::from(n));
                 }
             }
             if !g.is_empty() {
@@ -173,7 +167,7 @@ pub fn render(r: &BatchReport) -> String {
     let mut g = summary::Groups::default();
     for (key, &n) in &t.skipped {
         let (site, why) = key.split_once(": ").unwrap_or(("", key));
-        g.add(summary::kind_of(why), site, "", String::new(), u64::from(n));
+        g.add(why, site, "", String::new(), u64::from(n));
     }
     s += &g
         .render("", false)
