@@ -578,6 +578,9 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
     .expect("dat");
     std::fs::write(lib.join("gfx90a/notes.txt"), b"not code\n").expect("txt");
     std::os::unix::fs::symlink("TensileLibrary_gfx908.co", lib.join("current.co")).expect("ln");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::Permissions::from_mode(0o750);
+    std::fs::set_permissions(lib.join("TensileLibrary_gfx908.co"), mode).expect("chmod");
     let out = t.path().join("copy");
     let o = batch(
         t.path(),
@@ -612,6 +615,11 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
         !out.join("library").exists(),
         "no root-name level with --copy-tree"
     );
+    let out_mode = std::fs::metadata(out.join("TensileLibrary_gfx908.co"))
+        .expect("output")
+        .permissions()
+        .mode();
+    assert_eq!(out_mode & 0o777, 0o750, "an output keeps its input's mode");
     // A second run into the same, now non-empty, OUTDIR is refused before anything is written
     // (an entry there, a link especially, would be written through or left stale).
     let again = batch(

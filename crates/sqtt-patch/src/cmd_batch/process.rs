@@ -95,7 +95,9 @@ pub(super) fn process_file(
                 })
             })
             .and_then(|()| output::check("-o", &dest))
-            .and_then(|d| crate::timings::time(Stage::Write, || output::write(&d, &bytes, None)));
+            .and_then(|d| {
+                crate::timings::time(Stage::Write, || output::write(&d, &bytes, Some(&f.path)))
+            });
         if let Err(e) = written {
             rep.error = Some(format!("{e:#}"));
         }
