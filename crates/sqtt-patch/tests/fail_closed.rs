@@ -451,3 +451,67 @@ fn short_lines(report: &str, long: &str) {
         assert!(!l.contains(long), "full name in {l}");
     }
 }
+
+/// Issue 39 item 5: a kernel that does work and then traps (`__builtin_trap()`: `s_trap 2`, no
+/// `s_endpgm`, as in Debian's HSA runtime test kernels) is not a compiled-out stub: its barrier
+/// and store are marked, nothing is left alone, and the verifier accepts the output.
+#[test]
+fn kernel_that_works_then_traps_is_instrumented() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "  v_mov_b32 v0, 0\n  v_mov_b32 v1, 7\n  s_barrier\n  global_store_b32 v0, v1, s[0:1]\n  s_trap 2";
+    let source = TEMPLATE
+        .replace("BODY", body)
+        .replace("  s_endpgm\n", "")
+        .replace("EXTRA", "");
+    let co = build_source(dir.path(), "traps", &source);
+    let out = dir.path().join("traps.instr.co");
+    let json = dir.path().join("traps.json");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(&out)
+        .args([
+            "--barriers",
+            "1",
+            "--memory",
+            "1:0",
+            "--kernel-scopes",
+            "--report",
+            "--report-json",
+        ])
+        .arg(&json)
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .env_remove("SQTT_INSTRUMENT_MEMORY")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{report}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["status"], "instrumented", "{j}");
+    assert!(
+        j["left_alone"].as_array().is_none_or(|a| a.is_empty()),
+        "nothing left alone: {}",
+        j["left_alone"]
+    );
+    for c in j["coverage"].as_array().expect("coverage") {
+        assert_eq!(c["in_stubs"], 0, "not counted as a stub: {c}");
+        assert_eq!(c["found"], c["instrumented"], "{c}");
+    }
+    assert!(report.contains("barriers 1/1 sites (100.0 %)"), "{report}");
+    assert!(report.contains("memory 1/1 sites (100.0 %)"), "{report}");
+    Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg("verify")
+        .arg(&co)
+        .arg(&out)
+        .assert()
+        .success();
+}
