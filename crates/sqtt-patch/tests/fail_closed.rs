@@ -225,13 +225,7 @@ fn expect_left_alone(name: &str, body: &str, diagnostic: &str) {
     assert!(err.contains(&want), "{name}: got {err:?}, want {want:?}");
     assert!(err.contains(": instrumented;"), "{err}");
     assert_ne!(std::fs::read(&co).unwrap(), std::fs::read(&out).unwrap());
-    Command::cargo_bin("sqtt-patch")
-        .unwrap()
-        .arg("verify")
-        .arg(&co)
-        .arg(&out)
-        .assert()
-        .success();
+    assert_verifies(&co, &out);
     assert_eq!(run(true).status.code(), Some(3), "--strict: lost coverage");
 }
 
@@ -507,11 +501,16 @@ fn kernel_that_works_then_traps_is_instrumented() {
     }
     assert!(report.contains("barriers 1/1 sites (100.0 %)"), "{report}");
     assert!(report.contains("memory 1/1 sites (100.0 %)"), "{report}");
+    assert_verifies(&co, &out);
+}
+
+/// `sqtt-patch verify ORIG NEW` accepts the rewrite.
+fn assert_verifies(orig: &Path, new: &Path) {
     Command::cargo_bin("sqtt-patch")
         .unwrap()
         .arg("verify")
-        .arg(&co)
-        .arg(&out)
+        .arg(orig)
+        .arg(new)
         .assert()
         .success();
 }
