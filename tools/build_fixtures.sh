@@ -83,7 +83,6 @@ variant_flags() {
     O3-preload8) echo "-O3 -mllvm -amdgpu-kernarg-preload-count=8" ;;
     g) echo "-g" ;;
     bad-word) echo "-g -DFX_BAD_WORD" ;;
-    bad-calltable) echo "-DFX_BAD_CALLTABLE" ;;   # tensile.S: + a kernel whose call table the rewriter leaves alone
     llvm | bad-cfa) echo "" ;;   # debug-frame: the source picks its flags
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
@@ -116,7 +115,6 @@ object() {
             "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
     hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
     tensile) case "$target" in gfx90a) f=(-DFX_GFX9 -DFX_ACCUM) ;; gfx9*) f=(-DFX_GFX9) ;; gfx12*) f=(-DFX_GFX12) ;; *) f=() ;; esac
-         if [ "$variant" = bad-calltable ]; then f+=("${flags[@]}"); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
@@ -142,7 +140,7 @@ for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
-for t in $TENSILE; do for v in O3 bad-calltable; do spawn object "$t" tensile "$v"; done; done
+for t in $TENSILE; do spawn object "$t" tensile O3; done
 for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 for t in $TRAP; do spawn object "$t" trap O3; done
