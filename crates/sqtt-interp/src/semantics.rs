@@ -107,6 +107,14 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("s_cmp_le_i32", "SCC = S0 <= S1 (signed)"),
     ("s_cmp_gt_i32", "SCC = S0 > S1 (signed)"),
     ("s_cmp_ge_i32", "SCC = S0 >= S1 (signed)"),
+    (
+        "s_cmpk_eq_u32",
+        "SCC = S0 == zext(simm16) (SOPK: S0 in the sdst field; gfx9..gfx11)",
+    ),
+    (
+        "s_cmpk_lg_u32",
+        "SCC = S0 != zext(simm16) (SOPK: S0 in the sdst field; gfx9..gfx11)",
+    ),
     ("s_bitcmp0_b32", "SCC = S0[S1[4:0]] == 0"),
     ("s_bitcmp1_b32", "SCC = S0[S1[4:0]] == 1"),
     ("s_branch", "PC = PC + 4 + simm16 * 4"),
@@ -396,6 +404,14 @@ impl Cx<'_> {
         Ok(Next::Fallthrough)
     }
 
+    /// SOPK compare: the register operand is in the `sdst` field, the immediate is zero-extended.
+    fn sopk_cmp(&mut self, f: impl FnOnce(u32, u32) -> bool) -> Result<Next, InterpError> {
+        let a = self.src32("sdst")?;
+        let b = self.field("simm16")? & 0xffff;
+        self.w.scc = f(a, b);
+        Ok(Next::Fallthrough)
+    }
+
     fn sopc(&mut self, f: impl FnOnce(u32, u32) -> bool) -> Result<Next, InterpError> {
         let a = self.src32("ssrc0")?;
         let b = self.src32("ssrc1")?;
@@ -521,6 +537,8 @@ pub(crate) fn step(
         "s_cmp_le_i32" => cx.sopc(|a, b| (a as i32) <= (b as i32)),
         "s_cmp_gt_i32" => cx.sopc(|a, b| (a as i32) > (b as i32)),
         "s_cmp_ge_i32" => cx.sopc(|a, b| (a as i32) >= (b as i32)),
+        "s_cmpk_eq_u32" => cx.sopk_cmp(|a, b| a == b),
+        "s_cmpk_lg_u32" => cx.sopk_cmp(|a, b| a != b),
         "s_bitcmp0_b32" => cx.sopc(|a, b| (a >> (b & 31)) & 1 == 0),
         "s_bitcmp1_b32" => cx.sopc(|a, b| (a >> (b & 31)) & 1 == 1),
         "s_branch" => cx.branch(true),

@@ -87,6 +87,45 @@ fn sop2_results_and_scc() {
     }
 }
 
+/// `s_cmpk_eq_u32` / `s_cmpk_lg_u32` (SOPK, gfx9..gfx11; hipBLASLt's call-table selectors): the
+/// register in the `sdst` field against the zero-extended 16-bit immediate.
+#[test]
+fn sopk_compares() {
+    // (op, register value, immediate, SCC)
+    let cases: &[(&str, u32, u32, bool)] = &[
+        ("s_cmpk_eq_u32", 2, 2, true),
+        ("s_cmpk_eq_u32", 3, 2, false),
+        ("s_cmpk_eq_u32", 0xffff, 0xffff, true),
+        ("s_cmpk_eq_u32", 0xffff_ffff, 0xffff, false),
+        ("s_cmpk_lg_u32", 0, 0, false),
+        ("s_cmpk_lg_u32", 0x1_0000, 0, true),
+    ];
+    for &(name, ws) in CONFIGS.iter().filter(|c| !c.0.starts_with("gfx12")) {
+        let mut text = String::new();
+        for (k, &(op, _, imm, want)) in cases.iter().enumerate() {
+            let set_scc = if want {
+                "s_cmp_eq_u32 0, 1"
+            } else {
+                "s_cmp_eq_u32 0, 0"
+            };
+            text += &format!(
+                "{set_scc}\n{op} s{}, {imm:#x}\ns_cselect_b32 m0, 1, 0\ns_ttracedata\n",
+                20 + k
+            );
+        }
+        let Some(got) = run_asm(name, ws, &text, |w| {
+            for (k, &(_, v, _, _)) in cases.iter().enumerate() {
+                w.sgpr[20 + k] = v;
+            }
+        }) else {
+            return;
+        };
+        for (k, c) in cases.iter().enumerate() {
+            assert_eq!(got[k], u32::from(c.3), "{name}: {c:?}");
+        }
+    }
+}
+
 #[test]
 fn sopc_compares() {
     let cases: &[(&str, u32, u32, bool)] = &[
