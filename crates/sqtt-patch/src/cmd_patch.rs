@@ -385,7 +385,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
             .unwrap_or_default();
         s += &format!(
             "  kernel {}: {own}wave{} vgprs {}{sgprs} occupancy {}->{} waves/SIMD, +{} instructions reachable\n",
-            summary::short_name(&k.name), k.wave_size, k.vgprs, k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
+            summary::short_name(&k.name), k.wave_size, vgprs_text(k.vgprs, k.vgprs_after), k.occupancy_before, k.occupancy_after, k.inserted_instructions_reachable
         );
     }
     let listed = |f: &&sqtt_rewrite::rewrite::FunctionReport| {
@@ -567,4 +567,13 @@ pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `8` when the VGPR allocation is unchanged, `8->16` when inserted code grew it.
+fn vgprs_text(before: u32, after: u32) -> String {
+    if after == before {
+        before.to_string()
+    } else {
+        format!("{before}->{after}")
+    }
 }

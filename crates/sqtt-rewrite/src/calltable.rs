@@ -155,7 +155,8 @@ pub(crate) fn resolve(
                     ))
                 }
                 (true, false) => Ok(Resolved::Returns(returns)),
-                _ => Err("it is both a jump to built addresses and a return".into()),
+                (true, true) => Err("no definition of the address pair reaches it".into()),
+                (false, false) => Err("it is both a jump to built addresses and a return".into()),
             }
         });
         if let Ok(r) = &res {

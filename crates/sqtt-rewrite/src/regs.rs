@@ -284,7 +284,10 @@ impl SgprFacts {
                 if f.insts.flow(i) == amdgpu_isa::Flow::Call {
                     out |= match calls.get(&i) {
                         Some(Callee::Direct(g)) => self.smem_reach[*g],
-                        _ => ALL_SGPRS,
+                        Some(Callee::Indirect) => ALL_SGPRS,
+                        // A subroutine inside the function ([`crate::calltable`]): its own
+                        // loads are on the CFG's edges into it.
+                        None => 0,
                     };
                 }
                 for s in f.successors(i) {

@@ -94,8 +94,11 @@ pub struct KernelReport {
     pub sgprs_before: Option<u32>,
     /// See `sgprs_before`.
     pub sgprs_after: Option<u32>,
-    /// VGPRs allocated (never changed by markers).
+    /// VGPRs allocated before.
     pub vgprs: u32,
+    /// VGPRs allocated after: more than `vgprs` when inserted code needs a spill VGPR beyond
+    /// the allocation (the descriptor and the note's `.vgpr_count` grow with it).
+    pub vgprs_after: u32,
     /// Waves per SIMD before.
     pub occupancy_before: u32,
     /// Waves per SIMD after.

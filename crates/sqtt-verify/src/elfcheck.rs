@@ -1180,6 +1180,18 @@ fn check_metadata(
         }
     }
     let regs = d.registers(&n.target);
+    // A grown VGPR allocation is for VGPRs inserted code uses beyond the input's allocation:
+    // the note's `.vgpr_count` must say so too (issue 31: note, report and descriptor agree).
+    let old_alloc = od.registers(&o.target).vgprs_allocated;
+    if regs.vgprs_allocated > old_alloc {
+        match nm.kernel_u64(ni, ".vgpr_count") {
+            Some(v) if v > u64::from(old_alloc) => {}
+            v => findings.push(mf(format!(
+                ".vgpr_count {v:?} does not cover the VGPR allocation grown from {old_alloc} to {}",
+                regs.vgprs_allocated
+            ))),
+        }
+    }
     for (key, cap) in [
         (".sgpr_count", regs.sgprs),
         (".vgpr_count", Some(regs.vgprs_allocated)),

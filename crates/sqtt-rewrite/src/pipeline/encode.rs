@@ -211,7 +211,25 @@ pub(crate) fn encode(
         0
     };
     let need = sgprs_needed(prog, co, &ins.used_by_func, extra);
-    if let Err(why) = cover_reserved_sgprs(co, input, &need, &mut ed) {
+    let vgpr_need: BTreeMap<String, u32> = kernel_funcs(prog, co)
+        .map(|(fi, k)| {
+            let v = prog.reachable(fi).iter().map(|&g| ins.spill_need[g]).max();
+            (k.name.clone(), v.unwrap_or(0))
+        })
+        .collect();
+    // A kernel whose VGPR allocation grows (a spill VGPR of inserted code) says so in its note's
+    // `.vgpr_count` too, so that note, descriptor and report agree (issue 31).
+    let vgpr_note: BTreeMap<String, u32> = co
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let want = vgpr_need.get(&k.name).copied().unwrap_or(0);
+            (want > k.descriptor.registers(&co.target).vgprs_allocated)
+                .then(|| (k.name.clone(), want))
+        })
+        .collect();
+    let counts = [(".sgpr_count", &need), (".vgpr_count", &vgpr_note)];
+    if let Err(why) = cover_register_counts(co, input, &counts, &mut ed) {
         report.status = Status::FailedClosed;
         report.reasons.push(why);
         return Ok(None);
@@ -231,12 +249,6 @@ pub(crate) fn encode(
     } else {
         BTreeMap::new()
     };
-    let vgpr_need: BTreeMap<String, u32> = kernel_funcs(prog, co)
-        .map(|(fi, k)| {
-            let v = prog.reachable(fi).iter().map(|&g| ins.spill_need[g]).max();
-            (k.name.clone(), v.unwrap_or(0))
-        })
-        .collect();
     let bumped = bump_registers(co, &mut ed, &prefetched, &sgpr_need, &vgpr_need)?;
     let bytes = ed.write()?;
     // Report.
@@ -249,10 +261,11 @@ pub(crate) fn encode(
             .enumerate()
             .map(|(i, r)| (r.name.clone(), i)),
     );
-    for (name, after, waves) in bumped {
+    for (name, after, waves, vgprs) in bumped {
         if let Some(kr) = by_name.get(&name).map(|&i| &mut report.kernels[i]) {
             kr.sgprs_after = after;
             kr.occupancy_after = waves;
+            kr.vgprs_after = vgprs;
         }
     }
     report.text_size_after = text_size;
@@ -391,66 +404,69 @@ fn funcmap_rows(
     rows
 }
 
-/// Raises each kernel's `.sgpr_count` to at least `need[kernel name]`, in whichever metadata note
-/// lists it (`-fgpu-rdc` links have one note per translation unit); kernels without an entry in
-/// `need` are left alone. Errors (the object fails closed):
-/// a kernel without a metadata entry when the object has metadata, or a note that does not
+/// Raises each kernel's register counts in its metadata note — for every `(key, need)` of
+/// `counts` (`.sgpr_count`, `.vgpr_count`), `key` to at least `need[kernel name]` — in whichever
+/// metadata note lists it (`-fgpu-rdc` links have one note per translation unit); kernels without
+/// an entry in `need` are left alone. Errors (the object fails closed): a kernel without a
+/// metadata entry or without the key when the object has metadata, or a note that does not
 /// re-encode to its input bytes (non-canonical MessagePack would change the note's size and move
 /// every section after it).
-fn cover_reserved_sgprs(
+fn cover_register_counts(
     co: &CodeObject,
     input: &[u8],
-    need: &BTreeMap<String, u32>,
+    counts: &[(&str, &BTreeMap<String, u32>)],
     ed: &mut CodeObjectEditor,
 ) -> Result<(), String> {
     if co.metadata.is_empty() {
         return Ok(());
     }
     let mut notes: BTreeMap<usize, hsaco::Metadata> = BTreeMap::new();
-    for k in &co.kernels {
-        let Some(need) = need.get(&k.name).map(|&n| u64::from(n)) else {
-            continue;
-        };
-        let Some((note, i)) = k.metadata_index else {
-            return Err(format!(
-                "kernel {} has no amdhsa.kernels entry in any metadata note, so its .sgpr_count cannot cover the reserved SGPRs",
-                k.name
-            ));
-        };
-        let Some(meta) = co.metadata.get(note) else {
-            continue;
-        };
-        // `.sgpr_count` is required (AMDGPUUsage "Code Object V3+ Metadata"); adding the key
-        // would grow the note and move every section after it.
-        let Some(have) = meta.kernel_u64(i, ".sgpr_count") else {
-            return Err(format!(
-                "kernel {} has no .sgpr_count in its metadata (required), so it cannot cover the reserved SGPRs",
-                k.name
-            ));
-        };
-        if have >= need {
-            continue;
-        }
-        let m = match notes.entry(note) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                let same = meta.encode().ok().is_some_and(|enc| {
-                    usize::try_from(meta.offset)
-                        .ok()
-                        .and_then(|o| input.get(o..o.checked_add(enc.len())?))
-                        == Some(&enc[..])
-                });
-                if !same {
-                    return Err(format!(
-                        "the metadata note at offset {:#x} is not canonical MessagePack (it does not re-encode to the same bytes), so .sgpr_count cannot be updated in place",
-                        meta.offset
-                    ));
-                }
-                v.insert(meta.clone())
+    for &(key, need) in counts {
+        for k in &co.kernels {
+            let Some(need) = need.get(&k.name).map(|&n| u64::from(n)) else {
+                continue;
+            };
+            let Some((note, i)) = k.metadata_index else {
+                return Err(format!(
+                    "kernel {} has no amdhsa.kernels entry in any metadata note, so its {key} cannot cover the registers inserted code uses",
+                    k.name
+                ));
+            };
+            let Some(meta) = co.metadata.get(note) else {
+                continue;
+            };
+            // `.sgpr_count` and `.vgpr_count` are required (AMDGPUUsage "Code Object V3+
+            // Metadata"); adding a key would grow the note and move every section after it.
+            let Some(have) = meta.kernel_u64(i, key) else {
+                return Err(format!(
+                    "kernel {} has no {key} in its metadata (required), so it cannot cover the registers inserted code uses",
+                    k.name
+                ));
+            };
+            if have >= need {
+                continue;
             }
-        };
-        m.set_kernel_u64(i, ".sgpr_count", need)
-            .map_err(|e| format!("kernel {}: {e}", k.name))?;
+            let m = match notes.entry(note) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let same = meta.encode().ok().is_some_and(|enc| {
+                        usize::try_from(meta.offset)
+                            .ok()
+                            .and_then(|o| input.get(o..o.checked_add(enc.len())?))
+                            == Some(&enc[..])
+                    });
+                    if !same {
+                        return Err(format!(
+                            "the metadata note at offset {:#x} is not canonical MessagePack (it does not re-encode to the same bytes), so {key} cannot be updated in place",
+                            meta.offset
+                        ));
+                    }
+                    v.insert(meta.clone())
+                }
+            };
+            m.set_kernel_u64(i, key, need)
+                .map_err(|e| format!("kernel {}: {e}", k.name))?;
+        }
     }
     for m in notes.into_values() {
         ed.set_metadata(m);
@@ -571,6 +587,7 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
             sgprs_before: regs.sgprs,
             sgprs_after: regs.sgprs,
             vgprs: regs.vgprs_allocated,
+            vgprs_after: regs.vgprs_allocated,
             occupancy_before: occ.waves_per_simd,
             occupancy_after: occ.waves_per_simd,
             inserted_instructions_reachable: inserted,
@@ -578,22 +595,28 @@ fn fill_kernel_reports(report: &mut Report, co: &CodeObject, prog: &Program) {
     }
 }
 
+/// A kernel whose descriptor `bump_registers` changed: name, SGPRs allocated after (`None` on
+/// gfx10+), waves per SIMD after, VGPRs allocated after.
+type Bumped = (String, Option<u32>, u32, u32);
+
 /// Grows each kernel's granulated SGPR count (gfx9; descriptor) so that its allocation covers
 /// `sgprs[kernel]` SGPRs (highest SGPR inserted code writes in its call graph + 1 + 6 extras),
 /// and its granulated VGPR count so that it covers `vgprs[kernel]` VGPRs (the VGPR whose lanes
 /// hold saved SGPRs + 1). The instrument stage only hands out SGPRs within each kernel's gfx9
 /// SGPR budget and [`crate::regs::spill_vgprs`] only VGPRs within its VGPR budget, so
-/// occupancy never drops. Returns the kernels changed with their new SGPR allocation and waves
-/// per SIMD (recomputed from the new descriptor, so the report shows what the hardware will do).
+/// occupancy never drops. Returns the kernels changed with their new SGPR allocation, waves
+/// per SIMD and VGPR allocation (recomputed from the new descriptor, so the report shows what
+/// the hardware will do).
 /// A kernel in `prefetched` starts from that descriptor (its new `inst_pref_size`), not the
 /// input's.
+
 fn bump_registers(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
     prefetched: &BTreeMap<String, KernelDescriptor>,
     sgprs: &BTreeMap<String, u32>,
     vgprs: &BTreeMap<String, u32>,
-) -> Result<Vec<(String, Option<u32>, u32)>, RewriteError> {
+) -> Result<Vec<Bumped>, RewriteError> {
     let mut changed = Vec::new();
     for k in &co.kernels {
         let regs = k.descriptor.registers(&co.target);
@@ -618,10 +641,12 @@ fn bump_registers(
         }
         ed.set_kernel_descriptor(&k.name, &kd)?;
         let occ = kd.occupancy(&co.target);
+        let after = kd.registers(&co.target);
         changed.push((
             k.name.clone(),
-            kd.registers(&co.target).sgprs,
+            after.sgprs,
             occ.waves_per_simd,
+            after.vgprs_allocated,
         ));
     }
     Ok(changed)
