@@ -1002,3 +1002,81 @@ fn timeline_draws_waves_scopes_and_axis() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
     }
 }
+
+/// Issue 32 item 2: a capture is untrusted input. `filenames.json` entries leading outside their
+/// UI directory (`../../`, absolute paths) and symbolic links leading out of the capture are not
+/// read: each is skipped with a warning naming it, and the rest is drawn as if it were absent.
+#[test]
+fn capture_paths_stay_inside_the_capture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, _) = calls_in(tmp.path());
+    let ui = cap.join("ui_output_agent_1_dispatch_7");
+    let svg = tmp.path().join("x.svg");
+    let folded = || {
+        let o = run_to("flamegraph", &cap, &svg, &["--folded", "-"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        (o.status.code(), out, stderr(&o))
+    };
+    let listing = ui.join("filenames.json");
+    let names: Value = serde_json::from_slice(&std::fs::read(&listing).unwrap()).unwrap();
+    // Reference: SE 0 alone.
+    let mut only0 = names.clone();
+    only0["shaderdata_filenames"]
+        .as_object_mut()
+        .unwrap()
+        .remove("1");
+    std::fs::write(&listing, only0.to_string()).unwrap();
+    let (code, want, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(want.starts_with("k_call_chain"), "{want}");
+
+    // SE 1's file moved out of the capture and listed by `../../` and by its absolute path.
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let moved = outside.join("shaderdata_1_0.json");
+    std::fs::rename(ui.join("shaderdata_1_0.json"), &moved).unwrap();
+    let mut bad = names.clone();
+    bad["shaderdata_filenames"]["1"][0][0] = json!("../../outside/shaderdata_1_0.json");
+    bad["shaderdata_filenames"]["2"] = json!([[moved.to_str().unwrap(), 0, 0]]);
+    std::fs::write(&listing, bad.to_string()).unwrap();
+    let (code, got, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got, want, "{err}");
+    assert!(
+        err.contains(
+            "warning: filenames.json entry naming a path outside its UI directory (absolute or with ..; skipped): 2 (first: "
+        ) && err.contains("\"../../outside/shaderdata_1_0.json\""),
+        "{err}"
+    );
+
+    // The same file through a symbolic link in the UI directory, listed by its usual name.
+    std::os::unix::fs::symlink(&moved, ui.join("shaderdata_1_0.json")).unwrap();
+    std::fs::write(&listing, names.to_string()).unwrap();
+    let (code, got, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got, want, "{err}");
+    let link = ui.join("shaderdata_1_0.json");
+    assert!(
+        err.contains(&format!(
+            "warning: file leading outside the capture (symbolic link; skipped): 1 (first: {})",
+            link.display()
+        )),
+        "{err}"
+    );
+
+    // The code object as a link to a file outside the capture: not read, so nothing decodes.
+    std::fs::remove_file(ui.join("shaderdata_1_0.json")).unwrap();
+    std::fs::write(&listing, only0.to_string()).unwrap();
+    let co = cap.join("gfx942_code_object_id_5.out");
+    std::fs::remove_file(&co).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("calls.co"), &co).unwrap();
+    let (code, _, err) = folded();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "file leading outside the capture (symbolic link; skipped): 1 (first: {})",
+            co.display()
+        )),
+        "{err}"
+    );
+}
