@@ -79,7 +79,7 @@ pub struct FlamegraphArgs {
 pub struct PerfettoArgs {
     #[command(flatten)]
     pub common: TraceArgs,
-    /// Output directory (default: next to each UI directory).
+    /// Output directory (default: `./<capture name>.perfetto/` in the working directory).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Shader clock in GHz for `ts` in microseconds (default: realtime.json, else cycles).
@@ -265,17 +265,19 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
 pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
     check_clock(a.clock_rate_ghz)?;
     let mut trace = Trace::open(&a.common.trace_dir)?;
-    if let Some(o) = &a.output {
-        if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
-            bail!(
-                "-o {}: exists and is not a directory (perfetto writes one file per UI directory into -o DIR)",
-                o.display()
-            );
-        }
+    let (out_dir, label) = match &a.output {
+        Some(o) => (o.clone(), format!("-o {}", o.display())),
+        None => default_perfetto_dir(&a.common.trace_dir)?,
+    };
+    if std::fs::metadata(&out_dir).is_ok_and(|m| !m.is_dir()) {
+        bail!(
+            "{label}: exists and is not a directory (perfetto writes one file per UI directory into -o DIR)"
+        );
     }
+    let root = a.common.trace_dir.as_path();
     let inputs = trace.inputs();
     for d in trace.ui_dirs() {
-        let p = sqtt_trace::perfetto::output_path(d, a.output.as_deref());
+        let p = sqtt_trace::perfetto::output_path(d, Some(&out_dir), Some(root));
         if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
             bail!(
                 "{}: exists and is not a regular file; refusing to replace it",
@@ -286,7 +288,9 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
     }
     // Files are committed only when every UI directory was written: on any error below the
     // writer is dropped with its temporary files.
-    let mut sink = Perfetto::new(a.output.as_deref(), a.clock_rate_ghz, a.common.demangle);
+    // Directories it made are removed again when the run fails.
+    let mut sink =
+        Perfetto::new(Some(&out_dir), a.clock_rate_ghz, a.common.demangle).relative_to(root);
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if stats.headers == 0 {
@@ -300,6 +304,22 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
         eprintln!("sqtt-patch: wrote {}", p.display());
     }
     Ok(0)
+}
+
+/// `perfetto`'s output directory without `-o`: `./<capture name>.perfetto` in the working
+/// directory, never inside the capture (issue 32): refused when the working directory is inside
+/// it. Returns the directory and its label for messages.
+fn default_perfetto_dir(capture: &Path) -> Result<(PathBuf, String)> {
+    let dir = PathBuf::from(format!("{}.perfetto", capture_name(capture)));
+    let label = format!("the default output ./{}/", dir.display());
+    let cwd = std::fs::canonicalize(".").context("the working directory: cannot resolve it")?;
+    if std::fs::canonicalize(capture).is_ok_and(|c| cwd.starts_with(c)) {
+        bail!(
+            "{label} would be inside the capture {} (the working directory is inside it); give -o DIR outside the capture",
+            capture.display()
+        );
+    }
+    Ok((dir, label))
 }
 
 /// Runs `sqtt-patch memtrace`.

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::names_in;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 const OBJCOPY: &str = "/usr/lib/llvm-22/bin/llvm-objcopy";
@@ -184,21 +185,28 @@ fn assert_char_device(path: &Path) {
     );
 }
 
-/// The names in `dir` (sorted).
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Runs `sqtt-patch CMD CAP -o OUT EXTRA...`.
 fn run_to(cmd: &str, cap: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec![cmd, cap.to_str().unwrap(), "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     run(&args)
+}
+
+/// Runs `sqtt-patch ARGS` with `dir` as the working directory.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.current_dir(dir).args(args).output().expect("run");
+    assert!(
+        !stderr(&out).contains("panicked"),
+        "panic: {}",
+        stderr(&out)
+    );
+    out
 }
 
 fn perfetto_events(dir: &Path) -> Vec<Value> {
@@ -728,11 +736,12 @@ fn outputs_fail_closed() {
         &format!("-o {}: exists and is not a directory", file.display()),
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
-    // perfetto writing next to the UI directory: no temporary file left when it succeeds, and
-    // the file has the usual mode (not the temporary file's 0600).
-    let o = run(&["perfetto", capture]);
+    // perfetto into -o DIR: no temporary file left when it succeeds, and the file has the usual
+    // mode (not the temporary file's 0600).
+    let pf = work.join("pf");
+    let o = run(&["perfetto", capture, "-o", pf.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let mode = std::fs::metadata(cap.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+    let mode = std::fs::metadata(pf.join("ui_output_agent_1_dispatch_7.perfetto.json"))
         .unwrap()
         .permissions();
     assert_eq!(
@@ -740,11 +749,14 @@ fn outputs_fail_closed() {
         0o644
     );
     assert_eq!(
+        names_in(&pf),
+        ["ui_output_agent_1_dispatch_7.perfetto.json"]
+    );
+    assert_eq!(
         names_in(&cap),
         [
             "gfx942_code_object_id_5.out",
-            "ui_output_agent_1_dispatch_7",
-            "ui_output_agent_1_dispatch_7.perfetto.json"
+            "ui_output_agent_1_dispatch_7"
         ]
     );
 }
@@ -1079,4 +1091,86 @@ fn capture_paths_stay_inside_the_capture() {
         )),
         "{err}"
     );
+}
+
+/// Issue 32 item 3: `perfetto` without `-o` writes `./<capture name>.perfetto/` in the working
+/// directory, never into the capture; a working directory inside the capture is refused; a
+/// failed run leaves no directory it created (default or `-o`).
+#[test]
+fn perfetto_default_output_is_in_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, _) = calls_in(tmp.path());
+    let ui = cap.join("ui_output_agent_1_dispatch_7");
+    let capture = cap.to_str().unwrap();
+    let before = names_in(&cap);
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = run_in(&work, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(names_in(&cap), before);
+    assert_eq!(names_in(&work), ["cap.perfetto"]);
+    let out = work.join("cap.perfetto");
+    assert_eq!(
+        names_in(&out),
+        ["ui_output_agent_1_dispatch_7.perfetto.json"]
+    );
+    let mode = std::fs::metadata(out.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o644
+    );
+    assert!(
+        stderr(&o).contains("wrote cap.perfetto/ui_output_agent_1_dispatch_7.perfetto.json"),
+        "{}",
+        stderr(&o)
+    );
+    // Two UI directories of one name under different runs keep their places below the output.
+    let two = tmp.path().join("two");
+    for run_dir in ["run1", "run2"] {
+        let dst = two.join(run_dir).join("ui_output_agent_1_dispatch_7");
+        std::fs::create_dir_all(&dst).unwrap();
+        for n in names_in(&ui) {
+            std::fs::copy(ui.join(&n), dst.join(&n)).unwrap();
+        }
+        std::fs::copy(
+            cap.join("gfx942_code_object_id_5.out"),
+            two.join(run_dir).join("gfx942_code_object_id_5.out"),
+        )
+        .unwrap();
+    }
+    let o = run_in(&work, &["perfetto", two.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for run_dir in ["run1", "run2"] {
+        assert_eq!(
+            names_in(&work.join("two.perfetto").join(run_dir)),
+            ["ui_output_agent_1_dispatch_7.perfetto.json"]
+        );
+    }
+    assert_eq!(names_in(&two), ["run1", "run2"]);
+    // A working directory inside the capture: the default would be inside it; refused.
+    let o = run_in(&ui, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("would be inside the capture"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(names_in(&cap), before);
+    // A failed run (no marker header decodes without the code object) leaves nothing behind.
+    std::fs::remove_file(cap.join("gfx942_code_object_id_5.out")).unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = run_in(&empty, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(names_in(&empty).is_empty(), "{:?}", names_in(&empty));
+    let o = run_in(&empty, &["perfetto", capture, "-o", "new/deeper"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no marker header decoded"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(names_in(&empty).is_empty(), "{:?}", names_in(&empty));
 }

@@ -41,6 +41,11 @@ pub fn resolves_inside(base: &Path, path: &Path) -> bool {
 /// True for a directory that holds decoded trace output: named `ui_output_*`, or holding
 /// `occupancy.json`, `filenames.json` or a `shaderdata_*.json`.
 fn is_ui_dir(dir: &Path) -> bool {
+    // `perfetto`'s output directory (`<capture>.perfetto/`, named after a UI directory when the
+    // capture given was one) is never a UI directory.
+    if dir.extension().is_some_and(|e| e == "perfetto") {
+        return false;
+    }
     if dir
         .file_name()
         .and_then(|n| n.to_str())
