@@ -72,6 +72,10 @@ pub struct FlamegraphArgs {
     /// dispatches, and the unit).
     #[arg(long)]
     pub title: Option<String>,
+    /// Most scope frames per stack (1 to 4096); deeper frames are cut and counted, their cycles
+    /// drawn in the frame at this depth.
+    #[arg(long, default_value_t = sqtt_trace::flame::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
 }
 
 /// `sqtt-patch perfetto`.
@@ -198,6 +202,10 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// Runs `sqtt-patch flamegraph`.
 pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
+    let limit = sqtt_trace::flame::MAX_DEPTH_LIMIT;
+    if !(1..=limit).contains(&a.max_depth) {
+        bail!("--max-depth {}: must be between 1 and {limit}", a.max_depth);
+    }
     let mut trace = Trace::open(&a.common.trace_dir)?;
     let inputs = trace.inputs();
     let svg_dest = dest("-o", &a.output, &inputs, false)?;
@@ -219,7 +227,7 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
             output::check_distinct(fa, pa, fb, pb)?;
         }
     }
-    let mut flame = Flame::default();
+    let mut flame = Flame::with_max_depth(a.max_depth);
     let stats = trace.run(&options(&a.common), &mut flame)?;
     summary(&trace, &stats);
     if flame.total() == 0 {
@@ -238,10 +246,15 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
             plural(dispatches, "dispatch", "dispatches")
         )
     });
-    let subtitle = format!(
+    let mut subtitle = format!(
         "width: {} shader cycles inside scope markers; hover for the whole name, click to zoom",
         flame.total()
     );
+    let note = flame.depth_note();
+    if let Some(n) = &note {
+        subtitle.push_str("; ");
+        subtitle.push_str(n);
+    }
     let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title, &subtitle)?)];
     if let Some(f) = folded_dest {
         outs.push((f, flame.folded(&trace.names, d).into_bytes()));
@@ -253,6 +266,9 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         ));
     }
     write_outputs(outs)?;
+    if let Some(n) = note {
+        eprintln!("sqtt-patch: flame graph limited: {n}");
+    }
     eprintln!(
         "sqtt-patch: {} cycles in scopes; wrote {}",
         flame.total(),

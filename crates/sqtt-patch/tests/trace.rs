@@ -151,6 +151,15 @@ fn calls_capture(root: &Path, co: &Path, coid: u32, pattern: &[(i64, u32)], cu_b
 /// Instruments gfx942 `calls` (functions, kernel scopes) into `tmp` and writes its capture as
 /// `tmp/cap` (code object id 5); returns the capture directory and its wave count.
 fn calls_in(tmp: &Path) -> (PathBuf, usize) {
+    let (cap, ids) = calls_code_object_in(tmp, 5);
+    let waves = calls_capture(&cap, &tmp.join("calls.co"), 5, &calls_pattern(&ids), 0);
+    (cap, waves)
+}
+
+/// Instruments gfx942 `calls` (functions, kernel scopes) into `tmp/calls.co` and puts it into a
+/// new capture directory `tmp/cap` as code object `id`, without any UI directory yet; returns
+/// the capture and the funcmap ids.
+fn calls_code_object_in(tmp: &Path, id: u32) -> (PathBuf, BTreeMap<String, u32>) {
     let co = tmp.join("calls.co");
     let ids = instrument(
         "gfx942__calls__O3.co",
@@ -159,8 +168,8 @@ fn calls_in(tmp: &Path) -> (PathBuf, usize) {
     );
     let cap = tmp.join("cap");
     std::fs::create_dir_all(&cap).unwrap();
-    let waves = calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0);
-    (cap, waves)
+    std::fs::copy(&co, cap.join(format!("gfx942_code_object_id_{id}.out"))).unwrap();
+    (cap, ids)
 }
 
 /// Writes one shader engine's records as dispatch 7 under `cap`.
@@ -903,15 +912,7 @@ fn flamegraph_frames_colours_and_title() {
 #[test]
 fn unclosed_scopes_end_at_the_wave_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let co = tmp.path().join("calls.co");
-    let ids = instrument(
-        "gfx942__calls__O3.co",
-        &co,
-        &["--functions", "1", "--kernel-scopes"],
-    );
-    let cap = tmp.path().join("cap");
-    std::fs::create_dir_all(&cap).unwrap();
-    std::fs::copy(&co, cap.join("gfx942_code_object_id_1.out")).unwrap();
+    let (cap, ids) = calls_code_object_in(tmp.path(), 1);
     let enter = |n: &str| i64::from((ids[n] << 2) | 2);
     let recs = vec![
         // wave A (slot 0): kernel scope, chain_top, horner; the wave ends at 100 (occupancy).
@@ -1173,4 +1174,77 @@ fn perfetto_default_output_is_in_the_working_directory() {
         stderr(&o)
     );
     assert!(names_in(&empty).is_empty(), "{:?}", names_in(&empty));
+}
+
+/// Issue 32 item 8: a wave that enters 100,000 scopes and never leaves them. The flame graph
+/// keeps at most `--max-depth` (256) scope frames per stack: the run is quick, the outputs stay
+/// small, and the frames cut are counted on stderr and in the SVG's details line.
+#[test]
+fn flamegraph_bounds_the_stack_depth() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, ids) = calls_code_object_in(tmp.path(), 1);
+    let enter = |n: &str| i64::from((ids[n] << 2) | 2);
+    let mut recs = vec![[0, enter("k_call_chain"), 0, 0, 0, 0]];
+    for i in 1..=100_000 {
+        recs.push([i * 10, enter("_Z9chain_topPKffij"), 0, 0, 0, 0]);
+    }
+    recs.push([1_000_010, 1, 0, 0, 0, 0]);
+    let occ = json!({"0": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k_call_chain"}});
+    write_one_se(&cap, recs, &occ);
+    let (svg, folded, speed) = (
+        tmp.path().join("f.svg"),
+        tmp.path().join("f.folded"),
+        tmp.path().join("f.json"),
+    );
+    let start = std::time::Instant::now();
+    let o = run_to(
+        "flamegraph",
+        &cap,
+        &svg,
+        &[
+            "--folded",
+            folded.to_str().unwrap(),
+            "--speedscope",
+            speed.to_str().unwrap(),
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(took.as_secs() < 60, "took {took:?}");
+    // The decoder keeps 4096 levels (the rest is its own warning); of those, levels 257..=4096
+    // (3840 frames) are cut from the flame graph.
+    let err = stderr(&o);
+    // Cut cycles: the 99,745 intervals from the 257th enter on, 10 cycles each.
+    let note = "3840 scope frames deeper than --max-depth 256 cut (their 997450 cycles are in the frame at depth 256)";
+    assert!(err.contains(note), "{err}");
+    assert!(
+        err.contains("scope stack deeper than 4096 (push dropped): 95905"),
+        "{err}"
+    );
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains(note), "{}", &svg_text[..2000]);
+    for (f, bound) in [(&svg, 1 << 20), (&folded, 1 << 20), (&speed, 1 << 20)] {
+        let n = std::fs::metadata(f).unwrap().len();
+        assert!(n < bound, "{}: {n} bytes", f.display());
+    }
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let deepest = text.lines().map(|l| l.matches(';').count()).max().unwrap();
+    // The kernel frame (its own scope merged into it) and 255 more scope frames.
+    assert_eq!(deepest, 255, "deepest folded stack");
+    // A smaller limit, and limits out of range.
+    let o = run_to(
+        "flamegraph",
+        &cap,
+        &svg,
+        &["--folded", "-", "--max-depth", "3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4093 scope frames deeper than --max-depth 3 cut"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    for bad in ["0", "5000"] {
+        let o = run_to("flamegraph", &cap, &svg, &["--max-depth", bad]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--max-depth"), "{}", stderr(&o));
+    }
 }

@@ -738,7 +738,7 @@ struct Slot<W> {
 }
 
 /// Deepest scope stack kept per wave; deeper pushes are dropped with a warning.
-const MAX_DEPTH: usize = 4096;
+pub const MAX_DEPTH: usize = 4096;
 /// Largest address block kept (payload words); larger `R:` counts are skipped.
 const MAX_BLOCK: u32 = 1 << 16;
 
