@@ -1,6 +1,7 @@
 //! `sqtt-patch extract FILE -o DIR`: writes every embedded AMDGPU code object of a bundle or host
 //! binary (or the bare code object itself) as `DIR/<bundle-index>-<entry id sanitized>.co`, and
-//! every TOC entry of a kpack archive as `DIR/<ordinal>-<binary@arch sanitized>.co`.
+//! every TOC entry of a kpack archive as `DIR/<ordinal>-<binary@arch sanitized>.co`. Each file
+//! is written atomically ([`crate::output::write`]); every name is checked first.
 
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
@@ -51,18 +52,49 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
         let is = crate::sniff::describe(&bytes).unwrap_or_default();
         anyhow::bail!("{name}: no embedded code object to extract ({is})");
     }
-    if args.output.exists() && !args.output.is_dir() {
-        anyhow::bail!("-o {}: not a directory", args.output.display());
+    let files = cos
+        .iter()
+        .map(|e| (e.file_name(), e.data.as_slice()))
+        .collect();
+    write_files(&args.output, files)
+}
+
+/// Writes `files` (name, bytes) into `dir` (created when missing) as every output is written
+/// (`output.rs`, issue 32): every destination is checked before the first is written (a name
+/// taken by a directory, say), and each file goes through a temporary file renamed over its
+/// name when complete, so that a write error leaves no partial file. A directory this run
+/// created is removed again when nothing could be written into it. Prints the list of files.
+fn write_files(dir: &std::path::Path, files: Vec<(String, &[u8])>) -> anyhow::Result<i32> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("-o {}: not a directory", dir.display());
     }
-    let mut report = String::new();
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("-o {}: cannot create the directory", args.output.display()))?;
-    for e in &cos {
-        let p = args.output.join(e.file_name());
-        std::fs::write(&p, &e.data).with_context(|| format!("cannot write {}", p.display()))?;
-        report.push_str(&format!("{} ({} bytes)\n", p.display(), e.data.len()));
+    let created = !dir.exists();
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("-o {}: cannot create the directory", dir.display()))?;
+    let mut written = 0;
+    let res = (|| {
+        let mut dests = Vec::new();
+        for (name, data) in &files {
+            dests.push((crate::output::check("-o", &dir.join(name))?, *data));
+        }
+        let mut report = String::new();
+        for (d, data) in dests {
+            crate::output::write(&d, data, None)?;
+            written += 1;
+            report.push_str(&format!("{} ({} bytes)\n", d.path.display(), data.len()));
+        }
+        Ok(report)
+    })();
+    match res {
+        Ok(report) => crate::cmd_patch::write_stdout(&report),
+        Err(e) => {
+            if created && written == 0 {
+                // Only an empty directory goes (remove_dir refuses any other).
+                let _ = std::fs::remove_dir(dir);
+            }
+            Err(e)
+        }
     }
-    crate::cmd_patch::write_stdout(&report)
 }
 
 /// Writes every TOC entry of a kpack archive (its blob, decompressed) to `dir`.
@@ -72,12 +104,7 @@ fn extract_archive(name: &str, bytes: &[u8], dir: &std::path::Path) -> anyhow::R
     if a.entries.is_empty() {
         anyhow::bail!("{name}: no entry to extract (an empty kpack table of contents)");
     }
-    if dir.exists() && !dir.is_dir() {
-        anyhow::bail!("-o {}: not a directory", dir.display());
-    }
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("-o {}: cannot create the directory", dir.display()))?;
-    let mut report = String::new();
+    let mut files = Vec::new();
     for e in &a.entries {
         let data = &a.blobs[e.ordinal];
         let id = hsaco::container::Embedded {
@@ -88,9 +115,7 @@ fn extract_archive(name: &str, bytes: &[u8], dir: &std::path::Path) -> anyhow::R
             wrapper_offset: None,
             data: Vec::new(),
         };
-        let p = dir.join(id.file_name());
-        std::fs::write(&p, data).with_context(|| format!("cannot write {}", p.display()))?;
-        report.push_str(&format!("{} ({} bytes)\n", p.display(), data.len()));
+        files.push((id.file_name(), data.as_slice()));
     }
-    crate::cmd_patch::write_stdout(&report)
+    write_files(dir, files)
 }

@@ -72,6 +72,10 @@ pub struct FlamegraphArgs {
     /// dispatches, and the unit).
     #[arg(long)]
     pub title: Option<String>,
+    /// Most scope frames per stack (1 to 4096); deeper frames are cut and counted, their cycles
+    /// drawn in the frame at this depth.
+    #[arg(long, default_value_t = sqtt_trace::flame::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
 }
 
 /// `sqtt-patch perfetto`.
@@ -79,7 +83,7 @@ pub struct FlamegraphArgs {
 pub struct PerfettoArgs {
     #[command(flatten)]
     pub common: TraceArgs,
-    /// Output directory (default: next to each UI directory).
+    /// Output directory (default: `./<capture name>.perfetto/` in the working directory).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Shader clock in GHz for `ts` in microseconds (default: realtime.json, else cycles).
@@ -198,6 +202,10 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// Runs `sqtt-patch flamegraph`.
 pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
+    let limit = sqtt_trace::flame::MAX_DEPTH_LIMIT;
+    if !(1..=limit).contains(&a.max_depth) {
+        bail!("--max-depth {}: must be between 1 and {limit}", a.max_depth);
+    }
     let mut trace = Trace::open(&a.common.trace_dir)?;
     let inputs = trace.inputs();
     let svg_dest = dest("-o", &a.output, &inputs, false)?;
@@ -219,7 +227,7 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
             output::check_distinct(fa, pa, fb, pb)?;
         }
     }
-    let mut flame = Flame::default();
+    let mut flame = Flame::with_max_depth(a.max_depth);
     let stats = trace.run(&options(&a.common), &mut flame)?;
     summary(&trace, &stats);
     if flame.total() == 0 {
@@ -238,10 +246,15 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
             plural(dispatches, "dispatch", "dispatches")
         )
     });
-    let subtitle = format!(
+    let mut subtitle = format!(
         "width: {} shader cycles inside scope markers; hover for the whole name, click to zoom",
         flame.total()
     );
+    let note = flame.depth_note();
+    if let Some(n) = &note {
+        subtitle.push_str("; ");
+        subtitle.push_str(n);
+    }
     let mut outs = vec![(svg_dest, flame.svg(&trace.names, d, &title, &subtitle)?)];
     if let Some(f) = folded_dest {
         outs.push((f, flame.folded(&trace.names, d).into_bytes()));
@@ -253,6 +266,9 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         ));
     }
     write_outputs(outs)?;
+    if let Some(n) = note {
+        eprintln!("sqtt-patch: flame graph limited: {n}");
+    }
     eprintln!(
         "sqtt-patch: {} cycles in scopes; wrote {}",
         flame.total(),
@@ -265,17 +281,19 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
 pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
     check_clock(a.clock_rate_ghz)?;
     let mut trace = Trace::open(&a.common.trace_dir)?;
-    if let Some(o) = &a.output {
-        if std::fs::metadata(o).is_ok_and(|m| !m.is_dir()) {
-            bail!(
-                "-o {}: exists and is not a directory (perfetto writes one file per UI directory into -o DIR)",
-                o.display()
-            );
-        }
+    let (out_dir, label) = match &a.output {
+        Some(o) => (o.clone(), format!("-o {}", o.display())),
+        None => default_perfetto_dir(&a.common.trace_dir)?,
+    };
+    if std::fs::metadata(&out_dir).is_ok_and(|m| !m.is_dir()) {
+        bail!(
+            "{label}: exists and is not a directory (perfetto writes one file per UI directory into -o DIR)"
+        );
     }
+    let root = a.common.trace_dir.as_path();
     let inputs = trace.inputs();
     for d in trace.ui_dirs() {
-        let p = sqtt_trace::perfetto::output_path(d, a.output.as_deref());
+        let p = sqtt_trace::perfetto::output_path(d, Some(&out_dir), Some(root));
         if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
             bail!(
                 "{}: exists and is not a regular file; refusing to replace it",
@@ -286,7 +304,9 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
     }
     // Files are committed only when every UI directory was written: on any error below the
     // writer is dropped with its temporary files.
-    let mut sink = Perfetto::new(a.output.as_deref(), a.clock_rate_ghz, a.common.demangle);
+    // Directories it made are removed again when the run fails.
+    let mut sink =
+        Perfetto::new(Some(&out_dir), a.clock_rate_ghz, a.common.demangle).relative_to(root);
     let stats = trace.run(&options(&a.common), &mut sink)?;
     summary(&trace, &stats);
     if stats.headers == 0 {
@@ -300,6 +320,22 @@ pub fn run_perfetto(a: PerfettoArgs) -> Result<i32> {
         eprintln!("sqtt-patch: wrote {}", p.display());
     }
     Ok(0)
+}
+
+/// `perfetto`'s output directory without `-o`: `./<capture name>.perfetto` in the working
+/// directory, never inside the capture (issue 32): refused when the working directory is inside
+/// it. Returns the directory and its label for messages.
+fn default_perfetto_dir(capture: &Path) -> Result<(PathBuf, String)> {
+    let dir = PathBuf::from(format!("{}.perfetto", capture_name(capture)));
+    let label = format!("the default output ./{}/", dir.display());
+    let cwd = std::fs::canonicalize(".").context("the working directory: cannot resolve it")?;
+    if std::fs::canonicalize(capture).is_ok_and(|c| cwd.starts_with(c)) {
+        bail!(
+            "{label} would be inside the capture {} (the working directory is inside it); give -o DIR outside the capture",
+            capture.display()
+        );
+    }
+    Ok((dir, label))
 }
 
 /// Runs `sqtt-patch memtrace`.

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::names_in;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 const OBJCOPY: &str = "/usr/lib/llvm-22/bin/llvm-objcopy";
@@ -150,6 +151,15 @@ fn calls_capture(root: &Path, co: &Path, coid: u32, pattern: &[(i64, u32)], cu_b
 /// Instruments gfx942 `calls` (functions, kernel scopes) into `tmp` and writes its capture as
 /// `tmp/cap` (code object id 5); returns the capture directory and its wave count.
 fn calls_in(tmp: &Path) -> (PathBuf, usize) {
+    let (cap, ids) = calls_code_object_in(tmp, 5);
+    let waves = calls_capture(&cap, &tmp.join("calls.co"), 5, &calls_pattern(&ids), 0);
+    (cap, waves)
+}
+
+/// Instruments gfx942 `calls` (functions, kernel scopes) into `tmp/calls.co` and puts it into a
+/// new capture directory `tmp/cap` as code object `id`, without any UI directory yet; returns
+/// the capture and the funcmap ids.
+fn calls_code_object_in(tmp: &Path, id: u32) -> (PathBuf, BTreeMap<String, u32>) {
     let co = tmp.join("calls.co");
     let ids = instrument(
         "gfx942__calls__O3.co",
@@ -158,8 +168,8 @@ fn calls_in(tmp: &Path) -> (PathBuf, usize) {
     );
     let cap = tmp.join("cap");
     std::fs::create_dir_all(&cap).unwrap();
-    let waves = calls_capture(&cap, &co, 5, &calls_pattern(&ids), 0);
-    (cap, waves)
+    std::fs::copy(&co, cap.join(format!("gfx942_code_object_id_{id}.out"))).unwrap();
+    (cap, ids)
 }
 
 /// Writes one shader engine's records as dispatch 7 under `cap`.
@@ -184,21 +194,28 @@ fn assert_char_device(path: &Path) {
     );
 }
 
-/// The names in `dir` (sorted).
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Runs `sqtt-patch CMD CAP -o OUT EXTRA...`.
 fn run_to(cmd: &str, cap: &Path, out: &Path, extra: &[&str]) -> Output {
     let mut args = vec![cmd, cap.to_str().unwrap(), "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     run(&args)
+}
+
+/// Runs `sqtt-patch ARGS` with `dir` as the working directory.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("SQTT_") {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd.current_dir(dir).args(args).output().expect("run");
+    assert!(
+        !stderr(&out).contains("panicked"),
+        "panic: {}",
+        stderr(&out)
+    );
+    out
 }
 
 fn perfetto_events(dir: &Path) -> Vec<Value> {
@@ -728,11 +745,12 @@ fn outputs_fail_closed() {
         &format!("-o {}: exists and is not a directory", file.display()),
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
-    // perfetto writing next to the UI directory: no temporary file left when it succeeds, and
-    // the file has the usual mode (not the temporary file's 0600).
-    let o = run(&["perfetto", capture]);
+    // perfetto into -o DIR: no temporary file left when it succeeds, and the file has the usual
+    // mode (not the temporary file's 0600).
+    let pf = work.join("pf");
+    let o = run(&["perfetto", capture, "-o", pf.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let mode = std::fs::metadata(cap.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+    let mode = std::fs::metadata(pf.join("ui_output_agent_1_dispatch_7.perfetto.json"))
         .unwrap()
         .permissions();
     assert_eq!(
@@ -740,11 +758,14 @@ fn outputs_fail_closed() {
         0o644
     );
     assert_eq!(
+        names_in(&pf),
+        ["ui_output_agent_1_dispatch_7.perfetto.json"]
+    );
+    assert_eq!(
         names_in(&cap),
         [
             "gfx942_code_object_id_5.out",
-            "ui_output_agent_1_dispatch_7",
-            "ui_output_agent_1_dispatch_7.perfetto.json"
+            "ui_output_agent_1_dispatch_7"
         ]
     );
 }
@@ -891,15 +912,7 @@ fn flamegraph_frames_colours_and_title() {
 #[test]
 fn unclosed_scopes_end_at_the_wave_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let co = tmp.path().join("calls.co");
-    let ids = instrument(
-        "gfx942__calls__O3.co",
-        &co,
-        &["--functions", "1", "--kernel-scopes"],
-    );
-    let cap = tmp.path().join("cap");
-    std::fs::create_dir_all(&cap).unwrap();
-    std::fs::copy(&co, cap.join("gfx942_code_object_id_1.out")).unwrap();
+    let (cap, ids) = calls_code_object_in(tmp.path(), 1);
     let enter = |n: &str| i64::from((ids[n] << 2) | 2);
     let recs = vec![
         // wave A (slot 0): kernel scope, chain_top, horner; the wave ends at 100 (occupancy).
@@ -1000,5 +1013,238 @@ fn timeline_draws_waves_scopes_and_axis() {
     ] {
         let o = run_to("timeline", &cap, &svg, &bad);
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+/// Issue 32 item 2: a capture is untrusted input. `filenames.json` entries leading outside their
+/// UI directory (`../../`, absolute paths) and symbolic links leading out of the capture are not
+/// read: each is skipped with a warning naming it, and the rest is drawn as if it were absent.
+#[test]
+fn capture_paths_stay_inside_the_capture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, _) = calls_in(tmp.path());
+    let ui = cap.join("ui_output_agent_1_dispatch_7");
+    let svg = tmp.path().join("x.svg");
+    let folded = || {
+        let o = run_to("flamegraph", &cap, &svg, &["--folded", "-"]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        (o.status.code(), out, stderr(&o))
+    };
+    let listing = ui.join("filenames.json");
+    let names: Value = serde_json::from_slice(&std::fs::read(&listing).unwrap()).unwrap();
+    // Reference: SE 0 alone.
+    let mut only0 = names.clone();
+    only0["shaderdata_filenames"]
+        .as_object_mut()
+        .unwrap()
+        .remove("1");
+    std::fs::write(&listing, only0.to_string()).unwrap();
+    let (code, want, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(want.starts_with("k_call_chain"), "{want}");
+
+    // SE 1's file moved out of the capture and listed by `../../` and by its absolute path.
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let moved = outside.join("shaderdata_1_0.json");
+    std::fs::rename(ui.join("shaderdata_1_0.json"), &moved).unwrap();
+    let mut bad = names.clone();
+    bad["shaderdata_filenames"]["1"][0][0] = json!("../../outside/shaderdata_1_0.json");
+    bad["shaderdata_filenames"]["2"] = json!([[moved.to_str().unwrap(), 0, 0]]);
+    std::fs::write(&listing, bad.to_string()).unwrap();
+    let (code, got, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got, want, "{err}");
+    assert!(
+        err.contains(
+            "warning: filenames.json entry naming a path outside its UI directory (absolute or with ..; skipped): 2 (first: "
+        ) && err.contains("\"../../outside/shaderdata_1_0.json\""),
+        "{err}"
+    );
+
+    // The same file through a symbolic link in the UI directory, listed by its usual name.
+    std::os::unix::fs::symlink(&moved, ui.join("shaderdata_1_0.json")).unwrap();
+    std::fs::write(&listing, names.to_string()).unwrap();
+    let (code, got, err) = folded();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got, want, "{err}");
+    let link = ui.join("shaderdata_1_0.json");
+    assert!(
+        err.contains(&format!(
+            "warning: file leading outside the capture (symbolic link; skipped): 1 (first: {})",
+            link.display()
+        )),
+        "{err}"
+    );
+
+    // The code object as a link to a file outside the capture: not read, so nothing decodes.
+    std::fs::remove_file(ui.join("shaderdata_1_0.json")).unwrap();
+    std::fs::write(&listing, only0.to_string()).unwrap();
+    let co = cap.join("gfx942_code_object_id_5.out");
+    std::fs::remove_file(&co).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("calls.co"), &co).unwrap();
+    let (code, _, err) = folded();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "file leading outside the capture (symbolic link; skipped): 1 (first: {})",
+            co.display()
+        )),
+        "{err}"
+    );
+}
+
+/// Issue 32 item 3: `perfetto` without `-o` writes `./<capture name>.perfetto/` in the working
+/// directory, never into the capture; a working directory inside the capture is refused; a
+/// failed run leaves no directory it created (default or `-o`).
+#[test]
+fn perfetto_default_output_is_in_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, _) = calls_in(tmp.path());
+    let ui = cap.join("ui_output_agent_1_dispatch_7");
+    let capture = cap.to_str().unwrap();
+    let before = names_in(&cap);
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let o = run_in(&work, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(names_in(&cap), before);
+    assert_eq!(names_in(&work), ["cap.perfetto"]);
+    let out = work.join("cap.perfetto");
+    assert_eq!(
+        names_in(&out),
+        ["ui_output_agent_1_dispatch_7.perfetto.json"]
+    );
+    let mode = std::fs::metadata(out.join("ui_output_agent_1_dispatch_7.perfetto.json"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o644
+    );
+    assert!(
+        stderr(&o).contains("wrote cap.perfetto/ui_output_agent_1_dispatch_7.perfetto.json"),
+        "{}",
+        stderr(&o)
+    );
+    // Two UI directories of one name under different runs keep their places below the output.
+    let two = tmp.path().join("two");
+    for run_dir in ["run1", "run2"] {
+        let dst = two.join(run_dir).join("ui_output_agent_1_dispatch_7");
+        std::fs::create_dir_all(&dst).unwrap();
+        for n in names_in(&ui) {
+            std::fs::copy(ui.join(&n), dst.join(&n)).unwrap();
+        }
+        std::fs::copy(
+            cap.join("gfx942_code_object_id_5.out"),
+            two.join(run_dir).join("gfx942_code_object_id_5.out"),
+        )
+        .unwrap();
+    }
+    let o = run_in(&work, &["perfetto", two.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for run_dir in ["run1", "run2"] {
+        assert_eq!(
+            names_in(&work.join("two.perfetto").join(run_dir)),
+            ["ui_output_agent_1_dispatch_7.perfetto.json"]
+        );
+    }
+    assert_eq!(names_in(&two), ["run1", "run2"]);
+    // A working directory inside the capture: the default would be inside it; refused.
+    let o = run_in(&ui, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("would be inside the capture"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(names_in(&cap), before);
+    // A failed run (no marker header decodes without the code object) leaves nothing behind.
+    std::fs::remove_file(cap.join("gfx942_code_object_id_5.out")).unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = run_in(&empty, &["perfetto", capture]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(names_in(&empty).is_empty(), "{:?}", names_in(&empty));
+    let o = run_in(&empty, &["perfetto", capture, "-o", "new/deeper"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no marker header decoded"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(names_in(&empty).is_empty(), "{:?}", names_in(&empty));
+}
+
+/// Issue 32 item 8: a wave that enters 100,000 scopes and never leaves them. The flame graph
+/// keeps at most `--max-depth` (256) scope frames per stack: the run is quick, the outputs stay
+/// small, and the frames cut are counted on stderr and in the SVG's details line.
+#[test]
+fn flamegraph_bounds_the_stack_depth() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cap, ids) = calls_code_object_in(tmp.path(), 1);
+    let enter = |n: &str| i64::from((ids[n] << 2) | 2);
+    let mut recs = vec![[0, enter("k_call_chain"), 0, 0, 0, 0]];
+    for i in 1..=100_000 {
+        recs.push([i * 10, enter("_Z9chain_topPKffij"), 0, 0, 0, 0]);
+    }
+    recs.push([1_000_010, 1, 0, 0, 0, 0]);
+    let occ = json!({"0": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k_call_chain"}});
+    write_one_se(&cap, recs, &occ);
+    let (svg, folded, speed) = (
+        tmp.path().join("f.svg"),
+        tmp.path().join("f.folded"),
+        tmp.path().join("f.json"),
+    );
+    let start = std::time::Instant::now();
+    let o = run_to(
+        "flamegraph",
+        &cap,
+        &svg,
+        &[
+            "--folded",
+            folded.to_str().unwrap(),
+            "--speedscope",
+            speed.to_str().unwrap(),
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(took.as_secs() < 60, "took {took:?}");
+    // The decoder keeps 4096 levels (the rest is its own warning); of those, levels 257..=4096
+    // (3840 frames) are cut from the flame graph.
+    let err = stderr(&o);
+    // Cut cycles: the 99,745 intervals from the 257th enter on, 10 cycles each.
+    let note = "3840 scope frames deeper than --max-depth 256 cut (their 997450 cycles are in the frame at depth 256)";
+    assert!(err.contains(note), "{err}");
+    assert!(
+        err.contains("scope stack deeper than 4096 (push dropped): 95905"),
+        "{err}"
+    );
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.contains(note), "{}", &svg_text[..2000]);
+    for (f, bound) in [(&svg, 1 << 20), (&folded, 1 << 20), (&speed, 1 << 20)] {
+        let n = std::fs::metadata(f).unwrap().len();
+        assert!(n < bound, "{}: {n} bytes", f.display());
+    }
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let deepest = text.lines().map(|l| l.matches(';').count()).max().unwrap();
+    // The kernel frame (its own scope merged into it) and 255 more scope frames.
+    assert_eq!(deepest, 255, "deepest folded stack");
+    // A smaller limit, and limits out of range.
+    let o = run_to(
+        "flamegraph",
+        &cap,
+        &svg,
+        &["--folded", "-", "--max-depth", "3"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4093 scope frames deeper than --max-depth 3 cut"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    for bad in ["0", "5000"] {
+        let o = run_to("flamegraph", &cap, &svg, &["--max-depth", bad]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--max-depth"), "{}", stderr(&o));
     }
 }

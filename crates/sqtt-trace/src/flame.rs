@@ -10,6 +10,13 @@
 //! prefix, no root frame). The kernel's own scope (`--kernel-scopes`, a user scope named after
 //! the kernel) is that kernel frame, not a second one. A `code_object_<id>` frame is put under a
 //! kernel only where kernels of that name ran from two code objects (it tells them apart).
+//!
+//! Depth bound (issue 32): a stack keeps at most `max_depth` scope frames ([`DEFAULT_MAX_DEPTH`],
+//! the kernel's own scope counted); cycles of deeper stacks go to the stack cut at that depth,
+//! and the frames cut (scope entries deeper than the bound) are counted ([`Flame::depth_note`]).
+//! So a folded line has at most `max_depth + 1` frames (a code-object frame may come first)
+//! and the SVG at most that many rows, whatever the capture: a wave that enters 100,000 scopes
+//! and never leaves them no longer gives a gigantic file.
 
 use crate::flame_svg::{finish, Style};
 use crate::names::{colour, demangle_name, short_name, NameId, Names};
@@ -19,13 +26,29 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 /// An empty slot in a stack key (no code-object frame, or no kernel frame).
 const NONE: NameId = NameId::MAX;
 
+/// Scope frames kept per stack unless told otherwise (`flamegraph --max-depth`).
+pub const DEFAULT_MAX_DEPTH: usize = 256;
+/// The largest depth bound: the decoder's own stack limit ([`crate::trace::MAX_DEPTH`]).
+pub const MAX_DEPTH_LIMIT: usize = crate::trace::MAX_DEPTH;
+
 /// Folded stacks: `[code-object frame, kernel, scopes...]` (the first two may be [`NONE`]) ->
 /// (cycles, intervals). The frame rules are applied when the stacks are read ([`Flame::stacks`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Flame {
     stacks: HashMap<Vec<NameId>, (u64, u64)>,
     dir: u32,
     dispatches: HashSet<(u32, Option<i64>)>,
+    max_depth: usize,
+    /// Scope entries deeper than the depth bound (frames not drawn).
+    pub cut_frames: u64,
+    /// Cycles of stacks deeper than the bound (drawn in the frame at the bound).
+    pub cut_cycles: u64,
+}
+
+impl Default for Flame {
+    fn default() -> Flame {
+        Flame::with_max_depth(DEFAULT_MAX_DEPTH)
+    }
 }
 
 /// One stack's frames (id and text), cycles and intervals.
@@ -54,11 +77,19 @@ impl Sink for Flame {
     }
 
     fn header(&mut self, _: &WaveInfo, s: &mut FlameWave, h: &Header, stack: &[NameId]) {
+        let deep = stack.len() > self.max_depth;
+        if h.pushed.is_some() && stack.len() - usize::from(h.popped) >= self.max_depth {
+            self.cut_frames += 1;
+        }
         if let Some(p) = s.prev {
             if !stack.is_empty() && h.time > p {
                 s.key.truncate(2);
-                s.key.extend_from_slice(stack);
+                s.key
+                    .extend_from_slice(&stack[..stack.len().min(self.max_depth)]);
                 let dt = h.time.abs_diff(p);
+                if deep {
+                    self.cut_cycles += dt;
+                }
                 match self.stacks.get_mut(s.key.as_slice()) {
                     Some(e) => {
                         e.0 += dt;
@@ -81,6 +112,28 @@ fn kernel_key(name: &str) -> String {
 }
 
 impl Flame {
+    /// An empty flame graph keeping at most `max_depth` scope frames per stack (at least 1).
+    pub fn with_max_depth(max_depth: usize) -> Flame {
+        Flame {
+            stacks: HashMap::new(),
+            dir: 0,
+            dispatches: HashSet::default(),
+            max_depth: max_depth.max(1),
+            cut_frames: 0,
+            cut_cycles: 0,
+        }
+    }
+
+    /// What the depth bound cut, for stderr and the SVG's details line; `None` when nothing.
+    pub fn depth_note(&self) -> Option<String> {
+        (self.cut_frames > 0 || self.cut_cycles > 0).then(|| {
+            format!(
+                "{} scope frames deeper than --max-depth {} cut (their {} cycles are in the frame at depth {})",
+                self.cut_frames, self.max_depth, self.cut_cycles, self.max_depth
+            )
+        })
+    }
+
     /// The stacks with the frame rules applied (module documentation), merged: frame ids ->
     /// (cycles, intervals), in no particular order.
     fn frames(&self, names: &Names) -> HashMap<Vec<NameId>, (u64, u64)> {
@@ -315,6 +368,56 @@ mod tests {
         );
         assert_eq!(folded(&f, &n), ["_Z3kerv;g 3", "k 10", "k;f 32", "m.kd 4"]);
         assert_eq!(f.counts().0, 3);
+    }
+
+    /// The depth bound: deeper stacks go to the stack cut at the bound; entries beyond it and
+    /// their cycles are counted.
+    #[test]
+    fn deep_stacks_are_cut_and_counted() {
+        use crate::markers::Kind;
+        let mut n = Names::default();
+        let (k, f) = (n.intern("k"), n.intern("f"));
+        let mut fl = Flame::with_max_depth(2);
+        let w = WaveInfo {
+            se: 0,
+            cu: 0,
+            simd: 0,
+            slot: 0,
+            instance: 0,
+            kernel_id: None,
+            kernel: Some(k),
+            code_object: None,
+            code_object_frame: None,
+            end: None,
+        };
+        let mut s = FlameWave::default();
+        fl.wave_begin(&w, &mut s, &n);
+        let mut stack = Vec::new();
+        for (i, name) in [k, f, f, f, f].into_iter().enumerate() {
+            let h = Header {
+                time: i as i64 * 10,
+                marker_id: 1,
+                popped: false,
+                pushed: Some((name, Kind::Function)),
+                point: None,
+            };
+            fl.header(&w, &mut s, &h, &stack);
+            stack.push(name);
+        }
+        let h = Header {
+            time: 50,
+            marker_id: 0,
+            popped: true,
+            pushed: None,
+            point: None,
+        };
+        fl.header(&w, &mut s, &h, &stack);
+        assert_eq!(folded(&fl, &n), ["k 10", "k;f 40"]);
+        assert_eq!((fl.cut_frames, fl.cut_cycles), (3, 30));
+        assert!(fl
+            .depth_note()
+            .unwrap()
+            .starts_with("3 scope frames deeper than --max-depth 2 cut"));
     }
 
     #[test]

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 /// Writer of one Perfetto JSON file per UI directory.
 pub struct Perfetto {
     out_dir: Option<PathBuf>,
+    root: Option<PathBuf>,
+    created: Vec<PathBuf>,
+    committed: bool,
     clock_ghz: Option<f64>,
     demangle: bool,
     file: Option<(PathBuf, std::io::BufWriter<tempfile::NamedTempFile>)>,
@@ -47,6 +50,9 @@ impl Perfetto {
     pub fn new(out_dir: Option<&Path>, clock_ghz: Option<f64>, demangle: bool) -> Perfetto {
         Perfetto {
             out_dir: out_dir.map(Path::to_path_buf),
+            root: None,
+            created: Vec::new(),
+            committed: false,
             clock_ghz,
             demangle,
             file: None,
@@ -59,6 +65,33 @@ impl Perfetto {
             error: None,
             written: Vec::new(),
         }
+    }
+
+    /// With an output directory, each UI directory's file goes to the same place below it as
+    /// the UI directory's parent is below `root` (the path given to the command), so that
+    /// UI directories of one name in two runs do not collide.
+    pub fn relative_to(mut self, root: &Path) -> Perfetto {
+        self.root = Some(root.to_path_buf());
+        self
+    }
+
+    /// Creates `dir` and its missing parents, remembering each one made, so that a run that
+    /// fails removes them again (issue 32: no empty output directory left behind).
+    fn make_dir(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let mut missing = Vec::new();
+        let mut at = dir;
+        while !at.as_os_str().is_empty() && std::fs::symlink_metadata(at).is_err() {
+            missing.push(at.to_path_buf());
+            at = at.parent().unwrap_or(Path::new(""));
+        }
+        for d in missing.into_iter().rev() {
+            match std::fs::create_dir(&d) {
+                Ok(()) => self.created.push(d),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+                Err(e) => anyhow::bail!("{}: cannot create the directory: {e}", d.display()),
+            }
+        }
+        Ok(())
     }
 
     fn ts(&self, cycles: i64) -> String {
@@ -100,10 +133,14 @@ impl Sink for Perfetto {
             self.escaped
                 .push(json_str(&names.display(id as NameId, self.demangle)));
         }
-        let final_path = output_path(&dir.path, self.out_dir.as_deref());
-        let out = final_path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(out)
-            .map_err(|e| anyhow::anyhow!("{}: cannot create the directory: {e}", out.display()))?;
+        let final_path = output_path(&dir.path, self.out_dir.as_deref(), self.root.as_deref());
+        let out = final_path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        self.make_dir(&out)?;
+        let out = out.as_path();
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{}.perfetto.json.", dir.name()))
             .tempfile_in(out)
@@ -219,11 +256,19 @@ pub fn wave_end_time(w: &WaveInfo, last_record: i64) -> i64 {
 }
 
 /// Where the Perfetto file of the UI directory `ui_dir` goes: `<out_dir or the UI directory's
-/// parent>/<UI directory name>.perfetto.json`.
-pub fn output_path(ui_dir: &Path, out_dir: Option<&Path>) -> PathBuf {
+/// parent>/<UI directory name>.perfetto.json`; with `out_dir` and `root` (the path the UI
+/// directories were found under), `<out_dir>/<the UI directory's parent below root>/<name>.perfetto.json`.
+pub fn output_path(ui_dir: &Path, out_dir: Option<&Path>, root: Option<&Path>) -> PathBuf {
     let name = crate::trace::dir_name(ui_dir);
     let dir = match out_dir {
-        Some(d) => d.to_path_buf(),
+        Some(d) => match root
+            .and_then(|r| ui_dir.strip_prefix(r).ok())
+            .and_then(Path::parent)
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            Some(rel) => d.join(rel),
+            None => d.to_path_buf(),
+        },
         None => ui_dir
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -249,6 +294,21 @@ impl Perfetto {
             tmp.persist(&path).map_err(|e| cannot(e.error))?;
             self.written.push(path);
         }
+        self.committed = true;
         Ok(())
+    }
+}
+
+impl Drop for Perfetto {
+    /// A run that did not commit leaves nothing: the temporary files are deleted, then every
+    /// directory the writer made, deepest first (`remove_dir` only removes empty ones).
+    fn drop(&mut self) {
+        self.file = None;
+        self.done.clear();
+        if !self.committed {
+            for d in self.created.iter().rev() {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
     }
 }

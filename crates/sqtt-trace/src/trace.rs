@@ -16,7 +16,7 @@
 //!   `att_tool.py`, which already rewrote them (see [`PackedMode`]).
 //! - Malformed input is counted in [`Warnings`]; the rest of the trace is still used.
 
-use crate::discover::Found;
+use crate::discover::{self, Found};
 use crate::json::{self, Occupancy, Record, SlotKey, FLAG_PRIV};
 use crate::markers::{decode_word, ClockLayout, Kind, Marker, MarkerTable};
 use crate::names::{NameId, Names};
@@ -201,7 +201,9 @@ fn se_idx(name: &str) -> Option<(u32, u32)> {
 }
 
 /// The shaderdata files of `dir`: from `filenames.json` `"shaderdata_filenames"` when it lists
-/// any, else every `shaderdata_*.json` (SE from the first number of the name).
+/// any, else every `shaderdata_*.json` (SE from the first number of the name). A listed name
+/// that is absolute or has a `..` component, and a file resolving outside `dir` through a
+/// symbolic link, are skipped with a warning naming them (issue 32).
 fn shaderdata_files(
     dir: &Path,
     filenames: Option<&serde_json::Value>,
@@ -222,20 +224,29 @@ fn shaderdata_files(
             for (i, e) in entries.as_array().into_iter().flatten().enumerate() {
                 let file = e.get(0).and_then(|f| f.as_str());
                 let begin = e.get(1).and_then(|b| b.as_i64()).unwrap_or(0);
-                match file {
-                    Some(f) if dir.join(f).is_file() => {
-                        list.push((se, begin, i as u32, dir.join(f)));
-                    }
-                    Some(f) if dir.join(f).exists() => w
-                        .add("listed shaderdata file is not a regular file", || {
-                            dir.join(f).display().to_string()
-                        }),
-                    Some(f) => w.add("listed shaderdata file missing", || {
-                        dir.join(f).display().to_string()
-                    }),
-                    None => w.add("filenames.json: malformed shaderdata entry", || {
+                let Some(f) = file else {
+                    w.add("filenames.json: malformed shaderdata entry", || {
                         e.to_string()
-                    }),
+                    });
+                    continue;
+                };
+                // An untrusted name: inside the UI directory, or skipped and named.
+                let Some(p) = discover::listed(dir, f) else {
+                    w.add(discover::LISTED_OUTSIDE, || {
+                        format!("{}: {f:?}", dir.join("filenames.json").display())
+                    });
+                    continue;
+                };
+                if !discover::resolves_inside(dir, &p) {
+                    w.add(discover::LINK_OUTSIDE, || p.display().to_string());
+                } else if p.is_file() {
+                    list.push((se, begin, i as u32, p));
+                } else if p.exists() {
+                    w.add("listed shaderdata file is not a regular file", || {
+                        p.display().to_string()
+                    });
+                } else {
+                    w.add("listed shaderdata file missing", || p.display().to_string());
                 }
             }
         }
@@ -244,7 +255,9 @@ fn shaderdata_files(
         if let Ok(rd) = std::fs::read_dir(dir) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
-                if let Some((se, idx)) = se_idx(&n) {
+                if se_idx(&n).is_some() && !discover::resolves_inside(dir, &e.path()) {
+                    w.add(discover::LINK_OUTSIDE, || e.path().display().to_string());
+                } else if let Some((se, idx)) = se_idx(&n) {
                     list.push((se, 0, idx, e.path()));
                 } else if n.starts_with("shaderdata_") && n.ends_with(".json") {
                     w.add("shaderdata file name without a shader engine", || {
@@ -294,9 +307,13 @@ impl Trace {
                 root.display()
             );
         }
+        let mut warnings = Warnings::default();
+        for p in &found.outside {
+            warnings.add(discover::LINK_OUTSIDE, || p.display().to_string());
+        }
         Ok(Trace {
             names: Names::default(),
-            warnings: Warnings::default(),
+            warnings,
             found,
             tables: HashMap::new(),
         })
@@ -308,8 +325,8 @@ impl Trace {
     }
 
     /// Every file a run may read, for callers that must not write over one: the entries of each
-    /// UI directory, the shaderdata files its `filenames.json` lists (which may lie elsewhere)
-    /// and the code objects found.
+    /// UI directory, the shaderdata files its `filenames.json` lists (in subdirectories of it:
+    /// names leading outside are not read) and the code objects found.
     pub fn inputs(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self
             .found
@@ -384,6 +401,10 @@ impl Trace {
             if !p.exists() {
                 return None;
             }
+            if !discover::resolves_inside(dir, &p) {
+                w.add(discover::LINK_OUTSIDE, || p.display().to_string());
+                return None;
+            }
             match open(&p)
                 .map_err(|e| e.to_string())
                 .and_then(json::read_value)
@@ -416,7 +437,13 @@ impl Trace {
             td.clock_hz = json::shader_clock_hz(&rt);
         }
         let occ_path = dir.join("occupancy.json");
-        match open(&occ_path) {
+        let occ_file = if discover::resolves_inside(dir, &occ_path) {
+            open(&occ_path)
+        } else {
+            w.add(discover::LINK_OUTSIDE, || occ_path.display().to_string());
+            Err(std::io::ErrorKind::NotFound.into())
+        };
+        match occ_file {
             Err(_) => w.add(
                 "occupancy.json missing (one wave instance per slot, kernel unknown)",
                 || dir.display().to_string(),
@@ -442,7 +469,9 @@ impl Trace {
         let code_path = dir.join("code.json");
         let mut code_rows = HashMap::new();
         let mut kernels_json: Vec<(String, u32)> = Vec::new();
-        if code_path.exists() {
+        if code_path.exists() && !discover::resolves_inside(dir, &code_path) {
+            w.add(discover::LINK_OUTSIDE, || code_path.display().to_string());
+        } else if code_path.exists() {
             match open(&code_path)
                 .map_err(|e| e.to_string())
                 .and_then(json::read_code_json)
@@ -709,7 +738,7 @@ struct Slot<W> {
 }
 
 /// Deepest scope stack kept per wave; deeper pushes are dropped with a warning.
-const MAX_DEPTH: usize = 4096;
+pub const MAX_DEPTH: usize = 4096;
 /// Largest address block kept (payload words); larger `R:` counts are skipped.
 const MAX_BLOCK: u32 = 1 << 16;
 
@@ -1303,6 +1332,34 @@ mod tests {
         assert_eq!(files, vec![(1, t.path().join("se1.json"))]);
         assert_eq!(w.count("listed shaderdata file is not a regular file"), 1);
         assert_eq!(w.count("listed shaderdata file missing"), 1);
+    }
+
+    /// Listed names leading outside the UI directory are skipped and named (issue 32): `..`,
+    /// absolute paths and symbolic links leading out; a subdirectory is fine.
+    #[test]
+    fn listed_shaderdata_stays_inside() {
+        let t = tempfile::tempdir().unwrap();
+        let ui = t.path().join("cap/ui");
+        std::fs::create_dir_all(ui.join("sub")).unwrap();
+        let outside = t.path().join("outside.json");
+        std::fs::write(&outside, "{}").unwrap();
+        std::fs::write(ui.join("sub/se0.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&outside, ui.join("link.json")).unwrap();
+        let abs = outside.to_str().unwrap();
+        let listing = serde_json::json!({"shaderdata_filenames": {
+            "0": [["sub/se0.json", 0]], "1": [["../../outside.json", 0]], "2": [[abs, 0]],
+            "3": [["link.json", 0]]}});
+        let mut w = Warnings::default();
+        let files = shaderdata_files(&ui, Some(&listing), &mut w);
+        assert_eq!(files, vec![(0, ui.join("sub/se0.json"))]);
+        assert_eq!(w.count(discover::LISTED_OUTSIDE), 2);
+        assert_eq!(w.count(discover::LINK_OUTSIDE), 1);
+        assert!(w.to_string().contains("\"../../outside.json\""), "{w}");
+        // Found by name (no listing): a link leading out is skipped too.
+        std::fs::rename(ui.join("link.json"), ui.join("shaderdata_3_0.json")).unwrap();
+        let mut w = Warnings::default();
+        assert!(shaderdata_files(&ui, None, &mut w).is_empty());
+        assert_eq!(w.count(discover::LINK_OUTSIDE), 1);
     }
 
     fn lanes(n: u32, f: impl Fn(u32) -> Vec<u32>) -> Vec<u32> {

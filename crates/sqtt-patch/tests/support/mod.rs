@@ -25,3 +25,14 @@ pub fn device_nodes() -> Option<tempfile::TempDir> {
     }
     Some(d)
 }
+
+/// The names in `dir` (sorted).
+#[allow(dead_code)] // not every test file that includes this module lists directories
+pub fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
