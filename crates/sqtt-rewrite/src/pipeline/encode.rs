@@ -609,7 +609,6 @@ type Bumped = (String, Option<u32>, u32, u32);
 /// the hardware will do).
 /// A kernel in `prefetched` starts from that descriptor (its new `inst_pref_size`), not the
 /// input's.
-
 fn bump_registers(
     co: &CodeObject,
     ed: &mut CodeObjectEditor,
