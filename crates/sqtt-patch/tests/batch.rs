@@ -578,6 +578,10 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
     .expect("dat");
     std::fs::write(lib.join("gfx90a/notes.txt"), b"not code\n").expect("txt");
     std::os::unix::fs::symlink("TensileLibrary_gfx908.co", lib.join("current.co")).expect("ln");
+    // A link that sorts before the file it names: the file is still instrumented where it is
+    // and the link stays a link (found by the fresh tester: the link was processed instead).
+    std::os::unix::fs::symlink("gfx90a/TensileLibrary_gfx90a.co", lib.join("a_first.co"))
+        .expect("ln");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::Permissions::from_mode(0o750);
     std::fs::set_permissions(lib.join("TensileLibrary_gfx908.co"), mode).expect("chmod");
@@ -596,7 +600,7 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
     );
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(
-        stdout(&o).contains("2 other file(s) copied unchanged, 1 link(s) recreated"),
+        stdout(&o).contains("2 other file(s) copied unchanged, 2 link(s) recreated"),
         "{}",
         stdout(&o)
     );
@@ -610,6 +614,10 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
     assert_eq!(
         std::fs::read_link(out.join("current.co")).expect("link"),
         Path::new("TensileLibrary_gfx908.co")
+    );
+    assert_eq!(
+        std::fs::read_link(out.join("a_first.co")).expect("link"),
+        Path::new("gfx90a/TensileLibrary_gfx90a.co")
     );
     assert!(
         !out.join("library").exists(),

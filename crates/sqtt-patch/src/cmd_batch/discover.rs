@@ -33,11 +33,16 @@ pub(super) struct Discovered {
 
 /// Expands the PATH arguments into files with their report keys. Below a directory argument
 /// every directory and file is visited once (by device and inode); symbolic links to
-/// directories are followed only with `follow_links`.
-pub(super) fn discover(paths: &[PathBuf], follow_links: bool) -> Result<Discovered> {
+/// directories are followed only with `follow_links`, links to files not at all with
+/// `skip_file_links` (`--copy-tree`: the file is processed where it is, the link recreated).
+pub(super) fn discover(
+    paths: &[PathBuf],
+    follow_links: bool,
+    skip_file_links: bool,
+) -> Result<Discovered> {
     let mut found = Vec::new();
     let mut errors = Vec::new();
-    let mut walker = Walker::new(follow_links);
+    let mut walker = Walker::new(follow_links, skip_file_links);
     for p in paths {
         let text = p.to_string_lossy();
         if p.is_file() {
@@ -110,14 +115,17 @@ pub(super) fn root_name(p: &Path) -> String {
 /// processed 41 times).
 pub(super) struct Walker {
     follow_links: bool,
+    /// Symbolic links to files are not inputs (`--copy-tree` recreates them as links).
+    skip_file_links: bool,
     seen: std::collections::HashSet<(u64, u64)>,
     not_visited: Vec<String>,
 }
 
 impl Walker {
-    pub(super) fn new(follow_links: bool) -> Walker {
+    pub(super) fn new(follow_links: bool, skip_file_links: bool) -> Walker {
         Walker {
             follow_links,
+            skip_file_links,
             seen: Default::default(),
             not_visited: Vec::new(),
         }
@@ -174,6 +182,9 @@ impl Walker {
                 }
                 self.walk(&e, &key, depth + 1, visit)?;
             } else if e.is_file() {
+                if link && self.skip_file_links {
+                    continue;
+                }
                 if self.first_visit(&e) {
                     visit(e, key);
                 } else {

@@ -126,8 +126,10 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         refuse_output_inside_inputs(dir, &args.paths)?;
         output::check_out_dir(dir)?;
     }
-    let discovered = discover(&args.paths, args.follow_links)?;
-    for line in &discovered.not_visited {
+    let discovered = discover(&args.paths, args.follow_links, args.copy_tree)?;
+    // With --copy-tree the links a walk does not follow are recreated in the copy (counted in
+    // its summary line), so "not visited (pass --follow-links)" would mislead.
+    for line in discovered.not_visited.iter().filter(|_| !args.copy_tree) {
         eprintln!("sqtt-patch: note: not visited: {line}");
     }
     let (found, mut input_errors) = (discovered.found, discovered.errors);
