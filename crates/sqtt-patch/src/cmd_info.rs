@@ -152,6 +152,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 blocks.push(describe(e, &co));
             }
             match kind {
+                _ if hsaco::offload::is_offload_binary(&bytes) => "OffloadBinary",
                 InputKind::CodeObject => "CodeObject",
                 InputKind::Bundle => "Bundle",
                 InputKind::Host => "Host",
@@ -171,6 +172,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             "CodeObject" => "AMDGPU code object",
             "Bundle" => "offload bundle",
             "Kpack" => "kpack archive",
+            "OffloadBinary" => "LLVM offload binary",
             _ => "x86-64 host binary",
         };
         let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
