@@ -113,8 +113,8 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
 /// Appends the AMDGPU code objects of offload binaries; each binary gets the next index after
 /// the last one used (bundles of the same host come first).
 fn push_offload(out: &mut Vec<Embedded>, images: Vec<offload::OffloadImage>) {
-    let mut next = out.last().map_or(0, |e| e.bundle_index + 1);
-    for img in images {
+    let first = out.last().map_or(0, |e| e.bundle_index + 1);
+    for (next, img) in (first..).zip(images) {
         if img.is_amdgcn_code_object() {
             out.push(Embedded {
                 bundle_index: next,
@@ -125,7 +125,6 @@ fn push_offload(out: &mut Vec<Embedded>, images: Vec<offload::OffloadImage>) {
                 data: img.data,
             });
         }
-        next += 1;
     }
 }
 

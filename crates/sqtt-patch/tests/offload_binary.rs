@@ -144,3 +144,30 @@ fn corrupt_and_fatbin_refused() {
         assert!(!out.exists());
     }
 }
+
+/// An `-fgpu-rdc` object of the new driver holds LLVM IR, not code objects: `info` says so.
+#[test]
+fn llvm_ir_images_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ll = dir.path().join("k.bc");
+    std::fs::write(&ll, b"BC\xc0\xde not really bitcode").expect("write");
+    let bin = dir.path().join("ir.bin");
+    ok(Command::new("clang-offload-packager-22")
+        .arg("-o")
+        .arg(&bin)
+        .arg(format!(
+            "--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx1100,kind=hip",
+            ll.display()
+        )));
+    let o = run(&["info".as_ref(), bin.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("LLVM offload binary, 0 code object(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: 1 offload image(s) that are not AMDGPU code objects"),
+        "{out}"
+    );
+}
