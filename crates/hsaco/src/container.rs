@@ -1,16 +1,18 @@
 //! One entry point for any input file: a bare code object, a bundle file (plain, CCOB, or several
-//! concatenated), or an x86-64 host ELF with HIP fat binaries.
+//! concatenated), a file of LLVM offload binaries, or an x86-64 host ELF with HIP fat binaries
+//! or a `.llvm.offloading` section (new offload driver).
 
 use crate::bundle::{self, Storage};
 use crate::elf;
 use crate::error::{Error, Result};
+use crate::offload;
 
 /// Kind of input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum InputKind {
     /// A bare AMDGPU code object.
     CodeObject,
-    /// One or more offload bundles.
+    /// One or more offload bundles, or LLVM offload binaries (`clang-offload-packager`).
     Bundle,
     /// A host ELF.
     Host,
@@ -67,6 +69,11 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
         }
         return Ok((InputKind::Bundle, out));
     }
+    if offload::is_offload_binary(data) {
+        let mut out = Vec::new();
+        push_offload(&mut out, offload::parse_all(data, 0)?);
+        return Ok((InputKind::Bundle, out));
+    }
     let e = elf::Elf::parse(data)?;
     match e.header.e_machine {
         elf::EM_AMDGPU => Ok((
@@ -88,12 +95,36 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
             {
                 push_entries(&mut out, bi, &f.bundle, f.wrapper_offset);
             }
+            for s in e.sections.iter().filter(|s| s.name == offload::SECTION) {
+                push_offload(
+                    &mut out,
+                    offload::parse_all(e.section_data(data, s), s.offset)?,
+                );
+            }
             Ok((InputKind::Host, out))
         }
         m => Err(Error::WrongMachine {
             found: m,
             expected: elf::EM_AMDGPU,
         }),
+    }
+}
+
+/// Appends the AMDGPU code objects of offload binaries; each binary gets the next index after
+/// the last one used (bundles of the same host come first).
+fn push_offload(out: &mut Vec<Embedded>, images: Vec<offload::OffloadImage>) {
+    let first = out.last().map_or(0, |e| e.bundle_index + 1);
+    for (next, img) in (first..).zip(images) {
+        if img.is_amdgcn_code_object() {
+            out.push(Embedded {
+                bundle_index: next,
+                id: img.id(),
+                bundle_offset: img.binary_offset,
+                storage: None,
+                wrapper_offset: None,
+                data: img.data,
+            });
+        }
     }
 }
 

@@ -383,8 +383,9 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
     }
     if e.header.e_type == crate::elf::ET_REL {
         let detail = if e.section_by_name(".llvm.offloading").is_some() {
-            "relocatable object with .llvm.offloading (new offload driver, device code not yet \
-             linked into code objects): instrument the linked executable or library"
+            "relocatable object with .llvm.offloading (new offload driver): writing \
+             .llvm.offloading (LLVM offload binaries) is not supported; `sqtt-patch info` and \
+             `extract` read the code objects in it; instrument the linked executable or library"
         } else {
             "relocatable object: instrument the linked executable or library"
         };
@@ -400,6 +401,16 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         .filter(|s| s.name == ".hip_fatbin")
         .collect();
     let sec = match fatbins.as_slice() {
+        [] if e.section_by_name(crate::offload::SECTION).is_some() => {
+            return Err(Error::Malformed {
+                what: "host ELF",
+                offset: e.header.e_shoff,
+                detail: "no .hip_fatbin section, only .llvm.offloading: writing \
+                         .llvm.offloading (LLVM offload binaries) is not supported; \
+                         `sqtt-patch info` and `extract` read the code objects in it"
+                    .into(),
+            })
+        }
         [] => {
             return Err(Error::Malformed {
                 what: "host ELF",

@@ -1,5 +1,6 @@
 //! `hsaco`: reading and writing AMDGPU HSA code objects (v4/v5/v6), kernel descriptors, the
-//! metadata note, offload bundles (plain and compressed) and the HIP fat binaries of host ELFs.
+//! metadata note, offload bundles (plain and compressed), the HIP fat binaries of host ELFs and
+//! LLVM offload binaries (`.llvm.offloading`).
 //!
 //! Entry points: [`CodeObject::parse`], [`CodeObjectEditor`], [`bundle`], [`host`], [`hostwrite`],
 //! [`container::open`].
@@ -16,6 +17,7 @@ pub mod hostwrite;
 pub mod kd;
 pub mod kpack;
 pub mod metadata;
+pub mod offload;
 pub mod source;
 pub mod target;
 

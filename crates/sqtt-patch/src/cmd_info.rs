@@ -104,6 +104,21 @@ fn print_text(out: &mut String, n: usize, v: &Value) {
     }
 }
 
+/// Number of images of LLVM offload binaries (a bare file, or the `.llvm.offloading` sections
+/// of a host ELF) that are not AMDGPU code objects; 0 when unreadable.
+fn other_offload_images(bytes: &[u8]) -> usize {
+    use hsaco::offload::{is_offload_binary, parse_all, SECTION};
+    let mut images = Vec::new();
+    if is_offload_binary(bytes) {
+        images = parse_all(bytes, 0).unwrap_or_default();
+    } else if let Ok(e) = hsaco::elf::Elf::parse(bytes) {
+        for s in e.sections.iter().filter(|s| s.name == SECTION) {
+            images.extend(parse_all(e.section_data(bytes, s), s.offset).unwrap_or_default());
+        }
+    }
+    images.iter().filter(|i| !i.is_amdgcn_code_object()).count()
+}
+
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let name = args.file.display().to_string();
@@ -152,6 +167,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 blocks.push(describe(e, &co));
             }
             match kind {
+                _ if hsaco::offload::is_offload_binary(&bytes) => "OffloadBinary",
                 InputKind::CodeObject => "CodeObject",
                 InputKind::Bundle => "Bundle",
                 InputKind::Host => "Host",
@@ -171,9 +187,18 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             "CodeObject" => "AMDGPU code object",
             "Bundle" => "offload bundle",
             "Kpack" => "kpack archive",
+            "OffloadBinary" => "LLVM offload binary",
             _ => "x86-64 host binary",
         };
         let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        let other = other_offload_images(&bytes);
+        if other > 0 {
+            let _ = writeln!(
+                out,
+                "note: {other} offload image(s) that are not AMDGPU code objects (LLVM IR of \
+                 -fgpu-rdc / -foffload-lto objects, other targets) were skipped: link first"
+            );
+        }
         if let Some(k) = &kpack {
             crate::kpack::print_text(&mut out, k);
         }

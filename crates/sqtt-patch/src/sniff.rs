@@ -83,6 +83,15 @@ pub fn describe(data: &[u8]) -> Option<String> {
             None => "an offload bundle that cannot be read".into(),
         });
     }
+    if hsaco::offload::is_offload_binary(data) {
+        return Some(match embedded(data) {
+            Some(n) => format!(
+                "an LLVM offload binary with {n} code object(s) (writing LLVM offload binaries \
+                 is not supported; `sqtt-patch extract` reads them)"
+            ),
+            None => "an LLVM offload binary that cannot be read".into(),
+        });
+    }
     if hsaco::kpack::is_kpack(data) {
         return Some(match hsaco::kpack::read(data, DEFAULT_DECOMPRESS_LIMIT) {
             Ok(a) => format!(
