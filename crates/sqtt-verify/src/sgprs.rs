@@ -99,8 +99,6 @@ pub(crate) struct CallGraph {
     pub calls: Vec<Vec<(usize, Option<usize>)>>,
     /// Per function: instructions where control leaves it, and how.
     leaves: Vec<BTreeMap<usize, Leave>>,
-    /// Per function: it is a kernel (never the target of a call).
-    kernel: Vec<bool>,
     /// Per function: its calls of subroutines inside it ([`crate::subcalls`]).
     intra: Vec<Vec<usize>>,
 }
@@ -250,15 +248,9 @@ impl CallGraph {
             })
             .collect();
         let (calls, leaves) = per.into_iter().unzip();
-        let kernel = p
-            .funcs
-            .iter()
-            .map(|f| f.kind == crate::FunctionKind::Kernel)
-            .collect();
         CallGraph {
             calls,
             leaves,
-            kernel,
             intra: intra.to_vec(),
         }
     }
@@ -284,8 +276,7 @@ impl CallGraph {
             for &(_, c) in &self.calls[f] {
                 match c {
                     Some(g) => stack.push(g),
-                    // An unresolved call reaches any device function; kernels are never called.
-                    None => return (0..n).filter(|&g| g == root || !self.kernel[g]).collect(),
+                    None => return (0..n).collect(),
                 }
             }
             stack.extend(self.tails(f));
