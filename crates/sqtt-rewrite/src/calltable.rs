@@ -114,8 +114,9 @@ pub(crate) fn resolve(
     let mut calls: BTreeMap<usize, u16> = BTreeMap::new(); // resolved call -> return pair
     let mut order: Vec<Pending> = pending.to_vec();
     order.sort_by_key(|p| !p.call);
+    // Built once; each edge found below is added to it, so later uses (the returns) see it.
+    let mut preds = predecessors(f);
     for p in order {
-        let preds = predecessors(f);
         let res = reaching_defs(f, &preds, p.at, p.pair).and_then(|defs| {
             let mut targets = Vec::new();
             let mut returns = Vec::new();
@@ -172,6 +173,7 @@ pub(crate) fn resolve(
             for d in dests {
                 if !more.contains(&d) {
                     more.push(d);
+                    preds[d].push(p.at);
                 }
             }
             if p.call {

@@ -96,8 +96,9 @@ pub(crate) fn resolve(
     if calls.is_empty() && unresolved_jumps.is_empty() {
         return res;
     }
-    // Builders by their last part, with their in-function target index.
-    let mut ends: BTreeMap<usize, (u16, usize)> = BTreeMap::new();
+    // Builders by their last part: (pair, `s_getpc` index, index of the instruction at the
+    // in-function target when one starts there).
+    let mut ends: BTreeMap<usize, (u16, usize, Option<usize>)> = BTreeMap::new();
     for b in &f.builders {
         let (Some(g), Some(&last)) = (f.orig.get(b.getpc), b.parts.iter().max()) else {
             continue;
@@ -106,7 +107,8 @@ pub(crate) fn resolve(
             continue;
         };
         if t >= f.orig_start && t < f.orig_end {
-            ends.insert(last, (b.dst, b.getpc));
+            let ti = f.orig.binary_search_by_key(&t, |o| o.addr).ok();
+            ends.insert(last, (b.dst, b.getpc, ti));
         }
     }
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -117,29 +119,27 @@ pub(crate) fn resolve(
             }
         }
     }
+    // The builders (by last part) behind every definition, when all are builders of `pair`.
     let through_builders = |defs: &BTreeSet<usize>, pair: u16| -> Option<Vec<usize>> {
         defs.iter()
-            .map(|d| ends.get(d).filter(|(dst, _)| *dst == pair).map(|e| e.1))
+            .map(|d| ends.get(d).filter(|e| e.0 == pair).map(|_| *d))
             .collect()
     };
     for &k in &calls {
         let Some(pair) = pair_read(f, k) else {
             continue;
         };
-        if let Some(getpcs) =
+        if let Some(lasts) =
             first_writers(f, &preds, k, pair).and_then(|d| through_builders(&d, pair))
         {
             // The subroutine entries become successors of the call for the returns' walk.
-            for &g in &getpcs {
-                if let Some(t) = f.builders.iter().find(|b| b.getpc == g).and_then(|b| {
-                    b.target_with(f.orig[g].addr, |x| f.orig.get(x).map(|o| f.inst(o)))
-                }) {
-                    if let Some(ti) = f.orig.iter().position(|o| o.addr == t) {
-                        preds[ti].push(k);
-                    }
+            for (_, _, ti) in lasts.iter().map(|d| ends[d]) {
+                if let Some(ti) = ti {
+                    preds[ti].push(k);
                 }
             }
-            res.calls.insert(k, getpcs);
+            res.calls
+                .insert(k, lasts.iter().map(|d| ends[d].1).collect());
         }
     }
     for &k in unresolved_jumps {
@@ -149,8 +149,9 @@ pub(crate) fn resolve(
         let Some(defs) = first_writers(f, &preds, k, pair) else {
             continue;
         };
-        if let Some(getpcs) = through_builders(&defs, pair) {
-            res.jumps.insert(k, getpcs);
+        if let Some(lasts) = through_builders(&defs, pair) {
+            res.jumps
+                .insert(k, lasts.iter().map(|d| ends[d].1).collect());
         } else if defs
             .iter()
             .all(|d| res.calls.contains_key(d) && pair_written(f, *d) == Some(pair))
