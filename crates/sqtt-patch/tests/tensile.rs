@@ -107,6 +107,18 @@ fn verify(orig: &Path, new: &Path) -> (i32, String) {
 /// Runs `sqtt-patch IN -o DIR/TARGET.NAME.co FLAGS --report-json ...`: exit code, output path,
 /// the report, and the printed text for messages.
 fn patch(dir: &Path, input: &Path, target: &str, name: &str, flags: &[&str]) -> (PathBuf, Value) {
+    let (out, r, _) = patch_with_context(dir, input, target, name, flags);
+    (out, r)
+}
+
+/// [`patch`], also returning the printed text (for later assertion messages).
+fn patch_with_context(
+    dir: &Path,
+    input: &Path,
+    target: &str,
+    name: &str,
+    flags: &[&str],
+) -> (PathBuf, Value, String) {
     let out = dir.join(format!("{target}.{name}.co"));
     let json = dir.join(format!("{target}.{name}.json"));
     let o = Command::new(BIN)
@@ -126,7 +138,7 @@ fn patch(dir: &Path, input: &Path, target: &str, name: &str, flags: &[&str]) -> 
     assert_eq!(o.status.code(), Some(0), "{ctx}");
     let r: Value = serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("json");
     assert_eq!(r["status"], "instrumented", "{ctx}");
-    (out, r)
+    (out, r, ctx)
 }
 
 /// Instruments `target`'s fixture with config `cfg` into `dir` and checks the report: exit 0,
@@ -135,25 +147,7 @@ fn patch(dir: &Path, input: &Path, target: &str, name: &str, flags: &[&str]) -> 
 /// call-table kernel's three); `verify` accepts the output.
 fn instrument(dir: &Path, target: &str, cfg: usize) -> PathBuf {
     let (name, flags) = CONFIGS[cfg];
-    let out = dir.join(format!("{target}.{name}.co"));
-    let json = dir.join(format!("{target}.{name}.json"));
-    let o = Command::new(BIN)
-        .arg(fixture(target))
-        .arg("-o")
-        .arg(&out)
-        .args(flags)
-        .arg("--report-json")
-        .arg(&json)
-        .output()
-        .expect("run sqtt-patch");
-    let ctx = format!(
-        "{target} {name}:\n{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(0), "{ctx}");
-    let r: Value = serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("json");
-    assert_eq!(r["status"], "instrumented", "{ctx}");
+    let (out, r, ctx) = patch_with_context(dir, &fixture(target), target, name, flags);
     for list in ["left_alone", "reasons"] {
         assert_eq!(r[list].as_array().map(Vec::len), Some(0), "{list}: {ctx}");
     }
