@@ -68,9 +68,7 @@ impl Committing {
         IN_COMMIT.fetch_add(1, Ordering::SeqCst);
         if depth == 0 && STOP.load(Ordering::SeqCst) {
             IN_COMMIT.fetch_sub(1, Ordering::SeqCst);
-            loop {
-                std::thread::park();
-            }
+            wait_for_handler();
         }
         DEPTH.with(|d| d.set(depth + 1));
         Committing(())
@@ -81,6 +79,19 @@ impl Drop for Committing {
     fn drop(&mut self) {
         DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
         IN_COMMIT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether a signal arrived: code that waits on something outside the process (a FIFO with no
+/// reader) gives up, so that the handler, which waits for running commits, can end the run.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Never returns: after a signal, the handler thread ends the process.
+pub fn wait_for_handler() -> ! {
+    loop {
+        std::thread::park();
     }
 }
 

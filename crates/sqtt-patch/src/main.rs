@@ -87,6 +87,9 @@ fn main() {
     // The error is dropped before exiting: it may own a temporary file that its drop deletes.
     let code = match outcome {
         Ok(code) => code,
+        // A wait given up because a signal arrived: the handler ends the run (130, its message)
+        // once the commits this error unwound are gone.
+        Err(_) if interrupt::stopping() => interrupt::wait_for_handler(),
         Err(e) => {
             eprintln!("sqtt-patch: error: {e:#}");
             exit::INPUT

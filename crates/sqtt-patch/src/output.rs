@@ -305,11 +305,8 @@ impl Sink {
             }
             Tmp::Unnamed(mut f) => {
                 f.rewind().with_context(cannot)?;
-                let mut out = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .with_context(cannot)?;
-                std::io::copy(&mut f, &mut out).with_context(cannot)?;
+                let mut out = open_stream(path).with_context(cannot)?;
+                copy_to_stream(&mut f, &mut out).with_context(cannot)?;
                 out.flush().with_context(cannot)
             }
             Tmp::Named(t, _registered) => {
@@ -327,6 +324,72 @@ impl Sink {
             }
         }
     }
+}
+
+/// Polling interval while a FIFO has no reader or a full pipe (milliseconds).
+const STREAM_WAIT_MS: u64 = 10;
+
+/// The error when a signal arrives while a stream destination waits.
+fn interrupted_wait() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "interrupted while waiting for the reader",
+    )
+}
+
+/// Opens a stream destination (a FIFO or character device) for writing without blocking: a
+/// FIFO with no reader (`open(2)`: ENXIO with `O_NONBLOCK`) is retried until one comes or a
+/// signal arrives (issue 32 item 7: a blocking `open` kept Ctrl-C from ending the run).
+fn open_stream(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if crate::interrupt::stopping() {
+                    return Err(interrupted_wait());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(STREAM_WAIT_MS));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Copies `src` into a non-blocking stream ([`write_to_stream`]).
+fn copy_to_stream(src: &mut std::fs::File, out: &mut std::fs::File) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match std::io::Read::read(src, &mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => write_to_stream(&buf[..n], out)?,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes `bytes` into a non-blocking stream, waiting while it is full (a pipe whose reader is
+/// slow) and giving up when a signal arrives.
+fn write_to_stream(mut rest: &[u8], out: &mut std::fs::File) -> std::io::Result<()> {
+    while !rest.is_empty() {
+        match out.write(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => rest = &rest[k..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if crate::interrupt::stopping() {
+                    return Err(interrupted_wait());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(STREAM_WAIT_MS));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Commits outputs of one run together: streams first (a failure there leaves no regular file
@@ -395,11 +458,8 @@ pub fn write_with_report(
 pub fn write(dest: &Dest, bytes: &[u8], like: Option<&Path>) -> Result<()> {
     let cannot = || format!("{}: cannot write", dest.label);
     if dest.stream {
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&dest.path)
-            .with_context(cannot)?;
-        return out.write_all(bytes).with_context(cannot);
+        let mut out = open_stream(&dest.path).with_context(cannot)?;
+        return write_to_stream(bytes, &mut out).with_context(cannot);
     }
     let mut sink = Sink::new(dest)?;
     sink.file().write_all(bytes).with_context(cannot)?;

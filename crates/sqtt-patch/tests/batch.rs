@@ -698,3 +698,46 @@ fn copy_tree_makes_outdir_a_copy_of_the_library_directory() {
         assert_eq!(args(&ca), args(&cb), "{f}: kernel argument layouts");
     }
 }
+
+/// Issue 32 item 13: file names that are not UTF-8 keep their bytes in `batch -o` (before, both
+/// names below became `k\u{FFFD}.co`: one output, the other refused as "given twice"), and
+/// `--copy-tree` keeps them too.
+#[test]
+fn names_that_are_not_utf8_keep_their_bytes_in_outputs() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("in");
+    std::fs::create_dir(&src).unwrap();
+    let names = [
+        OsStr::from_bytes(b"k\xff.co"),
+        OsStr::from_bytes(b"k\xfe.co"),
+    ];
+    for n in names {
+        std::fs::copy(fixture(SMALL[0]), src.join(n)).unwrap();
+    }
+    for (out, copy_tree) in [("out", false), ("tree", true)] {
+        let mut args = vec!["in", "-o", out];
+        if copy_tree {
+            args.push("--copy-tree");
+        }
+        args.extend(OPTS);
+        let o = batch(t.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let dir = if copy_tree {
+            t.path().join(out)
+        } else {
+            t.path().join(out).join("in")
+        };
+        for n in names {
+            let got = std::fs::read(dir.join(n)).unwrap_or_else(|e| panic!("{n:?}: {e}"));
+            assert_ne!(
+                got,
+                std::fs::read(fixture(SMALL[0])).unwrap(),
+                "{n:?} instrumented"
+            );
+        }
+        let listed = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(listed, 2, "exactly the two names in {}", dir.display());
+    }
+}

@@ -5,6 +5,9 @@
 //! is left alone instead, and the rest of the object is instrumented and verified.
 
 use assert_cmd::Command;
+
+#[path = "support/asm.rs"]
+mod asm;
 use std::path::{Path, PathBuf};
 
 const TEMPLATE: &str = r#".amdgcn_target "amdgcn-amd-amdhsa--gfx1100"
@@ -57,29 +60,7 @@ fn build(dir: &Path, name: &str, body: &str, extra: &str) -> PathBuf {
 
 /// Assembles and links gfx1100 assembly `source` into `dir/{name}.co`.
 fn build_source(dir: &Path, name: &str, source: &str) -> PathBuf {
-    let src = dir.join(format!("{name}.s"));
-    let obj = dir.join(format!("{name}.o"));
-    let co = dir.join(format!("{name}.co"));
-    std::fs::write(&src, source).unwrap();
-    let ok = std::process::Command::new("/usr/lib/llvm-22/bin/clang")
-        .args(["-target", "amdgcn-amd-amdhsa", "-mcpu=gfx1100", "-c"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("clang-22 (apt-get install clang-22)")
-        .success();
-    assert!(ok, "assembling {name}");
-    let ok = std::process::Command::new("/usr/lib/llvm-22/bin/ld.lld")
-        .arg("-shared")
-        .arg(&obj)
-        .arg("-o")
-        .arg(&co)
-        .status()
-        .expect("ld.lld-22 (apt-get install lld-22)")
-        .success();
-    assert!(ok, "linking {name}");
-    co
+    asm::assemble(dir, name, "gfx1100", source)
 }
 
 /// Runs the main job and returns (exit code, stderr); asserts the output equals the input.
@@ -275,6 +256,57 @@ fn return_from_exception() {
         "  s_barrier\n  s_rfe_b64 s[0:1]",
         "at 0x1404: s_rfe_b64 is not supported",
     );
+}
+
+/// `--scope` with a kernel left alone that calls a device function `g`: the kernel's
+/// entry computes no scope flag, so the function's scope-filtered markers are skipped with that
+/// reason (a guard there would read whatever the SGPR holds) and the output verifies. Before,
+/// the function was guarded, the verifier rejected the kernel ("kernel entry does not compute
+/// the scope flag"), and the object was lost.
+#[test]
+fn scope_filtering_with_a_left_alone_kernel_that_calls() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let body = "  s_call_b64 s[30:31], g\n  s_barrier\n  s_rfe_b64 s[0:1]";
+    // A local device function (a global one would need a run-time relocation).
+    let g = ".p2align 2\n.type g,@function\ng:\n  s_nop 0\n  s_setpc_b64 s[30:31]\n.Lg_end:\n.size g, .Lg_end-g\n";
+    let co = build(dir.path(), "scope_rfe", body, g);
+    let out = dir.path().join("scope_rfe.out.co");
+    let json = dir.path().join("scope_rfe.json");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(&out)
+        .args([
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+            "--scope",
+            "--report-json",
+        ])
+        .arg(&json)
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "instrumented", "{r}");
+    assert_eq!(r["left_alone"][0]["name"], "k", "{r}");
+    let skipped = r["skipped"].as_array().expect("skipped");
+    let why = "a kernel left alone (its entry computes no scope flag) may call this function";
+    let f_sites: Vec<_> = skipped
+        .iter()
+        .filter(|s| s["why"].as_str().is_some_and(|w| w.contains(why)))
+        .collect();
+    assert_eq!(f_sites.len(), 2, "g's entry and exit: {skipped:?}");
+    assert!(f_sites.iter().all(|s| s["function"] == "g"), "{f_sites:?}");
+    assert_verifies(&co, &out);
 }
 
 #[test]
@@ -506,11 +538,6 @@ fn kernel_that_works_then_traps_is_instrumented() {
 
 /// `sqtt-patch verify ORIG NEW` accepts the rewrite.
 fn assert_verifies(orig: &Path, new: &Path) {
-    Command::cargo_bin("sqtt-patch")
-        .unwrap()
-        .arg("verify")
-        .arg(orig)
-        .arg(new)
-        .assert()
-        .success();
+    let (code, text) = asm::verify(orig, new);
+    assert_eq!(code, 0, "{text}");
 }

@@ -8,6 +8,10 @@
 //! the note of the first kernel says 512 bytes more LDS than its descriptor.
 
 use assert_cmd::Command;
+
+#[path = "support/asm.rs"]
+mod asm;
+use asm::verify;
 use std::path::{Path, PathBuf};
 
 const KEY: &str = ".group_segment_fixed_size";
@@ -63,19 +67,6 @@ fn barriers(input: &Path, out: &Path) -> Vec<u8> {
         .assert()
         .success();
     std::fs::read(out).unwrap()
-}
-
-fn verify(orig: &Path, new: &Path) -> (i32, String) {
-    let o = Command::cargo_bin("sqtt-patch")
-        .unwrap()
-        .arg("verify")
-        .arg(orig)
-        .arg(new)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    (o.status.code().unwrap_or(-1), text)
 }
 
 #[test]

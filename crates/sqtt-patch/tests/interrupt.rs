@@ -97,3 +97,68 @@ fn interrupted_fatbin_runs_leave_no_temporary_file() {
         );
     }
 }
+
+/// Issue 32 item 7: `-o FIFO` with no reader used to block in `open(2)` inside the commit, and
+/// the signal handler, which waits for running commits, never ended the run. Now SIGINT or
+/// SIGTERM ends it with 130 while it waits for a reader, and with a reader the object arrives
+/// whole through the FIFO.
+#[test]
+fn a_fifo_without_reader_does_not_block_signals() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("out.fifo");
+    let ok = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    let start = |out: &Path| {
+        Command::new(BIN)
+            .arg(slow_input())
+            .arg("-o")
+            .arg(out)
+            .args(["--functions", "1", "--barriers", "1"])
+            .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+            .env_remove("SQTT_INSTRUMENT_BARRIERS")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for signal in ["-INT", "-TERM"] {
+        let mut child = start(&fifo);
+        // Long enough for the work (about 0.3 s idle) to finish and the commit to wait.
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{signal}: ended without a reader"
+        );
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{signal}: still blocked 10 s after the signal"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "{signal}");
+        assert_eq!(entries(t.path()), vec!["out.fifo".to_string()], "{signal}");
+    }
+    // With a reader: the bytes arrive whole, as a regular file gets them.
+    let reg = t.path().join("regular.co");
+    let o = start(&reg).wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut child = start(&fifo);
+    let got = std::fs::read(&fifo).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(got, std::fs::read(&reg).unwrap());
+}

@@ -58,9 +58,8 @@ fn fixture(target: &str) -> PathBuf {
 }
 
 /// `fixtures/src/tensile.S` with `-DFX_BAD_CALLTABLE` assembled for `target` into `dir` by
-/// `clang-22` with the flags of `tools/build_fixtures.sh`. Not a stored fixture: the output-hash
-/// test batches every object below `fixtures/`, and this one makes `--scope` fail verification
-/// ([`unresolved_call_table_with_scope_filtering`]). `None` with `SQTT_NO_LLVM=1`.
+/// `clang-22` with the flags of `tools/build_fixtures.sh`. Not a stored fixture: it is built from
+/// the same source as the stored ones with one define. `None` with `SQTT_NO_LLVM=1`.
 fn bad_calltable(dir: &Path, target: &str) -> Option<PathBuf> {
     if no_llvm() {
         return None;
@@ -875,15 +874,11 @@ fn unresolved_call_table_leaves_only_its_kernel_alone() {
     }
 }
 
-/// Known defect (docs/limitations.md): with `--scope`, the rewriter leaves `tl_calltable_bad`
-/// alone (copied verbatim, its unresolved `s_swappc_b64` an indirect call) and the verifier then
-/// rejects the output: "kernel entry does not compute the scope flag ... its call graph tests"
-/// (both sides take an unresolved call as reaching every function, other kernels included, and a
-/// left-alone kernel has no entry run). Excluding kernels from what an unresolved call reaches
-/// fixed this case but broke gfx1250 `k_call_mix` under every feature (crates/sqtt-rewrite/tests/
-/// objects.rs), so it is not done; run with `--ignored` to see it.
+/// With `--scope`, the rewriter leaves `tl_calltable_bad` alone (copied verbatim, its unresolved
+/// `s_swappc_b64` an indirect call) and its entry computes no scope flag. An unresolved call
+/// reaches every device function but no kernel (a kernel is entered only by a dispatch), on both
+/// sides, so the other kernels keep their flags and the verifier accepts the output.
 #[test]
-#[ignore = "known defect: --scope with a left-alone kernel that has an unresolved call (docs/limitations.md)"]
 fn unresolved_call_table_with_scope_filtering() {
     let t = tempfile::tempdir().expect("tempdir");
     for target in TARGETS {

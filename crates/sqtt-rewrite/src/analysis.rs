@@ -863,7 +863,9 @@ impl Program {
     }
 
     /// Functions reachable from function `root` through calls and tail calls (including `root`).
-    /// `None` inside means an indirect call was seen: every function may be reached.
+    /// An indirect call may reach every function but a kernel: a kernel's code is entered only
+    /// by a dispatch through its descriptor, never by a call (AMDGPUUsage, "Kernel Descriptor";
+    /// an OpenCL kernel that calls another kernel calls its `__clang_ocl_kern_imp_` clone).
     pub fn reachable(&self, root: usize) -> BTreeSet<usize> {
         let mut seen = BTreeSet::new();
         let mut work = vec![root];
@@ -874,7 +876,9 @@ impl Program {
             for (_, c) in &self.funcs[f].calls {
                 match c {
                     Callee::Direct(g) => work.push(*g),
-                    Callee::Indirect => work.extend(0..self.funcs.len()),
+                    Callee::Indirect => work.extend(
+                        (0..self.funcs.len()).filter(|&g| self.funcs[g].spec.kernel.is_none()),
+                    ),
                 }
             }
             for (_, e) in &self.funcs[f].exits {

@@ -315,18 +315,14 @@ pub(crate) fn analyse(
         .enumerate()
         .map(|(fi, f)| (f.kind == crate::FunctionKind::Kernel).then(|| cg.reachable(fi)))
         .collect();
-    let flags = scope_flags(p, &reach, findings);
+    let (flags, entry_flags) = scope_flags(p, &reach, findings);
     let vgprs_used = crate::spill::used_in_call_graphs(p, &reach);
-    // A kernel's entry run computes the scope flags its call graph tests. `scope_flags` proved
-    // that no original instruction the kernel reaches touches them, so writing them there
-    // changes nothing the original program reads, even where liveness is conservative (an
-    // unresolved call reads every SGPR).
-    for (ki, r) in reach.iter().enumerate() {
-        let Some(r) = r else { continue };
-        let tested = r
-            .iter()
-            .filter_map(|&g| flags[g])
-            .fold(0u128, |a, f| a | 1u128 << f);
+    // A kernel's entry run computes scope flags. `scope_flags` proved that no original
+    // instruction the kernel reaches touches them, so writing them there changes nothing the
+    // original program reads, even where liveness is conservative (an unresolved call reads
+    // every SGPR).
+    for (ki, set) in entry_flags.iter().enumerate() {
+        let tested = set.iter().fold(0u128, |a, f| a | 1u128 << f);
         changeable[ki].add(entry_index(&p.funcs[ki]), tested);
     }
     let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
@@ -469,12 +465,17 @@ pub(crate) fn entry_index(f: &Func) -> usize {
 /// per function. For every kernel that reaches a function with flag sF: the kernel's entry run
 /// reads a hardware-ID register and writes sF, and no original instruction of any function the
 /// kernel reaches reads or writes sF (its value must survive from the entry to every marker).
+/// The same "untouched" rule holds for a flag of the object that a kernel's entry run computes
+/// although nothing the kernel reaches tests it (a call graph whose guarded sites were all
+/// skipped).
 /// `reach[k]`: functions kernel `k` reaches, ascending (`None` for device functions).
+/// Returns the flags, and per function the flags its entry run may write (empty for device
+/// functions).
 fn scope_flags(
     p: &Program,
     reach: &[Option<Vec<usize>>],
     findings: &mut Vec<Finding>,
-) -> Vec<Option<u16>> {
+) -> (Vec<Option<u16>>, Vec<BTreeSet<u16>>) {
     // Per function in parallel; findings keep the function order.
     let per: Vec<(Option<u16>, Option<Finding>)> = p
         .funcs
@@ -520,16 +521,21 @@ fn scope_flags(
     } else {
         Vec::new()
     };
+    let all_flags: BTreeSet<u16> = flags.iter().flatten().copied().collect();
+    let mut entry_flags = vec![BTreeSet::new(); p.funcs.len()];
     for (ki, r) in reach.iter().enumerate() {
         let Some(r) = r else { continue };
         let kf = &p.funcs[ki];
         let needed: BTreeSet<u16> = r.iter().filter_map(|&g| flags[g]).collect();
-        if needed.is_empty() {
-            continue;
-        }
         let run = kf.inserted.get(kf.run(entry_index(kf))).unwrap_or_default();
         let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
-        for &flag in &needed {
+        let untested: BTreeSet<u16> = all_flags
+            .iter()
+            .copied()
+            .filter(|&f| computes && run.iter().any(|n| n.inst.writes().contains_sgpr(f)))
+            .collect();
+        for &flag in needed.union(&untested) {
+            entry_flags[ki].insert(flag);
             if !computes || !run.iter().any(|n| n.inst.writes().contains_sgpr(flag)) {
                 findings.push(fnd(
                     kf,
@@ -560,7 +566,7 @@ fn scope_flags(
             }
         }
     }
-    flags
+    (flags, entry_flags)
 }
 
 fn fnd(f: &Func, check: Check, o: Option<u64>, n: Option<u64>, message: String) -> Finding {
@@ -1273,7 +1279,8 @@ fn check_runs(
             f.new_address(o),
             legacy.get(k).copied().unwrap_or(true),
             changeable.get(k).unwrap_or(0),
-        );
+        )
+        .with_m0(facts.consts[k]);
         for land in es {
             let e = entry_effect(p, env, f, &code, run_from(p, f, k, land), land.is_none());
             check_effect(
@@ -1306,13 +1313,16 @@ fn check_runs(
         let lo = f.inserted.partition_point(|x| x.addr < start);
         let hi = f.inserted.partition_point(|x| x.addr < b.body_end);
         let body = &f.inserted[lo..hi];
+        // The landing block runs on one edge into `s`: a constant M0 at `s` (the join over
+        // every edge) is that constant on this edge too.
         let code = Code::new(
             f,
             body,
             Some(b.body_end),
             all_legacy(&f.inserted_class[lo..hi]),
             changeable.get(s).unwrap_or(0),
-        );
+        )
+        .with_m0(facts.consts[s]);
         let e = entry_effect(p, env, f, &code, body, true);
         check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);
         landed.insert(start, e);
@@ -1352,6 +1362,10 @@ struct Code<'a> {
     names_vgprs: bool,
     /// VGPRs it reads (randomised by the execution), decoded at the first execution.
     vgprs: std::cell::OnceCell<Vec<u16>>,
+    /// M0 where the code runs, when the original program has the same constant there on every
+    /// path ([`m0_constants`]): the execution starts from it instead of a random value, so a
+    /// guarded run that re-materialises that constant on one path only keeps M0.
+    m0: Option<u32>,
 }
 
 impl<'a> Code<'a> {
@@ -1383,7 +1397,17 @@ impl<'a> Code<'a> {
             executable,
             names_vgprs,
             vgprs: std::cell::OnceCell::new(),
+            m0: None,
         }
+    }
+
+    /// The code with M0's original value where it runs (`Some(Val::Const)` only counts).
+    fn with_m0(mut self, m0: Option<Val>) -> Code<'a> {
+        self.m0 = match m0 {
+            Some(Val::Const(c)) => Some(c),
+            _ => None,
+        };
+        self
     }
 
     fn vgprs(&self) -> &[u16] {
@@ -1445,6 +1469,7 @@ fn entry_effect(
                         trials: if c.legacy { 2 } else { 6 },
                         vgprs: c.vgprs(),
                         changeable: c.changeable,
+                        m0: c.m0,
                     },
                 ),
             ))

@@ -76,6 +76,7 @@ pub(crate) struct RunKey {
     trials: usize,
     vgprs: Vec<u16>,
     changeable: u128,
+    m0: Option<u32>,
 }
 
 /// Outcome of executing one run from one entry.
@@ -123,6 +124,9 @@ pub(crate) struct Entry<'a> {
     pub vgprs: &'a [u16],
     /// SGPRs the run may change (bit n = s<n>): dead in the original program where it runs.
     pub changeable: u128,
+    /// M0 where the run is entered, when the original program has this constant there on every
+    /// path (every trial starts from it); `None`: a random M0 per trial.
+    pub m0: Option<u32>,
 }
 
 thread_local! {
@@ -192,6 +196,7 @@ pub(crate) fn execute(env: &Env, e: &Entry) -> Exec {
         trials: e.trials,
         vgprs: e.vgprs.to_vec(),
         changeable: e.changeable,
+        m0: e.m0,
     };
     if let Some(x) = env.runs.borrow().get(&key) {
         return x.clone();
@@ -261,6 +266,9 @@ fn trials(env: &Env, e: &Entry, w: &mut Wave, prog: &mut Code, out: &mut Exec) {
     for &flag in flags {
         for t in 0..e.trials {
             randomise(w, e.vgprs, t, &mut rng);
+            if let Some(m0) = e.m0 {
+                w.m0 = m0;
+            }
             if t == 1 {
                 // No value of an instrumentation-owned SGPR may be assumed on entry: try them all
                 // zero once (the scope flag is set below).
@@ -548,6 +556,7 @@ mod tests {
             trials: 2,
             vgprs: &[],
             changeable,
+            m0: None,
         };
         let problems =
             |x: &Exec| -> Vec<String> { x.problems.iter().map(|p| p.1.clone()).collect() };

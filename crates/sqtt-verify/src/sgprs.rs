@@ -99,6 +99,8 @@ pub(crate) struct CallGraph {
     pub calls: Vec<Vec<(usize, Option<usize>)>>,
     /// Per function: instructions where control leaves it, and how.
     leaves: Vec<BTreeMap<usize, Leave>>,
+    /// Per function: it is a kernel (never the target of a call).
+    kernel: Vec<bool>,
     /// Per function: its calls of subroutines inside it ([`crate::subcalls`]).
     intra: Vec<Vec<usize>>,
 }
@@ -248,9 +250,15 @@ impl CallGraph {
             })
             .collect();
         let (calls, leaves) = per.into_iter().unzip();
+        let kernel = p
+            .funcs
+            .iter()
+            .map(|f| f.kind == crate::FunctionKind::Kernel)
+            .collect();
         CallGraph {
             calls,
             leaves,
+            kernel,
             intra: intra.to_vec(),
         }
     }
@@ -276,7 +284,8 @@ impl CallGraph {
             for &(_, c) in &self.calls[f] {
                 match c {
                     Some(g) => stack.push(g),
-                    None => return (0..n).collect(),
+                    // An unresolved call reaches any device function; kernels are never called.
+                    None => return (0..n).filter(|&g| g == root || !self.kernel[g]).collect(),
                 }
             }
             stack.extend(self.tails(f));

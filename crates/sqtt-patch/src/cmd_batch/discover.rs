@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Directory levels followed below a root.
@@ -12,8 +13,11 @@ pub(super) const MAX_DEPTH: usize = 64;
 pub(super) struct Found {
     /// Path to read.
     pub path: PathBuf,
-    /// Report key and output path below OUTDIR: the file name of a file argument, `<root
-    /// name>/<relative path>` below a directory or glob.
+    /// Output path below OUTDIR, byte for byte (names that are not UTF-8 kept as they are):
+    /// the file name of a file argument, `<root name>/<relative path>` below a directory or
+    /// glob.
+    pub rel: PathBuf,
+    /// Report key: `rel` as text (bytes that are not UTF-8 shown as U+FFFD).
     pub key: String,
     /// Named on the command line (not found by walking a directory or expanding a glob).
     pub explicit: bool,
@@ -46,24 +50,13 @@ pub(super) fn discover(
     for p in paths {
         let text = p.to_string_lossy();
         if p.is_file() {
-            let key = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| text.to_string());
-            found.push(Found {
-                path: p.clone(),
-                key,
-                explicit: true,
-            });
+            let rel = PathBuf::from(p.file_name().unwrap_or(p.as_os_str()));
+            found.push(Found::new(p.clone(), rel, true));
         } else if p.is_dir() {
-            let root = root_name(p);
+            let root = PathBuf::from(root_name(p));
             walker
                 .walk(p, &root, 0, &mut |path, rel| {
-                    found.push(Found {
-                        path,
-                        key: rel,
-                        explicit: false,
-                    });
+                    found.push(Found::new(path, rel, false));
                 })
                 .with_context(|| format!("{}: cannot list", p.display()))?;
         } else if text.contains(['*', '?', '[']) {
@@ -76,10 +69,10 @@ pub(super) fn discover(
             errors.push(format!("{text}: no such file or directory"));
         }
     }
-    found.sort_by(|a, b| a.key.cmp(&b.key));
+    found.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.rel.cmp(&b.rel)));
     let mut seen = BTreeSet::new();
     found.retain(|f| {
-        if seen.insert(f.key.clone()) {
+        if seen.insert(f.rel.clone()) {
             true
         } else {
             errors.push(format!(
@@ -97,17 +90,33 @@ pub(super) fn discover(
     })
 }
 
-/// The name a root directory contributes to report keys: its last component (of the canonical
-/// path for `.` and `..`).
-pub(super) fn root_name(p: &Path) -> String {
-    let named = p.file_name().map(|n| n.to_string_lossy().into_owned());
+/// The name a root directory contributes to report keys and output paths: its last component
+/// (of the canonical path for `.` and `..`), byte for byte.
+pub(super) fn root_name(p: &Path) -> OsString {
+    let named = p.file_name().map(|n| n.to_os_string());
     named
         .or_else(|| {
             std::fs::canonicalize(p)
                 .ok()
-                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .and_then(|c| c.file_name().map(|n| n.to_os_string()))
         })
         .unwrap_or_else(|| "root".into())
+}
+
+impl Found {
+    fn new(path: PathBuf, rel: PathBuf, explicit: bool) -> Found {
+        let key = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        Found {
+            path,
+            rel,
+            key,
+            explicit,
+        }
+    }
 }
 
 /// A directory walk that visits every directory and regular file once, by device and inode
@@ -140,15 +149,15 @@ impl Walker {
         }
     }
 
-    /// Visits every regular file below `dir` in name order, with its key `<prefix>/<relative
-    /// path>`, at most [`MAX_DEPTH`] levels deep. Symbolic links to files are followed; links to
+    /// Visits every regular file below `dir` in name order, with its path `<prefix>/<relative
+    /// path>` (names kept byte for byte), at most [`MAX_DEPTH`] levels deep. Symbolic links to files are followed; links to
     /// directories only with `follow_links`. What is not visited is listed in `not_visited`.
     pub(super) fn walk(
         &mut self,
         dir: &Path,
-        prefix: &str,
+        prefix: &Path,
         depth: usize,
-        visit: &mut dyn FnMut(PathBuf, String),
+        visit: &mut dyn FnMut(PathBuf, PathBuf),
     ) -> std::io::Result<()> {
         if depth > MAX_DEPTH || !self.first_visit(dir) {
             if depth > 0 {
@@ -162,15 +171,7 @@ impl Walker {
             .collect::<std::io::Result<_>>()?;
         entries.sort();
         for e in entries {
-            let name = e
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let key = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
+            let key = prefix.join(e.file_name().unwrap_or_default());
             let link = std::fs::symlink_metadata(&e).is_ok_and(|m| m.file_type().is_symlink());
             if e.is_dir() {
                 if link && !self.follow_links {
@@ -224,14 +225,14 @@ pub(super) fn expand_glob(
     }
     let root = root_name(&base);
     walker
-        .walk(&base, "", 0, &mut |path, rel| {
-            let parts: Vec<&str> = rel.split('/').collect();
+        .walk(&base, Path::new(""), 0, &mut |path, rel| {
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
             if match_components(&pat, &parts) {
-                found.push(Found {
-                    path,
-                    key: format!("{root}/{rel}"),
-                    explicit: false,
-                });
+                found.push(Found::new(path, Path::new(&root).join(rel), false));
             }
         })
         .with_context(|| format!("{}: cannot list", base.display()))

@@ -136,7 +136,7 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     let inputs: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
     if let Some(dir) = out_dir {
         for f in &found {
-            output::check_not_input("-o", &dir.join(out_key(&f.key, args.copy_tree)), &inputs)?;
+            output::check_not_input("-o", &dir.join(out_rel(&f.rel, args.copy_tree)), &inputs)?;
         }
     }
     // The report must not be one of the inputs either (written over a code object, it would
@@ -292,12 +292,13 @@ pub fn run(args: BatchArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// Output path below OUTDIR of the file with report key `key`: the key itself, or with
-/// `--copy-tree` the key without its first component (the root directory's name).
-pub(super) fn out_key(key: &str, copy_tree: bool) -> &str {
-    match key.split_once('/') {
-        Some((_, rest)) if copy_tree => rest,
-        _ => key,
+/// Output path below OUTDIR of a file found at `rel` ([`discover::Found::rel`]): `rel` itself,
+/// or with `--copy-tree` without its first component (the root directory's name).
+pub(super) fn out_rel(rel: &Path, copy_tree: bool) -> &Path {
+    let mut parts = rel.components();
+    match parts.next() {
+        Some(_) if copy_tree && parts.clone().next().is_some() => parts.as_path(),
+        _ => rel,
     }
 }
 

@@ -81,7 +81,7 @@ pub(super) fn process_file(
         return Ok(rep);
     }
     if let (Some(bytes), Some(dir)) = (out, out_dir) {
-        let dest = dir.join(super::out_key(&f.key, copy_tree));
+        let dest = dir.join(super::out_rel(&f.rel, copy_tree));
         // Errors name `-o` and the path (`-o OUT/lib/a.co: cannot write: ...`).
         let written = dest
             .parent()

@@ -157,8 +157,8 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         .collect();
     let scope = opts.scope.filter(|m| m.filters(target));
     let flags = match scope {
-        Some(_) => scope_flags(&prog, &mut sgprs),
-        None => vec![None; prog.funcs.len()],
+        Some(_) => scope_flags(&prog, &verbatim, &mut sgprs),
+        None => vec![Err(NO_SCOPE_SGPR); prog.funcs.len()],
     };
     let mut alloc = Alloc {
         sgprs,
@@ -424,7 +424,7 @@ fn scope_inits(
     prog: &Program,
     verbatim: &Verbatim,
     masks: &ScopeMasks,
-    flags: &[Option<u8>],
+    flags: &[ScopeFlag],
     scc: &[Vec<bool>],
     alloc: &mut Alloc,
 ) -> Result<Vec<(Site, Vec<Instruction>)>, String> {
@@ -434,7 +434,7 @@ fn scope_inits(
         let Some(k) = f.spec.kernel.filter(|_| !verbatim.is_left_alone(fi)) else {
             continue;
         };
-        let Some(flag) = flags[fi] else { continue };
+        let Ok(flag) = flags[fi] else { continue };
         let entry = if k.preload {
             f.insts.index_of(f.spec.start + 256)
         } else {
@@ -525,7 +525,7 @@ struct SiteEnv<'a> {
     /// Scope filtering is on.
     scope: bool,
     /// Scope flag SGPR of each function ([`scope_flags`]).
-    flags: &'a [Option<u8>],
+    flags: &'a [ScopeFlag],
     /// Per function, per instruction: whether SCC is live in front of it.
     scc_live: &'a [Vec<bool>],
     /// SGPR liveness and the SGPRs inserted code may use.
@@ -605,11 +605,7 @@ fn build_site(
         Ok(M0Keep::Dead)
     };
     let scc_live = env.scc_live[s.func].get(s.before).copied().unwrap_or(true);
-    let guard = env.scope.then(|| {
-        env.flags[s.func].ok_or_else(|| {
-            "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag".to_string()
-        })
-    });
+    let guard = env.scope.then(|| env.flags[s.func].map_err(str::to_string));
     let code = keep.and_then(|k| {
         let flag = guard.transpose()?;
         match (trace, env.wave) {
@@ -912,13 +908,26 @@ fn allocation_masks(prog: &Program, co: &CodeObject) -> Vec<Sgprs> {
     top.into_iter().map(|t| mask(t.unwrap_or(lowest))).collect()
 }
 
+/// The scope-filter flag SGPR of a function, or why it has none (the skip reason of its
+/// scope-filtered sites).
+type ScopeFlag = Result<u8, &'static str>;
+
+/// Why a function has no scope flag: no SGPR is free in its call graph.
+const NO_SCOPE_SGPR: &str =
+    "scope filtering: no SGPR is untouched by every function of this kernel call graph, so it has no scope flag";
+
+/// Why a function has no scope flag: a kernel left alone reaches it.
+const FLAGLESS_CALLER: &str = "scope filtering: a kernel left alone (its entry computes no scope flag) may call this function, so the flag is not set on every call";
+
 /// The scope-filter flag SGPR of each function (issue 12 item 4; spec "Scope filtering":
 /// computed once at kernel entry, read by every marker). Kernels that reach a common function
 /// form one call graph and share one flag: the lowest SGPR that no function of the call graph
 /// touches and that every one of them may use. Functions no kernel reaches form their own call
-/// graph. `None` for the functions of a call graph without such an SGPR. Every flag is then
-/// withheld from the scratch registers of every function.
-fn scope_flags(prog: &Program, sgprs: &mut SgprFacts) -> Vec<Option<u8>> {
+/// graph. A function without a flag gets the reason instead: its call graph has no such SGPR,
+/// or a kernel left alone reaches it (that kernel's entry computes no flag, so a guard there
+/// would read whatever the SGPR holds). Every flag is then withheld from the scratch registers
+/// of every function.
+fn scope_flags(prog: &Program, verbatim: &Verbatim, sgprs: &mut SgprFacts) -> Vec<ScopeFlag> {
     let n = prog.funcs.len();
     let mut parent: Vec<usize> = (0..n).collect();
     fn root(parent: &mut [usize], mut x: usize) -> usize {
@@ -928,13 +937,16 @@ fn scope_flags(prog: &Program, sgprs: &mut SgprFacts) -> Vec<Option<u8>> {
         }
         x
     }
+    let mut flagless = vec![false; n];
     for (fi, f) in prog.funcs.iter().enumerate() {
         if f.spec.kernel.is_none() {
             continue;
         }
+        let left_alone = verbatim.is_left_alone(fi);
         for g in prog.reachable(fi) {
             let (a, b) = (root(&mut parent, fi), root(&mut parent, g));
             parent[a] = b;
+            flagless[g] |= left_alone && g != fi;
         }
     }
     let mut untouched: BTreeMap<usize, Sgprs> = BTreeMap::new();
@@ -948,8 +960,12 @@ fn scope_flags(prog: &Program, sgprs: &mut SgprFacts) -> Vec<Option<u8>> {
         .filter(|(_, free)| *free != 0)
         .map(|(r, free)| (r, free.trailing_zeros() as u8))
         .collect();
-    let flags: Vec<Option<u8>> = (0..n)
-        .map(|fi| flag_of.get(&root(&mut parent, fi)).copied())
+    let flags: Vec<ScopeFlag> = (0..n)
+        .map(|fi| match flag_of.get(&root(&mut parent, fi)) {
+            _ if flagless[fi] => Err(FLAGLESS_CALLER),
+            Some(&r) => Ok(r),
+            None => Err(NO_SCOPE_SGPR),
+        })
         .collect();
     sgprs.forbid(flags.iter().flatten().fold(0, |a, &r| a | 1u128 << r));
     flags
