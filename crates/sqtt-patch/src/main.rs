@@ -21,7 +21,6 @@ mod sniff;
 mod summary;
 mod threads;
 mod timings;
-mod verified;
 
 use clap::{Parser, Subcommand};
 
