@@ -3,10 +3,12 @@
 // the code-object entries with recorders, dlopens the tool, calls its OnLoad, then loads code
 // objects through the tables as the runtime's users do, and prints what the recorders got.
 //
-// usage: rocr_driver TOOL OUTDIR [--pre-tool] [--bad-version] [--no-tool] [--refuse-memory]
+// usage: rocr_driver TOOL|- OUTDIR [--pre-tool] [--bad-version] [--no-tool] [--refuse-memory]
 //                    [--threads N] LOAD...
 //   LOAD: mem:PATH | file:PATH | slice:PATH | ext:PATH (slice, table from the deprecated
 //         hsa_system_get_extension_table) | deser:PATH
+// TOOL "-" loads the libraries of HSA_TOOLS_LIB in order, as ROCr does. Built with
+// -DDRIVER_SHARED -shared, the same code is `int driver_main(int argc, char** argv)`.
 // For each load it writes the bytes the runtime's entry received to OUTDIR/t<T>-<I>.co and
 // prints: LOAD t<T>-<I> kind=<memory|file|slice|deser> status=<hex> valid=<0|1> offset_kept=<0|1>
 // Layout expectations of the tool come in as -DEXPECT_* and are checked at compile time.
@@ -264,7 +266,12 @@ void load_one(const std::string& name, const std::string& spec) {
 
 }  // namespace
 
+#ifdef DRIVER_SHARED
+// Built as a shared library for the Python (ctypes) application of the tests.
+extern "C" __attribute__((visibility("default"))) int driver_main(int argc, char** argv) {
+#else
 int main(int argc, char** argv) {
+#endif
   if (argc < 3) { fprintf(stderr, "usage: rocr_driver TOOL OUTDIR [flags] LOAD...\n"); return 2; }
   const char* tool = argv[1];
   outdir = argv[2];
@@ -295,18 +302,40 @@ int main(int argc, char** argv) {
     core->hsa_code_object_reader_create_from_memory_fn = a_from_memory;
     core->hsa_code_object_reader_create_from_file_fn = a_from_file;
   }
-  void (*on_unload)() = nullptr;
-  if (!no_tool) {
-    void* lib = dlopen(tool, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+  // TOOL "-": the libraries named in HSA_TOOLS_LIB (space-separated), in order, as ROCr loads
+  // them; one that cannot be opened is skipped and named to the next ones.
+  std::vector<std::string> tool_names;
+  if (std::string(tool) == "-") {
+    const char* env = getenv("HSA_TOOLS_LIB");
+    std::string list = env ? env : "", cur;
+    for (char ch : list + " ") {
+      if (ch == ' ') { if (!cur.empty()) tool_names.push_back(cur); cur.clear(); }
+      else cur += ch;
+    }
+  } else {
+    tool_names.push_back(tool);
+  }
+  std::vector<void (*)()> unloads;
+  std::vector<std::string> failed;
+  for (size_t k = 0; !no_tool && k < tool_names.size(); k++) {
+    void* lib = dlopen(tool_names[k].c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      printf("ONLOAD_FAILED %s\n", tool_names[k].c_str());
+      failed.push_back(tool_names[k]);
+      continue;
+    }
     typedef bool (*OnLoadFn)(HsaApiTable*, uint64_t, uint64_t, const char* const*);
     OnLoadFn on_load = (OnLoadFn)dlsym(lib, "OnLoad");
-    on_unload = (void (*)())dlsym(lib, "OnUnload");
+    void (*on_unload)() = (void (*)())dlsym(lib, "OnUnload");
     if (!on_load || !on_unload) { fprintf(stderr, "OnLoad/OnUnload not exported\n"); return 2; }
-    bool ok = on_load(&tables.root, 1, 0, nullptr);
+    std::vector<const char*> names;
+    for (auto& f : failed) names.push_back(f.c_str());
+    bool ok = on_load(&tables.root, 1, names.size(), names.empty() ? nullptr : names.data());
     printf("ONLOAD %d\n", ok ? 1 : 0);
-    fflush(stdout);
+    if (ok) unloads.push_back(on_unload);
+    else failed.push_back(tool_names[k]);
   }
+  fflush(stdout);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; t++) {
     pool.emplace_back([t, &loads] {
@@ -317,6 +346,6 @@ int main(int argc, char** argv) {
   for (auto& th : pool) th.join();
   printf("PRE_A memory=%d file=%d\n", a_memory.load(), a_file.load());
   fflush(stdout);
-  if (on_unload) on_unload();
+  for (auto u : unloads) u();
   return 0;
 }

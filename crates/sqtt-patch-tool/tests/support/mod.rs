@@ -49,43 +49,91 @@ pub fn tool() -> &'static Path {
     })
 }
 
-/// The driver, compiled once per test process into a temporary directory kept for the run.
+/// The driver executable, compiled once per test process into a temporary directory kept for
+/// the run.
 pub fn driver() -> &'static Path {
     static DRIVER: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &DRIVER
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let exe = dir.path().join("rocr_driver");
-            let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/driver/rocr_driver.cpp");
-            let defs = [
-                ("ROOT_CORE", ffi::ROOT_CORE),
-                ("CORE_GET_EXTENSION_TABLE", ffi::CORE_GET_EXTENSION_TABLE),
-                ("CORE_DESERIALIZE", ffi::CORE_DESERIALIZE),
-                ("CORE_CODE_OBJECT_DESTROY", ffi::CORE_CODE_OBJECT_DESTROY),
-                ("CORE_GET_MAJOR_EXTENSION_TABLE", ffi::CORE_GET_MAJOR_EXTENSION_TABLE),
-                ("CORE_READER_FROM_FILE", ffi::CORE_READER_FROM_FILE),
-                ("CORE_READER_FROM_MEMORY", ffi::CORE_READER_FROM_MEMORY),
-                ("CORE_READER_DESTROY", ffi::CORE_READER_DESTROY),
-                ("CORE_MIN_SIZE", ffi::CORE_MIN_SIZE),
-                ("LOADER_FROM_FILE_SLICE", ffi::LOADER_FROM_FILE_SLICE),
-            ];
-            let mut c = Command::new("c++");
-            c.args(["-std=c++17", "-O1", "-Wall", "-DAMD_INTERNAL_BUILD"]);
-            for (k, v) in defs {
-                c.arg(format!("-DEXPECT_{k}={v}"));
-            }
-            c.arg(&src).arg("-o").arg(&exe).args(["-ldl", "-pthread"]);
-            let out = c.output().unwrap_or_else(|e| {
-                panic!("cannot run c++ ({e}): install a C++ compiler (g++) and libhsa-runtime-dev (bash tools/setup.sh)")
-            });
-            assert!(
-                out.status.success(),
-                "compiling the driver against AMD's hsa/hsa_api_trace.h failed (is libhsa-runtime-dev installed? bash tools/setup.sh); a static_assert naming a field means our layout differs from the header:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (dir, exe)
-        })
-        .1
+    &DRIVER.get_or_init(|| compile(false)).1
+}
+
+/// The driver as a shared library exporting `driver_main` (for `driver/app.py`).
+pub fn driver_library() -> &'static Path {
+    static DRIVER: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &DRIVER.get_or_init(|| compile(true)).1
+}
+
+fn compile(shared: bool) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join(if shared {
+        "librocr_driver.so"
+    } else {
+        "rocr_driver"
+    });
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/driver/rocr_driver.cpp");
+    let defs = [
+        ("ROOT_CORE", ffi::ROOT_CORE),
+        ("CORE_GET_EXTENSION_TABLE", ffi::CORE_GET_EXTENSION_TABLE),
+        ("CORE_DESERIALIZE", ffi::CORE_DESERIALIZE),
+        ("CORE_CODE_OBJECT_DESTROY", ffi::CORE_CODE_OBJECT_DESTROY),
+        (
+            "CORE_GET_MAJOR_EXTENSION_TABLE",
+            ffi::CORE_GET_MAJOR_EXTENSION_TABLE,
+        ),
+        ("CORE_READER_FROM_FILE", ffi::CORE_READER_FROM_FILE),
+        ("CORE_READER_FROM_MEMORY", ffi::CORE_READER_FROM_MEMORY),
+        ("CORE_READER_DESTROY", ffi::CORE_READER_DESTROY),
+        ("CORE_MIN_SIZE", ffi::CORE_MIN_SIZE),
+        ("LOADER_FROM_FILE_SLICE", ffi::LOADER_FROM_FILE_SLICE),
+    ];
+    let mut c = Command::new("c++");
+    c.args([
+        "-std=c++17",
+        "-O1",
+        "-Wall",
+        "-Werror",
+        "-DAMD_INTERNAL_BUILD",
+    ]);
+    if shared {
+        c.args(["-DDRIVER_SHARED", "-shared", "-fPIC"]);
+    }
+    for (k, v) in defs {
+        c.arg(format!("-DEXPECT_{k}={v}"));
+    }
+    c.arg(&src).arg("-o").arg(&out).args(["-ldl", "-pthread"]);
+    let o = c.output().unwrap_or_else(|e| {
+        panic!("cannot run c++ ({e}): install a C++ compiler (g++) and libhsa-runtime-dev (bash tools/setup.sh)")
+    });
+    assert!(
+        o.status.success(),
+        "compiling the driver against AMD's hsa/hsa_api_trace.h failed (is libhsa-runtime-dev installed? bash tools/setup.sh); a static_assert naming a field means our layout differs from the header:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (dir, out)
+}
+
+/// `sqtt-patch` of this build (the profile of the test), built (or brought up to date) once.
+pub fn sqtt_patch() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let so = tool();
+        let bin = so.with_file_name("sqtt-patch");
+        let profile_dir = so.parent().expect("profile dir");
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "-p", "sqtt-patch"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            c.arg("--release");
+        }
+        if let Some(t) = profile_dir.parent() {
+            c.env("CARGO_TARGET_DIR", t);
+        }
+        assert!(c.status().expect("run cargo build -p sqtt-patch").success());
+        assert!(
+            bin.exists(),
+            "{} missing after building sqtt-patch",
+            bin.display()
+        );
+        bin
+    })
 }
 
 /// One load reported by the driver.
@@ -110,8 +158,10 @@ pub struct Load {
 /// What one driver run printed.
 #[derive(Debug)]
 pub struct Run {
-    /// OnLoad's answer (`None`: the tool was not loaded).
+    /// OnLoad's answer of the last tool loaded (`None`: no tool was loaded).
     pub onload: Option<bool>,
+    /// Tools of `HSA_TOOLS_LIB` that could not be opened.
+    pub onload_failed: Vec<String>,
     /// Every load, in name order.
     pub loads: Vec<Load>,
     /// Calls seen by the tool installed before ours: (memory, file).
@@ -123,14 +173,34 @@ pub struct Run {
 /// Runs the driver with `flags` and `loads` (`mem:PATH`, ...) and the environment `env` (the
 /// `SQTT_*` variables are cleared first, and the cache is off unless `env` sets it).
 pub fn run(flags: &[&str], loads: &[String], env: &[(&str, &str)]) -> Run {
+    run_as(
+        &[driver().as_os_str()],
+        tool().as_os_str(),
+        flags,
+        loads,
+        env,
+    )
+}
+
+/// [`run`] through `launcher` (its first element is the program; the driver's own arguments
+/// follow), with `tool` as the driver's TOOL argument (`-`: the libraries of `HSA_TOOLS_LIB`).
+pub fn run_as(
+    launcher: &[&std::ffi::OsStr],
+    tool: &std::ffi::OsStr,
+    flags: &[&str],
+    loads: &[String],
+    env: &[(&str, &str)],
+) -> Run {
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let mut c = Command::new(driver());
-    c.arg(tool()).arg(out_dir.path()).args(flags).args(loads);
+    let mut c = Command::new(launcher[0]);
+    c.args(&launcher[1..]);
+    c.arg(tool).arg(out_dir.path()).args(flags).args(loads);
     for (k, _) in std::env::vars() {
         if k.starts_with("SQTT_") {
             c.env_remove(k);
         }
     }
+    c.env_remove("HSA_TOOLS_LIB");
     c.env("SQTT_PATCH_CACHE", "off");
     for (k, v) in env {
         c.env(k, v);
@@ -145,6 +215,7 @@ pub fn run(flags: &[&str], loads: &[String], env: &[(&str, &str)]) -> Run {
     );
     let mut r = Run {
         onload: None,
+        onload_failed: Vec::new(),
         loads: Vec::new(),
         pre_a: (0, 0),
         stderr,
@@ -154,6 +225,7 @@ pub fn run(flags: &[&str], loads: &[String], env: &[(&str, &str)]) -> Run {
         let field = |s: &str, k: &str| s.strip_prefix(k).map(str::to_string);
         match w.next() {
             Some("ONLOAD") => r.onload = Some(w.next() == Some("1")),
+            Some("ONLOAD_FAILED") => r.onload_failed.extend(w.next().map(str::to_string)),
             Some("PRE_A") => {
                 let m: Vec<u32> = w
                     .map(|f| f.split('=').nth(1).unwrap().parse().unwrap())
