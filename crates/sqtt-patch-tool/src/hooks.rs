@@ -93,6 +93,9 @@ fn load_instrumented(
 }
 
 /// Our `hsa_code_object_reader_create_from_memory`.
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn from_memory(
     ptr: *const c_void,
     size: usize,
@@ -119,6 +122,9 @@ pub unsafe extern "C" fn from_memory(
 
 /// Our `hsa_code_object_reader_create_from_file`: the file is read (not moved: `pread`) and,
 /// when instrumented, loaded from memory through the saved memory entry.
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn from_file(fd: i32, reader: *mut Handle) -> Status {
     let Some(prev) = saved::<ffi::FromFile>(&FROM_FILE) else {
         return ERROR;
@@ -148,6 +154,9 @@ pub unsafe extern "C" fn from_file(fd: i32, reader: *mut Handle) -> Status {
 
 /// Our `hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size` (how CLR loads
 /// the code objects of a host binary: file, offset, size).
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn from_file_slice(
     fd: i32,
     offset: usize,
@@ -181,6 +190,9 @@ pub unsafe extern "C" fn from_file_slice(
 }
 
 /// Our `hsa_code_object_deserialize` (deprecated since HSA 1.1, still in the table).
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn deserialize(
     ptr: *mut c_void,
     size: usize,
@@ -224,11 +236,17 @@ fn destroy(kind: u8, h: Handle, prev: Option<ffi::Destroy>) -> Status {
 }
 
 /// Our `hsa_code_object_reader_destroy`.
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn reader_destroy(r: Handle) -> Status {
     destroy(0, r, saved(&READER_DESTROY))
 }
 
 /// Our `hsa_code_object_destroy`.
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn code_object_destroy(c: Handle) -> Status {
     destroy(1, c, saved(&CODE_OBJECT_DESTROY))
 }
@@ -245,6 +263,9 @@ unsafe fn patch_loader_table(table: *mut c_void) {
 }
 
 /// Our `hsa_system_get_major_extension_table`.
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn get_major_extension_table(
     ext: u16,
     major: u16,
@@ -267,6 +288,9 @@ pub unsafe extern "C" fn get_major_extension_table(
 }
 
 /// Our `hsa_system_get_extension_table` (deprecated; the table size follows the minor version).
+///
+/// # Safety
+/// The contract of the HSA entry it replaces: pointers valid as that entry requires.
 pub unsafe extern "C" fn get_extension_table(
     ext: u16,
     major: u16,

@@ -98,7 +98,7 @@ fn a_python_application_loading_the_runtime_with_ctypes_is_instrumented() {
 #[test]
 fn exec_returns_the_command_exit_code_and_prints_the_tool_path() {
     let bin = sqtt_patch();
-    let out = std::process::Command::new(&bin)
+    let out = std::process::Command::new(bin)
         .args(["exec", "--print-tool-path"])
         .output()
         .unwrap();
@@ -108,12 +108,12 @@ fn exec_returns_the_command_exit_code_and_prints_the_tool_path() {
         std::path::Path::new(printed.trim()),
         std::fs::canonicalize(support::tool()).unwrap()
     );
-    let st = std::process::Command::new(&bin)
+    let st = std::process::Command::new(bin)
         .args(["exec", "--barriers", "1", "--", "sh", "-c", "exit 7"])
         .status()
         .unwrap();
     assert_eq!(st.code(), Some(7));
-    let out = std::process::Command::new(&bin)
+    let out = std::process::Command::new(bin)
         .args(["exec", "--print-tool-path"])
         .env("SQTT_PATCH_TOOL", "no-such-dir/libsqtt_patch_tool.so")
         .output()
