@@ -15,6 +15,10 @@ pub const SAVE_VAR: &str = "SQTT_PATCH_SAVE";
 /// `$XDG_CACHE_HOME/sqtt-patch`, else `$HOME/.cache/sqtt-patch`.
 pub const CACHE_VAR: &str = "SQTT_PATCH_CACHE";
 
+/// For the tests only: `1` makes the processing of every object panic, to check that the panic
+/// is caught at the FFI boundary and the loader gets the original bytes.
+pub const TEST_PANIC_VAR: &str = "SQTT_PATCH_TEST_PANIC";
+
 /// What the tool does with each code object.
 #[derive(Debug)]
 pub struct Config {
@@ -26,6 +30,8 @@ pub struct Config {
     pub save: Option<PathBuf>,
     /// The cache directory, `None` when the cache is off.
     pub cache: Option<PathBuf>,
+    /// [`TEST_PANIC_VAR`] is `1`.
+    pub test_panic: bool,
 }
 
 /// Reads the configuration through `lookup` (normally `std::env::var`). Errors: a malformed
@@ -48,6 +54,7 @@ pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Strin
         report: path(REPORT_VAR),
         save: path(SAVE_VAR),
         cache,
+        test_panic: lookup(TEST_PANIC_VAR).as_deref() == Some("1"),
     })
 }
 

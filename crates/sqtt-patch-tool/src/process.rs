@@ -90,6 +90,12 @@ struct Line<'a> {
 /// Rewrites one code object (or takes it from the cache). `None` when the tool is not active.
 pub fn process(source: Source, input: &[u8]) -> Option<Outcome> {
     let st = STATE.get()?;
+    if st.config.test_panic {
+        panic!(
+            "{}=1: a panic inside the tool, for the tests",
+            crate::config::TEST_PANIC_VAR
+        );
+    }
     let input_sha256 = cache::sha256_hex(input);
     let key = st.config.cache.as_ref().and_then(|d| {
         build_id(st).map(|b| {

@@ -213,3 +213,28 @@ fn many_threads_load_at_once() {
         r.stderr
     );
 }
+
+#[test]
+fn a_panic_inside_the_tool_is_caught_and_the_loader_gets_the_original() {
+    let o = fixture("objects/gfx1100__barriers__O3.co");
+    let input = std::fs::read(&o).unwrap();
+    let loads = [
+        spec("mem", &o),
+        spec("file", &o),
+        spec("slice", &o),
+        spec("deser", &o),
+    ];
+    let mut env = FEATURES.to_vec();
+    env.push(("SQTT_PATCH_TEST_PANIC", "1"));
+    let r = run(&[], &loads, &env);
+    assert_eq!(r.onload, Some(true));
+    for (l, k) in r.loads.iter().zip(["memory", "file", "slice", "deser"]) {
+        assert_original(l, &input, k);
+    }
+    assert!(
+        r.stderr
+            .contains("4 code objects seen, 0 instrumented, 4 unchanged (4 panic caught)"),
+        "{}",
+        r.stderr
+    );
+}
