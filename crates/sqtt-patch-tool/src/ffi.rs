@@ -149,3 +149,48 @@ pub unsafe fn get(table: *mut u8, offset: usize) -> usize {
 pub unsafe fn set(table: *mut u8, offset: usize, value: usize) {
     std::ptr::write(table.add(offset) as *mut usize, value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root table and a core table as ROCr lays them out, with the given versions and sizes.
+    fn tables(
+        root_major: u32,
+        root_size: u32,
+        core_major: u32,
+        core_size: u32,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let mut core = vec![0u64; CORE_MIN_SIZE / 8 + 4];
+        core[0] = u64::from(core_major) | u64::from(core_size) << 32;
+        let mut root = vec![0u64; 8];
+        root[0] = u64::from(root_major) | u64::from(root_size) << 32;
+        root[ROOT_CORE / 8] = core.as_mut_ptr() as u64;
+        (root, core)
+    }
+
+    #[test]
+    fn only_known_versions_and_large_enough_tables_are_accepted() {
+        let core_size = CORE_MIN_SIZE as u32;
+        for (rm, rs, cm, cs, ok) in [
+            (1, 56, 1, core_size, true),
+            (3, 72, 2, core_size + 64, true),
+            (0, 56, 1, core_size, false),
+            (4, 56, 1, core_size, false),
+            (1, 16, 1, core_size, false),
+            (1, 56, 3, core_size, false),
+            (1, 56, 1, core_size - 8, false),
+        ] {
+            let (mut root, core) = tables(rm, rs, cm, cs);
+            let got = check_tables(root.as_mut_ptr() as *const c_void);
+            assert_eq!(got.is_ok(), ok, "{rm} {rs} {cm} {cs}: {got:?}");
+            if ok {
+                assert_eq!(got.unwrap() as usize, core.as_ptr() as usize);
+            }
+        }
+        let (mut root, _core) = tables(1, 56, 1, core_size);
+        root[ROOT_CORE / 8] = 0;
+        assert!(check_tables(root.as_ptr() as *const c_void).is_err());
+        assert!(check_tables(std::ptr::null()).is_err());
+    }
+}
