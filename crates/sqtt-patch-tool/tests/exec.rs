@@ -52,6 +52,7 @@ fn check(r: &support::Run, objs: &[std::path::PathBuf]) {
 fn exec_runs_the_application_with_the_tool_appended_to_other_tools() {
     let (objs, loads) = loads();
     let bin = sqtt_patch();
+    let saved = tempfile::tempdir().unwrap();
     let launcher = [
         bin.as_os_str(),
         OsStr::new("exec"),
@@ -59,6 +60,8 @@ fn exec_runs_the_application_with_the_tool_appended_to_other_tools() {
         OsStr::new("1"),
         OsStr::new("--barriers"),
         OsStr::new("1"),
+        OsStr::new("--save"),
+        saved.path().as_os_str(),
         OsStr::new("--"),
         support::driver().as_os_str(),
     ];
@@ -72,6 +75,25 @@ fn exec_runs_the_application_with_the_tool_appended_to_other_tools() {
     );
     assert_eq!(r.onload_failed, vec!["libabsent-other-tool.so".to_string()]);
     check(&r, &objs);
+    // The saved pairs pass `sqtt-patch verify`, the command users run on them.
+    for (l, o) in r.loads.iter().zip(&objs) {
+        let h = &sqtt_patch_tool::cache::sha256_hex(&std::fs::read(o).unwrap())[..16];
+        let orig = saved.path().join(format!("{h}.orig.co"));
+        let instr = saved.path().join(format!("{h}.instr.co"));
+        assert_eq!(std::fs::read(&instr).unwrap(), l.bytes);
+        let out = std::process::Command::new(bin)
+            .arg("verify")
+            .arg(&orig)
+            .arg(&instr)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "sqtt-patch verify {}: {}",
+            instr.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
 }
 
 #[test]
