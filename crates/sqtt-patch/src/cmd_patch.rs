@@ -419,11 +419,11 @@ pub fn render_report(what: &str, r: &Report) -> String {
     s
 }
 
-pub use crate::verified::Patched;
+pub use sqtt_pipeline::Patched;
 
 /// Rewrites one code object and verifies the result with the independent translation validator
 /// (crate `sqtt-verify`); the functions a rejection names are left alone and the object is
-/// rewritten again ([`crate::verified`]). Never returns unverified bytes: a rejection that
+/// rewritten again ([`sqtt_pipeline::verified`]). Never returns unverified bytes: a rejection that
 /// cannot be taken out that way becomes "unchanged, failed closed" with the findings as reasons.
 /// Errors: bad input (named by `name`), including an input that does not verify against itself
 /// (a rejection caused by the input, not by us).
@@ -454,7 +454,7 @@ fn rewrite_and_verify(
     opts: &Options,
     t: &mut Timings,
 ) -> Result<Patched> {
-    crate::verified::rewrite_verified(name, input, opts, t, &|o, n| sqtt_verify::verify(o, n))
+    sqtt_pipeline::rewrite_and_verify(name, input, opts, t)
 }
 
 /// Runs the main job; returns the exit code. `--strict` (exit 3) and a verifier rejection

@@ -5,6 +5,7 @@
 
 mod cmd_batch;
 mod cmd_dis;
+mod cmd_exec;
 mod cmd_extract;
 mod cmd_funcmap;
 mod cmd_info;
@@ -21,7 +22,6 @@ mod sniff;
 mod summary;
 mod threads;
 mod timings;
-mod verified;
 
 use clap::{Parser, Subcommand};
 
@@ -52,6 +52,8 @@ enum Command {
     Batch(Box<cmd_batch::BatchArgs>),
     /// Print the `.sqtt_funcmap` of a code object (marker ids, kinds, names, locations).
     Funcmap(cmd_funcmap::FuncmapArgs),
+    /// Run a command with every code object it loads instrumented at load time (HSA tools library).
+    Exec(Box<cmd_exec::ExecArgs>),
     /// Check a rewritten code object against its original (translation validation).
     Verify(cmd_verify::VerifyArgs),
     /// Flame graph (SVG, folded stacks, speedscope) of the marker scopes in a rocprofv3 --att capture.
@@ -74,6 +76,7 @@ fn main() {
         }
         None => cmd_patch::run(cli.patch),
         Some(Command::Verify(a)) => cmd_verify::run(a),
+        Some(Command::Exec(a)) => cmd_exec::run(*a),
         Some(Command::Batch(a)) => cmd_batch::run(*a),
         Some(Command::Funcmap(a)) => cmd_funcmap::run(a),
         Some(Command::Dis(a)) => cmd_dis::run(a),

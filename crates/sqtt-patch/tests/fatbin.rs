@@ -32,8 +32,6 @@ mod summary;
 #[allow(dead_code)]
 #[path = "../src/timings.rs"]
 mod timings;
-#[path = "../src/verified.rs"]
-mod verified;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,0 +1,52 @@
+//! The verified rewrite of one code object, shared by the `sqtt-patch` command (its main job,
+//! `--fatbin` and `batch`) and the load-time tools library (`sqtt-patch-tool`), so that both
+//! write exactly the same bytes for the same input and options.
+//!
+//! - [`verified`]: rewrite with `sqtt-rewrite`, check with the independent translation validator
+//!   `sqtt-verify`, leave alone the functions it rejects and rewrite again.
+//! - [`env_options`]: the options from the spec's `SQTT_*` environment variables.
+
+pub mod verified;
+
+use sqtt_rewrite::config::{ConfigError, Options};
+use sqtt_rewrite::timings::Timings;
+
+pub use verified::Patched;
+
+/// Our own variable for kernel scopes (the spec has none: its pass never marks kernels); `1`
+/// turns them on, `0` or absent leaves them off. Set by `sqtt-patch exec --kernel-scopes`.
+pub const KERNEL_SCOPES_VAR: &str = "SQTT_PATCH_KERNEL_SCOPES";
+
+/// Our own variable for instrumenting an object sqtt-patch already instrumented (`1`); set by
+/// `sqtt-patch exec --force`.
+pub const FORCE_VAR: &str = "SQTT_PATCH_FORCE";
+
+/// Options from the spec's `SQTT_*` variables (`SQTT_INSTRUMENT_FUNCTIONS`,
+/// `SQTT_INSTRUMENT_BARRIERS`, `SQTT_INSTRUMENT_MEMORY`, `SQTT_TRACE_ADDRESSES`,
+/// `SQTT_MEM_BARRIER`, `SQTT_SCOPE_*`, `SQTT_SHADER_CLOCK_*`: `docs/markers/SPEC.md` of
+/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`] and [`FORCE_VAR`], read through `lookup`
+/// (normally `std::env::var`), then checked for the combinations the spec forbids.
+/// Errors: a malformed value or a forbidden combination, naming the variable.
+pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
+    let mut o = Options::from_env(&lookup)?;
+    if let Some(v) = lookup(KERNEL_SCOPES_VAR) {
+        o.kernel_scopes = sqtt_rewrite::config::parse_toggle(KERNEL_SCOPES_VAR, &v)?;
+    }
+    if let Some(v) = lookup(FORCE_VAR) {
+        o.force_reinstrument = sqtt_rewrite::config::parse_toggle(FORCE_VAR, &v)?;
+    }
+    o.validate()?;
+    Ok(o)
+}
+
+/// Rewrites `input` and verifies it with the real translation validator
+/// ([`verified::rewrite_verified`] with `sqtt_verify::verify`). Never returns bytes the
+/// verifier rejects. Errors: bad input, named by `name`.
+pub fn rewrite_and_verify(
+    name: &str,
+    input: &[u8],
+    opts: &Options,
+    t: &mut Timings,
+) -> anyhow::Result<Patched> {
+    verified::rewrite_verified(name, input, opts, t, &|o, n| sqtt_verify::verify(o, n))
+}
