@@ -13,6 +13,7 @@ pub mod editor;
 pub mod elf;
 pub mod error;
 pub mod host;
+pub mod hostptr;
 pub mod hostwrite;
 pub mod kd;
 pub mod kpack;
