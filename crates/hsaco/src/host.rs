@@ -32,6 +32,9 @@ pub enum PointerKind {
     },
     /// Link-time address in the wrapper bytes, relocated by a `.relr.dyn` (`SHT_RELR`) entry.
     Relr,
+    /// PE image: the virtual address at the preferred `ImageBase` in the wrapper bytes (an
+    /// `IMAGE_REL_BASED_DIR64` base relocation moves it at load; [`crate::pe`]).
+    ImageVirtualAddress,
     /// No wrapper: the whole `.hip_fatbin` / `.fatbin_image` was read (new offload driver).
     Section,
 }
