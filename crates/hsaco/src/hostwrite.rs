@@ -5,10 +5,11 @@
 //! with HIP fat binaries", clang's `ClangOffloadBundler` documentation and the System V gABI):
 //! - `.hip_fatbin` holds one bundle per translation unit, each starting 4096-aligned with zero
 //!   padding between (one bundle with the new offload driver and `-fgpu-rdc`).
-//! - `.hipFatBinSegment` holds one 24-byte wrapper per bundle, `{u32 "HIPF", u32 1, u64 pointer,
-//!   u64 0}`; the pointer is the addend of an `R_X86_64_RELATIVE` at wrapper+8 in PIE and shared
-//!   objects, or absolute bytes in non-PIE executables. The runtime reads the bundle header from
-//!   the pointer only.
+//! - `.hipFatBinSegment` holds one 24-byte wrapper per translation unit, `{u32 "HIPF", u32 1,
+//!   u64 pointer, u64 0}` (several may name one bundle with `-fgpu-rdc`); the pointer is set as
+//!   [`crate::hostptr`] describes: an `R_X86_64_RELATIVE` addend, `S + A` of an `R_X86_64_64`,
+//!   a `.relr.dyn` word, or absolute bytes in non-PIE executables. The runtime reads the bundle
+//!   header from the pointer only.
 //! - `llvm-objdump --offloading` reads the contents of every section that starts with a bundle
 //!   magic (LLVM `llvm/lib/Object/OffloadBundle.cpp`), not the wrappers.
 //!
@@ -17,9 +18,10 @@
 //! append-only: every original byte is kept, a new read-only `PT_LOAD` is appended at the end of
 //! the file holding a new program-header table and every bundle (rebuilt or copied), the
 //! `.hip_fatbin` section header is pointed at the new bundles (so the stale originals are in no
-//! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, every
-//! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
-//! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
+//! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, and
+//! every wrapper pointer, relocation (`R_X86_64_RELATIVE` addend, `R_X86_64_64` addend),
+//! `.relr.dyn` word and `.dynsym`/`.symtab` symbol that named an old bundle start follows it.
+//! `PT_GNU_STACK` is never touched.
 //!
 //! Memory: the input is a [`Source`] read by offset ([`scan_host`] reads only the ELF headers,
 //! bundle headers, wrappers and relocations; a file is never read whole). [`HostWriter`]
@@ -525,7 +527,7 @@ pub enum HostWriteMode {
 /// Writes `data` with bundle `i` of `img` replaced by `new[i]` (`None`: unchanged), in memory
 /// ([`HostWriter`] into a `Cursor<Vec<u8>>`). See the module documentation for the strategy.
 /// The output keeps every original byte except the ELF header's `e_phoff`/`e_phnum`, the
-/// `.hip_fatbin` section header, wrapper pointers, RELATIVE addends and symbol values/sizes
+/// `.hip_fatbin` section header, wrapper pointers, relocation addends, `.relr.dyn` words and symbol values/sizes
 /// that named a moved bundle, and (in place) the replaced slots. Errors: [`Error::InvalidEdit`]
 /// when `new` has the wrong length or the program header count would overflow.
 pub fn write_host(
