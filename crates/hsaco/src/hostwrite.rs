@@ -918,11 +918,13 @@ impl<'a, S: Source + ?Sized, W: Output> HostWriter<'a, S, W> {
                 words.push((w.offset + 8, img.bundles[w.bundle].addr));
             }
         }
+        let wrapper_words: std::collections::HashSet<u64> =
+            img.wrappers.iter().map(|w| w.offset + 8).collect();
         for &a in relocs.relr.iter().filter(|a| !done.contains(a)) {
             let Some(off) = e.addr_to_offset(a) else {
                 continue;
             };
-            if img.wrappers.iter().any(|w| w.offset + 8 == off) {
+            if wrapper_words.contains(&off) {
                 continue;
             }
             let stored = u64_at(&src.read_at(off, 8, "SHT_RELR word")?, 0, "SHT_RELR word")?;
