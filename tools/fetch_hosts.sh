@@ -3,7 +3,7 @@
 # (SHA-256 checked; nothing is installed) and unpacks them into OUT/<package>/ (default
 # <repository>/target/hostlibs, or $SQTT_HOSTLIBS_DIR). Then, for example:
 #   sqtt-patch info OUT/librccl1/usr/lib/x86_64-linux-gnu/librccl.so.1.*
-#   sqtt-patch extract OUT/librocfft0/usr/lib/x86_64-linux-gnu/librocfft.so.0.* -o /tmp/rocfft
+#   sqtt-patch extract OUT/librocfft0/usr/lib/x86_64-linux-gnu/librocfft.so.0.* -o OUT/rocfft-objects
 # librccl1 (-fgpu-rdc): 38 wrappers whose bundle pointers are R_X86_64_64 relocations against
 # aliases of one 376 MB compressed bundle (docs/fatbin.md, "Pointers set by relocations").
 # Needs curl, dpkg-deb and ~2.5 GB.
