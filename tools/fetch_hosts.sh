@@ -6,7 +6,9 @@
 #   sqtt-patch extract OUT/librocfft0/usr/lib/x86_64-linux-gnu/librocfft.so.0.* -o OUT/rocfft-objects
 # librccl1 (-fgpu-rdc): 38 wrappers whose bundle pointers are R_X86_64_64 relocations against
 # aliases of one 376 MB compressed bundle (docs/fatbin.md, "Pointers set by relocations").
-# Needs curl, dpkg-deb and ~2.5 GB.
+# Also the win_amd64 wheel of PyPI's hip-quant (Windows PE DLLs and a .pyd with .hipFatB /
+# .hip_fat sections, issue 39 item 8), unpacked into OUT/hip-quant-win_amd64/.
+# Needs curl, dpkg-deb, pip and ~2.5 GB.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-${SQTT_HOSTLIBS_DIR:-$ROOT/target/hostlibs}}
@@ -29,4 +31,13 @@ libhiprand1-tests pool/main/h/hiprand/libhiprand1-tests_7.2.4-1~exp1_amd64.deb b
 libmagma-sparse2-rocm pool/main/m/magma-rocm/libmagma-sparse2-rocm_2.9.0+ds-3_amd64.deb 15f741264c07bf991362e63c6428206866d215560dd55b3cb8a8fc7fdfc96009
 libhsa-runtime64-tests pool/main/r/rocr-runtime/libhsa-runtime64-tests_7.2.4+dfsg-1~exp1_amd64.deb cb9258623dac91aeacc6112756ac6837614e48493fa0242f9787a67203891802
 LIST
-find "$OUT" -maxdepth 1 -mindepth 1 -type d ! -name debs -printf '%f\n'
+# PyPI, 2026-12-06: hip-quant 2.2.4.post215, cp312 win_amd64 wheel.
+WHEEL=hip_quant-2.2.4.post215-cp312-cp312-win_amd64.whl
+WHEEL_SHA=d9d6a20a940e814b34d60cd35dce01de2dc2fc59033c047834a1f3ac2c5f29f9
+if [ ! -f "$OUT/wheels/$WHEEL" ] || ! echo "$WHEEL_SHA  $OUT/wheels/$WHEEL" | sha256sum -c --quiet 2>/dev/null; then
+  pip download --quiet --no-deps --only-binary=:all: --platform win_amd64 --python-version 3.12 \
+    hip-quant==2.2.4.post215 -d "$OUT/wheels"
+  echo "$WHEEL_SHA  $OUT/wheels/$WHEEL" | sha256sum -c --quiet
+fi
+[ -d "$OUT/hip-quant-win_amd64" ] || python3 -m zipfile -e "$OUT/wheels/$WHEEL" "$OUT/hip-quant-win_amd64"
+find "$OUT" -maxdepth 1 -mindepth 1 -type d ! -name debs ! -name wheels -printf '%f\n'
