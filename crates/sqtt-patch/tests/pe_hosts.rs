@@ -226,3 +226,44 @@ fn pe_dll_fatbin_is_refused_and_bad_pointers_are_named() {
     );
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn truncated_pe_dll_never_panics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let bytes = std::fs::read(build(d)).expect("read");
+    // lld-link-22 puts .hipFatB at file offset 0x400 and .hip_fat at 0x600 (bundle 1 from
+    // 0x10600 to 0x12d9c): cut inside the DOS and PE headers, the section table, the wrappers,
+    // bundle 0 and bundle 1.
+    let sections = text(
+        &run(Command::new("llvm-readobj-22")
+            .arg("--sections")
+            .arg(d.join("fx.dll")))
+        .stdout,
+    );
+    assert!(
+        sections.contains("PointerToRawData: 0x600") && bytes.len() > 0x12e00,
+        "{sections}"
+    );
+    for len in [2, 64, 0x100, 0x300, 0x410, 0x700, 0x11000] {
+        let f = d.join(format!("cut{len}.dll"));
+        std::fs::write(&f, &bytes[..len]).expect("write");
+        let x = d.join(format!("x{len}"));
+        let runs: [&[&std::ffi::OsStr]; 2] = [
+            &["info".as_ref(), f.as_os_str()],
+            &[
+                "extract".as_ref(),
+                f.as_os_str(),
+                "-o".as_ref(),
+                x.as_os_str(),
+            ],
+        ];
+        for args in runs {
+            let cmd = args[0].to_string_lossy();
+            let o = sqtt(args);
+            let err = text(&o.stderr);
+            assert!(!err.contains("panicked"), "{cmd} {len}: {err}");
+            assert_eq!(o.status.code(), Some(2), "{cmd} {len}: {err}");
+        }
+    }
+}
