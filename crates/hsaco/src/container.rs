@@ -1,6 +1,7 @@
 //! One entry point for any input file: a bare code object, a bundle file (plain, CCOB, or several
 //! concatenated), a file of LLVM offload binaries, or an x86-64 host ELF with HIP fat binaries
-//! or a `.llvm.offloading` section (new offload driver).
+//! or a `.llvm.offloading` section (new offload driver), or a Windows PE32+ image with HIP fat
+//! binaries (`.hipFatB` / `.hip_fat`, read only).
 
 use crate::bundle::{self, Storage};
 use crate::elf;
@@ -14,7 +15,7 @@ pub enum InputKind {
     CodeObject,
     /// One or more offload bundles, or LLVM offload binaries (`clang-offload-packager`).
     Bundle,
-    /// A host ELF.
+    /// A host ELF, or a Windows PE image with HIP fat binaries.
     Host,
 }
 
@@ -73,6 +74,16 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
         let mut out = Vec::new();
         push_offload(&mut out, offload::parse_all(data, 0)?);
         return Ok((InputKind::Bundle, out));
+    }
+    if crate::pe::is_pe(data) {
+        let mut out = Vec::new();
+        for (bi, f) in crate::pe::find_fatbins(data, limit)?
+            .into_iter()
+            .enumerate()
+        {
+            push_entries(&mut out, bi, &f.bundle, f.wrapper_offset);
+        }
+        return Ok((InputKind::Host, out));
     }
     let e = elf::Elf::parse(data)?;
     match e.header.e_machine {

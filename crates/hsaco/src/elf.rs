@@ -21,6 +21,8 @@ pub const SHT_DYNSYM: u32 = 11;
 pub const SHT_RELA: u32 = 4;
 /// `SHT_DYNAMIC`.
 pub const SHT_DYNAMIC: u32 = 6;
+/// `SHT_RELR`: relative relocations packed as addresses and bitmaps (gABI, adopted 2022).
+pub const SHT_RELR: u32 = 19;
 
 /// `.dynamic` tags whose `d_un` is an address (`d_ptr`), with their names (gABI "Dynamic
 /// Section" table; GNU extensions from glibc's `elf.h`): `DT_PLTGOT`, `DT_HASH`, `DT_STRTAB`,
@@ -230,6 +232,8 @@ pub struct Rela {
     pub r_sym: u32,
     /// `r_addend`.
     pub addend: i64,
+    /// Index of the symbol table `r_sym` indexes (`sh_link` of the relocation section).
+    pub link: u32,
 }
 
 /// Parsed ELF64 headers (owned; section contents are read from the original bytes on demand).
@@ -506,6 +510,7 @@ impl Elf {
                     r_type: (info & 0xffff_ffff) as u32,
                     r_sym: (info >> 32) as u32,
                     addend: u64_at(&t, r + 16, "r_addend")? as i64,
+                    link: s.link,
                 });
             }
         }

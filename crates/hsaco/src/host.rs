@@ -1,28 +1,40 @@
 //! HIP fat binaries inside x86-64 host ELFs (executables, PIE, shared libraries): the
 //! `.hipFatBinSegment` wrappers `{u32 magic 0x48495046 "HIPF", u32 version, u64 bundle pointer,
 //! u64 0}` (24 bytes each), or `.fatbin_wrapper`/`.fatbin_image` of the new offload driver.
-//! In PIE and shared objects the pointer bytes are zero and the value is the addend of an
-//! `R_X86_64_RELATIVE` relocation at wrapper+8; otherwise the absolute address is in the bytes.
+//! The bundle pointer is resolved as the loader sets it ([`crate::hostptr`]): absolute bytes
+//! (non-PIE), the addend of `R_X86_64_RELATIVE`, `S + A` of `R_X86_64_64` against a
+//! `__hip_fatbin_*` symbol (`-fgpu-rdc`), or the bytes of a word listed in `.relr.dyn`.
 
 use crate::bundle::{parse_one, Bundle};
 use crate::elf::{self, Elf};
-use crate::error::{u32_at, u64_at, Error, Result};
+use crate::error::{Error, Result};
+pub use crate::hostptr::R_X86_64_RELATIVE;
 
 /// Wrapper magic `HIPF`.
 pub const HIPF_MAGIC: u32 = 0x4849_5046;
-/// `R_X86_64_RELATIVE`.
-pub const R_X86_64_RELATIVE: u32 = 8;
 
 /// How a wrapper's bundle pointer is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum PointerKind {
-    /// Absolute address in the wrapper bytes (non-PIE).
+    /// Absolute address in the wrapper bytes (non-PIE), no relocation.
     Absolute,
     /// Addend of an `R_X86_64_RELATIVE` relocation (entry at this file offset).
     Relative {
         /// File offset of the `Elf64_Rela` entry.
         rela_entry_offset: u64,
     },
+    /// `S + A` of an `R_X86_64_64` relocation against a symbol defined in the object.
+    Symbol {
+        /// File offset of the `Elf64_Rela` entry.
+        rela_entry_offset: u64,
+        /// File offset of the `Elf64_Sym` entry of `S`.
+        symbol_entry_offset: u64,
+    },
+    /// Link-time address in the wrapper bytes, relocated by a `.relr.dyn` (`SHT_RELR`) entry.
+    Relr,
+    /// PE image: the virtual address at the preferred `ImageBase` in the wrapper bytes (an
+    /// `IMAGE_REL_BASED_DIR64` base relocation moves it at load; [`crate::pe`]).
+    ImageVirtualAddress,
     /// No wrapper: the whole `.hip_fatbin` / `.fatbin_image` was read (new offload driver).
     Section,
 }
@@ -42,8 +54,10 @@ pub struct HostFatbin {
     pub bundle: Bundle,
 }
 
-/// Finds every bundle of a host ELF (EM_X86_64). Errors: ELF errors, [`Error::WrongMachine`],
-/// [`Error::Malformed`] (wrapper with bad magic, pointer outside the file), bundle errors.
+/// Finds every bundle of a host ELF (EM_X86_64), once each: wrappers that point to a bundle
+/// already found are skipped. Errors: ELF errors, [`Error::WrongMachine`],
+/// [`Error::Malformed`] (wrapper with bad magic, pointer outside the file or set by a
+/// relocation against an undefined symbol), relocation and bundle errors.
 pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
     let e = Elf::parse(data)?;
     if e.header.e_machine != elf::EM_X86_64 {
@@ -52,59 +66,42 @@ pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
             expected: elf::EM_X86_64,
         });
     }
-    let relas = e.relas(data)?;
-    let mut out = Vec::new();
-    let wrappers = e
-        .sections
-        .iter()
-        .filter(|s| s.name == ".hipFatBinSegment" || s.name == ".nvFatBinSegment");
-    for ws in wrappers {
-        for i in 0..ws.size / 24 {
-            let o = ws.offset + 24 * i;
-            let magic = u32_at(data, o, "fat binary wrapper magic")?;
-            if magic != HIPF_MAGIC {
-                return Err(Error::Malformed {
-                    what: "fat binary wrapper",
-                    offset: o,
-                    detail: match magic {
-                        crate::kpack::hipk::HIPK_MAGIC => format!(
-                            "magic {magic:#x} is HIPK, not HIPF: a kpack-split binary, its code \
-                             objects are in .kpack archives (sqtt-patch info lists them)"
-                        ),
-                        _ => format!("magic {magic:#x} is not HIPF"),
-                    },
-                });
-            }
-            let addr_field = ws.addr + 24 * i + 8;
-            let (ptr, kind) = match relas
-                .iter()
-                .find(|r| r.r_offset == addr_field && r.r_type == R_X86_64_RELATIVE)
-            {
-                Some(r) => (
-                    r.addend as u64,
-                    PointerKind::Relative {
-                        rela_entry_offset: r.entry_offset,
-                    },
-                ),
-                None => (
-                    u64_at(data, o + 8, "fat binary wrapper pointer")?,
-                    PointerKind::Absolute,
-                ),
-            };
-            let off = e.addr_to_offset(ptr).ok_or_else(|| Error::Malformed {
+    let mut out: Vec<HostFatbin> = Vec::new();
+    let names = [".hipFatBinSegment", ".nvFatBinSegment"];
+    for w in crate::hostptr::read_wrappers(data, &e, &names)? {
+        if w.magic != HIPF_MAGIC {
+            return Err(Error::Malformed {
                 what: "fat binary wrapper",
-                offset: o + 8,
-                detail: format!("bundle pointer {ptr:#x} is not inside a file-backed section"),
-            })?;
-            let bundle = parse_one(&data[off as usize..], off, limit)?;
-            out.push(HostFatbin {
-                wrapper_offset: Some(o),
-                pointer: kind,
-                bundle_addr: ptr,
-                bundle_offset: off,
-                bundle,
+                offset: w.offset,
+                detail: match w.magic {
+                    crate::kpack::hipk::HIPK_MAGIC => format!(
+                        "magic {:#x} is HIPK, not HIPF: a kpack-split binary, its code \
+                         objects are in .kpack archives (sqtt-patch info lists them)",
+                        w.magic
+                    ),
+                    m => format!("magic {m:#x} is not HIPF"),
+                },
             });
         }
+        // Several wrappers may name one bundle (-fgpu-rdc: one per translation unit, all
+        // aliases of the linked bundle): it is read once, under its first wrapper.
+        if out.iter().any(|f| f.bundle_addr == w.pointer) {
+            continue;
+        }
+        let ptr = w.pointer;
+        let off = e.addr_to_offset(ptr).ok_or_else(|| Error::Malformed {
+            what: "fat binary wrapper",
+            offset: w.offset + 8,
+            detail: format!("bundle pointer {ptr:#x} is not inside a file-backed section"),
+        })?;
+        let bundle = parse_one(&data[off as usize..], off, limit)?;
+        out.push(HostFatbin {
+            wrapper_offset: Some(w.offset),
+            pointer: w.kind,
+            bundle_addr: ptr,
+            bundle_offset: off,
+            bundle,
+        });
     }
     if out.is_empty() {
         // New offload driver: `.fatbin_wrapper` is a different struct; read the image section.

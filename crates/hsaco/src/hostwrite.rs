@@ -5,10 +5,11 @@
 //! with HIP fat binaries", clang's `ClangOffloadBundler` documentation and the System V gABI):
 //! - `.hip_fatbin` holds one bundle per translation unit, each starting 4096-aligned with zero
 //!   padding between (one bundle with the new offload driver and `-fgpu-rdc`).
-//! - `.hipFatBinSegment` holds one 24-byte wrapper per bundle, `{u32 "HIPF", u32 1, u64 pointer,
-//!   u64 0}`; the pointer is the addend of an `R_X86_64_RELATIVE` at wrapper+8 in PIE and shared
-//!   objects, or absolute bytes in non-PIE executables. The runtime reads the bundle header from
-//!   the pointer only.
+//! - `.hipFatBinSegment` holds one 24-byte wrapper per translation unit, `{u32 "HIPF", u32 1,
+//!   u64 pointer, u64 0}` (several may name one bundle with `-fgpu-rdc`); the pointer is set as
+//!   [`crate::hostptr`] describes: an `R_X86_64_RELATIVE` addend, `S + A` of an `R_X86_64_64`,
+//!   a `.relr.dyn` word, or absolute bytes in non-PIE executables. The runtime reads the bundle
+//!   header from the pointer only.
 //! - `llvm-objdump --offloading` reads the contents of every section that starts with a bundle
 //!   magic (LLVM `llvm/lib/Object/OffloadBundle.cpp`), not the wrappers.
 //!
@@ -17,9 +18,10 @@
 //! append-only: every original byte is kept, a new read-only `PT_LOAD` is appended at the end of
 //! the file holding a new program-header table and every bundle (rebuilt or copied), the
 //! `.hip_fatbin` section header is pointed at the new bundles (so the stale originals are in no
-//! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, every
-//! wrapper is repointed (RELATIVE addend, or the absolute bytes), and symbols and RELATIVE
-//! relocations that named an old bundle start follow it. `PT_GNU_STACK` is never touched.
+//! section and tools see only the new ones), `e_phoff`/`e_phnum`/`PT_PHDR` are updated, and
+//! every wrapper pointer, relocation (`R_X86_64_RELATIVE` addend, `R_X86_64_64` addend),
+//! `.relr.dyn` word and `.dynsym`/`.symtab` symbol that named an old bundle start follows it.
+//! `PT_GNU_STACK` is never touched.
 //!
 //! Memory: the input is a [`Source`] read by offset ([`scan_host`] reads only the ELF headers,
 //! bundle headers, wrappers and relocations; a file is never read whole). [`HostWriter`]
@@ -32,8 +34,9 @@ use std::ops::Range;
 
 use crate::bundle::{self, Method, Storage, BUNDLE_ALIGN, BUNDLE_MAGIC, CCOB_MAGIC};
 use crate::elf::{self, Elf};
-use crate::error::{u32_at, u64_at, Error, Result};
-use crate::host::{PointerKind, HIPF_MAGIC, R_X86_64_RELATIVE};
+use crate::error::{u64_at, Error, Result};
+use crate::host::{PointerKind, HIPF_MAGIC};
+use crate::hostptr::{reloc_symbol, Relocations, R_X86_64_64, R_X86_64_RELATIVE};
 use crate::source::{check, copy_at, Prefix, Source};
 
 /// `PT_INTERP`: the file is a program run by the kernel (gABI "Program Header").
@@ -46,8 +49,6 @@ const PAGE: u64 = 4096;
 const PHDR_SIZE: u64 = 56;
 /// Longest CCOB header (v3, bytes): what [`bundle_extent`] reads first.
 const CCOB_HEADER_MAX: u64 = 32;
-/// Size of one `.hipFatBinSegment` wrapper (bytes).
-const WRAPPER_SIZE: u64 = 24;
 /// Largest zero padding accepted to keep the appended segment's address congruent with the
 /// first `PT_LOAD` (older kernels compute `AT_PHDR` that way); beyond it only `PT_PHDR` is
 /// relied upon (bytes).
@@ -354,6 +355,19 @@ pub struct HostWrapper {
     pub bundle: usize,
 }
 
+impl HostWrapper {
+    /// File offset of the `Elf64_Rela` entry that sets the pointer, if a relocation does.
+    pub fn pointer_entry(&self) -> Option<u64> {
+        match self.pointer {
+            PointerKind::Relative { rela_entry_offset }
+            | PointerKind::Symbol {
+                rela_entry_offset, ..
+            } => Some(rela_entry_offset),
+            _ => None,
+        }
+    }
+}
+
 /// The fat-binary structure of a host ELF, located without decompressing anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostImage {
@@ -447,64 +461,38 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
             location: l,
         })
         .collect();
-    let relas = e.relas(src)?;
     let mut wrappers = Vec::new();
-    for ws in e
-        .sections
-        .iter()
-        .filter(|s| s.name == ".hipFatBinSegment" && s.file_size() > 0)
-    {
-        let count = ws.size / WRAPPER_SIZE;
-        let table = src.read_at(ws.offset, WRAPPER_SIZE * count, "fat binary wrappers")?;
-        for i in 0..count {
-            let o = ws.offset + WRAPPER_SIZE * i;
-            let magic = u32_at(&table, WRAPPER_SIZE * i, "fat binary wrapper magic")?;
-            if magic != HIPF_MAGIC {
-                return Err(Error::Malformed {
-                    what: "fat binary wrapper",
-                    offset: o,
-                    detail: format!("magic {magic:#x} is not HIPF (0x48495046)"),
-                });
-            }
-            let field = ws.addr + WRAPPER_SIZE * i + 8;
-            let (ptr, pointer) = match relas
-                .iter()
-                .find(|r| r.r_offset == field && r.r_type == R_X86_64_RELATIVE)
-            {
-                Some(r) => (
-                    r.addend as u64,
-                    PointerKind::Relative {
-                        rela_entry_offset: r.entry_offset,
-                    },
-                ),
-                None => (
-                    u64_at(&table, WRAPPER_SIZE * i + 8, "fat binary wrapper pointer")?,
-                    PointerKind::Absolute,
-                ),
-            };
-            let Some(bi) = bundles.iter().position(|b| b.addr == ptr) else {
-                let detail = match e.addr_to_offset(ptr) {
-                    None => format!(
-                        "bundle pointer {ptr:#x} points outside the file (no file-backed \
-                         section holds it)"
-                    ),
-                    Some(off) => format!(
-                        "bundle pointer {ptr:#x} (file offset {off:#x}) is not the start of a \
-                         bundle in .hip_fatbin"
-                    ),
-                };
-                return Err(Error::Malformed {
-                    what: "fat binary wrapper",
-                    offset: o + 8,
-                    detail,
-                });
-            };
-            wrappers.push(HostWrapper {
+    for w in crate::hostptr::read_wrappers(src, &e, &[".hipFatBinSegment"])? {
+        let (o, ptr) = (w.offset, w.pointer);
+        if w.magic != HIPF_MAGIC {
+            return Err(Error::Malformed {
+                what: "fat binary wrapper",
                 offset: o,
-                pointer,
-                bundle: bi,
+                detail: format!("magic {:#x} is not HIPF (0x48495046)", w.magic),
             });
         }
+        let Some(bi) = bundles.iter().position(|b| b.addr == ptr) else {
+            let detail = match e.addr_to_offset(ptr) {
+                None => format!(
+                    "bundle pointer {ptr:#x} points outside the file (no file-backed \
+                     section holds it)"
+                ),
+                Some(off) => format!(
+                    "bundle pointer {ptr:#x} (file offset {off:#x}) is not the start of a \
+                     bundle in .hip_fatbin"
+                ),
+            };
+            return Err(Error::Malformed {
+                what: "fat binary wrapper",
+                offset: o + 8,
+                detail,
+            });
+        };
+        wrappers.push(HostWrapper {
+            offset: o,
+            pointer: w.kind,
+            bundle: bi,
+        });
     }
     Ok(HostImage {
         fatbin_section: sec.index,
@@ -539,7 +527,7 @@ pub enum HostWriteMode {
 /// Writes `data` with bundle `i` of `img` replaced by `new[i]` (`None`: unchanged), in memory
 /// ([`HostWriter`] into a `Cursor<Vec<u8>>`). See the module documentation for the strategy.
 /// The output keeps every original byte except the ELF header's `e_phoff`/`e_phnum`, the
-/// `.hip_fatbin` section header, wrapper pointers, RELATIVE addends and symbol values/sizes
+/// `.hip_fatbin` section header, wrapper pointers, relocation addends, `.relr.dyn` words and symbol values/sizes
 /// that named a moved bundle, and (in place) the replaced slots. Errors: [`Error::InvalidEdit`]
 /// when `new` has the wrong length or the program header count would overflow.
 pub fn write_host(
@@ -853,62 +841,103 @@ impl<'a, S: Source + ?Sized, W: Output> HostWriter<'a, S, W> {
         put_u64(out, sh + 16, plan.addr_of(plan.fatbin_off))?;
         put_u64(out, sh + 24, plan.fatbin_off)?;
         put_u64(out, sh + 32, new_sec_size)?;
-        // Wrappers.
+        // Symbols naming a bundle start (or the section end) follow it: `-fgpu-rdc` aliases in
+        // `.dynsym` and `.symtab`, which `R_X86_64_64` relocations below may name.
+        let new_symbol = |value: u64, size: u64, shndx: u16| -> Option<(u64, u64)> {
+            if usize::from(shndx) != img.fatbin_section {
+                return None;
+            }
+            if let Some(i) = img.bundles.iter().position(|b| b.addr == value) {
+                let size = if value == sec.addr && size == sec.size {
+                    new_sec_size
+                } else if size == img.bundles[i].location.extent {
+                    self.lens[i]
+                } else {
+                    size
+                };
+                Some((plan.addr_of(offsets[i]), size))
+            } else if value == sec.addr + sec.size {
+                Some((plan.addr_of(seg_end), size))
+            } else {
+                None
+            }
+        };
         let moved = |addr: u64| -> Option<u64> {
             img.bundles
                 .iter()
                 .position(|b| b.addr == addr)
                 .map(|i| plan.addr_of(offsets[i]))
         };
-        let mut done_relas = Vec::new();
-        for w in &img.wrappers {
-            let old = img.bundles[w.bundle].addr;
-            let new_addr = plan.addr_of(offsets[w.bundle]);
-            if let PointerKind::Relative { rela_entry_offset } = w.pointer {
-                put_u64(out, rela_entry_offset + 16, new_addr)?;
-                done_relas.push(rela_entry_offset);
-                // Linkers may also store the value in place (-z apply-dynamic-relocs).
-                let stored = src.read_at(w.offset + 8, 8, "fat binary wrapper pointer")?;
-                if u64_at(&stored, 0, "fat binary wrapper pointer")? == old {
-                    put_u64(out, w.offset + 8, new_addr)?;
-                }
-            } else {
-                put_u64(out, w.offset + 8, new_addr)?;
-            }
-        }
-        // Other RELATIVE relocations and symbols naming a bundle start (or the section end).
         let mut references = 0;
-        for r in e.relas(src)? {
-            if r.r_type == R_X86_64_RELATIVE && !done_relas.contains(&r.entry_offset) {
-                if let Some(n) = moved(r.addend as u64) {
-                    put_u64(out, r.entry_offset + 16, n)?;
-                    references += 1;
-                }
+        for s in e.symbols(src)? {
+            if let Some((value, size)) = new_symbol(s.value, s.size, s.shndx) {
+                put_u64(out, s.entry_offset + 8, value)?;
+                put_u64(out, s.entry_offset + 16, size)?;
+                references += 1;
             }
         }
-        for s in e.symbols(src)? {
-            if usize::from(s.shndx) != img.fatbin_section {
-                continue;
+        // Relocated words naming a bundle start, wrappers first: RELATIVE addends; `S + A` of
+        // R_X86_64_64 (the addend is set so that the symbol's new value plus it is the new
+        // address); words listed in `.relr.dyn` and absolute words hold the address. A word
+        // a relocation also fills keeps the loader's value when the linker stored it in place
+        // (`-z apply-dynamic-relocs`).
+        let relocs = Relocations::read(src, e)?;
+        let mut done = std::collections::HashSet::new();
+        let mut words: Vec<(u64, u64)> = Vec::new();
+        for r in &relocs.relas {
+            let (old, sym) = match r.r_type {
+                R_X86_64_RELATIVE => (r.addend as u64, None),
+                R_X86_64_64 => {
+                    let sym = reloc_symbol(src, e, r)?;
+                    if sym.shndx == elf::SHN_UNDEF {
+                        continue;
+                    }
+                    (sym.value.wrapping_add(r.addend as u64), Some(sym))
+                }
+                _ => continue,
+            };
+            let Some(new_addr) = moved(old) else { continue };
+            let base = sym.map_or(0, |s| {
+                new_symbol(s.value, s.size, s.shndx).map_or(s.value, |(v, _)| v)
+            });
+            put_u64(out, r.entry_offset + 16, new_addr.wrapping_sub(base))?;
+            done.insert(r.r_offset);
+            if let Some(off) = e.addr_to_offset(r.r_offset) {
+                words.push((off, old));
             }
-            let (value, size) = if let Some(i) = img.bundles.iter().position(|b| b.addr == s.value)
+            if img
+                .wrappers
+                .iter()
+                .all(|w| w.pointer_entry() != Some(r.entry_offset))
             {
-                let nv = plan.addr_of(offsets[i]);
-                let size = if s.value == sec.addr && s.size == sec.size {
-                    new_sec_size
-                } else if s.size == img.bundles[i].location.extent {
-                    self.lens[i]
-                } else {
-                    s.size
-                };
-                (nv, size)
-            } else if s.value == sec.addr + sec.size {
-                (plan.addr_of(seg_end), s.size)
-            } else {
+                references += 1;
+            }
+        }
+        for w in &img.wrappers {
+            if matches!(w.pointer, PointerKind::Absolute | PointerKind::Relr) {
+                words.push((w.offset + 8, img.bundles[w.bundle].addr));
+            }
+        }
+        let wrapper_words: std::collections::HashSet<u64> =
+            img.wrappers.iter().map(|w| w.offset + 8).collect();
+        for &a in relocs.relr.iter().filter(|a| !done.contains(a)) {
+            let Some(off) = e.addr_to_offset(a) else {
                 continue;
             };
-            put_u64(out, s.entry_offset + 8, value)?;
-            put_u64(out, s.entry_offset + 16, size)?;
-            references += 1;
+            if wrapper_words.contains(&off) {
+                continue;
+            }
+            let stored = u64_at(&src.read_at(off, 8, "SHT_RELR word")?, 0, "SHT_RELR word")?;
+            if moved(stored).is_some() {
+                words.push((off, stored));
+                references += 1;
+            }
+        }
+        for (off, old) in words {
+            let stored = u64_at(&src.read_at(off, 8, "relocated word")?, 0, "relocated word")?;
+            if let (true, Some(n)) = (stored == old, moved(old)) {
+                put_u64(out, off, n)?;
+            }
         }
         out.set_len(seg_end).map_err(io_error(seg_end))?;
         Ok(HostWriteMode::Appended {

@@ -1,6 +1,6 @@
 //! `hsaco`: reading and writing AMDGPU HSA code objects (v4/v5/v6), kernel descriptors, the
 //! metadata note, offload bundles (plain and compressed), the HIP fat binaries of host ELFs and
-//! LLVM offload binaries (`.llvm.offloading`).
+//! LLVM offload binaries (`.llvm.offloading`), and (read only) those of Windows PE images.
 //!
 //! Entry points: [`CodeObject::parse`], [`CodeObjectEditor`], [`bundle`], [`host`], [`hostwrite`],
 //! [`container::open`].
@@ -13,11 +13,13 @@ pub mod editor;
 pub mod elf;
 pub mod error;
 pub mod host;
+pub mod hostptr;
 pub mod hostwrite;
 pub mod kd;
 pub mod kpack;
 pub mod metadata;
 pub mod offload;
+pub mod pe;
 pub mod source;
 pub mod target;
 

@@ -188,6 +188,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             "Bundle" => "offload bundle",
             "Kpack" => "kpack archive",
             "OffloadBinary" => "LLVM offload binary",
+            _ if hsaco::pe::is_pe(&bytes) => "Windows PE (x64) host binary",
             _ => "x86-64 host binary",
         };
         let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());

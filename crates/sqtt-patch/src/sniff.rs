@@ -102,6 +102,18 @@ pub fn describe(data: &[u8]) -> Option<String> {
             Err(e) => format!("a kpack archive that cannot be read ({e})"),
         });
     }
+    if hsaco::pe::is_pe(data) {
+        return Some(
+            match hsaco::container::open(data, DEFAULT_DECOMPRESS_LIMIT) {
+                Ok((_, e)) => format!(
+                    "a Windows PE image with {} embedded code object(s) (writing PE is not \
+                 supported; `sqtt-patch info` and `extract` read it)",
+                    e.len()
+                ),
+                Err(e) => format!("a Windows PE image whose HIP fat binaries cannot be read ({e})"),
+            },
+        );
+    }
     if !data.starts_with(ELF_MAGIC) {
         return Some(format!(
             "neither an ELF file nor an offload bundle ({} bytes, no ELF or bundle magic)",

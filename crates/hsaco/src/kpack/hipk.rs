@@ -23,7 +23,7 @@ use rmpv::Value;
 use super::read::map_get;
 use crate::elf::{self, Elf, SHT_NOBITS};
 use crate::error::{Error, Result};
-use crate::host::{PointerKind, HIPF_MAGIC, R_X86_64_RELATIVE};
+use crate::host::{PointerKind, HIPF_MAGIC};
 use crate::source::Source;
 
 /// Wrapper magic of a kpack-split binary (`HIPK`, little-endian).
@@ -32,8 +32,6 @@ pub const HIPK_MAGIC: u32 = 0x4B50_4948;
 pub const GFXARCH: &str = "@GFXARCH@";
 /// Most bytes of metadata read at a wrapper's pointer (the reference loader's bound, bytes).
 pub const MAX_METADATA: u64 = 64 * 1024;
-/// Size of one fat-binary wrapper (bytes).
-const WRAPPER_SIZE: u64 = 24;
 
 /// One HIPK wrapper and its metadata.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -93,66 +91,34 @@ pub fn scan<S: Source + ?Sized>(src: &S) -> Result<Vec<HipkWrapper>> {
     let e = Elf::read(src)?;
     let mut out = Vec::new();
     let mut hipf = None;
-    let relas = std::cell::OnceCell::new();
-    for ws in e
-        .sections
-        .iter()
-        .filter(|s| s.name == ".hipFatBinSegment" && s.file_size() > 0)
-    {
-        let count = ws.size / WRAPPER_SIZE;
-        let table = src.read_at(ws.offset, WRAPPER_SIZE * count, "fat binary wrappers")?;
-        for i in 0..count {
-            let at = (WRAPPER_SIZE * i) as usize;
-            let o = ws.offset + WRAPPER_SIZE * i;
-            let word = |k: usize| {
-                u64::from_le_bytes(table[at + k..at + k + 8].try_into().unwrap_or_default())
-            };
-            let magic = word(0) as u32;
-            if magic == HIPF_MAGIC {
-                hipf.get_or_insert(o);
-                continue;
-            }
-            if magic != HIPK_MAGIC {
-                continue;
-            }
-            if relas.get().is_none() {
-                let _ = relas.set(e.relas(src)?);
-            }
-            let field = ws.addr + WRAPPER_SIZE * i + 8;
-            let (ptr, pointer) = match relas
-                .get()
-                .into_iter()
-                .flatten()
-                .find(|r| r.r_offset == field && r.r_type == R_X86_64_RELATIVE)
-            {
-                Some(r) => (
-                    r.addend as u64,
-                    PointerKind::Relative {
-                        rela_entry_offset: r.entry_offset,
-                    },
-                ),
-                None => (word(8), PointerKind::Absolute),
-            };
-            let (moff, avail) = locate(&e, ptr).ok_or_else(|| {
-                bad(
-                    "HIPK wrapper",
-                    o + 8,
-                    format!("metadata pointer {ptr:#x} is not inside the file"),
-                )
-            })?;
-            let bytes = src.read_at(moff, avail.min(MAX_METADATA), "HIPK metadata")?;
-            let (kernel_name, search_paths) = parse_metadata(&bytes, moff)?;
-            out.push(HipkWrapper {
-                index: i as usize,
-                wrapper_offset: o,
-                co_index: word(16) as u32,
-                pointer,
-                metadata_addr: ptr,
-                metadata_offset: moff,
-                kernel_name,
-                search_paths,
-            });
+    for w in crate::hostptr::read_wrappers(src, &e, &[".hipFatBinSegment"])? {
+        let (o, ptr) = (w.offset, w.pointer);
+        if w.magic == HIPF_MAGIC {
+            hipf.get_or_insert(o);
+            continue;
         }
+        if w.magic != HIPK_MAGIC {
+            continue;
+        }
+        let (moff, avail) = locate(&e, ptr).ok_or_else(|| {
+            bad(
+                "HIPK wrapper",
+                o + 8,
+                format!("metadata pointer {ptr:#x} is not inside the file"),
+            )
+        })?;
+        let bytes = src.read_at(moff, avail.min(MAX_METADATA), "HIPK metadata")?;
+        let (kernel_name, search_paths) = parse_metadata(&bytes, moff)?;
+        out.push(HipkWrapper {
+            index: w.index,
+            wrapper_offset: o,
+            co_index: w.reserved as u32,
+            pointer: w.kind,
+            metadata_addr: ptr,
+            metadata_offset: moff,
+            kernel_name,
+            search_paths,
+        });
     }
     if let (Some(f), Some(k)) = (hipf, out.first()) {
         return Err(bad(
