@@ -317,6 +317,11 @@ pub struct Layout {
     lens: Vec<u8>,
     /// Instructions of `placed` with inserted code in front of them, sorted by original address.
     blocks: Vec<Block>,
+    /// Original instructions followed by islands ([`Piece::Island`]: a relaxed branch's long
+    /// form, a landing block): (original address, new end of the last island) as offsets from
+    /// the start of `.text`, sorted by original address. The islands belong to the instruction's
+    /// function, so an end that falls right after it maps past them ([`Layout::map_end`]).
+    trails: Vec<(u32, u32)>,
     /// Raw regions: (old start, len, new start).
     pub raws: Vec<(u64, u64, u64)>,
     /// Original end of `.text` mapped to the new end.
@@ -440,7 +445,13 @@ impl Layout {
         if let Some(i) = self.last_where(|o| o < old_end) {
             let (o, len, new) = self.at(i);
             if o + len == old_end {
-                return Some(new + len);
+                // A function whose last instruction is a relaxed branch ends after its island.
+                let trail = self
+                    .trails
+                    .binary_search_by_key(&self.placed[i].old, |t| t.0)
+                    .ok()
+                    .map(|k| self.text_addr + u64::from(self.trails[k].1));
+                return Some(trail.unwrap_or(new + len));
             }
         }
         // The end of a raw region (a verbatim function's end) maps to the end of its copy.
@@ -635,6 +646,7 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
         placed: Vec::new(),
         lens: Vec::new(),
         blocks: Vec::new(),
+        trails: Vec::new(),
         raws: Vec::new(),
         new_end: text_addr,
         data_parts: Vec::new(),
@@ -667,6 +679,14 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
                 })?;
                 islands.push(island.entry(p1.addr));
                 p1.addr += island.size()?;
+                // The island trails the last original placed (its branch).
+                if let Some(last) = layout.placed.last() {
+                    let end = text_offset(text_addr, p1.addr, text_addr + u64::from(last.old))?;
+                    match layout.trails.last_mut() {
+                        Some(t) if t.0 == last.old => t.1 = end,
+                        _ => layout.trails.push((last.old, end)),
+                    }
+                }
             }
             Piece::Raw { addr: old, bytes } => {
                 p1.run_start = None;
@@ -688,6 +708,7 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
         both.sort_by_key(|(p, _)| p.old);
         (layout.placed, layout.lens) = both.into_iter().unzip();
         layout.blocks.sort_by_key(|b| b.old);
+        layout.trails.sort_by_key(|t| t.0);
     }
     // Pass 2: every item encodes itself at its address, in exactly the size pass 1 gave it.
     let mut p2 = Pass2 {
@@ -956,6 +977,50 @@ mod tests {
         assert_eq!(Some(dest), l.map_branch(target));
         let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
         assert_eq!(Some(skip), l.new_inst_addr(0x1004));
+    }
+
+    /// A function whose last instruction is a relaxed backward `s_branch` (issue 39 item 4):
+    /// its long form trails it and belongs to it, so the function's end maps past the island
+    /// (symbol size, DWARF, the verifier's extent), while the branch itself keeps its address.
+    #[test]
+    fn island_after_the_last_instruction_is_inside_the_function_end() {
+        let t = Target::from_name("gfx1100").unwrap();
+        let mut v = vec![build::s_nop(t, 0).unwrap(); 3];
+        v.push(build::s_branch(t, 0).unwrap());
+        let insts = Insts::from_instructions(0x1000, &v);
+        let plan = TextPlan {
+            text_addr: 0x1000,
+            pieces: vec![
+                Piece::Run {
+                    insts: &insts,
+                    range: 0..3,
+                    relocs: &[],
+                },
+                Piece::Orig {
+                    insts: &insts,
+                    i: 3,
+                    reloc: Reloc::ToIsland { island: 0 },
+                },
+                Piece::Island {
+                    from: 0x100c,
+                    target: 0x1000,
+                    markers: Vec::new(),
+                    long: true,
+                    pair: 4,
+                    isa: t,
+                    skip: false,
+                },
+            ],
+            pcrels: Vec::new(),
+        };
+        let l = lay_out(&plan).unwrap();
+        assert_eq!(at(&l, 0x100c).branch_target(0x100c), Some(0x1010));
+        assert_eq!(at(&l, 0x1010).mnemonic(), "s_getpc_b64");
+        let end = 0x1000 + l.bytes.len() as u64;
+        assert!(end > 0x1014, "the island is laid out");
+        // The function's end (0x1010 originally) is the island's end, not the branch's.
+        assert_eq!(l.map_end(0x1010, 0x2000), Some(end));
+        assert_eq!(l.new_inst_addr(0x100c), Some(0x100c));
     }
 
     /// `mark` inserted with landing rule `landing` in front of the run `range` of `insts`.

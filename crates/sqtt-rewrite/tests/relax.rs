@@ -126,3 +126,117 @@ fn out_of_range_branches_get_islands() {
         assert_eq!(text.matches(long).count(), 1, "{mcpu}: one island expected");
     }
 }
+
+/// `fixtures/src/relax_tail.S` (issue 39 item 4): a rotated loop whose back edge, an `s_branch`,
+/// is the kernel's last instruction, in SOPP range as built and out of range once every load
+/// carries an address-trace loop. Its long form trails it: llvm-objdump-22 must show the island's
+/// `s_getpc_b64`/`s_add_u32`/`s_addc_u32` computing the loop head, llvm-readelf-22 the kernel
+/// symbol ending after the island's `s_setpc_b64`, the verifier must accept the object (it
+/// rejected the island as padding after the function), and the interpreter, started at the
+/// branch, must leave the branch and island at the loop head.
+#[test]
+fn relaxed_last_branch_stays_inside_its_function() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    for (t, wave) in [("gfx942", 64), ("gfx1100", 32)] {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/objects")
+            .join(format!("{t}__relax-tail__O3.co"));
+        let input = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let opts = Options {
+            trace_addresses: sqtt_rewrite::config::parse_trace_addresses("memory,lds")
+                .expect("option"),
+            ..Options::default()
+        };
+        let out = rewrite(&input, &opts).expect("rewrite");
+        assert_eq!(
+            out.report.status,
+            Status::Instrumented,
+            "{t}: {:?}",
+            out.report.reasons
+        );
+        assert!(
+            out.report.skipped.is_empty(),
+            "{t}: {:?}",
+            out.report.skipped
+        );
+        assert_eq!(out.report.relaxed_branches, 1, "{t}");
+        let bytes = out.bytes.expect("rewritten");
+        let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+        assert!(v.is_clean(), "{t}: {:?}", v.findings);
+
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("out.co");
+        std::fs::write(&f, &bytes).unwrap();
+        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
+            .arg("-d")
+            .arg(&f)
+            .output()
+            .expect("llvm-objdump-22");
+        let text = String::from_utf8_lossy(&dis.stdout);
+        // (address, instruction text) of every instruction line.
+        let lines: Vec<(u64, &str)> = text
+            .lines()
+            .filter_map(|l| {
+                let (ins, rest) = l.split_once("//")?;
+                let a = u64::from_str_radix(rest.trim().split(':').next()?, 16).ok()?;
+                Some((a, ins.trim()))
+            })
+            .collect();
+        let head = lines
+            .iter()
+            .find(|l| l.1 == "s_cmp_eq_u32 s8, 0")
+            .expect("loop head")
+            .0;
+        let n = lines.len();
+        let tail: Vec<&str> = lines[n - 5..].iter().map(|l| l.1).collect();
+        assert!(tail[0].starts_with("s_branch "), "{t}: {tail:?}");
+        assert!(tail[1].starts_with("s_getpc_b64 s["), "{t}: {tail:?}");
+        assert!(tail[4].starts_with("s_setpc_b64 s["), "{t}: {tail:?}");
+        // The adds' literals as llvm-objdump prints them (`0x...` or `lit(0x...)`).
+        let literal = |s: &str| {
+            let h = s.rsplit("0x").next().unwrap().trim_end_matches(')');
+            u64::from_str_radix(h, 16).unwrap_or_else(|_| panic!("{t}: literal in {s}"))
+        };
+        let offset = (literal(tail[3]) << 32) | literal(tail[2]);
+        let getpc = lines[n - 4].0;
+        assert_eq!(
+            (getpc + 4).wrapping_add(offset),
+            head,
+            "{t}: the long form jumps to the loop head"
+        );
+        let end = lines[n - 1].0 + 4;
+
+        let syms = Command::new("/usr/lib/llvm-22/bin/llvm-readelf")
+            .arg("-s")
+            .arg(&f)
+            .output()
+            .expect("llvm-readelf-22");
+        let syms = String::from_utf8_lossy(&syms.stdout);
+        let row: Vec<&str> = syms
+            .lines()
+            .find(|l| l.ends_with(" k_relax_tail") && l.contains(" FUNC "))
+            .expect("kernel symbol")
+            .split_whitespace()
+            .collect();
+        let value = u64::from_str_radix(row[1], 16).unwrap();
+        let size: u64 = row[2].parse().unwrap();
+        assert_eq!(value + size, end, "{t}: the symbol covers the island");
+
+        // The branch and its island, run alone: the wave leaves them at the loop head.
+        let co = hsaco::CodeObject::parse(&bytes).expect("parse");
+        let sec = co.text().expect(".text");
+        let code = co.section_data(sec);
+        let from = lines[n - 5].0;
+        let slice = &code[(from - sec.addr) as usize..(end - sec.addr) as usize];
+        let target = amdgpu_isa::Target::from_name(t).unwrap();
+        let mut w = sqtt_interp::Wave::new(target, wave).unwrap();
+        let r = sqtt_interp::run(&mut w, slice, from, 16).expect("interpreter");
+        assert_eq!(r.exit_pc, head, "{t}: exit at the loop head");
+        assert_eq!(
+            r.executed, 5,
+            "{t}: s_branch and the four island instructions"
+        );
+    }
+}
