@@ -65,6 +65,7 @@ STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functi
 TRAP="gfx942 gfx1100"                           # trap.hip: functions ending in s_trap 2 (llvm.trap)
 TENSILE="gfx908 gfx90a gfx1100 gfx1201"          # tensile.S: Tensile long branches, size-0 kernels (issue 37)
 HAZARDS="gfx1153 gfx1201"                      # hazards.S: original hazard producers right before inserted code
+CLAUSE_HINT="gfx1100 gfx1201"                  # clause_hint.S: an s_clause inside an s_delay_alu window
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 
@@ -117,6 +118,8 @@ object() {
     trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
             "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
     hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
+    clause-hint) if [[ "$target" == gfx12* ]]; then f=(-DFX_GFX12 clause_hint.S); else f=(clause_hint.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     tensile) case "$target" in gfx90a) f=(-DFX_GFX9 -DFX_ACCUM) ;; gfx9*) f=(-DFX_GFX9) ;; gfx12*) f=(-DFX_GFX12) ;; *) f=() ;; esac
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
@@ -143,6 +146,7 @@ for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; spawn object "$t" relax-tail O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
+for t in $CLAUSE_HINT; do spawn object "$t" clause-hint O3; done
 for t in $TENSILE; do spawn object "$t" tensile O3; done
 for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
