@@ -636,7 +636,7 @@ fn clause_inside_delay_alu_window_is_traced_in_front_of_the_clause() {
                     4 + k
                 )),
                 "{file}: the clause is not split: {:?}",
-                &lines[at..at + 3]
+                lines[at..at + 3].iter().map(|l| &l.text).collect::<Vec<_>>()
             );
         }
     }
