@@ -621,9 +621,10 @@ fn clause_inside_delay_alu_window_is_traced_in_front_of_the_clause() {
         );
         let c = check_object(&input, mcpu, 32, file.trim_end_matches(".co"));
         assert_eq!(c.blocks, 3, "{file}: two loads and the store");
+        let bytes = out.bytes.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("out.co");
-        std::fs::write(&f, out.bytes.unwrap()).unwrap();
+        std::fs::write(&f, &bytes).unwrap();
         let lines = disassemble(&f, mcpu);
         let at = lines
             .iter()
@@ -636,9 +637,29 @@ fn clause_inside_delay_alu_window_is_traced_in_front_of_the_clause() {
                     4 + k
                 )),
                 "{file}: the clause is not split: {:?}",
-                lines[at..at + 3].iter().map(|l| &l.text).collect::<Vec<_>>()
+                lines[at..at + 3]
+                    .iter()
+                    .map(|l| &l.text)
+                    .collect::<Vec<_>>()
             );
         }
+        // Mutation: a wrong clause length in the output (`s_clause 0x2`, the word 0xbf850001
+        // with simm16 2) must be rejected.
+        let word = 0xbf85_0001u32.to_le_bytes();
+        let hits: Vec<usize> = (0..bytes.len() - 3)
+            .filter(|&k| bytes[k..k + 4] == word)
+            .collect();
+        assert_eq!(hits.len(), 1, "{file}: one s_clause 0x1 word");
+        let mut broken = bytes.clone();
+        broken[hits[0]] = 2;
+        let v = sqtt_verify::verify(&input, &broken).unwrap();
+        assert!(
+            v.findings
+                .iter()
+                .any(|x| x.to_string().contains("s_clause")),
+            "{file}: a lengthened clause is accepted: {:?}",
+            v.findings
+        );
     }
 }
 
