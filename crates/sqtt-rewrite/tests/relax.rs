@@ -77,6 +77,21 @@ fn build(mcpu: &str, wave: u32) -> Vec<u8> {
     common::build_code_object("assembler", &kernel(mcpu, wave), mcpu, &[])
 }
 
+/// Standard output of LLVM 22 tool `tool` run with `flag` on `bytes` (written to a temporary
+/// file).
+fn llvm(tool: &str, flag: &str, bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("out.co");
+    std::fs::write(&f, bytes).unwrap();
+    let out = Command::new(format!("/usr/lib/llvm-22/bin/{tool}"))
+        .arg(flag)
+        .arg(&f)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}-22: {e}"));
+    assert!(out.status.success(), "{tool}-22 failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn out_of_range_branches_get_islands() {
     if std::env::var("SQTT_NO_LLVM").is_ok() {
@@ -108,15 +123,7 @@ fn out_of_range_branches_get_islands() {
             "{mcpu}: {:?}",
             v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>()
         );
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("out.co");
-        std::fs::write(&f, &bytes).unwrap();
-        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
-            .arg("-d")
-            .arg(&f)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&dis.stdout);
+        let text = llvm("llvm-objdump", "-d", &bytes);
         assert!(!text.contains("<unknown>"), "{mcpu}");
         let long = if mcpu == "gfx1250" {
             "s_add_pc_i64"
@@ -166,15 +173,7 @@ fn relaxed_last_branch_stays_inside_its_function() {
         let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
         assert!(v.is_clean(), "{t}: {:?}", v.findings);
 
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("out.co");
-        std::fs::write(&f, &bytes).unwrap();
-        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
-            .arg("-d")
-            .arg(&f)
-            .output()
-            .expect("llvm-objdump-22");
-        let text = String::from_utf8_lossy(&dis.stdout);
+        let text = llvm("llvm-objdump", "-d", &bytes);
         // (address, instruction text) of every instruction line.
         let lines: Vec<(u64, &str)> = text
             .lines()
@@ -208,12 +207,7 @@ fn relaxed_last_branch_stays_inside_its_function() {
         );
         let end = lines[n - 1].0 + 4;
 
-        let syms = Command::new("/usr/lib/llvm-22/bin/llvm-readelf")
-            .arg("-s")
-            .arg(&f)
-            .output()
-            .expect("llvm-readelf-22");
-        let syms = String::from_utf8_lossy(&syms.stdout);
+        let syms = llvm("llvm-readelf", "-s", &bytes);
         let row: Vec<&str> = syms
             .lines()
             .find(|l| l.ends_with(" k_relax_tail") && l.contains(" FUNC "))
