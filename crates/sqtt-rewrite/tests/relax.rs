@@ -139,8 +139,9 @@ fn out_of_range_branches_get_islands() {
 /// carries an address-trace loop. Its long form trails it: llvm-objdump-22 must show the island's
 /// `s_getpc_b64`/`s_add_u32`/`s_addc_u32` computing the loop head, llvm-readelf-22 the kernel
 /// symbol ending after the island's `s_setpc_b64`, the verifier must accept the object (it
-/// rejected the island as padding after the function), and the interpreter, started at the
-/// branch, must leave the branch and island at the loop head.
+/// rejected the island as padding after the function) and reject it with the island aimed one
+/// instruction short, and the interpreter, started at the branch, must leave the branch and
+/// island at the loop head.
 #[test]
 fn relaxed_last_branch_stays_inside_its_function() {
     if std::env::var("SQTT_NO_LLVM").is_ok() {
@@ -206,6 +207,21 @@ fn relaxed_last_branch_stays_inside_its_function() {
             "{t}: the long form jumps to the loop head"
         );
         let end = lines[n - 1].0 + 4;
+        // Mutation: the island aimed one instruction short of the loop head must be rejected.
+        let lo = (literal(tail[2]) as u32).to_le_bytes();
+        let hits: Vec<usize> = (0..bytes.len() - 3)
+            .filter(|&k| bytes[k..k + 4] == lo)
+            .collect();
+        assert_eq!(hits.len(), 1, "{t}: one low literal");
+        let mut broken = bytes.clone();
+        broken[hits[0]..hits[0] + 4]
+            .copy_from_slice(&(u32::from_le_bytes(lo).wrapping_sub(4)).to_le_bytes());
+        let v = sqtt_verify::verify(&input, &broken).expect("verifier runs");
+        assert!(
+            v.findings.iter().any(|x| x.to_string().contains("reaches")),
+            "{t}: a misaimed trailing island is accepted: {:?}",
+            v.findings
+        );
 
         let syms = llvm("llvm-readelf", "-s", &bytes);
         let row: Vec<&str> = syms
