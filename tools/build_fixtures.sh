@@ -59,11 +59,13 @@ ASM_GFX9="gfx90a gfx942 gfx950"
 ASM_GFX11="gfx1100 gfx1151"
 PRESSURE="gfx942 gfx1100 gfx1201"               # every SGPR used: scratch only by liveness
 RELAX="gfx942 gfx1100"                          # relax.S: a back edge relaxed only after instrumentation
+                                                # relax_tail.S: the same for a function's last s_branch
 SPILL="gfx942 gfx1100 gfx1201"                  # spill.S: no SGPR ever dead, saved in VGPR lanes
 STUBS="gfx942 gfx1100 gfx1250"                  # stubs_gfx{9,11,1250}.S: functions to leave alone
 TRAP="gfx942 gfx1100"                           # trap.hip: functions ending in s_trap 2 (llvm.trap)
 TENSILE="gfx908 gfx90a gfx1100 gfx1201"          # tensile.S: Tensile long branches, size-0 kernels (issue 37)
 HAZARDS="gfx1153 gfx1201"                      # hazards.S: original hazard producers right before inserted code
+CLAUSE_HINT="gfx1100 gfx1201"                  # clause_hint.S: an s_clause inside an s_delay_alu window
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 
@@ -107,6 +109,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "$f" -o "$out" ;;
     relax) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 relax.S); else f=(relax.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
+    relax-tail) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 relax_tail.S); else f=(relax_tail.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     spill) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 spill.S); else f=(spill.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
@@ -114,6 +118,8 @@ object() {
     trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
             "${flags[@]}" trap.hip -o "$LEFT/${out##*/}" ;;
     hazards) "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" hazards.S -o "$out" ;;
+    clause-hint) if [[ "$target" == gfx12* ]]; then f=(-DFX_GFX12 clause_hint.S); else f=(clause_hint.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     tensile) case "$target" in gfx90a) f=(-DFX_GFX9 -DFX_ACCUM) ;; gfx9*) f=(-DFX_GFX9) ;; gfx12*) f=(-DFX_GFX12) ;; *) f=() ;; esac
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
@@ -137,9 +143,10 @@ for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
 for t in $INLINED; do for v in O3-g O3-gline; do spawn object "$t" inlined "$v"; done; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
-for t in $RELAX; do spawn object "$t" relax O3; done
+for t in $RELAX; do spawn object "$t" relax O3; spawn object "$t" relax-tail O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
+for t in $CLAUSE_HINT; do spawn object "$t" clause-hint O3; done
 for t in $TENSILE; do spawn object "$t" tensile O3; done
 for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done

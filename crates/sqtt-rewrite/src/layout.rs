@@ -317,6 +317,11 @@ pub struct Layout {
     lens: Vec<u8>,
     /// Instructions of `placed` with inserted code in front of them, sorted by original address.
     blocks: Vec<Block>,
+    /// Original instructions followed by islands ([`Piece::Island`]: a relaxed branch's long
+    /// form, a landing block): (original address, new end of the last island) as offsets from
+    /// the start of `.text`, sorted by original address. The islands belong to the instruction's
+    /// function, so an end that falls right after it maps past them ([`Layout::map_end`]).
+    trails: Vec<(u32, u32)>,
     /// Raw regions: (old start, len, new start).
     pub raws: Vec<(u64, u64, u64)>,
     /// Original end of `.text` mapped to the new end.
@@ -440,7 +445,13 @@ impl Layout {
         if let Some(i) = self.last_where(|o| o < old_end) {
             let (o, len, new) = self.at(i);
             if o + len == old_end {
-                return Some(new + len);
+                // A function whose last instruction is a relaxed branch ends after its island.
+                let trail = self
+                    .trails
+                    .binary_search_by_key(&self.placed[i].old, |t| t.0)
+                    .ok()
+                    .map(|k| self.text_addr + u64::from(self.trails[k].1));
+                return Some(trail.unwrap_or(new + len));
             }
         }
         // The end of a raw region (a verbatim function's end) maps to the end of its copy.
@@ -635,6 +646,7 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
         placed: Vec::new(),
         lens: Vec::new(),
         blocks: Vec::new(),
+        trails: Vec::new(),
         raws: Vec::new(),
         new_end: text_addr,
         data_parts: Vec::new(),
@@ -667,6 +679,14 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
                 })?;
                 islands.push(island.entry(p1.addr));
                 p1.addr += island.size()?;
+                // The island trails the last original placed (its branch).
+                if let Some(last) = layout.placed.last() {
+                    let end = text_offset(text_addr, p1.addr, text_addr + u64::from(last.old))?;
+                    match layout.trails.last_mut() {
+                        Some(t) if t.0 == last.old => t.1 = end,
+                        _ => layout.trails.push((last.old, end)),
+                    }
+                }
             }
             Piece::Raw { addr: old, bytes } => {
                 p1.run_start = None;
@@ -688,6 +708,7 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
         both.sort_by_key(|(p, _)| p.old);
         (layout.placed, layout.lens) = both.into_iter().unzip();
         layout.blocks.sort_by_key(|b| b.old);
+        layout.trails.sort_by_key(|t| t.0);
     }
     // Pass 2: every item encodes itself at its address, in exactly the size pass 1 gave it.
     let mut p2 = Pass2 {
@@ -861,204 +882,4 @@ fn island_of<'p>(piece: &'p Piece) -> Option<Island<'p>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use amdgpu_isa::decode;
-
-    /// The original code of [`plan`]: `s_cbranch_scc0` at 0x1000, then `s_nop 0`s.
-    struct Code {
-        insts: Insts,
-        marker: [Instruction; 1],
-    }
-
-    fn code(t: Target, nops: usize) -> Code {
-        let mut insts = vec![build::s_cbranch_scc0(t, 0).unwrap()];
-        insts.resize(nops + 1, build::s_nop(t, 0).unwrap());
-        Code {
-            insts: Insts::from_instructions(0x1000, &insts),
-            marker: [build::s_ttracedata_imm(t, 1).unwrap()],
-        }
-    }
-
-    /// `c.branch` at 0x1000 with a landing block `{s_ttracedata_imm 1; jump}` to the `s_nop 0`
-    /// at `target`, then `c.nops` as one run.
-    fn plan(c: &Code, t: Target, target: u64, long: bool) -> TextPlan<'_> {
-        let pieces = vec![
-            Piece::Orig {
-                insts: &c.insts,
-                i: 0,
-                reloc: Reloc::ToIsland { island: 0 },
-            },
-            Piece::Island {
-                from: 0x1000,
-                target,
-                markers: c.marker.to_vec(),
-                long,
-                pair: 4,
-                isa: t,
-                skip: true,
-            },
-            Piece::Run {
-                insts: &c.insts,
-                range: 1..c.insts.len(),
-                relocs: &[],
-            },
-        ];
-        TextPlan {
-            text_addr: 0x1000,
-            pieces,
-            pcrels: Vec::new(),
-        }
-    }
-
-    fn at(l: &Layout, a: u64) -> Instruction {
-        let off = (a - 0x1000) as usize;
-        decode(&l.bytes[off..], Target::from_name("gfx1100").unwrap()).unwrap()
-    }
-
-    #[test]
-    fn landing_block_runs_its_markers_then_jumps_to_the_target() {
-        let t = Target::from_name("gfx1100").unwrap();
-        let l = lay_out(&plan(&code(t, 4), t, 0x1008, false)).unwrap();
-        // branch → block at 0x1008 (after the skip); skip → the first original after the block.
-        assert_eq!(at(&l, 0x1000).branch_target(0x1000), Some(0x1008));
-        assert_eq!(at(&l, 0x1004).mnemonic(), "s_branch");
-        assert_eq!(at(&l, 0x1004).branch_target(0x1004), Some(0x1010));
-        assert_eq!(
-            at(&l, 0x1008).special(),
-            amdgpu_isa::Special::TtraceDataImm(1)
-        );
-        let dest = l.map_branch(0x1008).unwrap();
-        assert_eq!(at(&l, 0x100c).branch_target(0x100c), Some(dest));
-        assert_eq!(l.new_inst_addr(0x1004), Some(0x1010));
-    }
-
-    #[test]
-    fn far_landing_block_is_out_of_range_until_its_jump_is_long() {
-        let t = Target::from_name("gfx1100").unwrap();
-        // 40,000 dwords: beyond simm16.
-        let target = 0x1004 + 4 * 39_999;
-        let c = code(t, 40_000);
-        assert_eq!(
-            lay_out(&plan(&c, t, target, false)).unwrap_err(),
-            LayoutError::OutOfRange { at: 0x1000 }
-        );
-        let l = lay_out(&plan(&c, t, target, true)).unwrap();
-        assert_eq!(
-            at(&l, 0x1008).special(),
-            amdgpu_isa::Special::TtraceDataImm(1)
-        );
-        // s_getpc_b64 s[4:5] at 0x100c; the adds' literals carry the offset from 0x1010.
-        assert_eq!(at(&l, 0x100c).mnemonic(), "s_getpc_b64");
-        let lo = at(&l, 0x1010).literal().unwrap();
-        let hi = at(&l, 0x1018).literal().unwrap();
-        let dest = 0x1010u64.wrapping_add((hi << 32) | lo);
-        assert_eq!(Some(dest), l.map_branch(target));
-        let skip = at(&l, 0x1004).branch_target(0x1004).unwrap();
-        assert_eq!(Some(skip), l.new_inst_addr(0x1004));
-    }
-
-    /// `mark` inserted with landing rule `landing` in front of the run `range` of `insts`.
-    fn marked<'a>(
-        mark: &'a [Instruction],
-        landing: Landing,
-        insts: &'a Insts,
-        range: Range<usize>,
-        relocs: &'a [(u32, Reloc)],
-    ) -> [Piece<'a>; 2] {
-        [
-            Piece::Insert {
-                code: mark,
-                landing,
-            },
-            Piece::Run {
-                insts,
-                range,
-                relocs,
-            },
-        ]
-    }
-
-    #[test]
-    fn inserted_blocks_map_instruction_starts_and_keep_offsets_inside_instructions() {
-        let t = Target::from_name("gfx1100").unwrap();
-        let nop = build::s_nop(t, 0).unwrap();
-        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
-        let insts = Insts::from_instructions(0x1000, &[nop; 3]);
-        let plan = TextPlan {
-            text_addr: 0x1000,
-            pieces: [
-                marked(&mark, Landing::Before, &insts, 0..2, &[]),
-                marked(&mark, Landing::After, &insts, 2..3, &[]),
-            ]
-            .concat(),
-            pcrels: Vec::new(),
-        };
-        let l = lay_out(&plan).unwrap();
-        assert_eq!(l.bytes.len(), 20);
-        assert_eq!(
-            at(&l, 0x100c).special(),
-            amdgpu_isa::Special::TtraceDataImm(1)
-        );
-        // Before: block and landing on the marker; After: the block starts at the marker,
-        // branches land on the instruction.
-        assert_eq!(l.map_branch(0x1000), Some(0x1000));
-        assert_eq!(l.new_inst_addr(0x1000), Some(0x1004));
-        assert_eq!(l.map_addr(0x1004), Some(0x1008));
-        assert_eq!(l.map_inst_start(0x1008), Some(0x100c));
-        assert_eq!(l.map_branch(0x1008), Some(0x1010));
-        // Inside an instruction: same offset from the instruction itself.
-        assert_eq!(l.map_addr(0x1002), Some(0x1006));
-        assert_eq!(l.map_inst_start(0x1002), None);
-        assert_eq!(l.map_end(0x100c, 0x2000), Some(0x1014));
-        assert_eq!(
-            l.block_starts().collect::<Vec<_>>(),
-            vec![(0x1000, 0x1000), (0x1004, 0x1008), (0x1008, 0x100c)]
-        );
-    }
-
-    #[test]
-    fn retargeting_data_equals_laying_out_again() {
-        use amdgpu_isa::build::Operand;
-        let t = Target::from_name("gfx1100").unwrap();
-        let (p, p1) = (Operand::Sgpr(4), Operand::Sgpr(5));
-        // At 0x1000, 0x1004 and 0x100c.
-        let insts = Insts::from_instructions(
-            0x1000,
-            &[
-                build::s_getpc_b64(t, 4).unwrap(),
-                build::s_add_u32(t, p, p, Operand::Literal(0x7ffc)).unwrap(),
-                build::s_addc_u32(t, p1, p1, Operand::Literal(0)).unwrap(),
-            ],
-        );
-        assert_eq!(insts.addr(2), 0x100c);
-        let relocs = Relocs::from_set(vec![
-            (2, Reloc::PcRelHi { idiom: 0 }),
-            (1, Reloc::Branch { target: 0 }),
-            (0, Reloc::None),
-            (1, Reloc::PcRelLo { idiom: 0 }),
-        ]);
-        assert_eq!(relocs[0], Reloc::None);
-        assert_eq!(relocs[1], Reloc::PcRelLo { idiom: 0 });
-        assert_eq!(relocs.within(2, 3), &[(2, Reloc::PcRelHi { idiom: 0 })]);
-        let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
-        let plan = |target: u64| TextPlan {
-            text_addr: 0x1000,
-            pieces: marked(&mark, Landing::Before, &insts, 0..3, relocs.within(0, 3)).to_vec(),
-            pcrels: vec![PcRel {
-                getpc_addr: 0x1000,
-                target,
-                use_kind: PcRelUse::Data,
-            }],
-        };
-        let l = lay_out(&plan(0x9000)).unwrap();
-        // The getpc moved by 4 bytes: the offset from its end shrinks by 4.
-        assert_eq!(at(&l, 0x1008).literal(), Some(0x9000 - 0x1008));
-        let moved = plan(0x2_0000_9000);
-        let again = lay_out(&moved).unwrap();
-        let mut text = l.bytes.clone();
-        l.retarget_data(&mut text, &moved.pcrels).unwrap();
-        assert_eq!(text, again.bytes);
-        assert_ne!(text, l.bytes);
-    }
-}
+mod tests;

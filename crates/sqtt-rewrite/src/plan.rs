@@ -324,19 +324,43 @@ const MAX_SETTLE: usize = 64;
 
 /// Moves an insertion point to the nearest allowed one, earlier or later, without crossing a
 /// branch target, a control-flow instruction, another barrier or marker, or more than
-/// [`MAX_SETTLE`] instructions; inside an `s_delay_alu` window when nothing else serves; `None`
-/// when impossible (the site is then skipped and reported).
+/// [`MAX_SETTLE`] instructions; inside an `s_delay_alu` window when nothing else serves (`p`
+/// itself, else the nearest point outside the hard windows: an `s_clause` group nested in an
+/// `s_delay_alu` window settles in front of its `s_clause`); `None` when impossible (the site is
+/// then skipped and reported).
 pub(crate) fn settle(f: &Func, forbidden: &Forbidden, p: usize, earlier: bool) -> Option<usize> {
     settle_outside(f, forbidden, p, earlier)
         .or_else(|| (!forbidden.hard.contains(&p) && p < f.insts.len()).then_some(p))
+        .or_else(|| settle_hard(f, forbidden, p, earlier))
 }
 
-/// [`settle`] without the `s_delay_alu` fallback.
+/// [`settle`] without the `s_delay_alu` fallbacks: the nearest point outside every window.
 pub(crate) fn settle_outside(
     f: &Func,
     forbidden: &Forbidden,
     p: usize,
     earlier: bool,
+) -> Option<usize> {
+    settle_while(f, p, earlier, |q| forbidden.contains(q))
+}
+
+/// The nearest point outside the hard windows of [`Forbidden`] (it may lie inside an
+/// `s_delay_alu` window, a scheduling hint), with the limits of [`settle`].
+pub(crate) fn settle_hard(
+    f: &Func,
+    forbidden: &Forbidden,
+    p: usize,
+    earlier: bool,
+) -> Option<usize> {
+    settle_while(f, p, earlier, |q| forbidden.hard.contains(&q))
+}
+
+/// Moves `p` earlier or later while `blocked` holds, with the limits of [`settle`].
+fn settle_while(
+    f: &Func,
+    p: usize,
+    earlier: bool,
+    blocked: impl Fn(usize) -> bool,
 ) -> Option<usize> {
     let pinned = |i: usize| {
         matches!(
@@ -351,7 +375,7 @@ pub(crate) fn settle_outside(
     };
     let mut q = p;
     let mut moved = 0;
-    while forbidden.contains(q) {
+    while blocked(q) {
         moved += 1;
         if moved > MAX_SETTLE {
             return None;

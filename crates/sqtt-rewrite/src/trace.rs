@@ -21,7 +21,8 @@ use crate::analysis::{Func, Program};
 use crate::config::TraceAddresses;
 use crate::layout::Landing;
 use crate::plan::{
-    forbidden_points, settle_outside, Forbidden, MarkerKey, Site, SiteKind, Skipped, Word,
+    forbidden_points, settle_hard, settle_outside, Forbidden, MarkerKey, Site, SiteKind, Skipped,
+    Word,
 };
 use crate::snippets::{AddrSource, ScalarSrc, TraceKind};
 
@@ -400,18 +401,11 @@ pub fn trace_sites(
 
 /// Insertion point for the blocks of operation `i`: `i` itself when allowed, otherwise the
 /// settled earlier point when the instructions in between leave the traced registers alone, or
-/// `i` itself inside an `s_delay_alu` window (a hint, see [`Forbidden::hint`]).
+/// `i` itself inside an `s_delay_alu` window (a hint, see [`Forbidden::hint`]), or else the
+/// nearest earlier point outside the hard windows under the same condition (an `s_clause` group
+/// that an `s_delay_alu` window covers: the block goes in front of the `s_clause`, inside the
+/// hint's window, and the clause stays whole).
 fn placement(f: &Func, forbidden: &Forbidden, i: usize, ops: &[TraceOp]) -> Option<usize> {
-    let inside_hint = !forbidden.hard.contains(&i);
-    let Some(q) = settle_outside(f, forbidden, i, true) else {
-        return inside_hint.then_some(i);
-    };
-    if q == i {
-        return Some(i);
-    }
-    if q > i {
-        return inside_hint.then_some(i);
-    }
     let mut read = RegSet::new();
     for op in ops {
         read.union_with(&source_regs(&op.src));
@@ -421,19 +415,30 @@ fn placement(f: &Func, forbidden: &Forbidden, i: usize, ops: &[TraceOp]) -> Opti
     let dual_issue_gfx1250 = |x: &Instruction| {
         x.target().family() == Family::Gfx1250 && matches!(x.format(), Format::Vopd | Format::Vopd3)
     };
-    let clean = f.insts.range(q..i).all(|(_, x)| {
-        !dual_issue_gfx1250(&x)
-            && x.writes().intersection(&read).is_empty()
-            && !matches!(
-                x.special(),
-                amdgpu_isa::Special::Waitcnt | amdgpu_isa::Special::WaitAlu
-            )
-            && !x.mnemonic().starts_with("s_wait")
-    });
-    if clean {
+    // Whether a block at `q` (at or before `i`) reads what operation `i` reads.
+    let clean = |q: usize| {
+        f.insts.range(q..i).all(|(_, x)| {
+            !dual_issue_gfx1250(&x)
+                && x.writes().intersection(&read).is_empty()
+                && !matches!(
+                    x.special(),
+                    amdgpu_isa::Special::Waitcnt | amdgpu_isa::Special::WaitAlu
+                )
+                && !x.mnemonic().starts_with("s_wait")
+        })
+    };
+    let inside_hint = !forbidden.hard.contains(&i);
+    let nested = || settle_hard(f, forbidden, i, true).filter(|&q| q <= i && clean(q));
+    let Some(q) = settle_outside(f, forbidden, i, true) else {
+        return inside_hint.then_some(i).or_else(nested);
+    };
+    if q == i {
+        return Some(i);
+    }
+    if q < i && clean(q) {
         Some(q)
     } else {
-        inside_hint.then_some(i)
+        inside_hint.then_some(i).or_else(nested)
     }
 }
 

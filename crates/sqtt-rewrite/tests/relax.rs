@@ -77,6 +77,21 @@ fn build(mcpu: &str, wave: u32) -> Vec<u8> {
     common::build_code_object("assembler", &kernel(mcpu, wave), mcpu, &[])
 }
 
+/// Standard output of LLVM 22 tool `tool` run with `flag` on `bytes` (written to a temporary
+/// file).
+fn llvm(tool: &str, flag: &str, bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("out.co");
+    std::fs::write(&f, bytes).unwrap();
+    let out = Command::new(format!("/usr/lib/llvm-22/bin/{tool}"))
+        .arg(flag)
+        .arg(&f)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}-22: {e}"));
+    assert!(out.status.success(), "{tool}-22 failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn out_of_range_branches_get_islands() {
     if std::env::var("SQTT_NO_LLVM").is_ok() {
@@ -108,15 +123,7 @@ fn out_of_range_branches_get_islands() {
             "{mcpu}: {:?}",
             v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>()
         );
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("out.co");
-        std::fs::write(&f, &bytes).unwrap();
-        let dis = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
-            .arg("-d")
-            .arg(&f)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&dis.stdout);
+        let text = llvm("llvm-objdump", "-d", &bytes);
         assert!(!text.contains("<unknown>"), "{mcpu}");
         let long = if mcpu == "gfx1250" {
             "s_add_pc_i64"
@@ -124,5 +131,122 @@ fn out_of_range_branches_get_islands() {
             "s_setpc_b64"
         };
         assert_eq!(text.matches(long).count(), 1, "{mcpu}: one island expected");
+    }
+}
+
+/// `fixtures/src/relax_tail.S` (issue 39 item 4): a rotated loop whose back edge, an `s_branch`,
+/// is the kernel's last instruction, in SOPP range as built and out of range once every load
+/// carries an address-trace loop. Its long form trails it: llvm-objdump-22 must show the island's
+/// `s_getpc_b64`/`s_add_u32`/`s_addc_u32` computing the loop head, llvm-readelf-22 the kernel
+/// symbol ending after the island's `s_setpc_b64`, the verifier must accept the object (it
+/// rejected the island as padding after the function) and reject it with the island aimed one
+/// instruction short, and the interpreter, started at the branch, must leave the branch and
+/// island at the loop head.
+#[test]
+fn relaxed_last_branch_stays_inside_its_function() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    for (t, wave) in [("gfx942", 64), ("gfx1100", 32)] {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/objects")
+            .join(format!("{t}__relax-tail__O3.co"));
+        let input = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let opts = Options {
+            trace_addresses: sqtt_rewrite::config::parse_trace_addresses("memory,lds")
+                .expect("option"),
+            ..Options::default()
+        };
+        let out = rewrite(&input, &opts).expect("rewrite");
+        assert_eq!(
+            out.report.status,
+            Status::Instrumented,
+            "{t}: {:?}",
+            out.report.reasons
+        );
+        assert!(
+            out.report.skipped.is_empty(),
+            "{t}: {:?}",
+            out.report.skipped
+        );
+        assert_eq!(out.report.relaxed_branches, 1, "{t}");
+        let bytes = out.bytes.expect("rewritten");
+        let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+        assert!(v.is_clean(), "{t}: {:?}", v.findings);
+
+        let text = llvm("llvm-objdump", "-d", &bytes);
+        // (address, instruction text) of every instruction line.
+        let lines: Vec<(u64, &str)> = text
+            .lines()
+            .filter_map(|l| {
+                let (ins, rest) = l.split_once("//")?;
+                let a = u64::from_str_radix(rest.trim().split(':').next()?, 16).ok()?;
+                Some((a, ins.trim()))
+            })
+            .collect();
+        let head = lines
+            .iter()
+            .find(|l| l.1 == "s_cmp_eq_u32 s8, 0")
+            .expect("loop head")
+            .0;
+        let n = lines.len();
+        let tail: Vec<&str> = lines[n - 5..].iter().map(|l| l.1).collect();
+        assert!(tail[0].starts_with("s_branch "), "{t}: {tail:?}");
+        assert!(tail[1].starts_with("s_getpc_b64 s["), "{t}: {tail:?}");
+        assert!(tail[4].starts_with("s_setpc_b64 s["), "{t}: {tail:?}");
+        // The adds' literals as llvm-objdump prints them (`0x...` or `lit(0x...)`).
+        let literal = |s: &str| {
+            let h = s.rsplit("0x").next().unwrap().trim_end_matches(')');
+            u64::from_str_radix(h, 16).unwrap_or_else(|_| panic!("{t}: literal in {s}"))
+        };
+        let offset = (literal(tail[3]) << 32) | literal(tail[2]);
+        let getpc = lines[n - 4].0;
+        assert_eq!(
+            (getpc + 4).wrapping_add(offset),
+            head,
+            "{t}: the long form jumps to the loop head"
+        );
+        let end = lines[n - 1].0 + 4;
+        // Mutation: the island aimed one instruction short of the loop head must be rejected.
+        let lo = (literal(tail[2]) as u32).to_le_bytes();
+        let hits: Vec<usize> = (0..bytes.len() - 3)
+            .filter(|&k| bytes[k..k + 4] == lo)
+            .collect();
+        assert_eq!(hits.len(), 1, "{t}: one low literal");
+        let mut broken = bytes.clone();
+        broken[hits[0]..hits[0] + 4]
+            .copy_from_slice(&(u32::from_le_bytes(lo).wrapping_sub(4)).to_le_bytes());
+        let v = sqtt_verify::verify(&input, &broken).expect("verifier runs");
+        assert!(
+            v.findings.iter().any(|x| x.to_string().contains("reaches")),
+            "{t}: a misaimed trailing island is accepted: {:?}",
+            v.findings
+        );
+
+        let syms = llvm("llvm-readelf", "-s", &bytes);
+        let row: Vec<&str> = syms
+            .lines()
+            .find(|l| l.ends_with(" k_relax_tail") && l.contains(" FUNC "))
+            .expect("kernel symbol")
+            .split_whitespace()
+            .collect();
+        let value = u64::from_str_radix(row[1], 16).unwrap();
+        let size: u64 = row[2].parse().unwrap();
+        assert_eq!(value + size, end, "{t}: the symbol covers the island");
+
+        // The branch and its island, run alone: the wave leaves them at the loop head.
+        let co = hsaco::CodeObject::parse(&bytes).expect("parse");
+        let sec = co.text().expect(".text");
+        let code = co.section_data(sec);
+        let from = lines[n - 5].0;
+        let slice = &code[(from - sec.addr) as usize..(end - sec.addr) as usize];
+        let target = amdgpu_isa::Target::from_name(t).unwrap();
+        let mut w = sqtt_interp::Wave::new(target, wave).unwrap();
+        let r = sqtt_interp::run(&mut w, slice, from, 16).expect("interpreter");
+        assert_eq!(r.exit_pc, head, "{t}: exit at the loop head");
+        assert_eq!(
+            r.executed, 5,
+            "{t}: s_branch and the four island instructions"
+        );
     }
 }

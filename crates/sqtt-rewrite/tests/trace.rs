@@ -599,6 +599,70 @@ fn memory_fixtures_every_generation() {
 }
 
 /// Assembles and links one kernel `k` with `body` for `mcpu` (clang-22, ld.lld-22).
+/// `fixtures/src/clause_hint.S` (issue 39 item 7): an `s_clause` group inside an `s_delay_alu`
+/// window whose address pair the VALU right before the clause writes (ggml's `mul_mat_vec_q`
+/// shape). Both loads were skipped ("no insertion point in front of the operation"); their blocks
+/// now go in front of the `s_clause`, which stays whole: llvm-objdump-22 shows it still followed
+/// by its two loads, every block runs in the interpreter with the payload of its load, and the
+/// verifier accepts the object.
+#[test]
+fn clause_inside_delay_alu_window_is_traced_in_front_of_the_clause() {
+    if no_llvm() {
+        return;
+    }
+    for mcpu in ["gfx1100", "gfx1201"] {
+        let file = format!("{mcpu}__clause-hint__O3.co");
+        let input = std::fs::read(root().join("fixtures/objects").join(&file)).unwrap();
+        let out = rewrite(&input, &opts()).unwrap();
+        assert!(
+            out.report.skipped.is_empty(),
+            "{file}: {:?}",
+            out.report.skipped
+        );
+        let c = check_object(&input, mcpu, 32, file.trim_end_matches(".co"));
+        assert_eq!(c.blocks, 3, "{file}: two loads and the store");
+        let bytes = out.bytes.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("out.co");
+        std::fs::write(&f, &bytes).unwrap();
+        let lines = disassemble(&f, mcpu);
+        let at = lines
+            .iter()
+            .position(|l| l.text == "s_clause 0x1")
+            .unwrap_or_else(|| panic!("{file}: the s_clause is kept"));
+        for (k, off) in [(1, 16), (2, 32)] {
+            assert!(
+                lines[at + k].text.starts_with(&format!(
+                    "global_load_b32 v{}, v[10:11], off offset:{off}",
+                    4 + k
+                )),
+                "{file}: the clause is not split: {:?}",
+                lines[at..at + 3]
+                    .iter()
+                    .map(|l| &l.text)
+                    .collect::<Vec<_>>()
+            );
+        }
+        // Mutation: a wrong clause length in the output (`s_clause 0x2`, the word 0xbf850001
+        // with simm16 2) must be rejected.
+        let word = 0xbf85_0001u32.to_le_bytes();
+        let hits: Vec<usize> = (0..bytes.len() - 3)
+            .filter(|&k| bytes[k..k + 4] == word)
+            .collect();
+        assert_eq!(hits.len(), 1, "{file}: one s_clause 0x1 word");
+        let mut broken = bytes.clone();
+        broken[hits[0]] = 2;
+        let v = sqtt_verify::verify(&input, &broken).unwrap();
+        assert!(
+            v.findings
+                .iter()
+                .any(|x| x.to_string().contains("s_clause")),
+            "{file}: a lengthened clause is accepted: {:?}",
+            v.findings
+        );
+    }
+}
+
 fn assemble_kernel(mcpu: &str, wave32: bool, body: &str) -> Vec<u8> {
     let gfx9 = mcpu.starts_with("gfx9");
     let accum = if mcpu == "gfx90a" || mcpu.starts_with("gfx94") || mcpu == "gfx950" {

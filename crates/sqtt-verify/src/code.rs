@@ -1755,8 +1755,12 @@ fn align(
         .falls_off
         .zip(f.orig.last().and_then(|o| f.copy(o)))
         .map_or(0, |(gap, n)| n.addr + n.inst.len() as u64 + gap);
-    for n in new.get(j..).unwrap_or_default() {
-        if is_padding(&n.inst) {
+    for (q, n) in new.iter().enumerate().skip(j) {
+        if new_island[q] {
+            // A relaxed last branch's long form trails it inside the function (its extent runs
+            // to the next function); checked as an island like any other.
+            f.inserted.push(*n);
+        } else if is_padding(&n.inst) {
             f.padding.push(*n);
         } else if n.addr < copied_end {
             continue;
