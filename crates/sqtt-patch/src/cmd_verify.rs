@@ -73,11 +73,17 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
         out = serde_json::to_string_pretty(&report)?;
         out.push('\n');
     } else {
+        let with_code = report
+            .functions
+            .iter()
+            .filter(|f| f.inserted_instructions > 0)
+            .count();
         writeln!(
             out,
-            "{}: {} functions, {} inserted instructions, {} markers, SGPRs written by inserted code {}",
+            "{}: {} functions ({} with inserted code, listed below), {} inserted instructions, {} markers, SGPRs written by inserted code {}",
             report.target,
             report.functions.len(),
+            with_code,
             report.inserted_instructions(),
             report.markers(),
             sgpr_list(&report.inserted_sgprs)

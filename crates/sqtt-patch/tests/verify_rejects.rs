@@ -268,3 +268,27 @@ fn the_run_record_is_checked_and_force_outputs_verify() {
     let (code, text) = verify(t.path(), &first, &second);
     assert_eq!(code, 0, "{text}");
 }
+
+/// Issue 32 item 17: the summary line said "N functions" and listed fewer (only those with
+/// inserted code); it now says how many are listed, and the list has exactly that many lines.
+#[test]
+fn the_summary_counts_what_it_lists() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(t.path(), "gfx1100__calls__O3.co", &["--functions", "1"]);
+    let (code, text) = verify(t.path(), &orig, &out);
+    assert_eq!(code, 0, "{text}");
+    let first = text.lines().next().unwrap_or_default();
+    let listed = text.lines().filter(|l| l.starts_with("  ")).count();
+    let want = format!(" functions ({listed} with inserted code, listed below), ");
+    assert!(
+        first.contains(&want),
+        "{first:?} vs {listed} listed:\n{text}"
+    );
+    let total: usize = first
+        .split(": ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("function count");
+    assert!(listed > 0 && listed < total, "{text}");
+}
