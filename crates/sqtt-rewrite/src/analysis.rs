@@ -519,6 +519,7 @@ pub fn analyse_decoded(d: DecodedProgram) -> Program {
         pcrels.extend(local);
         funcs.push(f);
     }
+    crate::noreturn::accept_calls_that_never_return(&mut funcs);
     Program {
         target,
         text_addr,

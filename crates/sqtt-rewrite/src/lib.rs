@@ -15,6 +15,7 @@ mod idiom;
 pub mod inlined;
 pub mod insts;
 pub mod layout;
+mod noreturn;
 mod pipeline;
 pub mod plan;
 pub mod regs;

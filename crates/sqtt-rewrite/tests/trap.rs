@@ -2,9 +2,12 @@
 //! on `fixtures/left-alone/<target>__trap__O3.co` (from `fixtures/src/trap.hip`):
 //! - `fx_fail` ends in `s_trap 2` (`llvm.trap`, which aborts the queue): it ends the function
 //!   like `s_endpgm`, so the function is instrumented;
-//! - `fx_assert_fail` (the shape of `__assert_fail`) ends in a call: execution could fall off its
-//!   end, so it is left alone, and it moves as one block although its `s_getpc` builders reach
-//!   outside it (a `.rodata` message, the entry of `fx_fail`): those fields are re-aimed.
+//! - `fx_assert_fail` (the shape of `__assert_fail`) ends in a call of `fx_fail`, which never
+//!   returns: execution cannot fall off its end, so it is instrumented too, its `s_getpc`
+//!   builders (a `.rodata` message, the entry of `fx_fail`) re-aimed;
+//! - with `fx_fail`'s `s_trap 2` replaced by a return (the input patched in the test), the call
+//!   may return and `fx_assert_fail` could fall off its end: it is left alone, and it moves as
+//!   one block with those builder fields re-aimed.
 //!
 //! Oracles: llvm-objdump-22 (the builders' targets in the output), the input's bytes, and the
 //! independent verifier, including its rejection of a changed byte that is no PC-relative field.
@@ -103,6 +106,43 @@ fn builder_targets(lines: &[&str]) -> Vec<u64> {
     out
 }
 
+/// `input` with `fx_fail`'s `s_trap 2` replaced by `s_setpc_b64 s[30:31]` (a return; both
+/// 4 bytes, encodings from llvm-mc-22): a call of `fx_fail` may return then.
+fn fail_returns(input: &[u8], target: &str) -> Vec<u8> {
+    let enc = |asm: &str| -> Vec<u8> {
+        let mut c = Command::new("/usr/lib/llvm-22/bin/llvm-mc")
+            .args(["-arch=amdgcn", &format!("-mcpu={target}"), "-show-encoding"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run llvm-mc-22");
+        std::io::Write::write_all(c.stdin.as_mut().expect("stdin"), asm.as_bytes()).expect("write");
+        let o = c.wait_with_output().expect("llvm-mc-22");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let list = text
+            .split("encoding: [")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap_or_else(|| panic!("no encoding for {asm}: {text}"));
+        list.split(',')
+            .map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).expect("byte"))
+            .collect()
+    };
+    let (trap, ret) = (enc("s_trap 2\n"), enc("s_setpc_b64 s[30:31]\n"));
+    assert_eq!((trap.len(), ret.len()), (4, 4), "{target}");
+    let co = hsaco::CodeObject::parse(input).expect("input");
+    let text = co.text().expect(".text");
+    let start = (text.offset + (entry(&co, FAIL) - text.addr)) as usize;
+    let at = input[start..]
+        .chunks_exact(4)
+        .position(|w| w == trap.as_slice())
+        .map(|k| start + 4 * k)
+        .expect("s_trap 2 in fx_fail");
+    let mut out = input.to_vec();
+    out[at..at + 4].copy_from_slice(&ret);
+    out
+}
+
 /// The bytes of the code object `co` at virtual address `addr` (in the section holding it).
 fn bytes_at(co: &hsaco::CodeObject, addr: u64, len: usize) -> Vec<u8> {
     let s = co
@@ -171,10 +211,51 @@ fn a_function_ending_in_s_trap_2_is_instrumented() {
     }
 }
 
+/// `fx_assert_fail` ends in a call of `fx_fail`, which ends in `s_trap 2`: the call ends it, so
+/// it is instrumented (before: left alone as falling off its end), its builders still reach the
+/// message and `fx_fail`'s new entry, and the verifier agrees by its own analysis.
+#[test]
+fn a_call_of_a_function_that_never_returns_ends_the_caller() {
+    for target in TARGETS {
+        let input = fixture(target);
+        let out = rewrite(&input, &opts()).expect("rewrite");
+        let r = &out.report;
+        assert_eq!(r.status, Status::Instrumented, "{target}: {:?}", r.reasons);
+        assert!(r.left_alone.is_empty(), "{target}: {:?}", r.left_alone);
+        let f = r
+            .functions
+            .iter()
+            .find(|f| f.name == ASSERT)
+            .expect("fx_assert_fail in the report");
+        assert_eq!(f.sites.get("function_entry"), Some(&1), "{target}");
+        let output = out.bytes.expect("output");
+        let b = hsaco::CodeObject::parse(&output).expect("output");
+        let t_out = builder_targets(&body(&objdump(&output), ASSERT));
+        assert_eq!(t_out.len(), 2, "{target}: {t_out:x?}");
+        assert_eq!(t_out[1], entry(&b, FAIL), "{target}");
+        let msg = b"index out of range\0";
+        assert_eq!(bytes_at(&b, t_out[0], msg.len()), msg, "{target}");
+        let v = sqtt_verify::verify(&input, &output).expect("verifier runs");
+        assert!(v.is_clean(), "{target}: {:?}", v.findings);
+        // Against an original whose fx_fail returns, the same output is wrong: fx_assert_fail
+        // could fall off its end there, so it had to stay byte for byte as it was.
+        let returning = fail_returns(&input, target);
+        let v = sqtt_verify::verify(&returning, &output).expect("verifier runs");
+        assert!(
+            v.findings
+                .iter()
+                .any(|f| f.check == sqtt_verify::Check::Verbatim
+                    && f.function.as_deref() == Some(ASSERT)),
+            "{target}: {:?}",
+            v.findings
+        );
+    }
+}
+
 #[test]
 fn a_left_alone_function_with_builders_leaving_it_moves_with_them_re_aimed() {
     for target in TARGETS {
-        let input = fixture(target);
+        let input = fail_returns(&fixture(target), target);
         let out = rewrite(&input, &opts()).expect("rewrite");
         let r = &out.report;
         assert_eq!(r.status, Status::Instrumented, "{target}: {:?}", r.reasons);
@@ -188,7 +269,8 @@ fn a_left_alone_function_with_builders_leaving_it_moves_with_them_re_aimed() {
             "{target}: {}",
             l.why
         );
-        // Code that can run, not a compiled-out stub: its site counts as lost coverage.
+        // Code that can run, not a compiled-out stub: its site counts as lost coverage
+        // (fx_fail, returning now, has an entry and an exit site).
         assert!(!l.stub, "{target}");
         let funcs = r
             .coverage
@@ -197,7 +279,7 @@ fn a_left_alone_function_with_builders_leaving_it_moves_with_them_re_aimed() {
             .expect("coverage");
         assert_eq!(
             (funcs.instrumented, funcs.found, funcs.in_stubs),
-            (1, 2, 0),
+            (2, 3, 0),
             "{target}"
         );
         let output = out.bytes.expect("output");
@@ -234,7 +316,7 @@ fn a_left_alone_function_with_builders_leaving_it_moves_with_them_re_aimed() {
 #[test]
 fn verifier_rejects_a_changed_byte_of_a_moved_block_that_is_no_pc_relative_field() {
     for target in TARGETS {
-        let input = fixture(target);
+        let input = fail_returns(&fixture(target), target);
         let output = rewrite(&input, &opts())
             .expect("rewrite")
             .bytes

@@ -953,92 +953,26 @@ impl<'a> Program<'a> {
         let aligned: Vec<Result<Vec<Finding>, VerifyError>> = funcs
             .par_iter_mut()
             .enumerate()
-            .map(|(fi, f)| {
-                let body = decode_original(&otext, f, isa)?;
-                let mut used = RegSet::new();
-                let mut table: Vec<Regs> = Vec::new();
-                let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
-                let mut shapes: HashMap<amdgpu_isa::Shape, u32, BuildRegsHasher> =
-                    HashMap::default();
-                // The registers, and whether the aligner may take the instruction for inserted
-                // code (`insertable_regs`), are functions of the encoding (one target per
-                // object): an instruction with the bytes of an earlier one of the function (most
-                // of them) takes both without a decode of its operands. `used` is a union, so
-                // the distinct encodings' registers give it.
-                // Sized for a quarter of the body distinct (no rehash on most functions).
-                // The shape (`Func::shapes`) is one too.
-                // Keyed by the encoding as integers (`encoding_key`): hashed in two steps and
-                // compared without a byte loop.
-                let mut by_bytes: HashMap<EncodingKey, ((u32, u32), bool), BuildRegsHasher> =
-                    HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
-                let mut facts = |i: &Instruction| {
-                    let (r, w) = i.reads_writes();
-                    used.union_with(&r);
-                    used.union_with(&w);
-                    let x = Regs::of(i, &r, &w);
-                    let k = *index.entry(x).or_insert_with(|| {
-                        table.push(x);
-                        (table.len() - 1) as u32
-                    });
-                    let s = *shapes.entry(i.shape()).or_insert_with(|| {
-                        f.shapes.push(*i);
-                        (f.shapes.len() - 1) as u32
-                    });
-                    ((s, k), crate::insn::insertable_regs(i, &x))
-                };
-                let (index_of, body_ins): (Vec<(u32, u32)>, Vec<bool>) = body
-                    .iter()
-                    .map(|(_, i)| match encoding_key(i.bytes()) {
-                        Some(key) => *by_bytes.entry(key).or_insert_with(|| facts(i)),
-                        None => facts(i),
-                    })
-                    .unzip();
-                drop(index);
-                drop(shapes);
-                drop(by_bytes);
-                table.shrink_to_fit();
-                f.shapes.shrink_to_fit();
-                if crate::verbatim::falls_off(&body) {
-                    let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
-                    f.falls_off = Some(next.saturating_sub(f.orig_end));
-                }
-                f.builders = find_builders(&body);
-                f.orig_used = used;
-                let mut found = Vec::new();
-                align(f, body, index_of, &body_ins, isa, &mut found);
-                // Grown by pushes (up to twice the size): kept for every later check.
-                f.inserted.shrink_to_fit();
-                f.padding.shrink_to_fit();
-                f.regs_table = table;
-                // Registers and class are functions of the encoding: decoded once per distinct
-                // encoding of the function's inserted code.
-                let mut by_bytes: HashMap<&[u8], (u32, Option<Region>), BuildRegsHasher> =
-                    HashMap::default();
-                let mut table: Vec<Regs> = Vec::new();
-                let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
-                let (at, class): (Vec<u32>, Vec<Option<Region>>) = f
-                    .inserted
-                    .iter()
-                    .map(|n| {
-                        *by_bytes.entry(n.inst.bytes()).or_insert_with(|| {
-                            let r = Regs::of_inst(&n.inst);
-                            let k = *index.entry(r).or_insert_with(|| {
-                                table.push(r);
-                                (table.len() - 1) as u32
-                            });
-                            (k, region_class_regs(&n.inst, &r))
-                        })
-                    })
-                    .unzip();
-                drop(by_bytes);
-                f.inserted_regs_at = at;
-                f.inserted_class = class;
-                f.inserted_regs_table = table;
-                Ok(found)
-            })
+            .map(|(fi, f)| prepare(f, fi, &ostarts, &otext, isa, true))
             .collect();
         for found in aligned {
             findings.extend(found?);
+        }
+        // A function whose last instruction calls a function that never returns does not fall
+        // off its end ([`crate::noreturn`]): prepared again as an ordinary function.
+        for fi in crate::noreturn::ending_in_noreturn_calls(&funcs) {
+            let f = &mut funcs[fi];
+            let mut fresh = Func::new(
+                f.name.clone(),
+                f.kind,
+                (f.orig_start, f.orig_end),
+                f.new_start,
+                otext,
+                ntext,
+            );
+            fresh.new_region_end = f.new_region_end;
+            *f = fresh;
+            findings.extend(prepare(f, fi, &ostarts, &otext, isa, false)?);
         }
         let used = funcs.iter().fold(RegSet::new(), |mut a, f| {
             a.union_with(&f.orig_used);
@@ -1260,6 +1194,100 @@ fn trim_padding(t: &Text<'_>, start: u64, end: u64, isa: Target) -> u64 {
         }
     }
     start + last_real as u64
+}
+
+/// Decodes the original body of function `fi`, the registers of its instructions, and aligns
+/// its rewritten copy with it ([`align`]); then the registers and classes of its inserted code.
+/// `falls_off_allowed`: a body whose last instruction falls through is marked as running off
+/// its end ([`Func::falls_off`]); `false` for one that ends in a call of a function that never
+/// returns. Returns the alignment findings; errors: the body does not decode.
+fn prepare(
+    f: &mut Func,
+    fi: usize,
+    ostarts: &[u64],
+    otext: &Text<'_>,
+    isa: Target,
+    falls_off_allowed: bool,
+) -> Result<Vec<Finding>, VerifyError> {
+    let body = decode_original(otext, f, isa)?;
+    let mut used = RegSet::new();
+    let mut table: Vec<Regs> = Vec::new();
+    let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+    let mut shapes: HashMap<amdgpu_isa::Shape, u32, BuildRegsHasher> = HashMap::default();
+    // The registers, and whether the aligner may take the instruction for inserted
+    // code (`insertable_regs`), are functions of the encoding (one target per
+    // object): an instruction with the bytes of an earlier one of the function (most
+    // of them) takes both without a decode of its operands. `used` is a union, so
+    // the distinct encodings' registers give it.
+    // Sized for a quarter of the body distinct (no rehash on most functions).
+    // The shape (`Func::shapes`) is one too.
+    // Keyed by the encoding as integers (`encoding_key`): hashed in two steps and
+    // compared without a byte loop.
+    let mut by_bytes: HashMap<EncodingKey, ((u32, u32), bool), BuildRegsHasher> =
+        HashMap::with_capacity_and_hasher(body.len() / 4, Default::default());
+    let mut facts = |i: &Instruction| {
+        let (r, w) = i.reads_writes();
+        used.union_with(&r);
+        used.union_with(&w);
+        let x = Regs::of(i, &r, &w);
+        let k = *index.entry(x).or_insert_with(|| {
+            table.push(x);
+            (table.len() - 1) as u32
+        });
+        let s = *shapes.entry(i.shape()).or_insert_with(|| {
+            f.shapes.push(*i);
+            (f.shapes.len() - 1) as u32
+        });
+        ((s, k), crate::insn::insertable_regs(i, &x))
+    };
+    let (index_of, body_ins): (Vec<(u32, u32)>, Vec<bool>) = body
+        .iter()
+        .map(|(_, i)| match encoding_key(i.bytes()) {
+            Some(key) => *by_bytes.entry(key).or_insert_with(|| facts(i)),
+            None => facts(i),
+        })
+        .unzip();
+    drop(index);
+    drop(shapes);
+    drop(by_bytes);
+    table.shrink_to_fit();
+    f.shapes.shrink_to_fit();
+    if falls_off_allowed && crate::verbatim::falls_off(&body) {
+        let next = ostarts.get(fi + 1).copied().unwrap_or(otext.end());
+        f.falls_off = Some(next.saturating_sub(f.orig_end));
+    }
+    f.builders = find_builders(&body);
+    f.orig_used = used;
+    let mut found = Vec::new();
+    align(f, body, index_of, &body_ins, isa, &mut found);
+    // Grown by pushes (up to twice the size): kept for every later check.
+    f.inserted.shrink_to_fit();
+    f.padding.shrink_to_fit();
+    f.regs_table = table;
+    // Registers and class are functions of the encoding: decoded once per distinct
+    // encoding of the function's inserted code.
+    let mut by_bytes: HashMap<&[u8], (u32, Option<Region>), BuildRegsHasher> = HashMap::default();
+    let mut table: Vec<Regs> = Vec::new();
+    let mut index: HashMap<Regs, u32, BuildRegsHasher> = HashMap::default();
+    let (at, class): (Vec<u32>, Vec<Option<Region>>) = f
+        .inserted
+        .iter()
+        .map(|n| {
+            *by_bytes.entry(n.inst.bytes()).or_insert_with(|| {
+                let r = Regs::of_inst(&n.inst);
+                let k = *index.entry(r).or_insert_with(|| {
+                    table.push(r);
+                    (table.len() - 1) as u32
+                });
+                (k, region_class_regs(&n.inst, &r))
+            })
+        })
+        .unzip();
+    drop(by_bytes);
+    f.inserted_regs_at = at;
+    f.inserted_class = class;
+    f.inserted_regs_table = table;
+    Ok(found)
 }
 
 fn decode_original(

@@ -54,6 +54,7 @@ mod flow;
 pub mod funcmap;
 mod hazard;
 mod insn;
+mod noreturn;
 mod region;
 mod segments;
 mod sgprs;

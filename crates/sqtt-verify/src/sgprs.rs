@@ -166,7 +166,7 @@ pub(crate) fn smem_drained(i: &Instruction) -> bool {
 /// after the builder's last instruction writes either half of the pair (an `-O0` spill/reload
 /// through VGPR lanes or a load of a function pointer would). Otherwise `None`: the call is
 /// unresolved and liveness treats it as reaching anything.
-fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
+pub(crate) fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let b = f
         .builders
         .iter()
