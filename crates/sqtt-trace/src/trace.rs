@@ -377,7 +377,7 @@ impl Trace {
                         let t = MarkerTable::from_section(s, &mut self.names);
                         let n = t.warnings.len() as u64;
                         let first = t.warnings.first().cloned().unwrap_or_default();
-                        self.warnings.add_n("funcmap rows skipped", n, || {
+                        self.warnings.add_n("funcmap rows skipped or overridden (read as rocprof-trace-decoder does)", n, || {
                             format!("{}: {first}", path.display())
                         });
                         Some(t)
