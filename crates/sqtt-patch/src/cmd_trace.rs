@@ -251,7 +251,8 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         flame.total()
     );
     let note = flame.depth_note();
-    if let Some(n) = &note {
+    let unclosed = flame.unclosed_note();
+    for n in note.iter().chain(&unclosed) {
         subtitle.push_str("; ");
         subtitle.push_str(n);
     }
@@ -268,6 +269,9 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     write_outputs(outs)?;
     if let Some(n) = note {
         eprintln!("sqtt-patch: flame graph limited: {n}");
+    }
+    if let Some(n) = unclosed {
+        eprintln!("sqtt-patch: note: {n}");
     }
     eprintln!(
         "sqtt-patch: {} cycles in scopes; wrote {}",

@@ -132,13 +132,28 @@ pub trait Sink {
     fn header(&mut self, w: &WaveInfo, s: &mut Self::Wave, h: &Header, stack: &[NameId]);
     /// A complete address-trace block.
     fn address_block(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _b: &AddressBlock) {}
-    /// The wave instance ended (a later instance started, or the directory ended): `last_time`
-    /// is its last record's time, `open` the scopes still on its stack.
-    fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _last_time: i64, _open: &[NameId]) {}
+    /// The wave instance ended (a later instance started, or the directory ended): `close` is
+    /// where the scopes still open on its stack (`open`, outermost first) end, by
+    /// [`close_time`]; it is never before the instance's last record.
+    fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _close: i64, _open: &[NameId]) {}
     /// The UI directory ended.
     fn end_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
         Ok(())
     }
+}
+
+/// Where the scopes still open at the end of a wave instance are closed (issue 38, item 3), the
+/// one rule of the flame graph, the timeline and the Perfetto export:
+/// - the wave's end recorded by occupancy ([`WaveInfo::end`]): the truth, which AMD's readers do
+///   not use;
+/// - otherwise AMD's rule (rocprof-trace-decoder `samples/markers/perfetto.py` at 0218074, read
+///   for behaviour): the first record of the next wave instance on the slot (`next`), or, for
+///   the slot's last instance, its last record (`last_record`).
+///
+/// Never before `last_record` (a capture whose occupancy end precedes the wave's own records
+/// would otherwise give slices ending before they start). Units: shader cycles.
+pub fn close_time(w: &WaveInfo, last_record: i64, next: Option<i64>) -> i64 {
+    w.end.or(next).map_or(last_record, |t| t.max(last_record))
 }
 
 /// A sink that ignores everything (used for the clock-measuring pass).
@@ -866,15 +881,18 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
     }
 
-    fn finish(&mut self, mut slot: Slot<S::Wave>, w: &mut Warnings) {
+    /// Ends a wave instance; `next` is the time of the first record of the slot's next wave
+    /// instance, when one follows.
+    fn finish(&mut self, mut slot: Slot<S::Wave>, next: Option<i64>, w: &mut Warnings) {
         if !matches!(slot.pending, Pending::None) {
             w.add(
                 "payload cut short (wave ended inside a payload block)",
                 || wave_name(&slot.info),
             );
         }
+        let close = close_time(&slot.info, slot.last_time, next);
         self.sink
-            .wave_end(&slot.info, &mut slot.sink, slot.last_time, &slot.stack);
+            .wave_end(&slot.info, &mut slot.sink, close, &slot.stack);
     }
 
     fn finish_all(&mut self, w: &mut Warnings) {
@@ -882,7 +900,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
         keys.sort_unstable();
         for k in keys {
             if let Some(s) = self.slots.remove(&k) {
-                self.finish(s, w);
+                self.finish(s, None, w);
             }
         }
     }
@@ -921,7 +939,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                 });
             } else {
                 if let Some(old) = self.slots.remove(&key) {
-                    self.finish(old, w);
+                    self.finish(old, Some(r.time), w);
                 }
                 let info = self.new_slot(key, instance, kernel_id, from, until);
                 let mut sink = S::Wave::default();
