@@ -21,4 +21,4 @@ pub mod timeline;
 pub mod trace;
 pub mod warnings;
 
-pub use trace::{Options, PackedMode, Trace};
+pub use trace::{ClockCorrection, Options, PackedMode, Trace};

@@ -10,6 +10,11 @@
 //! blocks; `stride` is the per-lane byte stride of blocks whose active lanes are evenly spaced:
 //! `{"uniform_blocks", "most_common", "most_common_blocks"}` (`most_common` null when no block was
 //! uniform). Blocks are written as they are decoded; only the per-site figures stay in memory.
+//!
+//! Struct-buffer blocks (issue 38, item 4) have `"addresses": []`, `"address_known": false` and
+//! `"components": {"base", "stride", "soffset", "voffset": [...], "vindex": [...]}` (active lanes
+//! in lane order; see [`crate::trace::BufferComponents`] for why no address is computed); they
+//! are left out of the line figures and counted in the top-level `"blocks_without_addresses"`.
 
 use crate::names::{NameId, Names};
 use crate::trace::{AddressBlock, Sink, WaveInfo};
@@ -91,6 +96,8 @@ pub struct MemTrace {
     error: Option<std::io::Error>,
     /// Blocks written.
     pub blocks: u64,
+    /// Struct-buffer blocks written with their components and no addresses.
+    pub without_addresses: u64,
 }
 
 impl MemTrace {
@@ -105,6 +112,7 @@ impl MemTrace {
             sites: BTreeMap::new(),
             error: None,
             blocks: 0,
+            without_addresses: 0,
         })
     }
 
@@ -140,8 +148,9 @@ impl MemTrace {
         }
         write!(
             self.out,
-            "\n],\"sites\":{}}}\n",
-            serde_json::to_string(&sites)?
+            "\n],\"sites\":{},\"blocks_without_addresses\":{}}}\n",
+            serde_json::to_string(&sites)?,
+            self.without_addresses
         )?;
         self.out.flush()?;
         Ok(())
@@ -166,8 +175,10 @@ impl Sink for MemTrace {
             });
         site.blocks += 1;
         site.lanes.add(b.lanes.len() as u64);
-        site.lines64.add(l64);
-        site.lines128.add(l128);
+        if b.components.is_none() {
+            site.lines64.add(l64);
+            site.lines128.add(l128);
+        }
         if let Some(s) = stride {
             if site.strides.len() < 256 || site.strides.contains_key(&s) {
                 *site.strides.entry(s).or_default() += 1;
@@ -192,7 +203,20 @@ impl Sink for MemTrace {
             }
             text.push_str(&a.to_string());
         }
-        text.push_str("]}");
+        text.push(']');
+        if let Some(c) = &b.components {
+            self.without_addresses += 1;
+            let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+            text.push_str(&format!(
+                ",\"address_known\":false,\"components\":{{\"base\":{},\"stride\":{},\"soffset\":{},\"voffset\":[{}],\"vindex\":[{}]}}",
+                c.base,
+                c.stride,
+                c.soffset,
+                list(&c.voffset),
+                list(&c.vindex)
+            ));
+        }
+        text.push('}');
         if let Err(e) = self.out.write_all(text.as_bytes()) {
             self.error.get_or_insert(e);
         }

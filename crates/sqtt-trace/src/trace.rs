@@ -40,11 +40,29 @@ pub enum PackedMode {
     Normalised,
 }
 
+/// How the times of gfx12 packed headers are corrected (issue 38, item 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockCorrection {
+    /// The spec's algorithm ("GFX12 Shader Clock Packing"): per (SE, CU, SIMD, layout), the
+    /// arrival-minus-sample delay against the domain's first header, wrapped into the signed
+    /// half window; a header moves earlier by its delay above the domain's minimum less
+    /// `2^shift - 1` (the sampling bucket); headers that own payload records stay.
+    #[default]
+    Spec,
+    /// rocprof-trace-decoder's `att.py` at 3adae6a5 (`_correct_marker_timestamps`, read for
+    /// behaviour): per (SE, layout), the delay is `((time & mask) - sampled) & mask` with
+    /// `mask = (2^bits - 1) << shift` (no wrap into a signed window), and every packed header,
+    /// payload owners included, moves earlier by its delay minus the domain's minimum.
+    Att,
+}
+
 /// Decoding options.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Packed-header handling.
     pub packed: PackedMode,
+    /// Packed-header time correction.
+    pub clock_correction: ClockCorrection,
     /// Keep only these CUs (all when empty).
     pub cu: Vec<u32>,
     /// Keep only these SIMDs (all when empty).
@@ -114,9 +132,39 @@ pub struct AddressBlock<'a> {
     /// Active lanes, ascending.
     pub lanes: Vec<u32>,
     /// Address of each active lane (bytes): 64-bit flat/global, 32-bit LDS offsets and permute
-    /// indices, buffer `base + soffset + voffset (+ vindex * stride)`.
+    /// indices, raw buffer `base + soffset + voffset`; empty for a struct-buffer block (see
+    /// [`BufferComponents`]).
     pub addresses: Vec<u64>,
+    /// The components of a struct-buffer block, which has no address here.
+    pub components: Option<BufferComponents>,
 }
+
+/// The words of an `addr_trace_struct_buffer_*` block (spec "Address Tracing"), for the active
+/// lanes. No address is computed from them (issue 38, item 4): the buffer address of the ISA
+/// manuals (MI300 ISA "Buffer addressing"; RDNA3 ISA "Buffer Instructions", "Address
+/// Calculation") is `base + soffset + inst_offset + voffset + (vindex + lane id when
+/// ADD_TID_ENABLE) * stride`, and swizzled buffers interleave it by index stride and element
+/// size; ADD_TID_ENABLE and the swizzle fields are in descriptor word 3, which the block does not
+/// carry. The `voffset` words already include the instruction's `inst_offset` (our emitter adds
+/// it; AMD's pass records the IR offset operand, before instruction selection splits it). AMD's
+/// readers decline these blocks too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferComponents {
+    /// Descriptor base address (words 0-1, bits 47:0).
+    pub base: u64,
+    /// Descriptor stride (word 1 bits 29:16), bytes.
+    pub stride: u64,
+    /// The `soffset` word.
+    pub soffset: u32,
+    /// Per active lane: `voffset` (with `inst_offset`).
+    pub voffset: Vec<u32>,
+    /// Per active lane: `vindex`.
+    pub vindex: Vec<u32>,
+}
+
+/// A decoded address block: EXEC, active lanes, their addresses (empty for a struct buffer) and
+/// a struct buffer's components.
+pub type BlockParts = (u64, Vec<u32>, Vec<u64>, Option<BufferComponents>);
 
 /// Receiver of decoded events. Per-wave state lives in `Self::Wave`, owned by the decoder.
 pub trait Sink {
@@ -723,6 +771,13 @@ pub fn clock_relative(
         - half
 }
 
+/// The delay `att.py` (3adae6a5) gives a packed header: `((time & mask) - sampled) & mask`,
+/// `mask = (2^bits - 1) << shift`, `sampled` already shifted (cycles).
+pub fn att_delay(l: ClockLayout, time: i64, sampled: i64) -> i64 {
+    let mask = ((1i64 << l.bits) - 1) << l.shift;
+    ((time & mask) - sampled) & mask
+}
+
 /// How far the spec moves a header earlier: `max(0, relative - minimum_relative - (bucket - 1))`.
 pub fn clock_shift(l: ClockLayout, relative: i64, minimum_relative: i64) -> i64 {
     let bucket = 1i64 << l.shift;
@@ -996,7 +1051,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                         if let Some(m) = t.markers.get(&marker_id) {
                             let name = self.names.get(m.name);
                             match parse_block(name, &words, t.wave_size) {
-                                Ok((exec, lanes, addresses)) => {
+                                Ok((exec, lanes, addresses, components)) => {
                                     self.blocks += 1;
                                     let b = AddressBlock {
                                         marker_id,
@@ -1007,6 +1062,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                                         exec,
                                         lanes,
                                         addresses,
+                                        components,
                                     };
                                     self.sink.address_block(&slot.info, &mut slot.sink, &b);
                                 }
@@ -1050,25 +1106,45 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
         let mut time = r.time;
         if let (Some(sampled), Some(l)) = (word.sampled, layout) {
-            if marker.is_none_or(|m| m.payload == 0) {
-                let dom = (se, r.cu, r.simd, l);
+            let att = self.opts.clock_correction == ClockCorrection::Att;
+            if att || marker.is_none_or(|m| m.payload == 0) {
+                // att.py's domain is the SE and the layout; CU and SIMD are not part of it.
+                let dom = if att {
+                    (se, u32::MAX, u32::MAX, l)
+                } else {
+                    (se, r.cu, r.simd, l)
+                };
                 let sampled = sampled as i64;
+                let delay = |s: &DomainStat| {
+                    if att {
+                        att_delay(l, time, sampled)
+                    } else {
+                        clock_relative(l, time, sampled, s.origin_time, s.origin_sampled)
+                    }
+                };
                 match &mut self.clock {
                     ClockState::Off => {}
                     ClockState::Measure(m) => {
-                        let s = m.entry(dom).or_insert(DomainStat {
+                        let first = DomainStat {
                             origin_time: time,
                             origin_sampled: sampled,
                             min_relative: 0,
+                        };
+                        let d = delay(&first);
+                        let s = m.entry(dom).or_insert(DomainStat {
+                            min_relative: d,
+                            ..first
                         });
-                        let rel = clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
-                        s.min_relative = s.min_relative.min(rel);
+                        s.min_relative = s.min_relative.min(d);
                     }
                     ClockState::Apply(m) => {
                         if let Some(s) = m.get(&dom) {
-                            let rel =
-                                clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
-                            time -= clock_shift(l, rel, s.min_relative);
+                            let d = delay(s);
+                            time -= if att {
+                                d - s.min_relative
+                            } else {
+                                clock_shift(l, d, s.min_relative)
+                            };
                         }
                     }
                 }
@@ -1264,14 +1340,14 @@ pub fn wave_name(w: &WaveInfo) -> String {
 /// per kind: flat/global 64-bit `lo`,`hi` per lane; LDS and permutes one word per lane; raw
 /// buffers `rsrc_lo`, `rsrc_hi`, `soffset`, then `voffset` per lane; struct buffers the same
 /// plus `vindex` per lane. The wave size is `W:` when present, else inferred from the count.
-/// Returns (exec, active lanes, their addresses). Buffer addresses are
-/// `(rsrc & 0xFFFF_FFFF_FFFF) + soffset + voffset`, plus `vindex * stride` with the stride from
-/// descriptor word 1 bits 29:16.
+/// Returns (exec, active lanes, their addresses, components). Raw buffer addresses are
+/// `(rsrc & 0xFFFF_FFFF_FFFF) + soffset + voffset`; struct buffers get no addresses, only their
+/// [`BufferComponents`].
 pub fn parse_block(
     name: &str,
     words: &[u32],
     wave_size: Option<u32>,
-) -> Result<(u64, Vec<u32>, Vec<u64>), String> {
+) -> Result<BlockParts, String> {
     let kind = name.strip_prefix("addr_trace_").unwrap_or(name);
     let (fixed, per_lane) = match kind {
         "load" | "store" | "atomic" => (0usize, 2usize),
@@ -1310,25 +1386,33 @@ pub fn parse_block(
     };
     let mut lanes = Vec::new();
     let mut addrs = Vec::new();
+    let comp = (fixed, per_lane) == (3, 2);
+    let mut components = BufferComponents {
+        base,
+        stride,
+        soffset: soffset as u32,
+        voffset: Vec::new(),
+        vindex: Vec::new(),
+    };
     for lane in 0..lanes_n {
         if lane >= 64 || exec >> lane & 1 == 0 {
             continue;
         }
-        let a = match (fixed, per_lane) {
+        lanes.push(lane as u32);
+        if comp {
+            components.voffset.push(body[lane]);
+            components.vindex.push(body[lanes_n + lane]);
+            continue;
+        }
+        addrs.push(match (fixed, per_lane) {
             (0, 2) => u64::from(body[2 * lane]) | u64::from(body[2 * lane + 1]) << 32,
             (0, _) => u64::from(body[lane]),
-            (_, 1) => base
-                .wrapping_add(soffset)
-                .wrapping_add(u64::from(body[lane])),
             _ => base
                 .wrapping_add(soffset)
-                .wrapping_add(u64::from(body[lane]))
-                .wrapping_add(u64::from(body[lanes_n + lane]).wrapping_mul(stride)),
-        };
-        lanes.push(lane as u32);
-        addrs.push(a);
+                .wrapping_add(u64::from(body[lane])),
+        });
     }
-    Ok((exec, lanes, addrs))
+    Ok((exec, lanes, addrs, comp.then_some(components)))
 }
 
 #[cfg(test)]
@@ -1390,15 +1474,15 @@ mod tests {
     fn address_known_answers() {
         let mut w = vec![0b101, 0];
         w.extend(lanes(32, |l| vec![l]));
-        let (_, l, a) = parse_block("addr_trace_lds_load", &w, Some(32)).unwrap();
+        let (_, l, a, _) = parse_block("addr_trace_lds_load", &w, Some(32)).unwrap();
         assert_eq!((l, a), (vec![0, 2], vec![0, 2]));
         let mut w = vec![0b11, 0];
         w.extend(lanes(32, |l| vec![l, 1]));
-        let (_, _, a) = parse_block("addr_trace_load", &w, None).unwrap();
+        let (_, _, a, _) = parse_block("addr_trace_load", &w, None).unwrap();
         assert_eq!(a, vec![0x1_0000_0000, 0x1_0000_0001]);
         let mut w = vec![0b11, 0, 0x1000, 0, 0x20];
         w.extend(lanes(32, |l| vec![l]));
-        let (_, _, a) = parse_block("addr_trace_buffer_load", &w, Some(32)).unwrap();
+        let (_, _, a, _) = parse_block("addr_trace_buffer_load", &w, Some(32)).unwrap();
         assert_eq!(a, vec![0x1020, 0x1021]);
     }
 
@@ -1408,12 +1492,13 @@ mod tests {
         let mut w = vec![0b110, 0, 0x1000, (16 << 16) | 2, 4];
         w.extend(lanes(32, |_| vec![1]));
         w.extend(lanes(32, |l| vec![l]));
-        let (_, l, a) = parse_block("addr_trace_struct_buffer_store", &w, Some(32)).unwrap();
+        // No address: descriptor word 3 (ADD_TID_ENABLE, swizzling) is not in the block.
+        let (_, l, a, c) = parse_block("addr_trace_struct_buffer_store", &w, Some(32)).unwrap();
         assert_eq!(l, vec![1, 2]);
-        assert_eq!(
-            a,
-            vec![0x2_0000_1000 + 4 + 1 + 16, 0x2_0000_1000 + 4 + 1 + 32]
-        );
+        assert!(a.is_empty());
+        let c = c.unwrap();
+        assert_eq!((c.base, c.stride, c.soffset), (0x2_0000_1000, 16, 4));
+        assert_eq!((c.voffset, c.vindex), (vec![1, 1], vec![1, 2]));
         assert!(parse_block("addr_trace_lds_load", &w[..20], None).is_err());
         assert!(parse_block("addr_trace_lds_load", &[0, 0], None).is_err());
         assert!(parse_block("addr_trace_frob", &w, None).is_err());
@@ -1423,7 +1508,7 @@ mod tests {
         // wave64 exec_hi bit: lane 63 active.
         let mut w = vec![0, 1 << 31];
         w.extend(lanes(64, |l| vec![l * 4]));
-        let (e, l, a) = parse_block("addr_trace_ds_bpermute", &w, None).unwrap();
+        let (e, l, a, _) = parse_block("addr_trace_ds_bpermute", &w, None).unwrap();
         assert_eq!((e, l, a), (1 << 63, vec![63], vec![252]));
     }
 
