@@ -141,8 +141,8 @@ pub struct AddressBlock<'a> {
 
 /// The words of an `addr_trace_struct_buffer_*` block (spec "Address Tracing"), for the active
 /// lanes. No address is computed from them (issue 38, item 4): the buffer address of the ISA
-/// manuals (MI300 ISA "Buffer addressing"; RDNA3 ISA "Buffer Instructions", "Address
-/// Calculation") is `base + soffset + inst_offset + voffset + (vindex + lane id when
+/// manuals (the buffer-addressing section of the vector-memory chapter of AMD's CDNA3 and RDNA3
+/// ISA reference guides) is `base + soffset + inst_offset + voffset + (vindex + lane id when
 /// ADD_TID_ENABLE) * stride`, and swizzled buffers interleave it by index stride and element
 /// size; ADD_TID_ENABLE and the swizzle fields are in descriptor word 3, which the block does not
 /// carry. The `voffset` words already include the instruction's `inst_offset` (our emitter adds
