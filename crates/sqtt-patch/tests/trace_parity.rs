@@ -110,4 +110,18 @@ fn r_rows_with_an_attribute_list_keep_their_payload() {
     let blocks = v["blocks"].as_array().unwrap();
     assert_eq!(blocks.len(), 1, "{v}");
     assert_eq!(blocks[0]["addresses"], json!([0, 4, 8, 12]));
+    assert_eq!(v["blocks_without_addresses"], 0);
+
+    // `--clock-correction` takes `spec` (default) or `att`; anything else is refused (exit 2).
+    for (value, code) in [("att", 0), ("spec", 0), ("bogus", 2)] {
+        let o = run(&[
+            "memtrace",
+            cap.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--clock-correction",
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(code), "{value}");
+    }
 }

@@ -70,8 +70,10 @@ pub fn block_figures(lanes: &[u32], addresses: &[u64]) -> (u64, u64, Option<i64>
     l128.sort_unstable();
     l128.dedup();
     let mut stride = None;
-    let mut uniform = lanes.len() >= 2;
-    for i in 1..lanes.len() {
+    // Lanes without an address (never from the decoder) are not compared.
+    let n = lanes.len().min(addresses.len());
+    let mut uniform = n >= 2;
+    for i in 1..n {
         let dl = i64::from(lanes[i]) - i64::from(lanes[i - 1]);
         let da = addresses[i].wrapping_sub(addresses[i - 1]) as i64;
         if dl == 0 || da % dl != 0 || stride.is_some_and(|s| s != da / dl) {
@@ -164,7 +166,12 @@ impl Sink for MemTrace {
 
     fn address_block(&mut self, w: &WaveInfo, _: &mut (), b: &AddressBlock) {
         self.blocks += 1;
-        let (l64, l128, stride) = block_figures(&b.lanes, &b.addresses);
+        // A struct-buffer block has lanes but no addresses: no line or stride figures.
+        let (l64, l128, stride) = if b.components.is_none() {
+            block_figures(&b.lanes, &b.addresses)
+        } else {
+            (0, 0, None)
+        };
         let site = self
             .sites
             .entry((w.code_object, b.marker_id))
@@ -220,5 +227,66 @@ impl Sink for MemTrace {
         if let Err(e) = self.out.write_all(text.as_bytes()) {
             self.error.get_or_insert(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse_block;
+
+    /// A struct-buffer block is written with its components, no address, and counted (issue 38,
+    /// item 4); a raw-buffer block keeps its addresses.
+    #[test]
+    fn struct_buffer_blocks_carry_components() {
+        let mut names = Names::default();
+        let name = names.intern("addr_trace_struct_buffer_load");
+        let w = WaveInfo {
+            se: 0,
+            cu: 1,
+            simd: 2,
+            slot: 3,
+            instance: 0,
+            kernel_id: Some(1),
+            kernel: None,
+            code_object: Some(2),
+            code_object_frame: None,
+            end: None,
+        };
+        // base 0x1000, stride 8, soffset 4; lanes 0 and 1 active; voffset 16, vindex = lane.
+        let mut words = vec![0b11, 0, 0x1000, 8 << 16, 4];
+        words.extend([16u32; 32]);
+        words.extend(0..32u32);
+        let (exec, lanes, addresses, components) =
+            parse_block("addr_trace_struct_buffer_load", &words, Some(32)).unwrap();
+        let tmp = tempfile::tempfile().unwrap();
+        let mut m = MemTrace::new(tmp.try_clone().unwrap()).unwrap();
+        let b = AddressBlock {
+            marker_id: 7,
+            name,
+            name_text: "addr_trace_struct_buffer_load",
+            source: None,
+            time: 10,
+            exec,
+            lanes,
+            addresses,
+            components,
+        };
+        m.address_block(&w, &mut (), &b);
+        assert_eq!(m.without_addresses, 1);
+        m.finish(&names, false).unwrap();
+        let mut text = String::new();
+        let mut f = tmp;
+        std::io::Seek::rewind(&mut f).unwrap();
+        std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let blk = &v["blocks"][0];
+        assert_eq!(blk["addresses"], serde_json::json!([]));
+        assert_eq!(blk["address_known"], false);
+        assert_eq!(
+            blk["components"],
+            serde_json::json!({"base": 4096, "stride": 8, "soffset": 4, "voffset": [16, 16], "vindex": [0, 1]})
+        );
+        assert_eq!(v["blocks_without_addresses"], 1);
     }
 }
