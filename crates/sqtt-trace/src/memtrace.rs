@@ -233,7 +233,7 @@ impl Sink for MemTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse_block;
+    use crate::blocks::parse_block;
 
     /// A struct-buffer block is written with its components, no address, and counted (issue 38,
     /// item 4); a raw-buffer block keeps its addresses.
