@@ -16,7 +16,7 @@ use sqtt_trace::memtrace::MemTrace;
 use sqtt_trace::perfetto::Perfetto;
 use sqtt_trace::timeline::Timeline;
 use sqtt_trace::trace::RunStats;
-use sqtt_trace::{Options, PackedMode, Trace};
+use sqtt_trace::{ClockCorrection, Options, PackedMode, Trace};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -32,6 +32,16 @@ pub enum Packed {
     Normalised,
 }
 
+/// How gfx12 packed header times are corrected.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum Correction {
+    /// The spec's algorithm (docs/markers/SPEC.md, "GFX12 Shader Clock Packing").
+    #[default]
+    Spec,
+    /// As rocprof-trace-decoder's att.py at 3adae6a5 (_correct_marker_timestamps).
+    Att,
+}
+
 /// Flags shared by the three trace commands.
 #[derive(clap::Args, Debug)]
 pub struct TraceArgs {
@@ -40,6 +50,9 @@ pub struct TraceArgs {
     /// Packed gfx12 marker headers.
     #[arg(long, value_enum, default_value_t = Packed::Auto)]
     pub packed: Packed,
+    /// Time correction of gfx12 packed headers: the spec's (default) or att.py's at 3adae6a5.
+    #[arg(long, value_enum, default_value_t = Correction::Spec)]
+    pub clock_correction: Correction,
     /// Demangle C++ names.
     #[arg(long)]
     pub demangle: bool,
@@ -141,6 +154,10 @@ fn options(a: &TraceArgs) -> Options {
             Packed::Auto => PackedMode::Auto,
             Packed::Raw => PackedMode::Raw,
             Packed::Normalised => PackedMode::Normalised,
+        },
+        clock_correction: match a.clock_correction {
+            Correction::Spec => ClockCorrection::Spec,
+            Correction::Att => ClockCorrection::Att,
         },
         cu: a.cu.clone(),
         simd: a.simd.clone(),
@@ -251,7 +268,8 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
         flame.total()
     );
     let note = flame.depth_note();
-    if let Some(n) = &note {
+    let unclosed = flame.unclosed_note();
+    for n in note.iter().chain(&unclosed) {
         subtitle.push_str("; ");
         subtitle.push_str(n);
     }
@@ -268,6 +286,9 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     write_outputs(outs)?;
     if let Some(n) = note {
         eprintln!("sqtt-patch: flame graph limited: {n}");
+    }
+    if let Some(n) = unclosed {
+        eprintln!("sqtt-patch: note: {n}");
     }
     eprintln!(
         "sqtt-patch: {} cycles in scopes; wrote {}",
@@ -368,12 +389,12 @@ pub fn run_memtrace(a: MemtraceArgs) -> Result<i32> {
         );
         return Ok(0);
     }
-    let n = sink.blocks;
+    let (n, bare) = (sink.blocks, sink.without_addresses);
     sink.finish(&trace.names, a.common.demangle)
         .with_context(cannot)?;
     output::commit_all(vec![out])?;
     eprintln!(
-        "sqtt-patch: {n} address blocks; wrote {}",
+        "sqtt-patch: {n} address blocks ({bare} struct-buffer blocks with components and no address); wrote {}",
         a.output.display()
     );
     Ok(0)

@@ -3,8 +3,13 @@
 //! Attribution per wave instance (att-format note §2.3, the spec's "Generating flamegraphs"):
 //! at each header at time `t`, if the stack is non-empty and `t` is after the previous header,
 //! `t - previous` cycles go to the stack; then the header pops and pushes. Points split intervals
-//! but push nothing. Time after a wave's last header and scopes still open at its end are not
-//! attributed. Each UI directory is its own time domain; the counts are summed over directories.
+//! but push nothing. Scopes still open when a wave instance ends keep their stack up to the time
+//! [`crate::trace::close_time`] gives (issue 38, item 3: occupancy's wave end, else the next wave
+//! instance's first record on the slot, else the last record), the rule of the timeline and the
+//! Perfetto export; those cycles are counted ([`Flame::unclosed_note`]). AMD's
+//! `samples/markers/flamegraph.py` (0218074) drops them: a deliberate difference. Time after a
+//! wave's last header with no scope open is not attributed. Each UI directory is its own time
+//! domain; the counts are summed over directories.
 //!
 //! Frames (issue 31): a stack starts at its kernel, as in AMD's markers samples (no code-object
 //! prefix, no root frame). The kernel's own scope (`--kernel-scopes`, a user scope named after
@@ -43,6 +48,9 @@ pub struct Flame {
     pub cut_frames: u64,
     /// Cycles of stacks deeper than the bound (drawn in the frame at the bound).
     pub cut_cycles: u64,
+    /// Wave instances that ended with a scope open, and the cycles from their last header to
+    /// the close time attributed to the open stack.
+    pub unclosed: (u64, u64),
 }
 
 impl Default for Flame {
@@ -77,31 +85,59 @@ impl Sink for Flame {
     }
 
     fn header(&mut self, _: &WaveInfo, s: &mut FlameWave, h: &Header, stack: &[NameId]) {
-        let deep = stack.len() > self.max_depth;
         if h.pushed.is_some() && stack.len() - usize::from(h.popped) >= self.max_depth {
             self.cut_frames += 1;
         }
         if let Some(p) = s.prev {
-            if !stack.is_empty() && h.time > p {
-                s.key.truncate(2);
-                s.key
-                    .extend_from_slice(&stack[..stack.len().min(self.max_depth)]);
-                let dt = h.time.abs_diff(p);
-                if deep {
-                    self.cut_cycles += dt;
-                }
-                match self.stacks.get_mut(s.key.as_slice()) {
-                    Some(e) => {
-                        e.0 += dt;
-                        e.1 += 1;
-                    }
-                    None => {
-                        self.stacks.insert(s.key.clone(), (dt, 1));
-                    }
-                }
+            if h.time > p {
+                self.attribute(s, stack, h.time.abs_diff(p));
             }
         }
         s.prev = Some(h.time);
+    }
+
+    fn wave_end(&mut self, _: &WaveInfo, s: &mut FlameWave, close: i64, open: &[NameId]) {
+        if let Some(p) = s.prev.filter(|p| close > *p && !open.is_empty()) {
+            let dt = close.abs_diff(p);
+            self.unclosed.0 += 1;
+            self.unclosed.1 += dt;
+            self.attribute(s, open, dt);
+        }
+    }
+}
+
+impl Flame {
+    /// Adds `dt` cycles to the wave's `stack` (nothing when it is empty), cut at the depth bound.
+    fn attribute(&mut self, s: &mut FlameWave, stack: &[NameId], dt: u64) {
+        if stack.is_empty() {
+            return;
+        }
+        s.key.truncate(2);
+        s.key
+            .extend_from_slice(&stack[..stack.len().min(self.max_depth)]);
+        if stack.len() > self.max_depth {
+            self.cut_cycles += dt;
+        }
+        match self.stacks.get_mut(s.key.as_slice()) {
+            Some(e) => {
+                e.0 += dt;
+                e.1 += 1;
+            }
+            None => {
+                self.stacks.insert(s.key.clone(), (dt, 1));
+            }
+        }
+    }
+
+    /// What was attributed to scopes still open at their wave's end, for stderr and the SVG's
+    /// details line; `None` when no wave ended inside a scope.
+    pub fn unclosed_note(&self) -> Option<String> {
+        let (waves, cycles) = self.unclosed;
+        (waves > 0).then(|| {
+            format!(
+                "{waves} wave instances ended inside a scope: their last {cycles} cycles are in the open stacks, up to the wave's end (AMD's flamegraph.py leaves them out)"
+            )
+        })
     }
 }
 
@@ -121,6 +157,7 @@ impl Flame {
             max_depth: max_depth.max(1),
             cut_frames: 0,
             cut_cycles: 0,
+            unclosed: (0, 0),
         }
     }
 

@@ -43,23 +43,14 @@ pub struct ClockLayout {
 }
 
 impl ClockLayout {
-    /// Parses the text after `M:` (`;`-separated `key=value`). Rules of the contract note:
-    /// `shader_clock_bits` is required; with bits > 0 `shader_clock_shift` is required; bits <= 29
-    /// and bits <= 32 - shift. Anything else (or bits = 0) means the legacy full-id layout: `None`.
+    /// The packed layout an `M:` body sets, by [`funcmap::parse_encoding`] (AMD's validity
+    /// rules): `None` for the legacy no-clock layout (bits = 0), for a body that sets no
+    /// `shader_clock_bits`, and for a malformed body.
     pub fn parse(kv: &str) -> Option<ClockLayout> {
-        let mut bits = None;
-        let mut shift = None;
-        for item in kv.split(';') {
-            match item.trim().split_once('=') {
-                Some(("shader_clock_bits", v)) => bits = v.trim().parse::<u32>().ok(),
-                Some(("shader_clock_shift", v)) => shift = v.trim().parse::<u32>().ok(),
-                _ => {}
-            }
+        match funcmap::parse_encoding(kv) {
+            Ok(Some((bits, shift))) if bits > 0 => Some(ClockLayout { bits, shift }),
+            _ => None,
         }
-        let bits = bits?;
-        let shift = shift?;
-        (bits > 0 && bits <= 29 && shift <= 32 && bits <= 32 - shift)
-            .then_some(ClockLayout { bits, shift })
     }
 
     /// Mask of the packed marker id after `>> 2` (30 - bits wide).
@@ -132,7 +123,9 @@ impl MarkerTable {
         t
     }
 
-    /// Builds the table from parsed rows (`R:` rows apply after all rows, order-independent).
+    /// Builds the table from parsed rows, as AMD's parser does: duplicate ids go to the last
+    /// row; `R:` counts apply after all rows to the ids a row declares (order-independent; an
+    /// `R:` row for an id no row declares is ignored); the last valid `M:` row sets the layout.
     pub fn from_rows(rows: &[Row], names: &mut Names) -> MarkerTable {
         let mut t = MarkerTable::default();
         let mut payloads = HashMap::new();
@@ -154,7 +147,11 @@ impl MarkerTable {
                     continue;
                 }
                 Row::Encoding(kv) => {
-                    t.clock = ClockLayout::parse(kv);
+                    // A malformed row, or one without `shader_clock_bits`, leaves the layout
+                    // in force; a valid one replaces it (bits = 0: back to no clock).
+                    if let Ok(Some((bits, shift))) = funcmap::parse_encoding(kv) {
+                        t.clock = (bits > 0).then_some(ClockLayout { bits, shift });
+                    }
                     continue;
                 }
             };

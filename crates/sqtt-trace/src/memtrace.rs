@@ -10,6 +10,11 @@
 //! blocks; `stride` is the per-lane byte stride of blocks whose active lanes are evenly spaced:
 //! `{"uniform_blocks", "most_common", "most_common_blocks"}` (`most_common` null when no block was
 //! uniform). Blocks are written as they are decoded; only the per-site figures stay in memory.
+//!
+//! Struct-buffer blocks (issue 38, item 4) have `"addresses": []`, `"address_known": false` and
+//! `"components": {"base", "stride", "soffset", "voffset": [...], "vindex": [...]}` (active lanes
+//! in lane order; see [`crate::trace::BufferComponents`] for why no address is computed); they
+//! are left out of the line figures and counted in the top-level `"blocks_without_addresses"`.
 
 use crate::names::{NameId, Names};
 use crate::trace::{AddressBlock, Sink, WaveInfo};
@@ -65,8 +70,10 @@ pub fn block_figures(lanes: &[u32], addresses: &[u64]) -> (u64, u64, Option<i64>
     l128.sort_unstable();
     l128.dedup();
     let mut stride = None;
-    let mut uniform = lanes.len() >= 2;
-    for i in 1..lanes.len() {
+    // Lanes without an address (never from the decoder) are not compared.
+    let n = lanes.len().min(addresses.len());
+    let mut uniform = n >= 2;
+    for i in 1..n {
         let dl = i64::from(lanes[i]) - i64::from(lanes[i - 1]);
         let da = addresses[i].wrapping_sub(addresses[i - 1]) as i64;
         if dl == 0 || da % dl != 0 || stride.is_some_and(|s| s != da / dl) {
@@ -91,6 +98,8 @@ pub struct MemTrace {
     error: Option<std::io::Error>,
     /// Blocks written.
     pub blocks: u64,
+    /// Struct-buffer blocks written with their components and no addresses.
+    pub without_addresses: u64,
 }
 
 impl MemTrace {
@@ -105,6 +114,7 @@ impl MemTrace {
             sites: BTreeMap::new(),
             error: None,
             blocks: 0,
+            without_addresses: 0,
         })
     }
 
@@ -140,8 +150,9 @@ impl MemTrace {
         }
         write!(
             self.out,
-            "\n],\"sites\":{}}}\n",
-            serde_json::to_string(&sites)?
+            "\n],\"sites\":{},\"blocks_without_addresses\":{}}}\n",
+            serde_json::to_string(&sites)?,
+            self.without_addresses
         )?;
         self.out.flush()?;
         Ok(())
@@ -155,7 +166,12 @@ impl Sink for MemTrace {
 
     fn address_block(&mut self, w: &WaveInfo, _: &mut (), b: &AddressBlock) {
         self.blocks += 1;
-        let (l64, l128, stride) = block_figures(&b.lanes, &b.addresses);
+        // A struct-buffer block has lanes but no addresses: no line or stride figures.
+        let (l64, l128, stride) = if b.components.is_none() {
+            block_figures(&b.lanes, &b.addresses)
+        } else {
+            (0, 0, None)
+        };
         let site = self
             .sites
             .entry((w.code_object, b.marker_id))
@@ -166,8 +182,10 @@ impl Sink for MemTrace {
             });
         site.blocks += 1;
         site.lanes.add(b.lanes.len() as u64);
-        site.lines64.add(l64);
-        site.lines128.add(l128);
+        if b.components.is_none() {
+            site.lines64.add(l64);
+            site.lines128.add(l128);
+        }
         if let Some(s) = stride {
             if site.strides.len() < 256 || site.strides.contains_key(&s) {
                 *site.strides.entry(s).or_default() += 1;
@@ -192,9 +210,83 @@ impl Sink for MemTrace {
             }
             text.push_str(&a.to_string());
         }
-        text.push_str("]}");
+        text.push(']');
+        if let Some(c) = &b.components {
+            self.without_addresses += 1;
+            let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+            text.push_str(&format!(
+                ",\"address_known\":false,\"components\":{{\"base\":{},\"stride\":{},\"soffset\":{},\"voffset\":[{}],\"vindex\":[{}]}}",
+                c.base,
+                c.stride,
+                c.soffset,
+                list(&c.voffset),
+                list(&c.vindex)
+            ));
+        }
+        text.push('}');
         if let Err(e) = self.out.write_all(text.as_bytes()) {
             self.error.get_or_insert(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blocks::parse_block;
+
+    /// A struct-buffer block is written with its components, no address, and counted (issue 38,
+    /// item 4); a raw-buffer block keeps its addresses.
+    #[test]
+    fn struct_buffer_blocks_carry_components() {
+        let mut names = Names::default();
+        let name = names.intern("addr_trace_struct_buffer_load");
+        let w = WaveInfo {
+            se: 0,
+            cu: 1,
+            simd: 2,
+            slot: 3,
+            instance: 0,
+            kernel_id: Some(1),
+            kernel: None,
+            code_object: Some(2),
+            code_object_frame: None,
+            end: None,
+        };
+        // base 0x1000, stride 8, soffset 4; lanes 0 and 1 active; voffset 16, vindex = lane.
+        let mut words = vec![0b11, 0, 0x1000, 8 << 16, 4];
+        words.extend([16u32; 32]);
+        words.extend(0..32u32);
+        let (exec, lanes, addresses, components) =
+            parse_block("addr_trace_struct_buffer_load", &words, Some(32)).unwrap();
+        let tmp = tempfile::tempfile().unwrap();
+        let mut m = MemTrace::new(tmp.try_clone().unwrap()).unwrap();
+        let b = AddressBlock {
+            marker_id: 7,
+            name,
+            name_text: "addr_trace_struct_buffer_load",
+            source: None,
+            time: 10,
+            exec,
+            lanes,
+            addresses,
+            components,
+        };
+        m.address_block(&w, &mut (), &b);
+        assert_eq!(m.without_addresses, 1);
+        m.finish(&names, false).unwrap();
+        let mut text = String::new();
+        let mut f = tmp;
+        std::io::Seek::rewind(&mut f).unwrap();
+        std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let blk = &v["blocks"][0];
+        assert_eq!(blk["addresses"], serde_json::json!([]));
+        assert_eq!(blk["address_known"], false);
+        assert_eq!(
+            blk["components"],
+            serde_json::json!({"base": 4096, "stride": 8, "soffset": 4, "voffset": [16, 16], "vindex": [0, 1]})
+        );
+        assert_eq!(v["blocks_without_addresses"], 1);
     }
 }

@@ -5,8 +5,8 @@
 //! kernel), one thread per wave instance (`tid` numbered in order of appearance, named
 //! `SE<se>/CU<cu>/SIMD<simd>/W<wave>#<instance>`), `B`/`E` slices for scopes (categories
 //! `sqtt.function`, `sqtt.user`), thread-scoped instant events for points (`sqtt.point`); slices
-//! still open when a wave ends are closed at its last record or its occupancy wave end, whichever
-//! is later ([`wave_end_time`]), their `E` event marked `"args":{"unclosed":true}`. `ts` is in microseconds, as the
+//! still open when a wave ends are closed where [`crate::trace::close_time`] says (occupancy's
+//! wave end, else AMD's rule), their `E` event marked `"args":{"unclosed":true}`. `ts` is in microseconds, as the
 //! format defines it: cycles / (GHz * 1000) with a clock rate, else raw cycles (then the axis is
 //! labelled cycles in `otherData`).
 
@@ -221,8 +221,8 @@ impl Sink for Perfetto {
         }
     }
 
-    fn wave_end(&mut self, w: &WaveInfo, s: &mut PerfettoWave, last: i64, _: &[NameId]) {
-        let ts = self.ts(wave_end_time(w, last));
+    fn wave_end(&mut self, _: &WaveInfo, s: &mut PerfettoWave, close: i64, _: &[NameId]) {
+        let ts = self.ts(close);
         for _ in 0..s.depth {
             self.event(format_args!(
                 "{{\"ph\":\"E\",\"ts\":{ts},\"pid\":{},\"tid\":{},\"args\":{{\"unclosed\":true}}}}",
@@ -246,13 +246,6 @@ impl Sink for Perfetto {
         self.done.push((final_path, tmp));
         Ok(())
     }
-}
-
-/// Where a wave's open scopes end (issue 31, as AMD's marker stream closes them): the wave's
-/// last record, or its occupancy wave end when that is later (the shaderdata of a wave that
-/// exits inside a scope may end with that scope's own header).
-pub fn wave_end_time(w: &WaveInfo, last_record: i64) -> i64 {
-    w.end.map_or(last_record, |e| e.max(last_record))
 }
 
 /// Where the Perfetto file of the UI directory `ui_dir` goes: `<out_dir or the UI directory's

@@ -13,7 +13,6 @@
 //! tooltips an item takes under 400 bytes, so the file stays under about 10 MB.
 
 use crate::names::{colour, demangle_name, fit_label, short_name, NameId, Names};
-use crate::perfetto::wave_end_time;
 use crate::trace::{wave_name, Header, Sink, TraceDir, WaveInfo};
 use std::fmt::Write as _;
 
@@ -166,11 +165,10 @@ impl Sink for Timeline {
         }
     }
 
-    fn wave_end(&mut self, w: &WaveInfo, s: &mut TimelineWave, last: i64, _: &[NameId]) {
+    fn wave_end(&mut self, _: &WaveInfo, s: &mut TimelineWave, end: i64, _: &[NameId]) {
         let Some(r) = s.row else {
             return;
         };
-        let end = wave_end_time(w, last);
         self.rows[r].end = self.rows[r].end.max(end);
         while let Some((start, name)) = s.open.pop() {
             if self.take_item() {
@@ -562,7 +560,7 @@ mod tests {
         tl.wave_begin(&w, &mut s, &names);
         tl.header(&w, &mut s, &header(100, false, Some(f), None), &[]);
         tl.header(&w, &mut s, &header(150, false, None, Some(p)), &[]);
-        tl.wave_end(&w, &mut s, 150, &[]);
+        tl.wave_end(&w, &mut s, crate::trace::close_time(&w, 150, None), &[]);
         let svg = tl.svg(&names, true, "t", Some(2.0), 900).unwrap();
         assert!(
             svg.contains("<title>f()\n0 to 300 cycles (300 cycles, 0.1500 µs)\nunclosed"),

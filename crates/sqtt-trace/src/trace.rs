@@ -16,6 +16,7 @@
 //!   `att_tool.py`, which already rewrote them (see [`PackedMode`]).
 //! - Malformed input is counted in [`Warnings`]; the rest of the trace is still used.
 
+pub use crate::blocks::{parse_block, BlockParts, BufferComponents};
 use crate::discover::{self, Found};
 use crate::json::{self, Occupancy, Record, SlotKey, FLAG_PRIV};
 use crate::markers::{decode_word, ClockLayout, Kind, Marker, MarkerTable};
@@ -40,11 +41,29 @@ pub enum PackedMode {
     Normalised,
 }
 
+/// How the times of gfx12 packed headers are corrected (issue 38, item 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockCorrection {
+    /// The spec's algorithm ("GFX12 Shader Clock Packing"): per (SE, CU, SIMD, layout), the
+    /// arrival-minus-sample delay against the domain's first header, wrapped into the signed
+    /// half window; a header moves earlier by its delay above the domain's minimum less
+    /// `2^shift - 1` (the sampling bucket); headers that own payload records stay.
+    #[default]
+    Spec,
+    /// rocprof-trace-decoder's `att.py` at 3adae6a5 (`_correct_marker_timestamps`, read for
+    /// behaviour): per (SE, layout), the delay is `((time & mask) - sampled) & mask` with
+    /// `mask = (2^bits - 1) << shift` (no wrap into a signed window), and every packed header,
+    /// payload owners included, moves earlier by its delay minus the domain's minimum.
+    Att,
+}
+
 /// Decoding options.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Packed-header handling.
     pub packed: PackedMode,
+    /// Packed-header time correction.
+    pub clock_correction: ClockCorrection,
     /// Keep only these CUs (all when empty).
     pub cu: Vec<u32>,
     /// Keep only these SIMDs (all when empty).
@@ -114,8 +133,11 @@ pub struct AddressBlock<'a> {
     /// Active lanes, ascending.
     pub lanes: Vec<u32>,
     /// Address of each active lane (bytes): 64-bit flat/global, 32-bit LDS offsets and permute
-    /// indices, buffer `base + soffset + voffset (+ vindex * stride)`.
+    /// indices, raw buffer `base + soffset + voffset`; empty for a struct-buffer block (see
+    /// [`BufferComponents`]).
     pub addresses: Vec<u64>,
+    /// The components of a struct-buffer block, which has no address here.
+    pub components: Option<BufferComponents>,
 }
 
 /// Receiver of decoded events. Per-wave state lives in `Self::Wave`, owned by the decoder.
@@ -132,13 +154,28 @@ pub trait Sink {
     fn header(&mut self, w: &WaveInfo, s: &mut Self::Wave, h: &Header, stack: &[NameId]);
     /// A complete address-trace block.
     fn address_block(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _b: &AddressBlock) {}
-    /// The wave instance ended (a later instance started, or the directory ended): `last_time`
-    /// is its last record's time, `open` the scopes still on its stack.
-    fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _last_time: i64, _open: &[NameId]) {}
+    /// The wave instance ended (a later instance started, or the directory ended): `close` is
+    /// where the scopes still open on its stack (`open`, outermost first) end, by
+    /// [`close_time`]; it is never before the instance's last record.
+    fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _close: i64, _open: &[NameId]) {}
     /// The UI directory ended.
     fn end_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
         Ok(())
     }
+}
+
+/// Where the scopes still open at the end of a wave instance are closed (issue 38, item 3), the
+/// one rule of the flame graph, the timeline and the Perfetto export:
+/// - the wave's end recorded by occupancy ([`WaveInfo::end`]): the truth, which AMD's readers do
+///   not use;
+/// - otherwise AMD's rule (rocprof-trace-decoder `samples/markers/perfetto.py` at 0218074, read
+///   for behaviour): the first record of the next wave instance on the slot (`next`), or, for
+///   the slot's last instance, its last record (`last_record`).
+///
+/// Never before `last_record` (a capture whose occupancy end precedes the wave's own records
+/// would otherwise give slices ending before they start). Units: shader cycles.
+pub fn close_time(w: &WaveInfo, last_record: i64, next: Option<i64>) -> i64 {
+    w.end.or(next).map_or(last_record, |t| t.max(last_record))
 }
 
 /// A sink that ignores everything (used for the clock-measuring pass).
@@ -377,7 +414,7 @@ impl Trace {
                         let t = MarkerTable::from_section(s, &mut self.names);
                         let n = t.warnings.len() as u64;
                         let first = t.warnings.first().cloned().unwrap_or_default();
-                        self.warnings.add_n("funcmap rows skipped", n, || {
+                        self.warnings.add_n("funcmap rows skipped or overridden (read as rocprof-trace-decoder does)", n, || {
                             format!("{}: {first}", path.display())
                         });
                         Some(t)
@@ -708,6 +745,13 @@ pub fn clock_relative(
         - half
 }
 
+/// The delay `att.py` (3adae6a5) gives a packed header: `((time & mask) - sampled) & mask`,
+/// `mask = (2^bits - 1) << shift`, `sampled` already shifted (cycles).
+pub fn att_delay(l: ClockLayout, time: i64, sampled: i64) -> i64 {
+    let mask = ((1i64 << l.bits) - 1) << l.shift;
+    ((time & mask) - sampled) & mask
+}
+
 /// How far the spec moves a header earlier: `max(0, relative - minimum_relative - (bucket - 1))`.
 pub fn clock_shift(l: ClockLayout, relative: i64, minimum_relative: i64) -> i64 {
     let bucket = 1i64 << l.shift;
@@ -866,15 +910,18 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
     }
 
-    fn finish(&mut self, mut slot: Slot<S::Wave>, w: &mut Warnings) {
+    /// Ends a wave instance; `next` is the time of the first record of the slot's next wave
+    /// instance, when one follows.
+    fn finish(&mut self, mut slot: Slot<S::Wave>, next: Option<i64>, w: &mut Warnings) {
         if !matches!(slot.pending, Pending::None) {
             w.add(
                 "payload cut short (wave ended inside a payload block)",
                 || wave_name(&slot.info),
             );
         }
+        let close = close_time(&slot.info, slot.last_time, next);
         self.sink
-            .wave_end(&slot.info, &mut slot.sink, slot.last_time, &slot.stack);
+            .wave_end(&slot.info, &mut slot.sink, close, &slot.stack);
     }
 
     fn finish_all(&mut self, w: &mut Warnings) {
@@ -882,7 +929,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
         keys.sort_unstable();
         for k in keys {
             if let Some(s) = self.slots.remove(&k) {
-                self.finish(s, w);
+                self.finish(s, None, w);
             }
         }
     }
@@ -921,7 +968,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                 });
             } else {
                 if let Some(old) = self.slots.remove(&key) {
-                    self.finish(old, w);
+                    self.finish(old, Some(r.time), w);
                 }
                 let info = self.new_slot(key, instance, kernel_id, from, until);
                 let mut sink = S::Wave::default();
@@ -978,7 +1025,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                         if let Some(m) = t.markers.get(&marker_id) {
                             let name = self.names.get(m.name);
                             match parse_block(name, &words, t.wave_size) {
-                                Ok((exec, lanes, addresses)) => {
+                                Ok((exec, lanes, addresses, components)) => {
                                     self.blocks += 1;
                                     let b = AddressBlock {
                                         marker_id,
@@ -989,6 +1036,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
                                         exec,
                                         lanes,
                                         addresses,
+                                        components,
                                     };
                                     self.sink.address_block(&slot.info, &mut slot.sink, &b);
                                 }
@@ -1032,25 +1080,45 @@ impl<'a, S: Sink> Decoder<'a, S> {
         }
         let mut time = r.time;
         if let (Some(sampled), Some(l)) = (word.sampled, layout) {
-            if marker.is_none_or(|m| m.payload == 0) {
-                let dom = (se, r.cu, r.simd, l);
+            let att = self.opts.clock_correction == ClockCorrection::Att;
+            if att || marker.is_none_or(|m| m.payload == 0) {
+                // att.py's domain is the SE and the layout; CU and SIMD are not part of it.
+                let dom = if att {
+                    (se, u32::MAX, u32::MAX, l)
+                } else {
+                    (se, r.cu, r.simd, l)
+                };
                 let sampled = sampled as i64;
+                let delay = |s: &DomainStat| {
+                    if att {
+                        att_delay(l, time, sampled)
+                    } else {
+                        clock_relative(l, time, sampled, s.origin_time, s.origin_sampled)
+                    }
+                };
                 match &mut self.clock {
                     ClockState::Off => {}
                     ClockState::Measure(m) => {
-                        let s = m.entry(dom).or_insert(DomainStat {
+                        let first = DomainStat {
                             origin_time: time,
                             origin_sampled: sampled,
                             min_relative: 0,
+                        };
+                        let d = delay(&first);
+                        let s = m.entry(dom).or_insert(DomainStat {
+                            min_relative: d,
+                            ..first
                         });
-                        let rel = clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
-                        s.min_relative = s.min_relative.min(rel);
+                        s.min_relative = s.min_relative.min(d);
                     }
                     ClockState::Apply(m) => {
                         if let Some(s) = m.get(&dom) {
-                            let rel =
-                                clock_relative(l, time, sampled, s.origin_time, s.origin_sampled);
-                            time -= clock_shift(l, rel, s.min_relative);
+                            let d = delay(s);
+                            time -= if att {
+                                d - s.min_relative
+                            } else {
+                                clock_shift(l, d, s.min_relative)
+                            };
                         }
                     }
                 }
@@ -1241,78 +1309,6 @@ pub fn wave_name(w: &WaveInfo) -> String {
     )
 }
 
-/// Decodes an address block's payload words (after the header) for the `addr_trace_*` kind
-/// `name` (spec "Address Tracing", "Framing protocol"): `exec_lo`, `exec_hi`, then
-/// per kind: flat/global 64-bit `lo`,`hi` per lane; LDS and permutes one word per lane; raw
-/// buffers `rsrc_lo`, `rsrc_hi`, `soffset`, then `voffset` per lane; struct buffers the same
-/// plus `vindex` per lane. The wave size is `W:` when present, else inferred from the count.
-/// Returns (exec, active lanes, their addresses). Buffer addresses are
-/// `(rsrc & 0xFFFF_FFFF_FFFF) + soffset + voffset`, plus `vindex * stride` with the stride from
-/// descriptor word 1 bits 29:16.
-pub fn parse_block(
-    name: &str,
-    words: &[u32],
-    wave_size: Option<u32>,
-) -> Result<(u64, Vec<u32>, Vec<u64>), String> {
-    let kind = name.strip_prefix("addr_trace_").unwrap_or(name);
-    let (fixed, per_lane) = match kind {
-        "load" | "store" | "atomic" => (0usize, 2usize),
-        "lds_load" | "lds_store" | "lds_atomic" | "ds_permute" | "ds_bpermute" => (0, 1),
-        "buffer_load" | "buffer_store" | "buffer_atomic" => (3, 1),
-        "struct_buffer_load" | "struct_buffer_store" | "struct_buffer_atomic" => (3, 2),
-        _ => return Err(format!("unknown address-trace kind {name:?}")),
-    };
-    let data = words
-        .len()
-        .checked_sub(2 + fixed)
-        .ok_or("payload shorter than its fixed words")?;
-    if data % per_lane != 0 || !matches!(data / per_lane, 32 | 64) {
-        return Err(format!(
-            "{} payload words do not make a wave32/wave64 block",
-            words.len()
-        ));
-    }
-    let lanes_n = data / per_lane;
-    if let Some(ws) = wave_size {
-        if ws as usize != lanes_n {
-            return Err(format!("W:{ws} but the payload holds {lanes_n} lanes"));
-        }
-    }
-    let exec = u64::from(words[0]) | u64::from(words[1]) << 32;
-    let body = &words[2 + fixed..];
-    let (base, soffset, stride) = if fixed == 3 {
-        let (lo, hi, so) = (
-            u64::from(words[2]),
-            u64::from(words[3]),
-            u64::from(words[4]),
-        );
-        ((lo | hi << 32) & 0xFFFF_FFFF_FFFF, so, (hi >> 16) & 0x3FFF)
-    } else {
-        (0, 0, 0)
-    };
-    let mut lanes = Vec::new();
-    let mut addrs = Vec::new();
-    for lane in 0..lanes_n {
-        if lane >= 64 || exec >> lane & 1 == 0 {
-            continue;
-        }
-        let a = match (fixed, per_lane) {
-            (0, 2) => u64::from(body[2 * lane]) | u64::from(body[2 * lane + 1]) << 32,
-            (0, _) => u64::from(body[lane]),
-            (_, 1) => base
-                .wrapping_add(soffset)
-                .wrapping_add(u64::from(body[lane])),
-            _ => base
-                .wrapping_add(soffset)
-                .wrapping_add(u64::from(body[lane]))
-                .wrapping_add(u64::from(body[lanes_n + lane]).wrapping_mul(stride)),
-        };
-        lanes.push(lane as u32);
-        addrs.push(a);
-    }
-    Ok((exec, lanes, addrs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1360,53 +1356,6 @@ mod tests {
         let mut w = Warnings::default();
         assert!(shaderdata_files(&ui, None, &mut w).is_empty());
         assert_eq!(w.count(discover::LINK_OUTSIDE), 1);
-    }
-
-    fn lanes(n: u32, f: impl Fn(u32) -> Vec<u32>) -> Vec<u32> {
-        (0..n).flat_map(f).collect()
-    }
-
-    /// marker_samples_test.py@0218074 (note §2.6): LDS wave32 exec 0b101 -> [0, 2]; global exec
-    /// 0b11 -> 0x100000000 + lane; buffer base 0x1000, soffset 0x20 -> [0x1020, 0x1021].
-    #[test]
-    fn address_known_answers() {
-        let mut w = vec![0b101, 0];
-        w.extend(lanes(32, |l| vec![l]));
-        let (_, l, a) = parse_block("addr_trace_lds_load", &w, Some(32)).unwrap();
-        assert_eq!((l, a), (vec![0, 2], vec![0, 2]));
-        let mut w = vec![0b11, 0];
-        w.extend(lanes(32, |l| vec![l, 1]));
-        let (_, _, a) = parse_block("addr_trace_load", &w, None).unwrap();
-        assert_eq!(a, vec![0x1_0000_0000, 0x1_0000_0001]);
-        let mut w = vec![0b11, 0, 0x1000, 0, 0x20];
-        w.extend(lanes(32, |l| vec![l]));
-        let (_, _, a) = parse_block("addr_trace_buffer_load", &w, Some(32)).unwrap();
-        assert_eq!(a, vec![0x1020, 0x1021]);
-    }
-
-    #[test]
-    fn struct_buffer_and_bad_blocks() {
-        // base 0x2_0000_1000 (rsrc_hi low 16 bits = 2), stride 16, soffset 4, voffset 1, vindex lane.
-        let mut w = vec![0b110, 0, 0x1000, (16 << 16) | 2, 4];
-        w.extend(lanes(32, |_| vec![1]));
-        w.extend(lanes(32, |l| vec![l]));
-        let (_, l, a) = parse_block("addr_trace_struct_buffer_store", &w, Some(32)).unwrap();
-        assert_eq!(l, vec![1, 2]);
-        assert_eq!(
-            a,
-            vec![0x2_0000_1000 + 4 + 1 + 16, 0x2_0000_1000 + 4 + 1 + 32]
-        );
-        assert!(parse_block("addr_trace_lds_load", &w[..20], None).is_err());
-        assert!(parse_block("addr_trace_lds_load", &[0, 0], None).is_err());
-        assert!(parse_block("addr_trace_frob", &w, None).is_err());
-        let mut w = vec![1, 0];
-        w.extend(lanes(64, |l| vec![l]));
-        assert!(parse_block("addr_trace_lds_load", &w, Some(32)).is_err());
-        // wave64 exec_hi bit: lane 63 active.
-        let mut w = vec![0, 1 << 31];
-        w.extend(lanes(64, |l| vec![l * 4]));
-        let (e, l, a) = parse_block("addr_trace_ds_bpermute", &w, None).unwrap();
-        assert_eq!((e, l, a), (1 << 63, vec![63], vec![252]));
     }
 
     /// att_tool_test.py@0218074 (note §2.6): at layout (12, 4), a second header of the same SIMD

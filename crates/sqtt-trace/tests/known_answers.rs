@@ -142,11 +142,11 @@ fn marker_samples_test() {
         &recs,
     );
     assert_eq!(phases(tmp.path()), ["B", "E", "i"]);
+    // AMD's flamegraph.py folds nothing here (no interval ends inside the open scope); ours
+    // keeps the open scope up to where its Perfetto slice ends, the next wave instance's first
+    // record at 20 (issue 38 item 3, a deliberate difference listed in docs/trace.md).
     let (stacks, _) = flame_of(tmp.path());
-    assert!(
-        stacks.is_empty(),
-        "no interval ends inside the open scope: {stacks:?}"
-    );
+    assert_eq!(stacks, vec![("k;outer".to_string(), 10, 1)]);
 }
 
 /// Points split intervals without drawing a frame; PRIV records and `R:` payloads are not
