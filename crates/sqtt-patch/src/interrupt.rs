@@ -124,6 +124,20 @@ impl Registered {
     }
 }
 
+impl Registered {
+    /// Makes a file at `path` with `make` and registers it, under the registry's lock, as
+    /// [`Registered::create`] does for a named temporary file.
+    pub fn make_at(
+        path: PathBuf,
+        make: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+    ) -> std::io::Result<Registered> {
+        let mut files = live();
+        make(&path)?;
+        files.push(path.clone());
+        Ok(Registered(path))
+    }
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         let mut l = live();

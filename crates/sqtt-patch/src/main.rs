@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; `main` only parses the command line and maps the
 //! outcome to a documented exit code (see `README.md`, "Exit codes").
 
+mod anonfile;
 mod cmd_batch;
 mod cmd_dis;
 mod cmd_exec;

@@ -247,6 +247,9 @@ enum Tmp {
     /// The file and its registration for deletion if the run is interrupted; the registration
     /// is dropped after the file (fields drop in order), so no moment leaves the file unlisted.
     Named(tempfile::NamedTempFile, crate::interrupt::Registered),
+    /// A file without a name in the destination's directory ([`crate::anonfile`]): nothing is
+    /// visible until it is complete, even if the process is killed.
+    Anon(std::fs::File),
     Unnamed(std::fs::File),
 }
 
@@ -255,7 +258,11 @@ impl Sink {
     pub fn new(dest: &Dest) -> Result<Sink> {
         let tmp = if dest.stream {
             Tmp::Unnamed(tempfile::tempfile().context("cannot create a temporary file")?)
+        } else if let Ok(f) = crate::anonfile::create_in(parent(&dest.path)) {
+            Tmp::Anon(f)
         } else {
+            // No O_TMPFILE here (an old kernel, a file system without it): a named temporary
+            // file, deleted on SIGINT/SIGTERM but not on SIGKILL.
             let dir = parent(&dest.path);
             let (t, registered) = crate::interrupt::Registered::create(|| {
                 tempfile::NamedTempFile::new_in(dir).with_context(|| {
@@ -278,7 +285,7 @@ impl Sink {
     pub fn file(&mut self) -> &mut std::fs::File {
         match &mut self.tmp {
             Tmp::Named(t, _) => t.as_file_mut(),
-            Tmp::Unnamed(f) => f,
+            Tmp::Anon(f) | Tmp::Unnamed(f) => f,
         }
     }
 
@@ -308,6 +315,15 @@ impl Sink {
                 let mut out = open_stream(path).with_context(cannot)?;
                 copy_to_stream(&mut f, &mut out).with_context(cannot)?;
                 out.flush().with_context(cannot)
+            }
+            Tmp::Anon(f) => {
+                let mode = like
+                    .and_then(|l| std::fs::metadata(l).ok())
+                    .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+                f.set_permissions(std::fs::Permissions::from_mode(mode))
+                    .with_context(cannot)?;
+                f.sync_all().with_context(cannot)?;
+                crate::anonfile::link_into_place(&f, path).with_context(cannot)
             }
             Tmp::Named(t, _registered) => {
                 let mode = like

@@ -4,6 +4,9 @@
 //! -list/-unbundle, and the fixture host programs (stub HIP runtime) run after rewriting.
 
 #[allow(dead_code)]
+#[path = "../src/anonfile.rs"]
+mod anonfile;
+#[allow(dead_code)]
 #[path = "../src/cmd_patch.rs"]
 mod cmd_patch;
 #[allow(dead_code)]

@@ -1,6 +1,7 @@
-//! An interrupted run leaves nothing unfinished behind: `--fatbin` streams its output into a
-//! temporary file next to `-o` from the start of the work; SIGINT or SIGTERM while it runs must
-//! delete that file and exit with status 130. The report (`--report-json`) and the object are
+//! An interrupted run leaves nothing unfinished behind: `--fatbin` writes its output into an
+//! unnamed temporary file in `-o`'s directory (`O_TMPFILE`) from the start of the work; SIGINT or
+//! SIGTERM while it runs must exit with status 130 and leave nothing, and SIGKILL must leave
+//! nothing but complete outputs. The report (`--report-json`) and the object are
 //! committed together: an interruption keeps both (when it arrives during their commit, and the
 //! message says so) or neither.
 
@@ -25,51 +26,41 @@ fn entries(dir: &Path) -> Vec<String> {
     v
 }
 
-/// One run of `--fatbin` sent `signal` as soon as its temporary file exists. Returns whether the
-/// signal arrived during the work (exit 130), after checking what the directory holds either way.
-fn interrupted_once(signal: &str) -> bool {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.co");
-    let mut child = Command::new(BIN)
-        .args([
-            "--fatbin",
-            slow_input().to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
+/// `--fatbin` of the slow input into `dir/out.co` with its report `dir/r.json`.
+fn fatbin_run(dir: &Path) -> std::process::Child {
+    Command::new(BIN)
+        .args(["--fatbin", slow_input().to_str().unwrap(), "-o"])
+        .arg(dir.join("out.co"))
+        .arg("--report-json")
+        .arg(dir.join("r.json"))
         .args(["--functions", "1", "--barriers", "1", "--kernel-scopes"])
         .args(["--trace-addresses", "memory,lds"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let mut signalled = false;
-    while child.try_wait().unwrap().is_none() {
-        if entries(dir.path()).iter().any(|e| e.starts_with(".tmp")) {
-            let pid = child.id().to_string();
-            let kill = Command::new("kill").args([signal, &pid]).status().unwrap();
-            assert!(kill.success());
-            signalled = true;
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "no temporary file after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+        .unwrap()
+}
+
+/// One run of `--fatbin` sent `signal` after `delay`. Returns whether the signal arrived during
+/// the work (exit 130), after checking what the directory holds either way: nothing, or both
+/// outputs whole (the signal came while they were being put in place); never a temporary file
+/// (outputs are written into unnamed files until complete).
+fn interrupted_once(signal: &str, delay: Duration) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let child = fatbin_run(dir.path());
+    std::thread::sleep(delay);
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args([signal, &pid]).status().unwrap();
     let done = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
     let both = vec!["out.co".to_string(), "r.json".to_string()];
+    let left = entries(dir.path());
     match done.status.code() {
         Some(130) => {
-            assert!(signalled);
-            let left = entries(dir.path());
             if stderr.contains("interrupted; no output written") {
                 assert_eq!(left, Vec::<String>::new(), "{signal}: left behind");
             } else {
-                // The signal came while the two outputs were being renamed into place.
+                // The signal came while the two outputs were being put in place.
                 assert!(
                     stderr.contains("interrupted; 2 output(s) finished"),
                     "{stderr}"
@@ -78,9 +69,9 @@ fn interrupted_once(signal: &str) -> bool {
             }
             true
         }
-        // The run finished before the signal was handled: only the outputs, no temporary file.
+        // The run finished before the signal: only the outputs.
         Some(0) => {
-            assert_eq!(entries(dir.path()), both);
+            assert_eq!(left, both, "{signal}");
             false
         }
         other => panic!("{signal}: exit {other:?}: {stderr}"),
@@ -90,12 +81,45 @@ fn interrupted_once(signal: &str) -> bool {
 #[test]
 fn interrupted_fatbin_runs_leave_no_temporary_file() {
     for signal in ["-INT", "-TERM"] {
-        let hits = (0..10).filter(|_| interrupted_once(signal)).count();
+        let hits = (0..10u64)
+            .filter(|&i| interrupted_once(signal, Duration::from_millis(20 + 30 * i)))
+            .count();
         assert!(
             hits > 0,
             "{signal}: no run was interrupted during its work in 10 tries"
         );
     }
+}
+
+/// Issue 32 item 4: SIGKILL runs no handler. Whenever it arrives, the directory holds only
+/// outputs that are complete (the object equal to an uninterrupted run's), never a temporary
+/// file: outputs are unnamed files until linked into place.
+#[test]
+fn a_killed_run_leaves_no_temporary_file() {
+    let reference = tempfile::tempdir().unwrap();
+    let o = fatbin_run(reference.path()).wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = std::fs::read(reference.path().join("out.co")).unwrap();
+    let mut killed = 0;
+    for i in 0..12u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = fatbin_run(dir.path());
+        std::thread::sleep(Duration::from_millis(10 + 40 * i));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        killed += usize::from(status.code().is_none());
+        for name in entries(dir.path()) {
+            match name.as_str() {
+                "out.co" => assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), want),
+                "r.json" => {
+                    let text = std::fs::read(dir.path().join(&name)).unwrap();
+                    serde_json::from_slice::<serde_json::Value>(&text).expect("whole report");
+                }
+                other => panic!("left behind after SIGKILL at try {i}: {other}"),
+            }
+        }
+    }
+    assert!(killed > 0, "no run was killed during its work in 12 tries");
 }
 
 /// Issue 32 item 7: `-o FIFO` with no reader used to block in `open(2)` inside the commit, and
