@@ -741,3 +741,24 @@ fn names_that_are_not_utf8_keep_their_bytes_in_outputs() {
         assert_eq!(listed, 2, "exactly the two names in {}", dir.display());
     }
 }
+
+/// A FIFO named as an input is refused as what it is (it was reported as missing).
+#[test]
+fn a_fifo_input_is_named_as_not_a_regular_file() {
+    let t = tempfile::tempdir().unwrap();
+    let ok = Command::new("mkfifo")
+        .arg(t.path().join("f"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    let mut args = vec!["f", "--check"];
+    args.extend(OPTS);
+    let o = batch(t.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("f: not a regular file or directory"),
+        "{}",
+        stderr(&o)
+    );
+}

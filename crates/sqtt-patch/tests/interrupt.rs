@@ -122,6 +122,17 @@ fn a_killed_run_leaves_no_temporary_file() {
     assert!(killed > 0, "no run was killed during its work in 12 tries");
 }
 
+/// A child process killed when the test ends, also when an assertion fails first (a child
+/// blocked on a FIFO would otherwise outlive the test).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Issue 32 item 7: `-o FIFO` with no reader used to block in `open(2)` inside the commit, and
 /// the signal handler, which waits for running commits, never ended the run. Now SIGINT or
 /// SIGTERM ends it with 130 while it waits for a reader, and with a reader the object arrives
@@ -150,7 +161,8 @@ fn a_fifo_without_reader_does_not_block_signals() {
             .unwrap()
     };
     for signal in ["-INT", "-TERM"] {
-        let mut child = start(&fifo);
+        let mut guard = KillOnDrop(start(&fifo));
+        let child = &mut guard.0;
         // Long enough for the work (about 0.3 s idle) to finish and the commit to wait.
         std::thread::sleep(Duration::from_secs(3));
         assert!(
@@ -181,8 +193,8 @@ fn a_fifo_without_reader_does_not_block_signals() {
     let reg = t.path().join("regular.co");
     let o = start(&reg).wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut child = start(&fifo);
+    let mut guard = KillOnDrop(start(&fifo));
     let got = std::fs::read(&fifo).unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(guard.0.wait().unwrap().success());
     assert_eq!(got, std::fs::read(&reg).unwrap());
 }

@@ -1053,12 +1053,9 @@ impl<'a, S: Sink> Decoder<'a, S> {
         let Some(t) = table else {
             w.add(
                 "records of waves whose code object has no funcmap (dropped)",
-                || {
-                    format!(
-                        "{} kernel_id {:?}",
-                        wave_name(&slot.info),
-                        slot.info.kernel_id
-                    )
+                || match slot.info.kernel_id {
+                    Some(k) => format!("{} kernel_id {k}", wave_name(&slot.info)),
+                    None => format!("{} (no kernel_id)", wave_name(&slot.info)),
                 },
             );
             return;

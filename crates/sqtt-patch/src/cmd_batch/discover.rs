@@ -65,6 +65,10 @@ pub(super) fn discover(
             if found.len() == before {
                 errors.push(format!("{text}: no file matches"));
             }
+        } else if std::fs::symlink_metadata(p).is_ok() {
+            errors.push(format!(
+                "{text}: not a regular file or directory (a FIFO, device, socket or dangling link)"
+            ));
         } else {
             errors.push(format!("{text}: no such file or directory"));
         }
