@@ -208,17 +208,17 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         o.scope.get_or_insert_with(Default::default);
     }
     let flags = [
-        &args.scope_wave,
-        &args.scope_simd,
-        &args.scope_cu,
-        &args.scope_wg,
+        ("--scope-wave", &args.scope_wave),
+        ("--scope-simd", &args.scope_simd),
+        ("--scope-cu", &args.scope_cu),
+        ("--scope-wg", &args.scope_wg),
     ];
-    for ((name, set), value) in config::SCOPE_VARS.iter().zip(flags) {
+    for ((name, set), (flag, value)) in config::SCOPE_VARS.iter().zip(flags) {
         if let Some(v) = value {
             let mut m = o.scope.unwrap_or_default();
             set(
                 &mut m,
-                config::parse_mask(name, v).map_err(|e| flag_error("--scope-*", e))?,
+                config::parse_mask(name, v).map_err(|e| flag_error(flag, e))?,
             );
             o.scope = Some(m);
         }

@@ -67,8 +67,37 @@ enum Command {
     Timeline(Box<cmd_trace::TimelineArgs>),
 }
 
+/// clap takes a second input path for a subcommand name ("the subcommand 'b.co' cannot be used
+/// with '[INPUT]'"): when the rejected word is an existing file, say what is wrong instead.
+fn parse_cli() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::{ContextKind, ContextValue, ErrorKind};
+            let word = match e.get(ContextKind::InvalidSubcommand) {
+                Some(ContextValue::String(w)) => Some(w.clone()),
+                _ => None,
+            };
+            let second_input = matches!(
+                e.kind(),
+                ErrorKind::InvalidSubcommand | ErrorKind::ArgumentConflict
+            ) && word
+                .as_deref()
+                .is_some_and(|w| std::path::Path::new(w).exists());
+            if second_input {
+                eprintln!(
+                    "sqtt-patch: error: one input per run ({} is a second one); for many inputs use `sqtt-patch batch PATH... -o DIR`",
+                    word.unwrap_or_default()
+                );
+                std::process::exit(exit::INPUT);
+            }
+            e.exit()
+        }
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     interrupt::install();
     threads::init();
     let outcome = match cli.command {

@@ -1355,3 +1355,37 @@ fn negative_thresholds_and_missing_inputs_get_the_right_first_message() {
         assert_eq!(r.files, files(&["in.co"]), "{args:?}");
     }
 }
+
+/// Fresh tester (session 16): a second input, a number too large and a bad scope mask are named
+/// as what they are, with exit 2 and nothing written.
+#[test]
+fn second_inputs_large_numbers_and_scope_masks_are_named() {
+    let t = workdir(&[(BARRIERS, "a.co"), (BARRIERS, "b.co")]);
+    let r = run(
+        t.path(),
+        &["a.co", "b.co", "-o", "x.co", "--functions", "1"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.first_line()
+            .contains("one input per run (b.co is a second one)"),
+        "{}",
+        r.stderr
+    );
+    let r = run(
+        t.path(),
+        &[
+            "a.co",
+            "-o",
+            "x.co",
+            "--functions",
+            "99999999999999999999999",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("out of range"), "{}", r.stderr);
+    let r = run(t.path(), &["a.co", "-o", "x.co", "--scope-cu", "0xZZ"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("invalid --scope-cu"), "{}", r.stderr);
+    assert_eq!(r.files, files(&["a.co", "b.co"]));
+}

@@ -105,6 +105,18 @@ pub struct ConfigError {
     pub why: &'static str,
 }
 
+/// The reason an integer field was rejected: too large for its type, or not decimal digits.
+fn int_why(
+    e: &std::num::ParseIntError,
+    too_large: &'static str,
+    not_decimal: &'static str,
+) -> &'static str {
+    match e.kind() {
+        std::num::IntErrorKind::PosOverflow => too_large,
+        _ => not_decimal,
+    }
+}
+
 fn err(name: &'static str, value: &str, why: &'static str) -> ConfigError {
     ConfigError {
         name,
@@ -121,9 +133,14 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
         Some(rest) => (true, rest),
         None => (false, t),
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| err(NAME, text, "expected N or cost:N with a decimal N"))?;
+    let n: u64 = digits.parse().map_err(|e| {
+        let why = int_why(
+            &e,
+            "N is out of range (at most 18446744073709551615)",
+            "expected N or cost:N with a decimal N",
+        );
+        err(NAME, text, why)
+    })?;
     Ok(match (n, cost) {
         (0, _) => FunctionThreshold::Off,
         (n, false) => FunctionThreshold::Count(n),
@@ -152,12 +169,22 @@ pub fn parse_memory(text: &str) -> Result<Option<MemoryChunking>, ConfigError> {
     let (n, m) = t
         .split_once(':')
         .ok_or_else(|| err(NAME, text, "expected N:M"))?;
-    let ops_per_marker: u32 = n
-        .parse()
-        .map_err(|_| err(NAME, text, "N must be a decimal number"))?;
-    let max_gap: u32 = m
-        .parse()
-        .map_err(|_| err(NAME, text, "M must be a decimal number"))?;
+    let ops_per_marker: u32 = n.parse().map_err(|e| {
+        let why = int_why(
+            &e,
+            "N is out of range (at most 4294967295)",
+            "N must be a decimal number",
+        );
+        err(NAME, text, why)
+    })?;
+    let max_gap: u32 = m.parse().map_err(|e| {
+        let why = int_why(
+            &e,
+            "M is out of range (at most 4294967295)",
+            "M must be a decimal number",
+        );
+        err(NAME, text, why)
+    })?;
     if ops_per_marker == 0 {
         return Err(err(NAME, text, "N must be at least 1"));
     }
@@ -317,6 +344,12 @@ mod tests {
         assert_eq!(parse_functions("0"), Ok(FunctionThreshold::Off));
         assert!(parse_functions("cost:").is_err());
         assert!(parse_functions("-3").is_err());
+        // Too large is said as such (fresh tester: it said "with a decimal N").
+        let big = parse_functions("99999999999999999999999").unwrap_err();
+        assert!(big.why.contains("out of range"), "{}", big.why);
+        let big = parse_memory("4294967296:1").unwrap_err();
+        assert!(big.why.contains("N is out of range"), "{}", big.why);
+        assert!(parse_memory("x:1").unwrap_err().why.contains("decimal"));
     }
 
     #[test]
