@@ -62,9 +62,12 @@ impl ArchFilter {
                     && p.len() > 3
                     && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
             });
-            let feats_ok = parts.all(|f| f.len() > 1 && (f.ends_with('+') || f.ends_with('-')));
+            // Target features of AMDGPU target IDs: `xnack` and `sramecc`, each `+` or `-`
+            // (AMDGPUUsage, "Target Features"); any other name selects nothing.
+            let feats_ok =
+                parts.all(|f| matches!(f, "xnack+" | "xnack-" | "sramecc+" | "sramecc-"));
             if !proc_ok || !feats_ok {
-                bail!("--offload-arch {i:?}: expected a target such as gfx942 or gfx90a:xnack+");
+                bail!("--offload-arch {i:?}: expected a target such as gfx942 or gfx90a:xnack+ (features: xnack+, xnack-, sramecc+, sramecc-)");
             }
             if amdgpu_isa::Target::from_name(i).is_none() {
                 let known: Vec<&str> = amdgpu_isa::Target::all().map(|t| t.name()).collect();

@@ -401,6 +401,9 @@ fn offload_arch_filter_limits_the_instrumented_targets() {
     assert!(!ArchFilter::new(&["gfx90a:xnack+".to_string()])
         .expect("ok")
         .matches("gfx90a:xnack-"));
+    // A feature that is not xnack/sramecc would select nothing (fresh tester: accepted).
+    assert!(ArchFilter::new(&["gfx942:bogus+".to_string()]).is_err());
+    assert!(ArchFilter::new(&["gfx942:sramecc-:xnack+".to_string()]).is_ok());
 }
 
 #[test]
