@@ -762,3 +762,41 @@ fn a_fifo_input_is_named_as_not_a_regular_file() {
         stderr(&o)
     );
 }
+
+/// `--copy-tree` names what it cannot copy (a FIFO) instead of leaving it out silently, and
+/// keeps directory modes (fresh tester: a mode-0700 directory came out 0755).
+#[test]
+fn copy_tree_names_special_files_and_keeps_directory_modes() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let lib = t.path().join("lib");
+    std::fs::create_dir_all(lib.join("private")).unwrap();
+    std::fs::copy(fixture(SMALL[0]), lib.join("a.co")).unwrap();
+    std::fs::write(lib.join("private/notes.txt"), b"x").unwrap();
+    std::fs::set_permissions(lib.join("private"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ok = Command::new("mkfifo")
+        .arg(lib.join("pipe"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    let mut args = vec!["lib", "-o", "out", "--copy-tree"];
+    args.extend(OPTS);
+    let o = batch(t.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not copied: lib/pipe: not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    let mode = std::fs::metadata(t.path().join("out/private"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(
+        std::fs::read(t.path().join("out/private/notes.txt")).unwrap(),
+        b"x"
+    );
+    assert!(!t.path().join("out/pipe").exists());
+}

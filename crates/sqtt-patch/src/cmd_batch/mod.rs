@@ -204,6 +204,9 @@ pub fn run(args: BatchArgs) -> Result<i32> {
             c.files,
             c.links
         ))?;
+        for p in &c.special {
+            eprintln!("sqtt-patch batch: not copied: {p}: not a regular file, directory or link (a FIFO, socket or device)");
+        }
     }
     for e in &input_errors {
         eprintln!("sqtt-patch batch: input error: {e}");

@@ -15,6 +15,9 @@ pub(super) struct Copied {
     pub files: u64,
     /// Symbolic links recreated.
     pub links: u64,
+    /// Entries that are neither files, directories nor links (FIFOs, sockets, devices): not
+    /// copied, named here.
+    pub special: Vec<String>,
 }
 
 /// Copies below `out` every entry of `src` that is not there yet (see the module docs); at most
@@ -53,11 +56,23 @@ fn walk(src: &Path, out: &Path, depth: usize, copied: &mut Copied) -> Result<()>
             }
         } else if meta.is_dir() {
             walk(&from, &to, depth + 1, copied)?;
-        } else if meta.is_file() && std::fs::symlink_metadata(&to).is_err() {
-            std::fs::copy(&from, &to)
-                .with_context(|| format!("-o {}: cannot copy {}", to.display(), from.display()))?;
-            copied.files += 1;
+        } else if meta.is_file() {
+            if std::fs::symlink_metadata(&to).is_err() {
+                std::fs::copy(&from, &to).with_context(|| {
+                    format!("-o {}: cannot copy {}", to.display(), from.display())
+                })?;
+                copied.files += 1;
+            }
+        } else {
+            copied.special.push(from.display().to_string());
         }
     }
+    // The directory's own mode, after its entries are written (a read-only directory would
+    // refuse them otherwise).
+    let mode = std::fs::metadata(src)
+        .with_context(|| format!("{}: cannot read", src.display()))?
+        .permissions();
+    std::fs::set_permissions(out, mode)
+        .with_context(|| format!("-o {}: cannot set the mode", out.display()))?;
     Ok(())
 }
