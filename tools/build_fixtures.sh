@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build_fixtures.sh - rebuild sqtt-patch's self-contained test fixtures
-# (fixtures/objects, fixtures/left-alone, fixtures/tensile, fixtures/retired, fixtures/bundles,
+# (fixtures/objects, fixtures/left-alone, fixtures/tensile, fixtures/rdc, fixtures/retired, fixtures/bundles,
 # fixtures/hosts, fixtures/MANIFEST.tsv)
 # from fixtures/src with LLVM 22 only: no ROCm, no GPU, no device libraries.
 #
@@ -38,12 +38,15 @@ RETIRED="$FX/retired"
 # Tensile-shaped kernels (issue 37: long branches through an offset SGPR, size-0 kernel symbols
 # with zero padding); not in objects/ so that the output-hash and baseline sets stay as they are
 TENSILE_DIR="$FX/tensile"
+# relocatable device code linked with LTO (issue 39 item 3): inlined functions whose abstract
+# origins lie in another compile unit (DW_FORM_ref_addr); own directory for the same reason
+RDC_DIR="$FX/rdc"
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -68,6 +71,7 @@ HAZARDS="gfx1153 gfx1201"                      # hazards.S: original hazard prod
 CLAUSE_HINT="gfx1100 gfx1201"                  # clause_hint.S: an s_clause inside an s_delay_alu window
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
+RDC="gfx1100"                                  # rdc_{main,lib}.hip: -fgpu-rdc + LTO, cross-unit origins
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
 HIP_DEVICE=("$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output -nogpuinc -nogpulib -I. "${REPRO[@]}")
@@ -124,6 +128,12 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
+    rdc) for f in rdc_main rdc_lib; do  # bitcode, then an LTO link that inlines across the files
+           "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${f}__${variant}" -fgpu-rdc -flto \
+             "${flags[@]}" -c "$f.hip" -o "$TMP/${target}__${f}__${variant}.bc"
+         done
+         "$LLVM/ld.lld" -shared -plugin-opt=mcpu="$target" -plugin-opt=O3 "$TMP/${target}__rdc_main__${variant}.bc" \
+           "$TMP/${target}__rdc_lib__${variant}.bc" -o "$RDC_DIR/${out##*/}" ;;
     long-branch) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
                    "${flags[@]}" long_branch.hip -o "$out" ;;
     *) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -141,6 +151,7 @@ for t in $WAVE64; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-wav
 for t in $PRELOAD; do for s in $HIP_SOURCES ocl; do spawn object "$t" "$s" O3-preload8; done; done
 for t in $LONG_BRANCH; do spawn object "$t" long-branch O3; done
 for t in $INLINED; do for v in O3-g O3-gline; do spawn object "$t" inlined "$v"; done; done
+for t in $RDC; do spawn object "$t" rdc O3-g; done
 for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; spawn object "$t" relax-tail O3; done
@@ -286,10 +297,10 @@ other_row() {  # other_row FILE TARGETS
 }
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
-  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co; do object_row "$f"; done
+  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co "$RDC_DIR"/*.co; do object_row "$f"; done
   for f in "$RETIRED"/*.co; do retired_row "$f" "$OBJ/gfx942__barriers__O3.co"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

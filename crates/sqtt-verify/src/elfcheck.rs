@@ -337,7 +337,7 @@ fn check_rows(
     let inlined = if unnamed.is_empty() {
         Default::default()
     } else {
-        crate::dwarfcheck::inlined_names(o)
+        crate::inlined::inlined_names(o)
     };
     for r in unnamed {
         if !inlined.contains(&r.name) {

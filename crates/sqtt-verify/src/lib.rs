@@ -53,6 +53,7 @@ mod elfcheck;
 mod flow;
 pub mod funcmap;
 mod hazard;
+mod inlined;
 mod insn;
 mod noreturn;
 mod region;
