@@ -317,22 +317,11 @@ impl Sink {
                 out.flush().with_context(cannot)
             }
             Tmp::Anon(f) => {
-                let mode = like
-                    .and_then(|l| std::fs::metadata(l).ok())
-                    .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-                f.set_permissions(std::fs::Permissions::from_mode(mode))
-                    .with_context(cannot)?;
-                f.sync_all().with_context(cannot)?;
+                finish_file(&f, like).with_context(cannot)?;
                 crate::anonfile::link_into_place(&f, path).with_context(cannot)
             }
             Tmp::Named(t, _registered) => {
-                let mode = like
-                    .and_then(|l| std::fs::metadata(l).ok())
-                    .map_or(0o644, |m| m.permissions().mode() & 0o7777);
-                t.as_file()
-                    .set_permissions(std::fs::Permissions::from_mode(mode))
-                    .with_context(cannot)?;
-                t.as_file().sync_all().with_context(cannot)?;
+                finish_file(t.as_file(), like).with_context(cannot)?;
                 // The error carries the temporary file: drop it here (deleting it) and keep
                 // only the I/O error, whose text the persist error would otherwise repeat.
                 t.persist(path).map_err(|e| e.error).with_context(cannot)?;
@@ -340,6 +329,16 @@ impl Sink {
             }
         }
     }
+}
+
+/// Gives a complete output file the permissions of `like` (0644 when `None` or unreadable) and
+/// syncs it, before it is put in place.
+fn finish_file(f: &std::fs::File, like: Option<&Path>) -> std::io::Result<()> {
+    let mode = like
+        .and_then(|l| std::fs::metadata(l).ok())
+        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    f.sync_all()
 }
 
 /// Polling interval while a FIFO has no reader or a full pipe (milliseconds).

@@ -529,14 +529,16 @@ fn scope_flags(
         let needed: BTreeSet<u16> = r.iter().filter_map(|&g| flags[g]).collect();
         let run = kf.inserted.get(kf.run(entry_index(kf))).unwrap_or_default();
         let computes = run.iter().any(|n| is_hw_id_read(&n.inst));
-        let untested: BTreeSet<u16> = all_flags
+        // The object's flags this entry run computes (it reads a hardware-ID register and
+        // writes them), tested in the kernel's call graph or not.
+        let computed: BTreeSet<u16> = all_flags
             .iter()
             .copied()
             .filter(|&f| computes && run.iter().any(|n| n.inst.writes().contains_sgpr(f)))
             .collect();
-        for &flag in needed.union(&untested) {
+        for &flag in needed.union(&computed) {
             entry_flags[ki].insert(flag);
-            if !computes || !run.iter().any(|n| n.inst.writes().contains_sgpr(flag)) {
+            if !computed.contains(&flag) {
                 findings.push(fnd(
                     kf,
                     Check::Markers,
