@@ -341,11 +341,17 @@ pub enum LayoutError {
         /// Its target.
         target: u64,
     },
-    /// A SOPP branch no longer reaches its target (simm16, about ±128 KiB): relax it.
-    #[error("branch at {at:#x} is out of simm16 range after insertion")]
+    /// SOPP branches that no longer reach their targets (simm16, about ±128 KiB): relax them.
+    /// Pass 2 goes on past each one (writing zeros in its place) so that one layout names every
+    /// such branch of the plan.
+    #[error(
+        "branch at {:#x} is out of simm16 range after insertion ({} such branch(es))",
+        .at.first().copied().unwrap_or_default(),
+        .at.len()
+    )]
     OutOfRange {
-        /// Original address of the branch.
-        at: u64,
+        /// Original addresses of the branches (bytes), sorted, at least one.
+        at: Vec<u64>,
     },
     /// Re-encoding failed.
     #[error("cannot re-encode instruction at {at:#x}: {why}")]
@@ -720,11 +726,19 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
         text_addr,
         out: Vec::with_capacity((addr - text_addr) as usize),
         data_parts: Vec::new(),
+        out_of_range: Vec::new(),
     };
     let ends = new_addrs.iter().skip(1).chain(std::iter::once(&addr));
     for ((piece, &at), &end) in plan.pieces.iter().zip(&new_addrs).zip(ends) {
-        p2.piece(piece, at)?;
+        let result = p2.piece(piece, at);
+        p2.go_on_if_out_of_range(result, at, end)?;
         p2.check(at, end)?;
+    }
+    if !p2.out_of_range.is_empty() {
+        let mut at = p2.out_of_range;
+        at.sort_unstable();
+        at.dedup();
+        return Err(LayoutError::OutOfRange { at });
     }
     let (bytes, data_parts) = (p2.out, p2.data_parts);
     layout.bytes = bytes;
@@ -732,15 +746,42 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
     Ok(layout)
 }
 
-/// Pass 2 state: the bytes so far and the adds of address builders of data seen.
+/// Pass 2 state: the bytes so far, the adds of address builders of data seen, and the
+/// branches found out of range so far.
 struct Pass2<'l> {
     r: Resolver<'l>,
     text_addr: u64,
     out: Vec<u8>,
     data_parts: Vec<DataPart>,
+    out_of_range: Vec<u64>,
 }
 
 impl Pass2<'_> {
+    /// Passes `result` of encoding what starts at new address `at` and ends at `end` (bytes)
+    /// through, except an out-of-range branch: that is recorded, and its bytes become zeros of
+    /// the size pass 1 gave them, so that the rest of the plan is checked too (the layout then
+    /// fails with every such branch: [`LayoutError::OutOfRange`]).
+    fn go_on_if_out_of_range(
+        &mut self,
+        result: Result<(), LayoutError>,
+        at: u64,
+        end: u64,
+    ) -> Result<(), LayoutError> {
+        match result {
+            Err(LayoutError::OutOfRange { at: far }) => {
+                self.out_of_range.extend(far);
+                let (from, to) = (
+                    (at - self.text_addr) as usize,
+                    (end - self.text_addr) as usize,
+                );
+                self.out.truncate(from);
+                self.out.resize(to, 0);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// Errors when the bytes written since new address `at` do not end at `end` (bytes).
     fn check(&self, at: u64, end: u64) -> Result<(), LayoutError> {
         let now = self.text_addr + self.out.len() as u64;
@@ -797,7 +838,8 @@ impl Pass2<'_> {
                         .next_if(|(j, _)| *j as usize == i)
                         .map_or(Reloc::None, |&(_, r)| r);
                     let end = a + inst.len() as u64;
-                    self.orig(old, &inst, reloc, a)?;
+                    let result = self.orig(old, &inst, reloc, a);
+                    self.go_on_if_out_of_range(result, a, end)?;
                     self.check(a, end)?;
                     a = end;
                 }

@@ -9,7 +9,7 @@
 //! instrumented safely are skipped and reported.
 
 use crate::config::Options;
-use crate::pipeline::{analyse, decode, encode, instrument, lay_out, load};
+use crate::pipeline::{analyse, decode, encode, instrument, lay_out, load, NotLaidOut};
 use crate::plan::{SiteKind, Skipped};
 use crate::timings::{Stage, Timings};
 use serde::Serialize;
@@ -285,19 +285,53 @@ pub fn rewrite_timed(
 /// problem in them: they are not instrumented and move as one block ([`crate::verbatim`]). The
 /// CLI uses it to take out the functions the verifier rejects. An address that is no function
 /// entry is ignored.
+///
+/// A function with a branch that inserted code pushes out of range and that cannot be relaxed
+/// (no SGPR pair free, SCC live at its target) is left alone the same way, and the object is
+/// rewritten again without it (at most [`MAX_LAYOUT_ROUNDS`] rewrites): one branch costs its
+/// function, not the object (issue 29).
 pub fn rewrite_leaving_alone(
     input: &[u8],
     opts: &Options,
     leave: &BTreeMap<u64, String>,
     t: &mut Timings,
 ) -> Result<Outcome, RewriteError> {
-    let mut out = rewrite_object(input, opts, leave, t)?;
+    let mut leave = leave.clone();
+    let mut round = 1;
+    let mut out = loop {
+        match rewrite_object(input, opts, &leave, t)? {
+            Attempt::Done(out) => break out,
+            Attempt::LeaveAlone(mut report, more) => {
+                let before = leave.len();
+                for (entry, why) in &more {
+                    leave.entry(*entry).or_insert_with(|| why.clone());
+                }
+                if leave.len() == before || round == MAX_LAYOUT_ROUNDS {
+                    report.status = Status::FailedClosed;
+                    report.reasons.extend(more.into_values());
+                    break unchanged(report);
+                }
+                round += 1;
+            }
+        }
+    };
     // An object that failed closed after its sites were found keeps the coverage the instrument
     // stage recorded: every site found, none instrumented.
     if out.report.status != Status::FailedClosed || out.report.coverage.is_empty() {
         out.report.coverage = out.report.compute_coverage();
     }
     Ok(out)
+}
+
+/// Most rewrites of one object by [`rewrite_leaving_alone`]: the first, then one per round of
+/// functions left alone for branches that cannot be relaxed.
+pub const MAX_LAYOUT_ROUNDS: usize = 8;
+
+/// One rewrite of an object: done, or the functions (entry address, reason) to leave alone in
+/// the next one, with this attempt's report.
+enum Attempt {
+    Done(Outcome),
+    LeaveAlone(Report, BTreeMap<u64, String>),
 }
 
 /// The output equals the input; `report` says why (status `nothing_to_do` or `failed_closed`).
@@ -316,33 +350,35 @@ fn rewrite_object(
     opts: &Options,
     leave: &BTreeMap<u64, String>,
     t: &mut Timings,
-) -> Result<Outcome, RewriteError> {
+) -> Result<Attempt, RewriteError> {
     t.begin(Stage::Load);
     let (mut report, loaded) = load(input, opts)?;
     let Some(loaded) = loaded else {
-        return Ok(unchanged(report));
+        return Ok(Attempt::Done(unchanged(report)));
     };
     t.begin(Stage::Decode);
     let decoded = decode(loaded);
     t.begin(Stage::Analyse);
     let Some(analysed) = analyse(decoded, leave, &mut report) else {
-        return Ok(unchanged(report));
+        return Ok(Attempt::Done(unchanged(report)));
     };
     t.begin(Stage::Instrument);
     let Some(instrumented) = instrument(analysed, opts, &mut report) else {
-        return Ok(unchanged(report));
+        return Ok(Attempt::Done(unchanged(report)));
     };
     t.begin(Stage::LayOut);
-    let Some(laid_out) = lay_out(instrumented, &mut report) else {
-        return Ok(unchanged(report));
+    let laid_out = match lay_out(instrumented, &mut report) {
+        Ok(l) => l,
+        Err(NotLaidOut::FailedClosed) => return Ok(Attempt::Done(unchanged(report))),
+        Err(NotLaidOut::LeaveAlone(more)) => return Ok(Attempt::LeaveAlone(report, more)),
     };
     t.begin(Stage::Encode);
     let Some(encoded) = encode(laid_out, input, opts, &mut report)? else {
-        return Ok(unchanged(report));
+        return Ok(Attempt::Done(unchanged(report)));
     };
     report.status = Status::Instrumented;
-    Ok(Outcome {
+    Ok(Attempt::Done(Outcome {
         bytes: Some(encoded.bytes),
         report,
-    })
+    }))
 }

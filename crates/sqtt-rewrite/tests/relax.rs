@@ -250,3 +250,114 @@ fn relaxed_last_branch_stays_inside_its_function() {
         );
     }
 }
+
+/// gfx1100 object with two kernels, each with a conditional branch right at the simm16 limit
+/// over a barrier: in `k_scc` SCC is read at the branch target (`s_cselect_b32`), so the long
+/// branch, which clobbers SCC, cannot relax it; `k_ok` relaxes. With `far2`, `k_ok` has a
+/// second such branch right after the first, to one instruction past the first's target.
+fn two_kernels(far2: bool) -> String {
+    let kernel = |name: &str, at_target: &str, second: bool| {
+        // Dwords from after each branch to its target: 32767, the simm16 maximum.
+        let (inner_branch, nops, inner_label) = if second {
+            (
+                "  s_cbranch_scc0 .Lfar2_NAME\n",
+                32765,
+                "  s_nop 0\n.Lfar2_NAME:\n",
+            )
+        } else {
+            ("", 32766, "")
+        };
+        format!(
+            r#".globl NAME
+.p2align 8
+.type NAME,@function
+NAME:
+  s_cmp_eq_u32 s0, 0
+  s_cbranch_scc1 .Lfar_NAME
+{inner_branch}  s_barrier
+  .rept {nops}
+  s_nop 0
+  .endr
+.Lfar_NAME:
+{inner_label}{at_target}  s_endpgm
+.LNAME_end:
+.size NAME, .LNAME_end-NAME
+"#
+        )
+        .replace("NAME", name)
+    };
+    let meta = |name: &str| {
+        format!(
+            "  - .name: {name}\n    .symbol: {name}.kd\n    .kernarg_segment_size: 0\n    .group_segment_fixed_size: 0\n    .private_segment_fixed_size: 0\n    .kernarg_segment_align: 4\n    .wavefront_size: 32\n    .sgpr_count: 16\n    .vgpr_count: 8\n    .max_flat_workgroup_size: 256\n"
+        )
+    };
+    let kd = |name: &str| {
+        format!(
+            ".amdhsa_kernel {name}\n  .amdhsa_next_free_vgpr 8\n  .amdhsa_next_free_sgpr 16\n  .amdhsa_wavefront_size32 1\n.end_amdhsa_kernel\n"
+        )
+    };
+    format!(
+        ".amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"\n.text\n{}{}.rodata\n.p2align 6\n{}{}.amdgpu_metadata\n---\namdhsa.version: [1, 2]\namdhsa.kernels:\n{}{}...\n.end_amdgpu_metadata\n",
+        kernel("k_scc", "  s_cselect_b32 s1, s2, s3\n", false),
+        kernel("k_ok", "", far2),
+        kd("k_scc"),
+        kd("k_ok"),
+        meta("k_scc"),
+        meta("k_ok"),
+    )
+}
+
+/// Issue 29: a branch that inserted code pushes out of range and that cannot be relaxed costs
+/// its function, not the object. `k_scc` is left alone (copied verbatim, its barrier site
+/// skipped with the reason), `k_ok` is instrumented with its branch relaxed, and the verifier
+/// accepts the output. Every branch one layout finds out of range is relaxed before the next
+/// layout: `k_ok`'s two far branches (with `far2`) both get islands.
+#[test]
+fn a_branch_that_cannot_be_relaxed_costs_only_its_function() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    for far2 in [false, true] {
+        let input = common::build_code_object("assembler", &two_kernels(far2), "gfx1100", &[]);
+        let opts = Options {
+            barriers: true,
+            ..Options::default()
+        };
+        let out = rewrite(&input, &opts).unwrap();
+        let r = &out.report;
+        assert_eq!(r.status, Status::Instrumented, "{:?}", r.reasons);
+        let alone: Vec<(&str, &str)> = r
+            .left_alone
+            .iter()
+            .map(|l| (l.name.as_str(), l.why.as_str()))
+            .collect();
+        assert_eq!(alone.len(), 1, "{alone:?}");
+        assert_eq!(alone[0].0, "k_scc");
+        assert!(
+            alone[0]
+                .1
+                .contains("cannot be relaxed: SCC is live at the branch target"),
+            "{alone:?}"
+        );
+        assert_eq!(r.skipped.len(), 1, "{:?}", r.skipped);
+        assert_eq!(r.skipped[0].function, "k_scc");
+        assert!(r.skipped[0].why.starts_with("function left alone"));
+        assert_eq!(r.relaxed_branches, if far2 { 2 } else { 1 });
+        let c = r
+            .coverage
+            .iter()
+            .find(|c| c.feature == "barriers")
+            .expect("barrier coverage");
+        assert_eq!((c.instrumented, c.found), (1, 2));
+        let bytes = out.bytes.expect("rewritten");
+        let v = sqtt_verify::verify(&input, &bytes).unwrap();
+        assert!(v.is_clean(), "{:?}", v.findings);
+        let text = llvm("llvm-objdump", "-d", &bytes);
+        assert!(!text.contains("<unknown>"));
+        assert_eq!(
+            text.matches("s_setpc_b64").count(),
+            if far2 { 2 } else { 1 },
+            "one island per relaxed branch"
+        );
+    }
+}

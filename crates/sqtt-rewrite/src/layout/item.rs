@@ -93,7 +93,9 @@ fn retarget(
     out: &mut Vec<u8>,
 ) -> Result<(), LayoutError> {
     let fixed = inst.with_branch_target(at, t).map_err(|e| match e {
-        EncodeError::BranchOutOfRange { .. } if relaxable => LayoutError::OutOfRange { at: old },
+        EncodeError::BranchOutOfRange { .. } if relaxable => {
+            LayoutError::OutOfRange { at: vec![old] }
+        }
         e => encode_error(old)(e),
     })?;
     out.extend_from_slice(fixed.bytes());
@@ -322,7 +324,9 @@ impl Item for Island<'_> {
             );
         } else {
             let dwords = (dest.wrapping_sub(start + 4) as i64) / 4;
-            let d = i16::try_from(dwords).map_err(|_| LayoutError::OutOfRange { at: self.from })?;
+            let d = i16::try_from(dwords).map_err(|_| LayoutError::OutOfRange {
+                at: vec![self.from],
+            })?;
             code.push(build::s_branch(self.isa, d).map_err(encode)?);
         }
         if self.skip {

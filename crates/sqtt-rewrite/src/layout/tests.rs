@@ -78,7 +78,7 @@ fn far_landing_block_is_out_of_range_until_its_jump_is_long() {
     let c = code(t, 40_000);
     assert_eq!(
         lay_out(&plan(&c, t, target, false)).unwrap_err(),
-        LayoutError::OutOfRange { at: 0x1000 }
+        LayoutError::OutOfRange { at: vec![0x1000] }
     );
     let l = lay_out(&plan(&c, t, target, true)).unwrap();
     assert_eq!(

@@ -28,10 +28,21 @@ pub(crate) struct LaidOut {
     pub trace_addrs: BTreeMap<(usize, usize), u64>,
 }
 
-/// Lays out the new `.text`, relaxing out-of-range branches (at most 10,000). `None`: the
-/// object fails closed (a branch that cannot be relaxed, or a layout error). Fills
-/// `relaxed_branches` and `reasons`.
-pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<LaidOut> {
+/// Why [`lay_out`] produced no layout.
+pub(crate) enum NotLaidOut {
+    /// The object fails closed (a layout error); `reasons` of the report say why.
+    FailedClosed,
+    /// Branches of these functions are out of range and cannot be relaxed: the functions, by
+    /// original entry address (bytes), with the reason. The object is rewritten again with them
+    /// left alone (nothing inserted in them, so their branches keep their distances).
+    LeaveAlone(BTreeMap<u64, String>),
+}
+
+/// Lays out the new `.text`, relaxing out-of-range branches (at most 10,000; every branch one
+/// layout finds out of range is relaxed before the next layout, which gives the same set of
+/// relaxed branches as one at a time: inserted bytes only lengthen distances). Fills
+/// `relaxed_branches` and, when the object fails closed, `reasons`.
+pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<LaidOut, NotLaidOut> {
     let target = ins.prog.target;
     let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
     let layout = loop {
@@ -39,26 +50,38 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
         match laid {
             Ok(l) => break l,
             Err(LayoutError::OutOfRange { at })
-                if !relax.contains_key(&at) && relax.len() < 10_000 =>
+                if at.iter().all(|a| !relax.contains_key(a))
+                    && relax.len() + at.len() <= 10_000 =>
             {
-                match relaxable(&ins.prog, &ins.scc_live, &mut ins.sgprs, at, target) {
-                    Ok(r) => {
-                        if let Some(p) = r.pair {
-                            ins.used_by_func[r.func] |= 3u128 << p;
+                let mut leave = BTreeMap::new();
+                for a in at {
+                    match relaxable(&ins.prog, &ins.scc_live, &mut ins.sgprs, a, target) {
+                        Ok(r) => {
+                            if let Some(p) = r.pair {
+                                ins.used_by_func[r.func] |= 3u128 << p;
+                            }
+                            relax.insert(a, r);
                         }
-                        relax.insert(at, r);
+                        Err((Some(entry), why)) => {
+                            leave.entry(entry).or_insert_with(|| {
+                                format!("branch at {a:#x} is out of range after insertion and cannot be relaxed: {why}")
+                            });
+                        }
+                        Err((None, why)) => {
+                            report.status = Status::FailedClosed;
+                            report.reasons.push(format!("branch at {a:#x} is out of range after insertion and cannot be relaxed: {why}"));
+                            return Err(NotLaidOut::FailedClosed);
+                        }
                     }
-                    Err(why) => {
-                        report.status = Status::FailedClosed;
-                        report.reasons.push(format!("branch at {at:#x} is out of range after insertion and cannot be relaxed: {why}"));
-                        return None;
-                    }
+                }
+                if !leave.is_empty() {
+                    return Err(NotLaidOut::LeaveAlone(leave));
                 }
             }
             Err(e) => {
                 report.status = Status::FailedClosed;
                 report.reasons.push(e.to_string());
-                return None;
+                return Err(NotLaidOut::FailedClosed);
             }
         }
     };
@@ -79,7 +102,7 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Option<Laid
         })
         .collect();
     ins.prog.drop_instructions();
-    Some(LaidOut {
+    Ok(LaidOut {
         ins,
         layout,
         verbatim_pairs,
@@ -243,38 +266,47 @@ struct Relaxed {
 
 /// Whether the branch at original address `at` can be relaxed: an SGPR pair is free at its
 /// target, where the island jumps (not needed on gfx1250), and SCC is dead there (the island's
-/// adds clobber SCC; gfx1250's `s_add_pc_i64` does not).
+/// adds clobber SCC; gfx1250's `s_add_pc_i64` does not). Errors: the reason, with the original
+/// entry address (bytes) of the branch's function when it is in one.
 fn relaxable(
     prog: &Program,
     scc: &[Vec<bool>],
     sgprs: &mut SgprFacts,
     at: u64,
     target: Target,
-) -> Result<Relaxed, String> {
+) -> Result<Relaxed, (Option<u64>, String)> {
     for (fi, f) in prog.funcs.iter().enumerate() {
         let Some(i) = f.insts.index_of(at) else {
             continue;
         };
+        let fail = |why: &str| (Some(f.spec.start), why.to_string());
         let inst = f.insts.get(i);
         let Reloc::Branch { target: t } = f.relocs[i] else {
-            return Err(format!("{} is not a SOPP branch", inst.mnemonic()));
+            return Err(fail(&format!("{} is not a SOPP branch", inst.mnemonic())));
         };
         if !crate::layout::may_add_branches(target) {
-            return Err("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)".into());
+            return Err(fail("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)"));
         }
         let mut pair = None;
         if target.family() != Family::Gfx1250 {
-            let ti = f.insts.index_of(t).ok_or("target is not an instruction")?;
+            let ti = f
+                .insts
+                .index_of(t)
+                .ok_or_else(|| fail("target is not an instruction"))?;
             if scc[fi][ti] {
-                return Err(
-                    "SCC is live at the branch target (the long branch clobbers it)".into(),
-                );
+                return Err(fail(
+                    "SCC is live at the branch target (the long branch clobbers it)",
+                ));
             }
-            pair = Some(SiteRegs::new(sgprs.free_at(prog, fi, ti)).pair("a long branch")?);
+            pair = Some(
+                SiteRegs::new(sgprs.free_at(prog, fi, ti))
+                    .pair("a long branch")
+                    .map_err(|why| fail(&why))?,
+            );
         }
         return Ok(Relaxed { func: fi, pair });
     }
-    Err("not an instruction of any function".into())
+    Err((None, "not an instruction of any function".into()))
 }
 
 /// Alignment to keep for a function starting at `addr` (kernels: 256, AMDGPUUsage "Kernel

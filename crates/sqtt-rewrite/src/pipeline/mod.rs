@@ -28,7 +28,7 @@ pub(crate) use analyse::{analyse, Analysed};
 pub(crate) use decode::{decode, Decoded};
 pub(crate) use encode::encode;
 pub(crate) use instrument::{instrument, Instrumented};
-pub(crate) use lay_out::{lay_out, LaidOut};
+pub(crate) use lay_out::{lay_out, LaidOut, NotLaidOut};
 pub(crate) use load::{load, Loaded, Source};
 
 use crate::analysis::Program;
