@@ -361,3 +361,97 @@ fn a_branch_that_cannot_be_relaxed_costs_only_its_function() {
         );
     }
 }
+
+/// The compiler's own long branch (LLVM's branch relaxation, as in Debian's RCCL for gfx908),
+/// entered by a branch from elsewhere and preceded by an `s_branch` that jumps away: the block
+/// has the shape of the rewriter's long-branch islands, but it is original code. The verifier
+/// took it for an island, so the object did not even verify against itself (1.4 million
+/// findings on RCCL gfx908); it must verify against itself and after instrumentation.
+fn compiler_long_branch(mcpu: &str) -> String {
+    r#".amdgcn_target "amdgcn-amd-amdhsa--MCPU"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+  s_cmp_eq_u32 s0, 0
+  s_cbranch_scc1 .Llong
+  s_cbranch_execz .Ljoin
+  v_mov_b32 v1, 0
+  s_branch .Lelse
+.Llong:
+  s_getpc_b64 s[34:35]
+.Lpc:
+  s_add_u32 s34, s34, .Lfar-.Lpc
+  s_addc_u32 s35, s35, lit(0)
+  s_setpc_b64 s[34:35]
+.Ljoin:
+  s_or_b64 exec, exec, s[18:19]
+.Lelse:
+  s_barrier
+.Lfar:
+  s_barrier
+  s_endpgm
+.Lk_end:
+.size k, .Lk_end-k
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_next_free_vgpr 8
+  .amdhsa_next_free_sgpr 40
+  ACCUM
+.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.version: [1, 2]
+amdhsa.kernels:
+  - .name: k
+    .symbol: k.kd
+    .kernarg_segment_size: 0
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .kernarg_segment_align: 4
+    .wavefront_size: 64
+    .sgpr_count: 40
+    .vgpr_count: 8
+    .max_flat_workgroup_size: 256
+...
+.end_amdgpu_metadata
+"#
+    .replace("MCPU", mcpu)
+    .replace(
+        "ACCUM",
+        if mcpu == "gfx90a" || mcpu == "gfx942" {
+            ".amdhsa_accum_offset 8"
+        } else {
+            ""
+        },
+    )
+}
+
+#[test]
+fn the_compilers_own_long_branch_is_original_code() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    for mcpu in ["gfx908", "gfx90a", "gfx942"] {
+        let input = common::build_code_object("assembler", &compiler_long_branch(mcpu), mcpu, &[]);
+        let v = sqtt_verify::verify(&input, &input).unwrap();
+        assert!(v.is_clean(), "{mcpu}: identity: {:?}", v.findings);
+        let opts = Options {
+            barriers: true,
+            ..Options::default()
+        };
+        let out = rewrite(&input, &opts).unwrap();
+        assert_eq!(
+            out.report.status,
+            Status::Instrumented,
+            "{mcpu}: {:?}",
+            out.report.reasons
+        );
+        let bytes = out.bytes.expect("rewritten");
+        let v = sqtt_verify::verify(&input, &bytes).unwrap();
+        assert!(v.is_clean(), "{mcpu}: {:?}", v.findings);
+        assert!(v.inserted_instructions() > 0, "{mcpu}: markers inserted");
+    }
+}

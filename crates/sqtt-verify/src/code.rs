@@ -1627,15 +1627,24 @@ fn align(
             }
         }
     }
-    // An island is only a recognised sequence that some rewritten branch targets (the relaxed
-    // branch); the compiler's own long branches are entered by fall-through and stay originals.
-    let targeted: std::collections::BTreeSet<u64> = new
-        .iter()
-        .filter_map(|n| n.inst.branch_target(n.addr))
-        .collect();
+    // An island is only a recognised sequence entered from the relaxed branch right before it
+    // (`branch; island`, or `conditional branch; s_branch over the island; island`): that is
+    // how the rewriter lays them out. The compiler's own long branches (LLVM's branch
+    // relaxation) are entered by fall-through or from a branch elsewhere, and stay originals.
+    let targets = |p: Option<usize>, a: u64| {
+        p.and_then(|p| new.get(p))
+            .is_some_and(|b| b.inst.branch_target(b.addr) == Some(a))
+    };
     let island_ranges: Vec<(u64, u64)> = (0..new.len())
-        .filter(|&q| targeted.contains(&new[q].addr))
-        .filter_map(|q| island_at(&new, q).map(|isl| (new[q].addr, isl.end)))
+        .filter_map(|q| island_at(&new, q).map(|isl| (q, isl)))
+        .filter(|(q, isl)| {
+            let (q, a) = (*q, new[*q].addr);
+            let over = q.checked_sub(1).map(|p| &new[p]).is_some_and(|s| {
+                s.inst.mnemonic() == "s_branch" && s.inst.branch_target(s.addr) == Some(isl.end)
+            });
+            targets(q.checked_sub(1), a) || (over && targets(q.checked_sub(2), a))
+        })
+        .map(|(q, isl)| (new[q].addr, isl.end))
         .collect();
     // Landing blocks: inserted code a branch right before it was retargeted to.
     let landing_ranges: Vec<(u64, u64)> = (0..new.len())
