@@ -4,21 +4,26 @@
 fixture built with -g: device functions called from the kernels, and the inlined fx.h helpers as
 DWARF inlined scopes).
 
-Usage: tools/trace_demo.py INSTRUMENTED.co OUT_DIR
-The marker ids are read from the object's .sqtt_funcmap with llvm-objcopy-22: kernels are its
+Usage: tools/trace_demo.py INSTRUMENTED.co OUT_DIR [KERNEL...]
+(tools/draw_pictures.sh runs it for the README's pictures.)
+The marker ids are read from the object's .sqtt_funcmap with llvm-objcopy-22 (on PATH): kernels are its
 `U:` rows (kernel scopes), functions and inlined scopes its `F:` rows. Each kernel is one dispatch
 (`ui_output_agent_1_dispatch_<n>/`, as rocprofv3 writes them) on 2 shader engines x 4 CUs x
 4 slots, 3 wave instances per slot; each wave walks the kernel's call tree with jittered
 durations: the `calls` fixture's real call tree (fixtures/src/calls.hip) when the object is that
-fixture, else a made-up chain over up to three of its functions. `realtime.json` gives a 2.1 GHz
-shader clock. The jitter is seeded: the same object gives the same capture.
+fixture; else the kernel's straight walk: its markers in address order as `sqtt-patch dis` lists
+them (the binary named by $SQTT_PATCH, else `sqtt-patch` on PATH), branches and calls not taken,
+about 4 cycles per instruction between markers (so inlined scopes nest as in the code), for the
+KERNELs named (mangled) or every kernel. `realtime.json` gives a 2.1 GHz shader clock. The jitter
+is seeded: the same object gives the same capture.
 """
 import json, os, random, shutil, subprocess, sys, tempfile
 
 co, out = sys.argv[1], sys.argv[2]
+SQTT_PATCH = os.environ.get("SQTT_PATCH", "sqtt-patch")
 with tempfile.TemporaryDirectory() as t:
     dump = os.path.join(t, "fm")
-    subprocess.run(["/usr/lib/llvm-22/bin/llvm-objcopy", f"--dump-section=.sqtt_funcmap={dump}", co,
+    subprocess.run(["llvm-objcopy-22", f"--dump-section=.sqtt_funcmap={dump}", co,
                     os.path.join(t, "o")], check=True)
     text = open(dump, "rb").read().decode().replace("\0", "\n")
 ids, kinds = {}, {}
@@ -53,17 +58,57 @@ calls_fixture = {  # kernel -> list of (function, children, self cycles), in cal
                          ("_Z16big_private_sortPKfij", [], 600), big_mixer],
 }
 rng = random.Random(7)
+
+
+def straight_walks(only):
+    """Each kernel's markers in address order (`sqtt-patch dis`), branches and calls not taken:
+    [(value, instructions since the previous marker)] per kernel. An exit that would close the
+    kernel scope before the kernel's last marker (one of several return paths) is skipped."""
+    dis = subprocess.run([SQTT_PATCH, "dis", co], check=True, capture_output=True,
+                         text=True).stdout
+    walks, name, count, m0 = {}, None, 0, None
+    for line in dis.splitlines():
+        if line.endswith(">:") and " <" in line:
+            name = line[line.index(" <") + 2:-2]
+            name = name if name in kinds["U"] and (not only or name in only) else None
+            if name:
+                walks[name], count = [], 0
+            continue
+        if name is None or not line.startswith("\t"):
+            continue
+        inst = line.split("//")[0].split()
+        count += 1
+        if inst[:3] == ["s_mov_b32", "m0,"] or inst[:2] == ["s_mov_b32", "m0,"]:
+            try:
+                m0 = int(inst[-1], 0)
+            except ValueError:
+                m0 = None
+        elif inst == ["s_ttracedata"] and m0 is not None:
+            walks[name].append((m0, count))
+            count = 0
+    trees = {}
+    for k, marks in walks.items():
+        depth, kept = 0, []
+        for v, n in marks:
+            if v & 3 == 2:
+                depth += 1
+            elif v == 1:
+                if depth <= 1:
+                    continue
+                depth -= 1
+            else:
+                continue
+            kept.append((v, n))
+        kept += [(1, 4)] * max(depth - 1, 0)
+        if kept:
+            trees[k] = kept
+    return trees
+
+
 if all(f in ids for f in ["_Z9chain_topPKffij", "_Z13shared_helperjj", "k_call_mix"]):
     trees = calls_fixture
 else:
-    funcs = kinds.get("F", [])
-    trees = {}
-    for k in kinds["U"]:
-        chain = rng.sample(funcs, min(3, len(funcs)))
-        tree = []
-        for f in reversed(chain):
-            tree = [(f, tree, rng.randint(50, 400))]
-        trees[k] = tree
+    trees = straight_walks(set(sys.argv[3:]))
 
 
 def walk(nodes, t, out):
@@ -90,8 +135,15 @@ for n, k in enumerate(trees, start=1):
                 t = rng.randint(0, 300)
                 for inst in range(3):
                     rows.append([t, cu, 0, slot, 1, 1])
-                    seq = [(t + 10, E(k))]
-                    end = walk(trees[k], t + 30, seq) + 20
+                    if trees is calls_fixture:
+                        seq = [(t + 10, E(k))]
+                        end = walk(trees[k], t + 30, seq) + 20
+                    else:  # the straight walk (its first marker is the kernel's): ~4 cycles
+                        seq, end = [], t + 10  # per instruction
+                        for v, n in trees[k]:
+                            end += int(4 * n * rng.uniform(0.5, 1.5)) + 1
+                            seq.append((end, v))
+                        end += 20
                     seq.append((end, 1))
                     recs += [[tt, v, cu, 0, slot, 0] for tt, v in seq]
                     rows.append([end + 5, cu, 0, slot, 0, 1])

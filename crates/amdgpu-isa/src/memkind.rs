@@ -56,6 +56,20 @@ mod tests {
     use crate::Format;
     use std::collections::BTreeSet;
 
+    /// The VMEM operations of every table that LLVM marks neither mayLoad nor mayStore.
+    const OTHER_VMEM: [&str; 10] = [
+        "buffer_gl0_inv",
+        "buffer_gl1_inv",
+        "buffer_inv",
+        "buffer_invl2",
+        "buffer_wbinvl1",
+        "buffer_wbinvl1_vol",
+        "buffer_wbl2",
+        "global_inv",
+        "global_wb",
+        "global_wbinv",
+    ];
+
     /// Every FLAT/GLOBAL/SCRATCH and buffer opcode of every target's ISA table: it is an
     /// atomic exactly when its name says so (LLVM marks prefetches and LDS DMA mayLoad and
     /// mayStore too); the prefetches and the LDS DMA operations are these.
@@ -63,6 +77,7 @@ mod tests {
     fn lds_dma_and_prefetch_kinds() {
         let mut prefetch = BTreeSet::new();
         let mut dma = BTreeSet::new();
+        let mut other = BTreeSet::new();
         for t in TARGETS.iter() {
             for r in t.ops.iter().chain(t.ops_t16.into_iter().flatten()) {
                 let vmem = matches!(
@@ -87,6 +102,9 @@ mod tests {
                     }
                     MemKind::Load | MemKind::Store if load && store => {
                         dma.insert(format!("{} {k:?}", r.mnemonic));
+                    }
+                    MemKind::Other => {
+                        other.insert(r.mnemonic);
                     }
                     _ => {}
                 }
@@ -121,5 +139,8 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(dma.into_iter().collect::<Vec<_>>(), want);
+        // Cache control (write-back, invalidate) of every table is neither a load, a store nor
+        // an atomic: these are all the VMEM operations that are none of them.
+        assert_eq!(other.into_iter().collect::<Vec<_>>(), OTHER_VMEM);
     }
 }

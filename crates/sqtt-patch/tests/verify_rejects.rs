@@ -292,3 +292,50 @@ fn the_summary_counts_what_it_lists() {
         .expect("function count");
     assert!(listed > 0 && listed < total, "{text}");
 }
+
+/// Issue 31 §3: a VGPR allocation grown for the address-trace loops is written back. The
+/// report, the descriptor and the metadata note's `.vgpr_count` agree (`k_grow` of the gfx1100
+/// spill fixture: 8 VGPRs, the loops need a ninth), and an output whose note still says 8 is
+/// rejected by the verifier.
+#[test]
+fn grown_vgprs_agree_in_the_report_descriptor_and_note() {
+    let t = tempfile::tempdir().unwrap();
+    let name = "gfx1100__spill__O3.co";
+    let out = t.path().join("g.co");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(fixture(name))
+        .args(["-o", out.to_str().unwrap(), "--functions", "1"])
+        .args(["--trace-addresses", "memory,lds", "--report"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = String::from_utf8_lossy(&o.stdout);
+    let line = report
+        .lines()
+        .find(|l| l.contains("kernel k_grow:"))
+        .unwrap_or_else(|| panic!("no k_grow line:\n{report}"));
+    assert!(line.contains("vgprs 8->16"), "{line}");
+    let bytes = std::fs::read(&out).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let k = co.kernels.iter().find(|k| k.name == "k_grow").unwrap();
+    assert_eq!(k.descriptor.registers(&co.target).vgprs_allocated, 16);
+    let (m, i) = k.metadata_index.unwrap();
+    let noted = co.metadata[m].kernel_u64(i, ".vgpr_count").unwrap();
+    assert!((9..=16).contains(&noted), ".vgpr_count {noted}");
+    // The note's `.vgpr_count` of k_grow set back to 8 (fixstr key, positive-fixint value).
+    let key = b"\xab.vgpr_count";
+    let at = bytes
+        .windows(key.len() + 1)
+        .position(|w| w[..key.len()] == key[..] && u64::from(w[key.len()]) == noted)
+        .expect("k_grow's .vgpr_count in the note")
+        + key.len();
+    let mut broken = bytes.clone();
+    broken[at] = 8;
+    assert_rejected(
+        t.path(),
+        &fixture(name),
+        &broken,
+        ".vgpr_count Some(8) does not cover the VGPR allocation grown from 8 to 16",
+    );
+}
