@@ -857,6 +857,12 @@ impl Scanner {
         self.push_regs(i, reads, writes, None);
     }
 
+    /// [`Scanner::push`] given `i`'s registers read and written ([`Instruction::reads_writes`]),
+    /// for a caller that decoded them once for many scans of the same code.
+    pub fn push_decoded(&mut self, i: &Instruction, reads: RegSet, writes: RegSet) {
+        self.push_regs(i, reads, writes, None);
+    }
+
     /// [`Scanner::push`] given `i`'s registers read and written, and (`checked`) what
     /// [`Scanner::check`] said about `i` before this push, when the caller has it.
     fn push_regs(

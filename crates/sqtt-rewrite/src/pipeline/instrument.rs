@@ -11,10 +11,10 @@ use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
 use crate::rewrite::{coverage, Report, Status};
-use crate::snippets::ScopeMasks;
+use crate::snippets::{Decoded, ScopeMasks};
 use crate::trace::TraceOp;
 use crate::verbatim::Verbatim;
-use amdgpu_isa::{Family, Instruction, Target};
+use amdgpu_isa::{Family, Instruction, RegSet, Target};
 use hsaco::CodeObject;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -562,10 +562,15 @@ fn build_sites(env: &SiteEnv, sites: &[Site]) -> Vec<Built> {
             let sets = env.sgprs.function_sets(env.prog, fi);
             let preds = branch_preds(&env.prog.funcs[fi]);
             let mut m0 = None;
+            let mut decoded = DecodedFunc::default();
             list.iter()
                 .map(|&n| {
                     let built = build_site(env, &sites[n], &sets, &mut m0, memo);
-                    (n, with_entry_waits(env.prog, &sites[n], &preds, built))
+                    let site = &sites[n];
+                    (
+                        n,
+                        with_entry_waits(env.prog, site, &preds, &mut decoded, built),
+                    )
                 })
                 .collect()
         })
@@ -653,16 +658,17 @@ fn with_entry_waits(
     prog: &Program,
     s: &Site,
     preds: &HashMap<usize, Vec<usize>>,
+    decoded: &mut DecodedFunc,
     built: Built,
 ) -> Built {
     let Some(Ok((code, regs))) = built else {
         return built;
     };
     let f = &prog.funcs[s.func];
-    let run = |end: usize| -> Vec<Instruction> {
+    let mut run = |end: usize| -> Vec<Decoded> {
         let end = end.min(f.insts.len());
         (end.saturating_sub(amdgpu_isa::hazard::LOOKBACK)..end)
-            .map(|i| f.insts.get(i))
+            .map(|i| decoded.get(f, i))
             .collect()
     };
     let mut contexts = vec![run(s.before)];
@@ -675,11 +681,32 @@ fn with_entry_waits(
         Landing::Edge(j) => contexts.push(run(j + 1)),
         Landing::After => {}
     }
-    let refs: Vec<&[Instruction]> = contexts.iter().map(Vec::as_slice).collect();
+    let refs: Vec<&[Decoded]> = contexts.iter().map(Vec::as_slice).collect();
     let out = crate::snippets::entry_waits(prog.target, &refs, code.to_vec())
         .map(|c| (Arc::from(c), regs))
         .map_err(|e| e.to_string());
     Some(out)
+}
+
+/// The instructions of one function with their registers ([`Instruction::reads_writes`]),
+/// decoded on first use: the entry waits of every site scan the [`amdgpu_isa::hazard::LOOKBACK`]
+/// instructions before it, so most instructions are in many contexts (on RCCL, decoding them
+/// again per context was a third of the instrument stage).
+#[derive(Default)]
+struct DecodedFunc {
+    regs: Vec<Option<(RegSet, RegSet)>>,
+}
+
+impl DecodedFunc {
+    /// Instruction `i` of `f` with its registers read and written.
+    fn get(&mut self, f: &crate::analysis::Func, i: usize) -> Decoded {
+        if self.regs.len() < f.insts.len() {
+            self.regs = vec![None; f.insts.len()];
+        }
+        let inst = f.insts.get(i);
+        let (r, w) = *self.regs[i].get_or_insert_with(|| inst.reads_writes());
+        (inst, r, w)
+    }
 }
 
 /// `code` with the live SGPRs `regs` handed out saved before it and restored after it

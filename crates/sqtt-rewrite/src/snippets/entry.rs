@@ -14,7 +14,7 @@
 
 use amdgpu_isa::build;
 use amdgpu_isa::hazard::{self, DepField, Fix, Scanner};
-use amdgpu_isa::{Family, Instruction, Target};
+use amdgpu_isa::{Family, Instruction, RegSet, Target};
 
 use super::SnippetError;
 
@@ -81,12 +81,16 @@ impl Front {
     }
 }
 
+/// One original instruction of a context with the registers it reads and writes
+/// ([`Instruction::reads_writes`], decoded once by the caller for every context it is in).
+pub type Decoded = (Instruction, RegSet, RegSet);
+
 /// The rules `code` violates, run after `before` (original instructions, oldest first), whose
 /// producer is in `before`; their fixes are added to `front`.
-fn original_needs(t: Target, before: &[Instruction], code: &[Instruction], front: &mut Front) {
+fn original_needs(t: Target, before: &[Decoded], code: &[Instruction], front: &mut Front) {
     let mut sc = Scanner::new(t);
-    for i in before {
-        sc.push(i);
+    for (i, reads, writes) in before {
+        sc.push_decoded(i, *reads, *writes);
     }
     let base = sc.position();
     for i in code {
@@ -100,16 +104,16 @@ fn original_needs(t: Target, before: &[Instruction], code: &[Instruction], front
 
 /// `code` (an inserted block, entered at its first instruction) with the waits in front that
 /// the hazards from original code before it need. `contexts`: each way into the block, as the
-/// original instructions executed just before it, oldest first (the last
+/// original instructions executed just before it, oldest first, with their registers (the last
 /// [`hazard::LOOKBACK`] are enough). Errors: [`SnippetError::Rule`] when the block still violates
 /// a rule with an original producer after the waits (not expected: every fix resolves its rule),
 /// or an encoding error.
 pub fn entry_waits(
     t: Target,
-    contexts: &[&[Instruction]],
+    contexts: &[&[Decoded]],
     code: Vec<Instruction>,
 ) -> Result<Vec<Instruction>, SnippetError> {
-    let tail = |c: &[Instruction]| c.len().saturating_sub(hazard::LOOKBACK);
+    let tail = |c: &[Decoded]| c.len().saturating_sub(hazard::LOOKBACK);
     let mut front = Front::default();
     for c in contexts {
         original_needs(t, &c[tail(c)..], &code, &mut front);
