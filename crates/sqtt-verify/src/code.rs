@@ -955,11 +955,10 @@ impl<'a> Program<'a> {
             .enumerate()
             .map(|(fi, f)| prepare(f, fi, &ostarts, &otext, isa, true))
             .collect();
-        for found in aligned {
-            findings.extend(found?);
-        }
+        let mut aligned: Vec<Vec<Finding>> = aligned.into_iter().collect::<Result<_, _>>()?;
         // A function whose last instruction calls a function that never returns does not fall
-        // off its end ([`crate::noreturn`]): prepared again as an ordinary function.
+        // off its end ([`crate::noreturn`]): prepared again as an ordinary function, and only
+        // the findings of that second alignment count.
         for fi in crate::noreturn::ending_in_noreturn_calls(&funcs) {
             let f = &mut funcs[fi];
             let mut fresh = Func::new(
@@ -972,8 +971,9 @@ impl<'a> Program<'a> {
             );
             fresh.new_region_end = f.new_region_end;
             *f = fresh;
-            findings.extend(prepare(f, fi, &ostarts, &otext, isa, false)?);
+            aligned[fi] = prepare(f, fi, &ostarts, &otext, isa, false)?;
         }
+        findings.extend(aligned.into_iter().flatten());
         let used = funcs.iter().fold(RegSet::new(), |mut a, f| {
             a.union_with(&f.orig_used);
             a
