@@ -90,7 +90,11 @@ fn functions_called_from_outside_get_scratch_sgprs_by_the_calling_convention() {
         let r = &out.report;
         assert_eq!(r.status, Status::Instrumented, "{t}: {:?}", r.reasons);
         let skipped: Vec<_> = r.skipped.iter().map(|s| (&s.function, &s.why)).collect();
-        assert_eq!(skipped.len(), 1, "{t}: only dead_fn's load is skipped: {skipped:?}");
+        assert_eq!(
+            skipped.len(),
+            1,
+            "{t}: only dead_fn's load is skipped: {skipped:?}"
+        );
         assert_eq!(r.skipped[0].function, "dead_fn");
         assert!(
             r.skipped[0]
