@@ -219,7 +219,10 @@ fn info_on_a_fifo_without_writer_says_it_waits() {
     let stderr = child.0.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
@@ -237,7 +240,10 @@ fn info_on_a_fifo_without_writer_says_it_waits() {
     drop(w);
     let start = Instant::now();
     while child.0.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(60), "info still running");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "info still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut out = String::new();

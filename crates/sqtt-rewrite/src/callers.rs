@@ -12,6 +12,8 @@
 //! resolved reaches it and no `s_getpc` address builder targets it: it is local or hidden and
 //! its address is never taken, so it never runs. Its sites are reported apart
 //! ([`UNREACHABLE`]).
+//!
+//! [`skip_cause`] names why a site found no scratch SGPR.
 
 use crate::analysis::{Callee, Exit, Program};
 use hsaco::elf::{SHT_DYNSYM, STB_LOCAL};
@@ -121,3 +123,39 @@ pub fn callers(prog: &Program, co: &CodeObject) -> Callers {
         unreachable: entered.iter().map(|e| !e).collect(),
     }
 }
+
+/// Why no register was found, with its named cause (issue 39 item 6), for a skip reason `why`
+/// of a site of function `fi` that says no SGPR is provably free: the function cannot be
+/// entered ([`UNREACHABLE`], counted apart), it uses its whole SGPR budget
+/// ([`WHOLE_BUDGET`]: every SGPR inserted code may use there is one its own instructions read or
+/// write, and no VGPR lane could hold a saved one), or the object has an unresolved call
+/// ([`UNRESOLVED`]). Other reasons are returned unchanged.
+pub fn skip_cause(
+    callers: &Callers,
+    sgprs: &crate::regs::SgprFacts,
+    fi: usize,
+    why: String,
+) -> String {
+    if !why.starts_with("no SGPR") {
+        return why;
+    }
+    if callers.unreachable.get(fi).copied().unwrap_or(false) {
+        return format!("{}: {why}", UNREACHABLE);
+    }
+    if sgprs.allowed(fi) & !sgprs.touched(fi) == 0 {
+        return format!("{WHOLE_BUDGET}: {why}");
+    }
+    if sgprs.unresolved() {
+        return format!("{UNRESOLVED}: {why}");
+    }
+    why
+}
+
+/// Prefix of the skip reason of a site that found no SGPR in an object with a call the analysis
+/// cannot resolve ([`skip_cause`]): every SGPR is live at its calls of unknown code and at
+/// every return (`-O0` code keeping callee addresses in VGPR lanes, calls through pointers).
+pub const UNRESOLVED: &str = "the object has an unresolved call";
+
+/// Prefix of the skip reason of a site in a function that uses every SGPR inserted code may
+/// use ([`skip_cause`]).
+pub const WHOLE_BUDGET: &str = "the function uses its whole SGPR budget";

@@ -68,6 +68,9 @@ pub struct SgprFacts {
     /// Per function: entered by code the analysis cannot see (outside the object, or no call
     /// site): every SGPR may await an SMEM result at its entry.
     unknown_entry: Vec<bool>,
+    /// The object has an unresolved call or a function that did not decode: every SGPR is live
+    /// at every call of unknown code and at every return.
+    unresolved: bool,
     /// Per instruction of one function: (free, savable) sets (see [`SgprFacts::free_at`] and
     /// [`SgprFacts::savable_at`]).
     cache: Option<(usize, Vec<(Sgprs, Sgprs)>)>,
@@ -202,6 +205,7 @@ impl SgprFacts {
             smem_reach,
             smem_all,
             unknown_entry,
+            unresolved,
             cache: None,
         };
         if !unresolved {
@@ -384,6 +388,12 @@ impl SgprFacts {
     /// SGPRs inserted code may use in function `fi` at all.
     pub fn allowed(&self, fi: usize) -> Sgprs {
         self.allowed[fi]
+    }
+
+    /// Whether the object has an unresolved call or a function that did not decode (every SGPR
+    /// is then live at every return and at every call of unknown code).
+    pub fn unresolved(&self) -> bool {
+        self.unresolved
     }
 
     /// SGPRs any instruction of function `fi` reads or may write.

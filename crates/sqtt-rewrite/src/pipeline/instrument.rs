@@ -225,7 +225,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                         function: prog.funcs[s.func].spec.name.clone(),
                         addr: s.addr,
                         kind: s.kind,
-                        why: register_skip(&callers, &alloc.sgprs, s.func, why),
+                        why: crate::callers::skip_cause(&callers, &alloc.sgprs, s.func, why),
                     });
                 }
             }
@@ -363,33 +363,6 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         inlined_names: inlined.names,
     })
 }
-
-/// Why no register was found, with its named cause (issue 39 item 6), for a skip reason `why`
-/// of a site of function `fi` that says no SGPR is provably free: the function cannot be
-/// entered ([`crate::callers::UNREACHABLE`], counted apart), or it uses its whole SGPR budget
-/// ([`WHOLE_BUDGET`]: every SGPR inserted code may use there is one its own instructions read or
-/// write, and no VGPR lane could hold a saved one). Other reasons are returned unchanged.
-fn register_skip(
-    callers: &crate::callers::Callers,
-    sgprs: &SgprFacts,
-    fi: usize,
-    why: String,
-) -> String {
-    if !why.starts_with("no SGPR") {
-        return why;
-    }
-    if callers.unreachable.get(fi).copied().unwrap_or(false) {
-        return format!("{}: {why}", crate::callers::UNREACHABLE);
-    }
-    if sgprs.allowed(fi) & !sgprs.touched(fi) == 0 {
-        return format!("{WHOLE_BUDGET}: {why}");
-    }
-    why
-}
-
-/// Prefix of the skip reason of a site in a function that uses every SGPR inserted code may
-/// use ([`register_skip`]).
-const WHOLE_BUDGET: &str = "the function uses its whole SGPR budget";
 
 /// The registers of inserted code: what each insertion point may use, and what the snippets
 /// built so far took, per function.
