@@ -8,10 +8,12 @@
 //! - `verify` of two unrelated objects is a usage error (2), not a failed verification (1);
 //! - `info` on a FIFO that nobody writes to says it waits for a writer, then reads what one
 //!   writes.
+mod support;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::{names_in, KillOnDrop};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 
@@ -32,13 +34,21 @@ fn run(args: &[&std::ffi::OsStr]) -> Output {
         .expect("sqtt-patch runs")
 }
 
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
+/// Instruments the gfx1100 barriers fixture with `--functions 1` into `out`.
+fn instrument_into(out: &Path) {
+    let o = run(&[
+        fixture("objects/gfx1100__barriers__O3.co").as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--functions".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Clears `chattr +a` again when the test ends (else the temporary directory cannot be
@@ -78,7 +88,7 @@ fn an_append_only_directory_is_refused_and_left_as_it_was() {
         err.contains("append-only") && err.contains("out.co"),
         "the message says why: {err}"
     );
-    assert_eq!(names(&dir), ["out.co"], "no stray file");
+    assert_eq!(names_in(&dir), ["out.co"], "no stray file");
     assert_eq!(std::fs::read(&out).unwrap(), b"previous");
 }
 
@@ -86,14 +96,7 @@ fn an_append_only_directory_is_refused_and_left_as_it_was() {
 fn funcmap_of_garbage_is_an_input_error() {
     let t = tempfile::tempdir().unwrap();
     let instrumented = t.path().join("i.co");
-    let o = run(&[
-        fixture("objects/gfx1100__barriers__O3.co").as_os_str(),
-        "-o".as_ref(),
-        instrumented.as_os_str(),
-        "--functions".as_ref(),
-        "1".as_ref(),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
+    instrument_into(&instrumented);
     let mut bytes = std::fs::read(&instrumented).unwrap();
     let co = hsaco::CodeObject::parse(&bytes).unwrap();
     let s = co.section(".sqtt_funcmap").expect("funcmap").clone();
@@ -153,14 +156,7 @@ fn a_corrupt_zstd_bundle_is_described_in_plain_words() {
 fn verify_of_unrelated_objects_is_a_usage_error() {
     let t = tempfile::tempdir().unwrap();
     let rewritten = t.path().join("r.co");
-    let o = run(&[
-        fixture("objects/gfx1100__barriers__O3.co").as_os_str(),
-        "-o".as_ref(),
-        rewritten.as_os_str(),
-        "--functions".as_ref(),
-        "1".as_ref(),
-    ]);
-    assert_eq!(o.status.code(), Some(0));
+    instrument_into(&rewritten);
     for (other, why) in [
         ("objects/gfx1100__calls__O3.co", "no kernel in common"),
         ("objects/gfx942__barriers__O3.co", "targets differ"),
@@ -184,17 +180,6 @@ fn verify_of_unrelated_objects_is_a_usage_error() {
         rewritten.as_os_str(),
     ]);
     assert_eq!(o.status.code(), Some(0));
-}
-
-/// A child process killed when the test ends (a child blocked on a FIFO would otherwise
-/// outlive a failed assertion).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

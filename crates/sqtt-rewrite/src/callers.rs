@@ -127,8 +127,8 @@ pub fn callers(prog: &Program, co: &CodeObject) -> Callers {
 /// Why no register was found, with its named cause (issue 39 item 6), for a skip reason `why`
 /// of a site of function `fi` that says no SGPR is provably free: the function cannot be
 /// entered ([`UNREACHABLE`], counted apart), it uses its whole SGPR budget
-/// ([`WHOLE_BUDGET`]: every SGPR inserted code may use there is one its own instructions read or
-/// write, and no VGPR lane could hold a saved one), or the object has an unresolved call
+/// ([`WHOLE_BUDGET`]: fewer of the SGPRs inserted code may use in it than the snippet needs are
+/// left untouched by its own instructions, and no VGPR lane could hold a saved one), or the object has an unresolved call
 /// ([`UNRESOLVED`]). Other reasons are returned unchanged.
 pub fn skip_cause(
     callers: &Callers,
@@ -142,7 +142,13 @@ pub fn skip_cause(
     if callers.unreachable.get(fi).copied().unwrap_or(false) {
         return format!("{}: {why}", UNREACHABLE);
     }
-    if sgprs.allowed(fi) & !sgprs.touched(fi) == 0 {
+    // The number of SGPRs the snippet asked for, as its reason states it (`(2 SGPRs)`).
+    let need = why
+        .rsplit_once('(')
+        .and_then(|(_, t)| t.strip_suffix(" SGPRs)"))
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(1);
+    if (sgprs.allowed(fi) & !sgprs.touched(fi)).count_ones() < need {
         return format!("{WHOLE_BUDGET}: {why}");
     }
     if sgprs.unresolved() {

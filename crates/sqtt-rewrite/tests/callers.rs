@@ -11,6 +11,8 @@
 //! Oracles: llvm-readelf-22 (the symbols and relocation the fixture is about), llvm-objdump-22
 //! (the SGPRs the inserted `v_readlane_b32` write in the output) and the independent verifier,
 //! which must also reject the output once one of those writes is moved to s40.
+mod common;
+use common::text_insts;
 use sqtt_rewrite::config::{Options, TraceAddresses};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::path::Path;
@@ -142,23 +144,6 @@ fn functions_called_from_outside_get_scratch_sgprs_by_the_calling_convention() {
         }
         assert!(seen >= 4, "{t}: address loops in ext_fn and cb_fn: {seen}");
     }
-}
-
-/// The rewritten `.text` as (file offset, instruction) pairs.
-fn text_insts(bytes: &[u8], t: &str) -> Vec<(usize, amdgpu_isa::Instruction)> {
-    let co = hsaco::CodeObject::parse(bytes).expect("parse");
-    let text = co.text().expect(".text");
-    let target = amdgpu_isa::Target::from_name(t).expect("target");
-    let mut off = text.offset as usize;
-    amdgpu_isa::decode_all(co.section_data(text), target)
-        .expect("decode")
-        .into_iter()
-        .map(|i| {
-            let at = off;
-            off += i.len();
-            (at, i)
-        })
-        .collect()
 }
 
 #[test]

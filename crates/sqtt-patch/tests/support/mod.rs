@@ -36,3 +36,15 @@ pub fn names_in(dir: &std::path::Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// A child process killed when the test ends, also when an assertion fails first (a child
+/// blocked on a FIFO would otherwise outlive the test).
+#[allow(dead_code)] // not every test file that includes this module starts children
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -44,3 +44,22 @@ pub fn build_code_object(lang: &str, source: &str, mcpu: &str, extra: &[&str]) -
     );
     std::fs::read(co).expect("read code object")
 }
+
+/// The `.text` of code object `bytes` decoded for target `t`, as (file offset, instruction)
+/// pairs.
+#[allow(dead_code)] // not every test file that includes this module decodes text
+pub fn text_insts(bytes: &[u8], t: &str) -> Vec<(usize, amdgpu_isa::Instruction)> {
+    let co = hsaco::CodeObject::parse(bytes).expect("parse");
+    let text = co.text().expect(".text");
+    let target = amdgpu_isa::Target::from_name(t).expect("target");
+    let mut off = text.offset as usize;
+    amdgpu_isa::decode_all(co.section_data(text), target)
+        .expect("decode")
+        .into_iter()
+        .map(|i| {
+            let at = off;
+            off += i.len();
+            (at, i)
+        })
+        .collect()
+}
