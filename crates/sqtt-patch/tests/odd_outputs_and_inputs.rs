@@ -149,7 +149,7 @@ fn a_corrupt_zstd_bundle_is_described_in_plain_words() {
     for debug in ["Error(", " { ", "Mismatch"] {
         assert!(!err.contains(debug), "no Rust debug text ({debug}): {err}");
     }
-    assert_eq!(names(t.path()), ["bad.hipfb"], "no output");
+    assert_eq!(names_in(t.path()), ["bad.hipfb"], "no output");
 }
 
 #[test]
