@@ -4,6 +4,7 @@
 /// of the test's own, so that no test writes through the machine's `/dev` (issue 30: a test once
 /// replaced `/dev/stdout`). `None`, with the reason on stderr, when not run as root (only root
 /// may make device nodes; CI runs as root).
+#[allow(dead_code)] // not every test file that includes this module makes device nodes
 pub fn device_nodes() -> Option<tempfile::TempDir> {
     let root = std::process::Command::new("id")
         .arg("-u")

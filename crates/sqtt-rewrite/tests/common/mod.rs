@@ -2,11 +2,13 @@
 use std::process::Command;
 
 /// Directory of the LLVM 22 tools.
+#[allow(dead_code)] // not every test file that includes this module runs LLVM
 pub const LLVM: &str = "/usr/lib/llvm-22/bin";
 
 /// Compiles `source` (clang `-x` language `lang`: `assembler`, `cl`, ...) for `mcpu` with
 /// clang-22 plus `extra` flags, links it with `ld.lld-22 -shared`, and returns the code object
 /// bytes. Panics with the tool's stderr when a step fails.
+#[allow(dead_code)] // not every test file that includes this module builds objects
 pub fn build_code_object(lang: &str, source: &str, mcpu: &str, extra: &[&str]) -> Vec<u8> {
     let dir = tempfile::tempdir().expect("tempdir");
     let (src, obj, co) = (
