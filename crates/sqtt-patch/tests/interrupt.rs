@@ -132,12 +132,7 @@ fn a_killed_run_leaves_no_temporary_file() {
 fn a_fifo_without_reader_does_not_block_signals() {
     let t = tempfile::tempdir().unwrap();
     let fifo = t.path().join("out.fifo");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo");
+    support::mkfifo(&fifo);
     let start = |out: &Path| {
         Command::new(BIN)
             .arg(slow_input())

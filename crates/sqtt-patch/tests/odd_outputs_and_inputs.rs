@@ -186,12 +186,7 @@ fn verify_of_unrelated_objects_is_a_usage_error() {
 fn info_on_a_fifo_without_writer_says_it_waits() {
     let t = tempfile::tempdir().unwrap();
     let fifo = t.path().join("in.fifo");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo");
+    support::mkfifo(&fifo);
     let mut child = KillOnDrop(
         Command::new(BIN)
             .arg("info")

@@ -49,3 +49,13 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Makes a FIFO at `path` with `mkfifo(1)`; panics when that fails.
+#[allow(dead_code)] // not every test file that includes this module makes FIFOs
+pub fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+}
