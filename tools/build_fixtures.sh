@@ -41,12 +41,15 @@ TENSILE_DIR="$FX/tensile"
 # relocatable device code linked with LTO (issue 39 item 3): inlined functions whose abstract
 # origins lie in another compile unit (DW_FORM_ref_addr); own directory for the same reason
 RDC_DIR="$FX/rdc"
+# device functions no kernel calls: exported, address in data, unreachable (issue 39 item 6);
+# own directory for the same reason
+CALLERS_DIR="$FX/callers"
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -72,6 +75,7 @@ CLAUSE_HINT="gfx1100 gfx1201"                  # clause_hint.S: an s_clause insi
 HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 RDC="gfx1100"                                  # rdc_{main,lib}.hip: -fgpu-rdc + LTO, cross-unit origins
+CALLERS="gfx942 gfx1100"                       # callers.S: device functions with no call site
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
 HIP_DEVICE=("$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output -nogpuinc -nogpulib -I. "${REPRO[@]}")
@@ -117,6 +121,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     spill) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 spill.S); else f=(spill.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
+    callers) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 callers.S); else f=(callers.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$CALLERS_DIR/${out##*/}" ;;
     stubs) case "$target" in gfx9*) f=stubs_gfx9.S ;; gfx1250) f=stubs_gfx1250.S ;; *) f=stubs_gfx11.S ;; esac
            "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${flags[@]}" "$f" -o "$LEFT/${out##*/}" ;;
     trap) "${HIP_DEVICE[@]}" --offload-arch="$target" -cuid="${target}__${source}__${variant}" \
@@ -156,6 +162,7 @@ for t in $ASM_GFX9 $ASM_GFX11; do spawn object "$t" asm O3; done
 for t in $PRESSURE; do spawn object "$t" pressure O3; done
 for t in $RELAX; do spawn object "$t" relax O3; spawn object "$t" relax-tail O3; done
 for t in $SPILL; do spawn object "$t" spill O3; done
+for t in $CALLERS; do spawn object "$t" callers O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
 for t in $CLAUSE_HINT; do spawn object "$t" clause-hint O3; done
 for t in $TENSILE; do spawn object "$t" tensile O3; done
@@ -297,10 +304,10 @@ other_row() {  # other_row FILE TARGETS
 }
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
-  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co "$RDC_DIR"/*.co; do object_row "$f"; done
+  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co "$RDC_DIR"/*.co "$CALLERS_DIR"/*.co; do object_row "$f"; done
   for f in "$RETIRED"/*.co; do retired_row "$f" "$OBJ/gfx942__barriers__O3.co"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

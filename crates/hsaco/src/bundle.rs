@@ -397,7 +397,7 @@ fn decoder<'a>(method: Method, payload: &'a [u8], base: u64) -> Result<Box<dyn R
         Method::Zstd => Box::new(ruzstd::decoding::StreamingDecoder::new(payload).map_err(
             |e| Error::Ccob {
                 offset: base,
-                detail: format!("zstd frame header: {e}"),
+                detail: format!("zstd frame header: {}", crate::compressed::corrupt_text(&e)),
             },
         )?),
     })
@@ -449,7 +449,12 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
             got.min(cap)
         ))
     };
-    let failed = |e: std::io::Error| bad(format!("decompression failed: {e}"));
+    let failed = |e: std::io::Error| {
+        bad(format!(
+            "decompression failed: {}",
+            crate::compressed::corrupt_text(&e)
+        ))
+    };
     // The plain bundle's magic comes first: a payload that decompresses to something else is
     // refused after its first bytes, not after gigabytes.
     let head_len = cap.min(BUNDLE_MAGIC.len() as u64);

@@ -73,7 +73,7 @@ pub fn decompress(name: &str, offset: u64, data: &[u8], limit: u64) -> Result<(C
         ELFCOMPRESS_ZLIB => Box::new(flate2::read::ZlibDecoder::new(payload)),
         ELFCOMPRESS_ZSTD => Box::new(
             ruzstd::decoding::StreamingDecoder::new(payload)
-                .map_err(|e| bad(format!("zstd: {e}")))?,
+                .map_err(|e| bad(format!("zstd frame header: {}", corrupt_text(&e))))?,
         ),
         t => return Err(bad(format!("unknown compression type {t}"))),
     };
@@ -83,7 +83,7 @@ pub fn decompress(name: &str, offset: u64, data: &[u8], limit: u64) -> Result<(C
         .by_ref()
         .take(h.size + 1)
         .read_to_end(&mut out)
-        .map_err(|e| bad(format!("the stream does not decode: {e}")))?;
+        .map_err(|e| bad(format!("the stream does not decode: {}", corrupt_text(&e))))?;
     if out.len() as u64 != h.size {
         return Err(bad(format!(
             "the stream holds {} bytes, the header declares {}",
@@ -92,6 +92,32 @@ pub fn decompress(name: &str, offset: u64, data: &[u8], limit: u64) -> Result<(C
         )));
     }
     Ok((h, out))
+}
+
+/// Plain text for a decoder error `e` (issue 32): zstd errors from `ruzstd` carry Rust debug
+/// forms (`Failed to parse block header: DecompressLiteralsError(DecodedLiteralCountMismatch {
+/// decoded: 7067, expected: 7071 })`). The text up to the first debug form is kept (`failed to
+/// parse block header`), behind "the data is corrupt"; the caller names the file and offset.
+pub(crate) fn corrupt_text(e: &dyn std::fmt::Display) -> String {
+    let full = e.to_string();
+    let debug_at = full.find(['(', '{']).unwrap_or(full.len());
+    // Back to the end of the last clause before the debug form (`...: Name(` drops `Name`).
+    let kept = full[..debug_at]
+        .rfind(':')
+        .filter(|_| debug_at < full.len())
+        .map_or(&full[..debug_at], |c| &full[..c])
+        .trim();
+    if kept.is_empty() {
+        "the data is corrupt".to_string()
+    } else {
+        let mut c = kept.chars();
+        let first = c.next().map(|f| f.to_lowercase().collect::<String>());
+        format!(
+            "the data is corrupt ({}{})",
+            first.unwrap_or_default(),
+            c.as_str()
+        )
+    }
 }
 
 /// Compresses `plain` as a section with header `h` (its `ch_type` and `ch_addralign` are kept,

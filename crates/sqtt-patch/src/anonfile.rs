@@ -58,14 +58,54 @@ fn link(f: &File, to: &Path) -> io::Result<()> {
     }
 }
 
+/// `FS_APPEND_FL` of `FS_IOC_GETFLAGS` (Linux `include/uapi/linux/fs.h`: "writes to file may
+/// only append"; `chattr +a`). In such a directory names can be added but none removed or
+/// renamed over.
+const FS_APPEND_FL: libc::c_long = 0x20;
+
+/// Whether directory `dir` is append-only ([`FS_APPEND_FL`]): an existing file there cannot be
+/// replaced, and a temporary name made beside it could never be removed again. `false` when
+/// the flags cannot be read (a file system without `FS_IOC_GETFLAGS`).
+pub fn append_only(dir: &Path) -> bool {
+    let Ok(d) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)
+    else {
+        return false;
+    };
+    let mut flags: libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes one integer (at most a `long`) into `flags`, which lives
+    // across the call; the descriptor is open.
+    let r = unsafe { libc::ioctl(d.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) };
+    r == 0 && flags & FS_APPEND_FL != 0
+}
+
+/// The error when `dest` exists in an append-only directory ([`append_only`]).
+pub fn append_only_error(dest: &Path) -> io::Error {
+    let dir = dest.parent().filter(|d| !d.as_os_str().is_empty());
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} already exists and its directory {} is append-only (chattr +a): a file there cannot be replaced; remove the attribute or write to a new name",
+            dest.display(),
+            dir.unwrap_or(Path::new(".")).display()
+        ),
+    )
+}
+
 /// Gives the complete unnamed file `f` the name `dest`, replacing a file there (see the module
-/// docs). Errors: as [`link`] and `rename(2)`; nothing is left under a temporary name.
+/// docs). Errors: as [`link`] and `rename(2)`, and [`append_only_error`] (checked before any
+/// temporary name is made); nothing is left under a temporary name.
 pub fn link_into_place(f: &File, dest: &Path) -> io::Result<()> {
     match link(f, dest) {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         other => return other,
     }
     let dir = dest.parent().filter(|d| !d.as_os_str().is_empty());
+    if append_only(dir.unwrap_or(Path::new("."))) {
+        return Err(append_only_error(dest));
+    }
     let name = dest.file_name().unwrap_or_default().to_string_lossy();
     for attempt in 0..64u32 {
         let tmp: PathBuf = dir.unwrap_or(Path::new(".")).join(format!(

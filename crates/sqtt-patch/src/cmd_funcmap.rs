@@ -28,7 +28,8 @@ fn demangle(name: &str) -> String {
 }
 
 /// Runs the subcommand; returns the process exit code (0). Errors (exit 2): unreadable input,
-/// or no `.sqtt_funcmap` section.
+/// no `.sqtt_funcmap` section, or a section with bytes in it but no valid row (garbage: the
+/// lenient reader would print an empty table and warnings; issue 32).
 pub fn run(args: FuncmapArgs) -> Result<i32> {
     let bytes = crate::sniff::read_input(&args.file)
         .with_context(|| format!("{}: cannot read", args.file.display()))?;
@@ -42,6 +43,19 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         anyhow::bail!("{}: no .sqtt_funcmap section", args.file.display());
     };
     let parsed = funcmap::parse(section);
+    if parsed.rows.is_empty() && section.iter().any(|b| !b.is_ascii_whitespace() && *b != 0) {
+        let offset = co.section(".sqtt_funcmap").map_or(0, |s| s.offset);
+        anyhow::bail!(
+            "{}: section .sqtt_funcmap at file offset {offset:#x} ({} bytes) holds no valid funcmap row{}",
+            args.file.display(),
+            section.len(),
+            parsed
+                .warnings
+                .first()
+                .map(|w| format!(" (first problem: {w})"))
+                .unwrap_or_default()
+        );
+    }
     let name = |n: &str| {
         if args.demangle {
             demangle(n)

@@ -542,7 +542,8 @@ pub use crate::output::write_stdout;
 
 /// `functions 12/12 (100.0 %), barriers 3/4 (75.0 %)`: sites instrumented / found per feature;
 /// with sites in compiled-out stubs (code that cannot run) `trace 90/100 (90.0 %; 10 in stubs,
-/// 100.0 % of code that can run)`.
+/// 100.0 % of code that can run)`; sites in functions nothing can enter likewise (`N in
+/// unreachable functions`).
 pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
     c.iter()
         .map(|c| {
@@ -551,14 +552,21 @@ pub fn coverage_text(c: &[sqtt_rewrite::rewrite::Coverage]) -> String {
             } else {
                 100.0 * c.instrumented as f64 / c.found as f64
             };
-            let stubs = if c.in_stubs > 0 {
+            let mut apart = Vec::new();
+            if c.in_stubs > 0 {
+                apart.push(format!("{} in stubs", c.in_stubs));
+            }
+            if c.in_unreachable > 0 {
+                apart.push(format!("{} in unreachable functions", c.in_unreachable));
+            }
+            let stubs = if apart.is_empty() {
+                String::new()
+            } else {
                 format!(
-                    "; {} in stubs, {:.1} % of code that can run",
-                    c.in_stubs,
+                    "; {}, {:.1} % of code that can run",
+                    apart.join(", "),
                     c.percent_runnable()
                 )
-            } else {
-                String::new()
             };
             format!(
                 "{} {}/{} sites ({pct:.1} %{stubs})",

@@ -1,6 +1,7 @@
 //! `sqtt-patch verify ORIGINAL REWRITTEN [--json]`: independent translation validation of a
 //! rewritten code object against its original (crate `sqtt-verify`). Exit codes: 0 clean,
-//! 1 findings, 2 input error (unreadable file, not a code object, original does not decode).
+//! 1 findings, 2 input error (unreadable file, not a code object, original does not decode,
+//! two objects that are not an original and its rewrite).
 
 use crate::exit;
 use std::fmt::Write as _;
@@ -37,14 +38,39 @@ fn load(role: &str, path: &std::path::Path) -> anyhow::Result<(hsaco::CodeObject
     Ok((co, patched))
 }
 
+/// Why `new` cannot be a rewrite of `orig` at all (a usage error, exit 2, not a verification
+/// finding): a rewrite keeps the target processor (`e_flags`) and the kernels, so two objects
+/// for different processors, or whose kernels have no name in common, are unrelated files.
+/// `None` when they may be an original and its rewrite (the verifier then names every change).
+fn unrelated(orig: &hsaco::CodeObject, new: &hsaco::CodeObject) -> Option<String> {
+    if orig.target.processor != new.target.processor {
+        return Some(format!(
+            "their targets differ ({} and {})",
+            orig.target.processor, new.target.processor
+        ));
+    }
+    let names: std::collections::BTreeSet<&str> =
+        orig.kernels.iter().map(|k| k.name.as_str()).collect();
+    let shared = new.kernels.iter().any(|k| names.contains(k.name.as_str()));
+    (!orig.kernels.is_empty() && !new.kernels.is_empty() && !shared).then(|| {
+        format!(
+            "no kernel in common ({} kernel(s), e.g. {}, and {}, e.g. {})",
+            orig.kernels.len(),
+            orig.kernels[0].name,
+            new.kernels.len(),
+            new.kernels[0].name
+        )
+    })
+}
+
 /// Runs the verifier; returns the process exit code (0 clean, 1 findings). A rewritten file
 /// byte-identical to the original (a failed-closed or nothing-to-do output) is a valid, empty
 /// rewrite: exit 0 without running the checks, but only once both files have been read as code
 /// objects (two copies of an unreadable file are an input error naming it, not "OK": the main
 /// job writes nothing for such an object, `--fatbin` reports it failed closed). Input errors
 /// are returned as `Err` (the caller maps them to exit code 2): an unreadable or unparsable file
-/// (named), and swapped arguments (the original carries `.sqtt_patch` and the rewritten file
-/// does not).
+/// (named), swapped arguments (the original carries `.sqtt_patch` and the rewritten file
+/// does not), and two unrelated objects ([`unrelated`]).
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     let (orig, orig_patched) = load("original", &args.original)?;
     let (new, new_patched) = load("rewritten file", &args.rewritten)?;
@@ -63,6 +89,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     if orig_patched && !new_patched {
         anyhow::bail!(
             "{} has a {PATCH_SECTION} section and {} has none: the arguments look swapped (usage: sqtt-patch verify ORIGINAL REWRITTEN)",
+            args.original.display(),
+            args.rewritten.display()
+        );
+    }
+    if let Some(why) = unrelated(&orig, &new) {
+        anyhow::bail!(
+            "{} and {} are not an original and its rewrite: {why} (usage: sqtt-patch verify ORIGINAL REWRITTEN)",
             args.original.display(),
             args.rewritten.display()
         );

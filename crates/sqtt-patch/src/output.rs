@@ -90,7 +90,8 @@ pub fn check_not_input(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<()
 /// Checks `path`, named by `flag` (`-o`, `--report-json`) in messages, before any work.
 /// Errors: a directory or a path ending in `/`, a socket or block device, a missing directory,
 /// a directory in which no file can be created ([`check_writable`]; a regular file is written
-/// through a temporary file there).
+/// through a temporary file there), an existing file in an append-only directory (it cannot be
+/// replaced: [`crate::anonfile::append_only`]).
 pub fn check(flag: &str, path: &Path) -> Result<Dest> {
     let shown = path.display();
     let label = format!("{flag} {shown}");
@@ -115,6 +116,10 @@ pub fn check(flag: &str, path: &Path) -> Result<Dest> {
             }
             if !stream {
                 check_writable(&label, parent(path))?;
+                if crate::anonfile::append_only(parent(path)) {
+                    return Err(crate::anonfile::append_only_error(path))
+                        .with_context(|| format!("{label}: cannot write"));
+                }
             }
             Ok(Dest {
                 path: path.to_path_buf(),

@@ -9,6 +9,7 @@
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
 use hsaco::container::InputKind;
 use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// Most bytes read from an input that is not a regular file (bytes): 256 MiB, above any code
@@ -16,18 +17,25 @@ use std::path::Path;
 pub const STREAM_INPUT_LIMIT: u64 = 256 << 20;
 
 /// Reads an input file whole. A regular file is read as it is; anything else (a FIFO, process
-/// substitution, character device) up to [`STREAM_INPUT_LIMIT`] bytes. Errors: the I/O error,
-/// or an input that is not a regular file and longer than the limit (`/dev/zero` never ends).
+/// substitution, character device) up to [`STREAM_INPUT_LIMIT`] bytes. A FIFO that no process
+/// has open for writing is waited for with a message on stderr naming it ([`open_fifo`]; Ctrl-C
+/// stops the wait with exit 130, [`crate::interrupt`]). Errors: the I/O error, or an input that
+/// is not a regular file and longer than the limit (`/dev/zero` never ends).
 pub fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+    let mut v = Vec::new();
+    let file = if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+        open_fifo(path, &mut v)?
+    } else {
+        std::fs::File::open(path)?
+    };
     let meta = file.metadata()?;
     if meta.is_file() {
         let mut v = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         (&file).read_to_end(&mut v)?;
         return Ok(v);
     }
-    let mut v = Vec::new();
-    file.take(STREAM_INPUT_LIMIT + 1).read_to_end(&mut v)?;
+    file.take(STREAM_INPUT_LIMIT + 1 - v.len() as u64)
+        .read_to_end(&mut v)?;
     if v.len() as u64 > STREAM_INPUT_LIMIT {
         return Err(std::io::Error::other(format!(
             "not a regular file and longer than {} MiB (the limit for devices and pipes)",
@@ -35,6 +43,45 @@ pub fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
         )));
     }
     Ok(v)
+}
+
+/// Opens FIFO `path` for reading without blocking first (`O_NONBLOCK`: `open(2)` of a FIFO
+/// otherwise waits for a writer without a word, issue 32). A first byte read then is put in
+/// `head`. When no process has it open for writing (the read sees end of file at once), stderr
+/// says so and the FIFO is opened again, waiting for a writer. Returns a blocking descriptor
+/// to read the rest from.
+fn open_fifo(path: &Path, head: &mut Vec<u8>) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let probe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let mut byte = [0u8; 1];
+    match (&probe).read(&mut byte) {
+        Ok(0) => {
+            eprintln!(
+                "sqtt-patch: {}: a FIFO with no writer: waiting for one, then reading until it closes (at most {} MiB; Ctrl-C stops)",
+                path.display(),
+                STREAM_INPUT_LIMIT >> 20
+            );
+            return std::fs::File::open(path);
+        }
+        Ok(_) => head.push(byte[0]),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Err(e) => return Err(e),
+    }
+    // A writer is there: the same descriptor, blocking from now on (`fcntl(2)` F_SETFL).
+    // SAFETY: plain integer fcntl calls on a descriptor this function owns.
+    let ok = unsafe {
+        let fl = libc::fcntl(probe.as_raw_fd(), libc::F_GETFL);
+        fl >= 0 && libc::fcntl(probe.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(probe)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// ELF magic (`e_ident[EI_MAG0..3]`).

@@ -949,7 +949,8 @@ fn human_reports_name_each_kernel_once_in_user_words() {
 #[test]
 fn skipped_sites_use_report_names() {
     // At -O0 the device function `stage_exchange` keeps every SGPR live at some loads (its
-    // callers are unknown to liveness): those address traces are skipped.
+    // callers are unknown to liveness: the object has an unresolved call, named in the
+    // reason): those address traces are skipped.
     let t = workdir(&[("objects/gfx1030__barriers__O0.co", "in.co")]);
     let r = run(
         t.path(),
@@ -967,7 +968,7 @@ fn skipped_sites_use_report_names() {
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert_eq!(r.files, files(&["in.co"]));
     assert!(
-        r.stdout.contains("  skipped: 15 site(s)\n    15x no SGPR is provably free here for the address-trace loop (2 SGPRs) [address_trace=15], in 2 functions:\n      _Z14stage_exchangePfjfj (7x, first at 0x40e8)\n"),
+        r.stdout.contains("  skipped: 15 site(s)\n    15x the object has an unresolved call: no SGPR is provably free here for the address-trace loop (2 SGPRs) [address_trace=15], in 2 functions:\n      _Z14stage_exchangePfjfj (7x, first at 0x40e8)\n"),
         "{}",
         r.stdout
     );

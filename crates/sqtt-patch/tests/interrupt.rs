@@ -5,9 +5,11 @@
 //! committed together: an interruption keeps both (when it arrives during their commit, and the
 //! message says so) or neither.
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::KillOnDrop;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 
@@ -122,17 +124,6 @@ fn a_killed_run_leaves_no_temporary_file() {
     assert!(killed > 0, "no run was killed during its work in 12 tries");
 }
 
-/// A child process killed when the test ends, also when an assertion fails first (a child
-/// blocked on a FIFO would otherwise outlive the test).
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Issue 32 item 7: `-o FIFO` with no reader used to block in `open(2)` inside the commit, and
 /// the signal handler, which waits for running commits, never ended the run. Now SIGINT or
 /// SIGTERM ends it with 130 while it waits for a reader, and with a reader the object arrives
@@ -141,12 +132,7 @@ impl Drop for KillOnDrop {
 fn a_fifo_without_reader_does_not_block_signals() {
     let t = tempfile::tempdir().unwrap();
     let fifo = t.path().join("out.fifo");
-    let ok = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo");
+    support::mkfifo(&fifo);
     let start = |out: &Path| {
         Command::new(BIN)
             .arg(slow_input())

@@ -7,6 +7,7 @@
 //! reproduced is the compile-time SQTT Instrument Pass (its specification: `docs/markers/SPEC.md` of rocprof-trace-decoder, ROCm/rocm-systems).
 
 pub mod analysis;
+pub mod callers;
 mod calltable;
 pub mod config;
 pub mod consteval;

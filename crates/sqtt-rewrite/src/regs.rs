@@ -13,13 +13,21 @@
 //! - it is in the function's allocation mask (the caller's: gfx9 kernels' SGPR budget, s0..s105 on
 //!   gfx10+) and is not a scope-filter flag.
 //!
-//! Calls and returns (no calling-convention assumption). A call reads every SGPR read by any
-//! function reachable from its callee (an unresolved call: every SGPR) and kills nothing but the
-//! return-address pair it writes itself. A device function's returns are followed by what is live
-//! after each of its call sites, joined over all of them, when every caller is known (the object
-//! has no unresolved call, every function decoded, and the function has a direct call or tail
-//! call); otherwise every SGPR is live at its returns. A tail call passes its caller's return
-//! liveness on to the callee. `s_endpgm` ends liveness. An instruction whose SGPR operand is
+//! Calls and returns. A call reads every SGPR read by any function reachable from its callee (an
+//! unresolved call: every SGPR) and kills nothing but the return-address pair it writes itself.
+//! A device function's returns are followed by what is live after each of its call sites,
+//! joined over all of them, when the object has no unresolved call and every function decoded;
+//! a function that code outside the object may enter ([`crate::callers`]) adds the SGPRs the
+//! AMDGPU function calling convention preserves ([`CALLEE_SAVED`]), and so does one with no
+//! call site at all (whoever enters it follows the convention). With an unresolved call or an
+//! undecoded function, every SGPR is live at every return. A tail call passes its caller's
+//! return liveness on to the callee. `s_endpgm` ends liveness, and so does an `s_trap 2` with
+//! nothing after it (the wave is halted: AMDGPUUsage "Trap Handler ABI"). The convention's argument
+//! registers s0..s29 (`inreg` arguments, and the implicit inputs in s0..s15: private segment
+//! buffer, dispatch and queue pointers, kernarg segment pointer, dispatch id, workgroup ids, LDS
+//! kernel id) are live on entry: they stay live up to the function's last read of them (its own,
+//! or a call's reads of everything the callee may reach), so such a callee-clobbered SGPR is free
+//! only after the input it carries is dead. An instruction whose SGPR operand is
 //! indexed by M0 (`s_movrels*`) reads every SGPR; conditional or indexed writes (`s_cmov*`,
 //! `s_movreld*`) kill nothing.
 
@@ -32,6 +40,13 @@ pub type Sgprs = u128;
 
 /// Every SGPR a wave can address, s0..s105 (VCC and the other special registers excluded).
 pub const ALL_SGPRS: Sgprs = (1u128 << 106) - 1;
+
+/// SGPRs a caller following the AMDGPU function calling convention expects a callee to preserve:
+/// s30..s105 (LLVM `AMDGPUCallingConv.td` `CSR_AMDGPU_SGPRs`: s30..s105 through LLVM 20, a
+/// striped subset of it since; the union covers code of every version). s0..s29 are
+/// callee-clobbered (`CC_AMDGPU_Func` passes `inreg` arguments in them; AMDGPUUsage "Calling
+/// Conventions").
+pub const CALLEE_SAVED: Sgprs = ALL_SGPRS & !((1u128 << 30) - 1);
 
 /// Interprocedural SGPR facts of one [`Program`]; per-instruction sets are computed per function
 /// on demand (one function cached), so memory stays proportional to the largest function.
@@ -47,9 +62,15 @@ pub struct SgprFacts {
     /// Per function: SMEM destinations of every function it reaches (all SGPRs when it reaches
     /// an unresolved call or a function that did not decode).
     smem_reach: Vec<Sgprs>,
-    /// SMEM destinations of the whole object (what may be in flight when a device function is
-    /// entered).
+    /// SMEM destinations of the whole object (what may be in flight when a device function
+    /// entered only from known call sites is entered).
     smem_all: Sgprs,
+    /// Per function: entered by code the analysis cannot see (outside the object, or no call
+    /// site): every SGPR may await an SMEM result at its entry.
+    unknown_entry: Vec<bool>,
+    /// The object has an unresolved call or a function that did not decode: every SGPR is live
+    /// at every call of unknown code and at every return.
+    unresolved: bool,
     /// Per instruction of one function: (free, savable) sets (see [`SgprFacts::free_at`] and
     /// [`SgprFacts::savable_at`]).
     cache: Option<(usize, Vec<(Sgprs, Sgprs)>)>,
@@ -68,14 +89,21 @@ fn edges(f: &Func) -> Edges {
     }
 }
 
+/// Whether instruction `i` of `f` is `s_trap 2` ([`crate::analysis::aborts`]).
+fn aborts_at(f: &Func, i: usize) -> bool {
+    i < f.insts.len() && crate::analysis::aborts(&f.insts.get(i))
+}
+
 /// Whether `f` has instructions the analysis could not see (decode failure).
 fn opaque(f: &Func) -> bool {
     f.insts.is_empty() && f.spec.end > f.spec.start
 }
 
 impl SgprFacts {
-    /// Computes the summaries. `allowed[f]`: SGPRs inserted code may use in function `f` at all.
-    pub fn new(prog: &Program, allowed: Vec<Sgprs>) -> SgprFacts {
+    /// Computes the summaries. `allowed[f]`: SGPRs inserted code may use in function `f` at all;
+    /// `outside[f]`: code outside the object may enter device function `f`
+    /// ([`crate::callers::Callers::outside`]).
+    pub fn new(prog: &Program, allowed: Vec<Sgprs>, outside: &[bool]) -> SgprFacts {
         let n = prog.funcs.len();
         let touched: Vec<Sgprs> = prog
             .funcs
@@ -147,21 +175,27 @@ impl SgprFacts {
                 }
             }
         }
-        // Functions every caller of which is known: at least one direct call or tail call.
+        // Functions with a known call site: at least one direct call or tail call.
         let mut called = vec![false; n];
         for cs in &callees {
             for g in cs.iter().flatten() {
                 called[*g] = true;
             }
         }
+        let outside = |g: usize| outside.get(g).copied().unwrap_or(true);
         let ret_live: Vec<Sgprs> = (0..n)
             .map(|g| {
-                if unresolved || !called[g] {
+                if unresolved {
                     ALL_SGPRS
+                } else if !called[g] || outside(g) {
+                    CALLEE_SAVED
                 } else {
                     0
                 }
             })
+            .collect();
+        let unknown_entry = (0..n)
+            .map(|g| prog.funcs[g].spec.kernel.is_none() && (!called[g] || outside(g)))
             .collect();
         let mut facts = SgprFacts {
             reach_reads,
@@ -170,6 +204,8 @@ impl SgprFacts {
             allowed,
             smem_reach,
             smem_all,
+            unknown_entry,
+            unresolved,
             cache: None,
         };
         if !unresolved {
@@ -237,6 +273,9 @@ impl SgprFacts {
                 Some(Exit::EndPgm) => 0,
                 Some(Exit::Return) => self.ret_live[fi],
                 Some(Exit::TailCall(g)) => self.reach_reads[*g] | self.ret_live[fi],
+                // `s_trap 2` ending the function: the wave is halted and its queue put into
+                // the error state (AMDGPUUsage "Trap Handler ABI"); nothing runs after it.
+                None if f.successors(i).next().is_none() && aborts_at(f, i) => 0,
                 // No successor and no known exit (a problem the analysis reported): anything.
                 None if f.successors(i).next().is_none() => ALL_SGPRS,
                 None => 0,
@@ -260,7 +299,8 @@ impl SgprFacts {
 
     /// SGPRs an SMEM result may still arrive in before each instruction of function `fi`
     /// (device functions start with the object's SMEM destinations pending until their first
-    /// wait; a call adds the SMEM destinations of everything its callee reaches).
+    /// wait, every SGPR when code the analysis cannot see may enter them; a call adds the SMEM
+    /// destinations of everything its callee reaches).
     fn pending_in(&self, prog: &Program, fi: usize) -> Vec<Sgprs> {
         let f = &prog.funcs[fi];
         let n = f.insts.len();
@@ -271,6 +311,8 @@ impl SgprFacts {
         let calls: BTreeMap<usize, Callee> = f.calls.iter().copied().collect();
         pend[0] = Some(if f.spec.kernel.is_some() {
             0
+        } else if self.unknown_entry[fi] {
+            ALL_SGPRS
         } else {
             self.smem_all
         });
@@ -346,6 +388,12 @@ impl SgprFacts {
     /// SGPRs inserted code may use in function `fi` at all.
     pub fn allowed(&self, fi: usize) -> Sgprs {
         self.allowed[fi]
+    }
+
+    /// Whether the object has an unresolved call or a function that did not decode (every SGPR
+    /// is then live at every return and at every call of unknown code).
+    pub fn unresolved(&self) -> bool {
+        self.unresolved
     }
 
     /// SGPRs any instruction of function `fi` reads or may write.

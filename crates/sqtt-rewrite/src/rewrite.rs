@@ -167,6 +167,10 @@ pub struct Coverage {
     /// code that cannot run (count of sites). `instrumented / (found - in_stubs)` is the coverage
     /// of code that can run.
     pub in_stubs: u64,
+    /// Of the skipped sites, those inside device functions nothing can enter (local or hidden,
+    /// never called, address never taken: [`crate::callers::UNREACHABLE`]), count of sites;
+    /// also left out of the coverage of code that can run.
+    pub in_unreachable: u64,
 }
 
 impl Coverage {
@@ -177,12 +181,29 @@ impl Coverage {
             instrumented: 0,
             found: 0,
             in_stubs: 0,
+            in_unreachable: 0,
         }
+    }
+
+    /// Counts `n` skipped sites whose reason is `why`: found, and in stubs or in unreachable
+    /// functions when the reason says so.
+    pub fn add_skipped(&mut self, why: &str, n: u64) {
+        self.found += n;
+        if why.starts_with(crate::verbatim::STUB_SKIP) {
+            self.in_stubs += n;
+        } else if why.starts_with(crate::callers::UNREACHABLE) {
+            self.in_unreachable += n;
+        }
+    }
+
+    /// Sites that cannot run: in compiled-out stubs or in unreachable functions.
+    pub fn cannot_run(&self) -> u64 {
+        self.in_stubs + self.in_unreachable
     }
 
     /// Percent of the sites in code that can run that were instrumented (100 when there are none).
     pub fn percent_runnable(&self) -> f64 {
-        let runnable = self.found.saturating_sub(self.in_stubs);
+        let runnable = self.found.saturating_sub(self.cannot_run());
         if runnable == 0 {
             100.0
         } else {
@@ -246,9 +267,9 @@ pub(crate) fn coverage(
     }
     for sk in skipped {
         if let Some(feat) = sk.kind.feature() {
-            let c = by.entry(feat).or_insert_with(|| Coverage::empty(feat));
-            c.found += 1;
-            c.in_stubs += u64::from(sk.why.starts_with(crate::verbatim::STUB_SKIP));
+            by.entry(feat)
+                .or_insert_with(|| Coverage::empty(feat))
+                .add_skipped(&sk.why, 1);
         }
     }
     by.into_values().collect()

@@ -4,6 +4,8 @@
 //! allocates but no instruction uses, and the verifier must accept the output. Byte-level
 //! mutations of that output (restore dropped, restored from the wrong lane or the wrong VGPR,
 //! saved in a VGPR the original code uses) must each be rejected with their finding.
+mod common;
+use common::text_insts;
 use sqtt_rewrite::config::{self, FunctionThreshold, Options};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::path::PathBuf;
@@ -25,23 +27,6 @@ fn full() -> Options {
         trace_addresses: config::parse_trace_addresses("memory,lds").expect("option"),
         ..Options::default()
     }
-}
-
-/// The rewritten `.text` as (file offset, instruction) pairs.
-fn text_insts(bytes: &[u8], t: &str) -> Vec<(usize, amdgpu_isa::Instruction)> {
-    let co = hsaco::CodeObject::parse(bytes).expect("parse");
-    let text = co.text().expect(".text");
-    let target = amdgpu_isa::Target::from_name(t).expect("target");
-    let mut off = text.offset as usize;
-    amdgpu_isa::decode_all(co.section_data(text), target)
-        .expect("decode")
-        .into_iter()
-        .map(|i| {
-            let at = off;
-            off += i.len();
-            (at, i)
-        })
-        .collect()
 }
 
 /// Every SGPR the original code touches, from its instructions.

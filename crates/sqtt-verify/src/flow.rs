@@ -275,11 +275,13 @@ fn all_legacy(classes: &[Option<Region>]) -> bool {
     classes.iter().all(|c| matches!(c, Some(Region::Legacy(_))))
 }
 
-/// `wave_sizes`: lanes of each function of `p` (parallel to `p.funcs`).
+/// `wave_sizes`: lanes of each function of `p` (parallel to `p.funcs`); `outside`: device
+/// functions code outside the object may enter (same order, [`crate::outside`]).
 pub(crate) fn analyse(
     p: &Program,
     fm: &FuncmapInfo,
     wave_sizes: &[u32],
+    outside: &[bool],
     findings: &mut Vec<Finding>,
 ) -> Analysis {
     // Per-function work runs in parallel; findings keep the function order.
@@ -307,7 +309,7 @@ pub(crate) fn analyse(
                 .collect(),
         })
         .collect();
-    let mut changeable = sgprs::changeable(p, &cg, &succ);
+    let mut changeable = sgprs::changeable(p, &cg, &succ, outside);
     drop(succ);
     let reach: Vec<Option<Vec<usize>>> = p
         .funcs

@@ -56,6 +56,7 @@ mod hazard;
 mod inlined;
 mod insn;
 mod noreturn;
+mod outside;
 mod region;
 mod segments;
 mod sgprs;
@@ -325,7 +326,8 @@ pub fn verify_parsed(
             FunctionKind::Function => fallback,
         })
         .collect();
-    let analysis = flow::analyse(&program, &fm, &wave_sizes, &mut findings);
+    let outside = outside::entered_from_outside(orig, &program);
+    let analysis = flow::analyse(&program, &fm, &wave_sizes, &outside, &mut findings);
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
     elfcheck::check_sections(orig, new, &mut findings);

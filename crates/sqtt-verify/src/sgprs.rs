@@ -5,15 +5,19 @@
 //!
 //! - Liveness is backward over the original CFG. A call uses every SGPR read by any function its
 //!   callee can reach (an unresolved call: all of them) and kills only what the call instruction
-//!   itself writes. At `s_endpgm` nothing is live; after a device function's return, what is live
-//!   after each of its call sites (joined) when every caller is known (no unresolved call anywhere,
-//!   and at least one call or tail call reaches it), else everything; at a tail call, the callee's
-//!   reads plus the caller's return liveness; anywhere else control leaves, everything.
+//!   itself writes. At `s_endpgm` nothing is live; after a device function's return, with an
+//!   unresolved call anywhere everything; otherwise what is live after each of its call sites
+//!   (joined), plus s30..s105 ([`PRESERVED`], the SGPRs the AMDGPU function calling convention
+//!   keeps across a call) when no call or tail call reaches it or code outside the object may
+//!   enter it ([`crate::outside`]); at a tail call, the callee's reads plus the caller's return
+//!   liveness; after an `s_trap 2` that ends the function, nothing; anywhere else control leaves,
+//!   everything.
 //!   `s_movrels*` reads every SGPR; `s_cmov*` / `s_movreld*` kill nothing.
 //! - An SMEM load (or `s_sendmsg_rtn`) leaves its destination pending until `s_waitcnt` with
 //!   LGKM_CNT 0, `s_waitcnt_lgkmcnt null, 0` or `s_wait_kmcnt 0`; device functions start with
-//!   every SMEM destination of the object pending, and a call adds those of every function the
-//!   callee can reach.
+//!   every SMEM destination of the object pending (every SGPR when no call reaches them or code
+//!   outside the object may enter them), and a call adds those of every function the callee can
+//!   reach.
 
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -28,6 +32,12 @@ pub(crate) type Mask = u128;
 
 /// s0..s105.
 pub(crate) const EVERY: Mask = (1u128 << 106) - 1;
+
+/// s30..s105: what a caller following the AMDGPU function calling convention may still read
+/// after a call returns (LLVM `AMDGPUCallingConv.td` `CSR_AMDGPU_SGPRs`, s30..s105 or, in newer
+/// releases, stripes of it; this is their union). s0..s29 carry arguments and implicit inputs
+/// in and are the callee's to clobber (AMDGPUUsage "Calling Conventions").
+pub(crate) const PRESERVED: Mask = EVERY & !((1u128 << 30) - 1);
 
 /// One [`Mask`] per original instruction of a function, stored as distinct values (16 bytes
 /// each) and a 4-byte index per instruction: instructions mostly share their sets with others
@@ -295,7 +305,13 @@ impl CallGraph {
 }
 
 /// Per function, per original instruction: the SGPRs inserted code in front of it may change.
-pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Vec<Masks> {
+/// `outside[f]`: code outside the object may enter function `f`.
+pub(crate) fn changeable(
+    p: &Program,
+    cg: &CallGraph,
+    succs: &[FactSuccs],
+    outside: &[bool],
+) -> Vec<Masks> {
     let n = p.funcs.len();
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
@@ -341,8 +357,13 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
             reached[g] = true;
         }
     }
+    let foreign = |g: usize| !reached[g] || outside.get(g).copied().unwrap_or(true);
     let mut after_return: Vec<Mask> = (0..n)
-        .map(|g| if unresolved || !reached[g] { EVERY } else { 0 })
+        .map(|g| match (unresolved, foreign(g)) {
+            (true, _) => EVERY,
+            (false, true) => PRESERVED,
+            (false, false) => 0,
+        })
         .collect();
     // Rounds: every function's liveness from the current return liveness (in parallel), then
     // the return liveness joined from every call site. The equations are monotone and the
@@ -420,7 +441,8 @@ pub(crate) fn changeable(p: &Program, cg: &CallGraph, succs: &[FactSuccs]) -> Ve
     live.into_par_iter()
         .enumerate()
         .map(|(fi, l)| {
-            let pend = pending(p, cg, &succs[fi], fi, (&smem, smem_all));
+            let entry = if foreign(fi) { EVERY } else { smem_all };
+            let pend = pending(p, cg, &succs[fi], fi, (&smem, entry));
             Masks::of(
                 pend.iter()
                     .enumerate()
@@ -457,8 +479,16 @@ fn live_in(
     // Where control leaves: by how it leaves at the function's exits (one walk along them, not
     // a map lookup per instruction), everything after any other instruction without a
     // successor.
+    // `s_trap 2` with nothing after it halts the wave for good (AMDGPUUsage "Trap Handler ABI":
+    // the queue is put into the error state): nothing is live after it.
     let mut end: Vec<Mask> = (0..n)
-        .map(|k| if succs.none(k) { EVERY } else { 0 })
+        .map(|k| {
+            if succs.none(k) && !crate::verbatim::aborts(&f.inst(&f.orig[k])) {
+                EVERY
+            } else {
+                0
+            }
+        })
         .collect();
     for (&k, how) in &cg.leaves[fi] {
         if let Some(e) = end.get_mut(k) {
@@ -487,7 +517,8 @@ fn live_in(
     }
 }
 
-/// `smem`: per function, the SMEM destinations of what it reaches; and those of the object.
+/// `smem`: per function, the SMEM destinations of what it reaches; and those pending at the
+/// entry of a device function.
 fn pending(
     p: &Program,
     cg: &CallGraph,

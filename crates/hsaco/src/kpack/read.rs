@@ -403,8 +403,12 @@ fn decompress_frame(frame: &[u8], at: u64, declared: Option<u64>, budget: u64) -
     }
     let cap = declared.unwrap_or(cap);
     let decoder = || {
-        ruzstd::decoding::StreamingDecoder::new(frame)
-            .map_err(|e| fail(format!("zstd frame header: {e}")))
+        ruzstd::decoding::StreamingDecoder::new(frame).map_err(|e| {
+            fail(format!(
+                "zstd frame header: {}",
+                crate::compressed::corrupt_text(&e)
+            ))
+        })
     };
     let over = || {
         fail(format!(
@@ -415,7 +419,12 @@ fn decompress_frame(frame: &[u8], at: u64, declared: Option<u64>, budget: u64) -
             }
         ))
     };
-    let io = |e: std::io::Error| fail(format!("decompression failed: {e}"));
+    let io = |e: std::io::Error| {
+        fail(format!(
+            "decompression failed: {}",
+            crate::compressed::corrupt_text(&e)
+        ))
+    };
     if cap > SINGLE_PASS_MAX {
         let n = std::io::copy(&mut decoder()?.take(cap + 1), &mut std::io::sink()).map_err(io)?;
         if n > cap {

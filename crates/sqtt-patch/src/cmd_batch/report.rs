@@ -267,11 +267,9 @@ pub(super) fn totals_coverage(t: &Totals) -> Vec<sqtt_rewrite::rewrite::Coverage
     for (key, &n) in &t.skipped {
         let (kind, why) = key.split_once(": ").unwrap_or((key, ""));
         if let Some(f) = SiteKind::feature_of_name(kind) {
-            let c = by.entry(f).or_insert_with(|| Coverage::empty(f));
-            c.found += u64::from(n);
-            if why.starts_with(sqtt_rewrite::verbatim::STUB_SKIP) {
-                c.in_stubs += u64::from(n);
-            }
+            by.entry(f)
+                .or_insert_with(|| Coverage::empty(f))
+                .add_skipped(why, u64::from(n));
         }
     }
     for (feat, &n) in &t.failed_closed_sites {

@@ -4,6 +4,7 @@
 /// of the test's own, so that no test writes through the machine's `/dev` (issue 30: a test once
 /// replaced `/dev/stdout`). `None`, with the reason on stderr, when not run as root (only root
 /// may make device nodes; CI runs as root).
+#[allow(dead_code)] // not every test file that includes this module makes device nodes
 pub fn device_nodes() -> Option<tempfile::TempDir> {
     let root = std::process::Command::new("id")
         .arg("-u")
@@ -35,4 +36,26 @@ pub fn names_in(dir: &std::path::Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// A child process killed when the test ends, also when an assertion fails first (a child
+/// blocked on a FIFO would otherwise outlive the test).
+#[allow(dead_code)] // not every test file that includes this module starts children
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Makes a FIFO at `path` with `mkfifo(1)`; panics when that fails.
+#[allow(dead_code)] // not every test file that includes this module makes FIFOs
+pub fn mkfifo(path: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
 }

@@ -148,7 +148,8 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         None => BTreeMap::new(),
     };
     crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
-    let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, co));
+    let callers = crate::callers::callers(&prog, co);
+    let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, co), &callers.outside);
     let caps: Vec<(usize, u32, u32)> = kernel_funcs(&prog, co)
         .map(|(fi, k)| {
             let now = k.descriptor.registers(&co.target).arch_vgprs;
@@ -224,7 +225,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                         function: prog.funcs[s.func].spec.name.clone(),
                         addr: s.addr,
                         kind: s.kind,
-                        why,
+                        why: crate::callers::skip_cause(&callers, &alloc.sgprs, s.func, why),
                     });
                 }
             }
