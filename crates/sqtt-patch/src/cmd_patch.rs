@@ -86,6 +86,10 @@ pub struct InstrumentFlags {
     /// Enter/exit markers around every kernel (post-link extra, off by default like the pass).
     #[arg(long)]
     pub kernel_scopes: bool,
+    /// Natural loops as scopes (`U:` rows `loop FUNCTION+0xOFFSET@FILE:LINE`), nested at most N
+    /// deep (1 = outermost loops only; 0 = off). Post-link extra, off by default.
+    #[arg(long, value_name = "N")]
+    pub loops: Option<String>,
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
     /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
@@ -186,6 +190,9 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     }
     if args.kernel_scopes {
         o.kernel_scopes = true;
+    }
+    if let Some(l) = &args.loops {
+        o.loops = config::parse_loops("--loops", l)?;
     }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;

@@ -74,6 +74,9 @@ pub struct Options {
     /// `SQTT_SCOPE_WAVE/SIMD/CU/WG` scope filtering (None = off). Post-link it is enabled when any
     /// of the variables (or a `--scope*` flag) is given; absent masks take the spec's defaults.
     pub scope: Option<crate::snippets::ScopeMasks>,
+    /// Post-link extra (issue 34), off by default: natural loops nested at most this deep
+    /// (1 = outermost loops only) get enter/exit scopes ([`crate::loops`]); `None` = off.
+    pub loops: Option<u32>,
 }
 
 impl Default for Options {
@@ -89,6 +92,7 @@ impl Default for Options {
             force_reinstrument: false,
             trace_addresses: None,
             scope: None,
+            loops: None,
         }
     }
 }
@@ -146,6 +150,19 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
         (n, false) => FunctionThreshold::Count(n),
         (n, true) => FunctionThreshold::Cost(n),
     })
+}
+
+/// Parses the loop-scope depth of `--loops N` (issue 34): `N` >= 1 bounds the nesting depth of
+/// the loops given scopes (1 = outermost loops only), `0` (or an empty value) is off.
+/// Errors: anything but a decimal number, naming `name`.
+pub fn parse_loops(name: &'static str, text: &str) -> Result<Option<u32>, ConfigError> {
+    match text.trim() {
+        "" | "0" => Ok(None),
+        t => t
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off)")),
+    }
 }
 
 /// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS`: the spec's values `0` and `1`
@@ -330,6 +347,7 @@ impl Options {
             || self.kernel_scopes
             || self.memory.is_some()
             || self.trace_addresses.is_some()
+            || self.loops.is_some()
     }
 }
 
