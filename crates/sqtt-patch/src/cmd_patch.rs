@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
 use sqtt_rewrite::rewrite::{Report, Status};
 use sqtt_rewrite::timings::{Stage, Timings};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Flags of the main job and of `--fatbin` mode.
@@ -293,6 +294,33 @@ pub fn serde_name<T: serde::Serialize + std::fmt::Debug>(k: &T) -> String {
     }
 }
 
+/// The `--loops` lines of a report: counts, then the loops left out grouped by reason (three
+/// examples each; the JSON report lists all).
+fn loops_text(l: &sqtt_rewrite::inlined::LoopReport) -> String {
+    let mut s = format!(
+        "  loops: {} found, {} instrumented, {} deeper than --loops, {} left out, {} irreducible regions left alone\n",
+        l.found,
+        l.instrumented,
+        l.too_deep,
+        l.left_out.len(),
+        l.irreducible
+    );
+    let mut by_why: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for x in &l.left_out {
+        by_why.entry(&x.why).or_default().push(&x.name);
+    }
+    for (why, names) in by_why {
+        let shown: Vec<String> = names.iter().take(3).map(|n| summary::short_name(n)).collect();
+        s += &format!(
+            "  {} loop(s) not marked: {} (e.g. {})\n",
+            names.len(),
+            summary::readable(why),
+            shown.join(", ")
+        );
+    }
+    s
+}
+
 /// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
 /// one line per kernel (its sites and its descriptor figures together) and per instrumented
 /// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
@@ -338,6 +366,9 @@ pub fn render_report(what: &str, r: &Report) -> String {
                 summary::readable(&l.why)
             );
         }
+    }
+    if let Some(l) = &r.loops {
+        s += &loops_text(l);
     }
     // Functions left alone and skipped sites: grouped by kind, each function named once
     // (shortened), at most three examples per kind; the JSON report has every detail.

@@ -51,7 +51,7 @@ pub struct TraceAddresses {
 }
 
 /// Every knob of one instrumentation run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Options {
     /// `SQTT_INSTRUMENT_FUNCTIONS`.
     pub functions: FunctionThreshold,
@@ -77,6 +77,29 @@ pub struct Options {
     /// Post-link extra (issue 34), off by default: natural loops nested at most this deep
     /// (1 = outermost loops only) get enter/exit scopes ([`crate::loops`]); `None` = off.
     pub loops: Option<u32>,
+}
+
+/// The derived form, except that `loops` is left out when it is off: the `.sqtt_patch` note
+/// records this text, and outputs written without `--loops` keep the bytes they had before the
+/// option existed.
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Options");
+        d.field("functions", &self.functions)
+            .field("barriers", &self.barriers)
+            .field("kernel_scopes", &self.kernel_scopes)
+            .field("memory", &self.memory)
+            .field("mem_barrier", &self.mem_barrier)
+            .field("shader_clock_bits", &self.shader_clock_bits)
+            .field("shader_clock_shift", &self.shader_clock_shift)
+            .field("force_reinstrument", &self.force_reinstrument)
+            .field("trace_addresses", &self.trace_addresses)
+            .field("scope", &self.scope);
+        if let Some(n) = self.loops {
+            d.field("loops", &n);
+        }
+        d.finish()
+    }
 }
 
 impl Default for Options {
