@@ -179,7 +179,8 @@ pub fn sites(
         .filter_map(|(fi, f)| {
             let mine = by_start.within(f.spec.start, f.spec.end);
             let found = max_depth.map(|_| crate::loops::find(f));
-            if mine.is_empty() && found.as_ref().is_none_or(|l| l.loops.is_empty()) {
+            let no_cycles = |l: &crate::loops::Loops| l.loops.is_empty() && l.irreducible.is_empty();
+            if mine.is_empty() && found.as_ref().is_none_or(no_cycles) {
                 return None;
             }
             let mut fp = FuncPlan::new(f, scopes, &mine, opts.functions, threshold);
