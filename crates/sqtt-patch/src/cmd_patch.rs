@@ -310,7 +310,11 @@ fn loops_text(l: &sqtt_rewrite::inlined::LoopReport) -> String {
         by_why.entry(&x.why).or_default().push(&x.name);
     }
     for (why, names) in by_why {
-        let shown: Vec<String> = names.iter().take(3).map(|n| summary::short_name(n)).collect();
+        let shown: Vec<String> = names
+            .iter()
+            .take(3)
+            .map(|n| summary::short_name(n))
+            .collect();
         s += &format!(
             "  {} loop(s) not marked: {} (e.g. {})\n",
             names.len(),

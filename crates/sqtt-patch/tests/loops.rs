@@ -71,7 +71,8 @@ fn scope_names(rows: &[sqtt_rewrite::funcmap::Row]) -> BTreeMap<u32, String> {
         .filter_map(|r| match r {
             Row::User { id, name, loc } => Some((
                 *id,
-                loc.as_ref().map_or(name.clone(), |l| format!("{name} @{l}")),
+                loc.as_ref()
+                    .map_or(name.clone(), |l| format!("{name} @{l}")),
             )),
             Row::Function { id, name, .. } => Some((*id, name.clone())),
             _ => None,
@@ -84,7 +85,12 @@ fn run_kernel(target: &str, wave: u32, bytes: &[u8]) -> Vec<u32> {
     let co = hsaco::CodeObject::parse(bytes).unwrap();
     let sec = co.text().expect(".text");
     let code = co.section_data(sec);
-    let entry = co.kernels.iter().find(|k| k.name == "k_loops").unwrap().entry;
+    let entry = co
+        .kernels
+        .iter()
+        .find(|k| k.name == "k_loops")
+        .unwrap()
+        .entry;
     let t = amdgpu_isa::Target::from_name(target).unwrap();
     let mut w = sqtt_interp::Wave::new(t, wave).unwrap();
     let r = sqtt_interp::run(&mut w, &code[(entry - sec.addr) as usize..], entry, 10_000)
@@ -173,8 +179,13 @@ fn nested_loops_enter_and_exit_in_order_and_carry_their_lines() {
             let line = source_line(lab);
             let name = names
                 .values()
-                .find(|n| n.starts_with(&format!("loop {func}+")) && n.ends_with(&format!("loops.S:{line}")))
-                .unwrap_or_else(|| panic!("{target}: no loop row for {lab} (line {line}): {names:?}"));
+                .find(|n| {
+                    n.starts_with(&format!("loop {func}+"))
+                        && n.ends_with(&format!("loops.S:{line}"))
+                })
+                .unwrap_or_else(|| {
+                    panic!("{target}: no loop row for {lab} (line {line}): {names:?}")
+                });
             let off = name
                 .split_once('+')
                 .and_then(|(_, r)| r.split_whitespace().next())
@@ -224,7 +235,9 @@ fn nested_loops_enter_and_exit_in_order_and_carry_their_lines() {
             format!("k_loops;{outer};{b}"),
         ] {
             assert!(
-                folded.lines().any(|l| l.rsplit_once(' ').map(|x| x.0) == Some(frames.as_str())),
+                folded
+                    .lines()
+                    .any(|l| l.rsplit_once(' ').map(|x| x.0) == Some(frames.as_str())),
                 "{target}: no stack {frames} in\n{folded}"
             );
         }
@@ -240,12 +253,22 @@ fn flamegraph(dir: &Path, rows: &[sqtt_rewrite::funcmap::Row], words: &[u32]) ->
     let fm: Vec<Value> = rows
         .iter()
         .filter_map(|r| match r {
-            Row::User { id, name, loc } => {
-                Some(json!([1, id, "U", name, loc.clone().unwrap_or_default(), null]))
-            }
-            Row::Function { id, name, loc } => {
-                Some(json!([1, id, "F", name, loc.clone().unwrap_or_default(), null]))
-            }
+            Row::User { id, name, loc } => Some(json!([
+                1,
+                id,
+                "U",
+                name,
+                loc.clone().unwrap_or_default(),
+                null
+            ])),
+            Row::Function { id, name, loc } => Some(json!([
+                1,
+                id,
+                "F",
+                name,
+                loc.clone().unwrap_or_default(),
+                null
+            ])),
             Row::Kernel { name, .. } => Some(json!([1, null, "K", name, "", 4096])),
             _ => None,
         })
@@ -308,8 +331,14 @@ fn depth_one_marks_the_outermost_loops_only() {
     assert!(v.findings.is_empty(), "{:?}", v.findings);
     let names = scope_names(&funcmap(&bytes));
     let got = stream(&run_kernel("gfx1100", 32, &bytes), &names);
-    let outer = format!("+loop k_loops+0x4 @/fixtures/loops.S:{}", source_line(".Louter"));
-    let fl = format!("+loop f_loop+0x4 @/fixtures/loops.S:{}", source_line(".Lf_body"));
+    let outer = format!(
+        "+loop k_loops+0x4 @/fixtures/loops.S:{}",
+        source_line(".Louter")
+    );
+    let fl = format!(
+        "+loop f_loop+0x4 @/fixtures/loops.S:{}",
+        source_line(".Lf_body")
+    );
     let want: Vec<String> = [outer.as_str(), &fl, "-", &fl, "-", "-"]
         .iter()
         .map(|s| s.to_string())

@@ -45,8 +45,8 @@ use crate::layout::{Landing, Reloc};
 use crate::plan::{cost, forbidden_points, Forbidden, MarkerKey, Site, SiteKind, Word};
 
 mod loop_scopes;
-pub use loop_scopes::{LoopLeftOut, LoopReport};
 use loop_scopes::LoopNode;
+pub use loop_scopes::{LoopLeftOut, LoopReport};
 
 /// Fragments of one instance separated by at most this many foreign instructions are merged.
 pub const MERGE_GAP: usize = 8;

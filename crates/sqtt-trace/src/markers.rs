@@ -6,9 +6,9 @@
 
 use crate::names::{NameId, Names};
 use foldhash::{HashMap, HashMapExt};
-use std::borrow::Cow;
 use serde_json::Value;
 use sqtt_rewrite::funcmap::{self, Row};
+use std::borrow::Cow;
 
 /// What a marker id means, from its funcmap prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,8 +141,17 @@ impl MarkerTable {
                     id,
                     name,
                     loc: Some(l),
-                } => (*id, Kind::User, Cow::from(format!("{name} @{l}")), Some(l.clone())),
-                Row::User { id, name, loc: None } => (*id, Kind::User, Cow::from(name), None),
+                } => (
+                    *id,
+                    Kind::User,
+                    Cow::from(format!("{name} @{l}")),
+                    Some(l.clone()),
+                ),
+                Row::User {
+                    id,
+                    name,
+                    loc: None,
+                } => (*id, Kind::User, Cow::from(name), None),
                 Row::Point { id, name, loc } => (*id, Kind::Point, Cow::from(name), loc.clone()),
                 Row::Kernel { name, .. } => {
                     t.kernels.push(name.clone());

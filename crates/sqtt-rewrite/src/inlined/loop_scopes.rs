@@ -21,7 +21,7 @@ use super::FuncPlan;
 use crate::loops::Loops;
 
 /// One loop left without a scope, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LoopLeftOut {
     /// Function (symbol) holding the loop.
     pub function: String,
@@ -32,7 +32,7 @@ pub struct LoopLeftOut {
 }
 
 /// What happened to the loops of one code object (`--loops`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LoopReport {
     /// Natural loops in the instrumented functions.
     pub found: usize,
@@ -113,7 +113,12 @@ impl FuncPlan<'_> {
                 left("no name a funcmap row can carry (the function's name contains '@')".into());
                 continue;
             }
-            let body: Vec<usize> = l.body.iter().copied().filter(|i| !ends.contains(i)).collect();
+            let body: Vec<usize> = l
+                .body
+                .iter()
+                .copied()
+                .filter(|i| !ends.contains(i))
+                .collect();
             let mut count: HashMap<usize, usize> = HashMap::new();
             for &i in &body {
                 for &s in &owners[i] {
@@ -191,7 +196,12 @@ impl FuncPlan<'_> {
             .iter()
             .copied()
             .filter(|x| marked.contains(x))
-            .min_by_key(|&x| (self.region[&x].len(), Reverse(self.scopes[x].depth(self.scopes))));
+            .min_by_key(|&x| {
+                (
+                    self.region[&x].len(),
+                    Reverse(self.scopes[x].depth(self.scopes)),
+                )
+            });
         match (outer, inlined) {
             (Some(a), Some(b)) => {
                 let a_inside_b = self.loop_node(a).is_some_and(|n| n.within.contains(&b));

@@ -306,7 +306,10 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     }
     ids.retain(|k, _| emitted.contains(k));
     if let Some(l) = report.loops.as_mut() {
-        l.instrumented = ids.keys().filter(|k| matches!(k, MarkerKey::Loop(_))).count();
+        l.instrumented = ids
+            .keys()
+            .filter(|k| matches!(k, MarkerKey::Loop(_)))
+            .count();
     }
     // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
     // entries and the markers describing the previous instruction (after a barrier signal) come
