@@ -88,8 +88,9 @@ pub struct InstrumentFlags {
     #[arg(long)]
     pub kernel_scopes: bool,
     /// Natural loops as scopes (`U:` rows `loop FUNCTION+0xOFFSET@FILE:LINE`), nested at most N
-    /// deep (1 = outermost loops only; 0 = off). Post-link extra, off by default.
-    #[arg(long, value_name = "N")]
+    /// deep (1 = outermost loops only; 0 = off); `N:iters` adds a point marker on every back
+    /// edge (one per iteration: costly). Post-link extra, off by default.
+    #[arg(long, value_name = "N[:iters]", allow_hyphen_values = true)]
     pub loops: Option<String>,
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
@@ -193,7 +194,7 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         o.kernel_scopes = true;
     }
     if let Some(l) = &args.loops {
-        o.loops = config::parse_loops("--loops", l)?;
+        (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;
     }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;

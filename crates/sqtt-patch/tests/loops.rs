@@ -64,7 +64,7 @@ fn funcmap(bytes: &[u8]) -> Vec<sqtt_rewrite::funcmap::Row> {
     sqtt_rewrite::funcmap::parse(co.section_data(s)).rows
 }
 
-/// Scope names by marker id (`U:` and `F:` rows; a `U:` row's location after ` @`).
+/// Marker names by id (`U:`, `F:` and `P:` rows; a `U:` row's location after ` @`).
 fn scope_names(rows: &[sqtt_rewrite::funcmap::Row]) -> BTreeMap<u32, String> {
     use sqtt_rewrite::funcmap::Row;
     rows.iter()
@@ -74,7 +74,9 @@ fn scope_names(rows: &[sqtt_rewrite::funcmap::Row]) -> BTreeMap<u32, String> {
                 loc.as_ref()
                     .map_or(name.clone(), |l| format!("{name} @{l}")),
             )),
-            Row::Function { id, name, .. } => Some((*id, name.clone())),
+            Row::Function { id, name, .. } | Row::Point { id, name, .. } => {
+                Some((*id, name.clone()))
+            }
             _ => None,
         })
         .collect()
@@ -98,13 +100,14 @@ fn run_kernel(target: &str, wave: u32, bytes: &[u8]) -> Vec<u32> {
     r.shaderdata
 }
 
-/// Marker words as `+name` (enter) and `-` (exit).
+/// Marker words as `+name` (enter), `-` (exit) and `*name` (point).
 fn stream(words: &[u32], names: &BTreeMap<u32, String>) -> Vec<String> {
     words
         .iter()
         .map(|&v| match v & 3 {
             1 if v == 1 => "-".to_string(),
             2 => format!("+{}", names.get(&(v >> 2)).expect("enter id has a row")),
+            0 => format!("*{}", names.get(&(v >> 2)).expect("point id has a row")),
             _ => panic!("marker word {v:#x} is neither an enter nor an exit"),
         })
         .collect()
@@ -373,5 +376,86 @@ fn verifier_rejects_a_missing_loop_exit() {
             !v.findings.is_empty(),
             "exit marker at .text+{k:#x} taken out and accepted"
         );
+    }
+}
+
+/// `--loops 2:iters`: one point marker per back edge taken, named after its loop, verified, on
+/// a landing block (conditional back edges), in front of an `s_branch` (loop B) and nowhere else.
+#[test]
+fn iteration_markers_run_once_per_back_edge_taken() {
+    for (target, wave) in [("gfx942", 64), ("gfx1100", 32)] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fixture(target);
+        let (bytes, report) = instrument(dir.path(), &input, &["--loops", "2:iters"]);
+        assert_eq!(report["loops"]["iteration_markers"], 4, "{target}");
+        let orig = std::fs::read(&input).unwrap();
+        let v = sqtt_verify::verify(&orig, &bytes).unwrap();
+        assert!(v.findings.is_empty(), "{target}: {:?}", v.findings);
+        let names = scope_names(&funcmap(&bytes));
+        let loop_at = |lab: &str| {
+            names
+                .values()
+                .find(|n| {
+                    n.starts_with("loop ") && n.ends_with(&format!("loops.S:{}", source_line(lab)))
+                })
+                .unwrap_or_else(|| panic!("{target}: {lab}"))
+                .clone()
+        };
+        let (outer, a, b, fl) = (
+            loop_at(".Louter"),
+            loop_at(".Linner_a"),
+            loop_at(".Linner_b"),
+            loop_at(".Lf_body"),
+        );
+        // Points are named `iter <loop name>` with the location in the row's `@` part.
+        let it = |l: &str| format!("*iter {}", l.split(" @").next().unwrap());
+        let mut want = vec![format!("+{outer}")];
+        for i in 0..2 {
+            want.extend([
+                format!("+{a}"),
+                it(&a),
+                it(&a),
+                "-".into(),
+                format!("+{fl}"),
+                it(&fl),
+                "-".into(),
+                format!("+{b}"),
+                it(&b),
+                "-".into(),
+            ]);
+            if i == 0 {
+                want.push(it(&outer));
+            }
+        }
+        want.push("-".into());
+        assert_eq!(
+            stream(&run_kernel(target, wave, &bytes), &names),
+            want,
+            "{target}"
+        );
+    }
+}
+
+/// `--loops` takes `N` or `N:iters` only: anything else is a usage error (exit 2), no output.
+#[test]
+fn bad_loops_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["x", "2:bad", "-1", ":iters", "0:iters"] {
+        let out = dir.path().join("out.co");
+        let o = Command::new(BIN)
+            .arg(fixture("gfx1100"))
+            .arg("-o")
+            .arg(&out)
+            .arg("--loops")
+            .arg(bad)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "--loops {bad}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--loops"),
+            "--loops {bad}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!out.exists(), "--loops {bad}: output written");
     }
 }

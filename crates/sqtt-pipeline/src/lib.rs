@@ -21,7 +21,7 @@ pub const KERNEL_SCOPES_VAR: &str = "SQTT_PATCH_KERNEL_SCOPES";
 /// `sqtt-patch exec --force`.
 pub const FORCE_VAR: &str = "SQTT_PATCH_FORCE";
 
-/// Our own variable for loop scopes (`N`, as `--loops N`); set by `sqtt-patch exec --loops`.
+/// Our own variable for loop scopes (`N` or `N:iters`, as `--loops`); set by `sqtt-patch exec --loops`.
 pub const LOOPS_VAR: &str = "SQTT_PATCH_LOOPS";
 
 /// Options from the spec's `SQTT_*` variables (`SQTT_INSTRUMENT_FUNCTIONS`,
@@ -36,7 +36,7 @@ pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, C
         o.kernel_scopes = sqtt_rewrite::config::parse_toggle(KERNEL_SCOPES_VAR, &v)?;
     }
     if let Some(v) = lookup(LOOPS_VAR) {
-        o.loops = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v)?;
+        (o.loops, o.loop_iters) = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v)?;
     }
     if let Some(v) = lookup(FORCE_VAR) {
         o.force_reinstrument = sqtt_rewrite::config::parse_toggle(FORCE_VAR, &v)?;

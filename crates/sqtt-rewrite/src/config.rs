@@ -77,6 +77,9 @@ pub struct Options {
     /// Post-link extra (issue 34), off by default: natural loops nested at most this deep
     /// (1 = outermost loops only) get enter/exit scopes ([`crate::loops`]); `None` = off.
     pub loops: Option<u32>,
+    /// `--loops N:iters`: also a point marker on every back edge of a loop with a scope (one
+    /// per iteration: per-iteration timing, at a per-iteration cost).
+    pub loop_iters: bool,
 }
 
 /// The derived form, except that `loops` is left out when it is off: the `.sqtt_patch` note
@@ -98,6 +101,9 @@ impl std::fmt::Debug for Options {
         if let Some(n) = self.loops {
             d.field("loops", &n);
         }
+        if self.loop_iters {
+            d.field("loop_iters", &true);
+        }
         d.finish()
     }
 }
@@ -116,6 +122,7 @@ impl Default for Options {
             trace_addresses: None,
             scope: None,
             loops: None,
+            loop_iters: false,
         }
     }
 }
@@ -175,17 +182,25 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
     })
 }
 
-/// Parses the loop-scope depth of `--loops N` (issue 34): `N` >= 1 bounds the nesting depth of
-/// the loops given scopes (1 = outermost loops only), `0` (or an empty value) is off.
-/// Errors: anything but a decimal number, naming `name`.
-pub fn parse_loops(name: &'static str, text: &str) -> Result<Option<u32>, ConfigError> {
-    match text.trim() {
-        "" | "0" => Ok(None),
-        t => t
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off)")),
-    }
+/// Parses `--loops N` or `--loops N:iters` (issue 34): `N` >= 1 bounds the nesting depth of
+/// the loops given scopes (1 = outermost loops only), `0` (or an empty value) is off; `:iters`
+/// adds a point marker on every back edge. Returns (depth, iters).
+/// Errors: anything else, naming `name`.
+pub fn parse_loops(name: &'static str, text: &str) -> Result<(Option<u32>, bool), ConfigError> {
+    let t = text.trim();
+    let (n, iters) = match t.split_once(':') {
+        Some((n, "iters")) => (n, true),
+        Some(_) => return Err(err(name, text, "expected N or N:iters")),
+        None => (t, false),
+    };
+    let depth = match n {
+        "" | "0" if !iters => None,
+        _ => match n.parse::<u32>() {
+            Ok(d) if d > 0 => Some(d),
+            _ => return Err(err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off), optionally followed by :iters")),
+        },
+    };
+    Ok((depth, iters))
 }
 
 /// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS`: the spec's values `0` and `1`

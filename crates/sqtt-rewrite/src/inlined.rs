@@ -120,6 +120,8 @@ pub struct Planned {
     pub loop_names: InlinedNames,
     /// What happened to the loops (`--loops`; `None` when not asked for).
     pub loops: Option<LoopReport>,
+    /// Back-edge point markers (`--loops N:iters`) that could not be placed, with the reason.
+    pub skipped: Vec<crate::plan::Skipped>,
 }
 
 /// Plans inlined-scope markers for the functions of `prog` with `ok[fi]` (instrumented, not left
@@ -208,7 +210,7 @@ pub fn sites(
         })
         .collect();
     let mut keys: HashMap<String, u32> = HashMap::new();
-    for (fi, fp) in plans {
+    for (fi, mut fp) in plans {
         let f = &prog.funcs[fi];
         let mut loop_key: HashMap<usize, u32> = HashMap::new();
         for &s in &fp.marked {
@@ -268,6 +270,32 @@ pub fn sites(
                 kind,
                 addr: f.insts.addr(before),
             });
+        }
+        if opts.loop_iters && !loop_key.is_empty() {
+            let forbidden = forbidden_points(f);
+            for &s in &fp.marked {
+                for (p, at) in fp.iteration_points(s, &forbidden, landing_blocks) {
+                    match at {
+                        Ok((before, landing)) => {
+                            fp.loop_report.iteration_markers += 1;
+                            out.sites.push(Site {
+                                func: fi,
+                                before,
+                                word: Word::Point(MarkerKey::LoopIter(loop_key[&s])),
+                                landing,
+                                kind: SiteKind::LoopIteration,
+                                addr: f.insts.addr(p),
+                            });
+                        }
+                        Err(why) => out.skipped.push(crate::plan::Skipped {
+                            function: f.spec.name.clone(),
+                            addr: f.insts.addr(p),
+                            kind: SiteKind::LoopIteration,
+                            why: why.into(),
+                        }),
+                    }
+                }
+            }
         }
         if let Some(lr) = out.loops.as_mut() {
             lr.add(&fp.loop_report);

@@ -30,6 +30,9 @@ pub struct Loop {
     pub parent: Option<usize>,
     /// Nesting depth among loops: 1 for an outermost loop.
     pub depth: u32,
+    /// Instruction indices of the last instructions of the back-edge sources (the instructions
+    /// whose edge goes back to the header), ascending.
+    pub latches: Vec<usize>,
 }
 
 /// The loops of one function.
@@ -167,8 +170,11 @@ pub fn find(f: &Func) -> Loops {
     }
     // Any other back edge (u -> h with h dominating u) is retreating in every depth-first walk,
     // so `retreating` holds all of them.
-    let mut bodies: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut bodies: Vec<(usize, Vec<usize>, Vec<usize>)> = Vec::new();
     for (h, us) in back {
+        let mut latches: Vec<usize> = us.iter().map(|&u| end(u) - 1).collect();
+        latches.sort_unstable();
+        latches.dedup();
         let mut inside = vec![false; nb];
         inside[h] = true;
         let mut work: Vec<usize> = us.into_iter().filter(|&u| !inside[u]).collect();
@@ -184,13 +190,13 @@ pub fn find(f: &Func) -> Loops {
             }
         }
         let blocks: Vec<usize> = (0..nb).filter(|&b| inside[b]).collect();
-        bodies.push((h, blocks));
+        bodies.push((h, blocks, latches));
     }
     // Outer loops first: a loop containing another is larger.
-    bodies.sort_by_key(|(h, b)| (std::cmp::Reverse(b.len()), *h));
+    bodies.sort_by_key(|(h, b, _)| (std::cmp::Reverse(b.len()), *h));
     let mut loops: Vec<Loop> = Vec::with_capacity(bodies.len());
     let mut block_sets: Vec<Vec<usize>> = Vec::with_capacity(bodies.len());
-    for (h, blocks) in bodies {
+    for (h, blocks, latches) in bodies {
         // The smallest earlier loop holding the header holds the whole loop (natural loops
         // with different headers are nested or disjoint).
         let parent = (0..loops.len())
@@ -203,11 +209,10 @@ pub fn find(f: &Func) -> Loops {
             body,
             parent,
             depth,
+            latches,
         });
         block_sets.push(blocks);
     }
-    // `find` with the smallest enclosing loop needs parents sorted by size: the latest earlier
-    // loop holding the header is the smallest, as loops are sorted by decreasing size.
     out.loops = loops;
     out.irreducible = irreducible.into_iter().collect();
     out

@@ -38,6 +38,8 @@ pub enum MarkerKey {
     Inlined(u32),
     /// The scope of one loop (`--loops`; index into [`crate::inlined::Planned::loop_names`]).
     Loop(u32),
+    /// The back-edge point of the same loop (`--loops N:iters`).
+    LoopIter(u32),
 }
 
 impl MarkerKey {
@@ -49,6 +51,7 @@ impl MarkerKey {
             | MarkerKey::Kernel(_)
             | MarkerKey::Inlined(_)
             | MarkerKey::Loop(_) => 0,
+            MarkerKey::LoopIter(_) => 7,
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
             MarkerKey::Barrier => 3,
@@ -106,11 +109,13 @@ pub enum SiteKind {
     LoopEnter,
     /// Exit of a loop's scope, on an edge leaving its body ([`crate::loops`]).
     LoopExit,
+    /// Point marker on a loop's back edge (`--loops N:iters`).
+    LoopIteration,
 }
 
 impl SiteKind {
     /// Every kind, in declaration order (`ALL[k as usize] == k`).
-    pub const ALL: [SiteKind; 16] = [
+    pub const ALL: [SiteKind; 17] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
@@ -127,6 +132,7 @@ impl SiteKind {
         SiteKind::InlinedExit,
         SiteKind::LoopEnter,
         SiteKind::LoopExit,
+        SiteKind::LoopIteration,
     ];
 
     /// The option a site kind belongs to, as reports name it: `functions`, `kernel_scopes`,
@@ -145,7 +151,7 @@ impl SiteKind {
             | SiteKind::BarrierPair => "barriers",
             SiteKind::MemoryLoad | SiteKind::MemoryStore => "memory",
             SiteKind::AddressTrace => "address_trace",
-            SiteKind::LoopEnter | SiteKind::LoopExit => "loops",
+            SiteKind::LoopEnter | SiteKind::LoopExit | SiteKind::LoopIteration => "loops",
             SiteKind::ScopeInit => return None,
         })
     }

@@ -396,7 +396,11 @@ fn check_added_names(
             'K' => !is_kernel(&r.name),
             'P' => {
                 let name = r.name.as_str();
-                !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
+                let iter = name
+                    .strip_prefix("iter ")
+                    .and_then(loop_scope_symbol)
+                    .is_some_and(|s| symbols.contains_key(s));
+                !iter && !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
             }
             _ => false,
         };
@@ -404,7 +408,7 @@ fn check_added_names(
             let want = match r.kind {
                 'K' => "a kernel of the code object",
                 'U' => "a kernel of the code object (kernel scope) or a loop of one of its functions (loop SYMBOL+0xOFFSET)",
-                _ => "a barrier, memory or address-trace point",
+                _ => "a barrier, memory, address-trace or loop-iteration point (iter loop SYMBOL+0xOFFSET)",
             };
             findings.push(glob(
                 Check::Funcmap,

@@ -17,8 +17,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use dwarf_remap::LocationIndex;
 
+use amdgpu_isa::Flow;
+
 use super::FuncPlan;
+use crate::layout::{Landing, Reloc};
 use crate::loops::Loops;
+use crate::plan::Forbidden;
 
 /// One loop left without a scope, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,6 +48,13 @@ pub struct LoopReport {
     pub too_deep: usize,
     /// Loops not marked for another reason, each with the reason.
     pub left_out: Vec<LoopLeftOut>,
+    /// `--loops N:iters`: back edges given a point marker (count of sites planned).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub iteration_markers: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl LoopReport {
@@ -53,6 +64,7 @@ impl LoopReport {
         self.instrumented += o.instrumented;
         self.irreducible += o.irreducible;
         self.too_deep += o.too_deep;
+        self.iteration_markers += o.iteration_markers;
         self.left_out.extend(o.left_out.iter().cloned());
     }
 }
@@ -64,6 +76,10 @@ pub(super) struct LoopNode {
     pub name: String,
     /// `file:line` of the header's first instruction from the line table, when there is one.
     pub loc: Option<String>,
+    /// Instruction index of the header.
+    header: usize,
+    /// Last instructions of the back-edge sources ([`crate::loops::Loop::latches`]).
+    latches: Vec<usize>,
     /// Node of the nearest enclosing loop that has a scope.
     parent: Option<usize>,
     /// Marked inlined scopes whose region holds the whole body.
@@ -162,6 +178,8 @@ impl FuncPlan<'_> {
             self.loops.push(LoopNode {
                 name,
                 loc,
+                header: l.header,
+                latches: l.latches.clone(),
                 parent: p.and_then(|x| node_of[x]),
                 within,
                 holds,
@@ -209,6 +227,59 @@ impl FuncPlan<'_> {
             }
             (a, b) => a.or(b),
         }
+    }
+
+    /// Where the point marker of each back edge of loop node `s` goes (`--loops N:iters`):
+    /// `(latch, Ok((insert before, landing rule)))`, or the reason it cannot be placed:
+    /// - a conditional SOPP branch back to the header: a landing block after it
+    ///   ([`Landing::Edge`], keyed at the header as [`super::FuncPlan::point`] keys its landing
+    ///   blocks; the target must allow landing blocks, `landing_blocks`);
+    /// - an `s_branch` back to the header: in front of it (every path through it is the back edge);
+    /// - a fall-through into the header: in front of the header, run by the fall-through only
+    ///   ([`Landing::After`]);
+    /// - anything else (an indirect or long jump): not placed.
+    pub(super) fn iteration_points(
+        &self,
+        s: usize,
+        forbidden: &Forbidden,
+        landing_blocks: bool,
+    ) -> Vec<(usize, Result<(usize, Landing), &'static str>)> {
+        let f = self.f;
+        let Some(l) = self.loop_node(s) else {
+            return Vec::new();
+        };
+        let head = f.insts.addr(l.header);
+        let hard = |p: usize| p >= f.insts.len() || forbidden.hard.contains(&p);
+        l.latches
+            .iter()
+            .map(|&p| {
+                let (addr, inst) = f.insts.at(p);
+                let sopp = matches!(f.relocs[p], Reloc::Branch { .. });
+                let to_head = sopp && inst.branch_target(addr) == Some(head);
+                let placed = match inst.flow() {
+                    Flow::Branch { conditional: true } if to_head => {
+                        if !landing_blocks {
+                            Err("the target has no landing blocks (gfx1010-gfx1013)")
+                        } else if hard(p + 1) {
+                            Err("no safe insertion point after the back edge's branch")
+                        } else {
+                            // Keyed at the branch's target, as every landing-block site.
+                            Ok((l.header, Landing::Edge(p)))
+                        }
+                    }
+                    Flow::Branch { conditional: false } if to_head => match hard(p) {
+                        true => Err("no safe insertion point in front of the back edge's branch"),
+                        false => Ok((p, Landing::Before)),
+                    },
+                    Flow::Fallthrough if p + 1 == l.header => match hard(l.header) {
+                        true => Err("no safe insertion point in front of the header"),
+                        false => Ok((l.header, Landing::After)),
+                    },
+                    _ => Err("the back edge is not a SOPP branch or a fall-through (an indirect or long jump)"),
+                };
+                (p, placed)
+            })
+            .collect()
     }
 
     /// Nesting depth of node `s` among the marked scopes (DWARF depth without loops).

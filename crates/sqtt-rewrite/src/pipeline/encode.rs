@@ -387,6 +387,11 @@ fn funcmap_rows(
                 loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
                 name,
             },
+            MarkerKey::LoopIter(n) => Row::Point {
+                id,
+                loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
+                name,
+            },
             MarkerKey::Inlined(n) => Row::Function {
                 id,
                 loc: ins.inlined_names.get(n).and_then(|r| r.1.clone()),
@@ -510,6 +515,11 @@ fn marker_name(
             .loop_names
             .get(n)
             .map(|r| r.0.clone())
+            .unwrap_or_default(),
+        MarkerKey::LoopIter(n) => ins
+            .loop_names
+            .get(n)
+            .map(|r| format!("iter {}", r.0))
             .unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
         MarkerKey::Barrier => "barrier".into(),

@@ -136,6 +136,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
     report.loops = inlined.loops;
+    skipped.extend(inlined.skipped);
     if let Some(e) = &report.inlined.dwarf_error {
         report.notes.push(format!(
             "the DWARF cannot be read ({e}): inlined functions are not marked and funcmap rows carry no source locations"
