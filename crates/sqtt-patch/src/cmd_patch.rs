@@ -87,7 +87,7 @@ pub struct InstrumentFlags {
     /// Enter/exit markers around every kernel (post-link extra, off by default like the pass).
     #[arg(long)]
     pub kernel_scopes: bool,
-    /// Natural loops as scopes (`U:` rows `loop FUNCTION+0xOFFSET@FILE:LINE`), nested at most N
+    /// Natural loops as scopes (`U:` rows `loop FUNCTION+0xOFFSET (FILE:LINE)`), nested at most N
     /// deep (1 = outermost loops only; 0 = off); `N:iters` adds a point marker on every back
     /// edge (one per iteration: costly). Post-link extra, off by default.
     #[arg(long, value_name = "N[:iters]", allow_hyphen_values = true)]

@@ -184,7 +184,7 @@ fn nested_loops_enter_and_exit_in_order_and_carry_their_lines() {
                 .values()
                 .find(|n| {
                     n.starts_with(&format!("loop {func}+"))
-                        && n.ends_with(&format!("loops.S:{line}"))
+                        && n.ends_with(&format!("/fixtures/loops.S:{line})"))
                 })
                 .unwrap_or_else(|| {
                     panic!("{target}: no loop row for {lab} (line {line}): {names:?}")
@@ -335,11 +335,11 @@ fn depth_one_marks_the_outermost_loops_only() {
     let names = scope_names(&funcmap(&bytes));
     let got = stream(&run_kernel("gfx1100", 32, &bytes), &names);
     let outer = format!(
-        "+loop k_loops+0x4 @/fixtures/loops.S:{}",
+        "+loop k_loops+0x4 (/fixtures/loops.S:{})",
         source_line(".Louter")
     );
     let fl = format!(
-        "+loop f_loop+0x4 @/fixtures/loops.S:{}",
+        "+loop f_loop+0x4 (/fixtures/loops.S:{})",
         source_line(".Lf_body")
     );
     let want: Vec<String> = [outer.as_str(), &fl, "-", &fl, "-", "-"]
@@ -396,7 +396,8 @@ fn iteration_markers_run_once_per_back_edge_taken() {
             names
                 .values()
                 .find(|n| {
-                    n.starts_with("loop ") && n.ends_with(&format!("loops.S:{}", source_line(lab)))
+                    n.starts_with("loop ")
+                        && n.ends_with(&format!("/fixtures/loops.S:{})", source_line(lab)))
                 })
                 .unwrap_or_else(|| panic!("{target}: {lab}"))
                 .clone()
@@ -407,8 +408,8 @@ fn iteration_markers_run_once_per_back_edge_taken() {
             loop_at(".Linner_b"),
             loop_at(".Lf_body"),
         );
-        // Points are named `iter <loop name>` with the location in the row's `@` part.
-        let it = |l: &str| format!("*iter {}", l.split(" @").next().unwrap());
+        // Points are named `iter <loop name>`.
+        let it = |l: &str| format!("*iter {l}");
         let mut want = vec![format!("+{outer}")];
         for i in 0..2 {
             want.extend([

@@ -8,7 +8,6 @@ use crate::names::{NameId, Names};
 use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 use sqtt_rewrite::funcmap::{self, Row};
-use std::borrow::Cow;
 
 /// What a marker id means, from its funcmap prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,27 +131,11 @@ impl MarkerTable {
         let mut payloads = HashMap::new();
         for r in rows {
             let (id, kind, name, loc) = match r {
-                Row::Function { id, name, loc } => {
-                    (*id, Kind::Function, Cow::from(name), loc.clone())
-                }
-                // A user scope's location is part of its frame's name (`loop f+0x40 @a.c:12`,
-                // issue 34): a loop is told from the others by its line.
-                Row::User {
-                    id,
-                    name,
-                    loc: Some(l),
-                } => (
-                    *id,
-                    Kind::User,
-                    Cow::from(format!("{name} @{l}")),
-                    Some(l.clone()),
-                ),
-                Row::User {
-                    id,
-                    name,
-                    loc: None,
-                } => (*id, Kind::User, Cow::from(name), None),
-                Row::Point { id, name, loc } => (*id, Kind::Point, Cow::from(name), loc.clone()),
+                Row::Function { id, name, loc } => (*id, Kind::Function, name, loc.clone()),
+                // AMD's parser keeps no location for a user scope (the spec: `U:` rows are
+                // source-loc-less); loop scopes carry their line in the name instead.
+                Row::User { id, name, .. } => (*id, Kind::User, name, None),
+                Row::Point { id, name, loc } => (*id, Kind::Point, name, loc.clone()),
                 Row::Kernel { name, .. } => {
                     t.kernels.push(name.clone());
                     continue;
@@ -174,7 +157,7 @@ impl MarkerTable {
                     continue;
                 }
             };
-            let name = names.intern(&name);
+            let name = names.intern(name);
             t.markers.insert(
                 id,
                 Marker {

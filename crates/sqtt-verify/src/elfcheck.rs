@@ -355,9 +355,12 @@ fn check_rows(
 }
 
 /// The function symbol a loop scope's `U:` row names: the rewrite names a loop's scope
-/// `loop <symbol>+0x<header offset>` (hexadecimal; issue 34), `None` for any other name.
+/// `loop <symbol>+0x<header offset>` (hexadecimal; issue 34), optionally followed by
+/// ` (<file>:<line>)`; `None` for any other name.
 pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
-    let (symbol, offset) = name.strip_prefix("loop ")?.rsplit_once('+')?;
+    let rest = name.strip_prefix("loop ")?;
+    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
+    let (symbol, offset) = rest.rsplit_once('+')?;
     let hex = offset.strip_prefix("0x")?;
     (!symbol.is_empty() && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
         .then_some(symbol)

@@ -72,9 +72,10 @@ impl LoopReport {
 /// A loop given a scope in one function's plan.
 #[derive(Debug, Clone)]
 pub(super) struct LoopNode {
-    /// Funcmap name, `loop <function>+0x<header offset>` (offset in the input, bytes).
+    /// Funcmap name, `loop <function>+0x<header offset> (<file>:<line>)` (offset in the input,
+    /// bytes; the line of the header's first instruction from the line table, when there is one).
     pub name: String,
-    /// `file:line` of the header's first instruction from the line table, when there is one.
+    /// Always `None`: the location is in the name (AMD's parser drops a `U:` row's location).
     pub loc: Option<String>,
     /// Instruction index of the header.
     header: usize,
@@ -171,6 +172,12 @@ impl FuncPlan<'_> {
                 .filter(|s| s.line != 0)
                 .map(|s| s.to_string())
                 .filter(|s| !s.contains('@'));
+            // The line goes into the name: AMD's funcmap parser keeps no location for `U:` rows.
+            let name = match &loc {
+                Some(l) => format!("{name} ({l})"),
+                None => name,
+            };
+            let loc = None;
             let node = base + self.loops.len();
             node_of[li] = Some(node);
             self.region.insert(node, body);
