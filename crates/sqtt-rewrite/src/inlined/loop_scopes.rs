@@ -69,6 +69,9 @@ impl LoopReport {
     }
 }
 
+/// Where a back edge's point marker goes: (insert before, landing rule), or why it cannot.
+pub(super) type IterPoint = Result<(usize, Landing), &'static str>;
+
 /// A loop given a scope in one function's plan.
 #[derive(Debug, Clone)]
 pub(super) struct LoopNode {
@@ -250,7 +253,7 @@ impl FuncPlan<'_> {
         s: usize,
         forbidden: &Forbidden,
         landing_blocks: bool,
-    ) -> Vec<(usize, Result<(usize, Landing), &'static str>)> {
+    ) -> Vec<(usize, IterPoint)> {
         let f = self.f;
         let Some(l) = self.loop_node(s) else {
             return Vec::new();
