@@ -44,12 +44,14 @@ RDC_DIR="$FX/rdc"
 # device functions no kernel calls: exported, address in data, unreachable (issue 39 item 6);
 # own directory for the same reason
 CALLERS_DIR="$FX/callers"
+# nested loops for loop scopes (issue 34); own directory for the same reason
+LOOPS_DIR="$FX/loops"
 BUN="$FX/bundles"
 HOST="$FX/hosts"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
-rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST"
-mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST"
+rm -rf "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$LOOPS_DIR" "$RETIRED" "$BUN" "$HOST"
+mkdir -p "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$LOOPS_DIR" "$RETIRED" "$BUN" "$HOST"
 cd "$SRC"   # every compile below names its sources relative to fixtures/src
 
 log() { printf 'build_fixtures: %s\n' "$*" >&2; }
@@ -76,6 +78,7 @@ HIP_SOURCES="calls barriers memory"
 INLINED="gfx942 gfx1100"                       # inlined.hip: -g and -gline-tables-only (issue 16)
 RDC="gfx1100"                                  # rdc_{main,lib}.hip: -fgpu-rdc + LTO, cross-unit origins
 CALLERS="gfx942 gfx1100"                       # callers.S: device functions with no call site
+LOOPS="gfx942 gfx1100"                         # loops.S: nested loops, a loop in a device function (issue 34)
 
 REPRO=(-ffile-prefix-map="$SRC"=/fixtures/src -ffile-prefix-map="$FX"=/fixtures -fdebug-compilation-dir=/fixtures)
 HIP_DEVICE=("$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output -nogpuinc -nogpulib -I. "${REPRO[@]}")
@@ -132,6 +135,8 @@ object() {
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" -o "$out" ;;
     tensile) case "$target" in gfx90a) f=(-DFX_GFX9 -DFX_ACCUM) ;; gfx9*) f=(-DFX_GFX9) ;; gfx12*) f=(-DFX_GFX12) ;; *) f=() ;; esac
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" "${f[@]}" tensile.S -o "$TENSILE_DIR/${out##*/}" ;;
+    loops) if [[ "$target" == gfx9* ]]; then f=(-DFX_GFX9 loops.S); else f=(loops.S); fi
+         "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$LOOPS_DIR/${out##*/}" ;;
     debug-frame) if [ "$variant" = bad-cfa ]; then f=(-DFX_BAD_CFA debug_frame.S); else f=(debug_frame.S); fi
          "${ASM[@]}" -mcpu="$target" -DFX_TARGET="$target" -g "${f[@]}" -o "$out" ;;
     rdc) for f in rdc_main rdc_lib; do  # bitcode, then an LTO link that inlines across the files
@@ -166,6 +171,7 @@ for t in $CALLERS; do spawn object "$t" callers O3; done
 for t in $HAZARDS; do spawn object "$t" hazards O3; done
 for t in $CLAUSE_HINT; do spawn object "$t" clause-hint O3; done
 for t in $TENSILE; do spawn object "$t" tensile O3; done
+for t in $LOOPS; do spawn object "$t" loops g; done
 for v in llvm bad-cfa; do spawn object gfx942 debug-frame "$v"; done
 for t in $STUBS; do for v in g bad-word; do spawn object "$t" stubs "$v"; done; done
 for t in $TRAP; do spawn object "$t" trap O3; done
@@ -304,10 +310,10 @@ other_row() {  # other_row FILE TARGETS
 }
 {
   printf 'file\tbytes\tsha256_16\ttarget\tkernels\tdevice_functions\tdwarf\twave\tpreload\n'
-  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co "$RDC_DIR"/*.co "$CALLERS_DIR"/*.co; do object_row "$f"; done
+  for f in "$OBJ"/*.co "$LEFT"/*.co "$TENSILE_DIR"/*.co "$RDC_DIR"/*.co "$CALLERS_DIR"/*.co "$LOOPS_DIR"/*.co; do object_row "$f"; done
   for f in "$RETIRED"/*.co; do retired_row "$f" "$OBJ/gfx942__barriers__O3.co"; done
   for f in "$BUN"/*.hipfb; do other_row "$f" "$(echo $BUNDLE_TARGETS | tr ' ' ',')"; done
   other_row "$HOST/libfx_hip.so" "gfx90a,gfx1030,gfx1201"
   for f in "$HOST"/*.elf; do other_row "$f" "gfx942,gfx1100"; done
 } > "$FX/MANIFEST.tsv"
-log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"
+log "done: $(find "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$LOOPS_DIR" "$RETIRED" "$BUN" "$HOST" -type f | wc -l) files, $(du -cb "$OBJ" "$LEFT" "$TENSILE_DIR" "$RDC_DIR" "$CALLERS_DIR" "$LOOPS_DIR" "$RETIRED" "$BUN" "$HOST" | tail -1 | cut -f1) bytes"

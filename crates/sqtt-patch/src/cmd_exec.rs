@@ -88,6 +88,9 @@ fn flag_vars(f: &InstrumentFlags) -> Vec<(&'static str, String)> {
     if f.kernel_scopes {
         v.push((sqtt_pipeline::KERNEL_SCOPES_VAR, "1".into()));
     }
+    if let Some(l) = &f.loops {
+        v.push((sqtt_pipeline::LOOPS_VAR, l.clone()));
+    }
     if f.force {
         v.push((sqtt_pipeline::FORCE_VAR, "1".into()));
     }

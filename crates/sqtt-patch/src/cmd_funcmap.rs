@@ -77,7 +77,7 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         let (id, kind, n, loc) = match r {
             Row::Function { id, name: n, loc } => (Some(*id), "function", name(n), loc.clone()),
             Row::Kernel { name: n, loc } => (None, "kernel", name(n), loc.clone()),
-            Row::User { id, name: n } => (Some(*id), "user", name(n), None),
+            Row::User { id, name: n, loc } => (Some(*id), "user", name(n), loc.clone()),
             Row::Point { id, name: n, loc } => (Some(*id), "point", n.clone(), loc.clone()),
             _ => continue,
         };

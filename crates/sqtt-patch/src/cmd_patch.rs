@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
 use sqtt_rewrite::rewrite::{Report, Status};
 use sqtt_rewrite::timings::{Stage, Timings};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Flags of the main job and of `--fatbin` mode.
@@ -86,6 +87,11 @@ pub struct InstrumentFlags {
     /// Enter/exit markers around every kernel (post-link extra, off by default like the pass).
     #[arg(long)]
     pub kernel_scopes: bool,
+    /// Natural loops as scopes (`U:` rows `loop FUNCTION+0xOFFSET (FILE:LINE)`), nested at most N
+    /// deep (1 = outermost loops only; 0 = off); `N:iters` adds a point marker on every back
+    /// edge (one per iteration: costly). Post-link extra, off by default.
+    #[arg(long, value_name = "N[:iters]", allow_hyphen_values = true)]
+    pub loops: Option<String>,
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
     /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
@@ -187,6 +193,9 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     if args.kernel_scopes {
         o.kernel_scopes = true;
     }
+    if let Some(l) = &args.loops {
+        (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;
+    }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
     }
@@ -286,6 +295,37 @@ pub fn serde_name<T: serde::Serialize + std::fmt::Debug>(k: &T) -> String {
     }
 }
 
+/// The `--loops` lines of a report: counts, then the loops left out grouped by reason (three
+/// examples each; the JSON report lists all).
+fn loops_text(l: &sqtt_rewrite::inlined::LoopReport) -> String {
+    let mut s = format!(
+        "  loops: {} found, {} instrumented, {} deeper than --loops, {} left out, {} irreducible regions left alone\n",
+        l.found,
+        l.instrumented,
+        l.too_deep,
+        l.left_out.len(),
+        l.irreducible
+    );
+    let mut by_why: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for x in &l.left_out {
+        by_why.entry(&x.why).or_default().push(&x.name);
+    }
+    for (why, names) in by_why {
+        let shown: Vec<String> = names
+            .iter()
+            .take(3)
+            .map(|n| summary::short_name(n))
+            .collect();
+        s += &format!(
+            "  {} loop(s) not marked: {} (e.g. {})\n",
+            names.len(),
+            summary::readable(why),
+            shown.join(", ")
+        );
+    }
+    s
+}
+
 /// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
 /// one line per kernel (its sites and its descriptor figures together) and per instrumented
 /// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
@@ -331,6 +371,9 @@ pub fn render_report(what: &str, r: &Report) -> String {
                 summary::readable(&l.why)
             );
         }
+    }
+    if let Some(l) = &r.loops {
+        s += &loops_text(l);
     }
     // Functions left alone and skipped sites: grouped by kind, each function named once
     // (shortened), at most three examples per kind; the JSON report has every detail.

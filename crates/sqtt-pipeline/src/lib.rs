@@ -21,16 +21,22 @@ pub const KERNEL_SCOPES_VAR: &str = "SQTT_PATCH_KERNEL_SCOPES";
 /// `sqtt-patch exec --force`.
 pub const FORCE_VAR: &str = "SQTT_PATCH_FORCE";
 
+/// Our own variable for loop scopes (`N` or `N:iters`, as `--loops`); set by `sqtt-patch exec --loops`.
+pub const LOOPS_VAR: &str = "SQTT_PATCH_LOOPS";
+
 /// Options from the spec's `SQTT_*` variables (`SQTT_INSTRUMENT_FUNCTIONS`,
 /// `SQTT_INSTRUMENT_BARRIERS`, `SQTT_INSTRUMENT_MEMORY`, `SQTT_TRACE_ADDRESSES`,
 /// `SQTT_MEM_BARRIER`, `SQTT_SCOPE_*`, `SQTT_SHADER_CLOCK_*`: `docs/markers/SPEC.md` of
-/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`] and [`FORCE_VAR`], read through `lookup`
+/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`], [`LOOPS_VAR`] and [`FORCE_VAR`], read through `lookup`
 /// (normally `std::env::var`), then checked for the combinations the spec forbids.
 /// Errors: a malformed value or a forbidden combination, naming the variable.
 pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
     let mut o = Options::from_env(&lookup)?;
     if let Some(v) = lookup(KERNEL_SCOPES_VAR) {
         o.kernel_scopes = sqtt_rewrite::config::parse_toggle(KERNEL_SCOPES_VAR, &v)?;
+    }
+    if let Some(v) = lookup(LOOPS_VAR) {
+        (o.loops, o.loop_iters) = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v)?;
     }
     if let Some(v) = lookup(FORCE_VAR) {
         o.force_reinstrument = sqtt_rewrite::config::parse_toggle(FORCE_VAR, &v)?;

@@ -51,7 +51,7 @@ pub struct TraceAddresses {
 }
 
 /// Every knob of one instrumentation run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Options {
     /// `SQTT_INSTRUMENT_FUNCTIONS`.
     pub functions: FunctionThreshold,
@@ -74,6 +74,38 @@ pub struct Options {
     /// `SQTT_SCOPE_WAVE/SIMD/CU/WG` scope filtering (None = off). Post-link it is enabled when any
     /// of the variables (or a `--scope*` flag) is given; absent masks take the spec's defaults.
     pub scope: Option<crate::snippets::ScopeMasks>,
+    /// Post-link extra (issue 34), off by default: natural loops nested at most this deep
+    /// (1 = outermost loops only) get enter/exit scopes ([`crate::loops`]); `None` = off.
+    pub loops: Option<u32>,
+    /// `--loops N:iters`: also a point marker on every back edge of a loop with a scope (one
+    /// per iteration: per-iteration timing, at a per-iteration cost).
+    pub loop_iters: bool,
+}
+
+/// The derived form, except that `loops` is left out when it is off: the `.sqtt_patch` note
+/// records this text, and outputs written without `--loops` keep the bytes they had before the
+/// option existed.
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Options");
+        d.field("functions", &self.functions)
+            .field("barriers", &self.barriers)
+            .field("kernel_scopes", &self.kernel_scopes)
+            .field("memory", &self.memory)
+            .field("mem_barrier", &self.mem_barrier)
+            .field("shader_clock_bits", &self.shader_clock_bits)
+            .field("shader_clock_shift", &self.shader_clock_shift)
+            .field("force_reinstrument", &self.force_reinstrument)
+            .field("trace_addresses", &self.trace_addresses)
+            .field("scope", &self.scope);
+        if let Some(n) = self.loops {
+            d.field("loops", &n);
+        }
+        if self.loop_iters {
+            d.field("loop_iters", &true);
+        }
+        d.finish()
+    }
 }
 
 impl Default for Options {
@@ -89,6 +121,8 @@ impl Default for Options {
             force_reinstrument: false,
             trace_addresses: None,
             scope: None,
+            loops: None,
+            loop_iters: false,
         }
     }
 }
@@ -146,6 +180,27 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
         (n, false) => FunctionThreshold::Count(n),
         (n, true) => FunctionThreshold::Cost(n),
     })
+}
+
+/// Parses `--loops N` or `--loops N:iters` (issue 34): `N` >= 1 bounds the nesting depth of
+/// the loops given scopes (1 = outermost loops only), `0` (or an empty value) is off; `:iters`
+/// adds a point marker on every back edge. Returns (depth, iters).
+/// Errors: anything else, naming `name`.
+pub fn parse_loops(name: &'static str, text: &str) -> Result<(Option<u32>, bool), ConfigError> {
+    let t = text.trim();
+    let (n, iters) = match t.split_once(':') {
+        Some((n, "iters")) => (n, true),
+        Some(_) => return Err(err(name, text, "expected N or N:iters")),
+        None => (t, false),
+    };
+    let depth = match n {
+        "" | "0" if !iters => None,
+        _ => match n.parse::<u32>() {
+            Ok(d) if d > 0 => Some(d),
+            _ => return Err(err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off), optionally followed by :iters")),
+        },
+    };
+    Ok((depth, iters))
 }
 
 /// Parses a boolean toggle such as `SQTT_INSTRUMENT_BARRIERS`: the spec's values `0` and `1`
@@ -330,6 +385,7 @@ impl Options {
             || self.kernel_scopes
             || self.memory.is_some()
             || self.trace_addresses.is_some()
+            || self.loops.is_some()
     }
 }
 

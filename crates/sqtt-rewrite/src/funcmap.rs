@@ -22,8 +22,14 @@ pub enum Row {
     },
     /// `K:name[@loc]`: a kernel, for vaddr lookup only.
     Kernel { name: String, loc: Option<String> },
-    /// `U:id:name`: a user scope marker.
-    User { id: u32, name: String },
+    /// `U:id:name[@loc]`: a user scope marker (kernel scopes carry no location; loop scopes
+    /// carry their header's `file:line`; the decoder splits every `F:`/`U:`/`P:` row at the
+    /// first `@`, `docs/background/funcmap-contract.md`).
+    User {
+        id: u32,
+        name: String,
+        loc: Option<String>,
+    },
     /// `P:id:name[@loc]`: a point marker (barriers, memory ops, address traces).
     Point {
         id: u32,
@@ -58,7 +64,7 @@ impl Row {
         match self {
             Row::Function { id, name, loc } => with_loc(format!("F:{id}:{name}"), loc),
             Row::Kernel { name, loc } => with_loc(format!("K:{name}"), loc),
-            Row::User { id, name } => format!("U:{id}:{name}"),
+            Row::User { id, name, loc } => with_loc(format!("U:{id}:{name}"), loc),
             Row::Point { id, name, loc } => with_loc(format!("P:{id}:{name}"), loc),
             Row::WaveSize(n) => format!("W:{n}"),
             Row::Payload { id, count } => format!("R:{id}:extra_payload_count={count}"),
@@ -274,7 +280,7 @@ pub fn read(bytes: &[u8], mode: Mode) -> Result<Parsed, String> {
                     } else {
                         Ok(match b[0] {
                             b'F' => Row::Function { id, name, loc },
-                            b'U' => Row::User { id, name },
+                            b'U' => Row::User { id, name, loc },
                             _ => Row::Point { id, name, loc },
                         })
                     }

@@ -44,6 +44,10 @@ use crate::config::{FunctionThreshold, Options};
 use crate::layout::{Landing, Reloc};
 use crate::plan::{cost, forbidden_points, Forbidden, MarkerKey, Site, SiteKind, Word};
 
+mod loop_scopes;
+use loop_scopes::LoopNode;
+pub use loop_scopes::{LoopLeftOut, LoopReport};
+
 /// Fragments of one instance separated by at most this many foreign instructions are merged.
 pub const MERGE_GAP: usize = 8;
 
@@ -112,6 +116,12 @@ pub struct Planned {
     /// Row data for the marker keys used.
     pub names: InlinedNames,
     pub report: InlinedReport,
+    /// Row data for the [`MarkerKey::Loop`] keys used (name, header `file:line`).
+    pub loop_names: InlinedNames,
+    /// What happened to the loops (`--loops`; `None` when not asked for).
+    pub loops: Option<LoopReport>,
+    /// Back-edge point markers (`--loops N:iters`) that could not be placed, with the reason.
+    pub skipped: Vec<crate::plan::Skipped>,
 }
 
 /// Plans inlined-scope markers for the functions of `prog` with `ok[fi]` (instrumented, not left
@@ -124,26 +134,39 @@ pub fn sites(
     dwarf: Option<&Result<LocationIndex, String>>,
 ) -> Planned {
     let mut out = Planned::default();
+    let max_depth = opts.loops;
+    if max_depth.is_some() {
+        out.loops = Some(LoopReport::default());
+    }
     let threshold = match opts.functions {
-        FunctionThreshold::Off => return out,
+        FunctionThreshold::Off if max_depth.is_none() => return out,
+        FunctionThreshold::Off => 0,
         FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => n,
     };
     let scopes = match dwarf {
+        _ if opts.functions == FunctionThreshold::Off => &[][..],
         Some(Ok(ix)) if !ix.inlined().is_empty() => ix.inlined(),
         Some(Err(e)) => {
             out.report.unavailable = Some(format!(
                 "inlined functions not marked: the DWARF cannot be read ({e})"
             ));
             out.report.dwarf_error = Some(e.clone());
-            return out;
+            &[][..]
         }
         _ => {
             out.report.unavailable = Some(
                 "inlined functions not marked: the object has no inline information (DWARF DW_TAG_inlined_subroutine; compile with -g or -gline-tables-only)"
                     .into(),
             );
-            return out;
+            &[][..]
         }
+    };
+    if scopes.is_empty() && max_depth.is_none() {
+        return out;
+    }
+    let lines = match dwarf {
+        Some(Ok(ix)) => Some(ix),
+        _ => None,
     };
     let symbols: HashSet<&str> = prog.funcs.iter().map(|f| f.spec.name.as_str()).collect();
     let by_start = ScopesByStart::new(scopes);
@@ -157,7 +180,9 @@ pub fn sites(
         .filter(|&(fi, _)| ok.get(fi).copied().unwrap_or(false))
         .filter_map(|(fi, f)| {
             let mine = by_start.within(f.spec.start, f.spec.end);
-            if mine.is_empty() {
+            let found = max_depth.map(|_| crate::loops::find(f));
+            let no_cycles = |l: &crate::loops::Loops| l.loops.is_empty() && l.irreducible.is_empty();
+            if mine.is_empty() && found.as_ref().is_none_or(no_cycles) {
                 return None;
             }
             let mut fp = FuncPlan::new(f, scopes, &mine, opts.functions, threshold);
@@ -177,14 +202,23 @@ pub fn sites(
                     );
                 }
             }
+            if let (Some(max), Some(found)) = (max_depth, found) {
+                fp.add_loops(found, max, lines);
+            }
             fp.settle(landing_blocks);
             Some((fi, fp))
         })
         .collect();
     let mut keys: HashMap<String, u32> = HashMap::new();
-    for (fi, fp) in plans {
+    for (fi, mut fp) in plans {
         let f = &prog.funcs[fi];
+        let mut loop_key: HashMap<usize, u32> = HashMap::new();
         for &s in &fp.marked {
+            if let Some(l) = fp.loop_node(s) {
+                loop_key.insert(s, out.loop_names.rows.len() as u32);
+                out.loop_names.rows.push((l.name.clone(), l.loc.clone()));
+                continue;
+            }
             let name = &scopes[s].name;
             if !keys.contains_key(name) {
                 keys.insert(name.clone(), out.names.rows.len() as u32);
@@ -198,7 +232,10 @@ pub fn sites(
                 ));
             }
         }
-        let key = |s: usize| MarkerKey::Inlined(keys[&scopes[s].name]);
+        let key = |s: usize| match loop_key.get(&s) {
+            Some(&n) => MarkerKey::Loop(n),
+            None => MarkerKey::Inlined(keys[&scopes[s].name]),
+        };
         // (point, rank at the point, landing rule, operation); the edge of an unconditional
         // branch goes in front of the branch, after the markers of the edges into it: every path
         // through the branch takes the edge, so it needs no landing block.
@@ -218,8 +255,11 @@ pub fn sites(
         }
         placed.sort_by_key(|x| (x.0, x.1));
         for (before, _, landing, op) in placed {
+            let is_loop = |s: usize| loop_key.contains_key(&s);
             let (word, kind) = match op {
-                Op::Pop => (Word::Exit, SiteKind::InlinedExit),
+                Op::Pop(s) if is_loop(s) => (Word::Exit, SiteKind::LoopExit),
+                Op::Pop(_) => (Word::Exit, SiteKind::InlinedExit),
+                Op::Push(s) if is_loop(s) => (Word::Enter(key(s)), SiteKind::LoopEnter),
                 Op::Push(s) => (Word::Enter(key(s)), SiteKind::InlinedEnter),
             };
             out.sites.push(Site {
@@ -231,6 +271,35 @@ pub fn sites(
                 addr: f.insts.addr(before),
             });
         }
+        if opts.loop_iters && !loop_key.is_empty() {
+            let forbidden = forbidden_points(f);
+            for &s in &fp.marked {
+                for (p, at) in fp.iteration_points(s, &forbidden, landing_blocks) {
+                    match at {
+                        Ok((before, landing)) => {
+                            fp.loop_report.iteration_markers += 1;
+                            out.sites.push(Site {
+                                func: fi,
+                                before,
+                                word: Word::Point(MarkerKey::LoopIter(loop_key[&s])),
+                                landing,
+                                kind: SiteKind::LoopIteration,
+                                addr: f.insts.addr(p),
+                            });
+                        }
+                        Err(why) => out.skipped.push(crate::plan::Skipped {
+                            function: f.spec.name.clone(),
+                            addr: f.insts.addr(p),
+                            kind: SiteKind::LoopIteration,
+                            why: why.into(),
+                        }),
+                    }
+                }
+            }
+        }
+        if let Some(lr) = out.loops.as_mut() {
+            lr.add(&fp.loop_report);
+        }
         let r = &mut out.report;
         r.found += fp.report.found;
         r.marked += fp.marked.len();
@@ -240,7 +309,7 @@ pub fn sites(
         r.below_threshold += fp.report.below_threshold;
         r.left_out.extend(fp.report.left_out);
     }
-    if out.report.found == 0 {
+    if out.report.found == 0 && !scopes.is_empty() {
         out.report.unavailable = Some(format!(
             "inlined functions not marked: none of the {} inlined instances in the DWARF starts inside an instrumented function (addresses outside those functions' ranges in .text)",
             scopes.len()
@@ -275,11 +344,26 @@ impl ScopesByStart {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One marker of an edge. A bare exit closes the innermost open scope whichever it is, so two
+/// exits are the same marker: `Pop` carries the scope it closes on the edge it was computed for
+/// only to name the site's kind in the report, and is equal to every other `Pop`.
+#[derive(Debug, Clone, Copy)]
 enum Op {
-    Pop,
+    Pop(usize),
     Push(usize),
 }
+
+impl PartialEq for Op {
+    fn eq(&self, other: &Op) -> bool {
+        match (self, other) {
+            (Op::Pop(_), Op::Pop(_)) => true,
+            (Op::Push(a), Op::Push(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Op {}
 
 /// Marker operations in front of one instruction, by landing rule.
 type Parts = Vec<(Landing, Vec<Op>)>;
@@ -296,6 +380,9 @@ struct FuncPlan<'a> {
     /// Marker operations by point, as [`FuncPlan::settle`] placed them.
     placed: Vec<(usize, Parts)>,
     report: InlinedReport,
+    /// Loops given scopes (`--loops`): node `scopes.len() + i` is `loops[i]`.
+    loops: Vec<LoopNode>,
+    loop_report: LoopReport,
 }
 
 impl<'a> FuncPlan<'a> {
@@ -321,6 +408,8 @@ impl<'a> FuncPlan<'a> {
             region: BTreeMap::new(),
             placed: Vec::new(),
             report: InlinedReport::default(),
+            loops: Vec::new(),
+            loop_report: LoopReport::default(),
         };
         // Instructions are in address order, so each DWARF range is one run of indices.
         let index_of = |a: u64| f.insts.partition_point(a);
@@ -398,6 +487,14 @@ impl<'a> FuncPlan<'a> {
     fn leave(&mut self, s: usize, why: &str) {
         if let Some(pos) = self.marked.iter().position(|&x| x == s) {
             self.marked.remove(pos);
+            if let Some(l) = self.loop_node(s) {
+                self.loop_report.left_out.push(LoopLeftOut {
+                    function: self.f.spec.name.clone(),
+                    name: l.name.clone(),
+                    why: why.into(),
+                });
+                return;
+            }
             let sc = &self.scopes[s];
             self.report.left_out.push(LeftOut {
                 function: self.f.spec.name.clone(),
@@ -410,6 +507,14 @@ impl<'a> FuncPlan<'a> {
 
     /// Nearest enclosing scope in `marked` (the set of [`FuncPlan::marked`]).
     fn marked_parent(&self, s: usize, marked: &HashSet<usize>) -> Option<usize> {
+        if !self.loops.is_empty() {
+            return self.nested_parent(s, marked);
+        }
+        self.dwarf_parent(s, marked)
+    }
+
+    /// Nearest enclosing inlined scope of inlined scope `s` in `marked`, by DWARF.
+    fn dwarf_parent(&self, s: usize, marked: &HashSet<usize>) -> Option<usize> {
         let mut p = self.scopes[s].parent;
         while let Some(x) = p {
             if marked.contains(&x) {
@@ -431,7 +536,7 @@ impl<'a> FuncPlan<'a> {
     fn stacks(&self) -> Vec<Vec<usize>> {
         let marked: HashSet<usize> = self.marked.iter().copied().collect();
         let mut out = vec![Vec::new(); self.f.insts.len()];
-        for &s in &self.marked {
+        for s in self.parents_first(&marked) {
             let parent = self.marked_parent(s, &marked);
             for &i in &self.region[&s] {
                 if out[i].last().copied() == parent {
@@ -501,7 +606,7 @@ impl<'a> FuncPlan<'a> {
                             .any(|&p| stacks[p].contains(s) != open_k(s))
                             || (entry && open_k(s))
                     })
-                    .max_by_key(|&s| self.scopes[s].depth(self.scopes));
+                    .max_by_key(|&s| self.depth(s));
                 match victim {
                     Some(s) => {
                         victims
@@ -626,7 +731,7 @@ impl<'a> FuncPlan<'a> {
 /// not keep (innermost first), then enters of `to`'s new scopes (outermost first).
 fn ops(from: &[usize], to: &[usize]) -> Vec<Op> {
     let keep = from.iter().zip(to).take_while(|(a, b)| a == b).count();
-    let mut v = vec![Op::Pop; from.len() - keep];
+    let mut v: Vec<Op> = from[keep..].iter().rev().map(|&s| Op::Pop(s)).collect();
     v.extend(to[keep..].iter().map(|&s| Op::Push(s)));
     v
 }

@@ -16,6 +16,7 @@ mod idiom;
 pub mod inlined;
 pub mod insts;
 pub mod layout;
+pub mod loops;
 mod noreturn;
 mod pipeline;
 pub mod plan;

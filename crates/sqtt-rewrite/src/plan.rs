@@ -36,6 +36,10 @@ pub enum MarkerKey {
     AddrTrace { func: usize, inst: usize, part: u8 },
     /// The scopes of one inlined function ([`crate::inlined::InlinedNames`] index).
     Inlined(u32),
+    /// The scope of one loop (`--loops`; index into [`crate::inlined::Planned::loop_names`]).
+    Loop(u32),
+    /// The back-edge point of the same loop (`--loops N:iters`).
+    LoopIter(u32),
 }
 
 impl MarkerKey {
@@ -43,7 +47,11 @@ impl MarkerKey {
     /// barrier_signal, barrier_wait, barrier).
     fn rank(self) -> u8 {
         match self {
-            MarkerKey::Function(_) | MarkerKey::Kernel(_) | MarkerKey::Inlined(_) => 0,
+            MarkerKey::Function(_)
+            | MarkerKey::Kernel(_)
+            | MarkerKey::Inlined(_)
+            | MarkerKey::Loop(_) => 0,
+            MarkerKey::LoopIter(_) => 7,
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
             MarkerKey::Barrier => 3,
@@ -97,11 +105,17 @@ pub enum SiteKind {
     InlinedEnter,
     /// Exit of an inlined function's scope ([`crate::inlined`]).
     InlinedExit,
+    /// Enter of a loop's scope, on an edge into its header from outside ([`crate::loops`]).
+    LoopEnter,
+    /// Exit of a loop's scope, on an edge leaving its body ([`crate::loops`]).
+    LoopExit,
+    /// Point marker on a loop's back edge (`--loops N:iters`).
+    LoopIteration,
 }
 
 impl SiteKind {
     /// Every kind, in declaration order (`ALL[k as usize] == k`).
-    pub const ALL: [SiteKind; 14] = [
+    pub const ALL: [SiteKind; 17] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
@@ -116,10 +130,13 @@ impl SiteKind {
         SiteKind::AddressTrace,
         SiteKind::InlinedEnter,
         SiteKind::InlinedExit,
+        SiteKind::LoopEnter,
+        SiteKind::LoopExit,
+        SiteKind::LoopIteration,
     ];
 
     /// The option a site kind belongs to, as reports name it: `functions`, `kernel_scopes`,
-    /// `barriers`, `memory` or `address_trace`; `None` for the scope-flag computation, which is
+    /// `barriers`, `memory`, `address_trace` or `loops`; `None` for the scope-flag computation, which is
     /// not a requested site.
     pub fn feature(self) -> Option<&'static str> {
         Some(match self {
@@ -134,6 +151,7 @@ impl SiteKind {
             | SiteKind::BarrierPair => "barriers",
             SiteKind::MemoryLoad | SiteKind::MemoryStore => "memory",
             SiteKind::AddressTrace => "address_trace",
+            SiteKind::LoopEnter | SiteKind::LoopExit | SiteKind::LoopIteration => "loops",
             SiteKind::ScopeInit => return None,
         })
     }

@@ -152,6 +152,9 @@ pub struct Report {
     pub coverage: Vec<Coverage>,
     /// Inlined functions as scopes (`--functions`, from DWARF; [`crate::inlined`]).
     pub inlined: crate::inlined::InlinedReport,
+    /// Loops as scopes (`--loops`; [`crate::loops`]); absent when not asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loops: Option<crate::inlined::LoopReport>,
 }
 
 /// Sites of one feature: instrumented / found (found = instrumented + skipped).
@@ -235,6 +238,7 @@ impl Report {
             notes: Vec::new(),
             coverage: Vec::new(),
             inlined: Default::default(),
+            loops: None,
         }
     }
 

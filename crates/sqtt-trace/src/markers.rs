@@ -132,7 +132,9 @@ impl MarkerTable {
         for r in rows {
             let (id, kind, name, loc) = match r {
                 Row::Function { id, name, loc } => (*id, Kind::Function, name, loc.clone()),
-                Row::User { id, name } => (*id, Kind::User, name, None),
+                // AMD's parser keeps no location for a user scope (the spec: `U:` rows are
+                // source-loc-less); loop scopes carry their line in the name instead.
+                Row::User { id, name, .. } => (*id, Kind::User, name, None),
                 Row::Point { id, name, loc } => (*id, Kind::Point, name, loc.clone()),
                 Row::Kernel { name, .. } => {
                     t.kernels.push(name.clone());
@@ -216,7 +218,7 @@ pub fn rows_from_code_json(
             let id = r.get(1).and_then(as_u32);
             let row = match kind {
                 "F" => Row::Function { id: id?, name, loc },
-                "U" => Row::User { id: id?, name },
+                "U" => Row::User { id: id?, name, loc },
                 "P" => Row::Point { id: id?, name, loc },
                 "K" => Row::Kernel { name, loc },
                 _ => return None,

@@ -354,6 +354,18 @@ fn check_rows(
     info(new, orig_rows)
 }
 
+/// The function symbol a loop scope's `U:` row names: the rewrite names a loop's scope
+/// `loop <symbol>+0x<header offset>` (hexadecimal; issue 34), optionally followed by
+/// ` (<file>:<line>)`; `None` for any other name.
+pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("loop ")?;
+    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
+    let (symbol, offset) = rest.rsplit_once('+')?;
+    let hex = offset.strip_prefix("0x")?;
+    (!symbol.is_empty() && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(symbol)
+}
+
 /// Point-marker names a post-link rewrite gives `P:` rows (spec "Barrier marker
 /// placement", "Memory operation markers"); address-trace rows carry one of
 /// [`ADDR_TRACE_NAMES`] ("Address Tracing": the prefix makes the decoder parse the block).
@@ -368,7 +380,7 @@ const POINT_NAMES: [&str; 5] = [
 /// Names of the `K:`, `U:` and `P:` rows the rewrite added (rows not in the original's
 /// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
 /// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named
-/// after a kernel; a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
+/// after a kernel, or a loop scope naming a function symbol ([`loop_scope_symbol`]); a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
 /// `symbols` tells kernels from device functions (as [`FuncmapInfo::symbols`]).
 fn check_added_names(
     n: &CodeObject,
@@ -380,18 +392,26 @@ fn check_added_names(
     let is_kernel = |name: &str| symbols.get(name).is_some_and(|&(kernel, _)| kernel);
     for r in fm.rows.iter().filter(|r| !old_rows.contains(r)) {
         let bad = match r.kind {
-            'K' | 'U' => !is_kernel(&r.name),
+            'U' => match loop_scope_symbol(&r.name) {
+                Some(s) => !symbols.contains_key(s),
+                None => !is_kernel(&r.name),
+            },
+            'K' => !is_kernel(&r.name),
             'P' => {
                 let name = r.name.as_str();
-                !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
+                let iter = name
+                    .strip_prefix("iter ")
+                    .and_then(loop_scope_symbol)
+                    .is_some_and(|s| symbols.contains_key(s));
+                !iter && !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
             }
             _ => false,
         };
         if bad {
             let want = match r.kind {
                 'K' => "a kernel of the code object",
-                'U' => "a kernel of the code object (kernel scope)",
-                _ => "a barrier, memory or address-trace point",
+                'U' => "a kernel of the code object (kernel scope) or a loop of one of its functions (loop SYMBOL+0xOFFSET)",
+                _ => "a barrier, memory, address-trace or loop-iteration point (iter loop SYMBOL+0xOFFSET)",
             };
             findings.push(glob(
                 Check::Funcmap,

@@ -1635,14 +1635,19 @@ fn check_marker(
                 row.kind
             ),
         )),
-        // A kernel scope (`U:`) is entered in its kernel; an `F:` row named after a symbol is
+        // A kernel scope (`U:`) is entered in its kernel, a loop scope (`U:` named `loop
+        // SYMBOL+0x..`) in the function of that symbol; an `F:` row named after a symbol is
         // that function's scope, entered in that function (inlined copies of a function with an
         // out-of-line symbol get no row of their own). Symbols are compared by entry address:
         // aliased kernels share one body.
         Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
-            let symbol = fm.symbols.get(&row.name).copied();
             let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
+            let looped = (row.kind == 'U')
+                .then(|| crate::elfcheck::loop_scope_symbol(&row.name))
+                .flatten();
+            let symbol = fm.symbols.get(looped.unwrap_or(&row.name)).copied();
             let misplaced = match (row.kind, symbol) {
+                ('U', Some(s)) if looped.is_some() => !here(s),
                 ('U', Some(s)) => !s.0 || !here(s),
                 ('U', None) => true,
                 ('F', Some(s)) => !here(s),

@@ -230,6 +230,7 @@ pub(super) fn object_row(
             .filter(|r| r.status == Status::FailedClosed)
             .map(failed_closed_sites)
             .unwrap_or_default(),
+        loops: report.and_then(|r| r.loops.clone()),
     };
     let mut kernels: BTreeMap<String, KernelRow> = BTreeMap::new();
     let mut functions: BTreeMap<String, FunctionRow> = BTreeMap::new();

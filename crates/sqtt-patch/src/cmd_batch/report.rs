@@ -83,6 +83,9 @@ pub struct ObjectReport {
     /// (omitted when empty).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_closed_sites: BTreeMap<String, u32>,
+    /// Loops found, instrumented and left out with the reason (`--loops`; omitted without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<sqtt_rewrite::inlined::LoopReport>,
 }
 
 /// One kernel.

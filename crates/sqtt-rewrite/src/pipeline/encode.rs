@@ -350,7 +350,7 @@ fn funcmap_rows(
         rows.push(Row::WaveSize(w));
     }
     for (&k, &id) in &ins.ids {
-        let name = marker_name(prog, &ins.inlined_names, trace_addrs, k);
+        let name = marker_name(prog, ins, trace_addrs, k);
         report.ids.insert(name.clone(), id);
         if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
             (k, ins.trace_ops.get(&k), wave)
@@ -377,7 +377,21 @@ fn funcmap_rows(
         rows.push(match k {
             // Kernel scopes are a post-link extra: a user scope named after the kernel (the
             // kernel itself keeps its K: row; F: rows are for device functions).
-            MarkerKey::Kernel(_) => Row::User { id, name },
+            MarkerKey::Kernel(_) => Row::User {
+                id,
+                name,
+                loc: None,
+            },
+            MarkerKey::Loop(n) => Row::User {
+                id,
+                loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
+                name,
+            },
+            MarkerKey::LoopIter(n) => Row::Point {
+                id,
+                loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
+                name,
+            },
             MarkerKey::Inlined(n) => Row::Function {
                 id,
                 loc: ins.inlined_names.get(n).and_then(|r| r.1.clone()),
@@ -487,12 +501,26 @@ fn function_locs(index: &dwarf_remap::LocationIndex) -> HashMap<String, String> 
 /// instruction, by (function index, instruction index).
 fn marker_name(
     prog: &Program,
-    inlined: &crate::inlined::InlinedNames,
+    ins: &super::Instrumented,
     trace_addrs: &BTreeMap<(usize, usize), u64>,
     k: MarkerKey,
 ) -> String {
     match k {
-        MarkerKey::Inlined(n) => inlined.get(n).map(|r| r.0.clone()).unwrap_or_default(),
+        MarkerKey::Inlined(n) => ins
+            .inlined_names
+            .get(n)
+            .map(|r| r.0.clone())
+            .unwrap_or_default(),
+        MarkerKey::Loop(n) => ins
+            .loop_names
+            .get(n)
+            .map(|r| r.0.clone())
+            .unwrap_or_default(),
+        MarkerKey::LoopIter(n) => ins
+            .loop_names
+            .get(n)
+            .map(|r| format!("iter {}", r.0))
+            .unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
         MarkerKey::Barrier => "barrier".into(),
         MarkerKey::BarrierSignal => "barrier_signal".into(),

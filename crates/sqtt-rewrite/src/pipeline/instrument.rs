@@ -61,16 +61,20 @@ pub(crate) struct Instrumented {
     pub packing: Option<(u32, u32)>,
     /// Names and locations of the inlined-function scopes.
     pub inlined_names: InlinedNames,
+    /// Names and header locations of the loop scopes.
+    pub loop_names: InlinedNames,
 }
 
 /// Sites kinds that open or close a scope: a scope is all or nothing.
-const SCOPE_KINDS: [SiteKind; 6] = [
+const SCOPE_KINDS: [SiteKind; 8] = [
     SiteKind::FunctionEntry,
     SiteKind::FunctionExit,
     SiteKind::KernelEntry,
     SiteKind::KernelExit,
     SiteKind::InlinedEnter,
     SiteKind::InlinedExit,
+    SiteKind::LoopEnter,
+    SiteKind::LoopExit,
 ];
 
 /// Finds the sites of the features `opts` asks for, allocates marker ids (never one in
@@ -131,6 +135,8 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     let inlined = crate::inlined::sites(&prog, &ok, opts, dwarf_index.as_ref());
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
+    report.loops = inlined.loops;
+    skipped.extend(inlined.skipped);
     if let Some(e) = &report.inlined.dwarf_error {
         report.notes.push(format!(
             "the DWARF cannot be read ({e}): inlined functions are not marked and funcmap rows carry no source locations"
@@ -301,6 +307,12 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         }
     }
     ids.retain(|k, _| emitted.contains(k));
+    if let Some(l) = report.loops.as_mut() {
+        l.instrumented = ids
+            .keys()
+            .filter(|k| matches!(k, MarkerKey::Loop(_)))
+            .count();
+    }
     // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
     // entries and the markers describing the previous instruction (after a barrier signal) come
     // first, then the
@@ -317,7 +329,13 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                 | SiteKind::BarrierPair
                 | SiteKind::BarrierSignal,
             ) => 1,
-            (_, SiteKind::InlinedEnter | SiteKind::InlinedExit) => 2,
+            (
+                _,
+                SiteKind::InlinedEnter
+                | SiteKind::InlinedExit
+                | SiteKind::LoopEnter
+                | SiteKind::LoopExit,
+            ) => 2,
             _ => 3,
         });
     }
@@ -361,6 +379,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         trace_ops,
         packing,
         inlined_names: inlined.names,
+        loop_names: inlined.loop_names,
     })
 }
 

@@ -1,0 +1,462 @@
+//! Loops as scopes (issue 34, `--loops N`) on `fixtures/loops` (`fixtures/src/loops.S`: an outer
+//! loop holding two inner loops and a call, an early exit that closes two loops at once, and a
+//! loop in the called device function; built with `-g`, so the line table names `loops.S`).
+//!
+//! Oracles: llvm-objdump-22 (the original instruction at each loop's header offset), the source
+//! file itself (the line of each header), the interpreter (`sqtt-interp`: the marker stream of
+//! the instrumented kernel run whole), the independent verifier (accepts the output, rejects it
+//! with one exit marker taken out) and the trace reader (`sqtt-patch flamegraph --folded` on a
+//! capture made of that marker stream).
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+fn fixture(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/loops")
+        .join(format!("{target}__loops__g.co"))
+}
+
+/// Line (1-based) in `fixtures/src/loops.S` of the instruction after `label:`.
+fn source_line(label: &str) -> usize {
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/src/loops.S"),
+    )
+    .unwrap();
+    let at = src
+        .lines()
+        .position(|l| l.trim() == format!("{label}:"))
+        .unwrap_or_else(|| panic!("label {label}"));
+    at + 2
+}
+
+/// Instruments `input` with `flags` into `dir`, returns the output bytes and the JSON report.
+fn instrument(dir: &Path, input: &Path, flags: &[&str]) -> (Vec<u8>, Value) {
+    let out = dir.join("out.co");
+    let report = dir.join("report.json");
+    let st = Command::new(BIN)
+        .arg(input)
+        .arg("-o")
+        .arg(&out)
+        .args(flags)
+        .arg("--report-json")
+        .arg(&report)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{input:?} {flags:?}");
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    (std::fs::read(&out).unwrap(), r)
+}
+
+/// The `.sqtt_funcmap` rows of `bytes`.
+fn funcmap(bytes: &[u8]) -> Vec<sqtt_rewrite::funcmap::Row> {
+    let co = hsaco::CodeObject::parse(bytes).unwrap();
+    let s = co
+        .elf
+        .sections
+        .iter()
+        .find(|s| s.name == ".sqtt_funcmap")
+        .expect(".sqtt_funcmap");
+    sqtt_rewrite::funcmap::parse(co.section_data(s)).rows
+}
+
+/// Marker names by id (`U:`, `F:` and `P:` rows; a `U:` row's location after ` @`).
+fn scope_names(rows: &[sqtt_rewrite::funcmap::Row]) -> BTreeMap<u32, String> {
+    use sqtt_rewrite::funcmap::Row;
+    rows.iter()
+        .filter_map(|r| match r {
+            Row::User { id, name, loc } => Some((
+                *id,
+                loc.as_ref()
+                    .map_or(name.clone(), |l| format!("{name} @{l}")),
+            )),
+            Row::Function { id, name, .. } | Row::Point { id, name, .. } => {
+                Some((*id, name.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The kernel `k_loops` run whole in the interpreter: its shaderdata words.
+fn run_kernel(target: &str, wave: u32, bytes: &[u8]) -> Vec<u32> {
+    let co = hsaco::CodeObject::parse(bytes).unwrap();
+    let sec = co.text().expect(".text");
+    let code = co.section_data(sec);
+    let entry = co
+        .kernels
+        .iter()
+        .find(|k| k.name == "k_loops")
+        .unwrap()
+        .entry;
+    let t = amdgpu_isa::Target::from_name(target).unwrap();
+    let mut w = sqtt_interp::Wave::new(t, wave).unwrap();
+    let r = sqtt_interp::run(&mut w, &code[(entry - sec.addr) as usize..], entry, 10_000)
+        .expect("interpreter");
+    r.shaderdata
+}
+
+/// Marker words as `+name` (enter), `-` (exit) and `*name` (point).
+fn stream(words: &[u32], names: &BTreeMap<u32, String>) -> Vec<String> {
+    words
+        .iter()
+        .map(|&v| match v & 3 {
+            1 if v == 1 => "-".to_string(),
+            2 => format!("+{}", names.get(&(v >> 2)).expect("enter id has a row")),
+            0 => format!("*{}", names.get(&(v >> 2)).expect("point id has a row")),
+            _ => panic!("marker word {v:#x} is neither an enter nor an exit"),
+        })
+        .collect()
+}
+
+fn llvm_present() -> bool {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        eprintln!("SQTT_NO_LLVM set: the llvm-objdump-22 checks are off");
+        return false;
+    }
+    true
+}
+
+/// Original address of each instruction of `input` as llvm-objdump-22 prints it.
+fn objdump(input: &Path) -> BTreeMap<u64, String> {
+    let out = Command::new("/usr/lib/llvm-22/bin/llvm-objdump")
+        .arg("-d")
+        .arg(input)
+        .output()
+        .expect("llvm-objdump-22 (install llvm-22: tools/setup.sh)");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (ins, rest) = l.split_once("//")?;
+            let a = u64::from_str_radix(rest.trim().split(':').next()?, 16).ok()?;
+            Some((a, ins.trim().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn nested_loops_enter_and_exit_in_order_and_carry_their_lines() {
+    for (target, wave) in [("gfx942", 64), ("gfx1100", 32)] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fixture(target);
+        let (bytes, report) = instrument(
+            dir.path(),
+            &input,
+            &["--loops", "2", "--functions", "1", "--kernel-scopes"],
+        );
+        let loops = &report["loops"];
+        assert_eq!(loops["found"], 4, "{target}: {loops}");
+        assert_eq!(loops["instrumented"], 4, "{target}: {loops}");
+        assert_eq!(loops["too_deep"], 0, "{target}");
+        assert_eq!(loops["irreducible"], 1, "{target}: k_irreducible");
+        let orig = std::fs::read(&input).unwrap();
+        let v = sqtt_verify::verify(&orig, &bytes).unwrap();
+        assert!(v.findings.is_empty(), "{target}: {:?}", v.findings);
+
+        // Names: the header offsets hold the header instructions, the lines are the headers'.
+        let rows = funcmap(&bytes);
+        let names = scope_names(&rows);
+        let co = hsaco::CodeObject::parse(&orig).unwrap();
+        let start = |f: &str| {
+            co.kernels
+                .iter()
+                .find(|k| k.name == f)
+                .map(|k| k.entry)
+                .or_else(|| co.functions.iter().find(|x| x.name == f).map(|x| x.address))
+                .unwrap_or_else(|| panic!("{target}: no symbol {f}"))
+        };
+        let want = [
+            ("k_loops", ".Louter", "s_mov_b32 s9, 3"),
+            ("k_loops", ".Linner_a", "s_sub_u32 s9, s9, 1"),
+            ("k_loops", ".Linner_b", "s_sub_u32 s9, s9, 1"),
+            ("f_loop", ".Lf_body", "s_sub_u32 s10, s10, 1"),
+        ];
+        let dis = llvm_present().then(|| objdump(&input));
+        let mut label = BTreeMap::new();
+        for (func, lab, inst) in want {
+            let line = source_line(lab);
+            let name = names
+                .values()
+                .find(|n| {
+                    n.starts_with(&format!("loop {func}+"))
+                        && n.ends_with(&format!("/fixtures/loops.S:{line})"))
+                })
+                .unwrap_or_else(|| {
+                    panic!("{target}: no loop row for {lab} (line {line}): {names:?}")
+                });
+            let off = name
+                .split_once('+')
+                .and_then(|(_, r)| r.split_whitespace().next())
+                .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+                .unwrap();
+            if let Some(d) = &dis {
+                assert_eq!(
+                    d.get(&(start(func) + off)).map(String::as_str),
+                    Some(inst),
+                    "{target}: {name}"
+                );
+            }
+            label.insert(lab, name.clone());
+        }
+
+        // The interpreter runs the kernel: 2 outer iterations, each with inner loop A, the call
+        // (its function scope and its loop) and inner loop B; the early exit is not taken.
+        let got = stream(&run_kernel(target, wave, &bytes), &names);
+        let (outer, a, b, fl) = (
+            &label[".Louter"],
+            &label[".Linner_a"],
+            &label[".Linner_b"],
+            &label[".Lf_body"],
+        );
+        let mut want = vec!["+k_loops".to_string(), format!("+{outer}")];
+        for _ in 0..2 {
+            want.extend([
+                format!("+{a}"),
+                "-".into(),
+                "+f_loop".into(),
+                format!("+{fl}"),
+                "-".into(),
+                "-".into(),
+                format!("+{b}"),
+                "-".into(),
+            ]);
+        }
+        want.extend(["-".to_string(), "-".to_string()]);
+        assert_eq!(got, want, "{target}");
+
+        // The trace reader: a capture of that stream folds into loop frames under the kernel
+        // scope and the function, with their source lines.
+        let folded = flamegraph(dir.path(), &rows, &run_kernel(target, wave, &bytes));
+        for frames in [
+            format!("k_loops;{outer};{a}"),
+            format!("k_loops;{outer};f_loop;{fl}"),
+            format!("k_loops;{outer};{b}"),
+        ] {
+            assert!(
+                folded
+                    .lines()
+                    .any(|l| l.rsplit_once(' ').map(|x| x.0) == Some(frames.as_str())),
+                "{target}: no stack {frames} in\n{folded}"
+            );
+        }
+    }
+}
+
+/// Writes a rocprofv3-style capture of one wave emitting `words` (one record every 10 cycles)
+/// with the funcmap `rows`, and returns `sqtt-patch flamegraph --folded` of it.
+fn flamegraph(dir: &Path, rows: &[sqtt_rewrite::funcmap::Row], words: &[u32]) -> String {
+    use sqtt_rewrite::funcmap::Row;
+    let ui = dir.join("capture/ui_output_agent_1_dispatch_1");
+    std::fs::create_dir_all(&ui).unwrap();
+    let fm: Vec<Value> = rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::User { id, name, loc } => Some(json!([
+                1,
+                id,
+                "U",
+                name,
+                loc.clone().unwrap_or_default(),
+                null
+            ])),
+            Row::Function { id, name, loc } => Some(json!([
+                1,
+                id,
+                "F",
+                name,
+                loc.clone().unwrap_or_default(),
+                null
+            ])),
+            Row::Kernel { name, .. } => Some(json!([1, null, "K", name, "", 4096])),
+            _ => None,
+        })
+        .collect();
+    std::fs::write(
+        ui.join("code.json"),
+        json!({"code": [], "sqtt_funcmap": fm}).to_string(),
+    )
+    .unwrap();
+    let end = 100 + 10 * (words.len() as i64 + 1);
+    std::fs::write(
+        ui.join("occupancy.json"),
+        json!({"0": [[100, 0, 0, 0, 1, 1], [end, 0, 0, 0, 0, 1]],
+            "dispatches": {"1": "k_loops"}, "version": "3.0.0"})
+        .to_string(),
+    )
+    .unwrap();
+    let recs: Vec<[i64; 6]> = words
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| [110 + 10 * i as i64, i64::from(v), 0, 0, 0, 0])
+        .collect();
+    std::fs::write(
+        ui.join("shaderdata_0_0.json"),
+        json!({"type": "shaderdata", "begin_time": recs[0][0], "end_time": recs[recs.len() - 1][0],
+            "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
+            "records_count": recs.len(), "records": recs})
+        .to_string(),
+    )
+    .unwrap();
+    let folded = dir.join("flame.folded");
+    let out = Command::new(BIN)
+        .arg("flamegraph")
+        .arg(dir.join("capture"))
+        .arg("-o")
+        .arg(dir.join("flame.svg"))
+        .arg("--folded")
+        .arg(&folded)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(folded).unwrap()
+}
+
+#[test]
+fn depth_one_marks_the_outermost_loops_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture("gfx1100");
+    let (bytes, report) = instrument(dir.path(), &input, &["--loops", "1"]);
+    let loops = &report["loops"];
+    assert_eq!(loops["found"], 4, "{loops}");
+    assert_eq!(loops["instrumented"], 2, "{loops}");
+    assert_eq!(loops["too_deep"], 2, "{loops}");
+    let orig = std::fs::read(&input).unwrap();
+    let v = sqtt_verify::verify(&orig, &bytes).unwrap();
+    assert!(v.findings.is_empty(), "{:?}", v.findings);
+    let names = scope_names(&funcmap(&bytes));
+    let got = stream(&run_kernel("gfx1100", 32, &bytes), &names);
+    let outer = format!(
+        "+loop k_loops+0x4 (/fixtures/loops.S:{})",
+        source_line(".Louter")
+    );
+    let fl = format!(
+        "+loop f_loop+0x4 (/fixtures/loops.S:{})",
+        source_line(".Lf_body")
+    );
+    let want: Vec<String> = [outer.as_str(), &fl, "-", &fl, "-", "-"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// The verifier proves loop scopes balanced: the output with one loop exit marker replaced by
+/// `s_nop 0` (same size) is rejected.
+#[test]
+fn verifier_rejects_a_missing_loop_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture("gfx1100");
+    let (bytes, _) = instrument(dir.path(), &input, &["--loops", "2"]);
+    let orig = std::fs::read(&input).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let sec = co.text().unwrap();
+    let off = sec.offset as usize;
+    let text = co.section_data(sec).to_vec();
+    // `s_ttracedata_imm 0x1` (gfx11 SOPP, opcode 58: 0xbfbb0001) -> `s_nop 0` (0xbf800000).
+    let exit = 0xbfbb_0001u32.to_le_bytes();
+    let exits: Vec<usize> = (0..text.len() / 4)
+        .map(|i| i * 4)
+        .filter(|&k| text[k..k + 4] == exit)
+        .collect();
+    assert!(exits.len() >= 4, "{exits:?}");
+    for &k in &exits {
+        let mut broken = bytes.clone();
+        broken[off + k..off + k + 4].copy_from_slice(&0xbf80_0000u32.to_le_bytes());
+        let v = sqtt_verify::verify(&orig, &broken).unwrap();
+        assert!(
+            !v.findings.is_empty(),
+            "exit marker at .text+{k:#x} taken out and accepted"
+        );
+    }
+}
+
+/// `--loops 2:iters`: one point marker per back edge taken, named after its loop, verified, on
+/// a landing block (conditional back edges), in front of an `s_branch` (loop B) and nowhere else.
+#[test]
+fn iteration_markers_run_once_per_back_edge_taken() {
+    for (target, wave) in [("gfx942", 64), ("gfx1100", 32)] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = fixture(target);
+        let (bytes, report) = instrument(dir.path(), &input, &["--loops", "2:iters"]);
+        assert_eq!(report["loops"]["iteration_markers"], 4, "{target}");
+        let orig = std::fs::read(&input).unwrap();
+        let v = sqtt_verify::verify(&orig, &bytes).unwrap();
+        assert!(v.findings.is_empty(), "{target}: {:?}", v.findings);
+        let names = scope_names(&funcmap(&bytes));
+        let loop_at = |lab: &str| {
+            names
+                .values()
+                .find(|n| {
+                    n.starts_with("loop ")
+                        && n.ends_with(&format!("/fixtures/loops.S:{})", source_line(lab)))
+                })
+                .unwrap_or_else(|| panic!("{target}: {lab}"))
+                .clone()
+        };
+        let (outer, a, b, fl) = (
+            loop_at(".Louter"),
+            loop_at(".Linner_a"),
+            loop_at(".Linner_b"),
+            loop_at(".Lf_body"),
+        );
+        // Points are named `iter <loop name>`.
+        let it = |l: &str| format!("*iter {l}");
+        let mut want = vec![format!("+{outer}")];
+        for i in 0..2 {
+            want.extend([
+                format!("+{a}"),
+                it(&a),
+                it(&a),
+                "-".into(),
+                format!("+{fl}"),
+                it(&fl),
+                "-".into(),
+                format!("+{b}"),
+                it(&b),
+                "-".into(),
+            ]);
+            if i == 0 {
+                want.push(it(&outer));
+            }
+        }
+        want.push("-".into());
+        assert_eq!(
+            stream(&run_kernel(target, wave, &bytes), &names),
+            want,
+            "{target}"
+        );
+    }
+}
+
+/// `--loops` takes `N` or `N:iters` only: anything else is a usage error (exit 2), no output.
+#[test]
+fn bad_loops_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["x", "2:bad", "-1", ":iters", "0:iters"] {
+        let out = dir.path().join("out.co");
+        let o = Command::new(BIN)
+            .arg(fixture("gfx1100"))
+            .arg("-o")
+            .arg(&out)
+            .arg("--loops")
+            .arg(bad)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "--loops {bad}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--loops"),
+            "--loops {bad}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!out.exists(), "--loops {bad}: output written");
+    }
+}
