@@ -148,7 +148,7 @@ pub fn require_work(opts: &Options, inputs: &[&Path]) -> Result<()> {
             anyhow::bail!("{}: no such file or directory", p.display());
         }
     }
-    anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds or --kernel-scopes (or set SQTT_INSTRUMENT_*)")
+    anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds, --kernel-scopes or --loops N (or set SQTT_INSTRUMENT_*)")
 }
 
 /// Builds the options from instrumentation flags: environment first, then flags.
@@ -509,7 +509,7 @@ pub fn run(args: PatchArgs) -> Result<i32> {
         .context("missing input file (usage: sqtt-patch IN -o OUT)")?;
     if args.output.is_none() && !input.exists() {
         anyhow::bail!(
-            "{}: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+            "{}: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify, exec, flamegraph, timeline, perfetto, memtrace; see --help)",
             input.display()
         );
     }

@@ -336,6 +336,30 @@ fn update_baseline_accepts_and_other_options_are_an_input_error() {
         "{}",
         stderr(&o)
     );
+    // `--loops` is an option of the run too (it was not compared: a run with loops against a
+    // baseline without them reported bogus overhead regressions, exit 4); a baseline that has
+    // no `loops` key means loops off.
+    let o = batch(
+        t.path(),
+        &[
+            "lib",
+            "--check",
+            "--baseline",
+            "edited.json",
+            "--functions",
+            "1",
+            "--barriers",
+            "1",
+            "--loops",
+            "2:iters",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("baseline made with other options: loops - -> 2:iters"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -1022,7 +1022,7 @@ fn campaign_findings_stay_fixed() {
         (
             &["frobnicate"],
             2,
-            "sqtt-patch: error: frobnicate: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify; see --help)",
+            "sqtt-patch: error: frobnicate: no such file, and not a subcommand (dis, info, extract, batch, funcmap, verify, exec, flamegraph, timeline, perfetto, memtrace; see --help)",
         ),
         // batch: an explicitly named non-input file was only a report row, no diagnostic.
         (

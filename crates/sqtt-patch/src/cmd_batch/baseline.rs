@@ -90,6 +90,14 @@ pub fn without_times(r: &BatchReport) -> BatchReport {
 }
 
 pub(super) fn options_map(o: &Options) -> BTreeMap<String, String> {
+    // `loops` (issue 34) is recorded only when on: a baseline written before the option existed
+    // (no key) reads as loops off, and so still matches runs without `--loops`.
+    let loops = o.loops.map(|n| {
+        (
+            "loops",
+            format!("{n}{}", if o.loop_iters { ":iters" } else { "" }),
+        )
+    });
     [
         ("functions", format!("{:?}", o.functions)),
         ("barriers", o.barriers.to_string()),
@@ -103,6 +111,7 @@ pub(super) fn options_map(o: &Options) -> BTreeMap<String, String> {
         ("force", o.force_reinstrument.to_string()),
     ]
     .into_iter()
+    .chain(loops)
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
