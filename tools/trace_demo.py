@@ -19,6 +19,8 @@ is seeded: the same object gives the same capture.
 """
 import json, os, random, shutil, subprocess, sys, tempfile
 
+if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
+    sys.exit("usage: tools/trace_demo.py INSTRUMENTED.co OUT_DIR [KERNEL...]")
 co, out = sys.argv[1], sys.argv[2]
 SQTT_PATCH = os.environ.get("SQTT_PATCH", "sqtt-patch")
 with tempfile.TemporaryDirectory() as t:
@@ -85,6 +87,10 @@ def straight_walks(only):
                 m0 = None
         elif inst == ["s_ttracedata"] and m0 is not None:
             walks[name].append((m0, count))
+            count = 0
+        elif len(inst) == 2 and inst[0] == "s_ttracedata_imm":
+            # gfx10+ markers of small values carry the value in the instruction.
+            walks[name].append((int(inst[1], 0), count))
             count = 0
     trees = {}
     for k, marks in walks.items():
