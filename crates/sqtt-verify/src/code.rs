@@ -1631,18 +1631,17 @@ fn align(
     // (`branch; island`, or `conditional branch; s_branch over the island; island`): that is
     // how the rewriter lays them out. The compiler's own long branches (LLVM's branch
     // relaxation) are entered by fall-through or from a branch elsewhere, and stay originals.
-    let targets = |p: Option<usize>, a: u64| {
+    let jumps_to = |p: Option<usize>, a: u64| {
         p.and_then(|p| new.get(p))
             .is_some_and(|b| b.inst.branch_target(b.addr) == Some(a))
     };
     let island_ranges: Vec<(u64, u64)> = (0..new.len())
         .filter_map(|q| island_at(&new, q).map(|isl| (q, isl)))
         .filter(|(q, isl)| {
-            let (q, a) = (*q, new[*q].addr);
-            let over = q.checked_sub(1).map(|p| &new[p]).is_some_and(|s| {
-                s.inst.mnemonic() == "s_branch" && s.inst.branch_target(s.addr) == Some(isl.end)
-            });
-            targets(q.checked_sub(1), a) || (over && targets(q.checked_sub(2), a))
+            let (before, a) = (q.checked_sub(1), new[*q].addr);
+            let over = before.is_some_and(|p| new[p].inst.mnemonic() == "s_branch")
+                && jumps_to(before, isl.end);
+            jumps_to(before, a) || (over && jumps_to(q.checked_sub(2), a))
         })
         .map(|(q, isl)| (new[q].addr, isl.end))
         .collect();

@@ -582,7 +582,7 @@ fn build_sites(env: &SiteEnv, sites: &[Site]) -> Vec<Built> {
             let sets = env.sgprs.function_sets(env.prog, fi);
             let preds = branch_preds(&env.prog.funcs[fi]);
             let mut m0 = None;
-            let mut decoded = DecodedFunc::default();
+            let mut decoded = DecodedFunc::new(&env.prog.funcs[fi]);
             list.iter()
                 .map(|&n| {
                     let built = build_site(env, &sites[n], &sets, &mut m0, memo);
@@ -712,17 +712,21 @@ fn with_entry_waits(
 /// decoded on first use: the entry waits of every site scan the [`amdgpu_isa::hazard::LOOKBACK`]
 /// instructions before it, so most instructions are in many contexts (on RCCL, decoding them
 /// again per context was a third of the instrument stage).
-#[derive(Default)]
 struct DecodedFunc {
     regs: Vec<Option<(RegSet, RegSet)>>,
 }
 
 impl DecodedFunc {
-    /// Instruction `i` of `f` with its registers read and written.
-    fn get(&mut self, f: &crate::analysis::Func, i: usize) -> Decoded {
-        if self.regs.len() < f.insts.len() {
-            self.regs = vec![None; f.insts.len()];
+    /// Nothing decoded yet for the instructions of `f`.
+    fn new(f: &crate::analysis::Func) -> DecodedFunc {
+        DecodedFunc {
+            regs: vec![None; f.insts.len()],
         }
+    }
+
+    /// Instruction `i` of `f` (the function given to [`DecodedFunc::new`]) with its registers
+    /// read and written.
+    fn get(&mut self, f: &crate::analysis::Func, i: usize) -> Decoded {
         let inst = f.insts.get(i);
         let (r, w) = *self.regs[i].get_or_insert_with(|| inst.reads_writes());
         (inst, r, w)

@@ -55,24 +55,24 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<Laid
             {
                 let mut leave = BTreeMap::new();
                 for a in at {
-                    match relaxable(&ins.prog, &ins.scc_live, &mut ins.sgprs, a, target) {
-                        Ok(r) => {
-                            if let Some(p) = r.pair {
-                                ins.used_by_func[r.func] |= 3u128 << p;
+                    let (entry, why) =
+                        match relaxable(&ins.prog, &ins.scc_live, &mut ins.sgprs, a, target) {
+                            Ok(r) => {
+                                if let Some(p) = r.pair {
+                                    ins.used_by_func[r.func] |= 3u128 << p;
+                                }
+                                relax.insert(a, r);
+                                continue;
                             }
-                            relax.insert(a, r);
-                        }
-                        Err((Some(entry), why)) => {
-                            leave.entry(entry).or_insert_with(|| {
-                                format!("branch at {a:#x} is out of range after insertion and cannot be relaxed: {why}")
-                            });
-                        }
-                        Err((None, why)) => {
-                            report.status = Status::FailedClosed;
-                            report.reasons.push(format!("branch at {a:#x} is out of range after insertion and cannot be relaxed: {why}"));
-                            return Err(NotLaidOut::FailedClosed);
-                        }
-                    }
+                            Err(e) => e,
+                        };
+                    let why = format!("branch at {a:#x} is out of range after insertion and cannot be relaxed: {why}");
+                    let Some(entry) = entry else {
+                        report.status = Status::FailedClosed;
+                        report.reasons.push(why);
+                        return Err(NotLaidOut::FailedClosed);
+                    };
+                    leave.entry(entry).or_insert(why);
                 }
                 if !leave.is_empty() {
                     return Err(NotLaidOut::LeaveAlone(leave));
