@@ -16,6 +16,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+mod append;
+pub use append::{append_address, APPEND_ALIGN};
+
 use crate::codeobject::CodeObject;
 use crate::elf::{self, SymbolTable, SHT_NOBITS};
 use crate::error::{Error, Result};
@@ -44,7 +47,8 @@ pub struct Placement {
     pub old_size: u64,
     /// Size in the output (bytes).
     pub new_size: u64,
-    /// True for `SHF_ALLOC` sections.
+    /// True for `SHF_ALLOC` sections of the input (false for every new section, also a new
+    /// code segment's, which no input address maps to).
     pub alloc: bool,
 }
 
@@ -85,6 +89,9 @@ struct NewSection {
     flags: u64,
     align: u64,
     data: Vec<u8>,
+    /// Output address of a new alloc section ([`CodeObjectEditor::add_code_segment`]); `None`
+    /// for a non-alloc one.
+    addr: Option<u64>,
 }
 
 /// Builder of an output code object from a parsed [`CodeObject`]. See the module documentation for
@@ -96,6 +103,7 @@ pub struct CodeObjectEditor<'a> {
     new_sections: Vec<NewSection>,
     symbol_values: HashMap<(SymbolTable, usize), u64>,
     symbol_sizes: HashMap<(SymbolTable, usize), u64>,
+    symbol_shndx: HashMap<(SymbolTable, usize), u16>,
     kernel_entries: HashMap<String, u64>,
     text_map: Option<TextMap<'a>>,
     metadata: Vec<Metadata>,
@@ -144,6 +152,7 @@ impl<'a> CodeObjectEditor<'a> {
             new_sections: Vec::new(),
             symbol_values: HashMap::new(),
             symbol_sizes: HashMap::new(),
+            symbol_shndx: HashMap::new(),
             kernel_entries: HashMap::new(),
             text_map: None,
             metadata: Vec::new(),
@@ -342,6 +351,7 @@ impl<'a> CodeObjectEditor<'a> {
             flags,
             align,
             data,
+            addr: None,
         });
         Ok(())
     }
@@ -531,6 +541,16 @@ impl<'a> CodeObjectEditor<'a> {
             place[s.index].new_addr = new_addr;
             place[s.index].new_offset = new_off;
         }
+        // A new code segment after everything the input loads (editor::append).
+        for (j, n) in self.new_sections.iter().enumerate() {
+            if let Some(addr) = n.addr {
+                let i = secs.len() + j;
+                let no = congruent_at_least(need_off, addr, APPEND_ALIGN)?;
+                place[i].new_addr = addr;
+                place[i].new_offset = no;
+                need_off = no.checked_add(contents[i].len() as u64)?;
+            }
+        }
         // Non-alloc sections in original file order, then new sections.
         let mut rest: Vec<&elf::Section> = secs
             .iter()
@@ -548,6 +568,9 @@ impl<'a> CodeObjectEditor<'a> {
             }
         }
         for (j, n) in self.new_sections.iter().enumerate() {
+            if n.addr.is_some() {
+                continue;
+            }
             let i = secs.len() + j;
             let no = align_up(need_off, n.align.max(1))?;
             place[i].new_offset = no;
@@ -615,6 +638,7 @@ impl<'a> CodeObjectEditor<'a> {
                 ),
             });
         }
+        self.check_code_segment(&layout)?;
         let mut out = vec![0u8; layout.file_size as usize];
         // ELF header, program headers and whatever precedes the first section (the layout
         // makes the output at least this long).
@@ -653,6 +677,15 @@ impl<'a> CodeObjectEditor<'a> {
             // and sizes say (a corrupted `p_memsz` covering `.text` must not grow with it;
             // fresh tester, session 13).
             if p.p_type == elf::PT_GNU_STACK {
+                if let Some(pl) = self.code_segment_placement(&layout) {
+                    append::load_header(
+                        &mut out,
+                        o as usize,
+                        pl.new_offset,
+                        pl.new_addr,
+                        pl.new_size,
+                    );
+                }
                 continue;
             }
             let inside: Vec<&Placement> = layout
@@ -758,6 +791,7 @@ impl<'a> CodeObjectEditor<'a> {
                 w32(&mut out, o, new_names[pl.index - secs.len()]);
                 w32(&mut out, o + 4, n.sh_type);
                 w64(&mut out, o + 8, n.flags);
+                w64(&mut out, o + 16, n.addr.unwrap_or(0));
                 w64(&mut out, o + 24, pl.new_offset);
                 w64(&mut out, o + 32, pl.new_size);
                 w64(&mut out, o + 48, n.align);
@@ -797,6 +831,9 @@ impl<'a> CodeObjectEditor<'a> {
             w64(&mut out, o + 8, value);
             if let Some(&sz) = self.symbol_sizes.get(&key) {
                 w64(&mut out, o + 16, sz);
+            }
+            if let Some(&ndx) = self.symbol_shndx.get(&key) {
+                out[o as usize + 6..o as usize + 8].copy_from_slice(&ndx.to_le_bytes());
             }
         }
         // Dynamic section pointers.

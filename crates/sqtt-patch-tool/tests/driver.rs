@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{expected, fixture, run, Load};
+use support::{expected, failing_closed, fixture, run, Load};
 
 const FEATURES: [(&str, &str); 2] = [
     ("SQTT_INSTRUMENT_FUNCTIONS", "1"),
@@ -102,7 +102,7 @@ fn garbage_failed_closed_and_already_instrumented_objects_reach_the_loader_uncha
     let truncated = dir.path().join("truncated.co");
     let whole = std::fs::read(fixture("objects/gfx942__calls__O3.co")).unwrap();
     std::fs::write(&truncated, &whole[..whole.len() / 3]).unwrap();
-    let closed = fixture("left-alone/gfx1100__stubs__bad-word.co");
+    let closed = failing_closed(dir.path());
     let again = dir.path().join("again.co");
     let first = expected(
         &std::fs::read(fixture("objects/gfx1100__barriers__O3.co")).unwrap(),

@@ -92,6 +92,10 @@ pub struct InstrumentFlags {
     /// edge (one per iteration: costly). Post-link extra, off by default.
     #[arg(long, value_name = "N[:iters]", allow_hyphen_values = true)]
     pub loops: Option<String>,
+    /// Keep .text where it is, byte for byte, and put the instrumented functions in a new
+    /// executable segment (done by itself when a function cannot move; docs/left-alone.md).
+    #[arg(long)]
+    pub keep_text: bool,
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
     /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
@@ -192,6 +196,9 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     }
     if args.kernel_scopes {
         o.kernel_scopes = true;
+    }
+    if args.keep_text {
+        o.keep_text = true;
     }
     if let Some(l) = &args.loops {
         (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;

@@ -80,9 +80,13 @@ pub struct Options {
     /// `--loops N:iters`: also a point marker on every back edge of a loop with a scope (one
     /// per iteration: per-iteration timing, at a per-iteration cost).
     pub loop_iters: bool,
+    /// `--keep-text`: `.text` stays where it is, byte for byte, and the instrumented functions
+    /// go to a new executable segment (docs/left-alone.md, "kept in place"). The rewriter does
+    /// this by itself when a function cannot move (a word that does not decode).
+    pub keep_text: bool,
 }
 
-/// The derived form, except that `loops` is left out when it is off: the `.sqtt_patch` note
+/// The derived form, except that `loops` and `keep_text` are left out when off: the `.sqtt_patch` note
 /// records this text, and outputs written without `--loops` keep the bytes they had before the
 /// option existed.
 impl std::fmt::Debug for Options {
@@ -104,6 +108,9 @@ impl std::fmt::Debug for Options {
         if self.loop_iters {
             d.field("loop_iters", &true);
         }
+        if self.keep_text {
+            d.field("keep_text", &true);
+        }
         d.finish()
     }
 }
@@ -123,6 +130,7 @@ impl Default for Options {
             scope: None,
             loops: None,
             loop_iters: false,
+            keep_text: false,
         }
     }
 }

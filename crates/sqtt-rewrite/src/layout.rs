@@ -258,6 +258,14 @@ pub enum Piece<'a> {
 pub struct TextPlan<'a> {
     /// Start address of `.text` (unchanged by the rewrite).
     pub text_addr: u64,
+    /// Address of the first output byte: `text_addr` when the new code replaces `.text`, the
+    /// new segment's address when `.text` is kept in place ([`crate::verbatim`]). At or above
+    /// `text_addr`, and the output ends less than 4 GiB above `text_addr`.
+    pub out_addr: u64,
+    /// Ranges of the input `.text` that stay where they are, as (start, length) in bytes
+    /// (functions kept in place and the bytes between functions): addresses in them map to
+    /// themselves.
+    pub kept: Vec<(u64, u64)>,
     /// Output order.
     pub pieces: Vec<Piece<'a>>,
     /// Address builders referenced by [`Reloc`] entries.
@@ -309,8 +317,11 @@ struct DataPart {
 pub struct Layout {
     /// New section contents.
     pub bytes: Vec<u8>,
-    /// Start address of `.text` (bytes; the same before and after).
+    /// Start address of `.text` (bytes; the same before and after); offsets in the tables below
+    /// count from it.
     text_addr: u64,
+    /// Address of `bytes[0]` ([`TextPlan::out_addr`]).
+    out_addr: u64,
     /// Every original instruction, sorted by original address.
     placed: Vec<Placed>,
     /// Length in bytes of each instruction of `placed` (parallel).
@@ -322,6 +333,8 @@ pub struct Layout {
     /// the start of `.text`, sorted by original address. The islands belong to the instruction's
     /// function, so an end that falls right after it maps past them ([`Layout::map_end`]).
     trails: Vec<(u32, u32)>,
+    /// Ranges of the input kept in place ([`TextPlan::kept`]): (start, length), ascending.
+    kept: Vec<(u64, u64)>,
     /// Raw regions: (old start, len, new start).
     pub raws: Vec<(u64, u64, u64)>,
     /// Original end of `.text` mapped to the new end.
@@ -418,12 +431,37 @@ impl Layout {
                 return Some(new + (old - o));
             }
         }
+        if self.kept_holding(old, |s, e| s <= old && old < e) {
+            return Some(old);
+        }
         for &(start, len, new) in &self.raws {
             if old >= start && old < start + len {
                 return Some(new + (old - start));
             }
         }
         None
+    }
+
+    /// Address of the first output byte (bytes): `.text`'s own, or the new segment's when
+    /// `.text` is kept in place.
+    pub fn out_addr(&self) -> u64 {
+        self.out_addr
+    }
+
+    /// Whether `.text` is kept in place (the output goes to a new segment).
+    pub fn keeps_text(&self) -> bool {
+        self.out_addr != self.text_addr
+    }
+
+    /// Whether the kept range that starts last at or below `a` satisfies `holds(start, end)`.
+    fn kept_holding(&self, a: u64, holds: impl Fn(u64, u64) -> bool) -> bool {
+        let i = self.kept.partition_point(|k| k.0 <= a);
+        let last_start_below = |j: usize| j.checked_sub(1).and_then(|j| self.kept.get(j));
+        // An end address may be the end of the range before the one starting at it.
+        [i, i.wrapping_sub(1)]
+            .into_iter()
+            .filter_map(last_start_below)
+            .any(|&(s, len)| holds(s, s + len))
     }
 
     /// Maps an original instruction start to the start of its inserted block (the map of
@@ -445,6 +483,10 @@ impl Layout {
 
     /// Maps the exclusive end address of an original range (a function's or a symbol's end).
     pub fn map_end(&self, old_end: u64, text_old_end: u64) -> Option<u64> {
+        // The end of something kept in place (the range holds its last byte).
+        if self.kept_holding(old_end, |s, e| s < old_end && old_end <= e) {
+            return Some(old_end);
+        }
         if old_end == text_old_end {
             return Some(self.new_end);
         }
@@ -501,7 +543,7 @@ impl Layout {
                 part: d.part,
             };
             item.encode(d.at, &r, &mut buf)?;
-            let lo = (d.at - self.text_addr) as usize;
+            let lo = (d.at - self.out_addr) as usize;
             match text.get_mut(lo..lo + buf.len()) {
                 Some(dst) if buf.len() == d.inst.len() => dst.copy_from_slice(&buf),
                 _ => {
@@ -638,10 +680,10 @@ impl Pass1 {
 /// 2: [`item`]), giving the new `.text`. Errors name the original address of the instruction
 /// that cannot be encoded, or the new address of a piece whose encoding changed size.
 pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
-    let text_addr = plan.text_addr;
+    let (text_addr, out_addr) = (plan.text_addr, plan.out_addr);
     // Pass 1: addresses.
     let mut p1 = Pass1 {
-        addr: text_addr,
+        addr: out_addr,
         run_start: None,
         landing: None,
     };
@@ -649,12 +691,14 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
     let mut layout = Layout {
         bytes: Vec::new(),
         text_addr,
+        out_addr,
         placed: Vec::new(),
         lens: Vec::new(),
         blocks: Vec::new(),
         trails: Vec::new(),
+        kept: plan.kept.clone(),
         raws: Vec::new(),
-        new_end: text_addr,
+        new_end: out_addr,
         data_parts: Vec::new(),
     };
     let mut islands: Vec<u64> = Vec::new();
@@ -723,8 +767,8 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
             pcrels: &plan.pcrels,
             islands: &islands,
         },
-        text_addr,
-        out: Vec::with_capacity((addr - text_addr) as usize),
+        out_addr,
+        out: Vec::with_capacity((addr - out_addr) as usize),
         data_parts: Vec::new(),
         out_of_range: Vec::new(),
     };
@@ -750,7 +794,8 @@ pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
 /// branches found out of range so far.
 struct Pass2<'l> {
     r: Resolver<'l>,
-    text_addr: u64,
+    /// Address of the first output byte.
+    out_addr: u64,
     out: Vec<u8>,
     data_parts: Vec<DataPart>,
     out_of_range: Vec<u64>,
@@ -771,8 +816,8 @@ impl Pass2<'_> {
             Err(LayoutError::OutOfRange { at: far }) => {
                 self.out_of_range.extend(far);
                 let (from, to) = (
-                    (at - self.text_addr) as usize,
-                    (end - self.text_addr) as usize,
+                    (at - self.out_addr) as usize,
+                    (end - self.out_addr) as usize,
                 );
                 self.out.truncate(from);
                 self.out.resize(to, 0);
@@ -784,7 +829,7 @@ impl Pass2<'_> {
 
     /// Errors when the bytes written since new address `at` do not end at `end` (bytes).
     fn check(&self, at: u64, end: u64) -> Result<(), LayoutError> {
-        let now = self.text_addr + self.out.len() as u64;
+        let now = self.out_addr + self.out.len() as u64;
         if now == end {
             return Ok(());
         }

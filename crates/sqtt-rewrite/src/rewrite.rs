@@ -3,9 +3,10 @@
 //!
 //! Fail-closed policy: a function we cannot instrument (undecodable word, unresolved branch or
 //! PC-relative sequence, execution falling off its end, indirect jump in a kernel) is left alone
-//! and moved as one block when it is movable ([`crate::verbatim`]); when it is not, the WHOLE
-//! code object stays byte-identical, because relayout moves every function. The report
-//! lists every function left alone and every reason. Individual sites that cannot be
+//! and moved as one block when it is movable ([`crate::verbatim`]); when it is not (a word that
+//! does not decode), `.text` is kept in place, byte for byte, with every left-alone function in
+//! it, and the instrumented functions go to a new executable segment. The report lists every
+//! function left alone and every reason. Individual sites that cannot be
 //! instrumented safely are skipped and reported.
 
 use crate::config::Options;
@@ -20,6 +21,9 @@ use thiserror::Error;
 pub const PATCH_SECTION: &str = ".sqtt_patch";
 /// Name of the funcmap section (spec, "Funcmap format").
 pub const FUNCMAP_SECTION: &str = ".sqtt_funcmap";
+/// Name of the executable section of the new segment that holds the instrumented functions
+/// when `.text` is kept in place (a function in it cannot move: docs/left-alone.md).
+pub const KEPT_TEXT_SECTION: &str = ".sqtt_text";
 
 /// Errors that stop the run for this input (bad input or an internal inconsistency).
 #[derive(Debug, Error)]
@@ -384,7 +388,7 @@ fn rewrite_object(
     t.begin(Stage::Decode);
     let decoded = decode(loaded);
     t.begin(Stage::Analyse);
-    let Some(analysed) = analyse(decoded, leave, &mut report) else {
+    let Some(analysed) = analyse(decoded, leave, opts.keep_text, &mut report) else {
         return Ok(Attempt::Done(unchanged(report)));
     };
     t.begin(Stage::Instrument);

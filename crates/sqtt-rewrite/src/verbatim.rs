@@ -29,9 +29,14 @@
 //! too), and the layout keeps function order, so the same next function follows it (after
 //! `s_nop 0` alignment padding at most).
 //!
-//! Not done (the object fails closed instead, with the reason): keeping a function that is not
-//! movable at its original address. For a word that does not decode this could not be sound
-//! anyway: its references out (to other functions or data, which move) are unknown.
+//! A function that is not movable (a word that does not decode, an unrecognised use of the
+//! PC, a jump to an address that is no function entry) stays at its address: then the whole
+//! input `.text` is kept in place, byte for byte, every left-alone function runs from there,
+//! and the instrumented functions are laid out in a new executable segment after everything
+//! the input loads ([`Verbatim::kept_in_place`]; docs/left-alone.md). The data and the kept
+//! functions do not move, so whatever the unmovable function references, seen or not, is still
+//! there; the originals of the instrumented functions stay too, so calls from a kept function
+//! run them uninstrumented ([`kept_in_place_notes`] names them in the report).
 
 use crate::analysis::{Func, Problem, Program};
 use crate::plan::{Site, Skipped};
@@ -78,8 +83,11 @@ pub struct Verbatim {
     pub blocks: Vec<Option<u64>>,
     /// Report lines, by address.
     pub left_alone: Vec<LeftAlone>,
-    /// Why the object must fail closed: functions with problems that cannot move verbatim.
-    pub fail: Vec<String>,
+    /// True when some left-alone function cannot move ([`movable`] failed): the whole input
+    /// `.text` then stays where it is, every left-alone function runs from its original
+    /// address, and the instrumented copies go to a new executable section after the last
+    /// segment (docs/left-alone.md, "kept in place").
+    pub kept_in_place: bool,
 }
 
 impl Verbatim {
@@ -212,18 +220,67 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
                 });
             }
             Err(p) => {
-                for q in &f.problems {
-                    v.fail
-                        .push(format!("{} at {:#x}: {}", f.spec.name, q.addr, q.why));
-                }
-                v.fail.push(format!(
-                    "{} cannot be left alone (moved verbatim): at {:#x}: {}",
-                    f.spec.name, p.addr, p.why
-                ));
+                v.kept_in_place = true;
+                v.blocks[fi] = Some(f.spec.end);
+                v.left_alone.push(LeftAlone {
+                    name: f.spec.name.clone(),
+                    address: f.spec.start,
+                    why: format!(
+                        "{}; kept at its address (it cannot move: at {:#x}: {})",
+                        describe(f),
+                        p.addr,
+                        p.why
+                    ),
+                    stub: is_stub(f),
+                });
             }
         }
     }
     v
+}
+
+/// Report notes for `.text` kept in place: the left-alone functions keep running the
+/// original code, so every instrumented function they call runs uninstrumented from there
+/// (named per caller); a function that does not decode calls what it calls unseen.
+pub fn kept_in_place_notes(prog: &Program, v: &Verbatim) -> Vec<String> {
+    if !v.kept_in_place {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if !v.is_left_alone(fi) {
+            continue;
+        }
+        let mut callees: Vec<&str> = f
+            .calls
+            .iter()
+            .filter_map(|(_, c)| match c {
+                crate::analysis::Callee::Direct(g) if !v.is_left_alone(*g) => {
+                    Some(prog.funcs[*g].spec.name.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        callees.sort_unstable();
+        callees.dedup();
+        if !callees.is_empty() {
+            notes.push(format!(
+                "{} is kept at its address and calls the uninstrumented originals of {}",
+                f.spec.name,
+                callees.join(", ")
+            ));
+        }
+        if f.problems
+            .iter()
+            .any(|p| p.why.starts_with("cannot decode"))
+        {
+            notes.push(format!(
+                "{} is kept at its address and does not decode: whatever it calls cannot be seen and runs uninstrumented",
+                f.spec.name
+            ));
+        }
+    }
+    notes
 }
 
 /// Moves every site of a left-alone function from `sites` to `skipped`, with the function's
@@ -234,12 +291,17 @@ pub fn skip_left_alone(
     sites: &mut Vec<Site>,
     skipped: &mut Vec<Skipped>,
 ) {
+    let how = if v.kept_in_place {
+        "kept at its address"
+    } else {
+        "copied verbatim"
+    };
     let why = |fi: usize| {
         let f = &prog.funcs[fi];
         if is_stub(f) {
-            format!("{STUB_SKIP}, copied verbatim): {}", describe(f))
+            format!("{STUB_SKIP}, {how}): {}", describe(f))
         } else {
-            format!("function left alone (copied verbatim): {}", describe(f))
+            format!("function left alone ({how}): {}", describe(f))
         }
     };
     for sk in skipped.iter_mut() {

@@ -24,7 +24,42 @@ pub(crate) struct Text<'a> {
     pub bytes: &'a [u8],
 }
 
+/// Name of the section of the new segment that holds the instrumented functions when the
+/// rewriter keeps `.text` in place (the rewriter's `KEPT_TEXT_SECTION`; docs/left-alone.md).
+pub(crate) const KEPT_TEXT_SECTION: &str = ".sqtt_text";
+
 impl<'a> Text<'a> {
+    /// The rewritten object's texts: the one executable section, or, when `.text` is kept in
+    /// place, the new section [`KEPT_TEXT_SECTION`] and the kept `.text` (second).
+    fn of_rewritten(co: &'a CodeObject) -> Result<(Text<'a>, Option<Text<'a>>), VerifyError> {
+        let execs: Vec<_> = co.exec_sections().collect();
+        if let [a, b] = execs.as_slice() {
+            let (kept, new) = match (a.name.as_str(), b.name.as_str()) {
+                (".text", KEPT_TEXT_SECTION) => (a, b),
+                (KEPT_TEXT_SECTION, ".text") => (b, a),
+                _ => return Ok((Text::of(co, "rewritten")?, None)),
+            };
+            let text = |s: &hsaco::elf::Section| Text {
+                addr: s.addr,
+                offset: s.offset,
+                bytes: co.section_data(s),
+            };
+            let (new, kept) = (text(new), text(kept));
+            if u32::try_from(new.end().saturating_sub(kept.addr)).is_err() || new.addr < kept.end()
+            {
+                return Err(VerifyError::Text {
+                    which: "rewritten",
+                    detail: format!(
+                        "{KEPT_TEXT_SECTION} at {:#x} must lie above .text and end less than 4 GiB after its start",
+                        new.addr
+                    ),
+                });
+            }
+            return Ok((new, Some(kept)));
+        }
+        Ok((Text::of(co, "rewritten")?, None))
+    }
+
     fn of(co: &'a CodeObject, which: &'static str) -> Result<Text<'a>, VerifyError> {
         let execs: Vec<_> = co.exec_sections().collect();
         let [sec] = execs.as_slice() else {
@@ -319,6 +354,9 @@ pub(crate) struct Func<'a> {
     pub inserted_class: Vec<Option<Region>>,
     /// Words after the last original instruction up to the next function.
     pub padding: Vec<NInst>,
+    /// Kept in place: its rewritten copy is the original itself in the kept `.text`
+    /// ([`Program::kept`]), which is `ntext` here.
+    pub kept_in_place: bool,
     /// Execution can fall off the end of the original body: the function must be copied
     /// verbatim together with the bytes that follow it ([`crate::verbatim`]); this is the number
     /// of those bytes (original body end up to the next function or the end of `.text`).
@@ -357,6 +395,7 @@ impl<'a> Func<'a> {
             inserted_regs_table: Vec::new(),
             inserted_class: Vec::new(),
             padding: Vec::new(),
+            kept_in_place: false,
             falls_off: None,
             builders: Vec::new(),
             orig_used: RegSet::new(),
@@ -572,6 +611,16 @@ pub(crate) struct Program<'a> {
     pub isa: Target,
     pub otext: Text<'a>,
     pub ntext: Text<'a>,
+    /// The rewritten object's `.text` when the rewriter kept it in place and put the
+    /// instrumented functions in [`KEPT_TEXT_SECTION`] (`ntext`): byte-identical to `otext`
+    /// (a finding otherwise). Functions whose rewritten entry is their original one run from
+    /// it, unchanged.
+    pub kept: Option<Text<'a>>,
+    /// Functions kept in place whose original does not decode, as (start, end, name), ascending:
+    /// not in `funcs` (nothing of them can be checked but that they did not change, which
+    /// `kept` proves); a call into one is unresolved for liveness, and a reference to an address
+    /// in one must stay that address.
+    pub opaque: Vec<(u64, u64, String)>,
     /// Every function, ascending by original start address (bodies do not overlap).
     pub funcs: Vec<Func<'a>>,
     /// Allocated non-executable sections: (original address, original end, rewritten address).
@@ -855,7 +904,10 @@ impl<'a> Program<'a> {
         findings: &mut Vec<Finding>,
     ) -> Result<Program<'a>, VerifyError> {
         let otext = Text::of(orig, "original")?;
-        let ntext = Text::of(new, "rewritten")?;
+        let (ntext, kept) = Text::of_rewritten(new)?;
+        if let Some(k) = kept {
+            check_kept(&otext, &k, findings);
+        }
 
         // Original functions: kernels through their descriptors, device functions through
         // STT_FUNC symbols; one entry per start address.
@@ -896,6 +948,7 @@ impl<'a> Program<'a> {
         // Occurrence number of each name (for duplicated local names).
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let mut funcs = Vec::new();
+        let mut opaque = Vec::new();
         for (i, (&start, seed)) in seeds.iter().enumerate() {
             let occ = seen.entry(seed.name.as_str()).or_insert(0);
             let n = *occ;
@@ -921,6 +974,25 @@ impl<'a> Program<'a> {
                     message: "function is missing from the rewritten code object".into(),
                 });
             }
+            // Kept in place: the function runs from the kept `.text`, unchanged.
+            let in_place = kept.filter(|k| new_start == Some(start) && k.contains(start));
+            if let Some(k) = in_place {
+                if amdgpu_isa::decode_all(otext.slice(start, orig_end), isa).is_err() {
+                    opaque.push((start, orig_end, seed.name.clone()));
+                    continue;
+                }
+                let mut f = Func::new(
+                    seed.name.clone(),
+                    seed.kind,
+                    (start, orig_end),
+                    new_start,
+                    otext,
+                    k,
+                );
+                f.kept_in_place = true;
+                funcs.push(f);
+                continue;
+            }
             funcs.push(Func::new(
                 seed.name.clone(),
                 seed.kind,
@@ -935,7 +1007,7 @@ impl<'a> Program<'a> {
         let mut new_starts: Vec<u64> = funcs.iter().filter_map(|f| f.new_start).collect();
         new_starts.sort_unstable();
         new_starts.dedup();
-        for f in &mut funcs {
+        for f in funcs.iter_mut().filter(|f| !f.kept_in_place) {
             if let Some(s) = f.new_start {
                 f.new_region_end = new_starts
                     .get(new_starts.partition_point(|&x| x <= s))
@@ -945,6 +1017,12 @@ impl<'a> Program<'a> {
             }
         }
 
+        for f in funcs.iter_mut().filter(|f| f.kept_in_place) {
+            f.new_region_end = starts
+                .get(starts.partition_point(|&x| x <= f.orig_start))
+                .copied()
+                .unwrap_or(otext.end());
+        }
         // Functions are decoded, their registers decoded once for every later check, and aligned
         // in one parallel pass, so only the functions in flight hold their decoded bodies;
         // findings keep the function order, and the first function that does not decode is the
@@ -967,9 +1045,10 @@ impl<'a> Program<'a> {
                 (f.orig_start, f.orig_end),
                 f.new_start,
                 otext,
-                ntext,
+                f.ntext,
             );
             fresh.new_region_end = f.new_region_end;
+            fresh.kept_in_place = f.kept_in_place;
             *f = fresh;
             aligned[fi] = prepare(f, fi, &ostarts, &otext, isa, false)?;
         }
@@ -1001,13 +1080,18 @@ impl<'a> Program<'a> {
             isa,
             otext,
             ntext,
+            kept,
+            opaque,
             funcs,
             secmap,
             free_sgprs,
             islands,
             landings,
         };
-        program.check_tail(findings);
+        // Kept in place, the original tail padding stays in the kept `.text`.
+        if program.kept.is_none() {
+            program.check_tail(findings);
+        }
         Ok(program)
     }
 
@@ -1048,6 +1132,14 @@ impl<'a> Program<'a> {
             .iter()
             .find(|(s, e, _)| a >= *s && a <= *e)
             .map_or(a, |(s, _, n)| n.wrapping_add(a - s))
+    }
+
+    /// The function kept in place that does not decode ([`Program::opaque`]) holding original
+    /// address `a`: its name.
+    pub fn opaque_at(&self, a: u64) -> Option<&str> {
+        let i = self.opaque.partition_point(|o| o.0 <= a).checked_sub(1)?;
+        let (s, e, name) = &self.opaque[i];
+        (*s <= a && a < *e).then_some(name.as_str())
     }
 
     /// Original function index whose entry is `addr` (binary search: `funcs` is sorted by start).
@@ -1138,6 +1230,33 @@ impl<'a> Program<'a> {
                 ));
             }
         }
+    }
+}
+
+/// The rewritten object's kept `.text` must be the original `.text`, at the same address and
+/// byte for byte (what runs from it is the original code).
+fn check_kept(otext: &Text<'_>, kept: &Text<'_>, findings: &mut Vec<Finding>) {
+    let differs = if kept.addr != otext.addr || kept.bytes.len() != otext.bytes.len() {
+        Some(format!(
+            "the kept .text is at {:#x} with {:#x} bytes, the original at {:#x} with {:#x}",
+            kept.addr,
+            kept.bytes.len(),
+            otext.addr,
+            otext.bytes.len()
+        ))
+    } else {
+        (0..kept.bytes.len())
+            .find(|&k| kept.bytes[k] != otext.bytes[k])
+            .map(|k| format!("the kept .text differs from the original at byte {k:#x}"))
+    };
+    if let Some(message) = differs {
+        findings.push(Finding {
+            check: Check::Sections,
+            function: None,
+            original_address: Some(otext.addr),
+            new_address: Some(kept.addr),
+            message,
+        });
     }
 }
 

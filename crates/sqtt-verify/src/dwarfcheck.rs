@@ -101,6 +101,28 @@ pub(crate) fn check_lines(
     program: &Program,
     findings: &mut Vec<Finding>,
 ) {
+    // `.text` kept in place: DWARF still describes the original code, which stays at its
+    // addresses, so every debug section is the original's, byte for byte (the copies in the
+    // new code section have no line information; docs/left-alone.md).
+    if program.kept.is_some() {
+        for s in orig
+            .elf
+            .sections
+            .iter()
+            .filter(|s| s.name.starts_with(".debug"))
+        {
+            let same = new
+                .section(&s.name)
+                .is_some_and(|ns| new.section_data(ns) == orig.section_data(s));
+            if !same {
+                findings.push(global(format!(
+                    "{} changed although .text is kept in place (its DWARF describes the kept original code)",
+                    s.name
+                )));
+            }
+        }
+        return;
+    }
     let (o, n) = match rayon::join(|| LineMap::read(orig), || LineMap::read(new)) {
         (Ok(None), Ok(None)) => return,
         (Ok(Some(o)), Ok(Some(n))) => (o, n),

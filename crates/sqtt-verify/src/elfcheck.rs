@@ -9,7 +9,7 @@ use amdgpu_isa::Flow;
 use hsaco::elf::{self, Section};
 use hsaco::CodeObject;
 
-use crate::code::{Program, Regs};
+use crate::code::{Program, Regs, KEPT_TEXT_SECTION};
 use crate::funcmap::{self, Funcmap, Row};
 use crate::region::Layout;
 use crate::{Check, Finding};
@@ -598,6 +598,19 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
         }
     }
     for s in n.elf.sections.iter().skip(1) {
+        // `.text` kept in place: the instrumented functions' section (docs/left-alone.md).
+        if s.name == KEPT_TEXT_SECTION && o.section(&s.name).is_none() {
+            if s.sh_type != SHT_PROGBITS || s.flags != elf::SHF_ALLOC | elf::SHF_EXECINSTR {
+                findings.push(glob(
+                    Check::Sections,
+                    format!(
+                        "{KEPT_TEXT_SECTION} has type {:#x} and flags {:#x}; a rewrite that keeps .text in place writes SHT_PROGBITS with SHF_ALLOC | SHF_EXECINSTR",
+                        s.sh_type, s.flags
+                    ),
+                ));
+            }
+            continue;
+        }
         if o.section(&s.name).is_none() && s.name != ".sqtt_funcmap" && s.name != PATCH_SECTION {
             findings.push(glob(
                 Check::Sections,
@@ -617,9 +630,13 @@ fn section_name(co: &CodeObject, idx: u16) -> Option<&str> {
 /// Maps an original code address: function entries to the rewritten entry (so the entry run
 /// executes), other instructions to their allowed landings, the end of a body to the new end.
 fn code_targets(p: &Program, a: u64) -> Option<Vec<u64>> {
-    // The end of `.text` (kernels without code sit there) stays its end.
+    // The end of `.text` (kernels without code sit there) stays its end; kept in place, it
+    // stays where it is.
     if a == p.otext.end() {
-        return Some(vec![p.ntext.end()]);
+        return Some(vec![p.kept.map_or(p.ntext.end(), |k| k.end())]);
+    }
+    if p.opaque_at(a).is_some() {
+        return Some(vec![a]);
     }
     if let Some(f) = p.func_at(a).and_then(|fi| p.funcs.get(fi)) {
         return f.new_start.map(|s| vec![s]);
@@ -665,11 +682,16 @@ pub(crate) fn check_symbols(
                 new_address: Some(b.value),
                 message,
             };
+            // Kept in place, a function copied to the new code section names it.
+            let moved_to_kept_text = p.kept.is_some()
+                && section_name(o, a.shndx) == Some(".text")
+                && section_name(n, b.shndx) == Some(KEPT_TEXT_SECTION)
+                && p.ntext.contains(b.value);
             if a.name != b.name
                 || a.st_type != b.st_type
                 || a.bind != b.bind
                 || a.other != b.other
-                || section_name(o, a.shndx) != section_name(n, b.shndx)
+                || (section_name(o, a.shndx) != section_name(n, b.shndx) && !moved_to_kept_text)
             {
                 findings.push(sym(format!(
                     "{table:?} entry {} changed name, type, binding, visibility or section",
@@ -698,7 +720,7 @@ pub(crate) fn check_symbols(
                 continue;
             }
             if a.st_type == elf::STT_SECTION {
-                if b.value != p.ntext.addr {
+                if b.value != p.kept.map_or(p.ntext.addr, |k| k.addr) {
                     findings.push(sym("section symbol does not point at .text".into()));
                 }
                 continue;

@@ -847,6 +847,19 @@ fn check_target(
         }
         return None;
     }
+    // Into a function kept in place that does not decode: the address stays.
+    if let Some(name) = p.opaque_at(t_o) {
+        if t_n != t_o {
+            findings.push(fnd(
+                f,
+                Check::Branch,
+                Some(o_addr),
+                n_addr,
+                format!("{what} to orig {t_o:#x} in {name} (kept in place) reaches {t_n:#x}"),
+            ));
+        }
+        return None;
+    }
     let Some((tfi, tk, lands)) = p.landings(t_o, Some(fi)) else {
         findings.push(fnd(
             f,

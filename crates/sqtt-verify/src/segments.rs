@@ -15,12 +15,56 @@
 //!    file images end the same number of bytes after its last (file-backed) section, with
 //!    `p_filesz` within `p_memsz`;
 //! 5. a segment that maps no section (`PT_PHDR`, a headers-only `PT_LOAD`) is unchanged, and so
-//!    is `PT_GNU_STACK` whatever sections its (meaningless) address range covers.
+//!    is `PT_GNU_STACK` whatever sections its (meaningless) address range covers;
+//! 6. except when `.text` is kept in place (docs/left-alone.md): then `PT_GNU_STACK`'s slot,
+//!    after every `PT_LOAD`, holds the new segment: a read + execute `PT_LOAD` aligned to 4 KiB
+//!    that loads exactly the new code section, from file bytes, above every other `PT_LOAD`
+//!    (ROCr's loader sizes its allocation by the last `PT_LOAD` in table order).
 
 use hsaco::elf::{self, Section, Segment};
 use hsaco::CodeObject;
 
+use crate::code::KEPT_TEXT_SECTION;
 use crate::{Check, Finding};
+
+/// Rule 6: why the program header `np` (original `PT_GNU_STACK` at index `i`) is not the new
+/// code segment of a rewrite that kept `.text` in place; `None` when it is.
+fn not_the_kept_segment(n: &CodeObject, i: usize, np: &Segment) -> Option<String> {
+    let sec = n.section(KEPT_TEXT_SECTION)?;
+    if n.elf
+        .segments
+        .iter()
+        .skip(i + 1)
+        .any(|p| p.p_type == elf::PT_LOAD)
+    {
+        return Some("a PT_LOAD follows the new code segment".into());
+    }
+    let others_end = n
+        .elf
+        .segments
+        .iter()
+        .take(i)
+        .filter(|p| p.p_type == elf::PT_LOAD)
+        .map(|p| p.vaddr.saturating_add(p.memsz))
+        .max()
+        .unwrap_or(0);
+    let exact = (
+        np.p_flags, np.align, np.vaddr, np.paddr, np.memsz, np.filesz, np.offset,
+    ) == (
+        5, 0x1000, sec.addr, sec.addr, sec.size, sec.size, sec.offset,
+    );
+    if !exact || !np.vaddr.is_multiple_of(0x1000) {
+        return Some(format!(
+            "the new code segment must load exactly {KEPT_TEXT_SECTION} (read + execute, 4 KiB aligned)"
+        ));
+    }
+    (np.vaddr < others_end).then(|| {
+        format!(
+            "the new code segment at {:#x} lies below the end of another PT_LOAD ({others_end:#x})",
+            np.vaddr
+        )
+    })
+}
 
 /// The allocated, non-empty sections wholly inside `p`'s memory image, in section order.
 fn mapped<'a>(co: &'a CodeObject, p: &Segment) -> Vec<&'a Section> {
@@ -97,6 +141,12 @@ pub(crate) fn check_segments(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
     }
     for (i, (op, np)) in os.iter().zip(ns).enumerate() {
         let what = format!("program header {i} (p_type {:#x})", op.p_type);
+        if op.p_type == elf::PT_GNU_STACK && np.p_type == elf::PT_LOAD {
+            if let Some(why) = not_the_kept_segment(n, i, np) {
+                push(format!("{what}: PT_GNU_STACK became a PT_LOAD: {why}"));
+            }
+            continue;
+        }
         if (op.p_type, op.p_flags, op.align) != (np.p_type, np.p_flags, np.align) {
             push(format!(
                 "{what}: p_type/p_flags/p_align changed from {:#x}/{:#x}/{:#x} to {:#x}/{:#x}/{:#x}",

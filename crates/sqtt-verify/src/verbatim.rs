@@ -57,6 +57,10 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
         let (Some(gap), Some(new)) = (f.falls_off, f.new_start) else {
             continue;
         };
+        // Kept in place: what follows it is the kept `.text`, the original itself.
+        if f.kept_in_place {
+            continue;
+        }
         let finding = |n: Option<u64>, message: String| Finding {
             check: Check::Verbatim,
             function: Some(f.name.clone()),

@@ -21,6 +21,28 @@ pub fn fixture(rel: &str) -> PathBuf {
     p
 }
 
+/// A code object that fails closed, written into `dir`: the undecodable-word stub fixture
+/// (gfx1100) with its `PT_GNU_STACK` program header turned into `PT_NULL`, so its undecodable
+/// function can neither move nor stay in place (no slot for the new segment's header).
+pub fn failing_closed(dir: &Path) -> PathBuf {
+    let mut b = std::fs::read(fixture("left-alone/gfx1100__stubs__bad-word.co")).unwrap();
+    let word = |b: &[u8], at: usize, n: usize| {
+        b[at..at + n]
+            .iter()
+            .rev()
+            .fold(0u64, |a, &x| a << 8 | u64::from(x))
+    };
+    let (phoff, phnum) = (word(&b, 0x20, 8) as usize, word(&b, 0x38, 2) as usize);
+    let slot = (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .find(|&o| word(&b, o, 4) == 0x6474_e551)
+        .expect("PT_GNU_STACK");
+    b[slot..slot + 4].copy_from_slice(&0u32.to_le_bytes());
+    let p = dir.join("no-segment-slot.co");
+    std::fs::write(&p, &b).unwrap();
+    p
+}
+
 /// `libsqtt_patch_tool.so` of this build (the profile of the test), built when missing.
 pub fn tool() -> &'static Path {
     static TOOL: OnceLock<PathBuf> = OnceLock::new();

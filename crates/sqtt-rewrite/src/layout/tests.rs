@@ -43,6 +43,8 @@ fn plan(c: &Code, t: Target, target: u64, long: bool) -> TextPlan<'_> {
     ];
     TextPlan {
         text_addr: 0x1000,
+        out_addr: 0x1000,
+        kept: Vec::new(),
         pieces,
         pcrels: Vec::new(),
     }
@@ -106,6 +108,8 @@ fn island_after_the_last_instruction_is_inside_the_function_end() {
     let insts = Insts::from_instructions(0x1000, &v);
     let plan = TextPlan {
         text_addr: 0x1000,
+        out_addr: 0x1000,
+        kept: Vec::new(),
         pieces: vec![
             Piece::Run {
                 insts: &insts,
@@ -168,6 +172,8 @@ fn inserted_blocks_map_instruction_starts_and_keep_offsets_inside_instructions()
     let insts = Insts::from_instructions(0x1000, &[nop; 3]);
     let plan = TextPlan {
         text_addr: 0x1000,
+        out_addr: 0x1000,
+        kept: Vec::new(),
         pieces: [
             marked(&mark, Landing::Before, &insts, 0..2, &[]),
             marked(&mark, Landing::After, &insts, 2..3, &[]),
@@ -225,6 +231,8 @@ fn retargeting_data_equals_laying_out_again() {
     let mark = [build::s_ttracedata_imm(t, 1).unwrap()];
     let plan = |target: u64| TextPlan {
         text_addr: 0x1000,
+        out_addr: 0x1000,
+        kept: Vec::new(),
         pieces: marked(&mark, Landing::Before, &insts, 0..3, relocs.within(0, 3)).to_vec(),
         pcrels: vec![PcRel {
             getpc_addr: 0x1000,

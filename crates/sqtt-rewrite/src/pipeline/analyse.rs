@@ -26,13 +26,15 @@ pub(crate) struct Analysed {
 
 /// Analyses the decoded functions. On gfx11+ a program with problems is decoded again with the
 /// other true16 setting, and the setting with fewer problem functions is kept. `None`: the
-/// object fails closed (functions with problems that cannot move verbatim, code before the
-/// first function, gaps between functions that are not padding). Fills `left_alone`,
+/// object fails closed (code before the first function, gaps between functions that are not
+/// padding). `keep_text`: `.text` is kept in place even when every function can move
+/// (`--keep-text`). Fills `left_alone`,
 /// `existing_markers` and `reasons`. The functions whose entries (original addresses, bytes)
 /// are in `leave` get their reason there as one more problem, so they are left alone too.
 pub(crate) fn analyse(
     d: Decoded,
     leave: &BTreeMap<u64, String>,
+    keep_text: bool,
     report: &mut Report,
 ) -> Option<Analysed> {
     let Decoded {
@@ -69,9 +71,12 @@ pub(crate) fn analyse(
         }
     }
     // Whole-object safety: functions with problems are left alone when they can move verbatim.
-    let verbatim = crate::verbatim::decide(&prog, text_end);
-    report.reasons.extend(verbatim.fail.iter().cloned());
+    let mut verbatim = crate::verbatim::decide(&prog, text_end);
+    verbatim.kept_in_place |= keep_text;
     report.left_alone = verbatim.left_alone.clone();
+    report
+        .notes
+        .extend(crate::verbatim::kept_in_place_notes(&prog, &verbatim));
     let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
     if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
         report

@@ -11,7 +11,8 @@ use crate::layout::{Layout, PcRelUse};
 use crate::plan::{MarkerKey, SiteKind};
 use crate::regs::{members, Sgprs};
 use crate::rewrite::{
-    FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION, PATCH_SECTION,
+    FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION, KEPT_TEXT_SECTION,
+    PATCH_SECTION,
 };
 use amdgpu_isa::Family;
 use hsaco::kd::KernelDescriptor;
@@ -49,15 +50,24 @@ pub(crate) fn encode(
         report.status = Status::FailedClosed;
         report.reasons.push(why);
     };
-    // The new `.text` moves into the editor (its size stays in the report).
+    // The new `.text` moves into the editor (its size stays in the report); when `.text` is
+    // kept in place, the new code is a new segment after everything the input loads.
     let text_size = layout.bytes.len() as u64;
-    ed.set_text(std::mem::take(&mut layout.bytes))?;
+    let keep = layout.keeps_text();
+    let new_code = std::mem::take(&mut layout.bytes);
+    let code_section = if keep {
+        Some(ed.add_code_segment(KEPT_TEXT_SECTION, layout.out_addr(), new_code)?)
+    } else {
+        ed.set_text(new_code)?;
+        None
+    };
     // Kernels without code sit at the end of `.text` (hsaco accepts them there): they stay at
-    // its new end.
+    // its new end (or where they are when `.text` is kept).
+    let text_end_to = if keep { text_end } else { layout.new_end };
     let map_code = |a: u64| {
         layout
             .map_addr(a)
-            .or_else(|| (a == text_end).then_some(layout.new_end))
+            .or_else(|| (a == text_end).then_some(text_end_to))
     };
     for k in &co.kernels {
         if let Some(n) = map_code(k.entry) {
@@ -88,6 +98,13 @@ pub(crate) fn encode(
             None
         };
         ed.set_symbol(sym.table, sym.index, Some(nv), size)?;
+        // A function copied to the new segment: its symbol names the new section.
+        if let Some(sec) = code_section.filter(|_| nv >= layout.out_addr()) {
+            let ndx = u16::try_from(sec).map_err(|_| {
+                hsaco::Error::InvalidEdit(format!("section index {sec} needs extended indices"))
+            })?;
+            ed.set_symbol_section(sym.table, sym.index, ndx)?;
+        }
     }
     // Data targets of address builders move when `.text` outgrows its gap: map them and
     // recompute the adds that carry their offsets (nothing else depends on them).
@@ -101,6 +118,10 @@ pub(crate) fn encode(
         .iter()
         .any(|p| p.use_kind == PcRelUse::Data && placement.map_address(p.target) != p.target)
     {
+        if keep {
+            fail(report, "data moved although .text is kept in place".into());
+            return Ok(None);
+        }
         for p in &mut pcrels {
             if p.use_kind == PcRelUse::Data {
                 p.target = placement.map_address(p.target);
@@ -133,7 +154,14 @@ pub(crate) fn encode(
             .or_else(|| ends.get(&a).copied())
     }));
     // DWARF (the input's `.debug_*` sections, copied once for the remap and the locations).
-    let dwarf = &ins.dwarf;
+    // Kept in place: DWARF still describes the original code, which stays at its addresses
+    // (the copies in the new segment have no line information; docs/left-alone.md).
+    let dwarf = ins.dwarf.as_ref().filter(|_| !keep);
+    if keep && ins.dwarf.is_some() {
+        report.notes.push(
+            "DWARF describes the original code kept in place; the instrumented copies have no line information".into(),
+        );
+    }
     if let Some(sections) = dwarf {
         let mut pairs: Vec<(u64, u64)> = layout.block_starts().collect();
         for &(o, len, n) in &layout.raws {

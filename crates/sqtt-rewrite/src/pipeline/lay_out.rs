@@ -44,9 +44,24 @@ pub(crate) enum NotLaidOut {
 /// `relaxed_branches` and, when the object fails closed, `reasons`.
 pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<LaidOut, NotLaidOut> {
     let target = ins.prog.target;
+    // Kept in place: the new code goes to a new segment after everything the input loads.
+    let out_addr = if ins.verbatim.kept_in_place {
+        match hsaco::editor::append_address(&ins.src.co) {
+            Ok(a) => a,
+            Err(e) => {
+                report.status = Status::FailedClosed;
+                report.reasons.push(format!(
+                    "functions that cannot move cannot be kept at their address: {e}"
+                ));
+                return Err(NotLaidOut::FailedClosed);
+            }
+        }
+    } else {
+        ins.src.text_addr
+    };
     let mut relax: BTreeMap<u64, Relaxed> = BTreeMap::new();
     let layout = loop {
-        let laid = crate::layout::lay_out(&text_plan(&ins, &relax));
+        let laid = crate::layout::lay_out(&text_plan(&ins, &relax, out_addr));
         match laid {
             Ok(l) => break l,
             Err(LayoutError::OutOfRange { at })
@@ -114,20 +129,32 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<Laid
 /// instructions, relaxed branches (`relax`) and branches with a landing block followed by their
 /// island ([`Piece::Island`]); left-alone functions as one raw block `[start, end)`. The plan
 /// borrows the instructions, snippets and bytes of `ins`: the original instructions between
-/// two insertion points are one [`Piece::Run`].
-fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextPlan<'a> {
+/// two insertion points are one [`Piece::Run`]. `out_addr`: address of the first output byte
+/// (`.text`'s own, or the new segment's when `.text` is kept in place: then the plan holds the
+/// instrumented functions only, and every other byte of `.text` is a kept range).
+fn text_plan<'a>(
+    ins: &'a Instrumented,
+    relax: &BTreeMap<u64, Relaxed>,
+    out_addr: u64,
+) -> TextPlan<'a> {
     let (prog, snippets) = (&ins.prog, &ins.snippets);
     let (text_bytes, text_addr, text_end) =
         (ins.src.text_bytes(), ins.src.text_addr, ins.src.text_end);
     let target = prog.target;
     let verbatim = &ins.verbatim.blocks[..];
+    let keep = ins.verbatim.kept_in_place;
     let mut tp = TextPlan {
         text_addr,
+        out_addr,
+        kept: Vec::new(),
         pieces: Vec::new(),
         pcrels: prog.pcrels.clone(),
     };
+    if keep {
+        tp.kept = kept_ranges(prog, verbatim, text_addr, text_end);
+    }
     let mut cursor = text_addr;
-    if let Some(first) = prog.funcs.first() {
+    if let Some(first) = prog.funcs.first().filter(|_| !keep) {
         if first.spec.start > text_addr {
             // Leading padding (older compilers put `s_code_end` words first): kept verbatim.
             tp.pieces.push(Piece::Raw {
@@ -139,7 +166,10 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
     }
     let mut islands = 0usize;
     for (fi, f) in prog.funcs.iter().enumerate() {
-        if f.spec.start > cursor {
+        if keep && verbatim.get(fi).copied().flatten().is_some() {
+            continue; // stays in `.text` (a kept range)
+        }
+        if f.spec.start > cursor && !keep {
             let gap =
                 &text_bytes[(cursor - text_addr) as usize..(f.spec.start - text_addr) as usize];
             if !is_padding(gap, target) {
@@ -235,13 +265,38 @@ fn text_plan<'a>(ins: &'a Instrumented, relax: &BTreeMap<u64, Relaxed>) -> TextP
         push_run(&mut tp, f, from, n);
         cursor = f.spec.end;
     }
-    if cursor < text_end {
+    if cursor < text_end && !keep {
         tp.pieces.push(Piece::Raw {
             addr: cursor,
             bytes: &text_bytes[(cursor - text_addr) as usize..],
         });
     }
     tp
+}
+
+/// The ranges of `.text` that stay where they are when it is kept in place, as (start, length)
+/// in bytes, ascending: everything but the instrumented functions (`verbatim[fi]` is `None`).
+fn kept_ranges(
+    prog: &Program,
+    verbatim: &[Option<u64>],
+    text_addr: u64,
+    text_end: u64,
+) -> Vec<(u64, u64)> {
+    let mut kept = Vec::new();
+    let mut from = text_addr;
+    for (fi, f) in prog.funcs.iter().enumerate() {
+        if verbatim.get(fi).copied().flatten().is_some() {
+            continue;
+        }
+        if f.spec.start > from {
+            kept.push((from, f.spec.start - from));
+        }
+        from = from.max(f.spec.end);
+    }
+    if text_end > from {
+        kept.push((from, text_end - from));
+    }
+    kept
 }
 
 /// Appends the original instructions `from..to` of `f` as one run (nothing when empty).
