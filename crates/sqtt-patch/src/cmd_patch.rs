@@ -67,10 +67,13 @@ pub struct CommonArgs {
 }
 
 /// True when the outcome lost coverage in the sense of `--strict`: the object failed closed (or
-/// could not be read), some requested site was skipped, or its DWARF could not be read (inlined
-/// functions unmarked).
+/// could not be read), some requested site was skipped, its DWARF could not be read (inlined
+/// functions unmarked), or a function left alone does not decode (its sites cannot be seen).
 pub fn lost_coverage(r: &Report) -> bool {
-    r.status == Status::FailedClosed || !r.skipped.is_empty() || r.inlined.dwarf_error.is_some()
+    r.status == Status::FailedClosed
+        || !r.skipped.is_empty()
+        || r.inlined.dwarf_error.is_some()
+        || r.left_alone.iter().any(|l| l.undecodable)
 }
 
 /// Instrumentation flags, shared by the main job, `--fatbin` and `batch`. Each defaults to its
@@ -401,8 +404,13 @@ pub fn render_report(what: &str, r: &Report) -> String {
                 1,
             );
         }
+        let how = if r.text_kept_in_place {
+            "kept at its address"
+        } else {
+            "copied verbatim"
+        };
         s += &format!(
-            "  left alone (copied verbatim, not instrumented): {} function(s)\n",
+            "  left alone ({how}, not instrumented): {} function(s)\n",
             r.left_alone.len()
         );
         s += &g.render("    ", true);

@@ -101,7 +101,15 @@ fn strip_locations(part: &str) -> String {
             && !before.contains(": ")
             && !before.trim_end().contains(' ');
         if !is_name {
-            out.push_str(before);
+            // Inside a sentence (`from s_getpc at 0x10: s_mov_b32 ...`) the location goes
+            // and its colon stays.
+            match before.trim_end() {
+                "" => out.push_str(before),
+                b => {
+                    out.push_str(b);
+                    out.push_str(": ");
+                }
+            }
         }
         rest = &tail[n + 2..];
     }

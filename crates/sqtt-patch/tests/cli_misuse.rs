@@ -417,7 +417,12 @@ fn a_write_error_names_the_output_and_the_os_error() {
 #[test]
 fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     let t = tempfile::tempdir().expect("tempdir");
-    damaged_padding(t.path(), "bad.co", 0xBE80_0080); // s_mov_b32 s0, 0
+    // A device function that does not decode: kept in place, its sites skipped.
+    std::fs::copy(
+        fixture("left-alone/gfx942__stubs__bad-word.co"),
+        t.path().join("bad.co"),
+    )
+    .expect("copy");
     let flags = ["--functions", "1", "--strict"];
     let main = run(
         t.path(),
@@ -428,7 +433,11 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
         .concat(),
     );
     assert_eq!(main.code, 3, "{}", main.stderr);
-    assert!(main.first_line().contains("left unchanged (failed closed)"));
+    assert!(
+        main.stderr.contains("stub_bad is kept at its address"),
+        "{}",
+        main.stderr
+    );
     assert_eq!(
         main.stderr.lines().last(),
         Some("sqtt-patch: bad.co: --strict and the object failed closed, skipped a site or has unreadable DWARF: nothing written")
@@ -441,8 +450,8 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     );
     assert_eq!(fat.code, 3, "{}", fat.stderr);
     assert_eq!(
-        fat.first_line(),
-        "sqtt-patch: bad.co: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written"
+        fat.stderr.lines().last(),
+        Some("sqtt-patch: bad.co: --strict and some code object failed closed, skipped a site or has unreadable DWARF: nothing written")
     );
     assert_eq!(fat.files, files(&["bad.co"]));
     std::fs::copy(fixture(BARRIERS), t.path().join("good.co")).expect("copy");
@@ -479,13 +488,11 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
         &["batch", "bad.co", "good.co", "--check", "--functions", "1"],
     );
     assert_eq!(unstrict.code, 0, "{}", unstrict.stderr);
-    // Without --strict every command writes the unchanged copy and exits 0.
+    // Without --strict the main job writes its output (the rest instrumented) and exits 0.
     let r = run(t.path(), &["bad.co", "-o", "o.co", "--functions", "1"]);
     assert_eq!(r.code, 0);
-    assert_eq!(
-        std::fs::read(t.path().join("o.co")).expect("o.co"),
-        std::fs::read(t.path().join("bad.co")).expect("bad.co")
-    );
+    let v = run(t.path(), &["verify", "bad.co", "o.co"]);
+    assert_eq!(v.code, 0, "{}", v.stderr);
 }
 
 /// A DWARF 5 contribution that a unit indexes into (`DW_AT_addr_base`, `DW_AT_str_offsets_base`)
@@ -725,10 +732,12 @@ fn verify_accepts_an_unchanged_copy_and_names_swapped_arguments() {
     assert_eq!(ls.files, files(&["half.co", "half2.co", "in.co", "new.co"]));
 }
 
-/// Damaged padding after a function fails closed with its address whether or not the word
-/// decodes (was: exit 0 when it did not decode, exit 2 when it decoded to another instruction).
+/// Damaged padding after a function keeps `.text` in place whether or not the word decodes
+/// (docs/left-alone.md, "Kept in place"): the word stays where it was, every function is
+/// instrumented in the new segment, a warning names the word with its address, and the output
+/// verifies. (Before: the object failed closed with that reason.)
 #[test]
-fn damaged_padding_fails_closed_whatever_the_word() {
+fn damaged_padding_keeps_text_in_place_whatever_the_word() {
     let t = tempfile::tempdir().expect("tempdir");
     for (name, word, what) in [
         ("undecodable.co", 0xFFFF_FFFFu32, "undecodable word in the gap after _Z9chain_topPKffij at 0x2b70: no encoding format matches word 0xffffffff"),
@@ -741,12 +750,25 @@ fn damaged_padding_fails_closed_whatever_the_word() {
         assert_eq!(r.code, 0, "{name}: {}", r.stderr);
         assert_eq!(
             r.first_line(),
-            format!("sqtt-patch: {name}: left unchanged (failed closed): {what}")
+            format!("sqtt-patch: {name}: warning: {what}: kept in place with .text")
         );
-        assert_eq!(
+        let (a, b) = (
+            std::fs::read(t.path().join(name)).expect("in"),
             std::fs::read(t.path().join(&out)).expect("out"),
-            std::fs::read(t.path().join(name)).expect("in")
         );
+        assert_ne!(a, b, "{name}: not instrumented");
+        // `.text` is the input's, the word still at 0x2b70.
+        let text = |bytes: &[u8]| {
+            let co = hsaco::CodeObject::parse(bytes).expect("code object");
+            let t = co.text().expect(".text").clone();
+            (t.addr, co.section_data(&t).to_vec())
+        };
+        let (addr, kept) = text(&b);
+        assert_eq!((addr, kept.clone()), text(&a), "{name}");
+        let at = (0x2b70 - addr) as usize;
+        assert_eq!(&kept[at..at + 4], &word.to_le_bytes(), "{name}");
+        let v = run(t.path(), &["verify", name, &out]);
+        assert_eq!(v.code, 0, "{name}: {}", v.stderr);
     }
 }
 

@@ -130,8 +130,13 @@ pub struct Report {
     pub kernels: Vec<KernelReport>,
     /// Sites that could not be instrumented.
     pub skipped: Vec<Skipped>,
-    /// Functions not instrumented and copied verbatim (moved as one block), with the reason.
+    /// Functions not instrumented and copied verbatim (moved as one block), or kept at their
+    /// address when `text_kept_in_place`, with the reason.
     pub left_alone: Vec<crate::verbatim::LeftAlone>,
+    /// `.text` stays where it is and the instrumented functions are in a new segment
+    /// ([`KEPT_TEXT_SECTION`]; docs/left-alone.md). In the JSON report only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub text_kept_in_place: bool,
     /// Marker values already present in the input (kept; their ids are never reused).
     pub existing_markers: Vec<String>,
     /// Funcmap rows written.
@@ -233,6 +238,7 @@ impl Report {
             kernels: Vec::new(),
             skipped: Vec::new(),
             left_alone: Vec::new(),
+            text_kept_in_place: false,
             existing_markers: Vec::new(),
             funcmap_rows: 0,
             ids: BTreeMap::new(),
@@ -388,9 +394,7 @@ fn rewrite_object(
     t.begin(Stage::Decode);
     let decoded = decode(loaded);
     t.begin(Stage::Analyse);
-    let Some(analysed) = analyse(decoded, leave, opts.keep_text, &mut report) else {
-        return Ok(Attempt::Done(unchanged(report)));
-    };
+    let analysed = analyse(decoded, leave, opts.keep_text, &mut report);
     t.begin(Stage::Instrument);
     let Some(instrumented) = instrument(analysed, opts, &mut report) else {
         return Ok(Attempt::Done(unchanged(report)));

@@ -56,6 +56,10 @@ pub struct LeftAlone {
     /// A compiled-out stub ([`is_stub`]): it cannot run to completion, so the host never
     /// launches it on this target. Its sites are counted apart in the coverage.
     pub stub: bool,
+    /// Part of its code does not decode, so its sites cannot all be found (lost coverage that
+    /// no site count shows; `--strict` counts it). In the JSON report only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub undecodable: bool,
 }
 
 /// Start of the skip reason of every site inside a compiled-out stub ([`is_stub`]); coverage
@@ -217,6 +221,7 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
                     address: f.spec.start,
                     why: describe(f),
                     stub: is_stub(f),
+                    undecodable: false,
                 });
             }
             Err(p) => {
@@ -226,12 +231,15 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
                     name: f.spec.name.clone(),
                     address: f.spec.start,
                     why: format!(
-                        "{}; kept at its address (it cannot move: at {:#x}: {})",
+                        "{}; kept at its address: it cannot move ({})",
                         describe(f),
-                        p.addr,
                         p.why
                     ),
                     stub: is_stub(f),
+                    undecodable: f
+                        .problems
+                        .iter()
+                        .any(|q| q.why.starts_with("cannot decode")),
                 });
             }
         }

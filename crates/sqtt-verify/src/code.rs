@@ -1017,11 +1017,10 @@ impl<'a> Program<'a> {
             }
         }
 
+        // Kept in place: its copy is its own body; the bytes after it are the kept `.text`'s,
+        // which `check_kept` proves unchanged (a gap there need not be padding).
         for f in funcs.iter_mut().filter(|f| f.kept_in_place) {
-            f.new_region_end = starts
-                .get(starts.partition_point(|&x| x <= f.orig_start))
-                .copied()
-                .unwrap_or(otext.end());
+            f.new_region_end = f.orig_end;
         }
         // Functions are decoded, their registers decoded once for every later check, and aligned
         // in one parallel pass, so only the functions in flight hold their decoded bodies;

@@ -4,7 +4,7 @@
 use super::{is_padding, Decoded, Source};
 use crate::analysis::{analyse_decoded, Program};
 use crate::funcmap::{self, Row};
-use crate::rewrite::{Report, Status};
+use crate::rewrite::Report;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,18 +25,18 @@ pub(crate) struct Analysed {
 }
 
 /// Analyses the decoded functions. On gfx11+ a program with problems is decoded again with the
-/// other true16 setting, and the setting with fewer problem functions is kept. `None`: the
-/// object fails closed (code before the first function, gaps between functions that are not
-/// padding). `keep_text`: `.text` is kept in place even when every function can move
-/// (`--keep-text`). Fills `left_alone`,
-/// `existing_markers` and `reasons`. The functions whose entries (original addresses, bytes)
-/// are in `leave` get their reason there as one more problem, so they are left alone too.
+/// other true16 setting, and the setting with fewer problem functions is kept. A problem costs
+/// only its function (left alone), and bytes outside functions that are not padding keep
+/// `.text` in place, so no object fails closed here. `keep_text`: `.text` is kept in place
+/// even when every function can move (`--keep-text`). Fills `left_alone`, `existing_markers`
+/// and `notes`. The functions whose entries (original addresses, bytes) are in `leave` get
+/// their reason there as one more problem, so they are left alone too.
 pub(crate) fn analyse(
     d: Decoded,
     leave: &BTreeMap<u64, String>,
     keep_text: bool,
     report: &mut Report,
-) -> Option<Analysed> {
+) -> Analysed {
     let Decoded {
         src,
         target,
@@ -74,18 +74,15 @@ pub(crate) fn analyse(
     let mut verbatim = crate::verbatim::decide(&prog, text_end);
     verbatim.kept_in_place |= keep_text;
     report.left_alone = verbatim.left_alone.clone();
-    report
-        .notes
-        .extend(crate::verbatim::kept_in_place_notes(&prog, &verbatim));
+    // Bytes outside functions that are not padding: code before the first function, a word
+    // that does not decode or is not padding in a gap. Gaps are copied verbatim with the
+    // function before them, and the verifier accepts only padding there; so such bytes stay
+    // where they are instead: `.text` is kept in place (nothing outside functions is copied).
+    let mut outside = Vec::new();
     let first_fn = prog.funcs.first().map_or(text_end, |f| f.spec.start);
     if first_fn > text_addr && !is_padding(&text_bytes[..(first_fn - text_addr) as usize], target) {
-        report
-            .reasons
-            .push(format!("code before the first function at {text_addr:#x}"));
+        outside.push(format!("code before the first function at {text_addr:#x}"));
     }
-    // Gaps between functions are copied verbatim, but the verifier decodes them as part of the
-    // preceding function's region: a word that does not decode there fails closed here, with
-    // its address, instead of producing an output the verifier must reject.
     for (k, f) in prog.funcs.iter().enumerate() {
         let gap_end = prog.funcs.get(k + 1).map_or(text_end, |n| n.spec.start);
         if verbatim.blocks[k] == Some(gap_end) {
@@ -99,7 +96,7 @@ pub(crate) fn analyse(
             continue;
         };
         match amdgpu_isa::decode_all(gap, target) {
-            Err(e) => report.reasons.push(format!(
+            Err(e) => outside.push(format!(
                 "undecodable word in the gap after {} at {:#x}: {}",
                 f.spec.name,
                 f.spec.end + e.offset as u64,
@@ -114,7 +111,7 @@ pub(crate) fn analyse(
                     let pad = matches!(i.special(), Special::Nop | Special::CodeEnd)
                         || (0..i.len() / 4).all(|k| i.word(k) == 0);
                     if !pad {
-                        report.reasons.push(format!(
+                        outside.push(format!(
                             "damaged padding in the gap after {} at {at:#x}: {} (padding is s_nop or s_code_end)",
                             f.spec.name,
                             i.mnemonic()
@@ -127,10 +124,18 @@ pub(crate) fn analyse(
             Ok(_) => {}
         }
     }
-    if !report.reasons.is_empty() {
-        report.status = Status::FailedClosed;
-        return None;
+    if !outside.is_empty() {
+        verbatim.kept_in_place = true;
+        report.notes.extend(
+            outside
+                .into_iter()
+                .map(|w| format!("{w}: kept in place with .text")),
+        );
     }
+    report
+        .notes
+        .extend(crate::verbatim::kept_in_place_notes(&prog, &verbatim));
+    report.text_kept_in_place = verbatim.kept_in_place;
     let existing_rows = src
         .co
         .funcmap()
@@ -138,13 +143,13 @@ pub(crate) fn analyse(
         .unwrap_or_default()
         .rows;
     let reserved = existing_markers(&prog, &existing_rows, report);
-    Some(Analysed {
+    Analysed {
         src,
         prog,
         verbatim,
         reserved,
         existing_rows,
-    })
+    }
 }
 
 /// Existing markers and funcmap rows: kept, their ids never reused. Returns the ids in use and

@@ -87,6 +87,10 @@ pub(crate) fn encode(
         {
             continue;
         }
+        // Kept in place, `.text`'s section symbol still names `.text`.
+        if keep && sym.st_type == hsaco::elf::STT_SECTION {
+            continue;
+        }
         let Some(nv) = map_code(sym.value) else {
             continue;
         };

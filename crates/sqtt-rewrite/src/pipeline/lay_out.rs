@@ -49,9 +49,13 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<Laid
         match hsaco::editor::append_address(&ins.src.co) {
             Ok(a) => a,
             Err(e) => {
+                let why = match e {
+                    hsaco::Error::InvalidEdit(why) => why,
+                    e => e.to_string(),
+                };
                 report.status = Status::FailedClosed;
                 report.reasons.push(format!(
-                    "functions that cannot move cannot be kept at their address: {e}"
+                    "functions that cannot move cannot be kept at their address: {why}"
                 ));
                 return Err(NotLaidOut::FailedClosed);
             }

@@ -6,8 +6,7 @@
 //!
 //! The report is filled as the stages run, each stage its own fields:
 //! - load: `target`, `text_size_before`, `reasons` and `notes` about the object as a whole;
-//! - analyse: `left_alone`, `existing_markers`, `reasons` (functions that cannot move, code
-//!   outside functions);
+//! - analyse: `left_alone`, `existing_markers`, `notes` (functions and bytes kept in place);
 //! - instrument: `inlined`, `skipped`, `notes` (unused options), `reasons` (marker ids, scope
 //!   flags);
 //! - lay out: `relaxed_branches`, `reasons` (branches that cannot be relaxed);
