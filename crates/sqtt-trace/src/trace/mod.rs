@@ -172,7 +172,8 @@ pub trait Sink {
     fn address_block(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _b: &AddressBlock) {}
     /// The wave instance ended (a later instance started, or the directory ended): `close` is
     /// where the scopes still open on its stack (`open`, outermost first) end, by
-    /// [`close_time`]; it is never before the instance's last record.
+    /// [`close_time`], or the instance's last record before a packet loss that cut it
+    /// ([`loss_after`]); it is never before the instance's last record.
     fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _close: i64, _open: &[NameId]) {}
     /// The UI directory ended.
     fn end_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
