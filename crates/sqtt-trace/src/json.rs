@@ -583,7 +583,23 @@ pub struct Occupancy {
     pub att_tool_style: bool,
     /// Rows shorter than 6 integers, skipped.
     pub malformed: u64,
+    /// Shader engine -> packet-loss times (shader cycles), sorted: the `"events"` entries with
+    /// `"kind": "event"` and `"type"` [`EVENT_PACKET_LOSS`].
+    pub losses: HashMap<u32, Vec<i64>>,
+    /// Packet-loss events without an integer `"time"` or under a key that is not a shader
+    /// engine number, ignored.
+    pub malformed_losses: u64,
 }
+
+/// The `"type"` of a packet-loss event in `occupancy.json` `"events"`:
+/// `ROCPROF_TRACE_DECODER_EVENT_PACKET_LOSS`, the seventh value of
+/// `rocprofiler_thread_trace_decoder_event_type_t` (rocprof-trace-decoder
+/// `include/rocprof_trace_decoder/trace_decoder_types.h` and `EventType.PACKET_LOSS = 6` in
+/// `python/rocprof_trace_decoder/records.py`, ROCm/rocm-systems 0218074). The decoder emits it
+/// at the point of the token stream where its marker stream drops the lost waves
+/// (`source/gfx9/gfx9wave.cpp`, `source/gfx10/rdna_sqtt.cpp` at 0218074); `rcv.py` writes the
+/// event's type as this integer.
+pub const EVENT_PACKET_LOSS: i64 = 6;
 
 struct OccVisitor<'a> {
     occ: &'a mut Occupancy,
@@ -649,12 +665,39 @@ impl<'de> Visitor<'de> for OccRows<'_> {
     }
 }
 
+impl OccVisitor<'_> {
+    /// One entry of the `"events"` timeline of shader engine `se`: a dispatch gives its kernel's
+    /// code object, a packet-loss event its time; other events are not used.
+    fn event(&mut self, se: Option<u32>, e: &Value) {
+        match e.get("kind").and_then(Value::as_str) {
+            Some("event") if e.get("type").and_then(Value::as_i64) == Some(EVENT_PACKET_LOSS) => {
+                match (se, e.get("time").and_then(Value::as_i64)) {
+                    (Some(se), Some(t)) => self.occ.losses.entry(se).or_default().push(t),
+                    _ => self.occ.malformed_losses += 1,
+                }
+            }
+            Some("dispatch") => {
+                let k = e.get("kernel_id").and_then(Value::as_i64);
+                let co = e
+                    .get("entry_point")
+                    .and_then(|p| p.get("code_object_id"))
+                    .and_then(Value::as_u64)
+                    .and_then(|c| u32::try_from(c).ok());
+                if let (Some(k), Some(co)) = (k, co) {
+                    self.occ.kernel_code_object.insert(k, co);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 impl<'de> Visitor<'de> for OccVisitor<'_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an occupancy object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut m: A) -> Result<(), A::Error> {
         while let Some(key) = m.next_key::<String>()? {
             if let Ok(se) = key.parse::<u32>() {
                 m.next_value_seed(OccRows { occ: self.occ, se })?;
@@ -671,19 +714,10 @@ impl<'de> Visitor<'de> for OccVisitor<'_> {
                 }
                 "events" => {
                     let v: Value = m.next_value()?;
-                    let lists = v.as_object().into_iter().flat_map(|o| o.values());
-                    for e in lists.filter_map(Value::as_array).flatten() {
-                        if e.get("kind").and_then(Value::as_str) != Some("dispatch") {
-                            continue;
-                        }
-                        let k = e.get("kernel_id").and_then(Value::as_i64);
-                        let co = e
-                            .get("entry_point")
-                            .and_then(|p| p.get("code_object_id"))
-                            .and_then(Value::as_u64)
-                            .and_then(|c| u32::try_from(c).ok());
-                        if let (Some(k), Some(co)) = (k, co) {
-                            self.occ.kernel_code_object.insert(k, co);
+                    for (key, list) in v.as_object().into_iter().flatten() {
+                        let se = key.parse::<u32>().ok();
+                        for e in list.as_array().into_iter().flatten() {
+                            self.event(se, e);
                         }
                     }
                 }
@@ -700,7 +734,8 @@ impl<'de> Visitor<'de> for OccVisitor<'_> {
     }
 }
 
-/// Reads `occupancy.json` (6-column rocprofv3 rows or 11-column `att_tool.py` rows, by position).
+/// Reads `occupancy.json` (6-column rocprofv3 rows or 11-column `att_tool.py` rows, by position;
+/// the `"events"` timeline's dispatches and packet losses).
 /// On a parse error the rows read before it are kept and the error text is returned beside them.
 pub fn read_occupancy<R: Read>(reader: R) -> (Occupancy, Option<String>) {
     let mut occ = Occupancy::default();
@@ -711,6 +746,9 @@ pub fn read_occupancy<R: Read>(reader: R) -> (Occupancy, Option<String>) {
         v.sort_unstable();
     }
     for v in occ.ends.values_mut() {
+        v.sort_unstable();
+    }
+    for v in occ.losses.values_mut() {
         v.sort_unstable();
     }
     (occ, r.err().map(|e| e.to_string()))

@@ -283,3 +283,17 @@ fn diagnostics_name_the_row() {
         vec!["row 2: id 1 is declared again (first in row 1): \"a\" replaced by \"b\"".to_string()]
     );
 }
+
+/// The one deliberate difference of item 2 (docs/trace.md, "Where we differ"): a row that is
+/// not UTF-8. AMD's parser keeps the name's bytes; ours reads the row with U+FFFD in place of
+/// each bad sequence (names are Rust strings), and the strict reading refuses the row.
+#[test]
+fn non_utf8_names_are_read_with_replacement_characters() {
+    let bytes: &[u8] = b"F:1:a\xffb@x.c:3\n";
+    let amd_name: &[u8] = b"a\xffb";
+    let got = reading(bytes);
+    assert_eq!(got, "1:F:a\u{fffd}b@x.c:3:0 | K: | W:- | M:- | warnings 0");
+    assert_ne!("a\u{fffd}b".as_bytes(), amd_name, "a deliberate difference");
+    let e = funcmap::check_strict(bytes).unwrap_err();
+    assert!(e.starts_with("row 1 at offset 0x0: not UTF-8"), "{e}");
+}

@@ -42,7 +42,9 @@ fn records_before_the_first_launch_are_kept() {
         .into_iter()
         .map(|(fr, c, _)| format!("{} {c}", fr.join(";")))
         .collect();
-    // AMD's reading: [] (the enter and the point are outside any generation; the exit at 60 then
-    // finds an empty stack).
+    // AMD's reading: nothing (the enter and the point are outside any generation; the exit at
+    // 60 then finds an empty stack).
     assert_eq!(folded, ["k;outer 50"]);
+    let amd_folded: [&str; 0] = [];
+    assert_ne!(folded, amd_folded, "a deliberate difference");
 }

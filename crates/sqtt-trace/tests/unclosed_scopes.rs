@@ -88,7 +88,9 @@ fn occupancy_end_closes_the_scope() {
     assert_eq!(ends, [(30, false), (100, true)]);
     assert!(note);
     let amd_perfetto_close = 30;
+    let amd_folded = ["k;outer 10", "k;outer;inner 10"];
     assert_ne!(ends[1].0, amd_perfetto_close, "a deliberate difference");
+    assert_ne!(folded, amd_folded, "a deliberate difference");
 }
 
 /// No wave end recorded, a next wave instance on the slot (launches at 0 and 50): the scope
@@ -104,6 +106,11 @@ fn next_wave_instance_closes_the_scope() {
     assert_eq!(ends, [(amd_perfetto_close, true)]);
     assert_eq!(folded, ["k;outer 50"]);
     assert!(note);
+    let amd_folded: [&str; 0] = [];
+    assert_ne!(
+        folded, amd_folded,
+        "a deliberate difference: one rule for the three pictures"
+    );
 }
 
 /// No wave end, no later instance: the slot's last record, as AMD's perfetto.py (its last
@@ -113,7 +120,59 @@ fn last_record_closes_the_scope_of_the_slots_last_wave() {
     let occ = json!({"0": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k"}});
     let recs = [[10, OUTER, 0, 0, 0, 0], [25, POINT, 0, 0, 0, 0]];
     let (folded, ends, note) = readings(occ, &recs);
-    assert_eq!(ends, [(25, true)]);
-    assert_eq!(folded, ["k;outer 15"]);
+    let (amd_perfetto_close, amd_folded) = (25, ["k;outer 15"]);
+    assert_eq!(ends, [(amd_perfetto_close, true)]);
+    assert_eq!(folded, amd_folded);
     assert!(!note, "nothing after the last header");
+}
+
+/// The slot's last record is not a header (an id the funcmap lacks, which both readers drop as
+/// a marker): ours closes the scope at that record, 60, the wave's; AMD's perfetto.py at its
+/// last marker, 20, and its flamegraph.py folds only up to 20.
+#[test]
+fn last_record_not_a_header_closes_the_scope() {
+    let occ = json!({"0": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k"}});
+    let recs = [
+        [10, OUTER, 0, 0, 0, 0],
+        [20, POINT, 0, 0, 0, 0],
+        [60, 4000 << 2, 0, 0, 0, 0],
+    ];
+    let (folded, ends, note) = readings(occ, &recs);
+    assert_eq!(ends, [(60, true)]);
+    assert_eq!(folded, ["k;outer 50"]);
+    assert!(note);
+    let (amd_perfetto_close, amd_folded) = (20, ["k;outer 10"]);
+    assert_ne!(ends[0].0, amd_perfetto_close, "a deliberate difference");
+    assert_ne!(folded, amd_folded, "a deliberate difference");
+}
+
+/// Two shader engines with the same (CU, SIMD, slot) numbers, records interleaved in time: ours
+/// keys a slot by (SE, CU, SIMD, slot) in one UI directory; AMD's samples read one `.att` per
+/// SE and key by (code object, CU, SIMD, slot) in it. Both keep the two waves apart.
+#[test]
+fn slots_of_two_shader_engines_stay_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ui_output_agent_1_dispatch_1");
+    write_ui(
+        &dir,
+        json!({"0": [[0, 0, 0, 0, 1, 1]], "1": [[0, 0, 0, 0, 1, 1]], "dispatches": {"1": "k"}}),
+        &[[10, OUTER, 0, 0, 0, 0], [40, EXIT, 0, 0, 0, 0]],
+    );
+    let sd = json!({
+        "type": "shaderdata",
+        "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
+        "records": [[20, INNER, 0, 0, 0, 0], [25, EXIT, 0, 0, 0, 0]],
+    });
+    std::fs::write(dir.join("shaderdata_1_0.json"), sd.to_string()).unwrap();
+    let mut t = Trace::open(tmp.path()).unwrap();
+    let mut f = Flame::default();
+    t.run(&Options::default(), &mut f).unwrap();
+    let folded: Vec<String> = f
+        .stacks(&t.names, false)
+        .into_iter()
+        .map(|(fr, c, _)| format!("{} {c}", fr.join(";")))
+        .collect();
+    // AMD: SE0's .att folds outer 10..40; SE1's folds inner 20..25.
+    let amd_folded = ["k;inner 5", "k;outer 30"];
+    assert_eq!(folded, amd_folded);
 }

@@ -4,7 +4,8 @@
 use super::clock::{att_delay, clock_relative, clock_shift, ClockState, DomainStat};
 use super::files::{file_warnings, parse_files, Batch};
 use super::{
-    close_time, wave_name, AddressBlock, ClockCorrection, Header, Options, Sink, TraceDir, WaveInfo,
+    close_time, loss_after, wave_name, AddressBlock, ClockCorrection, Header, Options, Sink,
+    TraceDir, WaveInfo,
 };
 use crate::blocks::parse_block;
 use crate::json::{Record, SlotKey, FLAG_PRIV};
@@ -30,12 +31,23 @@ struct Slot<W> {
     /// Time range in which records belong to this instance.
     from: i64,
     until: i64,
+    /// The packet loss that ends this instance ([`super::loss_after`]), and whether a record
+    /// at or after it was met.
+    loss: Option<i64>,
+    lost: bool,
     stack: Vec<NameId>,
     last_time: i64,
     last_header: i64,
     pending: Pending,
     sink: W,
 }
+
+/// Warning classes of a packet loss ([`super::loss_after`]), read as AMD's marker stream reads it.
+const LOSS_RECORDS: &str =
+    "records after a packet loss, dropped until their slot starts a new wave (as rocprof-trace-decoder does)";
+const LOSS_PAYLOAD: &str = "payload blocks cut by a packet loss (dropped)";
+const LOSS_SCOPES: &str =
+    "waves with scopes open at a packet loss (closed at their last record before it)";
 
 /// Deepest scope stack kept per wave; deeper pushes are dropped with a warning.
 pub const MAX_DEPTH: usize = 4096;
@@ -168,6 +180,8 @@ impl<'a, S: Sink> Decoder<'a, S> {
 
     /// Ends a wave instance; `next` is the time of the first record of the slot's next wave
     /// instance, when one follows.
+    /// A wave alive at its packet loss (launched before it, not ended before it by occupancy)
+    /// closes its open scopes at its last record before the loss: nothing after it is known.
     fn finish(&mut self, mut slot: Slot<S::Wave>, next: Option<i64>, w: &mut Warnings) {
         if !matches!(slot.pending, Pending::None) {
             w.add(
@@ -175,7 +189,16 @@ impl<'a, S: Sink> Decoder<'a, S> {
                 || wave_name(&slot.info),
             );
         }
-        let close = close_time(&slot.info, slot.last_time, next);
+        let cut = slot
+            .loss
+            .filter(|t| slot.info.end.is_none_or(|e| *t < e) && !slot.stack.is_empty());
+        let close = match cut {
+            Some(t) => {
+                w.add(LOSS_SCOPES, || format!("{} at {t}", wave_name(&slot.info)));
+                slot.last_time
+            }
+            None => close_time(&slot.info, slot.last_time, next),
+        };
         self.sink
             .wave_end(&slot.info, &mut slot.sink, close, &slot.stack);
     }
@@ -227,6 +250,8 @@ impl<'a, S: Sink> Decoder<'a, S> {
                     self.finish(old, Some(r.time), w);
                 }
                 let info = self.new_slot(key, instance, kernel_id, from, until);
+                let losses = self.dir.occupancy.losses.get(&se);
+                let loss = losses.and_then(|l| loss_after(l, from, until));
                 let mut sink = S::Wave::default();
                 self.sink.wave_begin(&info, &mut sink, self.names);
                 self.slots.insert(
@@ -235,6 +260,8 @@ impl<'a, S: Sink> Decoder<'a, S> {
                         info,
                         from,
                         until,
+                        loss,
+                        lost: false,
                         stack: Vec::new(),
                         last_time: r.time,
                         last_header: i64::MIN,
@@ -247,6 +274,19 @@ impl<'a, S: Sink> Decoder<'a, S> {
         let Some(slot) = self.slots.get_mut(&key) else {
             return;
         };
+        if slot.loss.is_some_and(|t| r.time >= t) {
+            if !slot.lost {
+                slot.lost = true;
+                if !matches!(slot.pending, Pending::None) {
+                    slot.pending = Pending::None;
+                    w.add(LOSS_PAYLOAD, || wave_name(&slot.info));
+                }
+            }
+            w.add(LOSS_RECORDS, || {
+                format!("{} at {}", wave_name(&slot.info), r.time)
+            });
+            return;
+        }
         if r.time < slot.last_time {
             w.add("records out of time order within a wave", || {
                 wave_name(&slot.info)

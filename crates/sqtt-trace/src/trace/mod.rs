@@ -14,6 +14,12 @@
 //! - gfx12 packed headers (`M:` row) are decoded with the packed layout and their times corrected
 //!   with the spec's algorithm ("GFX12 Shader Clock Packing"), unless the directory comes from
 //!   `att_tool.py`, which already rewrote them (see [`PackedMode`]).
+//! - A packet loss (an `occupancy.json` `"events"` entry of type
+//!   [`json::EVENT_PACKET_LOSS`]) at time T on a shader engine ends, as AMD's marker stream
+//!   does, every wave instance of that engine launched before T (or before any launch): its
+//!   records from T on are dropped, a payload block it was reading is dropped, and the scopes
+//!   open on it end at its last record before T. A slot's next launch at or after T decodes
+//!   normally (see [`loss_after`]).
 //! - Malformed input is counted in [`Warnings`]; the rest of the trace is still used.
 
 pub use crate::blocks::{parse_block, BlockParts, BufferComponents};
@@ -166,7 +172,8 @@ pub trait Sink {
     fn address_block(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _b: &AddressBlock) {}
     /// The wave instance ended (a later instance started, or the directory ended): `close` is
     /// where the scopes still open on its stack (`open`, outermost first) end, by
-    /// [`close_time`]; it is never before the instance's last record.
+    /// [`close_time`], or the instance's last record before a packet loss that cut it
+    /// ([`loss_after`]); it is never before the instance's last record.
     fn wave_end(&mut self, _w: &WaveInfo, _s: &mut Self::Wave, _close: i64, _open: &[NameId]) {}
     /// The UI directory ended.
     fn end_dir(&mut self, _dir: &TraceDir, _names: &Names) -> anyhow::Result<()> {
@@ -186,6 +193,19 @@ pub trait Sink {
 /// would otherwise give slices ending before they start). Units: shader cycles.
 pub fn close_time(w: &WaveInfo, last_record: i64, next: Option<i64>) -> i64 {
     w.end.or(next).map_or(last_record, |t| t.max(last_record))
+}
+
+/// The packet loss that ends a wave instance launched at `from` (`i64::MIN` before the slot's
+/// first launch) and followed by the slot's next launch at `until`: the first loss time T of
+/// its shader engine (`losses`, sorted) with `from < T < until`. AMD's marker stream
+/// (rocprof-trace-decoder `source/marker_stream.cpp` at 0218074, read for behaviour) marks
+/// every wave generation open at a loss unreliable and decodes nothing more of it; a wave
+/// start after the loss opens a new, reliable generation. The decoder handles the loss before
+/// the token it precedes (`source/gfx10/rdna_sqtt.cpp` at 0218074), so a launch at T itself
+/// is after the loss. Units: shader cycles.
+pub fn loss_after(losses: &[i64], from: i64, until: i64) -> Option<i64> {
+    let i = losses.partition_point(|t| *t <= from);
+    losses.get(i).copied().filter(|t| *t < until)
 }
 
 /// A sink that ignores everything (used for the clock-measuring pass).
@@ -419,6 +439,11 @@ impl Trace {
                 w.add_n(
                     "occupancy rows with fewer than 6 integers",
                     occ.malformed,
+                    || occ_path.display().to_string(),
+                );
+                w.add_n(
+                    "occupancy.json packet-loss events without a time or shader engine (ignored)",
+                    occ.malformed_losses,
                     || occ_path.display().to_string(),
                 );
                 td.att_tool_style |= occ.att_tool_style;
