@@ -274,8 +274,8 @@ for k in kernels:
     path, notes = walk_path(code, symbols[k])
     if path:
         paths[k] = path
-    said = ", ".join(f"{n}: {v}" for n, v in notes.items() if v)
-    print(f"{k}: {len(path)} markers on the path; {said}", file=sys.stderr)
+    said = "".join(f"; {n}: {v}" for n, v in notes.items() if v)
+    print(f"{k}: {len(path)} markers on the path{said}", file=sys.stderr)
 if not paths:
     sys.exit(f"{co}: no kernel's path met a marker")
 rng = random.Random(7)
