@@ -15,8 +15,11 @@ is walked from the kernel's entry, by these rules (a control-flow path, not an e
 - a loop's back edge (a branch to a lower address) is taken LOOP_TRIPS times each time the loop
   is entered, so its body runs LOOP_TRIPS + 1 times; its branches' counts restart then, so an
   inner loop runs as often in every iteration of the outer one; a loop closed by an
-  unconditional back edge is left by the first conditional branch out of it once its trips are
-  used;
+  unconditional back edge is left, once its trips are used, by the way out of its natural loop
+  that is shortest;
+- an instruction met more than MAX_VISITS times (a cycle these rules do not leave, such as a
+  spin-wait whose way out is a forward branch) sends the path the shortest way to its function's
+  end (counted on stderr as "hurried to the end");
 - a call (`s_swappc_b64` to an address built by `s_getpc_b64` + `s_add_u32`/`s_addc_u32` of
   constants, or `s_call_b64`) is followed into the callee, which meets its own `F:` enter and
   exit markers; the callee's `s_setpc_b64` returns to the instruction after the call; an
@@ -39,6 +42,7 @@ import json, os, random, shutil, subprocess, sys, tempfile
 LOOP_TRIPS = 2
 MAX_STEPS = 200_000
 MAX_CALL_DEPTH = 32
+MAX_VISITS = 1000
 MASK = 0xFFFFFFFF
 
 if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
@@ -107,30 +111,49 @@ def const(op):
         return None
 
 
-def simm16(op):
-    v = int(op, 0)
-    return v - 0x10000 if v >= 0x8000 else v
+def branch_target(ops, nxt):
+    """The target of a branch whose first operand is its 16-bit signed dword offset (as `sqtt-patch
+    dis` prints it, unsigned), else None (gfx8's `s_cbranch_join` and the like)."""
+    try:
+        v = int(ops[0], 0) if ops else None
+    except ValueError:
+        return None
+    if v is None or not 0 <= v <= 0xFFFF:
+        return None
+    return nxt + 4 * (v - 0x10000 if v >= 0x8000 else v)
 
 
 def successors(code, pc):
     """The addresses control can go to after the instruction at `pc` within its function (a
-    call returns to the next instruction; a return or `s_endpgm` goes nowhere)."""
+    call returns to the next instruction; a return, `s_endpgm` or a branch of unknown target
+    goes nowhere)."""
     mn, ops, nxt = code[pc]
-    if mn == "s_branch":
-        return [nxt + 4 * simm16(ops[0])]
-    if mn.startswith("s_cbranch_"):
-        return [nxt, nxt + 4 * simm16(ops[0])]
+    if mn == "s_branch" or mn.startswith("s_cbranch_"):
+        dest = branch_target(ops, nxt)
+        return [] if dest is None else [dest] if mn == "s_branch" else [nxt, dest]
     if mn == "s_setpc_b64" or mn.startswith("s_endpgm") or mn == "s_code_end":
         return []
     return [nxt]
 
 
-def steps_out(code, start, lo, hi, limit=100_000):
-    """Instructions from `start` to the first one outside [lo, hi] or to a return or
-    `s_endpgm` (breadth-first over `successors`); `limit` when there is no way out."""
+def loop_body(code, preds, head, tail):
+    """The natural loop of the back edge `tail` -> `head`: `head` and every instruction that
+    reaches `tail` without passing `head` (backwards over `preds`)."""
+    body, todo = {head, tail}, [tail]
+    while todo:
+        for b in preds.get(todo.pop(), ()):
+            if b not in body:
+                body.add(b)
+                todo.append(b)
+    return body
+
+
+def steps_out(code, start, body, limit=100_000):
+    """Instructions from `start` to the first one outside `body` or to a return or `s_endpgm`
+    (breadth-first over `successors`); `limit` when there is no way out."""
     seen, level, n = {start}, [start], 0
     while level and n < limit:
-        if any(not lo <= a <= hi for a in level):
+        if any(a not in body for a in level):
             return n
         nxt_level = []
         for a in level:
@@ -144,12 +167,29 @@ def steps_out(code, start, lo, hi, limit=100_000):
     return limit
 
 
-def walk_path(code, entry):
+def steps_to_end(code, preds):
+    """For every instruction, the fewest instructions from it to a return, `s_endpgm` or branch
+    of unknown target of its function (breadth-first backwards over `preds`); missing when
+    there is no way."""
+    level = [a for a in code if not successors(code, a)]
+    dist = dict.fromkeys(level, 0)
+    while level:
+        nxt_level = []
+        for a in level:
+            for b in preds.get(a, ()):
+                if b not in dist:
+                    dist[b] = dist[a] + 1
+                    nxt_level.append(b)
+        level = nxt_level
+    return dist
+
+
+def walk_path(code, preds, to_end, entry):
     """One path from `entry` by the rules of the module doc: [(marker value, instructions since
     the previous marker)], and what was not followed or cut."""
     marks, count, pc = [], 0, entry
     regs, scc, m0 = {}, 0, None  # known SGPR values (from s_getpc_b64 and constant adds)
-    stack, trips, leaving = [], {}, []
+    stack, trips, leaving, visits, hurry = [], {}, [], {}, None
     notes = {"calls followed": 0, "calls not followed": 0, "cut": None}
     steps = 0
     while pc in code:
@@ -159,9 +199,14 @@ def walk_path(code, entry):
             break
         mn, ops, nxt = code[pc]
         count += 1
-        while leaving and leaving[-1][2] >= len(stack) and not (
-                leaving[-1][0] <= pc <= leaving[-1][1]):
+        while leaving and leaving[-1][1] >= len(stack) and pc not in leaving[-1][0]:
             leaving.pop()  # the loop was left another way
+        visits[pc] = visits.get(pc, 0) + 1
+        if hurry is not None and len(stack) < hurry:
+            hurry = None  # the frame that hurried has returned
+        if hurry is None and visits[pc] > MAX_VISITS:
+            hurry = len(stack)  # a cycle these rules do not leave: head for the end
+            notes["hurried to the end"] = notes.get("hurried to the end", 0) + 1
         target = None
         if mn == "s_ttracedata" and m0 is not None:
             marks.append((m0, count))
@@ -210,7 +255,7 @@ def walk_path(code, entry):
             else:  # a return
                 target = stack.pop()
         elif mn == "s_call_b64":
-            dest = nxt + 4 * simm16(ops[1])
+            dest = branch_target(ops[1:], nxt)
             if dest in code and len(stack) < MAX_CALL_DEPTH:
                 notes["calls followed"] += 1
                 stack.append(nxt)
@@ -220,18 +265,25 @@ def walk_path(code, entry):
         elif mn.startswith("s_endpgm") or mn == "s_code_end":
             break
         elif mn == "s_branch" or mn.startswith("s_cbranch_"):
-            dest = nxt + 4 * simm16(ops[0])
+            dest = branch_target(ops, nxt)
             cond = mn != "s_branch"
-            if leaving and leaving[-1][2] == len(stack) and cond:
-                lo, hi, _ = leaving[-1]  # leaving a loop: the way out that is shortest
-                if steps_out(code, dest, lo, hi) < steps_out(code, nxt, lo, hi):
+            if dest is None:
+                notes["cut"] = f"{mn} at {pc:#x}: target not a constant offset"
+                break
+            far = len(code)
+            if hurry == len(stack) and cond:
+                if to_end.get(dest, far) < to_end.get(nxt, far):
+                    target = dest
+            elif leaving and leaving[-1][1] == len(stack) and cond:
+                body = leaving[-1][0]  # leaving a loop: the way out that is shortest
+                if steps_out(code, dest, body) < steps_out(code, nxt, body):
                     target = dest
             elif dest <= pc:  # a loop's back edge
                 done = trips.get(pc, 0)
                 if done < LOOP_TRIPS or not cond:
                     trips[pc] = done + 1 if done < LOOP_TRIPS else 0
-                    if done >= LOOP_TRIPS:  # leave by the shortest way out of [dest, pc]
-                        leaving.append((dest, pc, len(stack)))
+                    if done >= LOOP_TRIPS:  # leave by the shortest way out of the loop
+                        leaving.append((loop_body(code, preds, dest, pc), len(stack)))
                     for b in [b for b in trips if dest <= b < pc]:
                         del trips[b]
                     target = dest
@@ -263,6 +315,11 @@ def walk_path(code, entry):
 
 
 code, symbols = read_code()
+preds = {}
+for a in code:
+    for b in successors(code, a):
+        preds.setdefault(b, []).append(a)
+to_end = steps_to_end(code, preds)
 only = set(sys.argv[3:])
 missing = sorted(only - set(kernels))
 if missing:
@@ -271,7 +328,7 @@ paths = {}
 for k in kernels:
     if (only and k not in only) or k not in symbols:
         continue
-    path, notes = walk_path(code, symbols[k])
+    path, notes = walk_path(code, preds, to_end, symbols[k])
     if path:
         paths[k] = path
     said = "".join(f"; {n}: {v}" for n, v in notes.items() if v)
