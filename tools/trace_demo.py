@@ -216,12 +216,12 @@ def walk_path(code, preds, to_end, entry):
             count = 0
         elif mn == "s_mov_b32" and ops[:1] == ["m0"]:
             m0 = const(ops[1])
-        elif mn == "s_getpc_b64":
+        elif mn == "s_getpc_b64" and len(sregs(ops[0])) == 2:
             r = sregs(ops[0])
             regs[r[0]], regs[r[1]] = nxt & MASK, nxt >> 32
         elif mn in ("s_add_u32", "s_add_co_u32") and len(ops) == 3:
             a, k, d = sregs(ops[1]), const(ops[2]), sregs(ops[0])
-            if len(a) == 1 and a[0] in regs and k is not None:
+            if len(a) == 1 and a[0] in regs and k is not None and len(d) == 1:
                 s = regs[a[0]] + k
                 regs[d[0]], scc = s & MASK, s >> 32
             else:
@@ -229,7 +229,7 @@ def walk_path(code, preds, to_end, entry):
                     regs.pop(r, None)
         elif mn in ("s_addc_u32", "s_add_co_ci_u32") and len(ops) == 3:
             a, k, d = sregs(ops[1]), const(ops[2]), sregs(ops[0])
-            if len(a) == 1 and a[0] in regs and k is not None:
+            if len(a) == 1 and a[0] in regs and k is not None and len(d) == 1:
                 regs[d[0]] = (regs[a[0]] + k + scc) & MASK
             else:
                 for r in d:
