@@ -9,13 +9,18 @@
 # Also the win_amd64 wheel of PyPI's hip-quant (Windows PE DLLs and a .pyd with .hipFatB /
 # .hip_fat sections, issue 39 item 8), unpacked into OUT/hip-quant-win_amd64/.
 # Needs curl, dpkg-deb, pip and ~2.5 GB.
+# Usage: tools/fetch_hosts.sh [OUT [PACKAGE...]]: with PACKAGEs (names of the list below), only
+# those are fetched, and not the wheel (tools/draw_pictures.sh takes libmagma-sparse2-rocm, 15 MB).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-${SQTT_HOSTLIBS_DIR:-$ROOT/target/hostlibs}}
+ONLY=" ${*:2} "
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$OUT/debs"
 # package  pool path  SHA-256 (Debian experimental, and sid for magma, Packages indexes, 2026-12-06)
 while read -r pkg path sha; do
+  [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $pkg "* ]] || continue
+  GOT="${GOT:-} $pkg"
   deb="$OUT/debs/$(basename "$path")"
   if [ ! -f "$deb" ] || ! echo "$sha  $deb" | sha256sum -c --quiet 2>/dev/null; then
     curl -fsS -o "$deb.part" "$MIRROR/$path"
@@ -31,6 +36,10 @@ libhiprand1-tests pool/main/h/hiprand/libhiprand1-tests_7.2.4-1~exp1_amd64.deb b
 libmagma-sparse2-rocm pool/main/m/magma-rocm/libmagma-sparse2-rocm_2.9.0+ds-3_amd64.deb 15f741264c07bf991362e63c6428206866d215560dd55b3cb8a8fc7fdfc96009
 libhsa-runtime64-tests pool/main/r/rocr-runtime/libhsa-runtime64-tests_7.2.4+dfsg-1~exp1_amd64.deb cb9258623dac91aeacc6112756ac6837614e48493fa0242f9787a67203891802
 LIST
+for pkg in ${*:2}; do
+  [[ " ${GOT:-} " == *" $pkg "* ]] || { echo "fetch_hosts.sh: no package $pkg in the list" >&2; exit 2; }
+done
+[ "$ONLY" = "  " ] || exit 0
 # PyPI, 2026-12-06: hip-quant 2.2.4.post215, cp312 win_amd64 wheel.
 WHEEL=hip_quant-2.2.4.post215-cp312-cp312-win_amd64.whl
 WHEEL_SHA=d9d6a20a940e814b34d60cd35dce01de2dc2fc59033c047834a1f3ac2c5f29f9

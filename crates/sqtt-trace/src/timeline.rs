@@ -226,6 +226,32 @@ fn tick_step(span: i64) -> i64 {
     ((f * p) as i64).max(1)
 }
 
+/// The axis label at `t` cycles: the cycles, and the microseconds at `ghz` when known.
+fn axis_label(t: i64, ghz: Option<f64>, step: i64) -> String {
+    let mut label = grouped(t);
+    if let Some(g) = ghz {
+        let _ = write!(label, " / {} µs", micros(t, g, step));
+    }
+    label
+}
+
+/// [`tick_step`] for `span` cycles over `plot_w` pixels, made coarser (the next 1, 2, 5 step)
+/// until the longest [`axis_label`] of a tick fits between two ticks with two characters to
+/// spare, so that no two labels overlap.
+fn readable_step(span: i64, plot_w: f64, ghz: Option<f64>) -> i64 {
+    let mut step = tick_step(span);
+    while step < span {
+        let last = span / step * step;
+        let label_px = (axis_label(last, ghz, step).chars().count() + 2) as f64 * CHAR_PX;
+        if step as f64 / span as f64 * plot_w >= label_px {
+            break;
+        }
+        let m = step / 10i64.pow(step.ilog10());
+        step = if m == 2 { step / 2 * 5 } else { step * 2 };
+    }
+    step
+}
+
 /// Microseconds of `cycles` at `ghz`, with one decimal more than a tick step of `step` cycles
 /// needs to differ from the next.
 fn micros(cycles: i64, ghz: f64, step: i64) -> String {
@@ -289,7 +315,7 @@ impl Timeline {
         let x = |t: i64, dir: usize| {
             PLOT_X + (t.saturating_sub(origin[dir])) as f64 / span as f64 * plot_w
         };
-        let step = tick_step(span);
+        let step = readable_step(span, plot_w, ghz);
 
         let mut body = String::new();
         let mut y = TOP;
@@ -410,10 +436,7 @@ impl Timeline {
         let mut t = 0;
         while t <= span {
             let tx = PLOT_X + t as f64 / span as f64 * plot_w;
-            let mut label = grouped(t);
-            if let Some(g) = ghz {
-                let _ = write!(label, " / {} µs", micros(t, g, step));
-            }
+            let label = axis_label(t, ghz, step);
             let _ = write!(
                 axis,
                 r##"<line x1="{tx:.2}" x2="{tx:.2}" y1="{:.1}" y2="{y:.1}" class="grid"/>"##,
@@ -578,6 +601,11 @@ mod tests {
         assert_eq!(tick_step(1000), 200);
         assert_eq!(tick_step(7), 1);
         assert_eq!(tick_step(64_866), 10_000);
+        // 32,000 cycles over 620 pixels: 5,000-cycle ticks are 97 pixels apart, too close for
+        // "30,000 / 14 µs" and two spare characters (16 x 6.6 = 106 pixels); 10,000 fits.
+        assert_eq!(readable_step(32_000, 620.0, Some(2.1)), 10_000);
+        assert_eq!(readable_step(32_000, 620.0, None), 5_000);
+        assert_eq!(readable_step(32_000, 3000.0, Some(2.1)), 5_000);
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(-1000), "-1,000");
         assert_eq!(micros(2100, 2.1, 2000), "1.00");
