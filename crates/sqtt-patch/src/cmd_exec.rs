@@ -91,6 +91,14 @@ fn flag_vars(f: &InstrumentFlags) -> Vec<(&'static str, String)> {
     if let Some(l) = &f.loops {
         v.push((sqtt_pipeline::LOOPS_VAR, l.clone()));
     }
+    // The specifications were checked by `flag_options` before: they travel as a plan's text.
+    if let Ok(Some(specs)) = cmd_patch::region_specs(f) {
+        let plan: Vec<String> = specs
+            .iter()
+            .map(|s| format!("{} {s}", s.kind.word()))
+            .collect();
+        v.push((sqtt_pipeline::REGIONS_VAR, plan.join("\n")));
+    }
     if f.force {
         v.push((sqtt_pipeline::FORCE_VAR, "1".into()));
     }

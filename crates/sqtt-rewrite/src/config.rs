@@ -80,9 +80,12 @@ pub struct Options {
     /// `--loops N:iters`: also a point marker on every back edge of a loop with a scope (one
     /// per iteration: per-iteration timing, at a per-iteration cost).
     pub loop_iters: bool,
+    /// Post-link extra (issue 34), empty by default: user-named regions (`--region`, scopes)
+    /// and points (`--point`) ([`crate::regions`]).
+    pub regions: Vec<crate::regions::Spec>,
 }
 
-/// The derived form, except that `loops` is left out when it is off: the `.sqtt_patch` note
+/// The derived form, except that `loops` is left out when it is off and `regions` when empty: the `.sqtt_patch` note
 /// records this text, and outputs written without `--loops` keep the bytes they had before the
 /// option existed.
 impl std::fmt::Debug for Options {
@@ -104,6 +107,14 @@ impl std::fmt::Debug for Options {
         if self.loop_iters {
             d.field("loop_iters", &true);
         }
+        if !self.regions.is_empty() {
+            let specs: Vec<String> = self
+                .regions
+                .iter()
+                .map(|s| format!("{} {s}", s.kind.word()))
+                .collect();
+            d.field("regions", &specs);
+        }
         d.finish()
     }
 }
@@ -123,6 +134,7 @@ impl Default for Options {
             scope: None,
             loops: None,
             loop_iters: false,
+            regions: Vec::new(),
         }
     }
 }
@@ -386,6 +398,7 @@ impl Options {
             || self.memory.is_some()
             || self.trace_addresses.is_some()
             || self.loops.is_some()
+            || !self.regions.is_empty()
     }
 }
 

@@ -1666,6 +1666,27 @@ fn check_marker(
                 ));
             }
         }
+        // A user-named point (`P:` named `point NAME SYMBOL+0x..`) is in the function of that
+        // symbol.
+        Some(row) if matches!(kind, MarkerKind::Point(_)) => {
+            let elsewhere = crate::elfcheck::point_symbol(&row.name).is_some_and(|s| {
+                !fm.symbols
+                    .get(s)
+                    .is_some_and(|&(_, entry)| Some(entry) == f.new_start)
+            });
+            if elsewhere {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o_addr),
+                    Some(a),
+                    format!(
+                        "point marker value {v:#x} (id {id}) names the P: row of {}, which is not in this function",
+                        row.name
+                    ),
+                ));
+            }
+        }
         Some(_) => {}
     }
 }
