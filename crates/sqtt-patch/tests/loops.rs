@@ -8,9 +8,7 @@
 //! with one exit marker taken out) and the trace reader (`sqtt-patch flamegraph --folded` on a
 //! capture made of that marker stream).
 
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
@@ -18,8 +16,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 #[path = "support/scopes.rs"]
 mod scopes;
 use scopes::{
-    each_exit_is_needed, fixture, funcmap, instrument, llvm_present, objdump, run_kernel,
-    scope_names, source_line, stream,
+    each_exit_is_needed, fixture, flamegraph, funcmap, instrument, llvm_present, objdump,
+    run_kernel, scope_names, source_line, stream,
 };
 
 #[test]
@@ -128,79 +126,6 @@ fn nested_loops_enter_and_exit_in_order_and_carry_their_lines() {
             );
         }
     }
-}
-
-/// Writes a rocprofv3-style capture of one wave emitting `words` (one record every 10 cycles)
-/// with the funcmap `rows`, and returns `sqtt-patch flamegraph --folded` of it.
-fn flamegraph(dir: &Path, rows: &[sqtt_rewrite::funcmap::Row], words: &[u32]) -> String {
-    use sqtt_rewrite::funcmap::Row;
-    let ui = dir.join("capture/ui_output_agent_1_dispatch_1");
-    std::fs::create_dir_all(&ui).unwrap();
-    let fm: Vec<Value> = rows
-        .iter()
-        .filter_map(|r| match r {
-            Row::User { id, name, loc } => Some(json!([
-                1,
-                id,
-                "U",
-                name,
-                loc.clone().unwrap_or_default(),
-                null
-            ])),
-            Row::Function { id, name, loc } => Some(json!([
-                1,
-                id,
-                "F",
-                name,
-                loc.clone().unwrap_or_default(),
-                null
-            ])),
-            Row::Kernel { name, .. } => Some(json!([1, null, "K", name, "", 4096])),
-            _ => None,
-        })
-        .collect();
-    std::fs::write(
-        ui.join("code.json"),
-        json!({"code": [], "sqtt_funcmap": fm}).to_string(),
-    )
-    .unwrap();
-    let end = 100 + 10 * (words.len() as i64 + 1);
-    std::fs::write(
-        ui.join("occupancy.json"),
-        json!({"0": [[100, 0, 0, 0, 1, 1], [end, 0, 0, 0, 0, 1]],
-            "dispatches": {"1": "k_loops"}, "version": "3.0.0"})
-        .to_string(),
-    )
-    .unwrap();
-    let recs: Vec<[i64; 6]> = words
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| [110 + 10 * i as i64, i64::from(v), 0, 0, 0, 0])
-        .collect();
-    std::fs::write(
-        ui.join("shaderdata_0_0.json"),
-        json!({"type": "shaderdata", "begin_time": recs[0][0], "end_time": recs[recs.len() - 1][0],
-            "records_schema": ["time", "value", "cu", "simd", "wave_id", "flags"],
-            "records_count": recs.len(), "records": recs})
-        .to_string(),
-    )
-    .unwrap();
-    let folded = dir.join("flame.folded");
-    let out = Command::new(BIN)
-        .arg("flamegraph")
-        .arg(dir.join("capture"))
-        .arg("-o")
-        .arg(dir.join("flame.svg"))
-        .arg("--folded")
-        .arg(&folded)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_to_string(folded).unwrap()
 }
 
 #[test]

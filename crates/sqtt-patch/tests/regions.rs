@@ -19,8 +19,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
 #[path = "support/scopes.rs"]
 mod scopes;
 use scopes::{
-    each_exit_is_needed, fixture, funcmap, instrument, llvm_present, objdump, run_kernel,
-    scope_names, stream,
+    each_exit_is_needed, fixture, flamegraph, funcmap, instrument, llvm_present, objdump,
+    run_kernel, scope_names, stream,
 };
 
 /// Line (1-based) of `fixtures/src/loops.S` whose text (trimmed) is `text`.
@@ -210,6 +210,23 @@ fn line_regions_and_a_point_enter_and_exit_in_nested_order() {
         }
         want.extend(["-".to_string(), "-".to_string()]);
         assert_eq!(got, want, "{target}");
+
+        // The trace reader: a capture of that stream folds into region frames under the kernel
+        // scope, the function inside the call region, with their names and lines.
+        let rows = funcmap(&bytes);
+        let folded = flamegraph(dir.path(), &rows, &run_kernel(target, wave, &bytes));
+        for frames in [
+            format!("k_loops;{rb}"),
+            format!("k_loops;{rb};{rc}"),
+            format!("k_loops;{rb};{rc};f_loop"),
+        ] {
+            assert!(
+                folded
+                    .lines()
+                    .any(|l| l.rsplit_once(' ').map(|x| x.0) == Some(frames.as_str())),
+                "{target}: no stack {frames} in\n{folded}"
+            );
+        }
     }
 }
 

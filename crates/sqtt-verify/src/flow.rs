@@ -1670,9 +1670,9 @@ fn check_marker(
         // symbol.
         Some(row) if matches!(kind, MarkerKind::Point(_)) => {
             let elsewhere = crate::elfcheck::point_symbol(&row.name).is_some_and(|s| {
-                !fm.symbols
+                fm.symbols
                     .get(s)
-                    .is_some_and(|&(_, entry)| Some(entry) == f.new_start)
+                    .is_none_or(|&(_, entry)| Some(entry) != f.new_start)
             });
             if elsewhere {
                 findings.push(fnd(

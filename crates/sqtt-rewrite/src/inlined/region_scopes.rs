@@ -137,18 +137,18 @@ pub(super) fn resolve(f: &Func, specs: &[Spec], lines: Option<&LocationIndex>) -
                 let mut set = hit.clone();
                 let neutral = |i: usize| ch[i].first().is_none_or(|l| l.line == 0);
                 let (mut prev, mut pending) = (false, Vec::new());
-                for i in 0..n {
-                    if !hit[i] && neutral(i) {
+                for (i, &h) in hit.iter().enumerate() {
+                    if !h && neutral(i) {
                         pending.push(i);
                         continue;
                     }
-                    if hit[i] && prev {
+                    if h && prev {
                         for &j in &pending {
                             set[j] = true;
                         }
                     }
                     pending.clear();
-                    prev = hit[i];
+                    prev = h;
                 }
                 let body: Vec<usize> = (0..n).filter(|&i| set[i] && !ends.contains(&i)).collect();
                 if body.is_empty() {
