@@ -261,6 +261,9 @@ impl FuncPlan<'_> {
         found: &[(usize, Vec<usize>)],
         lines: Option<&LocationIndex>,
     ) {
+        if found.is_empty() {
+            return;
+        }
         let f = self.f;
         let specs = self.specs;
         let n = f.insts.len();
