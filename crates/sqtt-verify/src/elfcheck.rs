@@ -12,6 +12,7 @@ use hsaco::CodeObject;
 use crate::code::{Program, Regs};
 use crate::funcmap::{self, Funcmap, Row};
 use crate::region::Layout;
+use crate::scope_rows;
 use crate::{Check, Finding};
 
 /// `R_AMDGPU_RELATIVE64` (AMDGPUUsage "Relocation Records").
@@ -354,41 +355,6 @@ fn check_rows(
     info(new, orig_rows)
 }
 
-/// The function symbol a loop or region scope's `U:` row names: the rewrite names a loop's
-/// scope `loop <symbol>+0x<header offset>` (hexadecimal; issue 34) and a user-named region's
-/// `region <NAME> <symbol>+0x<entry offset>` (NAME: letters, digits, `_`, `.`, `-`), either
-/// optionally followed by ` (<file>:<line>)`; `None` for any other name.
-pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
-    let rest = match name.strip_prefix("region ") {
-        Some(r) => user_named(r)?,
-        None => name.strip_prefix("loop ")?,
-    };
-    symbol_offset(rest)
-}
-
-/// The function symbol a user-named point's `P:` row names (`point <NAME> <symbol>+0x<offset>`,
-/// optionally followed by ` (<file>:<line>)`; issue 34), `None` for any other name.
-pub(crate) fn point_symbol(name: &str) -> Option<&str> {
-    symbol_offset(user_named(name.strip_prefix("point ")?)?)
-}
-
-/// `rest` after a user's NAME and one blank (`None` when NAME is empty or holds other
-/// characters than letters, digits, `_`, `.` and `-`).
-fn user_named(rest: &str) -> Option<&str> {
-    let (user, rest) = rest.split_once(' ')?;
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
-    (!user.is_empty() && user.chars().all(ok)).then_some(rest)
-}
-
-/// The symbol of `<symbol>+0x<hex>[ (<location>)]`.
-fn symbol_offset(rest: &str) -> Option<&str> {
-    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
-    let (symbol, offset) = rest.rsplit_once('+')?;
-    let hex = offset.strip_prefix("0x")?;
-    (!symbol.is_empty() && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then_some(symbol)
-}
-
 /// Point-marker names a post-link rewrite gives `P:` rows (spec "Barrier marker
 /// placement", "Memory operation markers"); address-trace rows carry one of
 /// [`ADDR_TRACE_NAMES`] ("Address Tracing": the prefix makes the decoder parse the block).
@@ -403,7 +369,7 @@ const POINT_NAMES: [&str; 5] = [
 /// Names of the `K:`, `U:` and `P:` rows the rewrite added (rows not in the original's
 /// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
 /// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named
-/// after a kernel, or a loop or region scope naming a function symbol ([`loop_scope_symbol`]); a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`], or names a function symbol as a loop-iteration or user-named point ([`point_symbol`]).
+/// after a kernel, or a loop or region scope naming a function symbol ([`scope_rows::loop_scope_symbol`]); a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`], or names a function symbol as a loop-iteration or user-named point ([`scope_rows::point_symbol`]).
 /// `symbols` tells kernels from device functions (as [`FuncmapInfo::symbols`]).
 fn check_added_names(
     n: &CodeObject,
@@ -415,7 +381,7 @@ fn check_added_names(
     let is_kernel = |name: &str| symbols.get(name).is_some_and(|&(kernel, _)| kernel);
     for r in fm.rows.iter().filter(|r| !old_rows.contains(r)) {
         let bad = match r.kind {
-            'U' => match loop_scope_symbol(&r.name) {
+            'U' => match scope_rows::loop_scope_symbol(&r.name) {
                 Some(s) => !symbols.contains_key(s),
                 None => !is_kernel(&r.name),
             },
@@ -424,8 +390,8 @@ fn check_added_names(
                 let name = r.name.as_str();
                 let iter = name
                     .strip_prefix("iter ")
-                    .and_then(loop_scope_symbol)
-                    .or_else(|| point_symbol(name))
+                    .and_then(scope_rows::loop_scope_symbol)
+                    .or_else(|| scope_rows::point_symbol(name))
                     .is_some_and(|s| symbols.contains_key(s));
                 !iter && !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
             }
