@@ -521,3 +521,56 @@ fn bad_specifications_are_usage_errors_naming_them() {
         assert!(!out.exists(), "{flags:?}: output written");
     }
 }
+
+/// The verifier checks that a region's enter markers and a point's markers run in the function
+/// their row names: the same output with the rows renamed to the kernel (same length, so only
+/// the `.sqtt_funcmap` text changes) is rejected with those findings.
+#[test]
+fn verifier_rejects_region_and_point_rows_naming_another_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = fixture("gfx1100");
+    let (bytes, _) = instrument(
+        dir.path(),
+        &input,
+        &[
+            "--region",
+            "fbody=f_loop+0x4..0x10",
+            "--point",
+            "fpt=f_loop+0x8",
+        ],
+    );
+    let orig = std::fs::read(&input).unwrap();
+    assert!(sqtt_verify::verify(&orig, &bytes)
+        .unwrap()
+        .findings
+        .is_empty());
+    for (from, to, want) in [
+        (
+            "region fbody f_loop+0x4",
+            "region fbod k_loops+0x4",
+            "which is not entered here",
+        ),
+        (
+            "point fpt f_loop+0x8",
+            "point fp k_loops+0x8",
+            "which is not in this function",
+        ),
+    ] {
+        assert_eq!(from.len(), to.len());
+        let at: Vec<usize> = bytes
+            .windows(from.len())
+            .enumerate()
+            .filter(|(_, w)| *w == from.as_bytes())
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(at.len(), 1, "{from}: one funcmap row");
+        let mut broken = bytes.clone();
+        broken[at[0]..at[0] + to.len()].copy_from_slice(to.as_bytes());
+        let v = sqtt_verify::verify(&orig, &broken).unwrap();
+        assert!(
+            v.findings.iter().any(|f| format!("{f:?}").contains(want)),
+            "{to}: {:?}",
+            v.findings
+        );
+    }
+}
