@@ -91,6 +91,14 @@ fn flag_vars(f: &InstrumentFlags) -> Vec<(&'static str, String)> {
     if let Some(l) = &f.loops {
         v.push((sqtt_pipeline::LOOPS_VAR, l.clone()));
     }
+    // The specifications were checked by `flag_options` before: they travel as a plan's text.
+    if let Ok(Some(specs)) = cmd_patch::region_specs(f) {
+        let plan: Vec<String> = specs
+            .iter()
+            .map(|s| format!("{} {s}", s.kind.word()))
+            .collect();
+        v.push((sqtt_pipeline::REGIONS_VAR, plan.join("\n")));
+    }
     if f.force {
         v.push((sqtt_pipeline::FORCE_VAR, "1".into()));
     }
@@ -180,6 +188,37 @@ mod tests {
         assert_eq!(
             tools_lib(Some("a.so /x/libsqtt_patch_tool.so"), t),
             "a.so /x/libsqtt_patch_tool.so"
+        );
+    }
+
+    /// `exec --region/--point` reach the tools library as `SQTT_PATCH_REGIONS`, which the
+    /// library's option reader turns back into the same specifications.
+    #[test]
+    fn regions_and_points_reach_the_library() {
+        let f = InstrumentFlags {
+            region: vec!["main=k.hip:10-20".into(), "tail=k+0x40..0x80".into()],
+            point: vec!["p=k.hip:12".into()],
+            ..Default::default()
+        };
+        let vars = flag_vars(&f);
+        let lookup = |k: &str| {
+            vars.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.clone())
+        };
+        let o = sqtt_pipeline::env_options(lookup).unwrap();
+        let got: Vec<String> = o
+            .regions
+            .iter()
+            .map(|s| format!("{} {s}", s.kind.word()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "region main=k.hip:10-20",
+                "region tail=k+0x40..0x80",
+                "point p=k.hip:12"
+            ]
         );
     }
 }

@@ -9,6 +9,7 @@ use crate::output::{self, Dest};
 use crate::summary;
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::{self, Options};
+use sqtt_rewrite::regions;
 use sqtt_rewrite::rewrite::{Report, Status};
 use sqtt_rewrite::timings::{Stage, Timings};
 use std::collections::BTreeMap;
@@ -95,6 +96,19 @@ pub struct InstrumentFlags {
     /// edge (one per iteration: costly). Post-link extra, off by default.
     #[arg(long, value_name = "N[:iters]", allow_hyphen_values = true)]
     pub loops: Option<String>,
+    /// A user-named region as a scope (`U:` row `region NAME FUNCTION+0xOFFSET (FILE:LINE)`):
+    /// the code of lines FILE:LINE-LINE (DWARF line table) or the offsets SYMBOL+0xA..0xB of a
+    /// function, where it is single-entry (repeatable). Post-link extra.
+    #[arg(long, value_name = "NAME=FILE:LINE-LINE|NAME=SYMBOL+0xA..0xB")]
+    pub region: Vec<String>,
+    /// A user-named point marker (`P:` row) at the first instruction of FILE:LINE or at the
+    /// instruction at SYMBOL+0xA (repeatable). Post-link extra.
+    #[arg(long, value_name = "NAME=FILE:LINE|NAME=SYMBOL+0xA")]
+    pub point: Vec<String>,
+    /// A profile plan: one `region NAME=...` or `point NAME=...` per line, `#` comments
+    /// (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub regions: Vec<PathBuf>,
     /// Keep .text where it is, byte for byte, and put the instrumented functions in a new
     /// executable segment (done by itself when a function cannot move; docs/left-alone.md).
     #[arg(long)]
@@ -142,6 +156,37 @@ fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
 }
 
+/// The `--region`, `--point` and `--regions FILE` specifications, in that order (`None` when
+/// none is given: the environment's stand). Errors name the specification (and the file and line
+/// of a plan file); two specifications of one kind may not share a name.
+pub fn region_specs(args: &InstrumentFlags) -> Result<Option<Vec<regions::Spec>>> {
+    if args.region.is_empty() && args.point.is_empty() && args.regions.is_empty() {
+        return Ok(None);
+    }
+    let mut v = Vec::new();
+    for (flag, kind, texts) in [
+        ("--region", regions::SpecKind::Region, &args.region),
+        ("--point", regions::SpecKind::Point, &args.point),
+    ] {
+        for t in texts {
+            v.push(
+                regions::parse_spec(kind, t)
+                    .map_err(|e| anyhow::anyhow!("invalid {flag} {t:?}: {e}"))?,
+            );
+        }
+    }
+    for p in &args.regions {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("--regions {}: cannot read the plan", p.display()))?;
+        v.extend(
+            regions::parse_plan(&p.display().to_string(), &text)
+                .map_err(|e| anyhow::anyhow!("invalid --regions plan: {e}"))?,
+        );
+    }
+    regions::check_unique(&v).map_err(|e| anyhow::anyhow!("invalid region or point: {e}"))?;
+    Ok(Some(v))
+}
+
 /// Refuses a run with nothing to do: with no instrumentation requested, a missing input path is
 /// named first (it is the first thing to fix), then the missing request. Globs (`*`, `?`, `[`)
 /// are not checked here (`batch` expands them).
@@ -155,7 +200,7 @@ pub fn require_work(opts: &Options, inputs: &[&Path]) -> Result<()> {
             anyhow::bail!("{}: no such file or directory", p.display());
         }
     }
-    anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds, --kernel-scopes or --loops N (or set SQTT_INSTRUMENT_*)")
+    anyhow::bail!("nothing requested: pass --functions N, --barriers 1, --memory N:M, --trace-addresses memory,lds, --kernel-scopes, --loops N, --region or --point (or set SQTT_INSTRUMENT_*)")
 }
 
 /// Builds the options from instrumentation flags: environment first, then flags.
@@ -205,6 +250,9 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     }
     if let Some(l) = &args.loops {
         (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;
+    }
+    if let Some(specs) = region_specs(args)? {
+        o.regions = specs;
     }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
@@ -336,6 +384,29 @@ fn loops_text(l: &sqtt_rewrite::inlined::LoopReport) -> String {
     s
 }
 
+/// The report lines of the user-named regions and points: counts, then every instance or
+/// specification not instrumented with its reason (the user named each one).
+fn regions_text(g: &sqtt_rewrite::inlined::RegionReport) -> String {
+    let mut s = format!(
+        "  regions: {} given, {} found in functions, {} instrumented; points: {} given, {} found, {} instrumented\n",
+        g.regions, g.found, g.instrumented, g.points, g.points_found, g.points_instrumented
+    );
+    for x in &g.skipped {
+        let in_f = x
+            .function
+            .as_deref()
+            .map(|f| format!(" in {}", summary::short_name(f)))
+            .unwrap_or_default();
+        s += &format!(
+            "  {} {}{in_f} not instrumented: {}\n",
+            x.kind.word(),
+            x.spec,
+            summary::readable(&x.why)
+        );
+    }
+    s
+}
+
 /// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
 /// one line per kernel (its sites and its descriptor figures together) and per instrumented
 /// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
@@ -384,6 +455,9 @@ pub fn render_report(what: &str, r: &Report) -> String {
     }
     if let Some(l) = &r.loops {
         s += &loops_text(l);
+    }
+    if let Some(g) = &r.regions {
+        s += &regions_text(g);
     }
     // Functions left alone and skipped sites: grouped by kind, each function named once
     // (shortened), at most three examples per kind; the JSON report has every detail.

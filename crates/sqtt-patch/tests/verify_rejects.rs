@@ -140,7 +140,7 @@ fn an_address_trace_row_keeps_its_name() {
         t.path(),
         &orig,
         &broken,
-        "does not name a barrier, memory, address-trace or loop-iteration point",
+        "does not name a barrier, memory, address-trace, loop-iteration or user-named point",
     );
 }
 

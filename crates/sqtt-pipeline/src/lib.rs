@@ -24,10 +24,15 @@ pub const FORCE_VAR: &str = "SQTT_PATCH_FORCE";
 /// Our own variable for loop scopes (`N` or `N:iters`, as `--loops`); set by `sqtt-patch exec --loops`.
 pub const LOOPS_VAR: &str = "SQTT_PATCH_LOOPS";
 
+/// Our own variable for user-named regions and points: a profile plan's text (one
+/// `region NAME=...` or `point NAME=...` per line, as `--regions FILE`,
+/// [`sqtt_rewrite::regions::parse_plan`]); set by `sqtt-patch exec --region/--point/--regions`.
+pub const REGIONS_VAR: &str = "SQTT_PATCH_REGIONS";
+
 /// Options from the spec's `SQTT_*` variables (`SQTT_INSTRUMENT_FUNCTIONS`,
 /// `SQTT_INSTRUMENT_BARRIERS`, `SQTT_INSTRUMENT_MEMORY`, `SQTT_TRACE_ADDRESSES`,
 /// `SQTT_MEM_BARRIER`, `SQTT_SCOPE_*`, `SQTT_SHADER_CLOCK_*`: `docs/markers/SPEC.md` of
-/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`], [`LOOPS_VAR`] and [`FORCE_VAR`], read through `lookup`
+/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`], [`LOOPS_VAR`], [`REGIONS_VAR`] and [`FORCE_VAR`], read through `lookup`
 /// (normally `std::env::var`), then checked for the combinations the spec forbids.
 /// Errors: a malformed value or a forbidden combination, naming the variable.
 pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
@@ -37,6 +42,15 @@ pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, C
     }
     if let Some(v) = lookup(LOOPS_VAR) {
         (o.loops, o.loop_iters) = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v)?;
+    }
+    if let Some(v) = lookup(REGIONS_VAR) {
+        let bad = |e: String| ConfigError {
+            name: REGIONS_VAR,
+            value: e,
+            why: "expected one `region NAME=...` or `point NAME=...` per line",
+        };
+        o.regions = sqtt_rewrite::regions::parse_plan(REGIONS_VAR, &v).map_err(bad)?;
+        sqtt_rewrite::regions::check_unique(&o.regions).map_err(bad)?;
     }
     if let Some(v) = lookup(FORCE_VAR) {
         o.force_reinstrument = sqtt_rewrite::config::parse_toggle(FORCE_VAR, &v)?;
@@ -55,4 +69,23 @@ pub fn rewrite_and_verify(
     t: &mut Timings,
 ) -> anyhow::Result<Patched> {
     verified::rewrite_verified(name, input, opts, t, &|o, n| sqtt_verify::verify(o, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `exec --region/--point/--regions` reaches the tools library as a plan's text.
+    #[test]
+    fn regions_travel_as_a_plan() {
+        let plan = "region a=k.hip:3-9\npoint b=k+0x10\n";
+        let o = env_options(|k| (k == REGIONS_VAR).then(|| plan.to_string())).unwrap();
+        let specs: Vec<String> = o.regions.iter().map(ToString::to_string).collect();
+        assert_eq!(specs, ["a=k.hip:3-9", "b=k+0x10"]);
+        assert!(o.any_enabled());
+        for bad in ["region a=k.hip:9-3", "region a=k.c:1\nregion a=k.c:2"] {
+            let e = env_options(|k| (k == REGIONS_VAR).then(|| bad.to_string())).unwrap_err();
+            assert_eq!(e.name, REGIONS_VAR, "{bad}");
+        }
+    }
 }

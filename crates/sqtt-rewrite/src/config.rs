@@ -80,13 +80,17 @@ pub struct Options {
     /// `--loops N:iters`: also a point marker on every back edge of a loop with a scope (one
     /// per iteration: per-iteration timing, at a per-iteration cost).
     pub loop_iters: bool,
+    /// Post-link extra (issue 34), empty by default: user-named regions (`--region`, scopes)
+    /// and points (`--point`) ([`crate::regions`]).
+    pub regions: Vec<crate::regions::Spec>,
     /// `--keep-text`: `.text` stays where it is, byte for byte, and the instrumented functions
     /// go to a new executable segment (docs/left-alone.md, "kept in place"). The rewriter does
     /// this by itself when a function cannot move (a word that does not decode).
     pub keep_text: bool,
 }
 
-/// The derived form, except that `loops` and `keep_text` are left out when off: the `.sqtt_patch` note
+/// The derived form, except that `loops` and `keep_text` are left out when off and `regions`
+/// when empty: the `.sqtt_patch` note
 /// records this text, and outputs written without `--loops` keep the bytes they had before the
 /// option existed.
 impl std::fmt::Debug for Options {
@@ -107,6 +111,14 @@ impl std::fmt::Debug for Options {
         }
         if self.loop_iters {
             d.field("loop_iters", &true);
+        }
+        if !self.regions.is_empty() {
+            let specs: Vec<String> = self
+                .regions
+                .iter()
+                .map(|s| format!("{} {s}", s.kind.word()))
+                .collect();
+            d.field("regions", &specs);
         }
         if self.keep_text {
             d.field("keep_text", &true);
@@ -130,6 +142,7 @@ impl Default for Options {
             scope: None,
             loops: None,
             loop_iters: false,
+            regions: Vec::new(),
             keep_text: false,
         }
     }
@@ -394,6 +407,7 @@ impl Options {
             || self.memory.is_some()
             || self.trace_addresses.is_some()
             || self.loops.is_some()
+            || !self.regions.is_empty()
     }
 }
 

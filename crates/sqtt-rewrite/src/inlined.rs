@@ -45,8 +45,10 @@ use crate::layout::{Landing, Reloc};
 use crate::plan::{cost, forbidden_points, Forbidden, MarkerKey, Site, SiteKind, Word};
 
 mod loop_scopes;
-use loop_scopes::LoopNode;
+mod region_scopes;
 pub use loop_scopes::{LoopLeftOut, LoopReport};
+use loop_scopes::{LoopNode, NodeKind};
+pub use region_scopes::{RegionReport, RegionSkipped};
 
 /// Fragments of one instance separated by at most this many foreign instructions are merged.
 pub const MERGE_GAP: usize = 8;
@@ -122,6 +124,13 @@ pub struct Planned {
     pub loops: Option<LoopReport>,
     /// Back-edge point markers (`--loops N:iters`) that could not be placed, with the reason.
     pub skipped: Vec<crate::plan::Skipped>,
+    /// Row data for the [`MarkerKey::Region`] keys used (name; the location is in the name).
+    pub region_names: InlinedNames,
+    /// Row data for the [`MarkerKey::UserPoint`] keys used.
+    pub point_names: InlinedNames,
+    /// What happened to the user-named regions and points (`--region`, `--point`; `None` when
+    /// none was asked for).
+    pub regions: Option<RegionReport>,
 }
 
 /// Plans inlined-scope markers for the functions of `prog` with `ok[fi]` (instrumented, not left
@@ -138,8 +147,17 @@ pub fn sites(
     if max_depth.is_some() {
         out.loops = Some(LoopReport::default());
     }
+    let specs = &opts.regions[..];
+    if !specs.is_empty() {
+        let count = |k| specs.iter().filter(|s| s.kind == k).count();
+        out.regions = Some(RegionReport {
+            regions: count(crate::regions::SpecKind::Region),
+            points: count(crate::regions::SpecKind::Point),
+            ..Default::default()
+        });
+    }
     let threshold = match opts.functions {
-        FunctionThreshold::Off if max_depth.is_none() => return out,
+        FunctionThreshold::Off if max_depth.is_none() && specs.is_empty() => return out,
         FunctionThreshold::Off => 0,
         FunctionThreshold::Count(n) | FunctionThreshold::Cost(n) => n,
     };
@@ -161,7 +179,7 @@ pub fn sites(
             &[][..]
         }
     };
-    if scopes.is_empty() && max_depth.is_none() {
+    if scopes.is_empty() && max_depth.is_none() && specs.is_empty() {
         return out;
     }
     let lines = match dwarf {
@@ -173,7 +191,7 @@ pub fn sites(
     let landing_blocks = crate::layout::may_add_branches(prog.target);
     // Each function is planned on its own (in parallel); marker keys are then numbered in
     // function order, as a sequential walk would number them.
-    let plans: Vec<(usize, FuncPlan)> = prog
+    let plans: Vec<(usize, FuncPlan, region_scopes::Resolved)> = prog
         .funcs
         .par_iter()
         .enumerate()
@@ -182,10 +200,11 @@ pub fn sites(
             let mine = by_start.within(f.spec.start, f.spec.end);
             let found = max_depth.map(|_| crate::loops::find(f));
             let no_cycles = |l: &crate::loops::Loops| l.loops.is_empty() && l.irreducible.is_empty();
-            if mine.is_empty() && found.as_ref().is_none_or(no_cycles) {
+            let resolved = region_scopes::resolve(f, specs, lines);
+            if mine.is_empty() && found.as_ref().is_none_or(no_cycles) && resolved.is_empty() {
                 return None;
             }
-            let mut fp = FuncPlan::new(f, scopes, &mine, opts.functions, threshold);
+            let mut fp = FuncPlan::new(f, scopes, &mine, opts.functions, threshold, specs);
             fp.report.found = mine.len();
             for &s in &mine {
                 let name = &scopes[s].name;
@@ -205,18 +224,26 @@ pub fn sites(
             if let (Some(max), Some(found)) = (max_depth, found) {
                 fp.add_loops(found, max, lines);
             }
+            fp.add_regions(&resolved.regions, lines);
             fp.settle(landing_blocks);
-            Some((fi, fp))
+            Some((fi, fp, resolved))
         })
         .collect();
     let mut keys: HashMap<String, u32> = HashMap::new();
-    for (fi, mut fp) in plans {
+    // Specifications some function answered (code or a problem); the others matched nothing.
+    let mut answered: HashSet<usize> = HashSet::new();
+    for (fi, mut fp, resolved) in plans {
         let f = &prog.funcs[fi];
-        let mut loop_key: HashMap<usize, u32> = HashMap::new();
+        answered.extend(resolved.answered());
+        let mut loop_key: HashMap<usize, MarkerKey> = HashMap::new();
         for &s in &fp.marked {
             if let Some(l) = fp.loop_node(s) {
-                loop_key.insert(s, out.loop_names.rows.len() as u32);
-                out.loop_names.rows.push((l.name.clone(), l.loc.clone()));
+                let (names, key): (_, fn(u32) -> MarkerKey) = match l.kind {
+                    NodeKind::Loop => (&mut out.loop_names, MarkerKey::Loop),
+                    NodeKind::Region(_) => (&mut out.region_names, MarkerKey::Region),
+                };
+                loop_key.insert(s, key(names.rows.len() as u32));
+                names.rows.push((l.name.clone(), l.loc.clone()));
                 continue;
             }
             let name = &scopes[s].name;
@@ -233,7 +260,7 @@ pub fn sites(
             }
         }
         let key = |s: usize| match loop_key.get(&s) {
-            Some(&n) => MarkerKey::Loop(n),
+            Some(&k) => k,
             None => MarkerKey::Inlined(keys[&scopes[s].name]),
         };
         // (point, rank at the point, landing rule, operation); the edge of an unconditional
@@ -255,12 +282,14 @@ pub fn sites(
         }
         placed.sort_by_key(|x| (x.0, x.1));
         for (before, _, landing, op) in placed {
-            let is_loop = |s: usize| loop_key.contains_key(&s);
+            let kinds = |s: usize| match loop_key.get(&s) {
+                Some(MarkerKey::Region(_)) => (SiteKind::RegionEnter, SiteKind::RegionExit),
+                Some(_) => (SiteKind::LoopEnter, SiteKind::LoopExit),
+                None => (SiteKind::InlinedEnter, SiteKind::InlinedExit),
+            };
             let (word, kind) = match op {
-                Op::Pop(s) if is_loop(s) => (Word::Exit, SiteKind::LoopExit),
-                Op::Pop(_) => (Word::Exit, SiteKind::InlinedExit),
-                Op::Push(s) if is_loop(s) => (Word::Enter(key(s)), SiteKind::LoopEnter),
-                Op::Push(s) => (Word::Enter(key(s)), SiteKind::InlinedEnter),
+                Op::Pop(s) => (Word::Exit, kinds(s).1),
+                Op::Push(s) => (Word::Enter(key(s)), kinds(s).0),
             };
             out.sites.push(Site {
                 func: fi,
@@ -278,10 +307,13 @@ pub fn sites(
                     match at {
                         Ok((before, landing)) => {
                             fp.loop_report.iteration_markers += 1;
+                            let MarkerKey::Loop(n) = loop_key[&s] else {
+                                continue;
+                            };
                             out.sites.push(Site {
                                 func: fi,
                                 before,
-                                word: Word::Point(MarkerKey::LoopIter(loop_key[&s])),
+                                word: Word::Point(MarkerKey::LoopIter(n)),
                                 landing,
                                 kind: SiteKind::LoopIteration,
                                 addr: f.insts.addr(p),
@@ -300,14 +332,30 @@ pub fn sites(
         if let Some(lr) = out.loops.as_mut() {
             lr.add(&fp.loop_report);
         }
+        if out.regions.is_some() {
+            region_scopes::finish(f, fi, &fp.region_report, resolved, specs, lines, &mut out);
+        }
         let r = &mut out.report;
         r.found += fp.report.found;
-        r.marked += fp.marked.len();
+        // Loop and region nodes follow the inlined scopes' indices: not counted here.
+        r.marked += fp.marked.iter().filter(|&&s| s < scopes.len()).count();
         r.merged_gaps += fp.report.merged_gaps;
         r.small_fragments += fp.report.small_fragments;
         r.landing_blocks += blocks;
         r.below_threshold += fp.report.below_threshold;
         r.left_out.extend(fp.report.left_out);
+    }
+    if let Some(rr) = out.regions.as_mut() {
+        for (si, s) in specs.iter().enumerate() {
+            if !answered.contains(&si) {
+                rr.skipped.push(RegionSkipped {
+                    kind: s.kind,
+                    spec: s.to_string(),
+                    function: None,
+                    why: region_scopes::no_code(s, lines.is_some()),
+                });
+            }
+        }
     }
     if out.report.found == 0 && !scopes.is_empty() {
         out.report.unavailable = Some(format!(
@@ -380,9 +428,14 @@ struct FuncPlan<'a> {
     /// Marker operations by point, as [`FuncPlan::settle`] placed them.
     placed: Vec<(usize, Parts)>,
     report: InlinedReport,
-    /// Loops given scopes (`--loops`): node `scopes.len() + i` is `loops[i]`.
+    /// Loops and user-named regions given scopes (`--loops`, `--region`): node
+    /// `scopes.len() + i` is `loops[i]`.
     loops: Vec<LoopNode>,
     loop_report: LoopReport,
+    /// Regions of this function (`--region`).
+    region_report: RegionReport,
+    /// The region and point specifications ([`crate::config::Options::regions`]).
+    specs: &'a [crate::regions::Spec],
 }
 
 impl<'a> FuncPlan<'a> {
@@ -392,6 +445,7 @@ impl<'a> FuncPlan<'a> {
         mine: &[usize],
         mode: FunctionThreshold,
         threshold: u64,
+        specs: &'a [crate::regions::Spec],
     ) -> Self {
         let size = |i: usize| match mode {
             FunctionThreshold::Cost(_) => cost(&f.insts.get(i)),
@@ -410,6 +464,8 @@ impl<'a> FuncPlan<'a> {
             report: InlinedReport::default(),
             loops: Vec::new(),
             loop_report: LoopReport::default(),
+            region_report: RegionReport::default(),
+            specs,
         };
         // Instructions are in address order, so each DWARF range is one run of indices.
         let index_of = |a: u64| f.insts.partition_point(a);
@@ -488,11 +544,23 @@ impl<'a> FuncPlan<'a> {
         if let Some(pos) = self.marked.iter().position(|&x| x == s) {
             self.marked.remove(pos);
             if let Some(l) = self.loop_node(s) {
-                self.loop_report.left_out.push(LoopLeftOut {
-                    function: self.f.spec.name.clone(),
-                    name: l.name.clone(),
-                    why: why.into(),
-                });
+                let function = self.f.spec.name.clone();
+                match l.kind {
+                    NodeKind::Loop => self.loop_report.left_out.push(LoopLeftOut {
+                        function,
+                        name: l.name.clone(),
+                        why: why.into(),
+                    }),
+                    NodeKind::Region(si) => {
+                        let spec = self.specs.get(si).map(ToString::to_string);
+                        self.region_report.skipped.push(RegionSkipped {
+                            kind: crate::regions::SpecKind::Region,
+                            spec: spec.unwrap_or_default(),
+                            function: Some(function),
+                            why: why.into(),
+                        })
+                    }
+                }
                 return;
             }
             let sc = &self.scopes[s];

@@ -20,6 +20,7 @@ pub mod loops;
 mod noreturn;
 mod pipeline;
 pub mod plan;
+pub mod regions;
 pub mod regs;
 pub mod reguse;
 pub mod rewrite;

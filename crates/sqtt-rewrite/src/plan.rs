@@ -40,6 +40,12 @@ pub enum MarkerKey {
     Loop(u32),
     /// The back-edge point of the same loop (`--loops N:iters`).
     LoopIter(u32),
+    /// The scope of one user-named region in one function (`--region`; index into
+    /// [`crate::inlined::Planned::region_names`]).
+    Region(u32),
+    /// One user-named point in one function (`--point`; index into
+    /// [`crate::inlined::Planned::point_names`]).
+    UserPoint(u32),
 }
 
 impl MarkerKey {
@@ -50,8 +56,9 @@ impl MarkerKey {
             MarkerKey::Function(_)
             | MarkerKey::Kernel(_)
             | MarkerKey::Inlined(_)
-            | MarkerKey::Loop(_) => 0,
-            MarkerKey::LoopIter(_) => 7,
+            | MarkerKey::Loop(_)
+            | MarkerKey::Region(_) => 0,
+            MarkerKey::LoopIter(_) | MarkerKey::UserPoint(_) => 7,
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
             MarkerKey::Barrier => 3,
@@ -111,11 +118,18 @@ pub enum SiteKind {
     LoopExit,
     /// Point marker on a loop's back edge (`--loops N:iters`).
     LoopIteration,
+    /// Enter of a user-named region's scope (`--region`), on an edge into its entry from
+    /// outside ([`crate::regions`]).
+    RegionEnter,
+    /// Exit of a user-named region's scope, on an edge leaving it.
+    RegionExit,
+    /// A user-named point marker (`--point`), in front of its instruction.
+    UserPoint,
 }
 
 impl SiteKind {
     /// Every kind, in declaration order (`ALL[k as usize] == k`).
-    pub const ALL: [SiteKind; 17] = [
+    pub const ALL: [SiteKind; 20] = [
         SiteKind::FunctionEntry,
         SiteKind::FunctionExit,
         SiteKind::KernelEntry,
@@ -133,10 +147,13 @@ impl SiteKind {
         SiteKind::LoopEnter,
         SiteKind::LoopExit,
         SiteKind::LoopIteration,
+        SiteKind::RegionEnter,
+        SiteKind::RegionExit,
+        SiteKind::UserPoint,
     ];
 
     /// The option a site kind belongs to, as reports name it: `functions`, `kernel_scopes`,
-    /// `barriers`, `memory`, `address_trace` or `loops`; `None` for the scope-flag computation, which is
+    /// `barriers`, `memory`, `address_trace`, `loops`, `regions` or `points`; `None` for the scope-flag computation, which is
     /// not a requested site.
     pub fn feature(self) -> Option<&'static str> {
         Some(match self {
@@ -152,6 +169,8 @@ impl SiteKind {
             SiteKind::MemoryLoad | SiteKind::MemoryStore => "memory",
             SiteKind::AddressTrace => "address_trace",
             SiteKind::LoopEnter | SiteKind::LoopExit | SiteKind::LoopIteration => "loops",
+            SiteKind::RegionEnter | SiteKind::RegionExit => "regions",
+            SiteKind::UserPoint => "points",
             SiteKind::ScopeInit => return None,
         })
     }

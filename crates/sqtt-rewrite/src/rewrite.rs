@@ -164,6 +164,10 @@ pub struct Report {
     /// Loops as scopes (`--loops`; [`crate::loops`]); absent when not asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loops: Option<crate::inlined::LoopReport>,
+    /// User-named regions and points (`--region`, `--point`; [`crate::regions`]); absent when
+    /// none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<crate::inlined::RegionReport>,
 }
 
 /// Sites of one feature: instrumented / found (found = instrumented + skipped).
@@ -249,6 +253,7 @@ impl Report {
             coverage: Vec::new(),
             inlined: Default::default(),
             loops: None,
+            regions: None,
         }
     }
 

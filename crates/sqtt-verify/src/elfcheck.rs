@@ -12,6 +12,7 @@ use hsaco::CodeObject;
 use crate::code::{Program, Regs, KEPT_TEXT_SECTION};
 use crate::funcmap::{self, Funcmap, Row};
 use crate::region::Layout;
+use crate::scope_rows;
 use crate::{Check, Finding};
 
 /// `R_AMDGPU_RELATIVE64` (AMDGPUUsage "Relocation Records").
@@ -354,18 +355,6 @@ fn check_rows(
     info(new, orig_rows)
 }
 
-/// The function symbol a loop scope's `U:` row names: the rewrite names a loop's scope
-/// `loop <symbol>+0x<header offset>` (hexadecimal; issue 34), optionally followed by
-/// ` (<file>:<line>)`; `None` for any other name.
-pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
-    let rest = name.strip_prefix("loop ")?;
-    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
-    let (symbol, offset) = rest.rsplit_once('+')?;
-    let hex = offset.strip_prefix("0x")?;
-    (!symbol.is_empty() && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then_some(symbol)
-}
-
 /// Point-marker names a post-link rewrite gives `P:` rows (spec "Barrier marker
 /// placement", "Memory operation markers"); address-trace rows carry one of
 /// [`ADDR_TRACE_NAMES`] ("Address Tracing": the prefix makes the decoder parse the block).
@@ -380,7 +369,7 @@ const POINT_NAMES: [&str; 5] = [
 /// Names of the `K:`, `U:` and `P:` rows the rewrite added (rows not in the original's
 /// funcmap): a `K:` row names a kernel of the object (the decoder lists kernels from them),
 /// and once one kernel has a row every kernel has one; a `U:` row is a kernel scope, named
-/// after a kernel, or a loop scope naming a function symbol ([`loop_scope_symbol`]); a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`].
+/// after a kernel, or a loop or region scope naming a function symbol ([`scope_rows::loop_scope_symbol`]); a `P:` row carries one of [`POINT_NAMES`] or [`ADDR_TRACE_NAMES`], or names a function symbol as a loop-iteration or user-named point ([`scope_rows::point_symbol`]).
 /// `symbols` tells kernels from device functions (as [`FuncmapInfo::symbols`]).
 fn check_added_names(
     n: &CodeObject,
@@ -392,7 +381,7 @@ fn check_added_names(
     let is_kernel = |name: &str| symbols.get(name).is_some_and(|&(kernel, _)| kernel);
     for r in fm.rows.iter().filter(|r| !old_rows.contains(r)) {
         let bad = match r.kind {
-            'U' => match loop_scope_symbol(&r.name) {
+            'U' => match scope_rows::loop_scope_symbol(&r.name) {
                 Some(s) => !symbols.contains_key(s),
                 None => !is_kernel(&r.name),
             },
@@ -401,7 +390,8 @@ fn check_added_names(
                 let name = r.name.as_str();
                 let iter = name
                     .strip_prefix("iter ")
-                    .and_then(loop_scope_symbol)
+                    .and_then(scope_rows::loop_scope_symbol)
+                    .or_else(|| scope_rows::point_symbol(name))
                     .is_some_and(|s| symbols.contains_key(s));
                 !iter && !POINT_NAMES.contains(&name) && !ADDR_TRACE_NAMES.contains(&name)
             }
@@ -410,8 +400,8 @@ fn check_added_names(
         if bad {
             let want = match r.kind {
                 'K' => "a kernel of the code object",
-                'U' => "a kernel of the code object (kernel scope) or a loop of one of its functions (loop SYMBOL+0xOFFSET)",
-                _ => "a barrier, memory, address-trace or loop-iteration point (iter loop SYMBOL+0xOFFSET)",
+                'U' => "a kernel of the code object (kernel scope), a loop or a user-named region of one of its functions (loop SYMBOL+0xOFFSET, region NAME SYMBOL+0xOFFSET)",
+                _ => "a barrier, memory, address-trace, loop-iteration or user-named point (iter loop SYMBOL+0xOFFSET, point NAME SYMBOL+0xOFFSET)",
             };
             findings.push(glob(
                 Check::Funcmap,

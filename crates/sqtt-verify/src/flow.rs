@@ -1656,7 +1656,7 @@ fn check_marker(
         Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
             let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
             let looped = (row.kind == 'U')
-                .then(|| crate::elfcheck::loop_scope_symbol(&row.name))
+                .then(|| crate::scope_rows::loop_scope_symbol(&row.name))
                 .flatten();
             let symbol = fm.symbols.get(looped.unwrap_or(&row.name)).copied();
             let misplaced = match (row.kind, symbol) {
@@ -1675,6 +1675,27 @@ fn check_marker(
                     format!(
                         "enter marker value {v:#x} (id {id}) names the {}: row of {}, which is not entered here",
                         row.kind, row.name
+                    ),
+                ));
+            }
+        }
+        // A user-named point (`P:` named `point NAME SYMBOL+0x..`) is in the function of that
+        // symbol.
+        Some(row) if matches!(kind, MarkerKind::Point(_)) => {
+            let elsewhere = crate::scope_rows::point_symbol(&row.name).is_some_and(|s| {
+                fm.symbols
+                    .get(s)
+                    .is_none_or(|&(_, entry)| Some(entry) != f.new_start)
+            });
+            if elsewhere {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o_addr),
+                    Some(a),
+                    format!(
+                        "point marker value {v:#x} (id {id}) names the P: row of {}, which is not in this function",
+                        row.name
                     ),
                 ));
             }

@@ -58,6 +58,7 @@ mod insn;
 mod noreturn;
 mod outside;
 mod region;
+mod scope_rows;
 mod segments;
 mod sgprs;
 mod spill;

@@ -98,6 +98,15 @@ pub(super) fn options_map(o: &Options) -> BTreeMap<String, String> {
             format!("{n}{}", if o.loop_iters { ":iters" } else { "" }),
         )
     });
+    // `regions` (issue 34) likewise: recorded only when some region or point is given.
+    let regions = (!o.regions.is_empty()).then(|| {
+        let specs: Vec<String> = o
+            .regions
+            .iter()
+            .map(|s| format!("{} {s}", s.kind.word()))
+            .collect();
+        ("regions", specs.join("; "))
+    });
     [
         ("functions", format!("{:?}", o.functions)),
         ("barriers", o.barriers.to_string()),
@@ -112,6 +121,7 @@ pub(super) fn options_map(o: &Options) -> BTreeMap<String, String> {
     ]
     .into_iter()
     .chain(loops)
+    .chain(regions)
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }

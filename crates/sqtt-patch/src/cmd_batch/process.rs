@@ -231,6 +231,7 @@ pub(super) fn object_row(
             .map(failed_closed_sites)
             .unwrap_or_default(),
         loops: report.and_then(|r| r.loops.clone()),
+        regions: report.and_then(|r| r.regions.clone()),
     };
     let mut kernels: BTreeMap<String, KernelRow> = BTreeMap::new();
     let mut functions: BTreeMap<String, FunctionRow> = BTreeMap::new();

@@ -86,6 +86,10 @@ pub struct ObjectReport {
     /// Loops found, instrumented and left out with the reason (`--loops`; omitted without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loops: Option<sqtt_rewrite::inlined::LoopReport>,
+    /// User-named regions and points found, instrumented and skipped with the reason
+    /// (`--region`, `--point`; omitted without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions: Option<sqtt_rewrite::inlined::RegionReport>,
 }
 
 /// One kernel.

@@ -11,6 +11,10 @@
 //! lies strictly inside a loop's body nests inside the loop; a loop that shares instructions
 //! with an inlined scope without either holding the other is left out and reported (its markers
 //! could not nest).
+//!
+//! A loop is a single-entry region; user-named regions (`--region`, [`super::region_scopes`])
+//! are nodes of the same kind ([`NodeKind::Region`]), nested with the loops by instruction sets
+//! too.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -72,25 +76,43 @@ impl LoopReport {
 /// Where a back edge's point marker goes: (insert before, landing rule), or why it cannot.
 pub(super) type IterPoint = Result<(usize, Landing), &'static str>;
 
-/// A loop given a scope in one function's plan.
+/// What a [`LoopNode`] stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NodeKind {
+    /// A natural loop (`--loops`).
+    Loop,
+    /// A user-named region (`--region`): index into [`crate::config::Options::regions`].
+    Region(usize),
+}
+
+/// A loop (or a user-named region: a single-entry region like a loop) given a scope in one
+/// function's plan.
 #[derive(Debug, Clone)]
 pub(super) struct LoopNode {
+    /// Loop or region.
+    pub kind: NodeKind,
     /// Funcmap name, `loop <function>+0x<header offset> (<file>:<line>)` (offset in the input,
-    /// bytes; the line of the header's first instruction from the line table, when there is one).
+    /// bytes; the line of the header's first instruction from the line table, when there is
+    /// one); for a region `region <NAME> <function>+0x<entry offset> (<file>:<line>)`.
     pub name: String,
     /// Always `None`: the location is in the name (AMD's parser drops a `U:` row's location).
     pub loc: Option<String>,
-    /// Instruction index of the header.
-    header: usize,
-    /// Last instructions of the back-edge sources ([`crate::loops::Loop::latches`]).
-    latches: Vec<usize>,
-    /// Node of the nearest enclosing loop that has a scope.
-    parent: Option<usize>,
+    /// Instruction index of the header (a region's entry).
+    pub header: usize,
+    /// Last instructions of the back-edge sources ([`crate::loops::Loop::latches`]; none for a
+    /// region).
+    pub latches: Vec<usize>,
+    /// Node of the nearest enclosing loop or region that has a scope.
+    pub parent: Option<usize>,
     /// Marked inlined scopes whose region holds the whole body.
-    within: Vec<usize>,
+    pub within: Vec<usize>,
     /// Marked inlined scopes whose region lies strictly inside the body.
-    holds: HashSet<usize>,
+    pub holds: HashSet<usize>,
 }
+
+/// How a body nests with the marked inlined scopes: the scopes holding it, the scopes it
+/// holds, or (`Err`) a scope it crosses.
+pub(super) type InlinedNesting = Result<(Vec<usize>, HashSet<usize>), usize>;
 
 impl FuncPlan<'_> {
     /// The loop of node `s`, if `s` is a loop's node (nodes past the inlined scopes' indices).
@@ -107,13 +129,7 @@ impl FuncPlan<'_> {
         self.loop_report.found += found.loops.len();
         self.loop_report.irreducible += found.irreducible.len();
         let ends: BTreeSet<usize> = f.exits.iter().map(|&(i, _)| i).collect();
-        // The marked inlined scopes holding each instruction.
-        let mut owners: Vec<Vec<usize>> = vec![Vec::new(); f.insts.len()];
-        for &s in &self.marked {
-            for &i in &self.region[&s] {
-                owners[i].push(s);
-            }
-        }
+        let owners = self.inlined_owners();
         let mut node_of: Vec<Option<usize>> = vec![None; found.loops.len()];
         for (li, l) in found.loops.iter().enumerate() {
             if l.depth > max {
@@ -122,6 +138,15 @@ impl FuncPlan<'_> {
             }
             let addr = f.insts.addr(l.header);
             let name = format!("loop {}+{:#x}", f.spec.name, addr - f.spec.start);
+            let body: Vec<usize> = l
+                .body
+                .iter()
+                .copied()
+                .filter(|i| !ends.contains(i))
+                .collect();
+            let nesting = self
+                .inlined_nesting(&owners, &body)
+                .map_err(|s| self.crossing(s));
             let mut left = |why: String| {
                 self.loop_report.left_out.push(LoopLeftOut {
                     function: f.spec.name.clone(),
@@ -133,36 +158,13 @@ impl FuncPlan<'_> {
                 left("no name a funcmap row can carry (the function's name contains '@')".into());
                 continue;
             }
-            let body: Vec<usize> = l
-                .body
-                .iter()
-                .copied()
-                .filter(|i| !ends.contains(i))
-                .collect();
-            let mut count: HashMap<usize, usize> = HashMap::new();
-            for &i in &body {
-                for &s in &owners[i] {
-                    *count.entry(s).or_default() += 1;
+            let (within, holds) = match nesting {
+                Ok(x) => x,
+                Err(why) => {
+                    left(why);
+                    continue;
                 }
-            }
-            let (mut within, mut holds, mut crosses) = (Vec::new(), HashSet::new(), None);
-            for (s, c) in count {
-                if c == body.len() {
-                    within.push(s);
-                } else if c == self.region[&s].len() {
-                    holds.insert(s);
-                } else {
-                    crosses = Some(s);
-                }
-            }
-            if let Some(s) = crosses {
-                let sc = &self.scopes[s];
-                left(format!(
-                    "its body crosses the boundary of the scope of inlined {} (called at {}): the markers could not nest",
-                    sc.name, sc.call
-                ));
-                continue;
-            }
+            };
             let mut p = l.parent;
             while let Some(x) = p {
                 if node_of[x].is_some() {
@@ -186,6 +188,7 @@ impl FuncPlan<'_> {
             self.region.insert(node, body);
             self.marked.push(node);
             self.loops.push(LoopNode {
+                kind: NodeKind::Loop,
                 name,
                 loc,
                 header: l.header,
@@ -195,6 +198,54 @@ impl FuncPlan<'_> {
                 holds,
             });
         }
+    }
+
+    /// The marked inlined scopes holding each instruction, by instruction index.
+    pub(super) fn inlined_owners(&self) -> Vec<Vec<usize>> {
+        let mut owners: Vec<Vec<usize>> = vec![Vec::new(); self.f.insts.len()];
+        for &s in self.marked.iter().filter(|&&s| s < self.scopes.len()) {
+            for &i in &self.region[&s] {
+                owners[i].push(s);
+            }
+        }
+        owners
+    }
+
+    /// How `body` (instruction indices) nests with the marked inlined scopes (`owners`:
+    /// [`FuncPlan::inlined_owners`]): the scopes whose region holds all of it, those whose
+    /// region lies strictly inside it, or a scope it shares instructions with without either
+    /// holding the other.
+    pub(super) fn inlined_nesting(&self, owners: &[Vec<usize>], body: &[usize]) -> InlinedNesting {
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        for &i in body {
+            for &s in &owners[i] {
+                *count.entry(s).or_default() += 1;
+            }
+        }
+        let (mut within, mut holds, mut crosses) = (Vec::new(), HashSet::new(), None);
+        for (s, c) in count {
+            if c == body.len() {
+                within.push(s);
+            } else if c == self.region[&s].len() {
+                holds.insert(s);
+            } else {
+                crosses = Some(crosses.map_or(s, |x: usize| x.min(s)));
+            }
+        }
+        if let Some(s) = crosses {
+            return Err(s);
+        }
+        within.sort_unstable();
+        Ok((within, holds))
+    }
+
+    /// Why a body crossing the marked inlined scope `s` gets no scope.
+    pub(super) fn crossing(&self, s: usize) -> String {
+        let sc = &self.scopes[s];
+        format!(
+            "its body crosses the boundary of the scope of inlined {} (called at {}): the markers could not nest",
+            sc.name, sc.call
+        )
     }
 
     /// Nearest enclosing scope of node `s` in `marked` when the plan has loops: for a loop, the

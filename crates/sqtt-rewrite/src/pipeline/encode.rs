@@ -419,6 +419,12 @@ fn funcmap_rows(
                 loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
                 name,
             },
+            // User-named regions: `U:` rows whose name carries the location, as loops'.
+            MarkerKey::Region(_) => Row::User {
+                id,
+                name,
+                loc: None,
+            },
             MarkerKey::LoopIter(n) => Row::Point {
                 id,
                 loc: ins.loop_names.get(n).and_then(|r| r.1.clone()),
@@ -552,6 +558,16 @@ fn marker_name(
             .loop_names
             .get(n)
             .map(|r| format!("iter {}", r.0))
+            .unwrap_or_default(),
+        MarkerKey::Region(n) => ins
+            .region_names
+            .get(n)
+            .map(|r| r.0.clone())
+            .unwrap_or_default(),
+        MarkerKey::UserPoint(n) => ins
+            .point_names
+            .get(n)
+            .map(|r| r.0.clone())
             .unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
         MarkerKey::Barrier => "barrier".into(),

@@ -63,10 +63,14 @@ pub(crate) struct Instrumented {
     pub inlined_names: InlinedNames,
     /// Names and header locations of the loop scopes.
     pub loop_names: InlinedNames,
+    /// Names of the user-named region scopes (`--region`).
+    pub region_names: InlinedNames,
+    /// Names of the user-named points (`--point`).
+    pub point_names: InlinedNames,
 }
 
 /// Sites kinds that open or close a scope: a scope is all or nothing.
-const SCOPE_KINDS: [SiteKind; 8] = [
+const SCOPE_KINDS: [SiteKind; 10] = [
     SiteKind::FunctionEntry,
     SiteKind::FunctionExit,
     SiteKind::KernelEntry,
@@ -75,6 +79,8 @@ const SCOPE_KINDS: [SiteKind; 8] = [
     SiteKind::InlinedExit,
     SiteKind::LoopEnter,
     SiteKind::LoopExit,
+    SiteKind::RegionEnter,
+    SiteKind::RegionExit,
 ];
 
 /// Finds the sites of the features `opts` asks for, allocates marker ids (never one in
@@ -136,6 +142,7 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     sites.extend(inlined.sites);
     report.inlined = inlined.report;
     report.loops = inlined.loops;
+    report.regions = inlined.regions;
     skipped.extend(inlined.skipped);
     if let Some(e) = &report.inlined.dwarf_error {
         report.notes.push(format!(
@@ -313,6 +320,16 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
             .filter(|k| matches!(k, MarkerKey::Loop(_)))
             .count();
     }
+    if let Some(r) = report.regions.as_mut() {
+        r.instrumented = ids
+            .keys()
+            .filter(|k| matches!(k, MarkerKey::Region(_)))
+            .count();
+        r.points_instrumented = ids
+            .keys()
+            .filter(|k| matches!(k, MarkerKey::UserPoint(_)))
+            .count();
+    }
     // Entry snippets first at a shared point (they are skipped by branches). Of the rest, scope
     // entries and the markers describing the previous instruction (after a barrier signal) come
     // first, then the
@@ -334,7 +351,10 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
                 SiteKind::InlinedEnter
                 | SiteKind::InlinedExit
                 | SiteKind::LoopEnter
-                | SiteKind::LoopExit,
+                | SiteKind::LoopExit
+                | SiteKind::RegionEnter
+                | SiteKind::RegionExit
+                | SiteKind::UserPoint,
             ) => 2,
             _ => 3,
         });
@@ -380,6 +400,8 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         packing,
         inlined_names: inlined.names,
         loop_names: inlined.loop_names,
+        region_names: inlined.region_names,
+        point_names: inlined.point_names,
     })
 }
 
