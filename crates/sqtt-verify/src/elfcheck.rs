@@ -358,12 +358,20 @@ fn check_rows(
 /// `loop <symbol>+0x<header offset>` (hexadecimal; issue 34), optionally followed by
 /// ` (<file>:<line>)`; `None` for any other name.
 pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
+    loop_scope(name).map(|(symbol, _)| symbol)
+}
+
+/// The function symbol and header offset (bytes from the symbol's start) a loop scope's `U:`
+/// row names ([`loop_scope_symbol`]); `None` for any other name or an offset over 64 bits.
+pub(crate) fn loop_scope(name: &str) -> Option<(&str, u64)> {
     let rest = name.strip_prefix("loop ")?;
     let rest = rest.split_once(" (").map_or(rest, |x| x.0);
     let (symbol, offset) = rest.rsplit_once('+')?;
     let hex = offset.strip_prefix("0x")?;
-    (!symbol.is_empty() && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then_some(symbol)
+    if symbol.is_empty() || hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((symbol, u64::from_str_radix(hex, 16).ok()?))
 }
 
 /// Point-marker names a post-link rewrite gives `P:` rows (spec "Barrier marker

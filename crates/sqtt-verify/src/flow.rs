@@ -1262,6 +1262,7 @@ fn check_runs(
         layout: env.layout,
     };
     let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
+    let mut loops = Vec::new();
     let mut next = 0;
     for k in 0..n {
         let first = next;
@@ -1295,6 +1296,7 @@ fn check_runs(
                 code.legacy,
                 &facts,
                 &mut counts,
+                &mut loops,
                 findings,
             );
             // Only runs with markers matter to the scope checks (a missing effect is an empty
@@ -1328,9 +1330,20 @@ fn check_runs(
         )
         .with_m0(facts.consts[s]);
         let e = entry_effect(p, env, f, &code, body, true);
-        check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);
+        check_effect(
+            f,
+            s,
+            &e,
+            true,
+            code.legacy,
+            &facts,
+            &mut counts,
+            &mut loops,
+            findings,
+        );
         landed.insert(start, e);
     }
+    check_loop_enters(f, cfg, fm, &loops, findings);
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
     check_balance(f, cfg, &effects, &landed, fm, findings);
     counts
@@ -1505,6 +1518,7 @@ fn check_effect(
     legacy: bool,
     facts: &Facts,
     counts: &mut MarkerCounts,
+    loops: &mut Vec<LoopEnter>,
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
@@ -1554,26 +1568,32 @@ fn check_effect(
         for &(a, v) in &e.markers {
             check_marker(
                 f,
-                o.addr,
+                k,
                 a,
                 facts.layout.strip(v),
                 facts.fm,
                 counts,
+                loops,
                 findings,
             );
         }
     }
 }
 
+/// Checks marker word `v` at new address `a`, inserted in front of original `k` of `f`: a
+/// post-link rewrite's kind of word, an id with a funcmap row of the kind the word needs, and a
+/// row that names what stands there ([`crate::sites`]).
 fn check_marker(
     f: &Func,
-    o_addr: u64,
+    k: usize,
     a: u64,
     v: u32,
     fm: &FuncmapInfo,
     counts: &mut MarkerCounts,
+    loops: &mut Vec<LoopEnter>,
     findings: &mut Vec<Finding>,
 ) {
+    let o_addr = f.orig[k].addr;
     let kind = marker_kind(v);
     let id = match kind {
         MarkerKind::Enter(id) => {
@@ -1640,6 +1660,21 @@ fn check_marker(
         // that function's scope, entered in that function (inlined copies of a function with an
         // out-of-line symbol get no row of their own). Symbols are compared by entry address:
         // aliased kernels share one body.
+        Some(row) if matches!(kind, MarkerKind::Point(_)) => {
+            let home = |s: &str| fm.symbols.get(s).is_some_and(|e| Some(e.1) == f.new_start);
+            if let Some(why) = crate::sites::point_misplaced(f, k, &row.name, home) {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o_addr),
+                    Some(a),
+                    format!(
+                        "point marker value {v:#x} (id {id}) names the P: row {:?}, which does not fit here: {why}",
+                        row.name
+                    ),
+                ));
+            }
+        }
         Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
             let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
             let looped = (row.kind == 'U')
@@ -1664,9 +1699,101 @@ fn check_marker(
                         row.kind, row.name
                     ),
                 ));
+            } else if looped.is_some() {
+                // The right function: the site must be in the loop too ([`check_loop_enters`]).
+                let home = |s: &str| fm.symbols.get(s).is_some_and(|e| here(*e));
+                let why = match crate::sites::loop_header(f, &row.name, home) {
+                    Ok(h) => {
+                        loops.push(LoopEnter { k, a, v, id, h });
+                        None
+                    }
+                    Err(why) => Some(why),
+                };
+                if let Some(why) = why {
+                    findings.push(loop_enter_finding(f, o_addr, a, v, id, &row.name, &why));
+                }
             }
         }
         Some(_) => {}
+    }
+}
+
+/// A loop scope's enter marker, to be placed by [`check_loop_enters`]: in front of original `k`
+/// at new address `a`, word `v` of row `id`, whose loop header is original `h`.
+struct LoopEnter {
+    k: usize,
+    a: u64,
+    v: u32,
+    id: u32,
+    h: usize,
+}
+
+fn loop_enter_finding(
+    f: &Func,
+    o_addr: u64,
+    a: u64,
+    v: u32,
+    id: u32,
+    name: &str,
+    why: &str,
+) -> Finding {
+    fnd(
+        f,
+        Check::Markers,
+        Some(o_addr),
+        Some(a),
+        format!(
+            "enter marker value {v:#x} (id {id}) names the U: row {name:?}, which is not entered here: {why}"
+        ),
+    )
+}
+
+/// Every loop enter stands in its loop ([`crate::sites`]): original `k`, or the target of the
+/// unconditional branch `k`, and the header reach each other in `cfg`.
+fn check_loop_enters(
+    f: &Func,
+    cfg: &Cfg,
+    fm: &FuncmapInfo,
+    loops: &[LoopEnter],
+    findings: &mut Vec<Finding>,
+) {
+    if loops.is_empty() {
+        return;
+    }
+    let n = f.orig.len();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for k in 0..n {
+        for (s, _) in cfg.succ(k) {
+            if let Some(p) = preds.get_mut(s) {
+                p.push(k);
+            }
+        }
+    }
+    let mut bodies: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
+    for l in loops {
+        let body = bodies.entry(l.h).or_insert_with(|| {
+            crate::sites::in_loop(n, |k| cfg.succ(k).map(|s| s.0).collect(), &preds, l.h)
+        });
+        let jump = (f.inst(&f.orig[l.k]).flow() == Flow::Branch { conditional: false })
+            .then(|| crate::sites::branch_target(f, l.k))
+            .flatten();
+        let inside = |t: usize| body.get(t).copied().unwrap_or(false);
+        if !inside(l.k) && !jump.is_some_and(inside) {
+            let name = fm.names.get(&l.id).map_or("", String::as_str);
+            let why = format!(
+                "neither it nor its branch target lies in the loop of header {:#x}",
+                f.orig[l.h].addr
+            );
+            findings.push(loop_enter_finding(
+                f,
+                f.orig[l.k].addr,
+                l.a,
+                l.v,
+                l.id,
+                name,
+                &why,
+            ));
+        }
     }
 }
 

@@ -59,6 +59,7 @@ mod noreturn;
 mod outside;
 mod region;
 mod segments;
+mod sites;
 mod sgprs;
 mod spill;
 mod subcalls;

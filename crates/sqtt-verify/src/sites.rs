@@ -1,0 +1,250 @@
+//! Where an inserted marker naming a given funcmap row may stand (issue 32 item 17): a marker
+//! word's id selects a row, and the row's name says what the marker times, so the site has to
+//! be that event. The funcmap names are the ones a post-link rewrite gives its rows (spec
+//! `docs/markers/SPEC.md` of rocprof-trace-decoder in ROCm/rocm-systems: "Funcmap format",
+//! "Barrier marker placement", "Address Tracing"; loop rows `loop SYMBOL+0xOFFSET` and
+//! `iter loop SYMBOL+0xOFFSET`, [`crate::elfcheck::loop_scope`]).
+//!
+//! A site is the original instruction `k` the marker's inserted code runs in front of (a landing
+//! block's code runs in front of its branch target). A rewrite may settle a marker earlier or
+//! later over straight-line code (an `s_clause` window, an address builder) but never across a
+//! branch or another barrier or trace instruction, so the rules scan straight-line code only:
+//!
+//! - `barrier`: the first barrier or trace instruction from `k` on is `s_barrier`, or it is
+//!   `s_barrier_wait` and the last one before `k` is `s_barrier_signal` (a signal/wait pair);
+//! - `barrier_wait`: the first one from `k` on is `s_barrier_wait`;
+//! - `barrier_signal`: the last one before `k` is `s_barrier_signal` (the marker follows it);
+//! - `vmem_load` / `vmem_store`: a global, flat or buffer load (store or atomic) follows before
+//!   any of them or any branch;
+//! - `addr_trace_*`: a memory operation of the row's class follows likewise (table of the spec's
+//!   "Address Tracing": global/flat, LDS, buffer, structured buffer, `ds_permute`/`ds_bpermute`);
+//! - `iter loop` points: `k` is the loop's header or a branch to it (the back edge), in the
+//!   function the name's symbol starts;
+//! - `loop` scope enters: in that function, `k` (or the target of the unconditional branch `k`)
+//!   lies in the loop: it and the header reach each other. A scope is entered on every edge into
+//!   the loop's body from outside, which need not be an edge into the header (the fall-through of
+//!   alignment padding into a body block is one).
+
+use amdgpu_isa::{Flow, Format, Instruction, MemKind, MemSpace, Special};
+
+use crate::code::Func;
+
+/// Barrier and trace instructions: no marker is moved across one.
+fn pinned(i: &Instruction) -> bool {
+    matches!(
+        i.special(),
+        Special::SBarrier
+            | Special::SBarrierSignal
+            | Special::SBarrierSignalIsFirst
+            | Special::SBarrierWait
+            | Special::TtraceData
+            | Special::TtraceDataImm(_)
+    )
+}
+
+fn is_signal(i: &Instruction) -> bool {
+    matches!(
+        i.special(),
+        Special::SBarrierSignal | Special::SBarrierSignalIsFirst
+    )
+}
+
+/// The straight-line instructions of `f` from original `k` on: up to and including the first
+/// that does not fall through.
+fn ahead<'f>(f: &'f Func, k: usize) -> impl Iterator<Item = Instruction> + 'f {
+    let mut open = true;
+    f.orig.get(k..).unwrap_or_default().iter().map_while(move |o| {
+        let i = f.inst(o);
+        let this = open.then_some(i);
+        open = i.flow() == Flow::Fallthrough;
+        this
+    })
+}
+
+/// The first barrier or trace instruction of the straight-line code from `k` on.
+fn next_pinned(f: &Func, k: usize) -> Option<Instruction> {
+    ahead(f, k).find(pinned)
+}
+
+/// The last barrier or trace instruction of the straight-line code ending before `k`.
+fn last_pinned(f: &Func, k: usize) -> Option<Instruction> {
+    f.orig
+        .get(..k)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .map(|o| f.inst(o))
+        .take_while(|i| i.flow() == Flow::Fallthrough)
+        .find(pinned)
+}
+
+/// Whether a memory operation matching `want` follows `k` before a barrier, trace instruction
+/// or branch.
+fn memory_ahead(f: &Func, k: usize, want: impl Fn(&Instruction) -> bool) -> bool {
+    ahead(f, k)
+        .take_while(|i| !pinned(i))
+        .any(|i| want(&i))
+}
+
+/// `kind` of a load, store or atomic (`MemKind::Store` stands for both store and atomic).
+fn kind_is(k: MemKind, want: MemKind) -> bool {
+    match want {
+        MemKind::Store => matches!(k, MemKind::Store | MemKind::Atomic),
+        w => k == w,
+    }
+}
+
+/// The memory operations an `addr_trace_*` row of name `name` traces (the spec's name table:
+/// `load`/`store`/`atomic` for global and flat, `lds_*` for DS on LDS, `buffer_*` and
+/// `struct_buffer_*` for buffers without and with an index VGPR, `ds_permute`, `ds_bpermute`);
+/// `None` for another name.
+fn traces(name: &str, i: &Instruction) -> Option<bool> {
+    let kind = name.strip_prefix("addr_trace_")?;
+    let m = i.memory();
+    let (space, mk) = (m.map(|m| m.space), m.map(|m| m.kind));
+    let access = |want: &str| match want {
+        "load" => mk == Some(MemKind::Load),
+        "store" => mk == Some(MemKind::Store),
+        "atomic" => mk == Some(MemKind::Atomic),
+        _ => false,
+    };
+    let lds = space == Some(MemSpace::Lds) && i.format() == Format::Ds;
+    Some(match kind {
+        "ds_permute" => lds && i.mnemonic() == "ds_permute_b32",
+        "ds_bpermute" => lds && i.mnemonic().starts_with("ds_bpermute"),
+        _ => match kind.split_once('_') {
+            Some(("lds", a)) => lds && access(a),
+            Some(("buffer", a)) => {
+                matches!(space, Some(MemSpace::Buffer { idxen: false, .. })) && access(a)
+            }
+            Some(("struct", rest)) => match rest.split_once('_') {
+                Some(("buffer", a)) => {
+                    matches!(space, Some(MemSpace::Buffer { idxen: true, .. })) && access(a)
+                }
+                _ => return None,
+            },
+            None => matches!(space, Some(MemSpace::Global | MemSpace::Flat)) && access(kind),
+            _ => return None,
+        },
+    })
+}
+
+/// Why a point marker naming the `P:` row `name` may not stand in front of original `k` of `f`
+/// (rules of the module documentation); `None` when it may. `home`: whether a symbol names the
+/// function `f` (its entry is `f`'s), for the `iter loop` rows.
+pub(crate) fn point_misplaced(
+    f: &Func,
+    k: usize,
+    name: &str,
+    home: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let vmem = |want: MemKind| {
+        memory_ahead(f, k, |i| {
+            i.memory().is_some_and(|m| {
+                matches!(
+                    m.space,
+                    MemSpace::Global | MemSpace::Flat | MemSpace::Buffer { .. }
+                ) && kind_is(m.kind, want)
+            })
+        })
+    };
+    let next = || next_pinned(f, k).map(|i| i.special());
+    let ok = match name {
+        "barrier" => match next() {
+            Some(Special::SBarrier) => true,
+            Some(Special::SBarrierWait) => last_pinned(f, k).is_some_and(|i| is_signal(&i)),
+            _ => false,
+        },
+        "barrier_wait" => next() == Some(Special::SBarrierWait),
+        "barrier_signal" => last_pinned(f, k).is_some_and(|i| is_signal(&i)),
+        "vmem_load" => vmem(MemKind::Load),
+        "vmem_store" => vmem(MemKind::Store),
+        _ if name.starts_with("addr_trace_") => {
+            memory_ahead(f, k, |i| traces(name, i) == Some(true))
+        }
+        _ => match name.strip_prefix("iter ") {
+            Some(scope) => return loop_misplaced(f, k, scope, home),
+            None => return Some("no post-link rewrite inserts a point of that name".into()),
+        },
+    };
+    (!ok).then(|| {
+        match name {
+            "barrier" => "no s_barrier (or signal/wait pair) follows in straight-line code",
+            "barrier_wait" => "no s_barrier_wait follows in straight-line code",
+            "barrier_signal" => "it does not follow an s_barrier_signal in straight-line code",
+            "vmem_load" => "no global, flat or buffer load follows in straight-line code",
+            "vmem_store" => "no global, flat or buffer store or atomic follows in straight-line code",
+            _ => "no memory operation of that kind follows in straight-line code",
+        }
+        .to_string()
+    })
+}
+
+/// The header (original instruction index) of the loop row `name` (`loop SYMBOL+0xOFFSET`)
+/// in `f`, when `home(SYMBOL)`. Errors: why no header of `f` is named.
+pub(crate) fn loop_header(f: &Func, name: &str, home: impl Fn(&str) -> bool) -> Result<usize, String> {
+    let Some((symbol, offset)) = crate::elfcheck::loop_scope(name) else {
+        return Err("the row names no loop (loop SYMBOL+0xOFFSET)".into());
+    };
+    if !home(symbol) {
+        return Err(format!("{symbol} is not this function"));
+    }
+    let header = f.orig_start.saturating_add(offset);
+    f.orig
+        .binary_search_by_key(&header, |o| o.addr)
+        .map_err(|_| format!("no instruction of this function starts at its header {header:#x}"))
+}
+
+/// Why the iteration point of loop row `name` may not stand in front of original `k` of `f`;
+/// `None` when it may: `k` is the header (the back edge falls into it, or a landing block on
+/// the back edge is keyed at it) or a branch to the header (the back edge's own branch).
+fn loop_misplaced(f: &Func, k: usize, name: &str, home: impl Fn(&str) -> bool) -> Option<String> {
+    let h = match loop_header(f, name, home) {
+        Ok(h) => h,
+        Err(why) => return Some(why),
+    };
+    (k != h && branch_target(f, k) != Some(h)).then(|| {
+        format!(
+            "it is neither at the loop header {:#x} nor at a branch to it",
+            f.orig[h].addr
+        )
+    })
+}
+
+/// The original instruction index a SOPP branch at original `k` of `f` jumps to.
+pub(crate) fn branch_target(f: &Func, k: usize) -> Option<usize> {
+    let o = f.orig.get(k)?;
+    let t = f.inst(o).branch_target(o.addr)?;
+    f.orig.binary_search_by_key(&t, |o| o.addr).ok()
+}
+
+/// Whether original `t` lies in the loop of header `h`: both reach each other (the natural
+/// loop's body is inside the header's strongly connected component). `succ`: successors by
+/// original index; `preds`: predecessors (the reverse of `succ`).
+pub(crate) fn in_loop(
+    n: usize,
+    succ: impl Fn(usize) -> Vec<usize>,
+    preds: &[Vec<usize>],
+    h: usize,
+) -> Vec<bool> {
+    let reach = |next: &dyn Fn(usize) -> Vec<usize>| {
+        let mut seen = vec![false; n];
+        let mut work = vec![h];
+        while let Some(k) = work.pop() {
+            for s in next(k) {
+                if s < n && !seen[s] {
+                    seen[s] = true;
+                    work.push(s);
+                }
+            }
+        }
+        seen
+    };
+    let fwd = reach(&succ);
+    let back = reach(&|k| preds.get(k).cloned().unwrap_or_default());
+    let mut both: Vec<bool> = fwd.iter().zip(&back).map(|(a, b)| *a && *b).collect();
+    if let Some(x) = both.get_mut(h) {
+        *x = true;
+    }
+    both
+}
