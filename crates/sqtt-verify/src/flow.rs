@@ -1569,8 +1569,7 @@ fn check_effect(
             check_marker(
                 f,
                 k,
-                a,
-                facts.layout.strip(v),
+                (a, facts.layout.strip(v)),
                 facts.fm,
                 counts,
                 loops,
@@ -1580,14 +1579,13 @@ fn check_effect(
     }
 }
 
-/// Checks marker word `v` at new address `a`, inserted in front of original `k` of `f`: a
+/// Checks marker word `v` at new address `a` (`(a, v)`), inserted in front of original `k` of `f`: a
 /// post-link rewrite's kind of word, an id with a funcmap row of the kind the word needs, and a
 /// row that names what stands there ([`crate::sites`]).
 fn check_marker(
     f: &Func,
     k: usize,
-    a: u64,
-    v: u32,
+    (a, v): (u64, u32),
     fm: &FuncmapInfo,
     counts: &mut MarkerCounts,
     loops: &mut Vec<LoopEnter>,

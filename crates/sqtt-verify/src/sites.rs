@@ -53,12 +53,16 @@ fn is_signal(i: &Instruction) -> bool {
 /// that does not fall through.
 fn ahead<'f>(f: &'f Func, k: usize) -> impl Iterator<Item = Instruction> + 'f {
     let mut open = true;
-    f.orig.get(k..).unwrap_or_default().iter().map_while(move |o| {
-        let i = f.inst(o);
-        let this = open.then_some(i);
-        open = i.flow() == Flow::Fallthrough;
-        this
-    })
+    f.orig
+        .get(k..)
+        .unwrap_or_default()
+        .iter()
+        .map_while(move |o| {
+            let i = f.inst(o);
+            let this = open.then_some(i);
+            open = i.flow() == Flow::Fallthrough;
+            this
+        })
 }
 
 /// The first barrier or trace instruction of the straight-line code from `k` on.
@@ -81,9 +85,7 @@ fn last_pinned(f: &Func, k: usize) -> Option<Instruction> {
 /// Whether a memory operation matching `want` follows `k` before a barrier, trace instruction
 /// or branch.
 fn memory_ahead(f: &Func, k: usize, want: impl Fn(&Instruction) -> bool) -> bool {
-    ahead(f, k)
-        .take_while(|i| !pinned(i))
-        .any(|i| want(&i))
+    ahead(f, k).take_while(|i| !pinned(i)).any(|i| want(&i))
 }
 
 /// `kind` of a load, store or atomic (`MemKind::Store` stands for both store and atomic).
@@ -173,7 +175,9 @@ pub(crate) fn point_misplaced(
             "barrier_wait" => "no s_barrier_wait follows in straight-line code",
             "barrier_signal" => "it does not follow an s_barrier_signal in straight-line code",
             "vmem_load" => "no global, flat or buffer load follows in straight-line code",
-            "vmem_store" => "no global, flat or buffer store or atomic follows in straight-line code",
+            "vmem_store" => {
+                "no global, flat or buffer store or atomic follows in straight-line code"
+            }
             _ => "no memory operation of that kind follows in straight-line code",
         }
         .to_string()
@@ -182,7 +186,11 @@ pub(crate) fn point_misplaced(
 
 /// The header (original instruction index) of the loop row `name` (`loop SYMBOL+0xOFFSET`)
 /// in `f`, when `home(SYMBOL)`. Errors: why no header of `f` is named.
-pub(crate) fn loop_header(f: &Func, name: &str, home: impl Fn(&str) -> bool) -> Result<usize, String> {
+pub(crate) fn loop_header(
+    f: &Func,
+    name: &str,
+    home: impl Fn(&str) -> bool,
+) -> Result<usize, String> {
     let Some((symbol, offset)) = crate::elfcheck::loop_scope(name) else {
         return Err("the row names no loop (loop SYMBOL+0xOFFSET)".into());
     };
