@@ -497,3 +497,25 @@ fn a_function_enter_must_name_its_own_function() {
         "{text}"
     );
 }
+
+/// Session-17 fresh tester: a rewrite without inserted code (here: only the run record added)
+/// was summarised as "0 with inserted code, listed below" over an empty list.
+#[test]
+fn a_summary_with_nothing_to_list_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let orig = fixture("gfx1100__calls__O3.co");
+    let bytes = std::fs::read(&orig).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let mut ed = hsaco::CodeObjectEditor::new(&co);
+    let record = b"{\"options\":\"test\",\"tool\":\"sqtt-patch\",\"version\":\"0.1.0\"}\n";
+    ed.add_or_replace_section(".sqtt_patch", 1, 0, 1, record.to_vec())
+        .unwrap();
+    let (code, text) = verify(t.path(), &orig, &ed.write().unwrap());
+    assert_eq!(code, 0, "{text}");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(" functions (none with inserted code), ") && !text.contains("listed below"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("  ")), "{text}");
+}
