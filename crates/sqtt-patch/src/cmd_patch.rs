@@ -194,7 +194,7 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         o.kernel_scopes = true;
     }
     if let Some(l) = &args.loops {
-        (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;
+        (o.loops, o.loop_iters) = config::parse_loops("--loops", l, true)?;
     }
     if let Some(m) = &args.memory {
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
