@@ -743,26 +743,49 @@ pub fn read_value<R: Read>(reader: R) -> Result<Value, String> {
     serde_json::from_reader(reader).map_err(|e| e.to_string())
 }
 
+/// The shader clock rates [`shader_clock_hz`] accepts (Hz): 1 MHz to 100 GHz, far around the
+/// 0.1-3 GHz of real GPU shader clocks; outside it `realtime.json` is corrupt.
+pub const PLAUSIBLE_CLOCK_HZ: std::ops::RangeInclusive<f64> = 1.0e6..=1.0e11;
+
 /// Shader clock in Hz from `realtime.json`: `Δshader_clock / (Δrealtime / frequency)` over the
 /// first and last `[shader_clock, realtime_clock]` pair of the first shader engine that has two
-/// distinct pairs (att-format note §1.2). `None` when that cannot be computed.
-pub fn shader_clock_hz(realtime: &Value) -> Option<f64> {
-    let freq = realtime.get("metadata")?.get("frequency")?.as_f64()?;
-    let obj = realtime.as_object()?;
+/// distinct pairs (att-format note §1.2). `Ok(None)` when the file has no frequency or no such
+/// pairs. Errors: a frequency that is not a positive finite number, or a rate outside
+/// [`PLAUSIBLE_CLOCK_HZ`] (session-17 fresh tester: "inf GHz"), with the value; the caller
+/// warns and uses cycles.
+pub fn shader_clock_hz(realtime: &Value) -> Result<Option<f64>, String> {
+    let Some(f) = realtime.get("metadata").and_then(|m| m.get("frequency")) else {
+        return Ok(None);
+    };
+    let freq = match f.as_f64() {
+        Some(x) if x.is_finite() && x > 0.0 => x,
+        _ => return Err(format!("metadata.frequency {f} is not a positive number")),
+    };
+    let Some(obj) = realtime.as_object() else {
+        return Ok(None);
+    };
     let mut keys: Vec<&String> = obj.keys().filter(|k| k.starts_with("SE")).collect();
     keys.sort();
     for k in keys {
-        let rows = obj[k].as_array()?;
+        let Some(rows) = obj[k].as_array() else {
+            return Ok(None);
+        };
         let pair = |r: &Value| Some((r.get(0)?.as_f64()?, r.get(1)?.as_f64()?));
         let (Some(a), Some(b)) = (rows.first().and_then(pair), rows.last().and_then(pair)) else {
             continue;
         };
         let (ds, dr) = (b.0 - a.0, b.1 - a.1);
-        if ds > 0.0 && dr > 0.0 && freq > 0.0 {
-            return Some(ds / (dr / freq));
+        if ds > 0.0 && dr > 0.0 {
+            let hz = ds / (dr / freq);
+            return match PLAUSIBLE_CLOCK_HZ.contains(&hz) {
+                true => Ok(Some(hz)),
+                false => Err(format!(
+                    "{k}: shader clock {hz:e} Hz (frequency {freq}) is outside 1 MHz..100 GHz"
+                )),
+            };
         }
     }
-    None
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -931,6 +954,26 @@ mod tests {
         let v: Value = serde_json::json!({"metadata": {"descriptor": "x", "frequency": 100_000_000},
             "SE0": [[1000, 50], [3000, 150]]});
         // 2000 shader cycles in 100 ticks of a 100 MHz clock (1 us) = 2 GHz.
-        assert_eq!(shader_clock_hz(&v), Some(2.0e9));
+        assert_eq!(shader_clock_hz(&v), Ok(Some(2.0e9)));
+    }
+
+    /// Session-17 fresh tester: an absurd frequency gave "inf GHz", a zero or negative one was
+    /// dropped without a word. Both are errors now (the caller warns and uses cycles); a file
+    /// without a frequency or pairs still gives no rate quietly.
+    #[test]
+    fn absurd_zero_or_negative_frequencies_are_errors() {
+        for freq in [
+            serde_json::json!(1e308),
+            serde_json::json!(0),
+            serde_json::json!(-5),
+        ] {
+            let v: Value = serde_json::json!({"metadata": {"frequency": freq},
+                "SE0": [[1000, 50], [3000, 150]]});
+            let e = shader_clock_hz(&v).expect_err("an unusable rate");
+            assert!(e.contains("frequency"), "{e}");
+        }
+        let v: Value = serde_json::json!({"metadata": {"frequency": 1e8}, "SE0": [[1000, 50]]});
+        assert_eq!(shader_clock_hz(&v), Ok(None));
+        assert_eq!(shader_clock_hz(&serde_json::json!({})), Ok(None));
     }
 }
