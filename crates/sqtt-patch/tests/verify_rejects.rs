@@ -519,3 +519,43 @@ fn a_summary_with_nothing_to_list_says_so() {
     );
     assert!(!text.lines().any(|l| l.starts_with("  ")), "{text}");
 }
+
+/// Session-17 fresh tester: a section whose name is empty (`sh_name` 0) was matched with the
+/// null section, so the input "did not verify against itself" with a message naming an empty
+/// section ("section  type/flags changed"). It is matched by index now: the input is
+/// instrumented and the output verifies; changed flags of that section are named by its index.
+#[test]
+fn a_section_without_a_name_is_matched_and_named_by_index() {
+    let t = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(fixture("gfx1100__calls__O3.co")).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let rodata = co.section(".rodata").expect(".rodata").index;
+    let header = co.elf.header.e_shoff as usize + 64 * rodata;
+    bytes[header..header + 4].fill(0); // sh_name: the empty string at .shstrtab offset 0
+    let orig = t.path().join("unnamed.co");
+    std::fs::write(&orig, &bytes).unwrap();
+    let out = t.path().join("unnamed.out");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&orig)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = std::fs::read(&out).unwrap();
+    let (code, text) = verify(t.path(), &orig, &out);
+    assert_eq!(code, 0, "{text}");
+    // sh_flags (+8) of the unnamed section in the output: SHF_WRITE added.
+    let n = hsaco::CodeObject::parse(&out).unwrap();
+    let at = n.elf.header.e_shoff as usize + 64 * rodata + 8;
+    let mut broken = out.clone();
+    broken[at] |= 1;
+    assert_rejected(
+        t.path(),
+        &orig,
+        &broken,
+        &format!("section [{rodata}] (empty name) type/flags changed"),
+    );
+}
