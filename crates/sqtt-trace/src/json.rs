@@ -20,6 +20,9 @@ pub struct Record {
     pub time: i64,
     /// Low 32 bits of the M0/IMM value.
     pub value: u32,
+    /// Bits 32..63 of the value as the file gives it (0 in captures: the hardware records 32
+    /// bits); kept so that a message shows the value untruncated ([`Record::full_value`]).
+    pub high: u32,
     /// CU id (gfx9) or WGP id with the shader array at bit 7 (gfx10+).
     pub cu: u32,
     /// SIMD 0..3.
@@ -28,6 +31,14 @@ pub struct Record {
     pub wave: u32,
     /// Bit 0 IMM, bit 1 PRIV (trap handler).
     pub flags: u32,
+}
+
+impl Record {
+    /// The value as the file gives it, all 64 bits (session-17 fresh tester: a warning showed
+    /// a 64-bit value truncated to its low 32 bits).
+    pub fn full_value(&self) -> u64 {
+        u64::from(self.high) << 32 | u64::from(self.value)
+    }
 }
 
 /// Bit of `flags` set on records written by the trap handler (`FLAGS_PRIV = 1`).
@@ -205,9 +216,11 @@ impl<F: FnMut(Record)> FileSeed<'_, F> {
         let c = self.columns;
         let small = |i: usize| row.int(c[i]).and_then(|v| u32::try_from(v).ok());
         let rec = (|| {
+            let value = u64::try_from(row.int(c[1])?).ok()?;
             Some(Record {
                 time: i64::try_from(row.int(c[0])?).ok()?,
-                value: u64::try_from(row.int(c[1])?).ok()? as u32,
+                value: value as u32,
+                high: (value >> 32) as u32,
                 cu: small(2)?,
                 simd: small(3)?,
                 wave: small(4)?,
@@ -806,6 +819,7 @@ mod tests {
         assert!(f.error.is_none() && f.unexpected_type.is_none() && f.count_mismatch.is_none());
         assert_eq!(v.len(), 2);
         assert_eq!(v[1].value, 1, "low 32 bits");
+        assert_eq!(v[1].full_value(), 4294967297, "all 64 bits");
         assert_eq!(v[1].flags, FLAG_PRIV);
         let (v, _) = read(
             r#"{"type":"shaderdata","records_schema":["flags","wave_id","simd","cu","value","time"],"records":[[0,3,2,1,6,5]]}"#,
@@ -815,6 +829,7 @@ mod tests {
             Record {
                 time: 5,
                 value: 6,
+                high: 0,
                 cu: 1,
                 simd: 2,
                 wave: 3,
