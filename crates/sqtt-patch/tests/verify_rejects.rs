@@ -387,7 +387,8 @@ const ALL_KINDS: [&str; 8] = [
 
 /// Issue 32 item 17: a changed marker payload is rejected, in the `s_ttracedata_imm` form
 /// (gfx1100) and in the M0 form (gfx942), with a finding naming the changed marker's address: an
-/// id without a row, a point of another kind (a barrier marker naming `vmem_load`), the
+/// id without a row, a point of another kind (a barrier marker naming `vmem_load`, a load's
+/// marker naming `vmem_store`), the
 /// iteration point of another loop (same function and another function), the scope of another
 /// loop of the same function, and a device function's scope entered in another function.
 #[test]
@@ -426,7 +427,12 @@ fn marker_payloads_must_name_the_row_of_their_site() {
         let (l0, l1) = (loops[0], loops[1]);
         let iter = |l: &str| point(&format!("iter {l}"));
         // Pairs of words of one encoding size in the M0 form (inline constants up to 64).
-        let cases: [(u32, u32, &str); 6] = [
+        let cases: [(u32, u32, &str); 7] = [
+            (
+                point("vmem_load"),
+                point("vmem_store"),
+                "the next global, flat or buffer operation is no store or atomic",
+            ),
             (
                 point("iter loop k_scratch+"),
                 61 << 2,
@@ -473,6 +479,39 @@ fn marker_payloads_must_name_the_row_of_their_site() {
             );
         }
     }
+}
+
+/// An address-trace header naming another class's row of the same payload count (a load's
+/// block naming an `addr_trace_store` row): the row's class must be the next traced operation's
+/// (gfx1100, M0 form: the header goes through M0 with its payload).
+#[test]
+fn an_address_trace_header_must_name_its_operations_class() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__memory__O3.co",
+        &["--trace-addresses", "memory,lds"],
+    );
+    let load = row_id(&out, 'P', "addr_trace_load") << 2;
+    let store = row_id(&out, 'P', "addr_trace_store") << 2;
+    let tgt = amdgpu_isa::Target::from_name("gfx1100").unwrap();
+    let set = |w: u32| {
+        amdgpu_isa::build::s_mov_b32(
+            tgt,
+            amdgpu_isa::build::Operand::M0,
+            amdgpu_isa::build::Operand::Literal(w),
+        )
+        .unwrap()
+        .bytes()
+        .to_vec()
+    };
+    let (broken, _) = replaced_in_text(&out, &set(load), &set(store), 0);
+    assert_rejected(
+        t.path(),
+        &orig,
+        &broken,
+        "names the P: row \"addr_trace_store\", which does not fit here: the next traced memory operation is not of that class",
+    );
 }
 
 /// A device function's enter marker naming another device function's `F:` row (imm form).

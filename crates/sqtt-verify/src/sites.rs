@@ -14,10 +14,14 @@
 //!   `s_barrier_wait` and the last one before `k` is `s_barrier_signal` (a signal/wait pair);
 //! - `barrier_wait`: the first one from `k` on is `s_barrier_wait`;
 //! - `barrier_signal`: the last one before `k` is `s_barrier_signal` (the marker follows it);
-//! - `vmem_load` / `vmem_store`: a global, flat or buffer load (store or atomic) follows before
-//!   any of them or any branch;
-//! - `addr_trace_*`: a memory operation of the row's class follows likewise (table of the spec's
-//!   "Address Tracing": global/flat, LDS, buffer, structured buffer, `ds_permute`/`ds_bpermute`);
+//! - `vmem_load` / `vmem_store`: the next global, flat or buffer operation is a load (a store or
+//!   atomic), before any barrier, trace instruction or branch;
+//! - `addr_trace_*`: the next traceable memory operation is of the row's class (table of the
+//!   spec's "Address Tracing": global/flat, LDS, buffer, structured buffer,
+//!   `ds_permute`/`ds_bpermute`);
+//!
+//! (past an `s_clause`, `s_delay_alu` or `s_getpc`, whose windows a marker is moved out of, a
+//! later operation of the straight-line code may be the one);
 //! - `iter loop` points: `k` is the loop's header or a branch to it (the back edge), in the
 //!   function the name's symbol starts;
 //! - `loop` scope enters: in that function, `k` (or the target of the unconditional branch `k`)
@@ -82,10 +86,48 @@ fn last_pinned(f: &Func, k: usize) -> Option<Instruction> {
         .find(pinned)
 }
 
-/// Whether a memory operation matching `want` follows `k` before a barrier, trace instruction
-/// or branch.
-fn memory_ahead(f: &Func, k: usize, want: impl Fn(&Instruction) -> bool) -> bool {
-    ahead(f, k).take_while(|i| !pinned(i)).any(|i| want(&i))
+/// Whether the operation a marker in front of `k` stands for follows: the first of the
+/// operations `counted` in the straight-line code from `k` on (before a barrier or trace
+/// instruction) is one that `want` accepts. Past an `s_clause`, `s_delay_alu` or `s_getpc` (the
+/// windows a rewrite moves a marker out of, to their front) a later operation may be the one.
+fn memory_ahead(
+    f: &Func,
+    k: usize,
+    counted: impl Fn(&Instruction) -> bool,
+    want: impl Fn(&Instruction) -> bool,
+) -> bool {
+    let mut window = false;
+    for i in ahead(f, k).take_while(|i| !pinned(i)) {
+        window |= matches!(
+            i.special(),
+            Special::Clause | Special::DelayAlu | Special::GetPc
+        );
+        if want(&i) {
+            return true;
+        }
+        if counted(&i) && !window {
+            return false;
+        }
+    }
+    false
+}
+
+/// The kind of a global, flat or buffer load, store or atomic (what memory-op markers count).
+fn vmem(i: &Instruction) -> Option<MemKind> {
+    let m = i.memory()?;
+    let space = matches!(
+        m.space,
+        MemSpace::Global | MemSpace::Flat | MemSpace::Buffer { .. }
+    );
+    let access = matches!(m.kind, MemKind::Load | MemKind::Store | MemKind::Atomic);
+    (space && access).then_some(m.kind)
+}
+
+/// An operation of some address-trace class.
+fn traced(i: &Instruction) -> bool {
+    crate::elfcheck::ADDR_TRACE_NAMES
+        .iter()
+        .any(|n| traces(n, i) == Some(true))
 }
 
 /// `kind` of a load, store or atomic (`MemKind::Store` stands for both store and atomic).
@@ -140,15 +182,13 @@ pub(crate) fn point_misplaced(
     name: &str,
     home: impl Fn(&str) -> bool,
 ) -> Option<String> {
-    let vmem = |want: MemKind| {
-        memory_ahead(f, k, |i| {
-            i.memory().is_some_and(|m| {
-                matches!(
-                    m.space,
-                    MemSpace::Global | MemSpace::Flat | MemSpace::Buffer { .. }
-                ) && kind_is(m.kind, want)
-            })
-        })
+    let vmem_of = |want: MemKind| {
+        memory_ahead(
+            f,
+            k,
+            |i| vmem(i).is_some(),
+            |i| vmem(i).is_some_and(|m| kind_is(m, want)),
+        )
     };
     let next = || next_pinned(f, k).map(|i| i.special());
     let ok = match name {
@@ -159,10 +199,10 @@ pub(crate) fn point_misplaced(
         },
         "barrier_wait" => next() == Some(Special::SBarrierWait),
         "barrier_signal" => last_pinned(f, k).is_some_and(|i| is_signal(&i)),
-        "vmem_load" => vmem(MemKind::Load),
-        "vmem_store" => vmem(MemKind::Store),
+        "vmem_load" => vmem_of(MemKind::Load),
+        "vmem_store" => vmem_of(MemKind::Store),
         _ if name.starts_with("addr_trace_") => {
-            memory_ahead(f, k, |i| traces(name, i) == Some(true))
+            memory_ahead(f, k, traced, |i| traces(name, i) == Some(true))
         }
         _ => match name.strip_prefix("iter ") {
             Some(scope) => return loop_misplaced(f, k, scope, home),
@@ -174,11 +214,9 @@ pub(crate) fn point_misplaced(
             "barrier" => "no s_barrier (or signal/wait pair) follows in straight-line code",
             "barrier_wait" => "no s_barrier_wait follows in straight-line code",
             "barrier_signal" => "it does not follow an s_barrier_signal in straight-line code",
-            "vmem_load" => "no global, flat or buffer load follows in straight-line code",
-            "vmem_store" => {
-                "no global, flat or buffer store or atomic follows in straight-line code"
-            }
-            _ => "no memory operation of that kind follows in straight-line code",
+            "vmem_load" => "the next global, flat or buffer operation is no load",
+            "vmem_store" => "the next global, flat or buffer operation is no store or atomic",
+            _ => "the next traced memory operation is not of that class",
         }
         .to_string()
     })
