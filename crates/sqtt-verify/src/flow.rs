@@ -15,6 +15,7 @@ use crate::insn::{
 };
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
+use crate::sites::LoopEnter;
 use crate::subcalls::Resolved;
 use crate::{Check, Finding};
 use rayon::prelude::*;
@@ -1343,7 +1344,8 @@ fn check_runs(
         );
         landed.insert(start, e);
     }
-    check_loop_enters(f, cfg, fm, &loops, findings);
+    let succ = |k: usize| cfg.succ(k).map(|s| s.0).collect();
+    crate::sites::check_loop_enters(f, succ, &fm.names, &loops, findings);
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
     check_balance(f, cfg, &effects, &landed, fm, findings);
     counts
@@ -1698,7 +1700,8 @@ fn check_marker(
                     ),
                 ));
             } else if looped.is_some() {
-                // The right function: the site must be in the loop too ([`check_loop_enters`]).
+                // The right function: the site must be in the loop too
+                // ([`crate::sites::check_loop_enters`]).
                 let home = |s: &str| fm.symbols.get(s).is_some_and(|e| here(*e));
                 let why = match crate::sites::loop_header(f, &row.name, home) {
                     Ok(h) => {
@@ -1708,90 +1711,13 @@ fn check_marker(
                     Err(why) => Some(why),
                 };
                 if let Some(why) = why {
-                    findings.push(loop_enter_finding(f, o_addr, a, v, id, &row.name, &why));
+                    findings.push(crate::sites::loop_enter_finding(
+                        f, k, a, v, id, &row.name, &why,
+                    ));
                 }
             }
         }
         Some(_) => {}
-    }
-}
-
-/// A loop scope's enter marker, to be placed by [`check_loop_enters`]: in front of original `k`
-/// at new address `a`, word `v` of row `id`, whose loop header is original `h`.
-struct LoopEnter {
-    k: usize,
-    a: u64,
-    v: u32,
-    id: u32,
-    h: usize,
-}
-
-fn loop_enter_finding(
-    f: &Func,
-    o_addr: u64,
-    a: u64,
-    v: u32,
-    id: u32,
-    name: &str,
-    why: &str,
-) -> Finding {
-    fnd(
-        f,
-        Check::Markers,
-        Some(o_addr),
-        Some(a),
-        format!(
-            "enter marker value {v:#x} (id {id}) names the U: row {name:?}, which is not entered here: {why}"
-        ),
-    )
-}
-
-/// Every loop enter stands in its loop ([`crate::sites`]): original `k`, or the target of the
-/// unconditional branch `k`, and the header reach each other in `cfg`.
-fn check_loop_enters(
-    f: &Func,
-    cfg: &Cfg,
-    fm: &FuncmapInfo,
-    loops: &[LoopEnter],
-    findings: &mut Vec<Finding>,
-) {
-    if loops.is_empty() {
-        return;
-    }
-    let n = f.orig.len();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for k in 0..n {
-        for (s, _) in cfg.succ(k) {
-            if let Some(p) = preds.get_mut(s) {
-                p.push(k);
-            }
-        }
-    }
-    let mut bodies: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
-    for l in loops {
-        let body = bodies.entry(l.h).or_insert_with(|| {
-            crate::sites::in_loop(n, |k| cfg.succ(k).map(|s| s.0).collect(), &preds, l.h)
-        });
-        let jump = (f.inst(&f.orig[l.k]).flow() == Flow::Branch { conditional: false })
-            .then(|| crate::sites::branch_target(f, l.k))
-            .flatten();
-        let inside = |t: usize| body.get(t).copied().unwrap_or(false);
-        if !inside(l.k) && !jump.is_some_and(inside) {
-            let name = fm.names.get(&l.id).map_or("", String::as_str);
-            let why = format!(
-                "neither it nor its branch target lies in the loop of header {:#x}",
-                f.orig[l.h].addr
-            );
-            findings.push(loop_enter_finding(
-                f,
-                f.orig[l.k].addr,
-                l.a,
-                l.v,
-                l.id,
-                name,
-                &why,
-            ));
-        }
     }
 }
 

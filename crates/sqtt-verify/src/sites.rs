@@ -15,13 +15,11 @@
 //! - `barrier_wait`: the first one from `k` on is `s_barrier_wait`;
 //! - `barrier_signal`: the last one before `k` is `s_barrier_signal` (the marker follows it);
 //! - `vmem_load` / `vmem_store`: the next global, flat or buffer operation is a load (a store or
-//!   atomic), before any barrier, trace instruction or branch;
-//! - `addr_trace_*`: the next traceable memory operation is of the row's class (table of the
-//!   spec's "Address Tracing": global/flat, LDS, buffer, structured buffer,
+//!   atomic), before any barrier, trace instruction or branch (past an `s_clause`, `s_delay_alu`
+//!   or `s_getpc`, whose windows a marker is moved out of, a later one may be it);
+//! - `addr_trace_*`: the next traceable memory operation is of the row's class, likewise (table
+//!   of the spec's "Address Tracing": global/flat, LDS, buffer, structured buffer,
 //!   `ds_permute`/`ds_bpermute`);
-//!
-//! (past an `s_clause`, `s_delay_alu` or `s_getpc`, whose windows a marker is moved out of, a
-//! later operation of the straight-line code may be the one);
 //! - `iter loop` points: `k` is the loop's header or a branch to it (the back edge), in the
 //!   function the name's symbol starts;
 //! - `loop` scope enters: in that function, `k` (or the target of the unconditional branch `k`)
@@ -29,9 +27,12 @@
 //!   the loop's body from outside, which need not be an edge into the header (the fall-through of
 //!   alignment padding into a body block is one).
 
+use std::collections::BTreeMap;
+
 use amdgpu_isa::{Flow, Format, Instruction, MemKind, MemSpace, Special};
 
 use crate::code::Func;
+use crate::{Check, Finding};
 
 /// Barrier and trace instructions: no marker is moved across one.
 fn pinned(i: &Instruction) -> bool {
@@ -258,7 +259,7 @@ fn loop_misplaced(f: &Func, k: usize, name: &str, home: impl Fn(&str) -> bool) -
 }
 
 /// The original instruction index a SOPP branch at original `k` of `f` jumps to.
-pub(crate) fn branch_target(f: &Func, k: usize) -> Option<usize> {
+fn branch_target(f: &Func, k: usize) -> Option<usize> {
     let o = f.orig.get(k)?;
     let t = f.inst(o).branch_target(o.addr)?;
     f.orig.binary_search_by_key(&t, |o| o.addr).ok()
@@ -267,9 +268,9 @@ pub(crate) fn branch_target(f: &Func, k: usize) -> Option<usize> {
 /// Whether original `t` lies in the loop of header `h`: both reach each other (the natural
 /// loop's body is inside the header's strongly connected component). `succ`: successors by
 /// original index; `preds`: predecessors (the reverse of `succ`).
-pub(crate) fn in_loop(
+fn in_loop(
     n: usize,
-    succ: impl Fn(usize) -> Vec<usize>,
+    succ: &impl Fn(usize) -> Vec<usize>,
     preds: &[Vec<usize>],
     h: usize,
 ) -> Vec<bool> {
@@ -286,11 +287,86 @@ pub(crate) fn in_loop(
         }
         seen
     };
-    let fwd = reach(&succ);
+    let fwd = reach(succ);
     let back = reach(&|k| preds.get(k).cloned().unwrap_or_default());
     let mut both: Vec<bool> = fwd.iter().zip(&back).map(|(a, b)| *a && *b).collect();
     if let Some(x) = both.get_mut(h) {
         *x = true;
     }
     both
+}
+
+/// A loop scope's enter marker, to be placed by [`check_loop_enters`]: in front of original `k`
+/// at new address `a`, word `v` of row `id`, whose loop header is original `h`.
+pub(crate) struct LoopEnter {
+    pub k: usize,
+    pub a: u64,
+    pub v: u32,
+    pub id: u32,
+    pub h: usize,
+}
+
+/// The finding of a loop enter in front of original `k` of `f` that is not in its loop `name`.
+pub(crate) fn loop_enter_finding(
+    f: &Func,
+    k: usize,
+    a: u64,
+    v: u32,
+    id: u32,
+    name: &str,
+    why: &str,
+) -> Finding {
+    Finding {
+        check: Check::Markers,
+        function: Some(f.name.clone()),
+        original_address: f.orig.get(k).map(|o| o.addr),
+        new_address: Some(a),
+        message: format!(
+            "enter marker value {v:#x} (id {id}) names the U: row {name:?}, which is not entered here: {why}"
+        ),
+    }
+}
+
+/// Every loop enter of `f` stands in its loop: original `k`, or the target of the unconditional
+/// branch `k`, and the header reach each other ([`in_loop`]; `succ`: the function's control-flow
+/// successors by original index). `names`: row names by id, for the findings.
+pub(crate) fn check_loop_enters(
+    f: &Func,
+    succ: impl Fn(usize) -> Vec<usize>,
+    names: &BTreeMap<u32, String>,
+    loops: &[LoopEnter],
+    findings: &mut Vec<Finding>,
+) {
+    if loops.is_empty() {
+        return;
+    }
+    let n = f.orig.len();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for k in 0..n {
+        for s in succ(k) {
+            if let Some(p) = preds.get_mut(s) {
+                p.push(k);
+            }
+        }
+    }
+    let mut bodies: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
+    for l in loops {
+        let body = bodies
+            .entry(l.h)
+            .or_insert_with(|| in_loop(n, &succ, &preds, l.h));
+        let unconditional = f
+            .orig
+            .get(l.k)
+            .is_some_and(|o| f.inst(o).flow() == Flow::Branch { conditional: false });
+        let jump = unconditional.then(|| branch_target(f, l.k)).flatten();
+        let inside = |t: usize| body.get(t).copied().unwrap_or(false);
+        if !inside(l.k) && !jump.is_some_and(inside) {
+            let why = format!(
+                "neither it nor its branch target lies in the loop of header {:#x}",
+                f.orig.get(l.h).map_or(0, |o| o.addr)
+            );
+            let name = names.get(&l.id).map_or("", String::as_str);
+            findings.push(loop_enter_finding(f, l.k, l.a, l.v, l.id, name, &why));
+        }
+    }
 }
