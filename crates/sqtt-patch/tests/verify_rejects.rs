@@ -359,11 +359,11 @@ fn replaced_in_text(bytes: &[u8], from: &[u8], to: &[u8], nth: usize) -> (Vec<u8
     (v, text.addr + at as u64)
 }
 
-/// The gfx942 M0 marker snippet `s_mov_b32 m0, word`, `s_nop 0`, `s_ttracedata` (spec
+/// The M0 marker snippet `s_mov_b32 m0, word`, `s_nop 0`, `s_ttracedata` of `target` (spec
 /// "Instruction selection": every target may use the M0 form), as bytes.
-fn m0_marker(word: u32) -> Vec<u8> {
+fn m0_marker(target: &str, word: u32) -> Vec<u8> {
     use amdgpu_isa::build::{self, Operand};
-    let t = amdgpu_isa::Target::from_name("gfx942").unwrap();
+    let t = amdgpu_isa::Target::from_name(target).unwrap();
     let mut v = build::s_mov_b32(t, Operand::M0, Operand::Literal(word))
         .unwrap()
         .bytes()
@@ -406,7 +406,7 @@ fn marker_payloads_must_name_the_row_of_their_site() {
         );
         let bytes = |word: u32| match word_form {
             "imm" => ttracedata_imm(word),
-            _ => m0_marker(word),
+            _ => m0_marker("gfx942", word),
         };
         let point = |n: &str| row_id(&out, 'P', n) << 2;
         let enter = |n: &str| (row_id(&out, 'U', n) << 2) | 2;
@@ -494,17 +494,7 @@ fn an_address_trace_header_must_name_its_operations_class() {
     );
     let load = row_id(&out, 'P', "addr_trace_load") << 2;
     let store = row_id(&out, 'P', "addr_trace_store") << 2;
-    let tgt = amdgpu_isa::Target::from_name("gfx1100").unwrap();
-    let set = |w: u32| {
-        amdgpu_isa::build::s_mov_b32(
-            tgt,
-            amdgpu_isa::build::Operand::M0,
-            amdgpu_isa::build::Operand::Literal(w),
-        )
-        .unwrap()
-        .bytes()
-        .to_vec()
-    };
+    let set = |w: u32| m0_marker("gfx1100", w);
     let (broken, _) = replaced_in_text(&out, &set(load), &set(store), 0);
     assert_rejected(
         t.path(),
