@@ -249,7 +249,7 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         o.keep_text = true;
     }
     if let Some(l) = &args.loops {
-        (o.loops, o.loop_iters) = config::parse_loops("--loops", l)?;
+        (o.loops, o.loop_iters) = config::parse_loops("--loops", l, true)?;
     }
     if let Some(specs) = region_specs(args)? {
         o.regions = specs;

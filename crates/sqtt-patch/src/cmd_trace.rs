@@ -166,6 +166,17 @@ fn options(a: &TraceArgs) -> Options {
     }
 }
 
+/// The wave filter flags given (`--cu 1,2 --simd 0`), or `None` when every wave is drawn.
+fn selection(a: &TraceArgs) -> Option<String> {
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let given: Vec<String> = [("--cu", &a.cu), ("--simd", &a.simd), ("--wave", &a.wave)]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(flag, v)| format!("{flag} {}", list(v)))
+        .collect();
+    (!given.is_empty()).then(|| given.join(" "))
+}
+
 fn summary(trace: &Trace, stats: &RunStats) {
     eprint!("{}", trace.warnings);
     eprintln!(
@@ -248,8 +259,14 @@ pub fn run_flamegraph(a: FlamegraphArgs) -> Result<i32> {
     let stats = trace.run(&options(&a.common), &mut flame)?;
     summary(&trace, &stats);
     if flame.total() == 0 {
+        // Name the filter when one was given: it, not the capture, may have left nothing
+        // (session-17 fresh tester).
+        let why = match selection(&a.common) {
+            Some(f) => format!("on the waves {f} selects"),
+            None => "(no function/user scope decoded)".to_string(),
+        };
         bail!(
-            "{}: no cycles inside a scope marker (no function/user scope decoded); nothing to draw",
+            "{}: no cycles inside a scope marker {why}; nothing to draw",
             a.common.trace_dir.display()
         );
     }

@@ -111,12 +111,17 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
             .iter()
             .filter(|f| f.inserted_instructions > 0)
             .count();
+        // Only functions with inserted code are listed (issue 32 item 17); "listed below" only
+        // when there is a list (session-17 fresh tester).
+        let listed = match with_code {
+            0 => "none with inserted code".to_string(),
+            n => format!("{n} with inserted code, listed below"),
+        };
         writeln!(
             out,
-            "{}: {} functions ({} with inserted code, listed below), {} inserted instructions, {} markers, SGPRs written by inserted code {}",
+            "{}: {} functions ({listed}), {} inserted instructions, {} markers, SGPRs written by inserted code {}",
             report.target,
             report.functions.len(),
-            with_code,
             report.inserted_instructions(),
             report.markers(),
             sgpr_list(&report.inserted_sgprs)

@@ -114,11 +114,12 @@ pub fn kind(data: &[u8]) -> Option<InputKind> {
     }
 }
 
-/// Number of embedded AMDGPU code objects of a bundle or host binary (`None`: unreadable).
-fn embedded(data: &[u8]) -> Option<usize> {
+/// Number of embedded AMDGPU code objects of a bundle or host binary. Errors: why it cannot be
+/// read (the container reader's message, as `info` shows it).
+fn embedded(data: &[u8]) -> Result<usize, String> {
     hsaco::container::open(data, DEFAULT_DECOMPRESS_LIMIT)
-        .ok()
         .map(|(_, e)| e.len())
+        .map_err(|e| e.to_string())
 }
 
 /// What a file that is not a bare AMDGPU code object is, in words (`None` for an AMDGPU ELF,
@@ -126,17 +127,17 @@ fn embedded(data: &[u8]) -> Option<usize> {
 pub fn describe(data: &[u8]) -> Option<String> {
     if hsaco::bundle::is_bundle(data) {
         return Some(match embedded(data) {
-            Some(n) => format!("an offload bundle with {n} code object(s)"),
-            None => "an offload bundle that cannot be read".into(),
+            Ok(n) => format!("an offload bundle with {n} code object(s)"),
+            Err(e) => format!("an offload bundle that cannot be read ({e})"),
         });
     }
     if hsaco::offload::is_offload_binary(data) {
         return Some(match embedded(data) {
-            Some(n) => format!(
+            Ok(n) => format!(
                 "an LLVM offload binary with {n} code object(s) (writing LLVM offload binaries \
                  is not supported; `sqtt-patch extract` reads them)"
             ),
-            None => "an LLVM offload binary that cannot be read".into(),
+            Err(e) => format!("an LLVM offload binary that cannot be read ({e})"),
         });
     }
     if hsaco::kpack::is_kpack(data) {
@@ -176,7 +177,7 @@ pub fn describe(data: &[u8]) -> Option<String> {
     match machine(data) {
         Some(EM_AMDGPU) => None,
         Some(EM_X86_64) => Some(match embedded(data) {
-            Some(n) if n > 0 => format!("an x86-64 host binary with {n} embedded code object(s)"),
+            Ok(n) if n > 0 => format!("an x86-64 host binary with {n} embedded code object(s)"),
             _ if hsaco::kpack::hipk::scan(data).is_ok_and(|w| !w.is_empty()) => {
                 "a kpack-split (HIPK) x86-64 host binary: its device code is in .kpack archives"
                     .into()
@@ -195,7 +196,7 @@ pub fn describe(data: &[u8]) -> Option<String> {
 pub fn not_a_code_object(name: &str, data: &[u8], what: &str) -> Option<anyhow::Error> {
     let is = describe(data)?;
     let container = (matches!(kind(data), Some(InputKind::Bundle | InputKind::Host))
-        && embedded(data).is_some_and(|n| n > 0))
+        && embedded(data).is_ok_and(|n| n > 0))
         || hsaco::kpack::is_kpack(data);
     let hipk = kind(data) == Some(InputKind::Host)
         && hsaco::kpack::hipk::scan(data).is_ok_and(|w| !w.is_empty());

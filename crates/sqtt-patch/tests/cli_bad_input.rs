@@ -631,3 +631,22 @@ fn a_renamed_run_record_still_marks_our_output() {
         "{err}"
     );
 }
+
+/// Session-17 fresh tester: `dis` and `funcmap` on a corrupt bundle said only that it "cannot be
+/// read"; they name the cause now, as `info` does.
+#[test]
+fn dis_and_funcmap_name_why_a_bundle_cannot_be_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("short.hipfb");
+    std::fs::write(&file, &fixture("bundles/calls-4arch__plain.hipfb")[..30]).expect("write");
+    for cmd in ["dis", "funcmap"] {
+        let out = Command::new(BIN).arg(cmd).arg(&file).output().expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("an offload bundle that cannot be read (")
+                && err.contains("bundle entry count needs 8 bytes at offset 0x18"),
+            "{cmd}: {err}"
+        );
+    }
+}

@@ -553,7 +553,7 @@ fn verifier_rejects_region_and_point_rows_naming_another_function() {
         (
             "point fpt f_loop+0x8",
             "point fp k_loops+0x8",
-            "which is not in this function",
+            "which does not fit here: k_loops is not this function",
         ),
     ] {
         assert_eq!(from.len(), to.len());

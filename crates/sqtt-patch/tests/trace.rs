@@ -80,6 +80,26 @@ fn gfx942_calls_capture_flamegraph_and_perfetto() {
         "{text}"
     );
 
+    // A CU no wave ran on: the message names the filter that left nothing (session-17 fresh
+    // tester: it blamed the capture).
+    let none = run(&[
+        "flamegraph",
+        cap.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--cu",
+        "77",
+        "--simd",
+        "0",
+    ]);
+    assert_eq!(none.status.code(), Some(2), "{}", stderr(&none));
+    assert!(
+        stderr(&none)
+            .contains("no cycles inside a scope marker on the waves --cu 77 --simd 0 selects"),
+        "{}",
+        stderr(&none)
+    );
+
     // Perfetto, microseconds at 2 GHz.
     let out = tmp.path().join("pf");
     let o = run_to("perfetto", &cap, &out, &["--clock-rate-ghz", "2"]);

@@ -339,3 +339,252 @@ fn grown_vgprs_agree_in_the_report_descriptor_and_note() {
         ".vgpr_count Some(8) does not cover the VGPR allocation grown from 8 to 16",
     );
 }
+
+/// `bytes` with the `nth` occurrence (from 0) of `from` inside `.text` replaced by `to` (same
+/// length); also the rewritten address of the change (bytes).
+fn replaced_in_text(bytes: &[u8], from: &[u8], to: &[u8], nth: usize) -> (Vec<u8>, u64) {
+    assert_eq!(from.len(), to.len());
+    let co = hsaco::CodeObject::parse(bytes).unwrap();
+    let text = co.section(".text").expect(".text");
+    let (start, size) = (text.offset as usize, text.size as usize);
+    let at = bytes[start..start + size]
+        .windows(from.len())
+        .enumerate()
+        .filter(|(i, w)| *w == from && i % 4 == 0)
+        .map(|(i, _)| i)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("occurrence {nth} of {from:x?} not in .text"));
+    let mut v = bytes.to_vec();
+    v[start + at..start + at + to.len()].copy_from_slice(to);
+    (v, text.addr + at as u64)
+}
+
+/// The M0 marker snippet `s_mov_b32 m0, word`, `s_nop 0`, `s_ttracedata` of `target` (spec
+/// "Instruction selection": every target may use the M0 form), as bytes.
+fn m0_marker(target: &str, word: u32) -> Vec<u8> {
+    use amdgpu_isa::build::{self, Operand};
+    let t = amdgpu_isa::Target::from_name(target).unwrap();
+    let mut v = build::s_mov_b32(t, Operand::M0, Operand::Literal(word))
+        .unwrap()
+        .bytes()
+        .to_vec();
+    v.extend(build::s_nop(t, 0).unwrap().bytes());
+    v.extend(build::s_ttracedata(t).unwrap().bytes());
+    v
+}
+
+/// The flags of the marker-id tests: every kind of row a rewrite names with a marker word.
+const ALL_KINDS: [&str; 8] = [
+    "--functions",
+    "1",
+    "--barriers",
+    "1",
+    "--memory",
+    "1:0",
+    "--loops",
+    "1:iters",
+];
+
+/// Issue 32 item 17: a changed marker payload is rejected, in the `s_ttracedata_imm` form
+/// (gfx1100) and in the M0 form (gfx942), with a finding naming the changed marker's address: an
+/// id without a row, a point of another kind (a barrier marker naming `vmem_load`, a load's
+/// marker naming `vmem_store`), the
+/// iteration point of another loop (same function and another function), the scope of another
+/// loop of the same function, and a device function's scope entered in another function.
+#[test]
+fn marker_payloads_must_name_the_row_of_their_site() {
+    let t = tempfile::tempdir().unwrap();
+    for (name, word_form) in [
+        ("gfx1100__memory__O3.co", "imm"),
+        ("gfx942__memory__O3.co", "m0"),
+    ] {
+        let (orig, out) = instrument(t.path(), name, &ALL_KINDS);
+        assert_eq!(
+            verify(t.path(), &orig, &out).0,
+            0,
+            "{name}: the output verifies"
+        );
+        let bytes = |word: u32| match word_form {
+            "imm" => ttracedata_imm(word),
+            _ => m0_marker("gfx942", word),
+        };
+        let point = |n: &str| row_id(&out, 'P', n) << 2;
+        let enter = |n: &str| (row_id(&out, 'U', n) << 2) | 2;
+        // Two loops of k_global_atomics with iteration points.
+        let rows =
+            sqtt_verify::funcmap::parse(hsaco::CodeObject::parse(&out).unwrap().funcmap().unwrap())
+                .rows;
+        let loops: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.kind == 'U' && r.name.starts_with("loop k_global_atomics+"))
+            .map(|r| r.name.as_str())
+            .filter(|l| rows.iter().any(|r| r.name == format!("iter {l}")))
+            .collect();
+        assert!(
+            loops.len() >= 2,
+            "{name}: loops of k_global_atomics {loops:?}"
+        );
+        let (l0, l1) = (loops[0], loops[1]);
+        let iter = |l: &str| point(&format!("iter {l}"));
+        // Pairs of words of one encoding size in the M0 form (inline constants up to 64).
+        let cases: [(u32, u32, &str); 7] = [
+            (
+                point("vmem_load"),
+                point("vmem_store"),
+                "the next global, flat or buffer operation is no store or atomic",
+            ),
+            (
+                point("iter loop k_scratch+"),
+                61 << 2,
+                "(id 61) has no .sqtt_funcmap row",
+            ),
+            (
+                point("barrier"),
+                point("vmem_load"),
+                "names the P: row \"vmem_load\", which does not fit here",
+            ),
+            (iter(l1), iter(l0), "nor at a branch to it"),
+            (
+                point("iter loop k_lds+"),
+                point("iter loop k_scratch+"),
+                "k_scratch is not this function",
+            ),
+            (enter(l1), enter(l0), "not entered here"),
+            (
+                point("vmem_store"),
+                point("barrier"),
+                "no s_barrier (or signal/wait pair) follows",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let (broken, at) = replaced_in_text(&out, &bytes(from), &bytes(to), 0);
+            let (code, text) = verify(t.path(), &orig, &broken);
+            assert_eq!(
+                code, 1,
+                "{name} {from:#x}->{to:#x}: want exit 1, {want:?}:\n{text}"
+            );
+            // The finding names the marker instruction: the `s_ttracedata` after the M0 set-up
+            // and the `s_nop 0` in the M0 form.
+            let marker = match word_form {
+                "imm" => at,
+                _ => at + bytes(from).len() as u64 - 4,
+            };
+            let line = text
+                .lines()
+                .find(|l| l.contains(want))
+                .unwrap_or_else(|| panic!("{name} {from:#x}->{to:#x}: want {want:?}:\n{text}"));
+            assert!(
+                line.contains(&format!("new {marker:#x}")),
+                "{name}: the finding names {marker:#x}: {line}"
+            );
+        }
+    }
+}
+
+/// An address-trace header naming another class's row of the same payload count (a load's
+/// block naming an `addr_trace_store` row): the row's class must be the next traced operation's
+/// (gfx1100, M0 form: the header goes through M0 with its payload).
+#[test]
+fn an_address_trace_header_must_name_its_operations_class() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(
+        t.path(),
+        "gfx1100__memory__O3.co",
+        &["--trace-addresses", "memory,lds"],
+    );
+    let load = row_id(&out, 'P', "addr_trace_load") << 2;
+    let store = row_id(&out, 'P', "addr_trace_store") << 2;
+    let set = |w: u32| m0_marker("gfx1100", w);
+    let (broken, _) = replaced_in_text(&out, &set(load), &set(store), 0);
+    assert_rejected(
+        t.path(),
+        &orig,
+        &broken,
+        "names the P: row \"addr_trace_store\", which does not fit here: the next traced memory operation is not of that class",
+    );
+}
+
+/// A device function's enter marker naming another device function's `F:` row (imm form).
+#[test]
+fn a_function_enter_must_name_its_own_function() {
+    let t = tempfile::tempdir().unwrap();
+    let (orig, out) = instrument(t.path(), "gfx1100__calls__O3.co", &["--functions", "1"]);
+    let own = row_id(&out, 'F', "_Z6horner");
+    let other = row_id(&out, 'F', "_Z9big_mixer");
+    let (broken, at) = replaced_in_text(
+        &out,
+        &ttracedata_imm((own << 2) | 2),
+        &ttracedata_imm((other << 2) | 2),
+        0,
+    );
+    let (code, text) = verify(t.path(), &orig, &broken);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.lines().any(|l| l
+            .contains("names the F: row of _Z9big_mixerjj, which is not entered here")
+            && l.contains(&format!("new {at:#x}"))),
+        "{text}"
+    );
+}
+
+/// Session-17 fresh tester: a rewrite without inserted code (here: only the run record added)
+/// was summarised as "0 with inserted code, listed below" over an empty list.
+#[test]
+fn a_summary_with_nothing_to_list_says_so() {
+    let t = tempfile::tempdir().unwrap();
+    let orig = fixture("gfx1100__calls__O3.co");
+    let bytes = std::fs::read(&orig).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let mut ed = hsaco::CodeObjectEditor::new(&co);
+    let record = b"{\"options\":\"test\",\"tool\":\"sqtt-patch\",\"version\":\"0.1.0\"}\n";
+    ed.add_or_replace_section(".sqtt_patch", 1, 0, 1, record.to_vec())
+        .unwrap();
+    let (code, text) = verify(t.path(), &orig, &ed.write().unwrap());
+    assert_eq!(code, 0, "{text}");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(" functions (none with inserted code), ") && !text.contains("listed below"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("  ")), "{text}");
+}
+
+/// Session-17 fresh tester: a section whose name is empty (`sh_name` 0) was matched with the
+/// null section, so the input "did not verify against itself" with a message naming an empty
+/// section ("section  type/flags changed"). It is matched by index now: the input is
+/// instrumented and the output verifies; changed flags of that section are named by its index.
+#[test]
+fn a_section_without_a_name_is_matched_and_named_by_index() {
+    let t = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(fixture("gfx1100__calls__O3.co")).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let rodata = co.section(".rodata").expect(".rodata").index;
+    let header = co.elf.header.e_shoff as usize + 64 * rodata;
+    bytes[header..header + 4].fill(0); // sh_name: the empty string at .shstrtab offset 0
+    let orig = t.path().join("unnamed.co");
+    std::fs::write(&orig, &bytes).unwrap();
+    let out = t.path().join("unnamed.out");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&orig)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = std::fs::read(&out).unwrap();
+    let (code, text) = verify(t.path(), &orig, &out);
+    assert_eq!(code, 0, "{text}");
+    // sh_flags (+8) of the unnamed section in the output: SHF_WRITE added.
+    let n = hsaco::CodeObject::parse(&out).unwrap();
+    let at = n.elf.header.e_shoff as usize + 64 * rodata + 8;
+    let mut broken = out.clone();
+    broken[at] |= 1;
+    assert_rejected(
+        t.path(),
+        &orig,
+        &broken,
+        &format!("section [{rodata}] (empty name) type/flags changed"),
+    );
+}

@@ -41,7 +41,7 @@ pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, C
         o.kernel_scopes = sqtt_rewrite::config::parse_toggle(KERNEL_SCOPES_VAR, &v)?;
     }
     if let Some(v) = lookup(LOOPS_VAR) {
-        (o.loops, o.loop_iters) = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v)?;
+        (o.loops, o.loop_iters) = sqtt_rewrite::config::parse_loops(LOOPS_VAR, &v, false)?;
     }
     if let Some(v) = lookup(REGIONS_VAR) {
         let bad = |e: String| ConfigError {

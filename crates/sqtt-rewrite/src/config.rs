@@ -204,11 +204,24 @@ pub fn parse_functions(text: &str) -> Result<FunctionThreshold, ConfigError> {
 }
 
 /// Parses `--loops N` or `--loops N:iters` (issue 34): `N` >= 1 bounds the nesting depth of
-/// the loops given scopes (1 = outermost loops only), `0` (or an empty value) is off; `:iters`
-/// adds a point marker on every back edge. Returns (depth, iters).
+/// the loops given scopes (1 = outermost loops only), `0` is off; `:iters` adds a point marker
+/// on every back edge. `N` is decimal digits only (no sign). An environment variable (`strict`
+/// false) may also be empty (off) and carry surrounding blanks, as every `SQTT_*` variable; the
+/// command-line flag (`strict`) may not (session-17 fresh tester). Returns (depth, iters).
 /// Errors: anything else, naming `name`.
-pub fn parse_loops(name: &'static str, text: &str) -> Result<(Option<u32>, bool), ConfigError> {
-    let t = text.trim();
+pub fn parse_loops(
+    name: &'static str,
+    text: &str,
+    strict: bool,
+) -> Result<(Option<u32>, bool), ConfigError> {
+    let t = if strict { text } else { text.trim() };
+    if strict && t.is_empty() {
+        return Err(err(
+            name,
+            text,
+            "expected N or N:iters (a loop nesting depth; 0 = off), not an empty value",
+        ));
+    }
     let (n, iters) = match t.split_once(':') {
         Some((n, "iters")) => (n, true),
         Some(_) => return Err(err(name, text, "expected N or N:iters")),
@@ -216,6 +229,9 @@ pub fn parse_loops(name: &'static str, text: &str) -> Result<(Option<u32>, bool)
     };
     let depth = match n {
         "" | "0" if !iters => None,
+        _ if !n.bytes().all(|b| b.is_ascii_digit()) => {
+            return Err(err(name, text, "expected a loop nesting depth N of decimal digits (no sign or blanks; 1 = outermost loops only, 0 = off), optionally followed by :iters"))
+        }
         _ => match n.parse::<u32>() {
             Ok(d) if d > 0 => Some(d),
             _ => return Err(err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off), optionally followed by :iters")),
@@ -413,6 +429,21 @@ impl Options {
 
 #[cfg(test)]
 mod tests {
+    /// Session-17 fresh tester: `--loops` took an empty value, `+2` and blanks.
+    #[test]
+    fn loops_flag_is_strict_and_the_variable_takes_blanks() {
+        for bad in ["", " ", "+2", " 2", "2 ", "2: iters", "-1", "2:iter"] {
+            let e = parse_loops("--loops", bad, true).expect_err(bad);
+            assert_eq!(e.name, "--loops");
+        }
+        assert_eq!(parse_loops("--loops", "2", true), Ok((Some(2), false)));
+        assert_eq!(parse_loops("--loops", "0", true), Ok((None, false)));
+        assert_eq!(parse_loops("--loops", "1:iters", true), Ok((Some(1), true)));
+        assert_eq!(parse_loops("V", " 2 ", false), Ok((Some(2), false)));
+        assert_eq!(parse_loops("V", "", false), Ok((None, false)));
+        assert!(parse_loops("V", "+2", false).is_err());
+    }
+
     use super::*;
 
     #[test]

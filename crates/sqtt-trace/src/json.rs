@@ -20,6 +20,9 @@ pub struct Record {
     pub time: i64,
     /// Low 32 bits of the M0/IMM value.
     pub value: u32,
+    /// Bits 32..63 of the value as the file gives it (0 in captures: the hardware records 32
+    /// bits); kept so that a message shows the value untruncated ([`Record::full_value`]).
+    pub high: u32,
     /// CU id (gfx9) or WGP id with the shader array at bit 7 (gfx10+).
     pub cu: u32,
     /// SIMD 0..3.
@@ -28,6 +31,14 @@ pub struct Record {
     pub wave: u32,
     /// Bit 0 IMM, bit 1 PRIV (trap handler).
     pub flags: u32,
+}
+
+impl Record {
+    /// The value as the file gives it, all 64 bits (session-17 fresh tester: a warning showed
+    /// a 64-bit value truncated to its low 32 bits).
+    pub fn full_value(&self) -> u64 {
+        u64::from(self.high) << 32 | u64::from(self.value)
+    }
 }
 
 /// Bit of `flags` set on records written by the trap handler (`FLAGS_PRIV = 1`).
@@ -205,9 +216,11 @@ impl<F: FnMut(Record)> FileSeed<'_, F> {
         let c = self.columns;
         let small = |i: usize| row.int(c[i]).and_then(|v| u32::try_from(v).ok());
         let rec = (|| {
+            let value = u64::try_from(row.int(c[1])?).ok()?;
             Some(Record {
                 time: i64::try_from(row.int(c[0])?).ok()?,
-                value: u64::try_from(row.int(c[1])?).ok()? as u32,
+                value: value as u32,
+                high: (value >> 32) as u32,
                 cu: small(2)?,
                 simd: small(3)?,
                 wave: small(4)?,
@@ -781,26 +794,49 @@ pub fn read_value<R: Read>(reader: R) -> Result<Value, String> {
     serde_json::from_reader(reader).map_err(|e| e.to_string())
 }
 
+/// The shader clock rates [`shader_clock_hz`] accepts (Hz): 1 MHz to 100 GHz, far around the
+/// 0.1-3 GHz of real GPU shader clocks; outside it `realtime.json` is corrupt.
+pub const PLAUSIBLE_CLOCK_HZ: std::ops::RangeInclusive<f64> = 1.0e6..=1.0e11;
+
 /// Shader clock in Hz from `realtime.json`: `Δshader_clock / (Δrealtime / frequency)` over the
 /// first and last `[shader_clock, realtime_clock]` pair of the first shader engine that has two
-/// distinct pairs (att-format note §1.2). `None` when that cannot be computed.
-pub fn shader_clock_hz(realtime: &Value) -> Option<f64> {
-    let freq = realtime.get("metadata")?.get("frequency")?.as_f64()?;
-    let obj = realtime.as_object()?;
+/// distinct pairs (att-format note §1.2). `Ok(None)` when the file has no frequency or no such
+/// pairs. Errors: a frequency that is not a positive finite number, or a rate outside
+/// [`PLAUSIBLE_CLOCK_HZ`] (session-17 fresh tester: "inf GHz"), with the value; the caller
+/// warns and uses cycles.
+pub fn shader_clock_hz(realtime: &Value) -> Result<Option<f64>, String> {
+    let Some(f) = realtime.get("metadata").and_then(|m| m.get("frequency")) else {
+        return Ok(None);
+    };
+    let freq = match f.as_f64() {
+        Some(x) if x.is_finite() && x > 0.0 => x,
+        _ => return Err(format!("metadata.frequency {f} is not a positive number")),
+    };
+    let Some(obj) = realtime.as_object() else {
+        return Ok(None);
+    };
     let mut keys: Vec<&String> = obj.keys().filter(|k| k.starts_with("SE")).collect();
     keys.sort();
     for k in keys {
-        let rows = obj[k].as_array()?;
+        let Some(rows) = obj[k].as_array() else {
+            return Ok(None);
+        };
         let pair = |r: &Value| Some((r.get(0)?.as_f64()?, r.get(1)?.as_f64()?));
         let (Some(a), Some(b)) = (rows.first().and_then(pair), rows.last().and_then(pair)) else {
             continue;
         };
         let (ds, dr) = (b.0 - a.0, b.1 - a.1);
-        if ds > 0.0 && dr > 0.0 && freq > 0.0 {
-            return Some(ds / (dr / freq));
+        if ds > 0.0 && dr > 0.0 {
+            let hz = ds / (dr / freq);
+            return match PLAUSIBLE_CLOCK_HZ.contains(&hz) {
+                true => Ok(Some(hz)),
+                false => Err(format!(
+                    "{k}: shader clock {hz:e} Hz (frequency {freq}) is outside 1 MHz..100 GHz"
+                )),
+            };
         }
     }
-    None
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -821,6 +857,7 @@ mod tests {
         assert!(f.error.is_none() && f.unexpected_type.is_none() && f.count_mismatch.is_none());
         assert_eq!(v.len(), 2);
         assert_eq!(v[1].value, 1, "low 32 bits");
+        assert_eq!(v[1].full_value(), 4294967297, "all 64 bits");
         assert_eq!(v[1].flags, FLAG_PRIV);
         let (v, _) = read(
             r#"{"type":"shaderdata","records_schema":["flags","wave_id","simd","cu","value","time"],"records":[[0,3,2,1,6,5]]}"#,
@@ -830,6 +867,7 @@ mod tests {
             Record {
                 time: 5,
                 value: 6,
+                high: 0,
                 cu: 1,
                 simd: 2,
                 wave: 3,
@@ -969,6 +1007,26 @@ mod tests {
         let v: Value = serde_json::json!({"metadata": {"descriptor": "x", "frequency": 100_000_000},
             "SE0": [[1000, 50], [3000, 150]]});
         // 2000 shader cycles in 100 ticks of a 100 MHz clock (1 us) = 2 GHz.
-        assert_eq!(shader_clock_hz(&v), Some(2.0e9));
+        assert_eq!(shader_clock_hz(&v), Ok(Some(2.0e9)));
+    }
+
+    /// Session-17 fresh tester: an absurd frequency gave "inf GHz", a zero or negative one was
+    /// dropped without a word. Both are errors now (the caller warns and uses cycles); a file
+    /// without a frequency or pairs still gives no rate quietly.
+    #[test]
+    fn absurd_zero_or_negative_frequencies_are_errors() {
+        for freq in [
+            serde_json::json!(1e308),
+            serde_json::json!(0),
+            serde_json::json!(-5),
+        ] {
+            let v: Value = serde_json::json!({"metadata": {"frequency": freq},
+                "SE0": [[1000, 50], [3000, 150]]});
+            let e = shader_clock_hz(&v).expect_err("an unusable rate");
+            assert!(e.contains("frequency"), "{e}");
+        }
+        let v: Value = serde_json::json!({"metadata": {"frequency": 1e8}, "SE0": [[1000, 50]]});
+        assert_eq!(shader_clock_hz(&v), Ok(None));
+        assert_eq!(shader_clock_hz(&serde_json::json!({})), Ok(None));
     }
 }

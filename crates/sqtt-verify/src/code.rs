@@ -1068,7 +1068,7 @@ impl<'a> Program<'a> {
             .iter()
             .filter(|s| s.is_alloc() && !s.is_exec())
             .filter_map(|s| {
-                new.section(&s.name)
+                crate::elfcheck::counterpart(new, s)
                     .map(|n| (s.addr, s.addr.saturating_add(s.size), n.addr))
             })
             .collect();

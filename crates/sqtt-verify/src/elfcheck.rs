@@ -509,19 +509,42 @@ fn is_patch_record(data: &[u8]) -> bool {
         && m.get("options").is_some_and(|v| v.is_string())
 }
 
+/// How messages name section `s`: its name, or its index when the name is empty (session-17
+/// fresh tester: "section  type/flags changed").
+fn shown(s: &Section) -> String {
+    match s.name.as_str() {
+        "" => format!("[{}] (empty name)", s.index),
+        name => name.to_string(),
+    }
+}
+
+/// The section of `co` that corresponds to `s` of the other object: the one of the same name, or
+/// for an empty name (which the null section 0 also has) the one at the same index with an empty
+/// name.
+pub(crate) fn counterpart<'c>(co: &'c CodeObject, s: &Section) -> Option<&'c Section> {
+    match s.name.as_str() {
+        "" => co
+            .elf
+            .sections
+            .get(s.index)
+            .filter(|x| x.name.is_empty() && x.index != 0),
+        name => co.section(name),
+    }
+}
+
 pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
     for s in o.elf.sections.iter().skip(1) {
-        let Some(ns) = n.section(&s.name) else {
+        let Some(ns) = counterpart(n, s) else {
             findings.push(glob(
                 Check::Sections,
-                format!("section {} is missing", s.name),
+                format!("section {} is missing", shown(s)),
             ));
             continue;
         };
         if s.sh_type != ns.sh_type || s.flags != ns.flags {
             findings.push(glob(
                 Check::Sections,
-                format!("section {} type/flags changed", s.name),
+                format!("section {} type/flags changed", shown(s)),
             ));
         }
         if is_skipped_content(s) {
@@ -533,7 +556,9 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
                     Check::Sections,
                     format!(
                         "section {} size changed from {:#x} to {:#x}",
-                        s.name, s.size, ns.size
+                        shown(s),
+                        s.size,
+                        ns.size
                     ),
                 ));
             }
@@ -552,7 +577,10 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
             if notes(o, s).ok() != notes(n, ns).ok() {
                 findings.push(glob(
                     Check::Sections,
-                    format!("notes other than the AMDGPU metadata changed in {}", s.name),
+                    format!(
+                        "notes other than the AMDGPU metadata changed in {}",
+                        shown(s)
+                    ),
                 ));
             }
             continue;
@@ -575,7 +603,7 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
                 Check::Sections,
                 format!(
                     "section {} size changed from {:#x} to {:#x}",
-                    s.name,
+                    shown(s),
                     a.len(),
                     b.len()
                 ),
@@ -583,13 +611,13 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
         } else if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i] && !in_kd(i)) {
             findings.push(glob(
                 Check::Sections,
-                format!("section {} contents changed at offset {i:#x}", s.name),
+                format!("section {} contents changed at offset {i:#x}", shown(s)),
             ));
         }
     }
     for s in n.elf.sections.iter().skip(1) {
         // `.text` kept in place: the instrumented functions' section (docs/left-alone.md).
-        if s.name == KEPT_TEXT_SECTION && o.section(&s.name).is_none() {
+        if s.name == KEPT_TEXT_SECTION && counterpart(o, s).is_none() {
             if s.sh_type != SHT_PROGBITS || s.flags != elf::SHF_ALLOC | elf::SHF_EXECINSTR {
                 findings.push(glob(
                     Check::Sections,
@@ -601,10 +629,10 @@ pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<
             }
             continue;
         }
-        if o.section(&s.name).is_none() && s.name != ".sqtt_funcmap" && s.name != PATCH_SECTION {
+        if counterpart(o, s).is_none() && s.name != ".sqtt_funcmap" && s.name != PATCH_SECTION {
             findings.push(glob(
                 Check::Sections,
-                format!("unexpected new section {}", s.name),
+                format!("unexpected new section {}", shown(s)),
             ));
         }
     }

@@ -15,6 +15,7 @@ use crate::insn::{
 };
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
+use crate::sites::LoopEnter;
 use crate::subcalls::Resolved;
 use crate::{Check, Finding};
 use rayon::prelude::*;
@@ -1275,6 +1276,7 @@ fn check_runs(
         layout: env.layout,
     };
     let mut effects: BTreeMap<(usize, Option<u64>), Effect> = BTreeMap::new();
+    let mut loops = Vec::new();
     let mut next = 0;
     for k in 0..n {
         let first = next;
@@ -1308,6 +1310,7 @@ fn check_runs(
                 code.legacy,
                 &facts,
                 &mut counts,
+                &mut loops,
                 findings,
             );
             // Only runs with markers matter to the scope checks (a missing effect is an empty
@@ -1341,9 +1344,21 @@ fn check_runs(
         )
         .with_m0(facts.consts[s]);
         let e = entry_effect(p, env, f, &code, body, true);
-        check_effect(f, s, &e, true, code.legacy, &facts, &mut counts, findings);
+        check_effect(
+            f,
+            s,
+            &e,
+            true,
+            code.legacy,
+            &facts,
+            &mut counts,
+            &mut loops,
+            findings,
+        );
         landed.insert(start, e);
     }
+    let succ = |k: usize| cfg.succ(k).map(|s| s.0).collect();
+    crate::sites::check_loop_enters(f, succ, &fm.names, &loops, findings);
     check_f_entry(f, fm, effects.get(&(0, None)), findings);
     check_balance(f, cfg, &effects, &landed, fm, findings);
     counts
@@ -1518,6 +1533,7 @@ fn check_effect(
     legacy: bool,
     facts: &Facts,
     counts: &mut MarkerCounts,
+    loops: &mut Vec<LoopEnter>,
     findings: &mut Vec<Finding>,
 ) {
     let o = &f.orig[k];
@@ -1567,26 +1583,30 @@ fn check_effect(
         for &(a, v) in &e.markers {
             check_marker(
                 f,
-                o.addr,
-                a,
-                facts.layout.strip(v),
+                k,
+                (a, facts.layout.strip(v)),
                 facts.fm,
                 counts,
+                loops,
                 findings,
             );
         }
     }
 }
 
+/// Checks marker word `v` at new address `a` (`(a, v)`), inserted in front of original `k` of `f`: a
+/// post-link rewrite's kind of word, an id with a funcmap row of the kind the word needs, and a
+/// row that names what stands there ([`crate::sites`]).
 fn check_marker(
     f: &Func,
-    o_addr: u64,
-    a: u64,
-    v: u32,
+    k: usize,
+    (a, v): (u64, u32),
     fm: &FuncmapInfo,
     counts: &mut MarkerCounts,
+    loops: &mut Vec<LoopEnter>,
     findings: &mut Vec<Finding>,
 ) {
+    let o_addr = f.orig[k].addr;
     let kind = marker_kind(v);
     let id = match kind {
         MarkerKind::Enter(id) => {
@@ -1653,6 +1673,21 @@ fn check_marker(
         // that function's scope, entered in that function (inlined copies of a function with an
         // out-of-line symbol get no row of their own). Symbols are compared by entry address:
         // aliased kernels share one body.
+        Some(row) if matches!(kind, MarkerKind::Point(_)) => {
+            let home = |s: &str| fm.symbols.get(s).is_some_and(|e| Some(e.1) == f.new_start);
+            if let Some(why) = crate::sites::point_misplaced(f, k, &row.name, home) {
+                findings.push(fnd(
+                    f,
+                    Check::Markers,
+                    Some(o_addr),
+                    Some(a),
+                    format!(
+                        "point marker value {v:#x} (id {id}) names the P: row {:?}, which does not fit here: {why}",
+                        row.name
+                    ),
+                ));
+            }
+        }
         Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
             let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
             let looped = (row.kind == 'U')
@@ -1677,27 +1712,23 @@ fn check_marker(
                         row.kind, row.name
                     ),
                 ));
-            }
-        }
-        // A user-named point (`P:` named `point NAME SYMBOL+0x..`) is in the function of that
-        // symbol.
-        Some(row) if matches!(kind, MarkerKind::Point(_)) => {
-            let elsewhere = crate::scope_rows::point_symbol(&row.name).is_some_and(|s| {
-                fm.symbols
-                    .get(s)
-                    .is_none_or(|&(_, entry)| Some(entry) != f.new_start)
-            });
-            if elsewhere {
-                findings.push(fnd(
-                    f,
-                    Check::Markers,
-                    Some(o_addr),
-                    Some(a),
-                    format!(
-                        "point marker value {v:#x} (id {id}) names the P: row of {}, which is not in this function",
-                        row.name
-                    ),
-                ));
+            } else if looped.is_some() && row.name.starts_with("loop ") {
+                // The right function: the site must be in the loop too (a region's enter is
+                // proven by the scope balance)
+                // ([`crate::sites::check_loop_enters`]).
+                let home = |s: &str| fm.symbols.get(s).is_some_and(|e| here(*e));
+                let why = match crate::sites::loop_header(f, &row.name, home) {
+                    Ok(h) => {
+                        loops.push(LoopEnter { k, a, v, id, h });
+                        None
+                    }
+                    Err(why) => Some(why),
+                };
+                if let Some(why) = why {
+                    findings.push(crate::sites::loop_enter_finding(
+                        f, k, a, v, id, &row.name, &why,
+                    ));
+                }
             }
         }
         Some(_) => {}

@@ -28,9 +28,10 @@
 //! end within a step bound, leave everything but reserved SGPRs / M0 / SCC unchanged, and emit a
 //! shaderdata stream framed by the funcmap (`R:` payload counts, address-trace EXEC words,
 //! packed clock field with an `M:` row, nothing when the scope flag is 0).
-//! 5. [`Check::Markers`], [`Check::Funcmap`]: marker words have funcmap rows; F-row functions have
-//!    balanced enter/exit markers on every path; `W:` / `R:` / `M:` rows and `addr_trace_*` names
-//!    are consistent.
+//! 5. [`Check::Markers`], [`Check::Funcmap`]: marker words have funcmap rows of the kind their
+//!    site needs (the row names what stands there: `sites`); F-row functions have balanced
+//!    enter/exit markers on every path; `W:` / `R:` / `M:` rows and `addr_trace_*` names are
+//!    consistent.
 //! 6. [`Check::Descriptor`], [`Check::Metadata`]: kernel descriptors and metadata note (every
 //!    key unchanged except `.sgpr_count` / `.vgpr_count`, which may grow within the descriptor's
 //!    allocation, and `.sgpr_count` not past the SGPRs the target can have). A segment size in
@@ -61,6 +62,7 @@ mod region;
 mod scope_rows;
 mod segments;
 mod sgprs;
+mod sites;
 mod spill;
 mod subcalls;
 mod verbatim;

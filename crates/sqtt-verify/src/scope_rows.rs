@@ -14,10 +14,31 @@ pub(crate) fn loop_scope_symbol(name: &str) -> Option<&str> {
     symbol_offset(rest)
 }
 
+/// The function symbol and header offset (bytes from the symbol's start) a loop scope's `U:`
+/// row names (`loop <symbol>+0x<header offset>[ (<file>:<line>)]`); `None` for any other name
+/// (a region's included) or an offset over 64 bits.
+pub(crate) fn loop_scope(name: &str) -> Option<(&str, u64)> {
+    let rest = name.strip_prefix("loop ")?;
+    let symbol = symbol_offset(rest)?;
+    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
+    let hex = rest.rsplit_once("+0x")?.1;
+    Some((symbol, u64::from_str_radix(hex, 16).ok()?))
+}
+
 /// The function symbol a user-named point's `P:` row names (`point <NAME> <symbol>+0x<offset>`,
 /// optionally followed by ` (<file>:<line>)`; issue 34), `None` for any other name.
 pub(crate) fn point_symbol(name: &str) -> Option<&str> {
     symbol_offset(user_named(name.strip_prefix("point ")?)?)
+}
+
+/// The function symbol and offset (bytes from the symbol's start) a user-named point's `P:`
+/// row names ([`point_symbol`]); `None` for any other name or an offset over 64 bits.
+pub(crate) fn point_scope(name: &str) -> Option<(&str, u64)> {
+    let rest = user_named(name.strip_prefix("point ")?)?;
+    let symbol = symbol_offset(rest)?;
+    let rest = rest.split_once(" (").map_or(rest, |x| x.0);
+    let hex = rest.rsplit_once("+0x")?.1;
+    Some((symbol, u64::from_str_radix(hex, 16).ok()?))
 }
 
 /// `rest` after a user's NAME and one blank (`None` when NAME is empty or holds other
@@ -45,6 +66,9 @@ mod tests {
     fn row_names_give_their_symbol() {
         assert_eq!(loop_scope_symbol("loop k+0x40 (/a/b.S:25)"), Some("k"));
         assert_eq!(loop_scope_symbol("loop _Z1fv+0x4"), Some("_Z1fv"));
+        assert_eq!(loop_scope("loop k+0x40 (/a/b.S:25)"), Some(("k", 0x40)));
+        assert_eq!(loop_scope("region main.1 k+0x18"), None);
+        assert_eq!(point_scope("point p-2 f_loop+0x4 (/a/b.S:57)"), Some(("f_loop", 4)));
         assert_eq!(
             loop_scope_symbol("region main.1 k+0x18 (/a/b.S:31)"),
             Some("k")

@@ -187,8 +187,8 @@ fn marker_without_funcmap_row_is_caught_and_with_row_accepted() {
     let co = CodeObject::parse(&orig).expect("parse");
     let t = isa(&co);
     let marker = build::s_ttracedata_imm(t, 5 << 2).expect("s_ttracedata_imm");
-    let entry = shiftable_entry(&orig, 4);
-    let new = insert_before(&orig, entry, marker.bytes());
+    // In front of an s_barrier: where a `barrier` row's point may stand.
+    let new = insert_before(&orig, barrier_site(&orig, 4), marker.bytes());
     let r = run(&orig, &new);
     assert!(
         has(
@@ -230,17 +230,17 @@ fn m0_marker_sequence_needs_the_wait_state_and_a_row() {
     let set = build::s_mov_b32(t, Operand::M0, Operand::Literal(0x114)).expect("s_mov_b32");
     let nop = build::s_nop(t, 0).expect("s_nop");
     let td = build::s_ttracedata(t).expect("s_ttracedata");
-    let entry = shiftable_entry(&orig, 16);
+    let entry = barrier_site(&orig, 16);
     let good = with_funcmap(
         &insert_before(&orig, entry, &cat(&[set, nop, td])),
-        "P:69:vmem_load",
+        "P:69:barrier",
     );
     let r = run(&orig, &good);
     assert!(r.is_clean(), "{}", show(&r));
     assert_eq!(r.markers(), 1);
     let bad = with_funcmap(
         &insert_before(&orig, entry, &cat(&[set, td])),
-        "P:69:vmem_load",
+        "P:69:barrier",
     );
     let r = run(&orig, &bad);
     assert!(
@@ -271,6 +271,7 @@ m0_kernel:
 .Lskip:
   s_nop 0
   s_sendmsg sendmsg(MSG_INTERRUPT)
+  s_barrier
   s_endpgm
 .Lend:
 .size m0_kernel, .Lend-m0_kernel
@@ -297,7 +298,8 @@ fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
     let set = build::s_mov_b32(t, Operand::M0, Operand::Literal(0x114)).expect("set");
     let nop = build::s_nop(t, 0).expect("nop");
     let td = build::s_ttracedata(t).expect("td");
-    let fm = "P:69:vmem_load";
+    // The marker stands in front of the s_sendmsg before the s_barrier: a `barrier` point.
+    let fm = "P:69:barrier";
     let r = run(
         &orig,
         &with_funcmap(&insert_before(&orig, reader, &cat(&[set, nop, td])), fm),
@@ -390,6 +392,18 @@ fn clobbering_live_m0_is_caught_and_restoring_it_accepted() {
         "{}",
         show(&r)
     );
+}
+
+/// The first `s_barrier` of a kernel with `room` bytes to shift (where a point marker naming a
+/// `barrier` row may be inserted).
+fn barrier_site(bytes: &[u8], room: u64) -> u64 {
+    let co = CodeObject::parse(bytes).expect("parse");
+    shiftable_kernels(&co, room)
+        .iter()
+        .flat_map(|(_, s, e)| decode_range(&co, *s, *e))
+        .find(|(_, i)| i.mnemonic() == "s_barrier")
+        .expect("an s_barrier in a shiftable kernel")
+        .0
 }
 
 fn find_all(co: &CodeObject, mnemonic: &str) -> Vec<u64> {

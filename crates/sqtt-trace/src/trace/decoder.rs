@@ -364,7 +364,7 @@ impl<'a, S: Sink> Decoder<'a, S> {
             w.add("marker ids absent from the funcmap (dropped)", || {
                 format!(
                     "value {:#x} (id {}) in {}",
-                    r.value,
+                    r.full_value(),
                     word.id,
                     wave_name(&slot.info)
                 )

@@ -414,7 +414,13 @@ impl Trace {
             td.att_tool_style = true;
         }
         if let Some(rt) = read_small("realtime.json", w) {
-            td.clock_hz = json::shader_clock_hz(&rt);
+            td.clock_hz = json::shader_clock_hz(&rt).unwrap_or_else(|why| {
+                w.add(
+                    "realtime.json gives no usable shader clock rate (cycles are used)",
+                    || format!("{}: {why}", dir.join("realtime.json").display()),
+                );
+                None
+            });
         }
         let occ_path = dir.join("occupancy.json");
         let occ_file = if discover::resolves_inside(dir, &occ_path) {
