@@ -68,7 +68,10 @@ mod tests {
         assert_eq!(loop_scope_symbol("loop _Z1fv+0x4"), Some("_Z1fv"));
         assert_eq!(loop_scope("loop k+0x40 (/a/b.S:25)"), Some(("k", 0x40)));
         assert_eq!(loop_scope("region main.1 k+0x18"), None);
-        assert_eq!(point_scope("point p-2 f_loop+0x4 (/a/b.S:57)"), Some(("f_loop", 4)));
+        assert_eq!(
+            point_scope("point p-2 f_loop+0x4 (/a/b.S:57)"),
+            Some(("f_loop", 4))
+        );
         assert_eq!(
             loop_scope_symbol("region main.1 k+0x18 (/a/b.S:31)"),
             Some("k")
