@@ -147,7 +147,7 @@ fn report_lines_and_saved_copies() {
         l1["reasons"][0]
             .as_str()
             .unwrap()
-            .contains("cannot be kept at their address: no PT_GNU_STACK program header"),
+            .contains(".text cannot be kept in place: no PT_GNU_STACK program header"),
         "{l1}"
     );
     // Saved: both originals, one instrumented object, equal to what the loader got.

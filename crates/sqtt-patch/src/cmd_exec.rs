@@ -91,6 +91,9 @@ fn flag_vars(f: &InstrumentFlags) -> Vec<(&'static str, String)> {
     if let Some(l) = &f.loops {
         v.push((sqtt_pipeline::LOOPS_VAR, l.clone()));
     }
+    if f.keep_text {
+        v.push((sqtt_pipeline::KEEP_TEXT_VAR, "1".into()));
+    }
     // The specifications were checked by `flag_options` before: they travel as a plan's text.
     if let Ok(Some(specs)) = cmd_patch::region_specs(f) {
         let plan: Vec<String> = specs
@@ -219,6 +222,32 @@ mod tests {
                 "region tail=k+0x40..0x80",
                 "point p=k.hip:12"
             ]
+        );
+    }
+
+    #[test]
+    fn keep_text_reaches_the_library() {
+        let lookup_in = |vars: Vec<(&'static str, String)>| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let on = InstrumentFlags {
+            keep_text: true,
+            ..Default::default()
+        };
+        assert!(
+            sqtt_pipeline::env_options(lookup_in(flag_vars(&on)))
+                .unwrap()
+                .keep_text
+        );
+        let off = InstrumentFlags::default();
+        assert!(
+            !sqtt_pipeline::env_options(lookup_in(flag_vars(&off)))
+                .unwrap()
+                .keep_text
         );
     }
 }

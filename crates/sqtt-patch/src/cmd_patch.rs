@@ -69,12 +69,14 @@ pub struct CommonArgs {
 
 /// True when the outcome lost coverage in the sense of `--strict`: the object failed closed (or
 /// could not be read), some requested site was skipped, its DWARF could not be read (inlined
-/// functions unmarked), or a function left alone does not decode (its sites cannot be seen).
+/// functions unmarked), a function left alone does not decode (its sites cannot be seen), or a
+/// region or point asked for (`--region`, `--point`) was not instrumented.
 pub fn lost_coverage(r: &Report) -> bool {
     r.status == Status::FailedClosed
         || !r.skipped.is_empty()
         || r.inlined.dwarf_error.is_some()
         || r.left_alone.iter().any(|l| l.undecodable)
+        || r.regions.as_ref().is_some_and(|g| !g.skipped.is_empty())
 }
 
 /// Instrumentation flags, shared by the main job, `--fatbin` and `batch`. Each defaults to its
@@ -169,22 +171,62 @@ pub fn region_specs(args: &InstrumentFlags) -> Result<Option<Vec<regions::Spec>>
         ("--point", regions::SpecKind::Point, &args.point),
     ] {
         for t in texts {
-            v.push(
-                regions::parse_spec(kind, t)
-                    .map_err(|e| anyhow::anyhow!("invalid {flag} {t:?}: {e}"))?,
-            );
+            v.push(regions::parse_spec(kind, t).map_err(|e| {
+                anyhow::anyhow!("invalid {flag} {:?}: {}", clip(t), clip(&e.to_string()))
+            })?);
         }
     }
     for p in &args.regions {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("--regions {}: cannot read the plan", p.display()))?;
+        let text = read_plan(p)?;
         v.extend(
             regions::parse_plan(&p.display().to_string(), &text)
-                .map_err(|e| anyhow::anyhow!("invalid --regions plan: {e}"))?,
+                .map_err(|e| anyhow::anyhow!("invalid --regions plan: {}", clip(&e)))?,
         );
     }
-    regions::check_unique(&v).map_err(|e| anyhow::anyhow!("invalid region or point: {e}"))?;
+    regions::check_unique(&v)
+        .map_err(|e| anyhow::anyhow!("invalid region or point: {}", clip(&e)))?;
     Ok(Some(v))
+}
+
+/// Largest `--regions` plan read (bytes): a plan is a few lines a person writes.
+pub const MAX_PLAN_BYTES: u64 = 1 << 20;
+
+/// The text of the `--regions` plan `p`. Errors: not a regular file (a FIFO, a device or a
+/// directory: nothing to wait for or to read without end), larger than [`MAX_PLAN_BYTES`], not
+/// UTF-8, unreadable.
+fn read_plan(p: &Path) -> Result<String> {
+    use std::io::Read;
+    let label = || format!("--regions {}", p.display());
+    let meta =
+        std::fs::metadata(p).with_context(|| format!("{}: cannot read the plan", label()))?;
+    if !meta.is_file() {
+        anyhow::bail!("{}: not a regular file; a plan is a text file", label());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(p)
+        .and_then(|f| f.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("{}: cannot read the plan", label()))?;
+    if bytes.len() as u64 > MAX_PLAN_BYTES {
+        anyhow::bail!(
+            "{}: larger than {MAX_PLAN_BYTES} bytes; a plan is a few lines",
+            label()
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: not UTF-8 text (byte {})",
+            label(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// `s` cut to its first 200 characters (an error echoes what the user gave, not megabytes).
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// Refuses a run with nothing to do: with no instrumentation requested, a missing input path is
@@ -308,10 +350,15 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     Ok(o)
 }
 
-/// Refuses an output path that names the input file (the original would be lost), and `-`
-/// (outputs are binaries, never written to standard output); checks the output and
-/// `--report-json` paths ([`output::check`]) before any work.
-pub fn check_paths(input: &Path, output: &Path, report_json: Option<&Path>) -> Result<Dest> {
+/// Refuses an output path that names the input file (the original would be lost) or a
+/// `--regions` plan (`plans`), and `-` (outputs are binaries, never written to standard
+/// output); checks the output and `--report-json` paths ([`output::check`]) before any work.
+pub fn check_paths(
+    input: &Path,
+    output: &Path,
+    report_json: Option<&Path>,
+    plans: &[PathBuf],
+) -> Result<Dest> {
     if output.as_os_str() == "-" {
         anyhow::bail!(
             "-o -: writing the output to standard output is not supported; give a file path"
@@ -328,7 +375,9 @@ pub fn check_paths(input: &Path, output: &Path, report_json: Option<&Path>) -> R
             output.display()
         );
     }
+    output::check_not_input("-o", output, plans)?;
     if let Some(j) = report_json.filter(|j| j.as_os_str() != "-") {
+        output::check_not_input("--report-json", j, plans)?;
         output::check("--report-json", j)?;
         output::check_distinct("-o", output, "--report-json", j)?;
         output::check_distinct("the input", input, "--report-json", j)?;
@@ -413,12 +462,24 @@ fn regions_text(g: &sqtt_rewrite::inlined::RegionReport) -> String {
 /// functions left alone and skipped sites are grouped by kind with at most three examples,
 /// long names shortened ([`crate::summary`]); the JSON report keeps every detail.
 pub fn render_report(what: &str, r: &Report) -> String {
+    // Kept in place, `.text` keeps its size and the new code is a new section.
+    let size = if r.text_kept_in_place && r.status == Status::Instrumented {
+        format!(
+            ".text {} bytes kept in place, new {} {} bytes",
+            r.text_size_before,
+            sqtt_rewrite::rewrite::KEPT_TEXT_SECTION,
+            r.text_size_after
+        )
+    } else {
+        format!(
+            ".text {} -> {} bytes",
+            r.text_size_before, r.text_size_after
+        )
+    };
     let mut s = format!(
-        "{what}: target {}: {}; .text {} -> {} bytes; {} funcmap rows\n",
+        "{what}: target {}: {}; {size}; {} funcmap rows\n",
         r.target,
         status_text(r.status),
-        r.text_size_before,
-        r.text_size_after,
         r.funcmap_rows
     );
     s += &summary::reasons("  ", "failed closed", &r.reasons, summary::reason_class);
@@ -611,7 +672,12 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     }
     let opts = flag_options(&args.common.flags)?;
     require_work(&opts, &[input.as_path()])?;
-    let dest = check_paths(&input, &output, args.common.report_json.as_deref())?;
+    let dest = check_paths(
+        &input,
+        &output,
+        args.common.report_json.as_deref(),
+        &args.common.flags.regions,
+    )?;
     if args.common.timings {
         crate::timings::enable(false);
     }

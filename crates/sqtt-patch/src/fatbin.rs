@@ -629,7 +629,12 @@ pub fn run(args: &PatchArgs) -> Result<i32> {
         .context("missing input file (usage: sqtt-patch --fatbin IN -o OUT)")?;
     let output = args.output.clone().context("missing -o OUT")?;
     let common = &args.common;
-    let dest = cmd_patch::check_paths(&input, &output, common.report_json.as_deref())?;
+    let dest = cmd_patch::check_paths(
+        &input,
+        &output,
+        common.report_json.as_deref(),
+        &common.flags.regions,
+    )?;
     let opts = cmd_patch::flag_options(&common.flags)?;
     cmd_patch::require_work(&opts, &[input.as_path()])?;
     let arch = &common.offload_arch;

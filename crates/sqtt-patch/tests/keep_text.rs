@@ -115,3 +115,30 @@ fn every_fixture_object_verifies_with_text_kept_in_place() {
     }
     assert_eq!(checked, 310);
 }
+
+/// The human report says that `.text` was kept and how large the new section is (fresh tester,
+/// session 18: it showed `.text 2176 -> 1708 bytes`, the new section's size as `.text`'s).
+#[test]
+fn the_report_says_text_was_kept_in_place() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let input = workspace().join("fixtures/objects/gfx1100__barriers__O3.co");
+    let out = tmp.path().join("out.co");
+    let o = Command::new(BIN)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--keep-text", "--barriers", "1", "--report"])
+        .output()
+        .expect("run sqtt-patch");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    let co = hsaco::CodeObject::parse(&std::fs::read(&out).expect("output")).expect("output");
+    let new = co.section(".sqtt_text").expect(".sqtt_text");
+    let want = format!(
+        "instrumented; .text 2176 bytes kept in place, new .sqtt_text {} bytes;",
+        new.size
+    );
+    assert!(stdout.contains(&want), "{stdout}");
+}

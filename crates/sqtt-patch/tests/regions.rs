@@ -522,6 +522,107 @@ fn bad_specifications_are_usage_errors_naming_them() {
     }
 }
 
+/// A plan is a small regular text file read before any work (fresh tester, session 18: a
+/// `/dev/zero` plan was read without end, a FIFO blocked silently, `-o PLAN` overwrote it, a
+/// long specification was echoed whole).
+#[test]
+fn plans_are_small_regular_files_and_never_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let big = dir.path().join("big.txt");
+    std::fs::write(&big, "# x\n".repeat(300_000)).unwrap();
+    let binary = dir.path().join("binary.txt");
+    std::fs::write(&binary, [0x72, 0xff, 0xfe, 0x0a]).unwrap();
+    let plan = dir.path().join("plan.txt");
+    std::fs::write(&plan, "point p=k_loops+0x4\n").unwrap();
+    let out = dir.path().join("out.co");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let long = format!("x={}", "a".repeat(100_000));
+    for (args, want) in [
+        (
+            vec!["--regions".into(), s(&fifo)],
+            "not a regular file".to_string(),
+        ),
+        (
+            vec!["--regions".into(), s(dir.path())],
+            "not a regular file".into(),
+        ),
+        (
+            vec!["--regions".into(), s(&big)],
+            "larger than 1048576 bytes".into(),
+        ),
+        (
+            vec!["--regions".into(), s(&binary)],
+            "not UTF-8 text (byte 1)".into(),
+        ),
+        (vec!["--region".into(), long.clone()], "…".into()),
+    ] {
+        let o = Command::new(BIN)
+            .arg(fixture("gfx1100"))
+            .arg("-o")
+            .arg(&out)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(&want), "{err}");
+        assert!(err.len() < 2_000, "{} bytes of stderr", err.len());
+        assert!(!out.exists());
+    }
+    for target in ["-o", "--report-json"] {
+        let mut cmd = Command::new(BIN);
+        cmd.arg(fixture("gfx1100"))
+            .args(["--regions", plan.to_str().unwrap()]);
+        if target == "-o" {
+            cmd.arg("-o").arg(&plan);
+        } else {
+            cmd.arg("-o").arg(&out).arg("--report-json").arg(&plan);
+        }
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{target}: {err}");
+        assert!(err.contains("is an input of this run"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&plan).unwrap(),
+            "point p=k_loops+0x4\n"
+        );
+    }
+}
+
+/// `--strict` counts a region or point that was asked for and not placed as lost coverage.
+#[test]
+fn strict_exits_3_when_a_region_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.co");
+    let run = |region: &str| {
+        Command::new(BIN)
+            .arg(fixture("gfx1100"))
+            .arg("-o")
+            .arg(&out)
+            .args(["--region", region, "--strict"])
+            .output()
+            .unwrap()
+    };
+    let refused = run("nothing=nosuchfile.S:1-2");
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!out.exists());
+    let placed = run("outer=k_loops+0x0..0x4");
+    assert_eq!(
+        placed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&placed.stderr)
+    );
+}
+
 /// The verifier checks that a region's enter markers and a point's markers run in the function
 /// their row names: the same output with the rows renamed to the kernel (same length, so only
 /// the `.sqtt_funcmap` text changes) is rejected with those findings.

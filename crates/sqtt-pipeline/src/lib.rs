@@ -21,6 +21,10 @@ pub const KERNEL_SCOPES_VAR: &str = "SQTT_PATCH_KERNEL_SCOPES";
 /// `sqtt-patch exec --force`.
 pub const FORCE_VAR: &str = "SQTT_PATCH_FORCE";
 
+/// Our own variable for keeping `.text` in place (`1`, as `--keep-text`; docs/left-alone.md);
+/// set by `sqtt-patch exec --keep-text`.
+pub const KEEP_TEXT_VAR: &str = "SQTT_PATCH_KEEP_TEXT";
+
 /// Our own variable for loop scopes (`N` or `N:iters`, as `--loops`); set by `sqtt-patch exec --loops`.
 pub const LOOPS_VAR: &str = "SQTT_PATCH_LOOPS";
 
@@ -32,7 +36,8 @@ pub const REGIONS_VAR: &str = "SQTT_PATCH_REGIONS";
 /// Options from the spec's `SQTT_*` variables (`SQTT_INSTRUMENT_FUNCTIONS`,
 /// `SQTT_INSTRUMENT_BARRIERS`, `SQTT_INSTRUMENT_MEMORY`, `SQTT_TRACE_ADDRESSES`,
 /// `SQTT_MEM_BARRIER`, `SQTT_SCOPE_*`, `SQTT_SHADER_CLOCK_*`: `docs/markers/SPEC.md` of
-/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`], [`LOOPS_VAR`], [`REGIONS_VAR`] and [`FORCE_VAR`], read through `lookup`
+/// rocprof-trace-decoder, "Configuration") plus [`KERNEL_SCOPES_VAR`], [`LOOPS_VAR`], [`REGIONS_VAR`], [`KEEP_TEXT_VAR`] and
+/// [`FORCE_VAR`], read through `lookup`
 /// (normally `std::env::var`), then checked for the combinations the spec forbids.
 /// Errors: a malformed value or a forbidden combination, naming the variable.
 pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
@@ -51,6 +56,9 @@ pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, C
         };
         o.regions = sqtt_rewrite::regions::parse_plan(REGIONS_VAR, &v).map_err(bad)?;
         sqtt_rewrite::regions::check_unique(&o.regions).map_err(bad)?;
+    }
+    if let Some(v) = lookup(KEEP_TEXT_VAR) {
+        o.keep_text = sqtt_rewrite::config::parse_toggle(KEEP_TEXT_VAR, &v)?;
     }
     if let Some(v) = lookup(FORCE_VAR) {
         o.force_reinstrument = sqtt_rewrite::config::parse_toggle(FORCE_VAR, &v)?;

@@ -122,7 +122,8 @@ pub struct Report {
     pub reasons: Vec<String>,
     /// `.text` size before (bytes).
     pub text_size_before: u64,
-    /// `.text` size after (bytes).
+    /// `.text` size after (bytes); when `text_kept_in_place`, the size of the new code section
+    /// ([`KEPT_TEXT_SECTION`]) and `.text` keeps `text_size_before`.
     pub text_size_after: u64,
     /// Functions, by address.
     pub functions: Vec<FunctionReport>,

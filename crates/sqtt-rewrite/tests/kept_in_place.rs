@@ -294,6 +294,102 @@ fn without_a_slot_for_the_new_segment_the_object_fails_closed_with_the_reason() 
     assert!(out.bytes.is_none());
     assert_eq!(
         out.report.reasons,
-        ["functions that cannot move cannot be kept at their address: no PT_GNU_STACK program header after the last PT_LOAD to hold a new segment"],
+        [".text cannot be kept in place: no PT_GNU_STACK program header after the last PT_LOAD to hold a new segment"],
+    );
+}
+
+/// The offset of program header `i` of `b` (bytes).
+fn phdr(b: &[u8], p_type: u32) -> Vec<usize> {
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().unwrap()) as usize;
+    let phnum = u16::from_le_bytes(b[0x38..0x3a].try_into().unwrap()) as usize;
+    (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .filter(|&o| b[o..o + 4] == p_type.to_le_bytes())
+        .collect()
+}
+
+#[test]
+fn the_verifier_rejects_a_symbol_naming_the_wrong_code_section() {
+    let (input, output) = kept("gfx942");
+    let b = hsaco::CodeObject::parse(&output).expect("output");
+    let text = b.text().expect(".text").index as u16;
+    // stub_main's symbol (value in .sqtt_text) made to name .text.
+    let s = b
+        .symbols
+        .iter()
+        .find(|s| s.symbol.name == "stub_main" && s.symbol.table == hsaco::elf::SymbolTable::Symtab)
+        .expect("stub_main");
+    let mut bad = output.clone();
+    let at = s.symbol.entry_offset as usize + 6;
+    bad[at..at + 2].copy_from_slice(&text.to_le_bytes());
+    let v = sqtt_verify::verify(&input, &bad).expect("verifier runs");
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.check == sqtt_verify::Check::Symbols
+                && f.message
+                    .contains("lies outside the section it names (.text)")),
+        "{:?}",
+        v.findings
+    );
+}
+
+#[test]
+fn a_gnu_stack_turned_load_is_rejected_without_a_new_section() {
+    // An ordinary rewrite (the stubs fixture keeps no .text) with PT_GNU_STACK made a PT_LOAD.
+    let input = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/left-alone/gfx942__stubs__g.co"),
+    )
+    .expect("fixture");
+    let out = rewrite(&input, &opts())
+        .expect("rewrite")
+        .bytes
+        .expect("output");
+    let mut bad = out.clone();
+    let slot = phdr(&out, 0x6474_e551)[0];
+    bad[slot..slot + 4].copy_from_slice(&1u32.to_le_bytes());
+    let v = sqtt_verify::verify(&input, &bad).expect("verifier runs");
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.check == sqtt_verify::Check::Segments
+                && f.message.contains("has no .sqtt_text section")),
+        "{:?}",
+        v.findings
+    );
+}
+
+#[test]
+fn only_the_first_gnu_stack_becomes_the_new_segment() {
+    // A second PT_GNU_STACK (the PT_NOTE header retyped) stays as it is.
+    let mut input = fixture("gfx942");
+    let note = phdr(&input, 4)[0];
+    input[note..note + 4].copy_from_slice(&0x6474_e551u32.to_le_bytes());
+    let out = rewrite(&input, &opts()).expect("rewrite");
+    assert_eq!(
+        out.report.status,
+        Status::Instrumented,
+        "{:?}",
+        out.report.reasons
+    );
+    let output = out.bytes.expect("output");
+    assert_eq!(phdr(&output, 0x6474_e551).len(), 1, "one PT_GNU_STACK left");
+    let v = sqtt_verify::verify(&input, &output).expect("verifier runs");
+    assert!(v.is_clean(), "{:?}", v.findings);
+}
+
+#[test]
+fn an_input_with_a_section_of_the_new_name_fails_closed() {
+    let mut input = fixture("gfx942");
+    let co = hsaco::CodeObject::parse(&input).expect("input");
+    let s = co.section(".relro_padding").expect(".relro_padding");
+    let shstr = co.elf.sections[usize::from(co.elf.header.e_shstrndx)].offset as usize;
+    let at = shstr + s.sh_name as usize;
+    input[at..at + 11].copy_from_slice(b".sqtt_text\0");
+    let out = rewrite(&input, &opts()).expect("rewrite");
+    assert_eq!(out.report.status, Status::FailedClosed);
+    assert_eq!(
+        out.report.reasons,
+        [".text cannot be kept in place: the input already has a section named .sqtt_text"]
     );
 }

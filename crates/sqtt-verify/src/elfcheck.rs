@@ -720,6 +720,23 @@ pub(crate) fn check_symbols(
             if a.shndx == elf::SHN_ABS || a.shndx == elf::SHN_UNDEF {
                 continue;
             }
+            // Kept in place, a symbol's value lies in the code section it names: `.text` (kept)
+            // or the new section.
+            if let Some(kept) = p.kept {
+                let named = section_name(n, b.shndx);
+                let inside = |t: &crate::code::Text| t.contains(b.value) || b.value == t.end();
+                let wrong =
+                    (named == Some(".text") && !inside(&kept) && a.st_type != elf::STT_SECTION)
+                        || (named == Some(KEPT_TEXT_SECTION) && !inside(&p.ntext));
+                if wrong {
+                    findings.push(sym(format!(
+                        "value {:#x} lies outside the section it names ({})",
+                        b.value,
+                        named.unwrap_or_default()
+                    )));
+                    continue;
+                }
+            }
             let in_text = p.otext.contains(a.value) || (a.value == p.otext.end() && a.value > 0);
             let in_exec = o
                 .elf

@@ -30,7 +30,19 @@ use crate::{Check, Finding};
 /// Rule 6: why the program header `np` (original `PT_GNU_STACK` at index `i`) is not the new
 /// code segment of a rewrite that kept `.text` in place; `None` when it is.
 fn not_the_kept_segment(n: &CodeObject, i: usize, np: &Segment) -> Option<String> {
-    let sec = n.section(KEPT_TEXT_SECTION)?;
+    let Some(sec) = n.section(KEPT_TEXT_SECTION) else {
+        return Some(format!(
+            "the rewrite has no {KEPT_TEXT_SECTION} section for it to load"
+        ));
+    };
+    let first_slot = n
+        .elf
+        .segments
+        .iter()
+        .position(|p| p.p_type == elf::PT_LOAD && (p.vaddr, p.memsz) == (sec.addr, sec.size));
+    if first_slot != Some(i) {
+        return Some(format!("another program header loads {KEPT_TEXT_SECTION}"));
+    }
     if n.elf
         .segments
         .iter()

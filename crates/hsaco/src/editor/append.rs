@@ -26,6 +26,7 @@ const PF_RX: u32 = 5;
 /// `PT_GNU_STACK` slot after the last `PT_LOAD` to turn into the new program header.
 pub fn append_address(co: &CodeObject) -> Result<u64> {
     let segs = &co.elf.segments;
+    // The first `PT_GNU_STACK` takes the new header (any other stays as it is).
     let slot = segs.iter().position(|p| p.p_type == elf::PT_GNU_STACK);
     let last_load = segs.iter().rposition(|p| p.p_type == elf::PT_LOAD);
     match (slot, last_load) {

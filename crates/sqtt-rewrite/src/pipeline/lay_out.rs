@@ -46,17 +46,31 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<Laid
     let target = ins.prog.target;
     // Kept in place: the new code goes to a new segment after everything the input loads.
     let out_addr = if ins.verbatim.kept_in_place {
-        match hsaco::editor::append_address(&ins.src.co) {
-            Ok(a) => a,
-            Err(e) => {
-                let why = match e {
+        let taken = ins
+            .src
+            .co
+            .section(crate::rewrite::KEPT_TEXT_SECTION)
+            .map(|_| {
+                format!(
+                    "the input already has a section named {}",
+                    crate::rewrite::KEPT_TEXT_SECTION
+                )
+            });
+        match taken.map_or_else(
+            || {
+                hsaco::editor::append_address(&ins.src.co).map_err(|e| match e {
                     hsaco::Error::InvalidEdit(why) => why,
                     e => e.to_string(),
-                };
+                })
+            },
+            Err,
+        ) {
+            Ok(a) => a,
+            Err(why) => {
                 report.status = Status::FailedClosed;
-                report.reasons.push(format!(
-                    "functions that cannot move cannot be kept at their address: {why}"
-                ));
+                report
+                    .reasons
+                    .push(format!(".text cannot be kept in place: {why}"));
                 return Err(NotLaidOut::FailedClosed);
             }
         }
