@@ -401,6 +401,47 @@ fn shader_clock_bits_on_older_targets_is_warned() {
     );
 }
 
+/// Runs the main job on `bytes` and expects the function holding `reason` to stay in place
+/// (docs/left-alone.md, "Kept in place"): exit 0, the reason in the report, and an output that
+/// `sqtt-patch verify` accepts. Its builders still reach the other functions' originals.
+fn patch_keeps_text_in_place(bytes: &[u8], reason: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join("in.co"), dir.path().join("out.co"));
+    std::fs::write(&file, bytes).expect("write input");
+    let o = Command::new(BIN)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(BASIC)
+        .arg("--report")
+        .output()
+        .expect("run sqtt-patch");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("left alone (kept at its address, not instrumented)")
+            && text.contains(reason),
+        "{text}"
+    );
+    let v = Command::new(BIN)
+        .arg("verify")
+        .arg(&file)
+        .arg(&out)
+        .output()
+        .expect("run sqtt-patch verify");
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
 /// Runs the main job on `bytes` (with `args`) and expects it to fail closed: exit 0, the output
 /// byte-identical to the input, and `reason` on stderr.
 fn patch_fails_closed(bytes: &[u8], args: &[&str], reason: &str) {
@@ -486,7 +527,7 @@ fn contradictory_fields_are_input_errors_or_fail_closed() {
     }
     let add = add.expect("an s_getpc_b64 address builder");
     d[add] += 1; // ssrc0: s0 -> s1
-    patch_fails_closed(&d, BASIC, "s_add_u32 uses the PC register pair");
+    patch_keeps_text_in_place(&d, "s_add_u32 uses the PC register pair");
     // A kernel whose metadata lost its required `.sgpr_count` key (`.sgpr_sount`): adding the
     // key back would grow the note and move the sections after it.
     let mut d = object();

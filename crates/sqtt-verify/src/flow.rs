@@ -835,6 +835,20 @@ fn check_target(
             .or_else(|| p.islands.get(&t).map(|isl| isl.dest))
             .unwrap_or(t)
     })?;
+    // A function kept in place runs the original code, so what it reaches outside itself is
+    // the original there (kept in `.text`), not another function's instrumented copy.
+    if f.kept_in_place && !(f.orig_start <= t_o && t_o < f.orig_end) {
+        if t_n != t_o {
+            findings.push(fnd(
+                f,
+                Check::Branch,
+                Some(o_addr),
+                n_addr,
+                format!("{what} to orig {t_o:#x} from a function kept in place reaches {t_n:#x}"),
+            ));
+        }
+        return None;
+    }
     if !p.otext.contains(t_o) {
         let want = p.map_data(t_o);
         if t_n != want {
