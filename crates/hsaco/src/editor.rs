@@ -677,14 +677,9 @@ impl<'a> CodeObjectEditor<'a> {
             // and sizes say (a corrupted `p_memsz` covering `.text` must not grow with it;
             // fresh tester, session 13).
             if p.p_type == elf::PT_GNU_STACK {
-                let slot = co
-                    .elf
-                    .segments
-                    .iter()
-                    .position(|q| q.p_type == elf::PT_GNU_STACK);
                 if let Some(pl) = self
                     .code_segment_placement(&layout)
-                    .filter(|_| slot == Some(i))
+                    .filter(|_| append::new_segment_slot(co) == Some(i))
                 {
                     append::load_header(
                         &mut out,

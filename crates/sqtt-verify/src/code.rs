@@ -39,12 +39,7 @@ impl<'a> Text<'a> {
                 (KEPT_TEXT_SECTION, ".text") => (b, a),
                 _ => return Ok((Text::of(co, "rewritten")?, None)),
             };
-            let text = |s: &hsaco::elf::Section| Text {
-                addr: s.addr,
-                offset: s.offset,
-                bytes: co.section_data(s),
-            };
-            let (new, kept) = (text(new), text(kept));
+            let (new, kept) = (Text::of_section(co, new), Text::of_section(co, kept));
             if u32::try_from(new.end().saturating_sub(kept.addr)).is_err() || new.addr < kept.end()
             {
                 return Err(VerifyError::Text {
@@ -71,22 +66,27 @@ impl<'a> Text<'a> {
                 ),
             });
         };
-        let bytes = co.section_data(sec);
+        let t = Text::of_section(co, sec);
         // Instructions keep their places as `u32` offsets ([`OInst`]).
-        if u32::try_from(bytes.len()).is_err() {
+        if u32::try_from(t.bytes.len()).is_err() {
             return Err(VerifyError::Text {
                 which,
                 detail: format!(
                     "executable section of {} bytes (at most 4 GiB are supported)",
-                    bytes.len()
+                    t.bytes.len()
                 ),
             });
         }
-        Ok(Text {
+        Ok(t)
+    }
+
+    /// The text of section `sec` of `co` (its bytes borrowed).
+    fn of_section(co: &'a CodeObject, sec: &hsaco::elf::Section) -> Text<'a> {
+        Text {
             addr: sec.addr,
             offset: sec.offset,
-            bytes,
-        })
+            bytes: co.section_data(sec),
+        }
     }
 
     pub fn end(&self) -> u64 {
@@ -976,31 +976,22 @@ impl<'a> Program<'a> {
             }
             // Kept in place: the function runs from the kept `.text`, unchanged.
             let in_place = kept.filter(|k| new_start == Some(start) && k.contains(start));
-            if let Some(k) = in_place {
-                if amdgpu_isa::decode_all(otext.slice(start, orig_end), isa).is_err() {
-                    opaque.push((start, orig_end, seed.name.clone()));
-                    continue;
-                }
-                let mut f = Func::new(
-                    seed.name.clone(),
-                    seed.kind,
-                    (start, orig_end),
-                    new_start,
-                    otext,
-                    k,
-                );
-                f.kept_in_place = true;
-                funcs.push(f);
+            if in_place.is_some()
+                && amdgpu_isa::decode_all(otext.slice(start, orig_end), isa).is_err()
+            {
+                opaque.push((start, orig_end, seed.name.clone()));
                 continue;
             }
-            funcs.push(Func::new(
+            let mut f = Func::new(
                 seed.name.clone(),
                 seed.kind,
                 (start, orig_end),
                 new_start,
                 otext,
-                ntext,
-            ));
+                in_place.unwrap_or(ntext),
+            );
+            f.kept_in_place = in_place.is_some();
+            funcs.push(f);
         }
         check_new_only(orig, new, findings);
 

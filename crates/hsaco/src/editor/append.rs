@@ -26,10 +26,8 @@ const PF_RX: u32 = 5;
 /// `PT_GNU_STACK` slot after the last `PT_LOAD` to turn into the new program header.
 pub fn append_address(co: &CodeObject) -> Result<u64> {
     let segs = &co.elf.segments;
-    // The first `PT_GNU_STACK` takes the new header (any other stays as it is).
-    let slot = segs.iter().position(|p| p.p_type == elf::PT_GNU_STACK);
     let last_load = segs.iter().rposition(|p| p.p_type == elf::PT_LOAD);
-    match (slot, last_load) {
+    match (new_segment_slot(co), last_load) {
         (Some(s), Some(l)) if s > l => {}
         _ => {
             return Err(Error::InvalidEdit(
@@ -51,6 +49,15 @@ pub fn append_address(co: &CodeObject) -> Result<u64> {
     let end = loads.chain(sections).max().unwrap_or(0);
     align_up(end, APPEND_ALIGN)
         .ok_or_else(|| Error::InvalidEdit(format!("no address above {end:#x} for a new segment")))
+}
+
+/// Index of the program header that becomes the new segment's: the first `PT_GNU_STACK` (any
+/// other stays as it is).
+pub(super) fn new_segment_slot(co: &CodeObject) -> Option<usize> {
+    co.elf
+        .segments
+        .iter()
+        .position(|p| p.p_type == elf::PT_GNU_STACK)
 }
 
 impl CodeObjectEditor<'_> {
