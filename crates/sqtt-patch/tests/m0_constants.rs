@@ -7,11 +7,9 @@
 //! disagreed, and the kernel was rejected and left alone (jax's `CholeskyUpdateKernel` on
 //! gfx906/908/90a/90c under `--scope`). A wrong constant must still be caught.
 
-use assert_cmd::Command;
-
 #[path = "support/asm.rs"]
 mod asm;
-use asm::{assemble, verify};
+use asm::{assemble, rewrite, verify};
 
 const SOURCE: &str = r#".amdgcn_target "amdgcn-amd-amdhsa--gfx908"
 .text
@@ -69,26 +67,7 @@ fn guarded_marker_restoring_a_known_m0_constant_verifies() {
     let t = tempfile::tempdir().unwrap();
     let co = assemble(t.path(), "k", "gfx908", SOURCE);
     let out = t.path().join("k.out.co");
-    let json = t.path().join("k.json");
-    let o = Command::cargo_bin("sqtt-patch")
-        .unwrap()
-        .arg(&co)
-        .arg("-o")
-        .arg(&out)
-        .args(["--barriers", "1", "--scope", "--report-json"])
-        .arg(&json)
-        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
-        .env_remove("SQTT_INSTRUMENT_BARRIERS")
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(r["status"], "instrumented", "{r}");
+    let r = rewrite(&co, &out, &["--barriers", "1", "--scope"]);
     assert!(r["left_alone"].as_array().is_none_or(Vec::is_empty), "{r}");
     assert_eq!(r["functions"][0]["sites"]["barrier"], 1, "{r}");
     let (code, text) = verify(&co, &out);

@@ -902,8 +902,16 @@ impl Program {
 /// bit: dword 0 bit 16 on gfx9, bit 17 on gfx10/gfx11), GWS, `ds_ordered_count`,
 /// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
 /// base address or counter there).
+///
+/// `s_sendmsg sendmsg(MSG_DEALLOC_VGPRS)` (gfx11 and gfx12, message id 3 in SIMM16[7:0]) does
+/// not read M0 either: LLVM emits it right before `s_endpgm` after register allocation without
+/// setting M0 (`SIInsertWaitcnts`, "release VGPRs"; `SendMsg::ID_DEALLOC_VGPRS_GFX11Plus`), and
+/// the ISA manuals name no M0 payload for it. Other messages keep the decoder's M0 use.
 pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
     let m = inst.mnemonic();
+    if m == "s_sendmsg" {
+        return !releases_vgprs(inst);
+    }
     // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA
     // forms (`*_lds_*`: M0 holds the LDS address) read it.
     if matches!(
@@ -925,6 +933,16 @@ pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
     };
     let gds = gds_bit.is_some_and(|b| inst.word(0) >> b & 1 == 1);
     special_ds || gds
+}
+
+/// Whether `inst` (an `s_sendmsg`) sends MSG_DEALLOC_VGPRS: gfx11 and gfx12 only (on gfx9 and
+/// gfx10 id 3 is MSG_GS_DONE, which reads M0), message id in SIMM16 bits 7:0 (LLVM
+/// `SendMsg::ID_MASK_GFX11Plus_`).
+fn releases_vgprs(inst: &Instruction) -> bool {
+    matches!(
+        inst.target().family(),
+        amdgpu_isa::Family::Gfx11 | amdgpu_isa::Family::Gfx12
+    ) && inst.word(0) & 0xff == 3
 }
 
 /// M0 facts at each instruction of a function: whether M0 is live before it, and the constant it

@@ -137,9 +137,21 @@ pub(crate) fn marker_kind(v: u32) -> MarkerKind {
 /// from gfx9 on LDS access does not need M0 (LLVM `GCNSubtarget::ldsRequiresM0Init`: before
 /// GFX9 only). GDS, GWS, `ds_ordered_count`, `ds_append`/`ds_consume` and the `addtid` forms
 /// still use M0 and keep the decoder's answer.
+///
+/// The "release VGPRs" message (`s_sendmsg sendmsg(MSG_DEALLOC_VGPRS)`, gfx11/gfx12 message 3,
+/// which LLVM's `SIInsertWaitcnts` places before `s_endpgm` without defining M0) carries no M0
+/// payload; on gfx9/gfx10 message 3 is MSG_GS_DONE and does read M0.
 pub(crate) fn reads_m0(inst: &Instruction) -> bool {
     if !inst.reads().contains(SpecialReg::M0) {
         return false;
+    }
+    if inst.mnemonic() == "s_sendmsg" {
+        let gfx11_on = matches!(
+            inst.target().family(),
+            amdgpu_isa::Family::Gfx11 | amdgpu_isa::Family::Gfx12
+        );
+        let message = inst.word(0) & 0xff;
+        return !(gfx11_on && message == 3);
     }
     // The decoder also reports M0 for FLAT/GLOBAL/SCRATCH stores and loads (seen on gfx11/gfx12
     // `global_store_b32 ..., off`); only the LDS-DMA forms (`*_lds_*`, M0 = LDS address) read it.

@@ -51,3 +51,31 @@ pub fn verify(orig: &Path, new: &Path) -> (i32, String) {
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     (o.status.code().unwrap_or(-1), text)
 }
+
+/// `sqtt-patch CO -o OUT ARGS --report-json JSON` with the feature variables of the caller's
+/// environment removed: asserts exit 0 and status "instrumented", returns the JSON report.
+#[allow(dead_code)] // not every test file that includes this module rewrites
+pub fn rewrite(co: &Path, out: &Path, args: &[&str]) -> serde_json::Value {
+    let json = out.with_extension("json");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(co)
+        .arg("-o")
+        .arg(out)
+        .args(args)
+        .arg("--report-json")
+        .arg(&json)
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["status"], "instrumented", "{r}");
+    r
+}
