@@ -5,7 +5,7 @@
 use super::{kernel_funcs, Analysed, Source};
 use crate::analysis::{m0_facts, M0Facts, Program};
 use crate::config::Options;
-use crate::funcmap::Row;
+use sqtt_funcmap::Row;
 use crate::inlined::InlinedNames;
 use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};

@@ -11,6 +11,9 @@
 
 use std::collections::BTreeMap;
 
+/// Name of the funcmap section (spec, "Funcmap format"; consumers find it by this name).
+pub const SECTION: &str = ".sqtt_funcmap";
+
 /// One funcmap row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Row {
