@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_funcmap::Row;
+use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use sqtt_verify::Check;
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use amdgpu_isa::{build, Flow, Special};
-use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_funcmap::Row;
+use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use sqtt_verify::Check;
 

@@ -5,8 +5,8 @@
 //! adjacent to a point marker whose id is the funcmap's `barrier*` row, with the counts the report
 //! gives.
 
-use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_funcmap::Row;
+use sqtt_rewrite::config::{FunctionThreshold, Options};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -18,9 +18,9 @@
 
 mod common;
 
+use sqtt_funcmap::Row;
 use sqtt_interp::{run, Wave};
 use sqtt_rewrite::config::{Options, TraceAddresses};
-use sqtt_funcmap::Row;
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 
 use super::{is_padding, Decoded, Source};
 use crate::analysis::{analyse_decoded, Program};
-use sqtt_funcmap::Row;
 use crate::rewrite::Report;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Output of [`analyse`].

@@ -6,17 +6,16 @@ use super::instrument::Snippets;
 use super::{first_index, kernel_funcs, LaidOut};
 use crate::analysis::Program;
 use crate::config::Options;
-use sqtt_funcmap::Row;
 use crate::layout::{Layout, PcRelUse};
 use crate::plan::{MarkerKey, SiteKind};
 use crate::regs::{members, Sgprs};
 use crate::rewrite::{
-    FunctionReport, KernelReport, Report, RewriteError, Status, KEPT_TEXT_SECTION,
-    PATCH_SECTION,
+    FunctionReport, KernelReport, Report, RewriteError, Status, KEPT_TEXT_SECTION, PATCH_SECTION,
 };
 use amdgpu_isa::Family;
 use hsaco::kd::KernelDescriptor;
 use hsaco::{CodeObject, CodeObjectEditor};
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, HashMap};
 
 /// Output of [`encode`].
