@@ -5,7 +5,6 @@
 use super::{kernel_funcs, Analysed, Source};
 use crate::analysis::{m0_facts, M0Facts, Program};
 use crate::config::Options;
-use crate::funcmap::Row;
 use crate::inlined::InlinedNames;
 use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
@@ -16,6 +15,7 @@ use crate::trace::TraceOp;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Instruction, RegSet, Target};
 use hsaco::CodeObject;
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
