@@ -9,10 +9,10 @@ use amdgpu_isa::Flow;
 use hsaco::elf::{self, Section};
 use hsaco::CodeObject;
 
-use crate::code::{Program, Regs, KEPT_TEXT_SECTION};
 use crate::funcmap::{self, Funcmap, Row};
+use crate::program::scope_rows;
+use crate::program::{counterpart, Program, Regs, KEPT_TEXT_SECTION};
 use crate::region::Layout;
-use crate::scope_rows;
 use crate::{Check, Finding};
 
 /// `R_AMDGPU_RELATIVE64` (AMDGPUUsage "Relocation Records").
@@ -518,20 +518,6 @@ fn shown(s: &Section) -> String {
     }
 }
 
-/// The section of `co` that corresponds to `s` of the other object: the one of the same name, or
-/// for an empty name (which the null section 0 also has) the one at the same index with an empty
-/// name.
-pub(crate) fn counterpart<'c>(co: &'c CodeObject, s: &Section) -> Option<&'c Section> {
-    match s.name.as_str() {
-        "" => co
-            .elf
-            .sections
-            .get(s.index)
-            .filter(|x| x.name.is_empty() && x.index != 0),
-        name => co.section(name),
-    }
-}
-
 pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
     for s in o.elf.sections.iter().skip(1) {
         let Some(ns) = counterpart(n, s) else {
@@ -724,7 +710,7 @@ pub(crate) fn check_symbols(
             // or the new section.
             if let Some(kept) = p.kept {
                 let named = section_name(n, b.shndx);
-                let inside = |t: &crate::code::Text| t.contains(b.value) || b.value == t.end();
+                let inside = |t: &crate::program::Text| t.contains(b.value) || b.value == t.end();
                 let wrong =
                     (named == Some(".text") && !inside(&kept) && a.st_type != elf::STT_SECTION)
                         || (named == Some(KEPT_TEXT_SECTION) && !inside(&p.ntext));

@@ -7,12 +7,12 @@ use std::rc::Rc;
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
-use crate::code::{Func, NInst, OInst, Program, Regs};
 use crate::elfcheck::FuncmapInfo;
-use crate::insn::{
+use crate::program::insn::{
     allowed, getreg_allowed, legacy, marker_kind, reads_m0, region_class, scalar_const, Allowed,
     MarkerKind, Region,
 };
+use crate::program::{Func, NInst, OInst, Program, Regs};
 use crate::region::{self, Layout};
 use crate::sgprs::{self, CallGraph};
 use crate::sites::LoopEnter;
@@ -277,7 +277,7 @@ fn all_legacy(classes: &[Option<Region>]) -> bool {
 }
 
 /// `wave_sizes`: lanes of each function of `p` (parallel to `p.funcs`); `outside`: device
-/// functions code outside the object may enter (same order, [`crate::outside`]).
+/// functions code outside the object may enter (same order, [`crate::program::outside`]).
 pub(crate) fn analyse(
     p: &Program,
     fm: &FuncmapInfo,
@@ -417,7 +417,7 @@ fn guard_reads<'r>(
                 .is_some_and(|b| matches!(b.inst.mnemonic(), "s_cbranch_scc0" | "s_cbranch_scc1"));
         if guard {
             // The lowest SGPR s0..s105 it reads.
-            let reads = r.sgpr_reads & crate::sgprs::EVERY;
+            let reads = r.sgpr_reads & crate::program::regs::EVERY;
             if reads != 0 {
                 let g = reads.trailing_zeros() as u16;
                 if entry || written >> g & 1 == 0 {
@@ -1705,7 +1705,7 @@ fn check_marker(
         Some(row) if matches!(kind, MarkerKind::Enter(_)) => {
             let here = |(_, entry): (bool, u64)| Some(entry) == f.new_start;
             let looped = (row.kind == 'U')
-                .then(|| crate::scope_rows::loop_scope_symbol(&row.name))
+                .then(|| crate::program::scope_rows::loop_scope_symbol(&row.name))
                 .flatten();
             let symbol = fm.symbols.get(looped.unwrap_or(&row.name)).copied();
             let misplaced = match (row.kind, symbol) {

@@ -47,19 +47,14 @@
 //!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
 //!    byte for byte with the bytes that followed it, and is followed by the same function.
 
-mod builder;
-mod code;
 mod dwarfcheck;
 mod elfcheck;
 mod flow;
 pub mod funcmap;
 mod hazard;
 mod inlined;
-mod insn;
-mod noreturn;
-mod outside;
+mod program;
 mod region;
-mod scope_rows;
 mod segments;
 mod sgprs;
 mod sites;
@@ -301,7 +296,7 @@ pub fn verify_parsed(
     let mut warnings = Vec::new();
     elfcheck::check_header(orig, new, &mut findings);
     let isa = isa_target(orig, "original")?;
-    let program = code::Program::build(orig, new, isa, &mut findings)?;
+    let program = program::Program::build(orig, new, isa, &mut findings)?;
     let kernel_waves: Vec<u32> = orig
         .kernels
         .iter()
@@ -329,7 +324,7 @@ pub fn verify_parsed(
             FunctionKind::Function => fallback,
         })
         .collect();
-    let outside = outside::entered_from_outside(orig, &program);
+    let outside = program::outside::entered_from_outside(orig, &program);
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &outside, &mut findings);
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
@@ -404,7 +399,7 @@ pub fn layout(
         error,
     })?;
     let isa = isa_target(&orig, "original")?;
-    let program = code::Program::build(&orig, &new, isa, &mut Vec::new())?;
+    let program = program::Program::build(&orig, &new, isa, &mut Vec::new())?;
     Ok(program
         .funcs
         .iter()

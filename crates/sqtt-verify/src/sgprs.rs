@@ -9,7 +9,7 @@
 //!   unresolved call anywhere everything; otherwise what is live after each of its call sites
 //!   (joined), plus s30..s105 ([`PRESERVED`], the SGPRs the AMDGPU function calling convention
 //!   keeps across a call) when no call or tail call reaches it or code outside the object may
-//!   enter it ([`crate::outside`]); at a tail call, the callee's reads plus the caller's return
+//!   enter it ([`crate::program::outside`]); at a tail call, the callee's reads plus the caller's return
 //!   liveness; after an `s_trap 2` that ends the function, nothing; anywhere else control leaves,
 //!   everything.
 //!   `s_movrels*` reads every SGPR; `s_cmov*` / `s_movreld*` kill nothing.
@@ -22,16 +22,12 @@
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{Family, Flow, Instruction, Special};
+use amdgpu_isa::{Flow, Special};
 
-use crate::code::{Func, Program, Regs};
 use crate::flow::FactSuccs;
-
-/// Bit `n` is `s<n>`.
-pub(crate) type Mask = u128;
-
-/// s0..s105.
-pub(crate) const EVERY: Mask = (1u128 << 106) - 1;
+use crate::program::builder_target;
+use crate::program::regs::{reads, writes, Mask, EVERY};
+use crate::program::{Func, Program, Regs};
 
 /// s30..s105: what a caller following the AMDGPU function calling convention may still read
 /// after a call returns (LLVM `AMDGPUCallingConv.td` `CSR_AMDGPU_SGPRs`, s30..s105 or, in newer
@@ -115,24 +111,8 @@ pub(crate) struct CallGraph {
     intra: Vec<Vec<usize>>,
 }
 
-// The four facts below take the registers decoded once per original instruction
+// The two facts below (and `reads` / `writes` of [`crate::program::regs`]) take the registers decoded once per original instruction
 // (`Func::regs`).
-
-fn reads(r: &Regs) -> Mask {
-    if r.has(Regs::MOVRELS) {
-        EVERY
-    } else {
-        r.sgpr_reads
-    }
-}
-
-fn writes(r: &Regs) -> Mask {
-    if r.has(Regs::MOVRELD) {
-        EVERY
-    } else {
-        r.sgpr_writes
-    }
-}
 
 fn kills(r: &Regs) -> Mask {
     if r.has(Regs::CMOV) || r.has(Regs::MOVRELD) {
@@ -148,63 +128,6 @@ fn smem_result(r: &Regs) -> Mask {
     } else {
         0
     }
-}
-
-/// LGKM_CNT field of `s_waitcnt` simm16 per family (ISA manuals "S_WAITCNT").
-pub(crate) fn smem_drained(i: &Instruction) -> bool {
-    let simm = i.field("simm16");
-    match i.mnemonic() {
-        "s_waitcnt" => {
-            let Some(v) = simm else { return false };
-            let lgkm = match i.target().family() {
-                Family::Gfx9 => v >> 8 & 0xf,
-                Family::Gfx10 => v >> 8 & 0x3f,
-                Family::Gfx11 => v >> 4 & 0x3f,
-                _ => 1,
-            };
-            lgkm == 0
-        }
-        "s_waitcnt_lgkmcnt" => i.field("sdst") == Some(125) && simm == Some(0),
-        "s_wait_kmcnt" => simm == Some(0),
-        _ => i.special() == Special::EndPgm,
-    }
-}
-
-/// Original target of the latest address builder before `k` that produces the pair `pair`, when
-/// the pair provably still holds it at `k`: the builder and `k` are on one straight-line stretch
-/// (no original branch or address-builder target lands after the `s_getpc` up to `k`) and nothing
-/// after the builder's last instruction writes either half of the pair (an `-O0` spill/reload
-/// through VGPR lanes or a load of a function pointer would). Otherwise `None`: the call is
-/// unresolved and liveness treats it as reaching anything.
-pub(crate) fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
-    let b = f
-        .builders
-        .iter()
-        .filter(|b| b.getpc < k && b.dst == pair)
-        .max_by_key(|b| b.getpc)?;
-    let orig = |k: usize| f.orig.get(k).map(|o| f.inst(o));
-    let done = b.parts.iter().copied().max()?;
-    let written = (done + 1..k).any(|j| {
-        let w = writes(f.regs(&f.orig[j]));
-        w >> pair & 3 != 0
-    });
-    let first = f.orig.get(b.getpc + 1)?.addr;
-    let last = f.orig.get(k)?.addr;
-    let lands_between = |t: u64| t >= first && t <= last;
-    let joined = f
-        .orig
-        .iter()
-        .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
-        || f.builders.iter().any(|o| {
-            let Some(g) = f.orig.get(o.getpc) else {
-                return true;
-            };
-            o.target_with(g.addr, orig).is_some_and(lands_between)
-        });
-    if written || joined {
-        return None;
-    }
-    b.target_with(f.orig.get(b.getpc)?.addr, orig)
 }
 
 impl CallGraph {
@@ -483,7 +406,7 @@ fn live_in(
     // the queue is put into the error state): nothing is live after it.
     let mut end: Vec<Mask> = (0..n)
         .map(|k| {
-            if succs.none(k) && !crate::verbatim::aborts(&f.inst(&f.orig[k])) {
+            if succs.none(k) && !crate::program::aborts(&f.inst(&f.orig[k])) {
                 EVERY
             } else {
                 0
@@ -595,7 +518,7 @@ mod tests {
     /// A function from gfx942 words (llvm-mc-22 encodings) at address 0x1000.
     fn func(bytes: &[u8]) -> Func<'_> {
         let t = Target::from_name("gfx942").expect("gfx942");
-        let text = crate::code::Text {
+        let text = crate::program::Text {
             addr: 0x1000,
             offset: 0x1000,
             bytes,

@@ -7,7 +7,7 @@
 //! convention (AMDGPUUsage "Calling Conventions"), so the SGPRs it preserves are live at the
 //! function's returns and any SGPR may await an SMEM result at its entry ([`crate::sgprs`]).
 
-use crate::code::Program;
+use crate::program::Program;
 use crate::FunctionKind;
 
 /// Per function of `p`: a device function code outside the object may enter. Every device
