@@ -7,13 +7,13 @@ use std::rc::Rc;
 
 use amdgpu_isa::{Flow, Instruction, RegSet, SpecialReg};
 
-use crate::elfcheck::FuncmapInfo;
 use crate::program::insn::{
     allowed, getreg_allowed, legacy, marker_kind, reads_m0, region_class, scalar_const, Allowed,
     MarkerKind, Region,
 };
 use crate::program::{Func, NInst, OInst, Program, Regs};
-use crate::region::{self, Layout};
+use crate::program::{FuncmapInfo, Layout};
+use crate::region;
 use crate::sgprs::{self, CallGraph};
 use crate::sites::LoopEnter;
 use crate::subcalls::Resolved;

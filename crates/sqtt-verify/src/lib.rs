@@ -47,19 +47,23 @@
 //!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
 //!    byte for byte with the bytes that followed it, and is followed by the same function.
 
+mod descriptors;
 mod dwarfcheck;
-mod elfcheck;
 mod flow;
 pub mod funcmap;
+mod funcmap_rows;
 mod hazard;
-mod inlined;
+mod header;
+mod metadata;
 mod program;
 mod region;
+mod sections;
 mod segments;
 mod sgprs;
 mod sites;
 mod spill;
 mod subcalls;
+mod symbols;
 mod verbatim;
 
 use serde::Serialize;
@@ -153,6 +157,19 @@ pub struct Finding {
     pub new_address: Option<u64>,
     /// Human-readable description (stable text; tests pin it).
     pub message: String,
+}
+
+impl Finding {
+    /// A finding about the whole object (no function, no address).
+    pub(crate) fn global(check: Check, message: String) -> Finding {
+        Finding {
+            check,
+            function: None,
+            original_address: None,
+            new_address: None,
+            message,
+        }
+    }
 }
 
 impl std::fmt::Display for Finding {
@@ -294,7 +311,7 @@ pub fn verify_parsed(
 ) -> Result<Report, VerifyError> {
     let mut findings = Vec::new();
     let mut warnings = Vec::new();
-    elfcheck::check_header(orig, new, &mut findings);
+    header::check_header(orig, new, &mut findings);
     let isa = isa_target(orig, "original")?;
     let program = program::Program::build(orig, new, isa, &mut findings)?;
     let kernel_waves: Vec<u32> = orig
@@ -302,7 +319,7 @@ pub fn verify_parsed(
         .iter()
         .map(|k| wave_size(isa, &k.descriptor))
         .collect();
-    let fm = elfcheck::check_funcmap(orig, new, &kernel_waves, &mut findings);
+    let fm = funcmap_rows::check_funcmap(orig, new, &kernel_waves, &mut findings);
     // Device functions run in their callers' waves: the W: row, else the kernels' common size.
     let fallback =
         fm.wave
@@ -328,21 +345,27 @@ pub fn verify_parsed(
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &outside, &mut findings);
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
-    elfcheck::check_sections(orig, new, &mut findings);
-    elfcheck::check_patch_record(orig, new, &mut findings);
+    sections::check_sections(orig, new, &mut findings);
+    sections::check_patch_record(orig, new, &mut findings);
     segments::check_segments(orig, new, &mut findings);
-    elfcheck::check_symbols(orig, new, &program, &mut findings);
-    elfcheck::check_relocations(orig, new, &program, &mut findings);
+    symbols::check_symbols(orig, new, &program, &mut findings);
+    symbols::check_relocations(orig, new, &program, &mut findings);
     dwarfcheck::check_lines(orig, new, &program, &mut findings);
-    elfcheck::check_descriptors(
-        orig,
-        new,
-        &program,
-        &analysis.inserted_top,
-        &mut findings,
-        &mut warnings,
-    );
-    elfcheck::check_metadata_root(orig, new, &mut findings);
+    // Per kernel: its descriptor, then its metadata-note entry.
+    let func_use = descriptors::usage_per_function(&program);
+    for pair @ (ok, nk, fi) in program::kernel_pairs(orig, new, &program) {
+        descriptors::check_descriptor(orig, new, &program, &func_use, pair, &mut findings);
+        metadata::check_metadata(
+            orig,
+            new,
+            ok,
+            nk,
+            analysis.inserted_top.get(&fi).copied(),
+            &mut findings,
+            &mut warnings,
+        );
+    }
+    metadata::check_metadata_root(orig, new, &mut findings);
     let functions = program
         .funcs
         .iter()

@@ -126,7 +126,7 @@ fn vmem(i: &Instruction) -> Option<MemKind> {
 
 /// An operation of some address-trace class.
 fn traced(i: &Instruction) -> bool {
-    crate::elfcheck::ADDR_TRACE_NAMES
+    crate::program::ADDR_TRACE_NAMES
         .iter()
         .any(|n| traces(n, i) == Some(true))
 }

@@ -4,6 +4,7 @@
 mod align;
 pub(crate) mod builder;
 mod func;
+mod funcmap_facts;
 pub(crate) mod insn;
 mod landing;
 mod noreturn;
@@ -22,6 +23,7 @@ use rayon::prelude::*;
 pub(crate) use align::same;
 pub(crate) use builder::{builder_target, find_builders, Builder};
 pub(crate) use func::{Func, NInst, OInst, Slot};
+pub(crate) use funcmap_facts::{FuncmapInfo, Layout, ADDR_TRACE_NAMES};
 use landing::{find_islands, find_landings};
 pub(crate) use landing::{Island, LandingBlock};
 pub(crate) use noreturn::{aborts, falls_off};
@@ -30,6 +32,25 @@ pub(crate) use regs::{BuildRegsHasher, Regs};
 pub(crate) use text::{counterpart, Text, KEPT_TEXT_SECTION};
 
 use crate::{Check, Finding, FunctionKind, VerifyError};
+
+/// The kernels of `o` that `n` and `p` have too, in `o`'s order: each original kernel with the
+/// first rewritten kernel of its name and the index of the function at its entry in `p.funcs`
+/// (kernels without either are left out: the function-set check reports them).
+pub(crate) fn kernel_pairs<'o, 'n>(
+    o: &'o CodeObject,
+    n: &'n CodeObject,
+    p: &Program,
+) -> Vec<(&'o hsaco::Kernel, &'n hsaco::Kernel, usize)> {
+    // The first rewritten kernel of each name (a linear search per kernel was quadratic).
+    let mut by_name: HashMap<&str, &hsaco::Kernel> = HashMap::new();
+    for k in &n.kernels {
+        by_name.entry(k.name.as_str()).or_insert(k);
+    }
+    o.kernels
+        .iter()
+        .filter_map(|ok| Some((ok, *by_name.get(ok.name.as_str())?, p.func_at(ok.entry)?)))
+        .collect()
+}
 
 /// Both texts and every function, aligned.
 pub(crate) struct Program<'a> {
