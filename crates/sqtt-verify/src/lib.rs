@@ -56,13 +56,8 @@ mod hazard;
 mod header;
 mod metadata;
 mod program;
-mod region;
 mod sections;
 mod segments;
-mod sgprs;
-mod sites;
-mod spill;
-mod subcalls;
 mod symbols;
 mod verbatim;
 

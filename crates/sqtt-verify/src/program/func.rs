@@ -346,7 +346,8 @@ impl<'a> Func<'a> {
         }
     }
 
-    pub(super) fn finding(
+    /// A finding in this function (`o`, `n`: original and rewritten addresses, bytes).
+    pub(crate) fn finding(
         &self,
         check: Check,
         o: Option<u64>,

@@ -24,10 +24,9 @@ use std::collections::BTreeMap;
 
 use amdgpu_isa::{Flow, Special};
 
-use crate::flow::FactSuccs;
-use crate::program::builder_target;
+use super::cfg::FactSuccs;
 use crate::program::regs::{reads, writes, Mask, EVERY};
-use crate::program::{Func, Program, Regs};
+use crate::program::{builder_target, Func, Program, Regs};
 
 /// s30..s105: what a caller following the AMDGPU function calling convention may still read
 /// after a call returns (LLVM `AMDGPUCallingConv.td` `CSR_AMDGPU_SGPRs`, s30..s105 or, in newer
@@ -107,7 +106,7 @@ pub(crate) struct CallGraph {
     leaves: Vec<BTreeMap<usize, Leave>>,
     /// Per function: it is a kernel (never the target of a call).
     kernel: Vec<bool>,
-    /// Per function: its calls of subroutines inside it ([`crate::subcalls`]).
+    /// Per function: its calls of subroutines inside it ([`super::subcalls`]).
     intra: Vec<Vec<usize>>,
 }
 
@@ -133,7 +132,7 @@ fn smem_result(r: &Regs) -> Mask {
 impl CallGraph {
     /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
     /// Functions are looked at in parallel.
-    /// `intra[f]`: its calls of subroutines inside it ([`crate::subcalls`]), not calls of
+    /// `intra[f]`: its calls of subroutines inside it ([`super::subcalls`]), not calls of
     /// unknown code.
     pub fn new(p: &Program, exits: &[Vec<usize>], intra: &[Vec<usize>]) -> CallGraph {
         let per: Vec<_> = p
