@@ -23,10 +23,12 @@ use amdgpu_isa::Flow;
 use crate::program::insn::Region;
 use crate::program::{Func, FuncmapInfo, Layout, Program};
 use crate::Finding;
+use balance::check_balance;
 use cfg::{build_cfg, entry_index, Cfg, FactSuccs};
 use inserted::{check_inserted, check_windows, RunRegs};
+use markers::check_f_entry;
 use rayon::prelude::*;
-use runs::check_runs;
+use runs::{check_runs, Ran};
 use scope::{scope_flags, sgpr_numbers};
 use sgprs::CallGraph;
 
@@ -141,16 +143,34 @@ pub(crate) fn analyse(
                 names: &fm.names,
                 runs: Default::default(),
             };
-            let counts = check_runs(
+            let cfg = &cfgs[fi];
+            let (counts, ran) = check_runs(
                 p,
                 f,
                 &legacy_runs(f),
-                &cfgs[fi],
+                cfg,
                 &changeable[fi],
                 fm,
                 &env,
                 &mut found,
             );
+            match ran {
+                Ran::Empty => {}
+                // Nothing inserted: every run is empty, so no run changes M0, SCC or the scope
+                // depth and no marker is emitted; only an F row added for this function can be
+                // wrong.
+                Ran::NothingInserted => check_f_entry(f, fm, None, &mut found),
+                Ran::Runs {
+                    effects,
+                    landed,
+                    loops,
+                } => {
+                    let succ = |k: usize| cfg.succ(k).map(|s| s.0).collect();
+                    sites::check_loop_enters(f, succ, &fm.names, &loops, &mut found);
+                    check_f_entry(f, fm, effects.get(&(0, None)), &mut found);
+                    check_balance(f, cfg, &effects, &landed, fm, &mut found);
+                }
+            }
             (counts, found)
         })
         .unzip();

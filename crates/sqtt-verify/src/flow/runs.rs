@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::balance::check_balance;
 use super::cfg::Cfg;
 use super::effect::{entry_effect, entry_key, run_from, Code, Effect, Facts};
 use super::liveness::{m0_constants, m0_liveness, scc_liveness, Val};
-use super::markers::{check_f_entry, check_marker};
+use super::markers::check_marker;
 use super::sgprs;
 use super::sites::LoopEnter;
 use super::{all_legacy, region, MarkerCounts};
@@ -16,6 +15,28 @@ use crate::program::insn::reads_m0;
 use crate::program::{Func, FuncmapInfo, Program};
 use crate::{Check, Finding};
 
+/// What [`check_runs`] found of one function's inserted code, for the whole-function checks
+/// that follow it ([`super::markers::check_f_entry`], [`super::balance::check_balance`],
+/// [`super::sites::check_loop_enters`]).
+pub(super) enum Ran {
+    /// The function has no original instruction: nothing to check.
+    Empty,
+    /// Nothing was inserted: every run is empty.
+    NothingInserted,
+    /// The runs' effects.
+    Runs {
+        /// Effects of the entries into runs that emit markers, by (original index, entry).
+        effects: BTreeMap<(usize, Option<u64>), Effect>,
+        /// Effects of the landing blocks, by start address.
+        landed: BTreeMap<u64, Effect>,
+        /// Loop-enter markers seen.
+        loops: Vec<LoopEnter>,
+    },
+}
+
+/// Executes or simulates every entry into every inserted run and landing block of `f` and
+/// checks each effect ([`check_effect`]). Returns the marker counts and what the
+/// whole-function checks need ([`Ran`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn check_runs(
     p: &Program,
@@ -26,17 +47,14 @@ pub(super) fn check_runs(
     fm: &FuncmapInfo,
     env: &region::Env,
     findings: &mut Vec<Finding>,
-) -> MarkerCounts {
+) -> (MarkerCounts, Ran) {
     let mut counts = MarkerCounts::default();
     let n = f.orig.len();
     if n == 0 {
-        return counts;
+        return (counts, Ran::Empty);
     }
     if f.inserted.is_empty() {
-        // Nothing inserted: every run is empty, so no run changes M0, SCC or the scope depth and
-        // no marker is emitted; only an F row added for this function can be wrong.
-        check_f_entry(f, fm, None, findings);
-        return counts;
+        return (counts, Ran::NothingInserted);
     }
     let live = m0_liveness(f, cfg);
     let scc_live = scc_liveness(f, cfg);
@@ -142,11 +160,14 @@ pub(super) fn check_runs(
         );
         landed.insert(start, e);
     }
-    let succ = |k: usize| cfg.succ(k).map(|s| s.0).collect();
-    super::sites::check_loop_enters(f, succ, &fm.names, &loops, findings);
-    check_f_entry(f, fm, effects.get(&(0, None)), findings);
-    check_balance(f, cfg, &effects, &landed, fm, findings);
-    counts
+    (
+        counts,
+        Ran::Runs {
+            effects,
+            landed,
+            loops,
+        },
+    )
 }
 
 /// Checks the effect of inserted code that runs just before original `k`: SCC and M0 kept where
