@@ -195,6 +195,29 @@ impl CallGraph {
         }
     }
 
+    /// Joins into each function's mask the masks of every function it calls or tail-calls
+    /// (every SGPR for an unresolved call), until nothing changes (the fixed point over the
+    /// call graph). `m`: one mask per function.
+    fn close_over_callees(&self, m: &mut [Mask]) {
+        loop {
+            let mut again = false;
+            for fi in 0..m.len() {
+                let mut v = m[fi];
+                for &(_, c) in &self.calls[fi] {
+                    v |= c.map_or(EVERY, |g| m[g]);
+                }
+                for g in self.tails(fi) {
+                    v |= m[g];
+                }
+                again |= v != m[fi];
+                m[fi] = v;
+            }
+            if !again {
+                break;
+            }
+        }
+    }
+
     fn tails(&self, fi: usize) -> impl Iterator<Item = usize> + '_ {
         self.leaves[fi].values().filter_map(|l| match l {
             Leave::Tail(g) => Some(*g),
@@ -250,23 +273,7 @@ pub(crate) fn changeable(
             }
         })
         .collect();
-    loop {
-        let mut again = false;
-        for fi in 0..n {
-            let mut v = deep[fi];
-            for &(_, c) in &cg.calls[fi] {
-                v |= c.map_or(EVERY, |g| deep[g]);
-            }
-            for g in cg.tails(fi) {
-                v |= deep[g];
-            }
-            again |= v != deep[fi];
-            deep[fi] = v;
-        }
-        if !again {
-            break;
-        }
-    }
+    cg.close_over_callees(&mut deep);
     // Return liveness: joined over known call sites until stable.
     let mut reached = vec![false; n];
     for fi in 0..n {
@@ -341,23 +348,7 @@ pub(crate) fn changeable(
         })
         .collect();
     let smem_all = smem.iter().fold(0, |a, m| a | m);
-    loop {
-        let mut again = false;
-        for fi in 0..n {
-            let mut v = smem[fi];
-            for &(_, c) in &cg.calls[fi] {
-                v |= c.map_or(EVERY, |g| smem[g]);
-            }
-            for g in cg.tails(fi) {
-                v |= smem[g];
-            }
-            again |= v != smem[fi];
-            smem[fi] = v;
-        }
-        if !again {
-            break;
-        }
-    }
+    cg.close_over_callees(&mut smem);
     // Independent per function: in parallel (the order of the result is kept), each function's
     // liveness and pending SMEM results turned into its changeable sets.
     live.into_par_iter()
