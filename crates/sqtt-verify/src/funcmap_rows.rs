@@ -126,6 +126,8 @@ fn interpret(
     }
 }
 
+/// Checks the rewritten `.sqtt_funcmap` against the original's (`kernel_waves`: lanes of each
+/// original kernel's waves, for the `W:` row) and returns what the flow checks read of it.
 pub(crate) fn check_funcmap(
     o: &CodeObject,
     n: &CodeObject,

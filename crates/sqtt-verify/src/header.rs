@@ -4,6 +4,7 @@ use hsaco::CodeObject;
 
 use crate::{Check, Finding};
 
+/// Checks that `e_flags`, the OS ABI and the ABI version are unchanged.
 pub(crate) fn check_header(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
     let (a, b) = (&o.elf.header, &n.elf.header);
     let pairs = [

@@ -96,6 +96,8 @@ fn shown(s: &Section) -> String {
     }
 }
 
+/// Checks every section of `o` against its counterpart in `n` (type, flags, contents unless a
+/// rewrite may edit them) and that `n` adds only the sections a rewrite adds.
 pub(crate) fn check_sections(o: &CodeObject, n: &CodeObject, findings: &mut Vec<Finding>) {
     for s in o.elf.sections.iter().skip(1) {
         let Some(ns) = counterpart(n, s) else {

@@ -44,6 +44,7 @@ fn code_targets(p: &Program, a: u64) -> Option<Vec<u64>> {
         .map(|e| vec![e])
 }
 
+/// Checks that every symbol of `o` is in `n` with its value and size following the moved code.
 pub(crate) fn check_symbols(
     o: &CodeObject,
     n: &CodeObject,
@@ -162,6 +163,7 @@ pub(crate) fn check_symbols(
     }
 }
 
+/// Checks that every `R_AMDGPU_RELATIVE64` addend of `.rela.dyn` follows the moved code.
 pub(crate) fn check_relocations(
     o: &CodeObject,
     n: &CodeObject,

@@ -84,6 +84,8 @@ impl FactSuccs<'_> {
     }
 }
 
+/// The CFG of one function over its original instructions, with the rewritten landings of its
+/// jumps.
 pub(super) struct Cfg {
     /// Successor indices per original instruction.
     pub(super) succs: Rows,

@@ -40,6 +40,7 @@ pub(crate) struct MarkerCounts {
     pub point: usize,
 }
 
+/// What the flow checks found beyond findings, for the report and the kernel checks.
 pub(crate) struct Analysis {
     /// Every SGPR inserted code writes (M0 excluded), ascending.
     pub inserted_sgprs: Vec<u16>,

@@ -1,5 +1,10 @@
-//! Function discovery in both code objects, decoding and instruction alignment (the address map
-//! from original instructions to their rewritten copies and the inserted runs in front of them).
+//! The shared facts every check reads ([`Program`]): both text sections, every function of the
+//! original found in both code objects, decoded and aligned (the address map from original
+//! instructions to their rewritten copies and the inserted runs in front of them), the
+//! registers of every instruction, landing blocks and islands, and the facts of the funcmap
+//! the flow checks read. Built once by the driver ([`crate::verify_parsed`]); no check module
+//! imports another, only this one. Building reports the alignment, decode and padding
+//! findings (an original instruction without its copy cannot be checked further).
 
 mod align;
 pub(crate) mod builder;
@@ -106,6 +111,9 @@ fn pair_by_name(m: &HashMap<&str, Vec<u64>>, key: &str, n: usize) -> Option<u64>
 }
 
 impl<'a> Program<'a> {
+    /// Finds every function of `orig` in both objects, decodes and aligns it; alignment,
+    /// decode and padding problems are pushed to `findings`. Errors: [`VerifyError`] when a
+    /// text section is missing or an original instruction does not decode.
     pub fn build(
         orig: &'a CodeObject,
         new: &'a CodeObject,
