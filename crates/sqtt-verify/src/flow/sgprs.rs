@@ -261,18 +261,22 @@ pub(crate) fn changeable(
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
         p.funcs.iter().any(opaque) || cg.calls.iter().flatten().any(|(_, c)| c.is_none());
+    // Per function: the union of `fact` over its original instructions (every SGPR for a
+    // function that did not decode).
+    let per_function = |fact: fn(&Regs) -> Mask| -> Vec<Mask> {
+        p.funcs
+            .iter()
+            .map(|f| {
+                if opaque(f) {
+                    EVERY
+                } else {
+                    f.orig.iter().fold(0, |a, o| a | fact(f.regs(o)))
+                }
+            })
+            .collect()
+    };
     // Transitive reads.
-    let mut deep: Vec<Mask> = p
-        .funcs
-        .iter()
-        .map(|f| {
-            if opaque(f) {
-                EVERY
-            } else {
-                f.orig.iter().fold(0, |a, o| a | reads(f.regs(o)))
-            }
-        })
-        .collect();
+    let mut deep = per_function(reads);
     cg.close_over_callees(&mut deep);
     // Return liveness: joined over known call sites until stable.
     let mut reached = vec![false; n];
@@ -336,17 +340,7 @@ pub(crate) fn changeable(
         }
     }
     // SMEM destinations: of the whole object, and of what each function reaches.
-    let mut smem: Vec<Mask> = p
-        .funcs
-        .iter()
-        .map(|f| {
-            if opaque(f) {
-                EVERY
-            } else {
-                f.orig.iter().fold(0, |a, o| a | smem_result(f.regs(o)))
-            }
-        })
-        .collect();
+    let mut smem = per_function(smem_result);
     let smem_all = smem.iter().fold(0, |a, m| a | m);
     cg.close_over_callees(&mut smem);
     // Independent per function: in parallel (the order of the result is kept), each function's
