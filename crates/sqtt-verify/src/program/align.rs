@@ -113,6 +113,46 @@ pub(super) fn match_early(
     Some(pos)
 }
 
+/// How many original branches of a stretch, matched at `pos` in `new`, reach a place other than
+/// the one their target was matched to: a branch to an original of the same stretch must land
+/// in the inserted run in front of that original's match, or on the match itself (what the flow
+/// check allows); a branch to the original that ends the stretch, in the run in front of the
+/// rewritten instruction that ends it. Branches into islands and landing blocks (`w.islands`),
+/// and branches leaving the stretch, are not counted. A late match once took a scope guard's `s_cbranch_scc0` (over
+/// its marker) for the original `s_cbranch_scc0` right before it (MAGMA sparse `bajac`
+/// kernels under `--scope`, session 19).
+fn stray_branches(pos: &[usize], orig: &[(u64, Instruction)], new: &[NInst], w: Windows) -> usize {
+    let mut bad = 0;
+    for (t, (a, o)) in orig.iter().enumerate() {
+        let Some(to) = o.branch_target(*a) else {
+            continue;
+        };
+        // The target's index among the stretch's originals; `orig.len()` for the original that
+        // ends the stretch (`w.orig.1`), whose match is the rewritten one ending it (`w.new.1`).
+        let k = match orig.binary_search_by_key(&to, |(x, _)| *x) {
+            Ok(k) => k,
+            Err(_) if to == w.orig.1 => orig.len(),
+            Err(_) => continue,
+        };
+        let n = &new[pos[t]];
+        let Some(tn) = n.inst.branch_target(n.addr) else {
+            continue;
+        };
+        if w.islands.contains(&tn) {
+            continue;
+        }
+        let lo = match k.checked_sub(1) {
+            Some(b) => new[pos[b]].addr + new[pos[b]].inst.len() as u64,
+            None => new[0].addr,
+        };
+        let hi = pos.get(k).map_or(w.new.1, |&p| new[p].addr);
+        if tn < lo || tn > hi {
+            bad += 1;
+        }
+    }
+    bad
+}
+
 /// How implausible an alignment is: the number of inserted runs (maximal stretches of
 /// unmatched rewritten instructions) that begin in the middle of a snippet. Every snippet the
 /// rewriter inserts starts with `s_ttracedata_imm`, `s_mov_b32 m0, K`, an M0 save or an SCC
@@ -335,7 +375,14 @@ pub(super) fn align(
             let early = match_early(&body[i..i + m], &new[j..e], w);
             let pick = match (late, early) {
                 (Some(l), Some(r)) => {
-                    if misaligned_runs(&r, &new[j..e]) < misaligned_runs(&l, &new[j..e]) {
+                    let orig = &body[i..i + m];
+                    let score = |p: &[usize]| {
+                        (
+                            stray_branches(p, orig, &new[j..e], w),
+                            misaligned_runs(p, &new[j..e]),
+                        )
+                    };
+                    if score(&r) < score(&l) {
                         Some(r)
                     } else {
                         Some(l)
