@@ -23,6 +23,7 @@ pub mod plan;
 pub mod regions;
 pub mod regs;
 pub mod reguse;
+pub mod report;
 pub mod rewrite;
 pub mod snippets;
 pub mod timings;

@@ -4,7 +4,7 @@
 use super::{is_padding, Decoded, Source};
 use crate::analysis::{analyse_decoded, Program};
 use crate::funcmap::{self, Row};
-use crate::rewrite::Report;
+use crate::report::Report;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
 use std::collections::{BTreeMap, BTreeSet};

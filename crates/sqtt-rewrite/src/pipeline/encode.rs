@@ -10,7 +10,7 @@ use crate::funcmap::{self, Row};
 use crate::layout::{Layout, PcRelUse};
 use crate::plan::{MarkerKey, SiteKind};
 use crate::regs::{members, Sgprs};
-use crate::rewrite::{
+use crate::report::{
     FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION, KEPT_TEXT_SECTION,
     PATCH_SECTION,
 };

@@ -10,7 +10,7 @@ use crate::inlined::InlinedNames;
 use crate::layout::Landing;
 use crate::plan::{self, M0Keep, MarkerKey, Site, SiteKind, Skipped};
 use crate::regs::{SgprFacts, Sgprs, SiteRegs, ALL_SGPRS};
-use crate::rewrite::{coverage, Report, Status};
+use crate::report::{coverage, Report, Status};
 use crate::snippets::{Decoded, ScopeMasks};
 use crate::trace::TraceOp;
 use crate::verbatim::Verbatim;
