@@ -154,7 +154,7 @@ pub struct Func {
     pub spec: FnSpec,
     /// Decoded instructions with their original addresses (compact: [`Insts`]).
     pub insts: Insts,
-    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
+    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`](crate::reguse::RegUse::of), computed once when
     /// the function is decoded).
     pub reg_use: RegUses,
     /// What the layout must fix, by instruction index (only the instructions that have one).

@@ -1,6 +1,6 @@
-//! What a decoded instruction is (part of [`crate::decode`]): length, bytes, mnemonic, encoding
-//! fields, format, class, control flow, branch target, literal, special role, and re-encoding
-//! with a new branch target or literal.
+//! What a decoded instruction is (part of the decoder, `decode.rs`): length, bytes, mnemonic,
+//! encoding fields, format, class, control flow, branch target, literal, special role, and
+//! re-encoding with a new branch target or literal.
 
 use super::*;
 

@@ -1,5 +1,6 @@
-//! What a decoded instruction touches (part of [`crate::decode`]): the registers it reads and
-//! writes (explicit operands and implicit uses, full widths) and the memory it accesses.
+//! What a decoded instruction touches (part of the decoder, `decode.rs`): the registers it
+//! reads and writes (explicit operands and implicit uses, full widths) and the memory it
+//! accesses.
 
 use super::*;
 

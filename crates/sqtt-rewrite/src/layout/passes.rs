@@ -61,9 +61,9 @@ impl Pass1 {
     }
 }
 
-/// Assigns addresses (pass 1: sizes), then has every piece encode itself at its address (pass
-/// 2: [`item`]), giving the new `.text`. Errors name the original address of the instruction
-/// that cannot be encoded, or the new address of a piece whose encoding changed size.
+/// Assigns addresses (pass 1: sizes), then has every piece encode itself at its address (pass 2:
+/// [`item`](super::item)), giving the new `.text`. Errors name the original address of the
+/// instruction that cannot be encoded, or the new address of a piece whose encoding changed size.
 pub fn lay_out(plan: &TextPlan) -> Result<Layout, LayoutError> {
     let (text_addr, out_addr) = (plan.text_addr, plan.out_addr);
     // Pass 1: addresses.

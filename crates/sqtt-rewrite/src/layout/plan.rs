@@ -12,7 +12,7 @@ use std::ops::Range;
 /// code, not the object.
 #[derive(Debug, Clone)]
 pub enum Piece<'a> {
-    /// Pad with [`PAD_WORD`] up to a multiple of this many bytes (power of two).
+    /// Pad with [`PAD_WORD`](super::PAD_WORD) up to a multiple of this many bytes (power of two).
     Align(u64),
     /// New instructions, belonging to the next original instruction.
     Insert {
@@ -38,8 +38,8 @@ pub enum Piece<'a> {
         insts: &'a Insts,
         /// Their indices in `insts` (the numbering of `relocs`).
         range: Range<usize>,
-        /// (instruction index, field to recompute), ascending, for the instructions of `range`
-        /// that have one ([`Relocs::within`]); the others have [`Reloc::None`].
+        /// (instruction index, field to recompute), ascending, for the instructions of `range` that
+        /// have one ([`Relocs::within`](super::Relocs::within)); the others have [`Reloc::None`].
         relocs: &'a [(u32, Reloc)],
     },
     /// Code trailing a SOPP branch that now targets it, ending in a jump to the branch's
@@ -53,7 +53,8 @@ pub enum Piece<'a> {
         target: u64,
         /// Marker code of the edge, run before the jump.
         markers: Vec<Instruction>,
-        /// Jump through SGPR pair `pair` ([`island_code`]) instead of `s_branch`.
+        /// Jump through SGPR pair `pair` ([`island_code`](super::island_code)) instead of
+        /// `s_branch`.
         long: bool,
         /// First SGPR of the even-aligned pair the long jump may clobber (unused on gfx1250).
         pair: u8,

@@ -6,8 +6,9 @@ use super::item::{Item, Part, PcRelPart, Resolver};
 use super::{LayoutError, PcRel};
 use amdgpu_isa::Instruction;
 
-/// Where one original instruction went: its original and new addresses as byte offsets from
-/// the start of `.text` (8 bytes per instruction; `.text` is below 4 GiB, [`lay_out`] checks).
+/// Where one original instruction went: its original and new addresses as byte offsets from the
+/// start of `.text` (8 bytes per instruction; `.text` is below 4 GiB, [`lay_out`](super::lay_out)
+/// checks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Placed {
     /// Original address - `.text` start (bytes).
@@ -29,8 +30,8 @@ pub(super) struct Block {
     pub(super) landing: u32,
 }
 
-/// One add of an address builder of data ([`PcRelUse::Data`]), kept so that its offset can be
-/// recomputed when the data moves ([`Layout::retarget_data`]).
+/// One add of an address builder of data ([`PcRelUse::Data`](super::PcRelUse::Data)), kept so that
+/// its offset can be recomputed when the data moves ([`Layout::retarget_data`]).
 #[derive(Debug, Clone)]
 pub(super) struct DataPart {
     /// New address of the add (bytes).
@@ -39,7 +40,7 @@ pub(super) struct DataPart {
     pub(super) old: u64,
     /// Decoded original.
     pub(super) inst: Instruction,
-    /// Index into [`TextPlan::pcrels`].
+    /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
     pub(super) idiom: usize,
     /// Which part of the offset it carries.
     pub(super) part: Part,
@@ -54,7 +55,7 @@ pub struct Layout {
     /// Start address of `.text` (bytes; the same before and after); offsets in the tables below
     /// count from it.
     pub(super) text_addr: u64,
-    /// Address of `bytes[0]` ([`TextPlan::out_addr`]).
+    /// Address of `bytes[0]` ([`TextPlan::out_addr`](super::TextPlan::out_addr)).
     pub(super) out_addr: u64,
     /// Every original instruction, sorted by original address.
     pub(super) placed: Vec<Placed>,
@@ -62,12 +63,14 @@ pub struct Layout {
     pub(super) lens: Vec<u8>,
     /// Instructions of `placed` with inserted code in front of them, sorted by original address.
     pub(super) blocks: Vec<Block>,
-    /// Original instructions followed by islands ([`Piece::Island`]: a relaxed branch's long
-    /// form, a landing block): (original address, new end of the last island) as offsets from
-    /// the start of `.text`, sorted by original address. The islands belong to the instruction's
-    /// function, so an end that falls right after it maps past them ([`Layout::map_end`]).
+    /// Original instructions followed by islands ([`Piece::Island`](super::Piece::Island): a
+    /// relaxed branch's long form, a landing block): (original address, new end of the last island)
+    /// as offsets from the start of `.text`, sorted by original address. The islands belong to the
+    /// instruction's function, so an end that falls right after it maps past them
+    /// ([`Layout::map_end`]).
     pub(super) trails: Vec<(u32, u32)>,
-    /// Ranges of the input kept in place ([`TextPlan::kept`]): (start, length), ascending.
+    /// Ranges of the input kept in place ([`TextPlan::kept`](super::TextPlan::kept)): (start,
+    /// length), ascending.
     pub(super) kept: Vec<(u64, u64)>,
     /// Raw regions: (old start, len, new start).
     pub raws: Vec<(u64, u64, u64)>,
@@ -227,7 +230,7 @@ impl Layout {
     /// Recomputes, in `text` (these new `.text` bytes), the adds of every address builder of
     /// data for the targets in `pcrels` (the plan's builders with data targets moved, as when
     /// the sections after `.text` move). Every other byte is unchanged: a data target decides
-    /// nothing but these offsets. Errors as [`lay_out`]'s.
+    /// nothing but these offsets. Errors as [`lay_out`](super::lay_out)'s.
     pub fn retarget_data(&self, text: &mut [u8], pcrels: &[PcRel]) -> Result<(), LayoutError> {
         let r = Resolver {
             layout: self,

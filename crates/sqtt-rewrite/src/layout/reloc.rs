@@ -43,9 +43,10 @@ pub enum Reloc {
         target: u64,
     },
     /// A relaxed SOPP branch: it now targets long-branch island `island` (see
-    /// [`Piece::Island`]), which jumps to the original target.
+    /// [`Piece::Island`](super::Piece::Island)), which jumps to the original target.
     ToIsland {
-        /// Index of the island among the plan's [`Piece::Island`]s, in output order.
+        /// Index of the island among the plan's [`Piece::Island`](super::Piece::Island)s, in output
+        /// order.
         island: usize,
     },
     /// gfx1250 `s_add_pc_i64` with a 64-bit literal: offset from the next instruction.
@@ -55,23 +56,23 @@ pub enum Reloc {
     },
     /// Low 32 bits of idiom `idiom`'s offset, in this instruction's 32-bit literal.
     PcRelLo {
-        /// Index into [`TextPlan::pcrels`].
+        /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
         idiom: usize,
     },
     /// High 32 bits of the offset (literal or inline constant 0 / -1 in SOP2 `ssrc1`).
     PcRelHi {
-        /// Index into [`TextPlan::pcrels`].
+        /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
         idiom: usize,
     },
     /// The whole 64-bit offset in a 64-bit literal (gfx1250 `s_add_nc_u64`).
     PcRel64 {
-        /// Index into [`TextPlan::pcrels`].
+        /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
         idiom: usize,
     },
     /// The literal an evaluated builder computes its offset from (Tensile's long branch,
     /// [`crate::consteval`]): re-aimed by [`OffsetExpr::solve`].
     PcRelEval {
-        /// Index into [`TextPlan::pcrels`].
+        /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
         idiom: usize,
         /// The offset as a function of this instruction's literal.
         expr: OffsetExpr,
@@ -79,7 +80,7 @@ pub enum Reloc {
     /// The last instruction of an evaluated builder: copied unchanged; it ends the stretch
     /// in which nothing is inserted ([`crate::plan::forbidden_points`]).
     PcRelEnd {
-        /// Index into [`TextPlan::pcrels`].
+        /// Index into [`TextPlan::pcrels`](super::TextPlan::pcrels).
         idiom: usize,
     },
 }
