@@ -366,6 +366,19 @@ impl Elf {
                     detail: format!("e_shstrndx {shstrndx} >= e_shnum {}", header.e_shnum),
                 });
             };
+            // gABI "Section Header Table": e_shstrndx names the section name string table,
+            // SHT_STRTAB (3). Another type is not one the writer may extend (issue 32: it was
+            // read as names, rewritten, and the output then failed verification, exit 1).
+            if strtab.sh_type != 3 {
+                return Err(Error::Malformed {
+                    what: "section header table",
+                    offset: header.e_shoff + shstrndx as u64 * u64::from(header.e_shentsize) + 4,
+                    detail: format!(
+                        "e_shstrndx names section [{shstrndx}], of type {:#x}, not SHT_STRTAB (3)",
+                        strtab.sh_type
+                    ),
+                });
+            }
             let table = src.read_at(strtab.offset, strtab.file_size(), "section name table")?;
             for s in &mut sections {
                 s.name = cstr(&table, u64::from(s.sh_name));

@@ -4,7 +4,7 @@
 //! `sqtt_decode_funcmap.py`.
 
 use anyhow::{Context, Result};
-use sqtt_rewrite::funcmap::{self, Row};
+use sqtt_funcmap::Row;
 use std::path::PathBuf;
 
 /// Arguments of `sqtt-patch funcmap`.
@@ -42,9 +42,9 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
     let Some(section) = co.funcmap() else {
         anyhow::bail!("{}: no .sqtt_funcmap section", args.file.display());
     };
-    let parsed = funcmap::parse(section);
+    let parsed = sqtt_funcmap::parse(section);
     if parsed.rows.is_empty() && section.iter().any(|b| !b.is_ascii_whitespace() && *b != 0) {
-        let offset = co.section(".sqtt_funcmap").map_or(0, |s| s.offset);
+        let offset = co.section(sqtt_funcmap::SECTION).map_or(0, |s| s.offset);
         anyhow::bail!(
             "{}: section .sqtt_funcmap at file offset {offset:#x} ({} bytes) holds no valid funcmap row{}",
             args.file.display(),

@@ -359,9 +359,11 @@ fn interrupted_wait() -> std::io::Error {
 
 /// Opens a stream destination (a FIFO or character device) for writing without blocking: a
 /// FIFO with no reader (`open(2)`: ENXIO with `O_NONBLOCK`) is retried until one comes or a
-/// signal arrives (issue 32 item 7: a blocking `open` kept Ctrl-C from ending the run).
+/// signal arrives (issue 32 item 7: a blocking `open` kept Ctrl-C from ending the run); the
+/// first such wait is announced on stderr, naming the FIFO, as FIFO inputs are.
 fn open_stream(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
+    let mut announced = false;
     loop {
         match std::fs::OpenOptions::new()
             .write(true)
@@ -369,6 +371,13 @@ fn open_stream(path: &Path) -> std::io::Result<std::fs::File> {
             .open(path)
         {
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if !announced {
+                    eprintln!(
+                        "sqtt-patch: {}: a FIFO with no reader: waiting for one (Ctrl-C stops)",
+                        path.display()
+                    );
+                    announced = true;
+                }
                 if crate::interrupt::stopping() {
                     return Err(interrupted_wait());
                 }

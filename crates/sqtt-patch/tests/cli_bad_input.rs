@@ -691,3 +691,44 @@ fn dis_and_funcmap_name_why_a_bundle_cannot_be_read() {
         );
     }
 }
+
+/// A section name table (`e_shstrndx`) that is not `SHT_STRTAB`: an input error (exit 2,
+/// naming the header field's offset), found when the file is read. It used to be read as names,
+/// extended with the new sections' names, and the output then failed our verifier (exit 1).
+#[test]
+fn a_section_name_table_of_another_type_is_malformed() {
+    let mut bytes = object();
+    let at = |o: usize, n: usize| {
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(&bytes[o..o + n]);
+        u64::from_le_bytes(v) as usize
+    };
+    let (shoff, shentsize, shstrndx) = (at(0x28, 8), at(0x3a, 2), at(0x3e, 2));
+    let type_at = shoff + shstrndx * shentsize + 4;
+    assert_eq!(at(type_at, 4), 3, "the fixture's name table is SHT_STRTAB");
+    bytes[type_at] = 1; // SHT_PROGBITS
+    for args in [&["info"][..], &["--functions", "1"][..]] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (file, out) = (dir.path().join("n.co"), dir.path().join("o.co"));
+        std::fs::write(&file, &bytes).expect("write");
+        let o = Command::new(BIN)
+            .args(args)
+            .arg(&file)
+            .args(if args[0] == "info" {
+                vec![]
+            } else {
+                vec!["-o".as_ref(), out.as_os_str()]
+            })
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "malformed section header table at offset {type_at:#x}: e_shstrndx names section [{shstrndx}], of type 0x1, not SHT_STRTAB (3)"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!out.exists(), "no output after an input error");
+    }
+}

@@ -9,55 +9,24 @@
 
 #[path = "support/asm.rs"]
 mod asm;
-use asm::{assemble, rewrite, verify};
+use asm::{assemble, kernel, rewrite, verify};
 
-const SOURCE: &str = r#".amdgcn_target "amdgcn-amd-amdhsa--gfx908"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-  s_mov_b32 m0, 0
-  s_load_dword s6, s[4:5], 0x0
-  s_waitcnt lgkmcnt(0)
-  s_cmp_eq_u32 s6, 0
-  s_cbranch_scc1 .Lend
-.Lloop:
-  s_barrier
-  v_mov_b32 v0, s6
-  ds_gws_barrier v0 gds
-  s_waitcnt lgkmcnt(0)
-  s_add_u32 s6, s6, -1
-  s_cmp_lg_u32 s6, 0
-  s_cbranch_scc1 .Lloop
-.Lend:
-  s_endpgm
-.Lk_end:
-.size k, .Lk_end-k
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 16
-.end_amdhsa_kernel
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .kernarg_segment_align: 8
-    .wavefront_size: 64
-    .sgpr_count: 16
-    .vgpr_count: 8
-    .max_flat_workgroup_size: 256
-...
-.end_amdgpu_metadata
-"#;
+/// The kernel (gfx908, wave64).
+const BODY: &str = "  s_mov_b32 m0, 0\n\
+  s_load_dword s6, s[4:5], 0x0\n\
+  s_waitcnt lgkmcnt(0)\n\
+  s_cmp_eq_u32 s6, 0\n\
+  s_cbranch_scc1 .Lend\n\
+.Lloop:\n\
+  s_barrier\n\
+  v_mov_b32 v0, s6\n\
+  ds_gws_barrier v0 gds\n\
+  s_waitcnt lgkmcnt(0)\n\
+  s_add_u32 s6, s6, -1\n\
+  s_cmp_lg_u32 s6, 0\n\
+  s_cbranch_scc1 .Lloop\n\
+.Lend:\n\
+  s_endpgm";
 
 #[test]
 fn guarded_marker_restoring_a_known_m0_constant_verifies() {
@@ -65,7 +34,7 @@ fn guarded_marker_restoring_a_known_m0_constant_verifies() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let co = assemble(t.path(), "k", "gfx908", SOURCE);
+    let co = assemble(t.path(), "k", "gfx908", &kernel("gfx908", false, BODY));
     let out = t.path().join("k.out.co");
     let r = rewrite(&co, &out, &["--barriers", "1", "--scope"]);
     assert!(r["left_alone"].as_array().is_none_or(Vec::is_empty), "{r}");

@@ -9,7 +9,7 @@
 
 #[path = "support/asm.rs"]
 mod asm;
-use asm::{assemble, rewrite, verify};
+use asm::{assemble, kernel, rewrite, verify};
 
 /// A kernel for `mcpu` (gfx1030, gfx1100 or gfx12) that loads a word through its kernarg
 /// pointer, stores it back and ends with the message `msg`; M0 is never written.
@@ -31,43 +31,10 @@ fn source(mcpu: &str, msg: &str) -> String {
              global_store_b32 v1, v2, s[2:3] offset:4"
         }
     };
-    format!(
-        r#".amdgcn_target "amdgcn-amd-amdhsa--{mcpu}"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_sendmsg {msg}
-  s_endpgm
-.Lk_end:
-.size k, .Lk_end-k
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 16
-  .amdhsa_wavefront_size32 1
-.end_amdhsa_kernel
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .kernarg_segment_align: 8
-    .wavefront_size: 32
-    .sgpr_count: 16
-    .vgpr_count: 8
-    .max_flat_workgroup_size: 256
-...
-.end_amdgpu_metadata
-"#
+    kernel(
+        mcpu,
+        true,
+        &format!("{body}\n  s_sendmsg {msg}\n  s_endpgm"),
     )
 }
 

@@ -33,6 +33,12 @@ fn run_bounded(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Makes a FIFO at `path` (mkfifo(1)) and returns the path.
+fn mkfifo(path: &Path) -> PathBuf {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+    path.to_path_buf()
+}
+
 #[test]
 fn endless_devices_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -69,12 +75,7 @@ fn endless_devices_are_refused() {
 #[test]
 fn a_fifo_input_is_read_like_the_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let fifo = tmp.path().join("co.pipe");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let fifo = mkfifo(&tmp.path().join("co.pipe"));
     let co = fixture("gfx942__calls__O3.co");
     let writer = {
         let (fifo, co) = (fifo.clone(), co.clone());
@@ -93,5 +94,63 @@ fn a_fifo_input_is_read_like_the_file() {
     assert_eq!(
         strip(&from_fifo, fifo.to_str().unwrap()),
         strip(&from_file, co.to_str().unwrap())
+    );
+}
+
+/// `-o FIFO` with no process reading it: the run says on stderr that it waits for a reader
+/// (it once waited without a word), and a reader that comes later gets the same bytes as a
+/// regular output file.
+#[test]
+fn a_fifo_output_without_a_reader_says_it_waits() {
+    use std::io::{BufRead, Read};
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&tmp.path().join("out.pipe"));
+    let co = fixture("gfx942__calls__O3.co");
+    let file = tmp.path().join("out.co");
+    let args = |out: &Path| {
+        vec![
+            co.to_str().unwrap().to_string(),
+            "-o".into(),
+            out.to_str().unwrap().to_string(),
+            "--functions".into(),
+            "1".into(),
+        ]
+    };
+    let plain = run_bounded(&args(&file).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(plain.status.code(), Some(0));
+    let mut child = Command::new(BIN)
+        .args(args(&fifo))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let said = rx.recv_timeout(Duration::from_secs(120));
+    let Ok(said) = said else {
+        child.kill().unwrap();
+        panic!("no message within 120 s while waiting for a reader");
+    };
+    assert!(
+        said.contains(fifo.to_str().unwrap()) && said.contains("a FIFO with no reader: waiting"),
+        "{said}"
+    );
+    let mut got = Vec::new();
+    std::fs::File::open(&fifo)
+        .unwrap()
+        .read_to_end(&mut got)
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(
+        got == std::fs::read(&file).unwrap(),
+        "FIFO bytes differ from the file's"
     );
 }

@@ -13,7 +13,6 @@ pub mod callers;
 mod calltable;
 pub mod config;
 pub mod consteval;
-pub mod funcmap;
 mod idiom;
 pub mod inlined;
 pub mod insts;

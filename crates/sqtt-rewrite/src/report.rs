@@ -9,8 +9,6 @@ use thiserror::Error;
 
 /// Name of the non-alloc section that records that (and how) sqtt-patch rewrote an object.
 pub const PATCH_SECTION: &str = ".sqtt_patch";
-/// Name of the funcmap section (spec, "Funcmap format").
-pub const FUNCMAP_SECTION: &str = ".sqtt_funcmap";
 /// Name of the executable section of the new segment that holds the instrumented functions
 /// when `.text` is kept in place (a function in it cannot move: docs/left-alone.md).
 pub const KEPT_TEXT_SECTION: &str = ".sqtt_text";

@@ -16,8 +16,8 @@ use crate::timings::{Stage, Timings};
 use std::collections::BTreeMap;
 
 pub use crate::report::{
-    Coverage, FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION,
-    KEPT_TEXT_SECTION, PATCH_SECTION,
+    Coverage, FunctionReport, KernelReport, Report, RewriteError, Status, KEPT_TEXT_SECTION,
+    PATCH_SECTION,
 };
 
 /// Result of [`rewrite`].

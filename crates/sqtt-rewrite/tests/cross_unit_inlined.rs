@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
+use sqtt_funcmap::Row;
 use sqtt_rewrite::config::{FunctionThreshold, Options};
-use sqtt_rewrite::funcmap::{self, Row};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use sqtt_verify::Check;
 
@@ -89,7 +89,7 @@ fn cross_unit_inlined_functions_are_marked_with_their_names_and_verify() {
     // Every F row without a symbol names an inlined function llvm-dwarfdump-22 names, and every
     // cross-unit one is there.
     let co = hsaco::CodeObject::parse(&new).expect("parse");
-    let rows: BTreeSet<String> = funcmap::parse(co.funcmap().expect("funcmap"))
+    let rows: BTreeSet<String> = sqtt_funcmap::parse(co.funcmap().expect("funcmap"))
         .rows
         .into_iter()
         .filter_map(|r| match r {

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use amdgpu_isa::{build, Flow, Special};
+use sqtt_funcmap::Row;
 use sqtt_rewrite::config::{FunctionThreshold, Options};
-use sqtt_rewrite::funcmap::{self, Row};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use sqtt_verify::Check;
 
@@ -225,7 +225,7 @@ fn inlined_scopes_nest_as_dwarf_says_on_every_path() {
                 }
             }
             let co = hsaco::CodeObject::parse(&new).expect("parse");
-            let fm = funcmap::parse(co.funcmap().expect("funcmap"));
+            let fm = sqtt_funcmap::parse(co.funcmap().expect("funcmap"));
             let names: HashMap<u32, String> = fm
                 .rows
                 .iter()

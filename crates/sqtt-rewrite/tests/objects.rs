@@ -4,7 +4,6 @@
 //! llvm-readelf-22 -a prints no warning, llvm-dwarfdump-22 --verify is clean where DWARF exists.
 
 use sqtt_rewrite::config::{FunctionThreshold, MemoryChunking, Options, TraceAddresses};
-use sqtt_rewrite::funcmap;
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -269,7 +268,7 @@ fn check_all(label: &str, opts: &Options) {
         );
         assert!(ok, "{name}: llvm-objcopy --dump-section: {err}");
         let fm = std::fs::read(&dump).expect("dumped .sqtt_funcmap");
-        let parsed = funcmap::parse(&fm);
+        let parsed = sqtt_funcmap::parse(&fm);
         if !parsed.warnings.is_empty() || parsed.rows.is_empty() {
             failures.push(format!("{name}: funcmap {:?}", parsed.warnings));
         }
@@ -278,7 +277,7 @@ fn check_all(label: &str, opts: &Options) {
             .rows
             .iter()
             .filter_map(|r| match r {
-                funcmap::Row::Point { id, name, .. } if name.starts_with("addr_trace_") => {
+                sqtt_funcmap::Row::Point { id, name, .. } if name.starts_with("addr_trace_") => {
                     Some(*id)
                 }
                 _ => None,
@@ -288,14 +287,14 @@ fn check_all(label: &str, opts: &Options) {
             .rows
             .iter()
             .filter_map(|r| match r {
-                funcmap::Row::Payload { id, count } if *count > 0 => Some(*id),
+                sqtt_funcmap::Row::Payload { id, count } if *count > 0 => Some(*id),
                 _ => None,
             })
             .collect();
         let w_rows = parsed
             .rows
             .iter()
-            .filter(|r| matches!(r, funcmap::Row::WaveSize(_)))
+            .filter(|r| matches!(r, sqtt_funcmap::Row::WaveSize(_)))
             .count();
         if trace_rows.len() != traces
             || trace_rows.iter().any(|id| !payload_ids.contains(id))

@@ -5,8 +5,8 @@
 //! adjacent to a point marker whose id is the funcmap's `barrier*` row, with the counts the report
 //! gives.
 
+use sqtt_funcmap::Row;
 use sqtt_rewrite::config::{FunctionThreshold, Options};
-use sqtt_rewrite::funcmap::{self, Row};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -129,7 +129,7 @@ fn markers_sit_exactly_where_the_spec_says() {
             .expect("llvm-objcopy-22");
         assert!(st.success(), "{name}: llvm-objcopy --dump-section failed");
         let fm = std::fs::read(&dump).expect("dumped .sqtt_funcmap");
-        let rows = funcmap::parse(&fm).rows;
+        let rows = sqtt_funcmap::parse(&fm).rows;
         let fids: HashMap<String, u32> = rows
             .iter()
             .filter_map(|r| match r {

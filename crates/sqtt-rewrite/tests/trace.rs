@@ -18,9 +18,9 @@
 
 mod common;
 
+use sqtt_funcmap::Row;
 use sqtt_interp::{run, Wave};
 use sqtt_rewrite::config::{Options, TraceAddresses};
-use sqtt_rewrite::funcmap::{self, Row};
 use sqtt_rewrite::rewrite::{rewrite, Status};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -364,7 +364,7 @@ fn check_object(input: &[u8], mcpu: &str, wave: u32, golden: &str) -> Checked {
     assert!(v.findings.is_empty(), "{golden}: {:?}", v.findings);
     let co = hsaco::CodeObject::parse(&bytes).unwrap();
     // Funcmap: W: row and R: counts per kind.
-    let rows = funcmap::parse(co.funcmap().unwrap()).rows;
+    let rows = sqtt_funcmap::parse(co.funcmap().unwrap()).rows;
     assert!(rows.contains(&Row::WaveSize(wave)), "{golden}: no W:{wave}");
     let mut names: BTreeMap<u32, String> = BTreeMap::new();
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
@@ -764,7 +764,7 @@ fn source_locations_from_dwarf_inline_chains() {
         let out = rewrite(&input, &opts()).unwrap();
         let bytes = out.bytes.expect("instrumented");
         let co = hsaco::CodeObject::parse(&bytes).unwrap();
-        let rows = funcmap::parse(co.funcmap().unwrap()).rows;
+        let rows = sqtt_funcmap::parse(co.funcmap().unwrap()).rows;
         let locs: Vec<&Option<String>> = rows
             .iter()
             .filter_map(|r| match r {

@@ -1,5 +1,5 @@
 //! Marker tables: one per code object, indexed by marker id, built from `.sqtt_funcmap` rows
-//! parsed by `sqtt_rewrite::funcmap` (the consumers' rules, docs/background/funcmap-contract.md) or
+//! parsed by `sqtt_funcmap` (the consumers' rules, docs/background/funcmap-contract.md) or
 //! from the six-column `sqtt_funcmap` rows of a UI directory's `code.json` (att-format note §1.6).
 //! Also the marker-word decoding of the spec ("Marker Encoding", "GFX12 Shader Clock
 //! Packing").
@@ -7,7 +7,7 @@
 use crate::names::{NameId, Names};
 use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
-use sqtt_rewrite::funcmap::{self, Row};
+use sqtt_funcmap::Row;
 
 /// What a marker id means, from its funcmap prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +43,11 @@ pub struct ClockLayout {
 }
 
 impl ClockLayout {
-    /// The packed layout an `M:` body sets, by [`funcmap::parse_encoding`] (AMD's validity
+    /// The packed layout an `M:` body sets, by [`sqtt_funcmap::parse_encoding`] (AMD's validity
     /// rules): `None` for the legacy no-clock layout (bits = 0), for a body that sets no
     /// `shader_clock_bits`, and for a malformed body.
     pub fn parse(kv: &str) -> Option<ClockLayout> {
-        match funcmap::parse_encoding(kv) {
+        match sqtt_funcmap::parse_encoding(kv) {
             Ok(Some((bits, shift))) if bits > 0 => Some(ClockLayout { bits, shift }),
             _ => None,
         }
@@ -117,7 +117,7 @@ pub struct MarkerTable {
 impl MarkerTable {
     /// Builds the table from `.sqtt_funcmap` section bytes.
     pub fn from_section(bytes: &[u8], names: &mut Names) -> MarkerTable {
-        let parsed = funcmap::parse(bytes);
+        let parsed = sqtt_funcmap::parse(bytes);
         let mut t = Self::from_rows(&parsed.rows, names);
         t.warnings = parsed.warnings;
         t
@@ -151,7 +151,7 @@ impl MarkerTable {
                 Row::Encoding(kv) => {
                     // A malformed row, or one without `shader_clock_bits`, leaves the layout
                     // in force; a valid one replaces it (bits = 0: back to no clock).
-                    if let Ok(Some((bits, shift))) = funcmap::parse_encoding(kv) {
+                    if let Ok(Some((bits, shift))) = sqtt_funcmap::parse_encoding(kv) {
                         t.clock = (bits > 0).then_some(ClockLayout { bits, shift });
                     }
                     continue;

@@ -11,7 +11,6 @@
 //! rewriter's reading of an input) must be refused exactly where the lenient reading warns, and
 //! also for an `R:` row the rewriter could not re-render.
 
-use sqtt_rewrite::funcmap;
 use sqtt_trace::markers::{Kind, MarkerTable};
 use sqtt_trace::names::Names;
 
@@ -257,7 +256,7 @@ fn funcmap_reading_matches_amds_parser() {
         if got != *want {
             failures.push(format!("{what}: lenient\n   got  {got}\n   want {want}"));
         }
-        let strict = funcmap::check_strict(bytes);
+        let strict = sqtt_funcmap::check_strict(bytes);
         if strict.is_ok() != *strict_ok {
             failures.push(format!("{what}: strict reading gave {strict:?}"));
         }
@@ -270,14 +269,14 @@ fn funcmap_reading_matches_amds_parser() {
 #[test]
 fn diagnostics_name_the_row() {
     let bytes = b"F:1:a\n\nR:1:extra_payload_count=2;x=1\n";
-    let p = funcmap::parse(bytes);
+    let p = sqtt_funcmap::parse(bytes);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
-    let e = funcmap::check_strict(bytes).unwrap_err();
+    let e = sqtt_funcmap::check_strict(bytes).unwrap_err();
     assert!(
         e.starts_with("row 2 at offset 0x7: R: row other than one"),
         "{e}"
     );
-    let p = funcmap::parse(b"F:1:a\nF:1:b\n");
+    let p = sqtt_funcmap::parse(b"F:1:a\nF:1:b\n");
     assert_eq!(
         p.warnings,
         vec!["row 2: id 1 is declared again (first in row 1): \"a\" replaced by \"b\"".to_string()]
@@ -294,6 +293,6 @@ fn non_utf8_names_are_read_with_replacement_characters() {
     let got = reading(bytes);
     assert_eq!(got, "1:F:a\u{fffd}b@x.c:3:0 | K: | W:- | M:- | warnings 0");
     assert_ne!("a\u{fffd}b".as_bytes(), amd_name, "a deliberate difference");
-    let e = funcmap::check_strict(bytes).unwrap_err();
+    let e = sqtt_funcmap::check_strict(bytes).unwrap_err();
     assert!(e.starts_with("row 1 at offset 0x0: not UTF-8"), "{e}");
 }

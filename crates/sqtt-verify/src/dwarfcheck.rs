@@ -4,7 +4,7 @@
 //! follows the code"). Read with `gimli`, independently of the rewriter's `dwarf-remap`.
 //!
 //! Inserted instructions may carry any position; only original instructions are checked.
-use crate::code::{BuildRegsHasher, Program};
+use crate::program::{BuildRegsHasher, Program};
 use crate::{Check, Finding};
 use gimli::{EndianSlice, LittleEndian};
 use hsaco::CodeObject;
@@ -155,7 +155,7 @@ pub(crate) fn check_lines(
 }
 
 /// The finding of one function, if any original instruction of it changed source position.
-fn function_lines(f: &crate::code::Func, o: &LineMap, n: &LineMap) -> Option<Finding> {
+fn function_lines(f: &crate::program::Func, o: &LineMap, n: &LineMap) -> Option<Finding> {
     let mut first: Option<(u64, u64, String)> = None;
     let mut count = 0usize;
     for oi in &f.orig {

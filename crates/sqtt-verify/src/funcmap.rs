@@ -3,6 +3,10 @@
 //! `\r`, space, tab and NUL stripped; empty lines skipped; one-character prefix at column 0
 //! followed by `:`; decimal ids (<= 0xFFFFFFFF) for `F`/`U`/`P`/`R`; name and location split at the
 //! first `@`; rows with an empty name dropped; unknown prefixes skipped; last duplicate id wins.
+//!
+//! The verifier's own reading, independent of `sqtt-funcmap` (the rewriter's and the trace tools'
+//! reader) on purpose: the verifier re-derives what it checks with its own code
+//! (docs/workspace.md, "Dependency graph").
 
 use std::collections::BTreeMap;
 

@@ -16,7 +16,7 @@
 use amdgpu_isa::hazard::{Fix, Need, Scanner, SgprUse, LOOKBACK};
 use amdgpu_isa::Flow;
 
-use crate::code::{Func, Program, Slot};
+use crate::program::{Func, Program, Slot};
 use crate::{Check, Finding, LaidOut as Item};
 use rayon::prelude::*;
 

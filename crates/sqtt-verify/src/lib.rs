@@ -46,25 +46,86 @@
 //! 10. [`Check::Verbatim`]: a function whose execution can fall off its end (its last
 //!    instruction falls through, e.g. a compiled-out "trampoline" stub kernel) is copied
 //!    byte for byte with the bytes that followed it, and is followed by the same function.
+//!
+//! # Module map
+//!
+//! Data flows one way. [`verify_parsed`] (this file, the driver) builds the shared facts once
+//! (`program::Program::build`, which also reports the alignment, decode and padding findings),
+//! runs every check on them and collects the findings in a fixed order. Each check module
+//! imports `program` (and the `funcmap` parser) and no other check; a check's own helpers are
+//! its submodules.
+//! Two results pass from one check to another, always through the driver: `funcmap_rows`
+//! returns the `FuncmapInfo` (a `program` type) that `flow` reads, and `flow` returns per kernel
+//! the highest SGPR inserted code writes, which the driver hands to `metadata` as a number to
+//! check `.sgpr_count` against.
+//!
+//! ```text
+//! lib.rs (driver)
+//!   |-- calls --> header  sections  segments  symbols  descriptors  metadata
+//!   |             funcmap_rows  dwarfcheck  verbatim  hazard  flow/
+//!   |             (the checks: none imports another)
+//!   |                  |
+//!   |                  | read
+//!   |                  v
+//!   '-- builds --> program/ (shared facts) --> funcmap (public parser)
+//! ```
+//!
+//! | module | holds | imports |
+//! |---|---|---|
+//! | `program/mod.rs` | `Program` and its `build`: functions of both objects, decoded and aligned; `kernel_pairs` | its submodules |
+//! | `program/text.rs` | `Text` (a text section), `KEPT_TEXT_SECTION`, `counterpart` | - |
+//! | `program/regs.rs` | `Regs` (registers per instruction, decoded once), SGPR masks, the interning hasher | `insn` |
+//! | `program/func.rs` | `Func`, `OInst`, `NInst`, `Slot`: one function and where its instructions went | `builder`, `insn`, `regs`, `text`; `prepare` (tests) |
+//! | `program/prepare.rs` | decoding one original function and interning its shapes | `align`, `builder`, `func`, `insn`, `noreturn`, `regs`, `text` |
+//! | `program/align.rs` | aligning an original body against its rewritten region | `func`, `insn`, `landing` |
+//! | `program/landing.rs` | landing blocks and long-branch islands in inserted code | `func`, `regs`, `mod` |
+//! | `program/insn.rs` | whitelist classes of inserted instructions, marker words | `regs` |
+//! | `program/builder.rs` | `s_getpc` address builders and their targets | `func`, `regs` |
+//! | `program/noreturn.rs` | calls of functions that never return; `falls_off`, `aborts` | `builder`, `func` |
+//! | `program/outside.rs` | functions code outside the object may enter | `mod` |
+//! | `program/scope_rows.rs` | scope names of `U:` rows | - |
+//! | `program/funcmap_facts.rs` | `FuncmapInfo` (what the flow checks read of the funcmap), `Layout` | `funcmap` |
+//! | `header.rs` | [`Check::Header`] | - |
+//! | `sections.rs` | [`Check::Sections`], the `.sqtt_patch` run record | `program` |
+//! | `segments.rs` | [`Check::Segments`] | `program` |
+//! | `symbols.rs` | [`Check::Symbols`], [`Check::Relocations`] | `program` |
+//! | `descriptors.rs` | [`Check::Descriptor`] (per kernel pair) | `program` |
+//! | `metadata.rs` | [`Check::Metadata`] (per kernel pair, and the note's root keys) | - |
+//! | `funcmap_rows.rs` (+ `inlined.rs`) | [`Check::Funcmap`] rows; builds `FuncmapInfo` | `program`, `funcmap` |
+//! | `dwarfcheck.rs` | [`Check::Dwarf`] | `program` |
+//! | `verbatim.rs` | [`Check::Verbatim`] | `program` |
+//! | `hazard.rs` | [`Check::Hazard`] | `program` |
+//! | `flow/mod.rs` | the per-function flow checks, in order, and their summary (`Analysis`) | its submodules |
+//! | `flow/cfg.rs` | the CFG with jump landings; [`Check::Branch`] | `subcalls` |
+//! | `flow/liveness.rs` | M0 / SCC liveness, M0 constants of the original | `cfg` |
+//! | `flow/effect.rs` | what one entry into an inserted run does | `liveness`, `region` |
+//! | `flow/scope.rs` | scope-filter flag SGPRs | `cfg`, `sgprs` |
+//! | `flow/inserted.rs` | [`Check::Inserted`] | `cfg`, `sgprs`, `spill` |
+//! | `flow/runs.rs` | [`Check::M0`], [`Check::Scc`] per run entry; hands each marker word to `markers` | `cfg`, `effect`, `liveness`, `markers`, `sgprs`, `sites` |
+//! | `flow/markers.rs` | [`Check::Markers`] / [`Check::Funcmap`] per marker word; F-row entries | `effect`, `sites` |
+//! | `flow/balance.rs` | enter/exit balance on every path | `cfg`, `effect` |
+//! | `flow/sgprs.rs` | SGPRs inserted code may change (liveness over the call graph) | `cfg` |
+//! | `flow/spill.rs` | VGPR lanes inserted code saves and restores | - |
+//! | `flow/sites.rs` | what a marker row's site must hold | - |
+//! | `flow/subcalls.rs` | calls of subroutines inside a function | - |
+//! | `flow/region.rs` | execution of inserted runs on the `sqtt-interp` model wave | - |
+//!
+//! Imports are within the module's own directory (`program/`, `flow/`) unless named; every
+//! check and every `flow/` module also reads `program`. `-`: nothing of the crate but
+//! [`Check`] / [`Finding`].
 
-mod builder;
-mod code;
+mod descriptors;
 mod dwarfcheck;
-mod elfcheck;
 mod flow;
 pub mod funcmap;
+mod funcmap_rows;
 mod hazard;
-mod inlined;
-mod insn;
-mod noreturn;
-mod outside;
-mod region;
-mod scope_rows;
+mod header;
+mod metadata;
+mod program;
+mod sections;
 mod segments;
-mod sgprs;
-mod sites;
-mod spill;
-mod subcalls;
+mod symbols;
 mod verbatim;
 
 use serde::Serialize;
@@ -158,6 +219,19 @@ pub struct Finding {
     pub new_address: Option<u64>,
     /// Human-readable description (stable text; tests pin it).
     pub message: String,
+}
+
+impl Finding {
+    /// A finding about the whole object (no function, no address).
+    pub(crate) fn global(check: Check, message: String) -> Finding {
+        Finding {
+            check,
+            function: None,
+            original_address: None,
+            new_address: None,
+            message,
+        }
+    }
 }
 
 impl std::fmt::Display for Finding {
@@ -299,15 +373,15 @@ pub fn verify_parsed(
 ) -> Result<Report, VerifyError> {
     let mut findings = Vec::new();
     let mut warnings = Vec::new();
-    elfcheck::check_header(orig, new, &mut findings);
+    header::check_header(orig, new, &mut findings);
     let isa = isa_target(orig, "original")?;
-    let program = code::Program::build(orig, new, isa, &mut findings)?;
+    let program = program::Program::build(orig, new, isa, &mut findings)?;
     let kernel_waves: Vec<u32> = orig
         .kernels
         .iter()
         .map(|k| wave_size(isa, &k.descriptor))
         .collect();
-    let fm = elfcheck::check_funcmap(orig, new, &kernel_waves, &mut findings);
+    let fm = funcmap_rows::check_funcmap(orig, new, &kernel_waves, &mut findings);
     // Device functions run in their callers' waves: the W: row, else the kernels' common size.
     let fallback =
         fm.wave
@@ -329,25 +403,31 @@ pub fn verify_parsed(
             FunctionKind::Function => fallback,
         })
         .collect();
-    let outside = outside::entered_from_outside(orig, &program);
+    let outside = program::outside::entered_from_outside(orig, &program);
     let analysis = flow::analyse(&program, &fm, &wave_sizes, &outside, &mut findings);
     verbatim::check(&program, &mut findings);
     hazard::check(&program, &mut findings);
-    elfcheck::check_sections(orig, new, &mut findings);
-    elfcheck::check_patch_record(orig, new, &mut findings);
+    sections::check_sections(orig, new, &mut findings);
+    sections::check_patch_record(orig, new, &mut findings);
     segments::check_segments(orig, new, &mut findings);
-    elfcheck::check_symbols(orig, new, &program, &mut findings);
-    elfcheck::check_relocations(orig, new, &program, &mut findings);
+    symbols::check_symbols(orig, new, &program, &mut findings);
+    symbols::check_relocations(orig, new, &program, &mut findings);
     dwarfcheck::check_lines(orig, new, &program, &mut findings);
-    elfcheck::check_descriptors(
-        orig,
-        new,
-        &program,
-        &analysis.inserted_top,
-        &mut findings,
-        &mut warnings,
-    );
-    elfcheck::check_metadata_root(orig, new, &mut findings);
+    // Per kernel: its descriptor, then its metadata-note entry.
+    let func_use = descriptors::usage_per_function(&program);
+    for pair @ (ok, nk, fi) in program::kernel_pairs(orig, new, &program) {
+        descriptors::check_descriptor(orig, new, &program, &func_use, pair, &mut findings);
+        metadata::check_metadata(
+            orig,
+            new,
+            ok,
+            nk,
+            analysis.inserted_top.get(&fi).copied(),
+            &mut findings,
+            &mut warnings,
+        );
+    }
+    metadata::check_metadata_root(orig, new, &mut findings);
     let functions = program
         .funcs
         .iter()
@@ -404,7 +484,7 @@ pub fn layout(
         error,
     })?;
     let isa = isa_target(&orig, "original")?;
-    let program = code::Program::build(&orig, &new, isa, &mut Vec::new())?;
+    let program = program::Program::build(&orig, &new, isa, &mut Vec::new())?;
     Ok(program
         .funcs
         .iter()

@@ -24,7 +24,7 @@
 use hsaco::elf::{self, Section, Segment};
 use hsaco::CodeObject;
 
-use crate::code::KEPT_TEXT_SECTION;
+use crate::program::KEPT_TEXT_SECTION;
 use crate::{Check, Finding};
 
 /// Rule 6: why the program header `np` (original `PT_GNU_STACK` at index `i`) is not the new

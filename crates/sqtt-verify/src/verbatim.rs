@@ -15,34 +15,10 @@
 //! the one that followed it in the original (only `s_nop 0` padding may be in between, which the
 //! alignment check enforces).
 
-use amdgpu_isa::{Flow, Instruction, Special};
 use std::collections::BTreeSet;
 
-use crate::code::{Func, Program};
+use crate::program::{Func, Program};
 use crate::{Check, Finding};
-
-/// Whether `inst` is `s_trap 2`: trap ID 2 (`llvm.trap`) aborts the queue (AMDGPUUsage, "Trap
-/// Handler ABI"), so execution does not fall off the end of a function whose last instruction
-/// it is, as with `s_endpgm`. Other trap IDs resume at the next instruction. The trap ID is the
-/// low 8 bits of simm16 (ISA manuals, "S_TRAP").
-pub(crate) fn aborts(inst: &Instruction) -> bool {
-    inst.flow() == Flow::Trap && inst.field("simm16").map(|v| v & 0xff) == Some(2)
-}
-
-/// Whether execution can continue past the last instruction of `body` (instruction flow as in
-/// the ISA manuals: fall-through, calls and traps other than `s_trap 2` ([`aborts`]) return to
-/// the next instruction; a conditional branch falls through when not taken); `s_code_end` is
-/// padding, not code.
-pub(crate) fn falls_off(body: &[(u64, Instruction)]) -> bool {
-    body.last().is_some_and(|(_, i)| {
-        i.special() != Special::CodeEnd
-            && !aborts(i)
-            && matches!(
-                i.flow(),
-                Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
-            )
-    })
-}
 
 /// Checks every function whose execution can fall off its end (see the module docs).
 pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
@@ -103,7 +79,7 @@ pub(crate) fn check(p: &Program, findings: &mut Vec<Finding>) {
 /// original function and the bytes after it, from its entry) and is not explained by a
 /// PC-relative field of an original instruction at the same offset; `None` when there is none.
 /// An instruction may differ only where the alignment check's equality up to PC-relative fields
-/// allows ([`crate::code::same`]): a direct branch or call in its simm16, an add of a recognised
+/// allows ([`crate::program::same`]): a direct branch or call in its simm16, an add of a recognised
 /// `s_getpc` builder or `s_add_pc_i64` in its literal.
 fn first_change(f: &Func, old: &[u8], cur: &[u8]) -> Option<usize> {
     let adds: BTreeSet<usize> = f
@@ -129,7 +105,7 @@ fn first_change(f: &Func, old: &[u8], cur: &[u8]) -> Option<usize> {
         let explained = cur
             .get(lo..)
             .and_then(|b| amdgpu_isa::decode(b, oi.target()).ok())
-            .is_some_and(|ni| crate::code::same(&oi, &ni, adds.contains(&idx)));
+            .is_some_and(|ni| crate::program::same(&oi, &ni, adds.contains(&idx)));
         if !explained {
             return Some(k);
         }

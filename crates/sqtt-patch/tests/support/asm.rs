@@ -79,3 +79,51 @@ pub fn rewrite(co: &Path, out: &Path, args: &[&str]) -> serde_json::Value {
     assert_eq!(r["status"], "instrumented", "{r}");
     r
 }
+
+/// Source of a code object for `mcpu` with one kernel `k` whose body is `body` (assembly lines),
+/// taking an 8-byte kernarg segment (pointer in s[0:1] on gfx10+, s[4:5] on gfx9 with the
+/// usual user SGPRs), 8 VGPRs and 16 SGPRs, wave32 when `wave32` (gfx10+) else wave64.
+#[allow(dead_code)] // not every test file that includes this module builds its kernel here
+pub fn kernel(mcpu: &str, wave32: bool, body: &str) -> String {
+    let wave = if wave32 { 32 } else { 64 };
+    format!(
+        r#".amdgcn_target "amdgcn-amd-amdhsa--{mcpu}"
+.text
+.globl k
+.p2align 8
+.type k,@function
+k:
+{body}
+.Lk_end:
+.size k, .Lk_end-k
+.rodata
+.p2align 6
+.amdhsa_kernel k
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_next_free_vgpr 8
+  .amdhsa_next_free_sgpr 16
+{w32}.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.version: [1, 2]
+amdhsa.kernels:
+  - .name: k
+    .symbol: k.kd
+    .kernarg_segment_size: 8
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .kernarg_segment_align: 8
+    .wavefront_size: {wave}
+    .sgpr_count: 16
+    .vgpr_count: 8
+    .max_flat_workgroup_size: 256
+...
+.end_amdgpu_metadata
+"#,
+        w32 = if wave32 {
+            "  .amdhsa_wavefront_size32 1\n"
+        } else {
+            ""
+        }
+    )
+}

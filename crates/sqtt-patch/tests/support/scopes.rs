@@ -51,7 +51,7 @@ pub fn instrument(dir: &Path, input: &Path, flags: &[&str]) -> (Vec<u8>, Value) 
 }
 
 /// The `.sqtt_funcmap` rows of `bytes`.
-pub fn funcmap(bytes: &[u8]) -> Vec<sqtt_rewrite::funcmap::Row> {
+pub fn funcmap(bytes: &[u8]) -> Vec<sqtt_funcmap::Row> {
     let co = hsaco::CodeObject::parse(bytes).unwrap();
     let s = co
         .elf
@@ -59,12 +59,12 @@ pub fn funcmap(bytes: &[u8]) -> Vec<sqtt_rewrite::funcmap::Row> {
         .iter()
         .find(|s| s.name == ".sqtt_funcmap")
         .expect(".sqtt_funcmap");
-    sqtt_rewrite::funcmap::parse(co.section_data(s)).rows
+    sqtt_funcmap::parse(co.section_data(s)).rows
 }
 
 /// Marker names by id (`U:`, `F:` and `P:` rows; a `U:` row's location after ` @`).
-pub fn scope_names(rows: &[sqtt_rewrite::funcmap::Row]) -> BTreeMap<u32, String> {
-    use sqtt_rewrite::funcmap::Row;
+pub fn scope_names(rows: &[sqtt_funcmap::Row]) -> BTreeMap<u32, String> {
+    use sqtt_funcmap::Row;
     rows.iter()
         .filter_map(|r| match r {
             Row::User { id, name, loc } => Some((
@@ -165,8 +165,8 @@ pub fn each_exit_is_needed(orig: &[u8], bytes: &[u8]) -> usize {
 
 /// Writes a rocprofv3-style capture of one wave emitting `words` (one record every 10 cycles)
 /// with the funcmap `rows`, and returns `sqtt-patch flamegraph --folded` of it.
-pub fn flamegraph(dir: &Path, rows: &[sqtt_rewrite::funcmap::Row], words: &[u32]) -> String {
-    use sqtt_rewrite::funcmap::Row;
+pub fn flamegraph(dir: &Path, rows: &[sqtt_funcmap::Row], words: &[u32]) -> String {
+    use sqtt_funcmap::Row;
     let ui = dir.join("capture/ui_output_agent_1_dispatch_1");
     std::fs::create_dir_all(&ui).unwrap();
     let fm: Vec<Value> = rows

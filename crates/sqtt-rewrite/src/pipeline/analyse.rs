@@ -3,10 +3,10 @@
 
 use super::{is_padding, Decoded, Source};
 use crate::analysis::{analyse_decoded, Program};
-use crate::funcmap::{self, Row};
 use crate::report::Report;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Output of [`analyse`].
@@ -139,7 +139,7 @@ pub(crate) fn analyse(
     let existing_rows = src
         .co
         .funcmap()
-        .map(funcmap::parse)
+        .map(sqtt_funcmap::parse)
         .unwrap_or_default()
         .rows;
     let reserved = existing_markers(&prog, &existing_rows, report);

@@ -6,17 +6,16 @@ use super::instrument::Snippets;
 use super::{first_index, kernel_funcs, LaidOut};
 use crate::analysis::Program;
 use crate::config::Options;
-use crate::funcmap::{self, Row};
 use crate::layout::{Layout, PcRelUse};
 use crate::plan::{MarkerKey, SiteKind};
 use crate::regs::{members, Sgprs};
 use crate::report::{
-    FunctionReport, KernelReport, Report, RewriteError, Status, FUNCMAP_SECTION, KEPT_TEXT_SECTION,
-    PATCH_SECTION,
+    FunctionReport, KernelReport, Report, RewriteError, Status, KEPT_TEXT_SECTION, PATCH_SECTION,
 };
 use amdgpu_isa::Family;
 use hsaco::kd::KernelDescriptor;
 use hsaco::{CodeObject, CodeObjectEditor};
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, HashMap};
 
 /// Output of [`encode`].
@@ -269,7 +268,7 @@ pub(crate) fn encode(
     // Funcmap and the run record.
     let rows = funcmap_rows(&ins, &trace_addrs, report);
     report.funcmap_rows = rows.len();
-    ed.add_or_replace_section(FUNCMAP_SECTION, 1, 0, 1, funcmap::render(&rows))?;
+    ed.add_or_replace_section(sqtt_funcmap::SECTION, 1, 0, 1, sqtt_funcmap::render(&rows))?;
     let record = serde_json::json!({
         "tool": "sqtt-patch",
         "version": env!("CARGO_PKG_VERSION"),

@@ -8,7 +8,6 @@ mod site_code;
 use super::{kernel_funcs, Analysed, Source};
 use crate::analysis::Program;
 use crate::config::Options;
-use crate::funcmap::Row;
 use crate::inlined::InlinedNames;
 use crate::layout::Landing;
 use crate::plan::{self, MarkerKey, Site, SiteKind, Skipped};
@@ -21,6 +20,7 @@ use amdgpu_isa::{Family, Instruction, Target};
 use hsaco::CodeObject;
 use registers::{allocation_masks, scope_flags, vgpr_budget, ScopeFlag, NO_SCOPE_SGPR};
 use site_code::{build_sites, save_scc, site_regs, spilled, SiteEnv};
+use sqtt_funcmap::Row;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 

@@ -69,7 +69,7 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
         )));
     }
     if let Some(fm) = co.funcmap() {
-        crate::funcmap::check_strict(fm)
+        sqtt_funcmap::check_strict(fm)
             .map_err(|why| RewriteError::Malformed(format!("section .sqtt_funcmap: {why}")))?;
     }
     let text_size = co.section_data(&text).len() as u64;

@@ -6,12 +6,12 @@
 //!
 //! A use of a pair is resolved when every path back from it meets, as the first instruction
 //! writing either half of the pair, the last part of a recognised address builder
-//! ([`crate::builder`]) whose original target lies in the function (a call or jump there), or —
+//! ([`crate::program::builder`]) whose original target lies in the function (a call or jump there), or —
 //! for an `s_setpc_b64` — a resolved `s_swappc_b64` writing that pair (a return to the
 //! instruction after that call). Anything else (a path from the entry, another write) leaves it
 //! unresolved, and the verifier treats it as before: an unknown call or an exit.
 
-use crate::code::Func;
+use crate::program::Func;
 use amdgpu_isa::Flow;
 use std::collections::{BTreeMap, BTreeSet};
 

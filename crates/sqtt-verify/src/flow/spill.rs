@@ -19,8 +19,8 @@ use amdgpu_isa::Instruction;
 
 use rayon::prelude::*;
 
-use crate::code::{Func, NInst, Program, Regs};
-use crate::insn::scalar_const;
+use crate::program::insn::scalar_const;
+use crate::program::{Func, NInst, Program, Regs};
 
 /// VGPRs v0..v255 as a bit set (bit n = v<n>).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,17 +44,6 @@ impl Vgprs {
     }
 }
 
-/// Whether `i` may address VGPRs other than its operands: M0- or mode-indexed VGPRs
-/// (`v_movrel*`, gfx9 `s_set_gpr_idx_*`), gfx1250 VGPR banks (`s_set_vgpr_msb`), gfx12+ dynamic
-/// VGPR allocation (`s_alloc_vgpr`).
-pub(crate) fn indexed(i: &Instruction) -> bool {
-    let m = i.mnemonic();
-    m.starts_with("v_movrel")
-        || m.starts_with("s_set_gpr_idx")
-        || m == "s_set_vgpr_msb"
-        || m == "s_alloc_vgpr"
-}
-
 /// VGPRs the original instructions of `f` read or write (all when it did not decode or
 /// indexes VGPRs).
 fn used(f: &Func) -> Vgprs {
@@ -63,7 +52,7 @@ fn used(f: &Func) -> Vgprs {
     }
     if f.orig
         .iter()
-        .any(|o| f.regs(o).has(crate::code::Regs::INDEXED))
+        .any(|o| f.regs(o).has(crate::program::Regs::INDEXED))
     {
         return Vgprs::ALL;
     }

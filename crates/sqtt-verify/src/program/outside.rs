@@ -5,9 +5,9 @@
 //! value plus addend; the addend alone for `R_AMDGPU_RELATIVE64` and other symbol-less
 //! relocations) lies inside the function. Such callers follow the AMDGPU function calling
 //! convention (AMDGPUUsage "Calling Conventions"), so the SGPRs it preserves are live at the
-//! function's returns and any SGPR may await an SMEM result at its entry ([`crate::sgprs`]).
+//! function's returns and any SGPR may await an SMEM result at its entry ([`crate::flow`]`::sgprs`).
 
-use crate::code::Program;
+use crate::program::Program;
 use crate::FunctionKind;
 
 /// Per function of `p`: a device function code outside the object may enter. Every device

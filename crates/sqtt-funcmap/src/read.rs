@@ -1,107 +1,7 @@
-//! The `.sqtt_funcmap` section: rows, rendering and parsing.
-//!
-//! Facts from the spec ("Funcmap format") and `docs/background/funcmap-contract.md` (the rules of
-//! rocprof-trace-decoder's `parse_funcmap_section`, `include/rocprof_trace_decoder/cxx/funcmap.hpp`
-//! in ROCm/rocm-systems at b44343df, read for behaviour): one-character prefix at column 0
-//! followed by `:`, decimal ids, name and location split at the first `@`, lines split on `\n`
-//! or NUL, trailing whitespace stripped, duplicate ids resolved "last wins", unknown prefixes
-//! skipped, `R:` and `M:` bodies read as `;`-separated `key=value` lists. One parser, two modes
-//! ([`Mode`]): lenient for the trace tools (as AMD's reader), strict for a rewriter input.
-//! We render `\n`-separated rows with one trailing NUL, in the pass's emission order.
+//! The reader: section bytes to rows with the consumers' rules, lenient or strict.
 
+use crate::Row;
 use std::collections::BTreeMap;
-
-/// One funcmap row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Row {
-    /// `F:id:name[@loc]`: a function scope (enter/exit).
-    Function {
-        id: u32,
-        name: String,
-        loc: Option<String>,
-    },
-    /// `K:name[@loc]`: a kernel, for vaddr lookup only.
-    Kernel { name: String, loc: Option<String> },
-    /// `U:id:name[@loc]`: a user scope marker (kernel scopes carry no location; loop scopes
-    /// carry their header's `file:line`; the decoder splits every `F:`/`U:`/`P:` row at the
-    /// first `@`, `docs/background/funcmap-contract.md`).
-    User {
-        id: u32,
-        name: String,
-        loc: Option<String>,
-    },
-    /// `P:id:name[@loc]`: a point marker (barriers, memory ops, address traces).
-    Point {
-        id: u32,
-        name: String,
-        loc: Option<String>,
-    },
-    /// `W:N`: wave size (32 or 64).
-    WaveSize(u32),
-    /// `R:id:extra_payload_count=N`.
-    Payload { id: u32, count: u32 },
-    /// `M:...` kept verbatim (after the `M:`).
-    Encoding(String),
-}
-
-impl Row {
-    /// The marker id the row declares, if it declares one.
-    pub fn id(&self) -> Option<u32> {
-        match self {
-            Row::Function { id, .. } | Row::User { id, .. } | Row::Point { id, .. } => Some(*id),
-            _ => None,
-        }
-    }
-
-    /// Renders the row without a line terminator.
-    pub fn render(&self) -> String {
-        fn with_loc(s: String, loc: &Option<String>) -> String {
-            match loc {
-                Some(l) => format!("{s}@{l}"),
-                None => s,
-            }
-        }
-        match self {
-            Row::Function { id, name, loc } => with_loc(format!("F:{id}:{name}"), loc),
-            Row::Kernel { name, loc } => with_loc(format!("K:{name}"), loc),
-            Row::User { id, name, loc } => with_loc(format!("U:{id}:{name}"), loc),
-            Row::Point { id, name, loc } => with_loc(format!("P:{id}:{name}"), loc),
-            Row::WaveSize(n) => format!("W:{n}"),
-            Row::Payload { id, count } => format!("R:{id}:extra_payload_count={count}"),
-            Row::Encoding(kv) => format!("M:{kv}"),
-        }
-    }
-}
-
-/// Rendering order of the pass: `M:`, `F:` by id, `K:`, `U:`/`P:` (non address-trace) by id, then
-/// `W:` and address-trace `P:` rows each followed by its `R:` row.
-fn order_key(row: &Row) -> (u8, u64) {
-    match row {
-        Row::Encoding(_) => (0, 0),
-        Row::Function { id, .. } => (1, u64::from(*id)),
-        Row::Kernel { .. } => (2, 0),
-        Row::User { id, .. } => (3, u64::from(*id)),
-        Row::Point { id, name, .. } if !name.starts_with("addr_trace_") => (3, u64::from(*id)),
-        Row::WaveSize(_) => (4, 0),
-        Row::Point { id, .. } => (5, u64::from(*id) * 2),
-        Row::Payload { id, .. } => (5, u64::from(*id) * 2 + 1),
-    }
-}
-
-/// Renders the section contents: rows in the pass's order, `\n`-separated, one trailing NUL.
-/// Rows of equal rank keep their given order (stable sort).
-pub fn render(rows: &[Row]) -> Vec<u8> {
-    let mut sorted: Vec<&Row> = rows.iter().collect();
-    sorted.sort_by_key(|r| order_key(r));
-    let mut text = String::new();
-    for r in sorted {
-        text.push_str(&r.render());
-        text.push('\n');
-    }
-    let mut bytes = text.into_bytes();
-    bytes.push(0);
-    bytes
-}
 
 /// Result of parsing a funcmap with the consumers' rules.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -356,39 +256,6 @@ pub fn read(bytes: &[u8], mode: Mode) -> Result<Parsed, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn render_follows_pass_order_and_terminates() {
-        let rows = vec![
-            Row::Point {
-                id: 3,
-                name: "barrier".into(),
-                loc: None,
-            },
-            Row::Kernel {
-                name: "k".into(),
-                loc: None,
-            },
-            Row::Function {
-                id: 2,
-                name: "_Z1fv".into(),
-                loc: Some("a.hip:3".into()),
-            },
-            Row::Function {
-                id: 1,
-                name: "_Z1gv".into(),
-                loc: None,
-            },
-        ];
-        let bytes = render(&rows);
-        assert_eq!(
-            std::str::from_utf8(&bytes).unwrap(),
-            "F:1:_Z1gv\nF:2:_Z1fv@a.hip:3\nK:k\nP:3:barrier\n\0"
-        );
-        let back = parse(&bytes);
-        assert!(back.warnings.is_empty());
-        assert_eq!(back.rows.len(), 4);
-    }
 
     #[test]
     fn parse_applies_consumer_rules() {

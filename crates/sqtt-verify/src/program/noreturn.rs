@@ -11,10 +11,10 @@
 //! returns. The greatest fixed point over the call graph is taken (functions that only call each
 //! other never return). Kernels are entered by a dispatch, never called: not candidates.
 
-use amdgpu_isa::{Flow, Special};
+use amdgpu_isa::{Flow, Instruction, Special};
 use std::collections::HashMap;
 
-use crate::code::Func;
+use crate::program::Func;
 use crate::FunctionKind;
 
 /// How the original body of one function can end.
@@ -29,7 +29,7 @@ struct Ending {
 }
 
 /// The callee of the call or jump at original instruction `k`: its direct target, or the
-/// target of an address builder of the pair it reads ([`crate::sgprs::builder_target`]), when
+/// target of an address builder of the pair it reads ([`crate::program::builder_target`]), when
 /// that is the entry of a function.
 fn target(f: &Func, k: usize, starts: &HashMap<u64, usize>) -> Option<usize> {
     let o = f.orig.get(k)?;
@@ -39,7 +39,7 @@ fn target(f: &Func, k: usize, starts: &HashMap<u64, usize>) -> Option<usize> {
         None => i
             .reads()
             .max_sgpr()
-            .and_then(|r| crate::sgprs::builder_target(f, k, r.saturating_sub(1))),
+            .and_then(|r| crate::program::builder_target(f, k, r.saturating_sub(1))),
     };
     t.and_then(|t| starts.get(&t).copied())
 }
@@ -116,4 +116,27 @@ pub(crate) fn ending_in_noreturn_calls(funcs: &[Func]) -> Vec<usize> {
         .filter(|(_, e)| matches!(e.last_call, Some(Some(g)) if never[g]))
         .map(|(fi, _)| fi)
         .collect()
+}
+
+/// Whether `inst` is `s_trap 2`: trap ID 2 (`llvm.trap`) aborts the queue (AMDGPUUsage, "Trap
+/// Handler ABI"), so execution does not fall off the end of a function whose last instruction
+/// it is, as with `s_endpgm`. Other trap IDs resume at the next instruction. The trap ID is the
+/// low 8 bits of simm16 (ISA manuals, "S_TRAP").
+pub(crate) fn aborts(inst: &Instruction) -> bool {
+    inst.flow() == Flow::Trap && inst.field("simm16").map(|v| v & 0xff) == Some(2)
+}
+
+/// Whether execution can continue past the last instruction of `body` (instruction flow as in
+/// the ISA manuals: fall-through, calls and traps other than `s_trap 2` ([`aborts`]) return to
+/// the next instruction; a conditional branch falls through when not taken); `s_code_end` is
+/// padding, not code.
+pub(crate) fn falls_off(body: &[(u64, Instruction)]) -> bool {
+    body.last().is_some_and(|(_, i)| {
+        i.special() != Special::CodeEnd
+            && !aborts(i)
+            && matches!(
+                i.flow(),
+                Flow::Fallthrough | Flow::Call | Flow::Trap | Flow::Branch { conditional: true }
+            )
+    })
 }

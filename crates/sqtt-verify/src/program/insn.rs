@@ -82,11 +82,11 @@ pub(crate) fn allowed(inst: &Instruction) -> Option<Allowed> {
     None
 }
 
-/// [`allowed`] from the registers decoded once ([`crate::code::Regs`]): every snippet move
+/// [`allowed`] from the registers decoded once ([`crate::program::Regs`]): every snippet move
 /// reads or writes M0, so an `s_mov_b32` that does neither is not one (its operands are not
 /// decoded again).
-pub(crate) fn allowed_regs(inst: &Instruction, regs: &crate::code::Regs) -> Option<Allowed> {
-    use crate::code::Regs;
+pub(crate) fn allowed_regs(inst: &Instruction, regs: &crate::program::Regs) -> Option<Allowed> {
+    use crate::program::Regs;
     if !regs.has(Regs::M0_READ) && !regs.has(Regs::M0_WRITE) && inst.mnemonic() == "s_mov_b32" {
         return None;
     }
@@ -299,7 +299,7 @@ pub(crate) fn region_class(inst: &Instruction) -> Option<Region> {
 }
 
 /// [`region_class`] from the registers decoded once (see [`allowed_regs`]).
-pub(crate) fn region_class_regs(inst: &Instruction, regs: &crate::code::Regs) -> Option<Region> {
+pub(crate) fn region_class_regs(inst: &Instruction, regs: &crate::program::Regs) -> Option<Region> {
     region_class_of(inst, allowed_regs(inst, regs))
 }
 
@@ -393,7 +393,7 @@ pub(crate) fn insertable(inst: &Instruction, free: &RegSet) -> bool {
 }
 
 /// [`insertable`] with `free` every SGPR s0..s105, from the registers decoded once.
-pub(crate) fn insertable_regs(inst: &Instruction, regs: &crate::code::Regs) -> bool {
+pub(crate) fn insertable_regs(inst: &Instruction, regs: &crate::program::Regs) -> bool {
     insertable_class(inst, region_class_regs(inst, regs), regs)
 }
 
@@ -401,12 +401,12 @@ pub(crate) fn insertable_regs(inst: &Instruction, regs: &crate::code::Regs) -> b
 pub(crate) fn insertable_class(
     inst: &Instruction,
     class: Option<Region>,
-    regs: &crate::code::Regs,
+    regs: &crate::program::Regs,
 ) -> bool {
     match class {
         None => inst.mnemonic() == "v_readfirstlane_b32",
         Some(Region::Legacy(_) | Region::Writelane) => true,
-        Some(_) => regs.has(crate::code::Regs::SCALAR_WRITES),
+        Some(_) => regs.has(crate::program::Regs::SCALAR_WRITES),
     }
 }
 

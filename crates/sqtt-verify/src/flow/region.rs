@@ -10,34 +10,12 @@ use std::collections::{BTreeMap, HashMap};
 use amdgpu_isa::{build, InstClass, Target};
 use sqtt_interp::{run_code, Code, InterpError, Wave};
 
+use crate::program::Layout;
 use crate::Check;
 
 /// Instructions one execution of a run may take before it counts as not terminating. The largest
 /// legitimate run, a wave64 struct-buffer address trace, takes about 2,000.
 pub(crate) const MAX_STEPS: usize = 200_000;
-
-/// Marker word layout (spec "GFX12 Shader Clock Packing").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Layout {
-    /// `id = value >> 2`.
-    Legacy,
-    /// `id = (value >> 2) & ((1 << (30 - bits)) - 1)`, clock in the top `bits` bits, sampled
-    /// from shader-cycles bit `shift` upwards.
-    Packed { bits: u32, shift: u32 },
-}
-
-impl Layout {
-    /// The marker word with the clock field cleared, i.e. in the legacy layout.
-    pub fn strip(self, v: u32) -> u32 {
-        match self {
-            Layout::Legacy => v,
-            Layout::Packed { bits, .. } => {
-                let idmask = (1u32 << (30 - bits)) - 1;
-                (((v >> 2) & idmask) << 2) | (v & 3)
-            }
-        }
-    }
-}
 
 /// What the verifier knows about the object for executing runs.
 pub(crate) struct Env<'a> {

@@ -3,7 +3,7 @@
 //! be that event. The funcmap names are the ones a post-link rewrite gives its rows (spec
 //! `docs/markers/SPEC.md` of rocprof-trace-decoder in ROCm/rocm-systems: "Funcmap format",
 //! "Barrier marker placement", "Address Tracing"; loop rows `loop SYMBOL+0xOFFSET` and
-//! `iter loop SYMBOL+0xOFFSET`, [`crate::scope_rows::loop_scope`]).
+//! `iter loop SYMBOL+0xOFFSET`, [`crate::program::scope_rows::loop_scope`]).
 //!
 //! A site is the original instruction `k` the marker's inserted code runs in front of (a landing
 //! block's code runs in front of its branch target). A rewrite may settle a marker earlier or
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use amdgpu_isa::{Flow, Format, Instruction, MemKind, MemSpace, Special};
 
-use crate::code::Func;
+use crate::program::Func;
 use crate::{Check, Finding};
 
 /// Barrier and trace instructions: no marker is moved across one.
@@ -126,7 +126,7 @@ fn vmem(i: &Instruction) -> Option<MemKind> {
 
 /// An operation of some address-trace class.
 fn traced(i: &Instruction) -> bool {
-    crate::elfcheck::ADDR_TRACE_NAMES
+    crate::program::ADDR_TRACE_NAMES
         .iter()
         .any(|n| traces(n, i) == Some(true))
 }
@@ -231,7 +231,7 @@ pub(crate) fn loop_header(
     name: &str,
     home: impl Fn(&str) -> bool,
 ) -> Result<usize, String> {
-    let Some((symbol, offset)) = crate::scope_rows::loop_scope(name) else {
+    let Some((symbol, offset)) = crate::program::scope_rows::loop_scope(name) else {
         return Err("the row names no loop (loop SYMBOL+0xOFFSET)".into());
     };
     if !home(symbol) {
@@ -268,7 +268,7 @@ fn user_point_misplaced(
     name: &str,
     home: impl Fn(&str) -> bool,
 ) -> Option<String> {
-    let Some((symbol, offset)) = crate::scope_rows::point_scope(name) else {
+    let Some((symbol, offset)) = crate::program::scope_rows::point_scope(name) else {
         return Some("the row names no point (point NAME SYMBOL+0xOFFSET)".into());
     };
     if !home(symbol) {

@@ -9,7 +9,7 @@
 //!   unresolved call anywhere everything; otherwise what is live after each of its call sites
 //!   (joined), plus s30..s105 ([`PRESERVED`], the SGPRs the AMDGPU function calling convention
 //!   keeps across a call) when no call or tail call reaches it or code outside the object may
-//!   enter it ([`crate::outside`]); at a tail call, the callee's reads plus the caller's return
+//!   enter it ([`crate::program::outside`]); at a tail call, the callee's reads plus the caller's return
 //!   liveness; after an `s_trap 2` that ends the function, nothing; anywhere else control leaves,
 //!   everything.
 //!   `s_movrels*` reads every SGPR; `s_cmov*` / `s_movreld*` kill nothing.
@@ -22,16 +22,11 @@
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-use amdgpu_isa::{Family, Flow, Instruction, Special};
+use amdgpu_isa::{Flow, Special};
 
-use crate::code::{Func, Program, Regs};
-use crate::flow::FactSuccs;
-
-/// Bit `n` is `s<n>`.
-pub(crate) type Mask = u128;
-
-/// s0..s105.
-pub(crate) const EVERY: Mask = (1u128 << 106) - 1;
+use super::cfg::FactSuccs;
+use crate::program::regs::{reads, writes, Mask, EVERY};
+use crate::program::{builder_target, Func, Program, Regs};
 
 /// s30..s105: what a caller following the AMDGPU function calling convention may still read
 /// after a call returns (LLVM `AMDGPUCallingConv.td` `CSR_AMDGPU_SGPRs`, s30..s105 or, in newer
@@ -111,28 +106,12 @@ pub(crate) struct CallGraph {
     leaves: Vec<BTreeMap<usize, Leave>>,
     /// Per function: it is a kernel (never the target of a call).
     kernel: Vec<bool>,
-    /// Per function: its calls of subroutines inside it ([`crate::subcalls`]).
+    /// Per function: its calls of subroutines inside it ([`super::subcalls`]).
     intra: Vec<Vec<usize>>,
 }
 
-// The four facts below take the registers decoded once per original instruction
+// The two facts below (and `reads` / `writes` of [`crate::program::regs`]) take the registers decoded once per original instruction
 // (`Func::regs`).
-
-fn reads(r: &Regs) -> Mask {
-    if r.has(Regs::MOVRELS) {
-        EVERY
-    } else {
-        r.sgpr_reads
-    }
-}
-
-fn writes(r: &Regs) -> Mask {
-    if r.has(Regs::MOVRELD) {
-        EVERY
-    } else {
-        r.sgpr_writes
-    }
-}
 
 fn kills(r: &Regs) -> Mask {
     if r.has(Regs::CMOV) || r.has(Regs::MOVRELD) {
@@ -150,67 +129,10 @@ fn smem_result(r: &Regs) -> Mask {
     }
 }
 
-/// LGKM_CNT field of `s_waitcnt` simm16 per family (ISA manuals "S_WAITCNT").
-pub(crate) fn smem_drained(i: &Instruction) -> bool {
-    let simm = i.field("simm16");
-    match i.mnemonic() {
-        "s_waitcnt" => {
-            let Some(v) = simm else { return false };
-            let lgkm = match i.target().family() {
-                Family::Gfx9 => v >> 8 & 0xf,
-                Family::Gfx10 => v >> 8 & 0x3f,
-                Family::Gfx11 => v >> 4 & 0x3f,
-                _ => 1,
-            };
-            lgkm == 0
-        }
-        "s_waitcnt_lgkmcnt" => i.field("sdst") == Some(125) && simm == Some(0),
-        "s_wait_kmcnt" => simm == Some(0),
-        _ => i.special() == Special::EndPgm,
-    }
-}
-
-/// Original target of the latest address builder before `k` that produces the pair `pair`, when
-/// the pair provably still holds it at `k`: the builder and `k` are on one straight-line stretch
-/// (no original branch or address-builder target lands after the `s_getpc` up to `k`) and nothing
-/// after the builder's last instruction writes either half of the pair (an `-O0` spill/reload
-/// through VGPR lanes or a load of a function pointer would). Otherwise `None`: the call is
-/// unresolved and liveness treats it as reaching anything.
-pub(crate) fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
-    let b = f
-        .builders
-        .iter()
-        .filter(|b| b.getpc < k && b.dst == pair)
-        .max_by_key(|b| b.getpc)?;
-    let orig = |k: usize| f.orig.get(k).map(|o| f.inst(o));
-    let done = b.parts.iter().copied().max()?;
-    let written = (done + 1..k).any(|j| {
-        let w = writes(f.regs(&f.orig[j]));
-        w >> pair & 3 != 0
-    });
-    let first = f.orig.get(b.getpc + 1)?.addr;
-    let last = f.orig.get(k)?.addr;
-    let lands_between = |t: u64| t >= first && t <= last;
-    let joined = f
-        .orig
-        .iter()
-        .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
-        || f.builders.iter().any(|o| {
-            let Some(g) = f.orig.get(o.getpc) else {
-                return true;
-            };
-            o.target_with(g.addr, orig).is_some_and(lands_between)
-        });
-    if written || joined {
-        return None;
-    }
-    b.target_with(f.orig.get(b.getpc)?.addr, orig)
-}
-
 impl CallGraph {
     /// `exits[f]`: the instructions where the verifier's CFG of `f` leaves the function.
     /// Functions are looked at in parallel.
-    /// `intra[f]`: its calls of subroutines inside it ([`crate::subcalls`]), not calls of
+    /// `intra[f]`: its calls of subroutines inside it ([`super::subcalls`]), not calls of
     /// unknown code.
     pub fn new(p: &Program, exits: &[Vec<usize>], intra: &[Vec<usize>]) -> CallGraph {
         let per: Vec<_> = p
@@ -273,6 +195,29 @@ impl CallGraph {
         }
     }
 
+    /// Joins into each function's mask the masks of every function it calls or tail-calls
+    /// (every SGPR for an unresolved call), until nothing changes (the fixed point over the
+    /// call graph). `m`: one mask per function.
+    fn close_over_callees(&self, m: &mut [Mask]) {
+        loop {
+            let mut again = false;
+            for fi in 0..m.len() {
+                let mut v = m[fi];
+                for &(_, c) in &self.calls[fi] {
+                    v |= c.map_or(EVERY, |g| m[g]);
+                }
+                for g in self.tails(fi) {
+                    v |= m[g];
+                }
+                again |= v != m[fi];
+                m[fi] = v;
+            }
+            if !again {
+                break;
+            }
+        }
+    }
+
     fn tails(&self, fi: usize) -> impl Iterator<Item = usize> + '_ {
         self.leaves[fi].values().filter_map(|l| match l {
             Leave::Tail(g) => Some(*g),
@@ -316,35 +261,23 @@ pub(crate) fn changeable(
     let opaque = |f: &Func| f.orig.is_empty() && f.orig_end > f.orig_start;
     let unresolved =
         p.funcs.iter().any(opaque) || cg.calls.iter().flatten().any(|(_, c)| c.is_none());
+    // Per function: the union of `fact` over its original instructions (every SGPR for a
+    // function that did not decode).
+    let per_function = |fact: fn(&Regs) -> Mask| -> Vec<Mask> {
+        p.funcs
+            .iter()
+            .map(|f| {
+                if opaque(f) {
+                    EVERY
+                } else {
+                    f.orig.iter().fold(0, |a, o| a | fact(f.regs(o)))
+                }
+            })
+            .collect()
+    };
     // Transitive reads.
-    let mut deep: Vec<Mask> = p
-        .funcs
-        .iter()
-        .map(|f| {
-            if opaque(f) {
-                EVERY
-            } else {
-                f.orig.iter().fold(0, |a, o| a | reads(f.regs(o)))
-            }
-        })
-        .collect();
-    loop {
-        let mut again = false;
-        for fi in 0..n {
-            let mut v = deep[fi];
-            for &(_, c) in &cg.calls[fi] {
-                v |= c.map_or(EVERY, |g| deep[g]);
-            }
-            for g in cg.tails(fi) {
-                v |= deep[g];
-            }
-            again |= v != deep[fi];
-            deep[fi] = v;
-        }
-        if !again {
-            break;
-        }
-    }
+    let mut deep = per_function(reads);
+    cg.close_over_callees(&mut deep);
     // Return liveness: joined over known call sites until stable.
     let mut reached = vec![false; n];
     for fi in 0..n {
@@ -407,35 +340,9 @@ pub(crate) fn changeable(
         }
     }
     // SMEM destinations: of the whole object, and of what each function reaches.
-    let mut smem: Vec<Mask> = p
-        .funcs
-        .iter()
-        .map(|f| {
-            if opaque(f) {
-                EVERY
-            } else {
-                f.orig.iter().fold(0, |a, o| a | smem_result(f.regs(o)))
-            }
-        })
-        .collect();
+    let mut smem = per_function(smem_result);
     let smem_all = smem.iter().fold(0, |a, m| a | m);
-    loop {
-        let mut again = false;
-        for fi in 0..n {
-            let mut v = smem[fi];
-            for &(_, c) in &cg.calls[fi] {
-                v |= c.map_or(EVERY, |g| smem[g]);
-            }
-            for g in cg.tails(fi) {
-                v |= smem[g];
-            }
-            again |= v != smem[fi];
-            smem[fi] = v;
-        }
-        if !again {
-            break;
-        }
-    }
+    cg.close_over_callees(&mut smem);
     // Independent per function: in parallel (the order of the result is kept), each function's
     // liveness and pending SMEM results turned into its changeable sets.
     live.into_par_iter()
@@ -483,7 +390,7 @@ fn live_in(
     // the queue is put into the error state): nothing is live after it.
     let mut end: Vec<Mask> = (0..n)
         .map(|k| {
-            if succs.none(k) && !crate::verbatim::aborts(&f.inst(&f.orig[k])) {
+            if succs.none(k) && !crate::program::aborts(&f.inst(&f.orig[k])) {
                 EVERY
             } else {
                 0
@@ -595,7 +502,7 @@ mod tests {
     /// A function from gfx942 words (llvm-mc-22 encodings) at address 0x1000.
     fn func(bytes: &[u8]) -> Func<'_> {
         let t = Target::from_name("gfx942").expect("gfx942");
-        let text = crate::code::Text {
+        let text = crate::program::Text {
             addr: 0x1000,
             offset: 0x1000,
             bytes,

@@ -14,6 +14,9 @@
 
 use amdgpu_isa::{Instruction, Special};
 
+use crate::program::regs::writes;
+use crate::program::Func;
+
 /// Most instructions after the `s_getpc` that may belong to its builder.
 const WINDOW: usize = 8;
 
@@ -235,4 +238,41 @@ pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
         }
     }
     out
+}
+
+/// Original target of the latest address builder before `k` that produces the pair `pair`, when
+/// the pair provably still holds it at `k`: the builder and `k` are on one straight-line stretch
+/// (no original branch or address-builder target lands after the `s_getpc` up to `k`) and nothing
+/// after the builder's last instruction writes either half of the pair (an `-O0` spill/reload
+/// through VGPR lanes or a load of a function pointer would). Otherwise `None`: the call is
+/// unresolved and liveness treats it as reaching anything.
+pub(crate) fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
+    let b = f
+        .builders
+        .iter()
+        .filter(|b| b.getpc < k && b.dst == pair)
+        .max_by_key(|b| b.getpc)?;
+    let orig = |k: usize| f.orig.get(k).map(|o| f.inst(o));
+    let done = b.parts.iter().copied().max()?;
+    let written = (done + 1..k).any(|j| {
+        let w = writes(f.regs(&f.orig[j]));
+        w >> pair & 3 != 0
+    });
+    let first = f.orig.get(b.getpc + 1)?.addr;
+    let last = f.orig.get(k)?.addr;
+    let lands_between = |t: u64| t >= first && t <= last;
+    let joined = f
+        .orig
+        .iter()
+        .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
+        || f.builders.iter().any(|o| {
+            let Some(g) = f.orig.get(o.getpc) else {
+                return true;
+            };
+            o.target_with(g.addr, orig).is_some_and(lands_between)
+        });
+    if written || joined {
+        return None;
+    }
+    b.target_with(f.orig.get(b.getpc)?.addr, orig)
 }
