@@ -342,7 +342,8 @@ fn source_regs(src: &AddrSource) -> RegSet {
 /// A block goes right in front of its operation; inside an `s_clause` / `s_delay_alu` window or
 /// an address builder it moves to the nearest earlier allowed point, and only when no
 /// instruction in between writes a register the block reads (address registers, EXEC) and none
-/// is a wait: the values read are then those the operation reads. `wave` is the wave size of the
+/// is a wait that can make a register ready (any but `s_waitcnt_vscnt`): the values read are
+/// then those the operation reads. `wave` is the wave size of the
 /// object's kernels (`None` when they mix wave32 and wave64: nothing is traced, because the
 /// funcmap's single `W:` row cannot describe both).
 pub fn trace_sites(
@@ -415,16 +416,21 @@ fn placement(f: &Func, forbidden: &Forbidden, i: usize, ops: &[TraceOp]) -> Opti
     let dual_issue_gfx1250 = |x: &Instruction| {
         x.target().family() == Family::Gfx1250 && matches!(x.format(), Format::Vopd | Format::Vopd3)
     };
+    // A wait can make a register the operation reads ready (a load's result), except
+    // `s_waitcnt_vscnt`: it counts vector stores (and atomics without return), which write no
+    // register (RDNA ISA manuals, "S_WAITCNT_VSCNT"; LLVM 22 SIInsertWaitcnts, STORE_CNT). The
+    // compiler puts one inside a gfx1010 `s_clause` window for the LDS → branch → VMEM hazard.
+    let readies = |x: &Instruction| {
+        x.mnemonic() != "s_waitcnt_vscnt"
+            && (matches!(
+                x.special(),
+                amdgpu_isa::Special::Waitcnt | amdgpu_isa::Special::WaitAlu
+            ) || x.mnemonic().starts_with("s_wait"))
+    };
     // Whether a block at `q` (at or before `i`) reads what operation `i` reads.
     let clean = |q: usize| {
         f.insts.range(q..i).all(|(_, x)| {
-            !dual_issue_gfx1250(&x)
-                && x.writes().intersection(&read).is_empty()
-                && !matches!(
-                    x.special(),
-                    amdgpu_isa::Special::Waitcnt | amdgpu_isa::Special::WaitAlu
-                )
-                && !x.mnemonic().starts_with("s_wait")
+            !dual_issue_gfx1250(&x) && x.writes().intersection(&read).is_empty() && !readies(&x)
         })
     };
     let inside_hint = !forbidden.hard.contains(&i);

@@ -663,6 +663,48 @@ fn clause_inside_delay_alu_window_is_traced_in_front_of_the_clause() {
     }
 }
 
+/// gfx1010 (rocRAND's `mtgp32` kernels, issue 39 item 7): the compiler's
+/// `s_waitcnt_vscnt null, 0` for the LDS → branch → VMEM hazard sits inside an `s_clause` window,
+/// between the `s_clause` and its first load. The wait counts stores only and readies no
+/// register, so the loads' blocks go in front of the `s_clause` (they were skipped: "no insertion
+/// point in front of the operation"); the clause stays whole, every block runs in the
+/// interpreter with the payload of its load, and the verifier accepts the object.
+#[test]
+fn clause_with_a_store_wait_is_traced_in_front_of_the_clause() {
+    if no_llvm() {
+        return;
+    }
+    let body = "  ds_read_b32 v9, v10
+  s_clause 0x2
+  s_waitcnt_vscnt null, 0x0
+  global_load_dword v7, v[3:4], off offset:12
+  global_load_dword v8, v[5:6], off offset:64
+  global_load_dword v12, v[5:6], off offset:136";
+    let input = assemble_kernel("gfx1010", true, body);
+    let out = rewrite(&input, &opts()).unwrap();
+    assert!(out.report.skipped.is_empty(), "{:?}", out.report.skipped);
+    let c = check_object(&input, "gfx1010", 32, "asm_gfx1010_clause_wait");
+    assert_eq!(c.blocks, 4, "the LDS load and three global loads");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("out.co");
+    std::fs::write(&f, out.bytes.unwrap()).unwrap();
+    let lines = disassemble(&f, "gfx1010");
+    let at = lines
+        .iter()
+        .position(|l| l.text == "s_clause 0x2")
+        .expect("the s_clause is kept");
+    let window: Vec<&str> = lines[at + 1..at + 4]
+        .iter()
+        .map(|l| l.text.as_str())
+        .collect();
+    assert!(
+        window[0] == "s_waitcnt_vscnt null, 0x0"
+            && window[1].starts_with("global_load_dword v7, v[3:4], off offset:12")
+            && window[2].starts_with("global_load_dword v8, v[5:6], off offset:64"),
+        "the clause is not split: {window:?}"
+    );
+}
+
 fn assemble_kernel(mcpu: &str, wave32: bool, body: &str) -> Vec<u8> {
     let gfx9 = mcpu.starts_with("gfx9");
     let accum = if mcpu == "gfx90a" || mcpu.starts_with("gfx94") || mcpu == "gfx950" {
