@@ -54,7 +54,7 @@ mod spill;
 
 pub use addr::{
     address_trace, payload_count, scratch_count, scratch_wanted, trace_name, AddrSource, ScalarSrc,
-    TraceKind,
+    TraceKind, VCC_LO,
 };
 pub use clock::clock_marker;
 pub use entry::{entry_waits, Decoded};

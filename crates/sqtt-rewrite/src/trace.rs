@@ -24,7 +24,7 @@ use crate::plan::{
     forbidden_points, settle_hard, settle_outside, Forbidden, MarkerKey, Site, SiteKind, Skipped,
     Word,
 };
-use crate::snippets::{AddrSource, ScalarSrc, TraceKind};
+use crate::snippets::{AddrSource, ScalarSrc, TraceKind, VCC_LO};
 
 /// One address-trace block to emit in front of a memory instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +199,17 @@ pub fn classify(inst: &Instruction, want: TraceAddresses) -> Classified {
                 return unsupported("no address VGPR decoded");
             };
             match m.saddr {
-                Some((s, _)) if s <= 105 => Classified::Traced(vec![TraceOp {
+                // gfx12's SALU → SALU SGPR hazard (`s_wait_alu depctr_sa_sdst`) is modelled
+                // for s0-s105 only (`amdgpu_isa::hazard`), so a block's SALU read of VCC there
+                // could not be proven safe.
+                Some((VCC_LO, _)) if matches!(family, Family::Gfx12 | Family::Gfx1250) => {
+                    unsupported(
+                        "VCC as the saddr base on gfx12 (its SALU hazards on VCC are not modelled)",
+                    )
+                }
+                // An SGPR pair, or VCC (scalar operand 106, `vcc_lo`; clang puts a computed
+                // base there: rocRAND's threefry kernels, gfx900).
+                Some((s, _)) if s <= VCC_LO => Classified::Traced(vec![TraceOp {
                     kind,
                     src: AddrSource::GlobalSaddr {
                         saddr: s,
@@ -308,8 +318,13 @@ fn source_regs(src: &AddrSource) -> RegSet {
             r.add_vgpr(vaddr + 1);
         }
         AddrSource::GlobalSaddr { saddr, voffset, .. } => {
-            r.add_sgpr(saddr);
-            r.add_sgpr(saddr + 1);
+            if saddr == VCC_LO {
+                r.add(SpecialReg::VccLo);
+                r.add(SpecialReg::VccHi);
+            } else {
+                r.add_sgpr(saddr);
+                r.add_sgpr(saddr + 1);
+            }
             r.add_vgpr(voffset);
         }
         AddrSource::Lds32 { vaddr, .. } => r.add_vgpr(vaddr),

@@ -19,13 +19,18 @@ pub enum ScalarSrc {
     Const(u32),
 }
 
+/// Scalar operand encoding of `vcc_lo` (106; `vcc_hi` is 107) on gfx9-gfx12 (AMDGPU ISA
+/// manuals, "Scalar operands"): a GLOBAL/FLAT `saddr` may name the VCC pair.
+pub const VCC_LO: u16 = 106;
+
 /// Where the address of one memory instruction comes from (register numbers are as encoded in
 /// the traced instruction; byte offsets are the instruction's immediate offset fields).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AddrSource {
     /// FLAT/GLOBAL with a 64-bit VGPR address: per lane `v[vaddr+1]:v[vaddr] + sext(offset)`.
     Flat64 { vaddr: u16, offset: i32 },
-    /// GLOBAL/FLAT with `saddr`: per lane `s[saddr+1]:s[saddr] + ext(v[voffset]) + sext(offset)`,
+    /// GLOBAL/FLAT with `saddr`: per lane `s[saddr+1]:s[saddr] + ext(v[voffset]) + sext(offset)`
+    /// (`saddr` [`VCC_LO`]: the pair `vcc_hi:vcc_lo`),
     /// where `ext` is a zero extension up to gfx12 (`signed_scale: None`) and on gfx1250
     /// (`Some(n)`) a sign extension times `n`: the access size in bytes with `scale_offset`, else
     /// 1 (LLVM `GCNSubtarget::hasSignedGVSOffset`, gfx1250 and later; the scaled form widens
@@ -268,7 +273,11 @@ pub fn address_trace(
     }
 
     let mut e = Emitter::new(t, true);
-    let s = |n: u16| Operand::Sgpr(n as u8);
+    let s = |n: u16| match n {
+        VCC_LO => Operand::VccLo,
+        n if n == VCC_LO + 1 => Operand::VccHi,
+        n => Operand::Sgpr(n as u8),
+    };
     // A buffer soffset held in M0 is copied before M0 is overwritten.
     if let AddrSource::Buffer {
         soffset: ScalarSrc::M0,
