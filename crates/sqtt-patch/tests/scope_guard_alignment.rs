@@ -13,6 +13,11 @@
 //! another `.debug_line` row, and the function was left alone (`[dwarf]`; MAGMA sparse and
 //! rocRAND gfx1010 under `--scope`, 2,264 and 7,996 sites). The alignment also tries the latest
 //! match that takes no wait closing a marker for an original.
+//!
+//! On gfx12 a long-branch island holds `s_wait_alu depctr_sa_sdst(0)`, the word of an original
+//! wait; with a marker right in front of that original, the earliest match took the island's
+//! wait for it (rocRAND 7.2.4 gfx1201 under `--shader-clock-bits 12` and `--scope`: 12 kernels,
+//! 198,946 and 126,451 sites left alone). No original is matched inside an island.
 
 #[path = "support/asm.rs"]
 mod asm;
@@ -162,4 +167,31 @@ fn original_wait_among_closing_waits_keeps_its_line() {
     )
     .unwrap();
     assert_eq!(line_of(&rows(&out), addr), Some(before), "{dis}");
+}
+
+/// gfx1200: an unconditional `s_branch` pushed out of range (its island trails it), then an
+/// original `s_wait_alu depctr_sa_sdst(0)` (k+0x10, the target of a branch from outside the
+/// stretch of SALU code around it) with a point marker in front of it.
+#[test]
+fn original_wait_after_an_island_is_not_matched_inside_it() {
+    let t = tempfile::tempdir().unwrap();
+    // 2 + 32765 dwords between the `s_branch` and `.Lfar`: the simm16 maximum, so the marker
+    // pushes it out of range.
+    let body = "  s_cmp_eq_u32 s0, 0\n  s_cbranch_scc1 .Lmid\n  v_mov_b32 v1, 0\n  s_branch .Lfar\n.Lmid:\n  \
+                s_wait_alu depctr_sa_sdst(0)\n  v_mov_b32 v0, 0\n  .rept 32765\n  s_nop 0\n  \
+                .endr\n.Lfar:\n  s_endpgm";
+    let co = assemble(t.path(), "k", "gfx1200", &kernel("gfx1200", true, body));
+    let out = t.path().join("k.out.co");
+    let r = rewrite(&co, &out, &["--point", "a=k+0x10"]);
+    assert!(r["left_alone"].as_array().is_none_or(Vec::is_empty), "{r}");
+    assert_eq!(r["functions"][0]["sites"]["user_point"], 1, "{r}");
+    let (code, text) = verify(&co, &out);
+    assert_eq!(code, 0, "{text}");
+    let dis = std::process::Command::new("llvm-objdump-22")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&out)
+        .output()
+        .expect("llvm-objdump-22");
+    let dis = String::from_utf8_lossy(&dis.stdout);
+    assert_eq!(dis.matches("s_getpc_b64").count(), 1, "one island expected");
 }

@@ -46,6 +46,18 @@ pub(super) struct Windows<'a> {
     /// Start addresses of long-branch islands and landing blocks in the rewritten region: a
     /// relaxed original branch, or one with a landing block, targets one of them.
     islands: &'a std::collections::BTreeSet<u64>,
+    /// Per rewritten instruction of the stretch (indexed like the `new` slice the matchers get):
+    /// whether it lies inside an island or landing block, which never holds an original (an
+    /// island's `s_wait_alu depctr_sa_sdst(0)` has the bytes of an original wait: rocRAND 7.2.4
+    /// gfx1201 under `--shader-clock-bits 12`, session 20).
+    in_island: &'a [bool],
+}
+
+impl Windows<'_> {
+    /// Whether an original may be matched to rewritten instruction `q` of the stretch.
+    fn may_hold_original(&self, q: usize) -> bool {
+        !self.in_island.get(q).copied().unwrap_or(false)
+    }
 }
 
 /// Whether original `o` (at `o_addr`) and rewritten `n` can be the same instruction: equal up to
@@ -113,7 +125,7 @@ fn match_late_where(
     for (t, (a, o)) in orig.iter().enumerate().rev() {
         let p = (0..hi)
             .rev()
-            .find(|&q| usable(q) && matches(*a, o, &new[q], w, false))?;
+            .find(|&q| usable(q) && w.may_hold_original(q) && matches(*a, o, &new[q], w, false))?;
         pos[t] = p;
         hi = p;
     }
@@ -138,7 +150,8 @@ pub(super) fn match_early(
     let mut pos = Vec::with_capacity(orig.len());
     let mut lo = 0usize;
     for (a, o) in orig {
-        let p = lo + new[lo..].iter().position(|n| matches(*a, o, n, w, false))?;
+        let p = (lo..new.len())
+            .find(|&q| w.may_hold_original(q) && matches(*a, o, &new[q], w, false))?;
         pos.push(p);
         lo = p + 1;
     }
@@ -405,6 +418,7 @@ pub(super) fn align(
             orig: (body[i].0, body.get(i + m).map_or(f.orig_end, |(a, _)| *a)),
             new: (new[j].addr, new.get(e).map_or(f.new_region_end, |n| n.addr)),
             islands: &island_starts,
+            in_island: &new_island[j..e],
         };
         if ins_new(j) && e < new.len() {
             let orig = &body[i..i + m];
