@@ -141,12 +141,7 @@ fn original_wait_among_closing_waits_keeps_its_line() {
             .map(|(_, line)| line)
     };
     let before = line_of(&rows(&co), 0x1418).expect("a row at the original wait");
-    let dis = std::process::Command::new("llvm-objdump-22")
-        .args(["-d", "--no-show-raw-insn"])
-        .arg(&out)
-        .output()
-        .expect("llvm-objdump-22");
-    let dis = String::from_utf8_lossy(&dis.stdout);
+    let dis = disassemble(&out);
     // The original wait is the last one before `s_barrier` that a marker does not precede.
     let lines: Vec<&str> = dis.lines().collect();
     let barrier = lines.iter().position(|l| l.contains("s_barrier")).unwrap();
@@ -187,11 +182,16 @@ fn original_wait_after_an_island_is_not_matched_inside_it() {
     assert_eq!(r["functions"][0]["sites"]["user_point"], 1, "{r}");
     let (code, text) = verify(&co, &out);
     assert_eq!(code, 0, "{text}");
-    let dis = std::process::Command::new("llvm-objdump-22")
+    let dis = disassemble(&out);
+    assert_eq!(dis.matches("s_getpc_b64").count(), 1, "one island expected");
+}
+
+/// `llvm-objdump-22 -d --no-show-raw-insn` of `f`.
+fn disassemble(f: &std::path::Path) -> String {
+    let o = std::process::Command::new("llvm-objdump-22")
         .args(["-d", "--no-show-raw-insn"])
-        .arg(&out)
+        .arg(f)
         .output()
         .expect("llvm-objdump-22");
-    let dis = String::from_utf8_lossy(&dis.stdout);
-    assert_eq!(dis.matches("s_getpc_b64").count(), 1, "one island expected");
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
