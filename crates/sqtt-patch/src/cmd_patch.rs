@@ -693,6 +693,18 @@ pub fn run(args: PatchArgs) -> Result<i32> {
     for n in &patched.report.notes {
         eprintln!("sqtt-patch: {name}: warning: {n}");
     }
+    // A region or point the user named that got no markers is said without --report too (a
+    // misspelled symbol or a line without code is no silent success).
+    if let Some(g) = patched.report.regions.as_ref().filter(|_| !args.report) {
+        for x in &g.skipped {
+            eprintln!(
+                "sqtt-patch: {name}: warning: {} {} not instrumented: {}",
+                x.kind.word(),
+                x.spec,
+                summary::readable(&x.why)
+            );
+        }
+    }
     if args.report {
         crate::output::write_stdout(&render_report(&name, &patched.report))?;
     }

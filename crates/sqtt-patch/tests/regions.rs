@@ -409,6 +409,25 @@ fn refused_regions_and_points_are_reported_with_the_reason() {
             assert!(text.contains(&format!("{kind} {spec}")), "{spec}: {text}");
         }
     }
+    // Without --report each one is a warning on stderr (exit 0: the rest was instrumented).
+    let out = Command::new(BIN)
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("quiet.co"))
+        .args(&flags)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (kind, spec, why) in &specs {
+        if let Some(why) = why {
+            let head = format!("warning: {kind} {spec} not instrumented: ");
+            assert!(
+                err.lines().any(|l| l.contains(&head) && l.contains(why)),
+                "{spec}: {err}"
+            );
+        }
+    }
 }
 
 /// The verifier proves region scopes balanced: the output with any one region exit marker
