@@ -24,6 +24,7 @@ pub mod regs;
 pub mod reguse;
 pub mod rewrite;
 pub mod snippets;
+mod subroutines;
 pub mod timings;
 pub mod trace;
 pub mod verbatim;
