@@ -99,6 +99,10 @@ pub(super) struct Cfg {
     /// `s_swappc_b64` calls of subroutines inside the function ([`super::subcalls`]): not calls
     /// of unknown code.
     pub(super) intra_calls: Vec<usize>,
+    /// Entries of those subroutines, each with the landing of a call's edge into it.
+    pub(super) sub_entries: BTreeMap<usize, Option<u64>>,
+    /// `s_setpc_b64` returns from those calls, ascending.
+    pub(super) returns: Vec<usize>,
 }
 
 impl Cfg {
@@ -318,6 +322,8 @@ pub(super) fn build_cfg_with(
         via: BTreeMap::new(),
         exits: Vec::new(),
         intra_calls: extra.calls.keys().copied().collect(),
+        sub_entries: BTreeMap::new(),
+        returns: extra.returns.keys().copied().collect(),
     };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
@@ -349,6 +355,7 @@ pub(super) fn build_cfg_with(
                 cfg.extend(next);
                 for g in &extra.calls[&k] {
                     if let Some(&(_, Some(s))) = builder_edges.get(g) {
+                        cfg.sub_entries.entry(s.0).or_insert(s.1);
                         cfg.push(s);
                     }
                 }
