@@ -150,7 +150,14 @@ impl Walk<'_, '_> {
         let mut v = Vec::new();
         for e in block.into_iter().chain(run) {
             let at = &self.f.orig[k];
-            v.extend(scope_ops(self.f, e, self.fm, at, &mut self.bad_enter, findings));
+            v.extend(scope_ops(
+                self.f,
+                e,
+                self.fm,
+                at,
+                &mut self.bad_enter,
+                findings,
+            ));
         }
         v
     }
@@ -224,7 +231,12 @@ impl Walk<'_, '_> {
                                 "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
                             )
                         };
-                        findings.push(f.finding(Check::Markers, Some(o.addr), f.new_address(o), msg));
+                        findings.push(f.finding(
+                            Check::Markers,
+                            Some(o.addr),
+                            f.new_address(o),
+                            msg,
+                        ));
                     }
                     Some(_) => {}
                 }

@@ -17,7 +17,9 @@ pub(super) fn labels(co: &CodeObject) -> BTreeMap<u64, Vec<String>> {
         .iter()
         .filter(|s| s.kind == hsaco::SymbolKind::Label && s.symbol.shndx != hsaco::elf::SHN_UNDEF)
     {
-        out.entry(s.symbol.value).or_default().push(s.symbol.name.clone());
+        out.entry(s.symbol.value)
+            .or_default()
+            .push(s.symbol.name.clone());
     }
     out
 }
