@@ -4,14 +4,22 @@
 //! Everything that would make moving code unsafe is recorded as a [`Problem`] on the function;
 //! the rewriter then fails closed (docs/background/rewriting.md: "A computed jump or call target the
 //! rewriter cannot resolve ... fail closed").
+//!
+//! The address builders are recognised in `analysis/builders.rs`; the M0 and SCC facts are
+//! computed in `analysis/liveness.rs` (re-exported here).
+
+mod builders;
+mod liveness;
+
+pub(crate) use liveness::m0_use_is_read;
+pub use liveness::{m0_facts, scc_live, M0Facts};
 
 use crate::calltable::{Built, Pending, Resolved};
-use crate::consteval::OffsetExpr;
 use crate::insts::Insts;
 use crate::layout::{PcRel, PcRelUse, Reloc, Relocs};
-use crate::regs::Sgprs;
-use crate::reguse::{RegUse, RegUses};
+use crate::reguse::RegUses;
 use amdgpu_isa::{Flow, Instruction, Special, Target};
+use builders::{has, match_builder, pc_source, RelocPart};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -146,7 +154,7 @@ pub struct Func {
     pub spec: FnSpec,
     /// Decoded instructions with their original addresses (compact: [`Insts`]).
     pub insts: Insts,
-    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`], computed once when
+    /// Register use of each instruction, parallel to `insts` ([`RegUse::of`](crate::reguse::RegUse::of), computed once when
     /// the function is decoded).
     pub reg_use: RegUses,
     /// What the layout must fix, by instruction index (only the instructions that have one).
@@ -195,38 +203,6 @@ pub struct Program {
     pub pcrels: Vec<PcRel>,
 }
 
-/// Whether SGPR `n` is in `s`.
-fn has(s: Sgprs, n: u16) -> bool {
-    n < 128 && s >> n & 1 == 1
-}
-
-/// The pair `s[lo:lo+1]` at the top of the SGPRs an instruction writes (`s_getpc_b64`).
-fn sgpr_pair_written(u: &RegUse) -> Option<u16> {
-    let w = u.operand_writes();
-    let lo = (w.checked_ilog2()? as u16).checked_sub(1)?;
-    has(w, lo).then_some(lo)
-}
-
-/// Value of an inline integer constant or literal in scalar source field `name`, when the field
-/// does not name register `reg` (ISA manuals, "Scalar ALU operands": 128..=192 → 0..=64,
-/// 193..=208 → -1..=-16, 255 → literal).
-fn scalar_const(inst: &Instruction, name: &str) -> Option<u64> {
-    let v = inst.field(name)?;
-    match v {
-        128..=192 => Some(u64::from(v - 128)),
-        193..=208 => Some((-(i64::from(v) - 192)) as u64),
-        255 => inst.literal(),
-        _ => None,
-    }
-}
-
-/// High half of a 64-bit add: the constant among `ssrc0`/`ssrc1`, sign-extended to 64 bits.
-fn hi_const(inst: &Instruction) -> Option<u32> {
-    scalar_const(inst, "ssrc1")
-        .or_else(|| scalar_const(inst, "ssrc0"))
-        .map(|v| v as u32)
-}
-
 struct Decoded {
     insts: Insts,
     reg_use: RegUses,
@@ -256,158 +232,6 @@ fn decode_fn(
     })?;
     let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })
-}
-
-const ADD_LO: [&str; 2] = ["s_add_u32", "s_add_co_u32"];
-const ADD_HI: [&str; 2] = ["s_addc_u32", "s_add_co_ci_u32"];
-const SUB_LO: [&str; 2] = ["s_sub_u32", "s_sub_co_u32"];
-const SUB_HI: [&str; 2] = ["s_subb_u32", "s_sub_co_ci_u32"];
-
-/// A recognised address builder inside one function, before classification of its use.
-struct Builder {
-    getpc: usize,
-    pair: u16,
-    target: u64,
-    /// (instruction index, reloc) for the adds.
-    fixups: Vec<(usize, RelocPart)>,
-    /// Index after which the pair holds the address.
-    done_at: usize,
-}
-
-#[derive(Clone, Copy)]
-enum RelocPart {
-    Lo,
-    Hi,
-    Whole,
-    /// The literal of the offset computation of an evaluated builder ([`crate::consteval`]).
-    Eval(OffsetExpr),
-    /// The last instruction of an evaluated builder (nothing to re-encode).
-    End,
-}
-
-/// Recognises `s_getpc_b64 s[a:a+1]` followed (in straight-line code) by the adds of a
-/// linker-resolved offset: `s_add_u32`/`s_addc_u32` (gfx9-gfx11), `s_add_co_u32`/
-/// `s_add_co_ci_u32` with `s_sext_i32_i16` and `s_wait_alu` in between (gfx12), or one
-/// `s_add_nc_u64` with a 64-bit literal (gfx1250). Offsets are relative to the getpc address + 4.
-fn match_builder(
-    insts: &Insts,
-    reg_use: &RegUses,
-    leaders: &BTreeSet<usize>,
-    i: usize,
-) -> Result<Builder, Problem> {
-    let addr = &insts.addr(i);
-    let fail = |at: u64, why: &str| Problem {
-        addr: at,
-        why: format!("unrecognised PC-relative sequence from s_getpc at {addr:#x}: {why}"),
-    };
-    let a =
-        sgpr_pair_written(&reg_use[i]).ok_or_else(|| fail(*addr, "no SGPR pair destination"))?;
-    // (instruction index, 32-bit constant) of the low and high adds once seen.
-    type Half = Option<(usize, u32)>;
-    let (mut lo, mut hi): (Half, Half) = (None, None);
-    // (low add index, offset register, subtract) of an evaluated builder.
-    let mut evaluated: Option<(usize, u16, bool)> = None;
-    for (j, (ja, inst)) in (i + 1..).zip(insts.range(i + 1..insts.len())) {
-        if leaders.contains(&j) {
-            return Err(fail(ja, "branch target inside the sequence"));
-        }
-        let (r, w) = (reg_use[j].operand_reads(), reg_use[j].operand_writes());
-        let touches_r = has(r, a) || has(r, a + 1);
-        let touches_w = has(w, a) || has(w, a + 1);
-        if !touches_r && !touches_w {
-            if inst.flow() != Flow::Fallthrough {
-                return Err(fail(ja, "control flow before the adds complete"));
-            }
-            continue;
-        }
-        let m = inst.mnemonic();
-        // Each add must read the half it writes (`s_add_u32 sa, sa, K`): an add of another
-        // source into the pair is not an offset from the PC.
-        let (reads_lo, reads_hi) = (has(r, a), has(r, a + 1));
-        let (writes_lo, writes_hi) = (has(w, a), has(w, a + 1));
-        if m == "s_add_nc_u64"
-            && writes_lo
-            && writes_hi
-            && reads_lo
-            && reads_hi
-            && lo.is_none()
-            && hi.is_none()
-        {
-            if inst.len() != 12 {
-                return Err(fail(ja, "64-bit add without a 64-bit literal"));
-            }
-            let off = inst.literal().ok_or_else(|| fail(ja, "no literal"))?;
-            return Ok(Builder {
-                getpc: i,
-                pair: a,
-                target: (addr + 4).wrapping_add(off),
-                fixups: vec![(j, RelocPart::Whole)],
-                done_at: j,
-            });
-        }
-        let low_op = ADD_LO.contains(&m) || SUB_LO.contains(&m);
-        if low_op && writes_lo && !writes_hi && reads_lo && !reads_hi && lo.is_none() {
-            let sub = SUB_LO.contains(&m);
-            match inst.literal() {
-                Some(v) if !sub => lo = Some((j, v as u32)),
-                _ => {
-                    // Tensile: the offset is computed in another SGPR ([`crate::consteval`]).
-                    let other = ["ssrc0", "ssrc1"]
-                        .iter()
-                        .filter_map(|f| inst.field(f))
-                        .find(|&v| v < 106 && v != u32::from(a))
-                        .ok_or_else(|| fail(ja, "low add without a literal or offset register"))?;
-                    evaluated = Some((j, other as u16, sub));
-                    lo = Some((j, 0));
-                }
-            }
-        } else if (ADD_HI.contains(&m) || SUB_HI.contains(&m))
-            && writes_hi
-            && !writes_lo
-            && reads_hi
-            && !reads_lo
-            && lo.is_some()
-            && hi.is_none()
-            && SUB_HI.contains(&m) == evaluated.is_some_and(|e| e.2)
-        {
-            let v = hi_const(&inst).ok_or_else(|| fail(ja, "high add without a constant"))?;
-            if let Some((add, s, sub)) = evaluated {
-                let (root, expr) =
-                    crate::consteval::offset_expr(insts, reg_use, leaders, (i, add), s, v, sub)
-                        .map_err(|why| fail(ja, &why))?;
-                let lit = insts.get(root).literal().unwrap_or(0) as u32;
-                return Ok(Builder {
-                    getpc: i,
-                    pair: a,
-                    target: (addr + 4).wrapping_add(expr.eval(lit) as u64),
-                    fixups: vec![(root, RelocPart::Eval(expr)), (j, RelocPart::End)],
-                    done_at: j,
-                });
-            }
-            hi = Some((j, v));
-        } else if m == "s_sext_i32_i16" && writes_hi && !writes_lo && lo.is_none() {
-            // gfx12 canonicalises the PC's high half first; the address is unchanged.
-        } else {
-            return Err(fail(ja, &format!("{m} uses the PC register pair")));
-        }
-        if let (Some((lj, lv)), Some((hj, hv))) = (lo, hi) {
-            let off = (u64::from(hv) << 32) | u64::from(lv);
-            return Ok(Builder {
-                getpc: i,
-                pair: a,
-                target: (addr + 4).wrapping_add(off),
-                fixups: vec![(lj, RelocPart::Lo), (hj, RelocPart::Hi)],
-                done_at: j,
-            });
-        }
-    }
-    Err(fail(*addr, "sequence runs off the function"))
-}
-
-/// The pair read by `s_setpc_b64`/`s_swappc_b64`-style instructions (lowest SGPR read).
-fn pc_source(u: &RegUse) -> Option<u16> {
-    let r = u.operand_reads();
-    (0..106u16).find(|&n| has(r, n) && has(r, n + 1))
 }
 
 /// Index of the first instruction of the padding that ends a function, when it has one: a run
@@ -898,169 +722,4 @@ impl Program {
         }
         seen
     }
-}
-
-/// For an instruction whose decoded reads include M0: whether that implicit use is a real read
-/// on the target (the M0 read of [`crate::reguse::RegUse::reads_m0`]).
-///
-/// LLVM 22's disassembler decodes gfx9 DS instructions to the `*_vi` MC opcodes it shares with
-/// gfx8, whose descriptors list an implicit M0 use (gfx8 clamps LDS addresses with M0). From gfx9
-/// on, plain LDS instructions do not use M0 (LLVM `GCNSubtarget::ldsRequiresM0Init`: gfx8 and
-/// older only). DS instructions that still use M0 on every generation are kept: GDS (the `gds`
-/// bit: dword 0 bit 16 on gfx9, bit 17 on gfx10/gfx11), GWS, `ds_ordered_count`,
-/// `ds_append`/`ds_consume` and the `addtid` forms (ISA manuals, "DS" chapter: M0 supplies the
-/// base address or counter there).
-///
-/// `s_sendmsg sendmsg(MSG_DEALLOC_VGPRS)` (gfx11 and gfx12, message id 3 in SIMM16[7:0]) does
-/// not read M0 either: LLVM emits it right before `s_endpgm` after register allocation without
-/// setting M0 (`SIInsertWaitcnts`, "release VGPRs"; `SendMsg::ID_DEALLOC_VGPRS_GFX11Plus`), and
-/// the ISA manuals name no M0 payload for it. Other messages keep the decoder's M0 use.
-pub(crate) fn m0_use_is_read(inst: &Instruction) -> bool {
-    let m = inst.mnemonic();
-    if m == "s_sendmsg" {
-        return !releases_vgprs(inst);
-    }
-    // The MC descriptors also list M0 for FLAT/GLOBAL/SCRATCH loads and stores; only the LDS-DMA
-    // forms (`*_lds_*`: M0 holds the LDS address) read it.
-    if matches!(
-        inst.format(),
-        amdgpu_isa::Format::Flat | amdgpu_isa::Format::Global | amdgpu_isa::Format::Scratch
-    ) {
-        return m.contains("lds");
-    }
-    if !m.starts_with("ds_") {
-        return true;
-    }
-    let special_ds = ["gws", "ordered_count", "append", "consume", "addtid"]
-        .iter()
-        .any(|k| m.contains(k));
-    let gds_bit = match inst.target().family() {
-        amdgpu_isa::Family::Gfx9 => Some(16),
-        amdgpu_isa::Family::Gfx10 | amdgpu_isa::Family::Gfx11 => Some(17),
-        _ => None,
-    };
-    let gds = gds_bit.is_some_and(|b| inst.word(0) >> b & 1 == 1);
-    special_ds || gds
-}
-
-/// Whether `inst` (an `s_sendmsg`) sends MSG_DEALLOC_VGPRS: gfx11 and gfx12 only (on gfx9 and
-/// gfx10 id 3 is MSG_GS_DONE, which reads M0), message id in SIMM16 bits 7:0 (LLVM
-/// `SendMsg::ID_MASK_GFX11Plus_`).
-fn releases_vgprs(inst: &Instruction) -> bool {
-    matches!(
-        inst.target().family(),
-        amdgpu_isa::Family::Gfx11 | amdgpu_isa::Family::Gfx12
-    ) && inst.word(0) & 0xff == 3
-}
-
-/// M0 facts at each instruction of a function: whether M0 is live before it, and the constant it
-/// holds there if every path wrote the same `s_mov_b32 m0, K`.
-#[derive(Debug, Clone)]
-pub struct M0Facts {
-    /// Live before instruction i.
-    pub live: Vec<bool>,
-    /// Known constant before instruction i.
-    pub constant: Vec<Option<u32>>,
-}
-
-/// Computes [`M0Facts`]. Calls clobber M0 (it is not callee-saved in the AMDGPU calling
-/// convention, LLVM `SIRegisterInfo` CSR lists); returns and `s_endpgm` leave it dead.
-pub fn m0_facts(f: &Func) -> M0Facts {
-    let n = f.insts.len();
-    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_m0).collect();
-    let writes: Vec<bool> = f
-        .reg_use
-        .iter()
-        .enumerate()
-        .map(|(i, u)| u.writes_m0() || f.insts.flow(i) == Flow::Call)
-        .collect();
-    let live = backward_live(f, &reads, &writes);
-    // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for i in 0..f.succs.len() {
-        for s in f.successors(i) {
-            preds[s].push(i);
-        }
-    }
-    #[derive(Clone, Copy, PartialEq)]
-    enum C {
-        Unreached,
-        Known(u32),
-        Unknown,
-    }
-    let after = |i: usize, before: C| -> C {
-        if !writes[i] {
-            return before;
-        }
-        let inst = f.insts.get(i);
-        if inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0() {
-            if let Some(v) = scalar_const(&inst, "ssrc0") {
-                return C::Known(v as u32);
-            }
-        }
-        C::Unknown
-    };
-    let mut state_in = vec![C::Unreached; n];
-    if n > 0 {
-        state_in[0] = C::Unknown;
-    }
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for i in 0..n {
-            let mut v = if i == 0 { C::Unknown } else { C::Unreached };
-            for &p in &preds[i] {
-                let o = after(p, state_in[p]);
-                v = match (v, o) {
-                    (C::Unreached, x) | (x, C::Unreached) => x,
-                    (C::Known(a), C::Known(b)) if a == b => C::Known(a),
-                    _ => C::Unknown,
-                };
-            }
-            if v != state_in[i] {
-                state_in[i] = v;
-                changed = true;
-            }
-        }
-    }
-    let constant = state_in
-        .iter()
-        .map(|c| match c {
-            C::Known(k) => Some(*k),
-            _ => None,
-        })
-        .collect();
-    M0Facts { live, constant }
-}
-
-/// SCC live before each instruction of `f` (backward liveness from the ISA tables' explicit and
-/// implicit SCC reads and writes; calls clobber SCC, returns and `s_endpgm` leave it dead).
-pub fn scc_live(f: &Func) -> Vec<bool> {
-    let reads: Vec<bool> = f.reg_use.iter().map(RegUse::reads_scc).collect();
-    let writes: Vec<bool> = f
-        .reg_use
-        .iter()
-        .enumerate()
-        .map(|(i, u)| u.writes_scc() || f.insts.flow(i) == Flow::Call)
-        .collect();
-    backward_live(f, &reads, &writes)
-}
-
-/// Backward liveness of one register over the function's CFG: live before `i` when `i` reads
-/// it, or when it is live after `i` and `i` does not write it (iterated to a fixed point).
-fn backward_live(f: &Func, reads: &[bool], writes: &[bool]) -> Vec<bool> {
-    let mut live = vec![false; f.insts.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for i in (0..f.insts.len()).rev() {
-            let out = f.successors(i).any(|s| live[s]);
-            let v = reads[i] || (out && !writes[i]);
-            if v != live[i] {
-                live[i] = v;
-                changed = true;
-            }
-        }
-    }
-    live
 }

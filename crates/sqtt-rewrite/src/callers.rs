@@ -31,7 +31,7 @@ pub struct Callers {
 }
 
 /// Prefix of the skip reason of a site in an unreachable function whose snippet found no
-/// register (counted apart: [`crate::rewrite::Coverage::in_unreachable`]).
+/// register (counted apart: [`crate::report::Coverage::in_unreachable`]).
 pub const UNREACHABLE: &str =
     "function cannot be entered (local or hidden, never called, its address never taken)";
 

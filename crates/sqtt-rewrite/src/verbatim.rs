@@ -63,7 +63,7 @@ pub struct LeftAlone {
 }
 
 /// Start of the skip reason of every site inside a compiled-out stub ([`is_stub`]); coverage
-/// counts such sites apart ([`crate::rewrite::Coverage::in_stubs`]).
+/// counts such sites apart ([`crate::report::Coverage::in_stubs`]).
 pub const STUB_SKIP: &str = "function left alone (compiled-out stub that cannot run";
 
 /// Whether a function with problems is a compiled-out stub: its only problem is that execution

@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 /// `dir/{name}.co` (a real code object, as LLVM's tools make it).
 #[allow(dead_code)] // not every test file that includes this module assembles
 pub fn assemble(dir: &Path, name: &str, mcpu: &str, source: &str) -> PathBuf {
+    assemble_with(dir, name, mcpu, source, &[])
+}
+
+/// [`assemble`] with more clang-22 arguments (`-g`: DWARF for the assembly source itself, one
+/// line-table row per instruction).
+#[allow(dead_code)] // not every test file that includes this module assembles
+pub fn assemble_with(dir: &Path, name: &str, mcpu: &str, source: &str, args: &[&str]) -> PathBuf {
     let src = dir.join(format!("{name}.s"));
     let obj = dir.join(format!("{name}.o"));
     let co = dir.join(format!("{name}.co"));
@@ -19,6 +26,7 @@ pub fn assemble(dir: &Path, name: &str, mcpu: &str, source: &str) -> PathBuf {
             &format!("-mcpu={mcpu}"),
             "-c",
         ])
+        .args(args)
         .arg(&src)
         .arg("-o")
         .arg(&obj)

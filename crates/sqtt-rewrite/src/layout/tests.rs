@@ -1,6 +1,9 @@
 //! Unit tests of the layout: landing blocks, long-branch islands, address maps.
 use super::*;
+use crate::insts::Insts;
+use amdgpu_isa::build;
 use amdgpu_isa::decode;
+use std::ops::Range;
 
 /// The original code of [`plan`]: `s_cbranch_scc0` at 0x1000, then `s_nop 0`s.
 struct Code {

@@ -3,7 +3,7 @@
 
 use super::{is_padding, Decoded, Source};
 use crate::analysis::{analyse_decoded, Program};
-use crate::rewrite::Report;
+use crate::report::Report;
 use crate::verbatim::Verbatim;
 use amdgpu_isa::{Family, Special};
 use sqtt_funcmap::Row;

@@ -9,7 +9,7 @@ use crate::config::Options;
 use crate::layout::{Layout, PcRelUse};
 use crate::plan::{MarkerKey, SiteKind};
 use crate::regs::{members, Sgprs};
-use crate::rewrite::{
+use crate::report::{
     FunctionReport, KernelReport, Report, RewriteError, Status, KEPT_TEXT_SECTION, PATCH_SECTION,
 };
 use amdgpu_isa::Family;

@@ -7,7 +7,7 @@ use crate::analysis::{Func, Program};
 use crate::layout::{Landing, Layout, LayoutError, Piece, Reloc, TextPlan};
 use crate::plan::MarkerKey;
 use crate::regs::{SgprFacts, SiteRegs};
-use crate::rewrite::{Report, Status};
+use crate::report::{Report, Status};
 use amdgpu_isa::{Family, Instruction, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -49,11 +49,11 @@ pub(crate) fn lay_out(mut ins: Instrumented, report: &mut Report) -> Result<Laid
         let taken = ins
             .src
             .co
-            .section(crate::rewrite::KEPT_TEXT_SECTION)
+            .section(crate::report::KEPT_TEXT_SECTION)
             .map(|_| {
                 format!(
                     "the input already has a section named {}",
-                    crate::rewrite::KEPT_TEXT_SECTION
+                    crate::report::KEPT_TEXT_SECTION
                 )
             });
         match taken.map_or_else(

@@ -3,7 +3,7 @@
 
 use crate::analysis::{FnSpec, KernelSpec};
 use crate::config::Options;
-use crate::rewrite::{Report, RewriteError, Status, PATCH_SECTION};
+use crate::report::{Report, RewriteError, Status, PATCH_SECTION};
 use amdgpu_isa::Target;
 use hsaco::CodeObject;
 

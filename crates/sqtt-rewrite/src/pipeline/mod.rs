@@ -14,7 +14,7 @@
 //!   `kernels`, `text_size_after`, `reasons` (edits that cannot be made);
 //! - the driver ([`crate::rewrite`]): `status` on success and `coverage`.
 //!
-//! [`Report`]: crate::rewrite::Report
+//! [`Report`]: crate::report::Report
 
 mod analyse;
 mod decode;

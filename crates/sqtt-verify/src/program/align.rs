@@ -85,16 +85,48 @@ pub(super) fn match_late(
     new: &[NInst],
     w: Windows,
 ) -> Option<Vec<usize>> {
+    match_late_where(orig, new, w, |_| true)
+}
+
+/// [`match_late`] that never matches an original to a closing wait right after a marker
+/// ([`closes_marker`]): the third candidate when a stretch holds several guarded markers, each
+/// closed by the same wait as an original in front of them (gfx1010's
+/// `s_waitcnt_vscnt null, 0` after scope guards: neither the latest nor the earliest such wait
+/// is the original; MAGMA sparse and rocRAND under `--scope`, session 19).
+pub(super) fn match_late_past_closers(
+    orig: &[(u64, Instruction)],
+    new: &[NInst],
+    w: Windows,
+) -> Option<Vec<usize>> {
+    match_late_where(orig, new, w, |q| !closes_marker(new, q))
+}
+
+/// [`match_late`] over the positions `usable` allows.
+fn match_late_where(
+    orig: &[(u64, Instruction)],
+    new: &[NInst],
+    w: Windows,
+    usable: impl Fn(usize) -> bool,
+) -> Option<Vec<usize>> {
     let mut pos = vec![0usize; orig.len()];
     let mut hi = new.len();
     for (t, (a, o)) in orig.iter().enumerate().rev() {
-        let p = new[..hi]
-            .iter()
-            .rposition(|n| matches(*a, o, n, w, false))?;
+        let p = (0..hi)
+            .rev()
+            .find(|&q| usable(q) && matches(*a, o, &new[q], w, false))?;
         pos[t] = p;
         hi = p;
     }
     Some(pos)
+}
+
+/// Whether `new[q]` is a wait that closes the marker right before it (`s_waitcnt_vscnt` or
+/// `s_wait_alu` after `s_ttracedata` / `s_ttracedata_imm`): inserted code ends guarded markers
+/// with such waits (docs/hazards.md), and originals go after inserted runs, not inside them.
+fn closes_marker(new: &[NInst], q: usize) -> bool {
+    matches!(new[q].inst.mnemonic(), "s_waitcnt_vscnt" | "s_wait_alu")
+        && q.checked_sub(1)
+            .is_some_and(|p| new[p].inst.mnemonic().starts_with("s_ttracedata"))
 }
 
 /// Positions in `new` of a subsequence equal to `orig`, each matched as early as possible.
@@ -183,6 +215,10 @@ pub(super) fn misaligned_runs(pos: &[usize], new: &[NInst]) -> usize {
     for (q, n) in new.iter().enumerate() {
         // `pos` is strictly increasing (a subsequence's positions).
         let matched = pos.binary_search(&q).is_ok();
+        // An original taken for the wait that closes an inserted marker.
+        if matched && !prev_matched && closes_marker(new, q) {
+            bad += 1;
+        }
         if !matched
             && prev_matched
             && (matches!(
@@ -371,25 +407,23 @@ pub(super) fn align(
             islands: &island_starts,
         };
         if ins_new(j) && e < new.len() {
-            let late = match_late(&body[i..i + m], &new[j..e], w);
-            let early = match_early(&body[i..i + m], &new[j..e], w);
-            let pick = match (late, early) {
-                (Some(l), Some(r)) => {
-                    let orig = &body[i..i + m];
-                    let score = |p: &[usize]| {
-                        (
-                            stray_branches(p, orig, &new[j..e], w),
-                            misaligned_runs(p, &new[j..e]),
-                        )
-                    };
-                    if score(&r) < score(&l) {
-                        Some(r)
-                    } else {
-                        Some(l)
-                    }
-                }
-                (l, r) => l.or(r),
+            let orig = &body[i..i + m];
+            let score = |p: &[usize]| {
+                (
+                    stray_branches(p, orig, &new[j..e], w),
+                    misaligned_runs(p, &new[j..e]),
+                )
             };
+            // The latest match, else the earliest, else the latest past closing waits: the first
+            // with the fewest stray branches, then the fewest runs starting mid-snippet.
+            let pick = [
+                match_late(orig, &new[j..e], w),
+                match_early(orig, &new[j..e], w),
+                match_late_past_closers(orig, &new[j..e], w),
+            ]
+            .into_iter()
+            .flatten()
+            .min_by_key(|p| score(p));
             if let Some(pos) = pick {
                 for (q, n) in new[j..e].iter().enumerate() {
                     // `pos` is strictly increasing: a binary search, not a scan per instruction.
