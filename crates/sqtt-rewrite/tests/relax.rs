@@ -99,6 +99,7 @@ fn out_of_range_branches_get_islands() {
     }
     for (mcpu, wave) in [
         ("gfx942", 64),
+        ("gfx1010", 32),
         ("gfx1100", 32),
         ("gfx1200", 32),
         ("gfx1250", 32),
@@ -132,6 +133,81 @@ fn out_of_range_branches_get_islands() {
         };
         assert_eq!(text.matches(long).count(), 1, "{mcpu}: one island expected");
     }
+}
+
+/// gfx1010 (LDS → branch → VMEM hazard, LLVM 22 GCNHazardRecognizer
+/// `checkLdsBranchVmemWARHazard`): an LDS load before the branch and a global load at its target.
+/// The island's `s_setpc_b64` is one more branch between them, so the island ends with
+/// `s_waitcnt_vscnt null, 0`. The verifier accepts the output and, with that wait overwritten by
+/// `s_nop 0`, names the hazard.
+#[test]
+fn gfx1010_islands_wait_for_vector_stores() {
+    let src = kernel("gfx1010", 32)
+        .replace(
+            "  s_cmp_eq_u32 s0, 0",
+            "  ds_read_b32 v1, v0\n  s_cmp_eq_u32 s0, 0",
+        )
+        .replace(
+            ".Lfar:\n  s_endpgm",
+            ".Lfar:\n  global_load_dword v2, v[4:5], off\n  s_endpgm",
+        );
+    let input = common::build_code_object("assembler", &src, "gfx1010", &[]);
+    let opts = Options {
+        barriers: true,
+        ..Options::default()
+    };
+    let out = rewrite(&input, &opts).expect("rewrite");
+    assert_eq!(
+        out.report.status,
+        Status::Instrumented,
+        "{:?}",
+        out.report.reasons
+    );
+    assert_eq!(out.report.relaxed_branches, 1);
+    let bytes = out.bytes.expect("rewritten");
+    let v = sqtt_verify::verify(&input, &bytes).expect("verifier runs");
+    assert!(v.is_clean(), "{:?}", v.findings);
+
+    // The island's last two instructions as llvm-objdump-22 prints them, with their words.
+    let text = llvm("llvm-objdump", "-d", &bytes);
+    let lines: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (ins, rest) = l.split_once("//")?;
+            Some((ins.trim(), rest.split(':').nth(1)?.trim()))
+        })
+        .collect();
+    let set = lines
+        .iter()
+        .position(|l| l.0.starts_with("s_setpc_b64"))
+        .expect("island");
+    assert_eq!(
+        lines[set - 1].0,
+        "s_waitcnt_vscnt null, 0x0",
+        "{:?}",
+        &lines[set - 4..=set]
+    );
+    assert!(
+        lines[set - 4].0.starts_with("s_getpc_b64"),
+        "{:?}",
+        &lines[set - 4..=set]
+    );
+    let wait = u32::from_str_radix(lines[set - 1].1, 16).expect("word");
+
+    // Mutation: the wait becomes s_nop 0.
+    let at: Vec<usize> = (0..bytes.len() / 4)
+        .map(|k| 4 * k)
+        .filter(|&o| bytes[o..o + 4] == wait.to_le_bytes())
+        .collect();
+    assert_eq!(at.len(), 1, "one s_waitcnt_vscnt word in the output");
+    let mut bad = bytes.clone();
+    bad[at[0]..at[0] + 4].copy_from_slice(&0xbf80_0000u32.to_le_bytes());
+    let v = sqtt_verify::verify(&input, &bad).expect("verifier runs");
+    let findings: Vec<String> = v.findings.iter().map(|f| f.to_string()).collect();
+    assert!(
+        findings.iter().any(|f| f.to_lowercase().contains("lds")),
+        "{findings:?}"
+    );
 }
 
 /// `fixtures/src/relax_tail.S` (issue 39 item 4): a rotated loop whose back edge, an `s_branch`,

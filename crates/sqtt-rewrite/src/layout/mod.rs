@@ -50,9 +50,10 @@ pub enum Landing {
     Edge(usize),
 }
 
-/// Whether inserted code may contain new branches (long-branch islands, landing blocks) on `t`:
-/// not on gfx1010-gfx1013, which have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
-/// `checkLdsBranchVmemWARHazard`): a new branch would need `s_waitcnt_vscnt null, 0` waits.
+/// Whether inserted code may contain new branches without a wait of their own on `t`: not on
+/// gfx1010-gfx1013, which have the LDS → branch → VMEM hazard (LLVM GCNHazardRecognizer
+/// `checkLdsBranchVmemWARHazard`). There landing blocks are not added, and long-branch islands
+/// carry `s_waitcnt_vscnt null, 0` ([`island_code`]).
 pub fn may_add_branches(t: Target) -> bool {
     !matches!(
         t.name(),

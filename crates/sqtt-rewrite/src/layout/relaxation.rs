@@ -17,6 +17,9 @@ const FORCE_LITERAL: u32 = 0x1234_5678;
 ///   depctr_va_vcc(0)`: an island is entered by a branch from code that may leave any SGPR or
 ///   VCC write uncommitted, and a setpc needs every such write committed (rule `setpc-pending`,
 ///   `amdgpu_isa::hazard::SETPC_PENDING`; LLVM 22 `AMDGPUWaitSGPRHazards`, IsSetPC);
+/// - gfx1010-gfx1013: the gfx10 sequence with `s_waitcnt_vscnt null, 0` before the setpc, so the
+///   island's branch cannot complete an LDS → branch → VMEM hazard (LLVM 22 GCNHazardRecognizer
+///   `checkLdsBranchVmemWARHazard`);
 /// - gfx1250: one `s_add_pc_i64` with a 64-bit literal (offset from the next instruction).
 ///
 /// Clobbers SCC and the pair (not on gfx1250). The size never depends on `at`/`dest`.
@@ -45,6 +48,12 @@ pub fn island_code(t: Target, at: u64, dest: u64, pair: u8) -> Result<Vec<Instru
     code.push(hi.with_literal(off >> 32).map_err(e)?);
     if gfx12 {
         code.push(build::s_wait_alu(t, ALL_SDST0).map_err(e)?);
+    }
+    if !super::may_add_branches(t) {
+        // gfx1010-gfx1013: the island's branch sits between whatever LDS and VMEM accesses the
+        // original branch's path has; `s_waitcnt_vscnt null, 0` ends that hazard whatever the
+        // input's waits (LLVM 22 GCNHazardRecognizer `checkLdsBranchVmemWARHazard`).
+        code.push(build::s_waitcnt_vscnt(t, 0).map_err(e)?);
     }
     code.push(build::s_setpc_b64(t, pair).map_err(e)?);
     Ok(code)

@@ -357,9 +357,6 @@ fn relaxable(
         let Reloc::Branch { target: t } = f.relocs[i] else {
             return Err(fail(&format!("{} is not a SOPP branch", inst.mnemonic())));
         };
-        if !crate::layout::may_add_branches(target) {
-            return Err(fail("long branches on gfx1010-gfx1013 would need LDS/VMEM hazard waits (not implemented)"));
-        }
         let mut pair = None;
         if target.family() != Family::Gfx1250 {
             let ti = f

@@ -89,7 +89,8 @@ pub(super) fn landing_after(
 
 /// A long-branch island the rewriter emits for a relaxed branch: `s_getpc_b64 s[p:p+1]`,
 /// optional `s_wait_alu`, `s_add_u32`/`s_add_co_u32 sp, sp, lit`, `s_addc_u32`/
-/// `s_add_co_ci_u32 sp+1, sp+1, lit`, optional `s_wait_alu`, `s_setpc_b64 s[p:p+1]` (offset
+/// `s_add_co_ci_u32 sp+1, sp+1, lit`, optional `s_wait_alu` or (gfx1010-gfx1013)
+/// `s_waitcnt_vscnt`, `s_setpc_b64 s[p:p+1]` (offset
 /// from the getpc address + 4), or one gfx1250 `s_add_pc_i64 lit64` (offset from the next
 /// instruction).
 #[derive(Clone, Debug)]
@@ -134,7 +135,8 @@ pub(super) fn island_at(run: &[NInst], i: usize) -> Option<Island> {
     let _ = step(run, &mut j, &mut next, &["s_wait_alu"]);
     let lo = step(run, &mut j, &mut next, &["s_add_u32", "s_add_co_u32"])?;
     let hi = step(run, &mut j, &mut next, &["s_addc_u32", "s_add_co_ci_u32"])?;
-    let _ = step(run, &mut j, &mut next, &["s_wait_alu"]);
+    // gfx12's SALU wait, or gfx1010-gfx1013's LDS/branch/VMEM wait.
+    let _ = step(run, &mut j, &mut next, &["s_wait_alu", "s_waitcnt_vscnt"]);
     let set = step(run, &mut j, &mut next, &["s_setpc_b64", "s_set_pc_i64"])?;
     let (lw, hw) = (lo.inst.writes(), hi.inst.writes());
     let ok = lw.contains_sgpr(pair)
