@@ -38,13 +38,18 @@ fn calls(f: &Func) -> BTreeMap<usize, &[usize]> {
         .collect()
 }
 
-/// Walks the body from `entry`: `Ok((instructions, returns, nested entries))`, or `Err` when a
-/// path ends elsewhere than at a return.
-fn body(
-    f: &Func,
-    calls: &BTreeMap<usize, &[usize]>,
-    entry: usize,
-) -> Result<(BTreeSet<usize>, BTreeSet<usize>, BTreeSet<usize>), ()> {
+/// What [`body`] finds from one subroutine entry.
+struct Body {
+    /// The instructions reached (nested subroutines excluded).
+    seen: BTreeSet<usize>,
+    /// Its returning `s_setpc_b64`s.
+    returns: BTreeSet<usize>,
+    /// The entries of the subroutines it calls.
+    nested: BTreeSet<usize>,
+}
+
+/// Walks the body from `entry`; `None` when a path ends elsewhere than at a return.
+fn body(f: &Func, calls: &BTreeMap<usize, &[usize]>, entry: usize) -> Option<Body> {
     let (mut seen, mut rets, mut nested) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     let mut stack = vec![entry];
     while let Some(i) = stack.pop() {
@@ -64,14 +69,18 @@ fn body(
         };
         // An exit of the kernel (s_endpgm, an unresolved jump, a call falling off the end).
         if next.is_empty() || next.iter().any(|&s| s >= f.insts.len()) {
-            return Err(());
+            return None;
         }
         stack.extend(next);
     }
     if rets.is_empty() {
-        return Err(());
+        return None;
     }
-    Ok((seen, rets, nested))
+    Some(Body {
+        seen,
+        returns: rets,
+        nested,
+    })
 }
 
 /// The subroutines of kernel `f` whose scope is balanced, sized by `mode`.
@@ -89,19 +98,16 @@ pub(crate) fn balanced(f: &Func, mode: FunctionThreshold) -> Vec<Subroutine> {
         }
     }
     let entries: BTreeSet<usize> = calls.values().flat_map(|t| t.iter().copied()).collect();
-    let mut found: BTreeMap<usize, (BTreeSet<usize>, Vec<usize>, BTreeSet<usize>)> = entries
+    let mut found: BTreeMap<usize, Body> = entries
         .iter()
         .filter(|&&e| e != 0 && !entered_otherwise.contains(&e))
-        .filter_map(|&e| {
-            let (seen, rets, nested) = body(f, &calls, e).ok()?;
-            Some((e, (seen, rets.into_iter().collect(), nested)))
-        })
+        .filter_map(|&e| Some((e, body(f, &calls, e)?)))
         .collect();
     // A body that calls a subroutine without a balanced scope has none either (to a fixpoint).
     loop {
         let drop: Vec<usize> = found
             .iter()
-            .filter(|(_, b)| b.2.iter().any(|n| !found.contains_key(n)))
+            .filter(|(_, b)| b.nested.iter().any(|n| !found.contains_key(n)))
             .map(|(&e, _)| e)
             .collect();
         if drop.is_empty() {
@@ -124,10 +130,10 @@ pub(crate) fn balanced(f: &Func, mode: FunctionThreshold) -> Vec<Subroutine> {
     };
     found
         .into_iter()
-        .map(|(entry, (seen, returns, _))| Subroutine {
+        .map(|(entry, b)| Subroutine {
             entry,
-            returns,
-            size: seen.iter().map(|&i| counted(i)).sum(),
+            returns: b.returns.into_iter().collect(),
+            size: b.seen.iter().map(|&i| counted(i)).sum(),
         })
         .collect()
 }

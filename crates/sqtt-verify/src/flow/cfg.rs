@@ -327,6 +327,12 @@ pub(super) fn build_cfg_with(
     };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
+    // The last instruction of each builder (by its `s_getpc`).
+    let builder_ends: BTreeMap<usize, usize> = f
+        .builders
+        .iter()
+        .map(|b| (b.getpc, b.parts.iter().copied().max().unwrap_or(b.getpc)))
+        .collect();
     for b in &f.builders {
         let Some(g) = f.orig.get(b.getpc) else {
             continue;
@@ -410,12 +416,19 @@ pub(super) fn build_cfg_with(
                 }
             }
             Flow::IndirectJump => {
-                // A long branch: the latest builder before k producing the register pair.
+                // A long branch: the latest builder before k producing the register pair, when
+                // no instruction between them writes the pair (a `s_setpc_b64 s[30:31]` returning
+                // from an in-kernel subroutine after an unrelated long branch through s[30:31]
+                // is no jump to that branch's target: `super::subcalls` resolves it).
                 let src = oi.reads().max_sgpr().map(|r| r.saturating_sub(1));
                 let edge = builder_edges
                     .range(..k)
                     .rev()
                     .find(|(_, (d, _))| Some(*d) == src)
+                    .filter(|(g, (d, _))| {
+                        let last = builder_ends.get(g).copied().unwrap_or(**g);
+                        (last + 1..k).all(|j| !super::subcalls::writes_pair(f, j, *d))
+                    })
                     .and_then(|(_, (_, e))| *e);
                 match edge {
                     Some(s) => cfg.push(s),
