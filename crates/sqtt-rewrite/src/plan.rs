@@ -526,8 +526,9 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
             }
         }
         // In-kernel subroutines: a device function's scope, at their entry and returns.
-        if let (Some(_), FunctionThreshold::Count(n) | FunctionThreshold::Cost(n)) =
-            (kernel, opts.functions)
+        let subroutine_scopes = !opts.unscoped_subroutines.contains(&f.spec.start);
+        if let (Some(_), FunctionThreshold::Count(n) | FunctionThreshold::Cost(n), true) =
+            (kernel, opts.functions, subroutine_scopes)
         {
             for s in crate::subroutines::balanced(f, opts.functions) {
                 if s.size < n {
