@@ -5,6 +5,10 @@
 //! lost (written unchanged, failed closed) only when a finding names no function, names one
 //! already left alone, or the rounds run out; the rewriter's own fail-closed reasons stay as
 //! they are. Never is an output the verifier rejects returned.
+//!
+//! A kernel with `F:` scopes of in-kernel subroutines (issue 37 item 3) is first rewritten
+//! again without those scopes (`Options::unscoped_subroutines`, a report note naming the
+//! finding), keeping its other markers; only if the verifier rejects it again is it left alone.
 
 use anyhow::{Context, Result};
 use sqtt_rewrite::config::Options;
@@ -42,11 +46,14 @@ pub fn rewrite_verified(
     verify: Verify,
 ) -> Result<Patched> {
     let mut leave: BTreeMap<u64, String> = BTreeMap::new();
+    let mut opts = opts.clone();
+    let mut unscoped_notes = Vec::new();
     let mut input_checked = false;
     for round in 1.. {
         let outcome =
-            rewrite_leaving_alone(input, opts, &leave, t).with_context(|| name.to_string())?;
+            rewrite_leaving_alone(input, &opts, &leave, t).with_context(|| name.to_string())?;
         let mut report = outcome.report;
+        report.notes.extend(unscoped_notes.iter().cloned());
         let Some(out) = outcome.bytes else {
             return Ok(Patched {
                 bytes: input.to_vec(),
@@ -90,7 +97,21 @@ pub fn rewrite_verified(
             }
         }
         match named {
-            Some(more) if round < MAX_ROUNDS => leave.extend(more),
+            Some(more) if round < MAX_ROUNDS => {
+                for (entry, why) in more {
+                    if has_subroutine_scopes(&report, entry)
+                        && opts.unscoped_subroutines.insert(entry)
+                    {
+                        let kernel = report.functions.iter().find(|g| g.address == entry);
+                        let kernel = kernel.map(|g| g.name.as_str()).unwrap_or_default();
+                        unscoped_notes.push(format!(
+                            "{kernel}: in-kernel subroutines left without F: scopes: {why}"
+                        ));
+                    } else {
+                        leave.insert(entry, why);
+                    }
+                }
+            }
             _ => {
                 report.status = Status::FailedClosed;
                 // Nothing of the rewrite is written: no site counts as instrumented (the sites
@@ -111,6 +132,14 @@ pub fn rewrite_verified(
         }
     }
     unreachable!("the rounds end by returning")
+}
+
+/// Whether kernel `entry` (original address, bytes) got `F:` scopes of in-kernel subroutines
+/// in the rewrite `report` describes (a kernel's function entry markers are theirs).
+fn has_subroutine_scopes(report: &Report, entry: u64) -> bool {
+    report.functions.iter().any(|g| {
+        g.kernel && g.address == entry && g.sites.get("function_entry").is_some_and(|&n| n > 0)
+    })
 }
 
 /// The report note for a verifier warning: an inconsistency the input already had (a metadata
@@ -284,5 +313,52 @@ mod tests {
             p.report.reasons,
             vec!["verifier: [sections]: test rejection".to_string()]
         );
+    }
+
+    /// A kernel whose in-kernel subroutine scopes the verifier rejects keeps its other markers:
+    /// rewritten again without those scopes (a note names the finding), not left alone. The
+    /// test verifier rejects `tl_calltable` of the Tensile fixture whenever the funcmap names
+    /// one of its subroutine labels (one more occurrence of the label's name than the input has).
+    #[test]
+    fn rejected_subroutine_scopes_are_dropped_not_the_kernel() {
+        let input = fixture("tensile/gfx1201__tensile__O3.co");
+        let label = b"label_Activation_None_VW1_0";
+        let count = |b: &[u8]| b.windows(label.len()).filter(|w| w == label).count();
+        let verify = |o: &[u8], n: &[u8]| {
+            let mut r = sqtt_verify::verify(o, n)?;
+            if count(n) > count(o) {
+                let k = r.functions.iter().find(|f| f.name == "tl_calltable");
+                let a = k.expect("tl_calltable").original_address;
+                r.findings.push(sqtt_verify::Finding {
+                    check: sqtt_verify::Check::Markers,
+                    function: Some("tl_calltable".into()),
+                    original_address: Some(a),
+                    new_address: None,
+                    message: "test rejection".into(),
+                });
+            }
+            Ok(r)
+        };
+        let p = rewrite_verified("t", &input, &opts(), &mut Timings::off(), &verify).unwrap();
+        assert!(!p.verifier_rejected, "{:?}", p.report.reasons);
+        assert!(p.report.left_alone.is_empty(), "{:?}", p.report.left_alone);
+        let k = p.report.functions.iter().find(|f| f.name == "tl_calltable");
+        let sites = &k.expect("tl_calltable instrumented").sites;
+        assert_eq!(sites.get("function_entry"), None, "{sites:?}");
+        assert!(
+            sites.get("barrier_pair").is_some_and(|&n| n > 0),
+            "{sites:?}"
+        );
+        assert!(
+            p.report.notes.iter().any(|n| n.starts_with(
+                "tl_calltable: in-kernel subroutines left without F: scopes: the verifier rejected"
+            )),
+            "{:?}",
+            p.report.notes
+        );
+        assert!(sqtt_verify::verify(&input, &p.bytes)
+            .unwrap()
+            .findings
+            .is_empty());
     }
 }

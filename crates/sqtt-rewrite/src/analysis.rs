@@ -165,6 +165,9 @@ pub struct Func {
     /// Successors beyond [`Func::succs`]: the subroutine entries of an in-function call through
     /// a built address, and the return sites of its return ([`crate::calltable`]).
     pub more_succs: BTreeMap<usize, Vec<usize>>,
+    /// The `s_setpc_b64` returns of those in-function calls ([`crate::calltable`]), by
+    /// instruction index.
+    pub sub_returns: BTreeSet<usize>,
     /// Instruction indices that are branch targets inside the function.
     pub leaders: BTreeSet<usize>,
     /// Call sites: instruction index and callee.
@@ -371,6 +374,7 @@ fn analyse_one(
             relocs: Relocs::default(),
             succs: Vec::new(),
             more_succs: BTreeMap::new(),
+            sub_returns: BTreeSet::new(),
             leaders: BTreeSet::new(),
             calls: Vec::new(),
             exits: Vec::new(),
@@ -658,7 +662,10 @@ fn analyse_fn(
     if !pending.is_empty() {
         for (p, res) in crate::calltable::resolve(f, &pending, &built, pcrels) {
             match res {
-                Ok(Resolved::Targets(_) | Resolved::Returns(_)) => {}
+                Ok(Resolved::Targets(_)) => {}
+                Ok(Resolved::Returns(_)) => {
+                    f.sub_returns.insert(p.at);
+                }
                 Err(_) if p.call => f.calls.push((p.at, Callee::Indirect)),
                 Err(why) => {
                     let problem = crate::calltable::unresolved(f, &p, &why);
@@ -683,6 +690,7 @@ impl Program {
             f.relocs = Relocs::default();
             f.succs = Vec::new();
             f.more_succs = BTreeMap::new();
+            f.sub_returns = BTreeSet::new();
             f.leaders = BTreeSet::new();
         }
     }

@@ -87,10 +87,14 @@ pub struct Options {
     /// go to a new executable segment (docs/left-alone.md, "kept in place"). The rewriter does
     /// this by itself when a function cannot move (a word that does not decode).
     pub keep_text: bool,
+    /// Kernels (original entry addresses, bytes) whose in-kernel subroutines get no `F:` scope
+    /// under `functions` (issue 37 item 3): the verifier rejected those scopes there, and the
+    /// kernel keeps its other markers. Empty unless a verified rewrite fills it.
+    pub unscoped_subroutines: std::collections::BTreeSet<u64>,
 }
 
 /// The derived form, except that `loops` and `keep_text` are left out when off and `regions`
-/// when empty: the `.sqtt_patch` note
+/// and `unscoped_subroutines` when empty: the `.sqtt_patch` note
 /// records this text, and outputs written without `--loops` keep the bytes they had before the
 /// option existed.
 impl std::fmt::Debug for Options {
@@ -123,6 +127,9 @@ impl std::fmt::Debug for Options {
         if self.keep_text {
             d.field("keep_text", &true);
         }
+        if !self.unscoped_subroutines.is_empty() {
+            d.field("unscoped_subroutines", &self.unscoped_subroutines);
+        }
         d.finish()
     }
 }
@@ -144,6 +151,7 @@ impl Default for Options {
             loop_iters: false,
             regions: Vec::new(),
             keep_text: false,
+            unscoped_subroutines: std::collections::BTreeSet::new(),
         }
     }
 }

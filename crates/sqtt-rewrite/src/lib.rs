@@ -27,6 +27,7 @@ pub mod reguse;
 pub mod report;
 pub mod rewrite;
 pub mod snippets;
+mod subroutines;
 pub mod timings;
 pub mod trace;
 pub mod verbatim;

@@ -46,6 +46,9 @@ pub enum MarkerKey {
     /// One user-named point in one function (`--point`; index into
     /// [`crate::inlined::Planned::point_names`]).
     UserPoint(u32),
+    /// The scope of an in-kernel subroutine reached through a call table (`--functions`;
+    /// [`crate::subroutines`]): kernel index and the entry's original address (bytes).
+    Subroutine { func: usize, addr: u64 },
 }
 
 impl MarkerKey {
@@ -57,7 +60,8 @@ impl MarkerKey {
             | MarkerKey::Kernel(_)
             | MarkerKey::Inlined(_)
             | MarkerKey::Loop(_)
-            | MarkerKey::Region(_) => 0,
+            | MarkerKey::Region(_)
+            | MarkerKey::Subroutine { .. } => 0,
             MarkerKey::LoopIter(_) | MarkerKey::UserPoint(_) => 7,
             MarkerKey::BarrierSignal => 1,
             MarkerKey::BarrierWait => 2,
@@ -518,6 +522,27 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
                 );
                 if is_exit {
                     want.push((i, true, Word::Exit, Landing::Before, xk));
+                }
+            }
+        }
+        // In-kernel subroutines: a device function's scope, at their entry and returns.
+        let subroutine_scopes = !opts.unscoped_subroutines.contains(&f.spec.start);
+        if let (Some(_), FunctionThreshold::Count(n) | FunctionThreshold::Cost(n), true) =
+            (kernel, opts.functions, subroutine_scopes)
+        {
+            for s in crate::subroutines::balanced(f, opts.functions) {
+                if s.size < n {
+                    continue;
+                }
+                let key = MarkerKey::Subroutine {
+                    func: fi,
+                    addr: f.insts.addr(s.entry),
+                };
+                let entry = SiteKind::FunctionEntry;
+                want.push((s.entry, true, Word::Enter(key), Landing::Before, entry));
+                for r in s.returns {
+                    let exit = SiteKind::FunctionExit;
+                    want.push((r, true, Word::Exit, Landing::Before, exit));
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! ([`FuncmapInfo`]) is what the flow checks read of the funcmap.
 
 mod inlined;
+mod subroutine;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -142,7 +143,16 @@ pub(crate) fn check_funcmap(
         .map(|f| (f.name.clone(), (false, f.address)))
         .chain(n.kernels.iter().map(|k| (k.name.clone(), (true, k.entry))))
         .collect();
-    let (new, added_f) = check_rows(o, n, &symbols, findings);
+    let labels = subroutine::labels(o);
+    let (new, added_f) = check_rows(o, n, &symbols, &labels, findings);
+    let functions: HashSet<&str> = n.functions.iter().map(|f| f.name.as_str()).collect();
+    let sub_rows = added_f
+        .iter()
+        .filter(|(name, _)| {
+            !functions.contains(name.as_str()) && subroutine::may_name(name, &labels, &symbols)
+        })
+        .flat_map(|(name, ids)| ids.iter().map(|&id| (id, name.clone())))
+        .collect();
     let read = new
         .as_ref()
         .map(|fm| interpret(fm, kernel_waves, changed, findings));
@@ -158,6 +168,8 @@ pub(crate) fn check_funcmap(
         wave,
         added_f,
         symbols,
+        labels,
+        sub_rows,
     }
 }
 
@@ -168,6 +180,7 @@ fn check_rows(
     o: &CodeObject,
     n: &CodeObject,
     symbols: &HashMap<String, (bool, u64)>,
+    labels: &BTreeMap<u64, Vec<String>>,
     findings: &mut Vec<Finding>,
 ) -> (Option<Funcmap>, HashMap<String, Vec<u32>>) {
     let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| {
@@ -256,7 +269,12 @@ fn check_rows(
     let unnamed: Vec<&Row> = added_f
         .filter(|r| !functions.contains(r.name.as_str()))
         .collect();
-    // Rows of inlined functions (no symbol) must name a function the DWARF says was inlined.
+    // Rows of inlined functions (no symbol) must name a function the DWARF says was inlined;
+    // rows of in-kernel subroutines name a label or an offset in a kernel.
+    let unnamed: Vec<&Row> = unnamed
+        .into_iter()
+        .filter(|r| !subroutine::may_name(&r.name, labels, symbols))
+        .collect();
     let inlined = if unnamed.is_empty() {
         Default::default()
     } else {
@@ -267,7 +285,7 @@ fn check_rows(
             findings.push(Finding::global(
                 Check::Funcmap,
                 format!(
-                    "F row {:?} names no device function of the code object and no inlined function of its DWARF",
+                    "F row {:?} names no device function of the code object, no inlined function of its DWARF and no in-kernel subroutine (a local label or KERNEL+0xOFFSET)",
                     r.name
                 ),
             ));

@@ -434,6 +434,11 @@ fn funcmap_rows(
                 loc: ins.inlined_names.get(n).and_then(|r| r.1.clone()),
                 name,
             },
+            MarkerKey::Subroutine { .. } => Row::Function {
+                id,
+                name,
+                loc: None,
+            },
             MarkerKey::Function(_) => Row::Function {
                 id,
                 loc: locs.get(&name).cloned().filter(|l| !l.contains('@')),
@@ -569,6 +574,9 @@ fn marker_name(
             .map(|r| r.0.clone())
             .unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
+        MarkerKey::Subroutine { func, addr } => {
+            crate::subroutines::name(&ins.src.co, &prog.funcs[func].spec, addr)
+        }
         MarkerKey::Barrier => "barrier".into(),
         MarkerKey::BarrierSignal => "barrier_signal".into(),
         MarkerKey::BarrierWait => "barrier_wait".into(),

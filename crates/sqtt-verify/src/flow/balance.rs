@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use super::cfg::Cfg;
 use super::effect::{entry_key, Effect};
+use super::subscopes::Regions;
 use crate::program::insn::{marker_kind, MarkerKind};
 use crate::program::{Func, FuncmapInfo, OInst};
 use crate::{Check, Finding};
@@ -75,115 +76,210 @@ pub(super) fn scope_ops(
 /// decoder rejects underflow and unclosed scopes). Applies to every kind of scope: device
 /// functions (`F:`), inlined instances (`F:` without address), kernel scopes (`U:`).
 ///
+/// An in-kernel subroutine that is a separate region ([`super::subscopes`]) is its own walk:
+/// entered with no open scope, its returns must be reached with none open (net zero); a call
+/// of such subroutines steps to the instruction after it with its stack unchanged.
+///
 /// A branch edge through a landing block (`landed`: effects by block start) runs the block's
 /// markers before the target's run.
 pub(super) fn check_balance(
     f: &Func,
     cfg: &Cfg,
+    regions: &Regions,
     effects: &BTreeMap<(usize, Option<u64>), Effect>,
     landed: &BTreeMap<u64, Effect>,
     fm: &FuncmapInfo,
     findings: &mut Vec<Finding>,
 ) {
-    let n = f.orig.len();
-    // Scope stacks are shared between instructions until a marker changes them (a copy per
-    // instruction was an allocation per instruction inside every scope).
-    let mut stack: Vec<Option<Rc<Vec<u32>>>> = vec![None; n];
-    let mut reported = BTreeSet::new();
-    let mut bad_enter = BTreeSet::new();
-    // Whether some entry into the run of original `k` has an effect with markers (most have
-    // none: no map lookup on their edges).
-    let mut marked = vec![false; n];
+    let mut w = Walk {
+        f,
+        cfg,
+        regions,
+        effects,
+        landed,
+        fm,
+        marked: vec![false; f.orig.len()],
+        reported: BTreeSet::new(),
+        bad_enter: BTreeSet::new(),
+    };
     for &(k, _) in effects.keys() {
-        marked[k] = true;
+        w.marked[k] = true;
     }
-    // Scope operations on entering original `k` at `land`, after landing block `via` if any.
-    let mut ops = |k: usize, land: Option<u64>, via: Option<u64>, findings: &mut Vec<Finding>| {
-        if via.is_none() && !marked[k] {
+    let stack = w.walk(0, None, false, findings);
+    for &k in &cfg.exits {
+        w.open_at(&stack, k, "", findings);
+    }
+    for (&e, &land) in &regions.entries {
+        let stack = w.walk(e, land, true, findings);
+        for &k in &regions.returns {
+            w.open_at(&stack, k, " (return of an in-kernel subroutine)", findings);
+        }
+    }
+}
+
+/// One function's scope walks ([`check_balance`]).
+struct Walk<'a, 'f> {
+    f: &'a Func<'f>,
+    cfg: &'a Cfg,
+    regions: &'a Regions,
+    effects: &'a BTreeMap<(usize, Option<u64>), Effect>,
+    landed: &'a BTreeMap<u64, Effect>,
+    fm: &'a FuncmapInfo,
+    /// Whether some entry into the run of original `k` has an effect with markers (most have
+    /// none: no map lookup on their edges).
+    marked: Vec<bool>,
+    /// Instructions with a finding already (one per instruction).
+    reported: BTreeSet<u64>,
+    bad_enter: BTreeSet<u64>,
+}
+
+impl Walk<'_, '_> {
+    /// Scope operations on entering original `k` at `land`, after landing block `via` if any.
+    fn ops(
+        &mut self,
+        k: usize,
+        land: Option<u64>,
+        via: Option<u64>,
+        findings: &mut Vec<Finding>,
+    ) -> Vec<ScopeOp> {
+        if via.is_none() && !self.marked[k] {
             return Vec::new();
         }
-        let block = via.and_then(|b| landed.get(&b));
-        let run = effects.get(&(k, entry_key(f, k, land)));
+        let block = via.and_then(|b| self.landed.get(&b));
+        let run = self.effects.get(&(k, entry_key(self.f, k, land)));
         let mut v = Vec::new();
         for e in block.into_iter().chain(run) {
-            v.extend(scope_ops(f, e, fm, &f.orig[k], &mut bad_enter, findings));
+            let at = &self.f.orig[k];
+            v.extend(scope_ops(
+                self.f,
+                e,
+                self.fm,
+                at,
+                &mut self.bad_enter,
+                findings,
+            ));
         }
         v
-    };
-    // Applies `ops` to `from`; `false` when an exit finds no open scope.
-    let apply = |from: &Rc<Vec<u32>>, ops: &[ScopeOp]| {
-        if ops.is_empty() {
-            return (Rc::clone(from), true);
-        }
-        let mut s = from.to_vec();
-        let mut ok = true;
-        for op in ops {
-            match op {
-                ScopeOp::Push(id) => s.push(*id),
-                ScopeOp::Pop => ok &= s.pop().is_some(),
-            }
-        }
-        (Rc::new(s), ok)
-    };
-    let (s0, ok0) = apply(&Rc::new(Vec::new()), &ops(0, None, None, findings));
-    if !ok0 {
-        findings.push(f.finding(
-            Check::Markers,
-            Some(f.orig_start),
-            f.new_start,
-            "exit marker at function entry with no open scope".into(),
-        ));
     }
-    stack[0] = Some(s0);
-    let mut work = VecDeque::from([0usize]);
-    while let Some(k) = work.pop_front() {
-        let Some(cur) = stack[k].clone() else {
-            continue;
-        };
-        for (s, land) in cfg.succ(k) {
-            let via = cfg.via.get(&(k, s)).copied();
-            let (next, ok) = apply(&cur, &ops(s, land, via, findings));
-            let o = &f.orig[s];
-            if !ok && reported.insert(s) {
-                findings.push(f.finding(
-                    Check::Markers,
-                    Some(o.addr),
-                    f.new_address(o),
-                    "exit marker with no open scope on some path".into(),
-                ));
-            }
-            match &stack[s] {
-                None => {
-                    stack[s] = Some(next);
-                    work.push_back(s);
-                }
-                Some(old) if *old != next && reported.insert(s) => {
-                    let msg = if old.len() != next.len() {
-                        format!(
-                            "unbalanced markers: scope depth {} and {} meet here",
-                            old.len(),
-                            next.len()
-                        )
-                    } else {
-                        format!(
-                            "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
-                        )
-                    };
-                    findings.push(f.finding(Check::Markers, Some(o.addr), f.new_address(o), msg));
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    for &k in &cfg.exits {
-        if let Some(d) = stack[k].as_ref().map(|s| s.len()).filter(|d| *d != 0) {
-            let o = &f.orig[k];
+
+    /// The stacks of the walk from original `start` entered at `land` (`None` where it does not
+    /// reach); `region`: a subroutine's walk, which ends at the returns.
+    fn walk(
+        &mut self,
+        start: usize,
+        land: Option<u64>,
+        region: bool,
+        findings: &mut Vec<Finding>,
+    ) -> Vec<Option<Rc<Vec<u32>>>> {
+        let (f, n) = (self.f, self.f.orig.len());
+        // Scope stacks are shared between instructions until a marker changes them (a copy per
+        // instruction was an allocation per instruction inside every scope).
+        let mut stack: Vec<Option<Rc<Vec<u32>>>> = vec![None; n];
+        let first = self.ops(start, land, None, findings);
+        let (s0, ok0) = apply(&Rc::new(Vec::new()), &first);
+        if !ok0 {
+            let o = &f.orig[start];
+            let (at, new, what) = if region {
+                (o.addr, f.new_address(o), "an in-kernel subroutine's entry")
+            } else {
+                (f.orig_start, f.new_start, "function entry")
+            };
             findings.push(f.finding(
                 Check::Markers,
+                Some(at),
+                new,
+                format!("exit marker at {what} with no open scope"),
+            ));
+        }
+        stack[start] = Some(s0);
+        let mut work = VecDeque::from([start]);
+        while let Some(k) = work.pop_front() {
+            let Some(cur) = stack[k].clone() else {
+                continue;
+            };
+            if region && self.regions.returns.contains(&k) {
+                continue;
+            }
+            let succ: Vec<_> = self.regions.succ(self.cfg, k).collect();
+            for (s, land) in succ {
+                let via = self.cfg.via.get(&(k, s)).copied();
+                let ops = self.ops(s, land, via, findings);
+                let (next, ok) = apply(&cur, &ops);
+                let o = &f.orig[s];
+                if !ok && self.reported.insert(s as u64) {
+                    findings.push(f.finding(
+                        Check::Markers,
+                        Some(o.addr),
+                        f.new_address(o),
+                        "exit marker with no open scope on some path".into(),
+                    ));
+                }
+                match &stack[s] {
+                    None => {
+                        stack[s] = Some(next);
+                        work.push_back(s);
+                    }
+                    Some(old) if *old != next && self.reported.insert(s as u64) => {
+                        let msg = if old.len() != next.len() {
+                            format!(
+                                "unbalanced markers: scope depth {} and {} meet here",
+                                old.len(),
+                                next.len()
+                            )
+                        } else {
+                            format!(
+                                "unbalanced markers: scope stacks (ids) {old:?} and {next:?} meet here"
+                            )
+                        };
+                        findings.push(f.finding(
+                            Check::Markers,
+                            Some(o.addr),
+                            f.new_address(o),
+                            msg,
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        stack
+    }
+
+    /// A finding when scopes are still open at exit `k` of a walk.
+    fn open_at(
+        &mut self,
+        stack: &[Option<Rc<Vec<u32>>>],
+        k: usize,
+        what: &str,
+        findings: &mut Vec<Finding>,
+    ) {
+        if let Some(d) = stack[k].as_ref().map(|s| s.len()).filter(|d| *d != 0) {
+            let o = &self.f.orig[k];
+            findings.push(self.f.finding(
+                Check::Markers,
                 Some(o.addr),
-                f.new_address(o),
-                format!("{d} marker scope(s) still open at {}", f.inst(o).mnemonic()),
+                self.f.new_address(o),
+                format!(
+                    "{d} marker scope(s) still open at {}{what}",
+                    self.f.inst(o).mnemonic()
+                ),
             ));
         }
     }
+}
+
+/// Applies `ops` to `from`; `false` when an exit finds no open scope.
+fn apply(from: &Rc<Vec<u32>>, ops: &[ScopeOp]) -> (Rc<Vec<u32>>, bool) {
+    if ops.is_empty() {
+        return (Rc::clone(from), true);
+    }
+    let mut s = from.to_vec();
+    let mut ok = true;
+    for op in ops {
+        match op {
+            ScopeOp::Push(id) => s.push(*id),
+            ScopeOp::Pop => ok &= s.pop().is_some(),
+        }
+    }
+    (Rc::new(s), ok)
 }

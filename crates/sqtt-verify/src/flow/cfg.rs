@@ -99,6 +99,10 @@ pub(super) struct Cfg {
     /// `s_swappc_b64` calls of subroutines inside the function ([`super::subcalls`]): not calls
     /// of unknown code.
     pub(super) intra_calls: Vec<usize>,
+    /// Entries of those subroutines, each with the landing of a call's edge into it.
+    pub(super) sub_entries: BTreeMap<usize, Option<u64>>,
+    /// `s_setpc_b64` returns from those calls, ascending.
+    pub(super) returns: Vec<usize>,
 }
 
 impl Cfg {
@@ -318,9 +322,17 @@ pub(super) fn build_cfg_with(
         via: BTreeMap::new(),
         exits: Vec::new(),
         intra_calls: extra.calls.keys().copied().collect(),
+        sub_entries: BTreeMap::new(),
+        returns: extra.returns.keys().copied().collect(),
     };
     // Address builders: their targets, and the intra-function ones by destination pair.
     let mut builder_edges: BTreeMap<usize, (u16, Option<Succ>)> = BTreeMap::new();
+    // The last instruction of each builder (by its `s_getpc`).
+    let builder_ends: BTreeMap<usize, usize> = f
+        .builders
+        .iter()
+        .map(|b| (b.getpc, b.parts.iter().copied().max().unwrap_or(b.getpc)))
+        .collect();
     for b in &f.builders {
         let Some(g) = f.orig.get(b.getpc) else {
             continue;
@@ -349,6 +361,7 @@ pub(super) fn build_cfg_with(
                 cfg.extend(next);
                 for g in &extra.calls[&k] {
                     if let Some(&(_, Some(s))) = builder_edges.get(g) {
+                        cfg.sub_entries.entry(s.0).or_insert(s.1);
                         cfg.push(s);
                     }
                 }
@@ -403,12 +416,19 @@ pub(super) fn build_cfg_with(
                 }
             }
             Flow::IndirectJump => {
-                // A long branch: the latest builder before k producing the register pair.
+                // A long branch: the latest builder before k producing the register pair, when
+                // no instruction between them writes the pair (a `s_setpc_b64 s[30:31]` returning
+                // from an in-kernel subroutine after an unrelated long branch through s[30:31]
+                // is no jump to that branch's target: `super::subcalls` resolves it).
                 let src = oi.reads().max_sgpr().map(|r| r.saturating_sub(1));
                 let edge = builder_edges
                     .range(..k)
                     .rev()
                     .find(|(_, (d, _))| Some(*d) == src)
+                    .filter(|(g, (d, _))| {
+                        let last = builder_ends.get(g).copied().unwrap_or(**g);
+                        (last + 1..k).all(|j| !super::subcalls::writes_pair(f, j, *d))
+                    })
                     .and_then(|(_, (_, e))| *e);
                 match edge {
                     Some(s) => cfg.push(s),

@@ -15,6 +15,7 @@ mod sgprs;
 mod sites;
 mod spill;
 mod subcalls;
+mod subscopes;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -169,7 +170,9 @@ pub(crate) fn analyse(
                     let succ = |k: usize| cfg.succ(k).map(|s| s.0).collect();
                     sites::check_loop_enters(f, succ, &fm.names, &loops, &mut found);
                     check_f_entry(f, fm, effects.get(&(0, None)), &mut found);
-                    check_balance(f, cfg, &effects, &landed, fm, &mut found);
+                    let regions = subscopes::regions(cfg);
+                    subscopes::check_sub_enters(f, &regions, &effects, fm, &mut found);
+                    check_balance(f, cfg, &regions, &effects, &landed, fm, &mut found);
                 }
             }
             (counts, found)

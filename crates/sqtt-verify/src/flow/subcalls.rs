@@ -49,7 +49,8 @@ fn pair_written(f: &Func, k: usize) -> Option<u16> {
         .map(|r| r.saturating_sub(1))
 }
 
-fn writes_pair(f: &Func, j: usize, pair: u16) -> bool {
+/// Whether original instruction `j` of `f` writes either half of the SGPR pair `pair`.
+pub(super) fn writes_pair(f: &Func, j: usize, pair: u16) -> bool {
     let w = f.regs(&f.orig[j]).sgpr_writes;
     pair < 127 && (w >> pair) & 3 != 0
 }

@@ -24,6 +24,13 @@ pub(crate) struct FuncmapInfo {
     /// with their entry address there (bytes): where an `F:`/`U:` enter marker naming one of
     /// them may stand (aliased kernels share one entry).
     pub symbols: HashMap<String, (bool, u64)>,
+    /// The ORIGINAL object's local labels (`STT_NOTYPE` in an executable section) by address:
+    /// the names an in-kernel subroutine's `F:` row may carry.
+    pub labels: BTreeMap<u64, Vec<String>>,
+    /// The `F:` rows the rewrite added that name an in-kernel subroutine (a local label, or
+    /// `KERNEL+0xOFFSET`) rather than a function, by id; where their scopes are entered is
+    /// checked by the flow checks.
+    pub sub_rows: BTreeMap<u32, String>,
 }
 
 /// The 14 address-trace row names of the spec ("Address Tracing", funcmap name prefix table).
