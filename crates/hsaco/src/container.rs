@@ -89,6 +89,42 @@ impl Embedded {
     }
 }
 
+/// Why `data`, a bundle entry or offload image whose id names an AMDGPU target, is not an
+/// AMDGPU code object at first sight (ELF magic, `ELFCLASS64`, `e_machine` `EM_AMDGPU`); `None`
+/// when it may be one (the full checks are [`crate::CodeObject::parse`]'s). An entry offset
+/// that points at other bytes of the bundle gives such an entry (session-20 fresh tester:
+/// `extract` wrote it out as a `.co` file).
+pub fn code_object_problem(data: &[u8]) -> Option<String> {
+    if !data.starts_with(b"\x7fELF") {
+        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Some(if head.is_empty() {
+            "not an ELF file: it is empty".into()
+        } else {
+            format!(
+                "not an ELF file: it starts with {} instead of 7f 45 4c 46 (\\x7fELF)",
+                head.join(" ")
+            )
+        });
+    }
+    if data.get(4) != Some(&2) {
+        return Some(format!(
+            "not an ELF64 file (EI_CLASS {:?} at offset 0x4)",
+            data.get(4)
+        ));
+    }
+    match data.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]])) {
+        Some(elf::EM_AMDGPU) => None,
+        Some(m) => Some(format!(
+            "an ELF file with e_machine {m} (at offset 0x12), not EM_AMDGPU ({})",
+            elf::EM_AMDGPU
+        )),
+        None => Some(format!(
+            "an ELF file of {} bytes, too short for its header",
+            data.len()
+        )),
+    }
+}
+
 /// `bundle B entry E (ID) at ...`: the file offset of a plain bundle's entry, or the entry's
 /// offset in a compressed bundle once decompressed and that bundle's file offset.
 fn entry_location(bi: usize, ei: usize, id: &str, bundle: u64, entry: u64, st: &Storage) -> String {

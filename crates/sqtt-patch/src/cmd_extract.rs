@@ -62,6 +62,23 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
         let is = crate::sniff::describe(&bytes).unwrap_or_default();
         anyhow::bail!("{name}: no embedded code object to extract ({is})");
     }
+    // An entry that should be a code object and is not (an entry offset pointing at other
+    // bytes of the bundle, say) is bad input: nothing is written, as for any other error.
+    let bad: Vec<String> = cos
+        .iter()
+        .filter(|e| !e.id.is_empty())
+        .filter_map(|e| {
+            let why = hsaco::container::code_object_problem(&e.data)?;
+            Some(format!(
+                "{} ({} bytes) is not an AMDGPU code object: {why}",
+                e.location(),
+                e.data.len()
+            ))
+        })
+        .collect();
+    if !bad.is_empty() {
+        anyhow::bail!("{name}: {}; nothing extracted", bad.join("; "));
+    }
     let files = cos
         .iter()
         .map(|e| (e.file_name(), e.data.as_slice()))

@@ -165,8 +165,10 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             let (kind, cos) = (l.kind, l.objects);
             malformed = l.malformed;
             for e in &cos {
-                let co = CodeObject::parse(&e.data)
-                    .with_context(|| format!("{name}: code object {}", e.file_name()))?;
+                let co = CodeObject::parse(&e.data).with_context(|| match e.location() {
+                    at if at.is_empty() => format!("{name}: code object {}", e.file_name()),
+                    at => format!("{name}: {at} (offsets below count from the entry's start)"),
+                })?;
                 blocks.push(describe(e, &co));
             }
             match kind {

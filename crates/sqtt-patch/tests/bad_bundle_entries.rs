@@ -1,6 +1,7 @@
 //! Offload bundle entries that cannot be taken for what they say (session-20 fresh tester):
-//! an entry whose id is malformed. It is named with its bundle, entry index and file offset,
-//! not dropped silently.
+//! an entry whose id is malformed, and an entry whose offset points at bytes that are not a
+//! code object. Each is named with its bundle, entry index and file offset; none is dropped
+//! silently or written out as if it were a code object.
 //!
 //! Inputs are `fixtures/bundles/calls-4arch__plain.hipfb` (clang/LLVM 22, entries for gfx90a,
 //! gfx942, gfx1100, gfx1201 after the empty host entry) with one header field changed; the
@@ -160,4 +161,65 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
         );
         assert_eq!(std::fs::read_dir(&dest).expect("dir").count(), 3, "{what}");
     }
+}
+
+/// An entry offset moved by 0x100 bytes (the entry now starts inside the gfx942 code object):
+/// `extract` used to write those bytes as `0-hipv4-amdgcn-amd-amdhsa--gfx942.co` and exit 0.
+/// It is bad input now (exit 2) naming the entry, its file offset and what the bytes are, and
+/// nothing is extracted: the other entries neither (every output of a run is checked before
+/// the first is written), and a directory the run would have created is not left behind.
+/// `info` names the entry the same way.
+#[test]
+fn an_entry_that_is_not_a_code_object_is_not_extracted() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    let moved = entry.offset + 0x100;
+    let mut b = good.clone();
+    let at = entry_header(&good, 2, 0);
+    b[at..at + 8].copy_from_slice(&moved.to_le_bytes());
+    let head: Vec<String> = good[moved as usize..moved as usize + 8]
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    let (dir, file) = input(&b);
+    let where_ = format!("bundle 0 entry 2 ({}) at file offset {moved:#x}", entry.id);
+    for existing in [false, true] {
+        let dest = dir.path().join("x");
+        if existing {
+            std::fs::create_dir(&dest).expect("mkdir");
+        }
+        let o = run(&[
+            "extract".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            dest.as_os_str(),
+        ]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "sqtt-patch: error: {}: {where_} ({} bytes) is not an AMDGPU code object: not an ELF file: it starts with {} instead of 7f 45 4c 46 (\\x7fELF); nothing extracted",
+                file.display(),
+                entry.data.len(),
+                head.join(" ")
+            )
+        );
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        match existing {
+            false => assert!(!dest.exists(), "the directory was created"),
+            true => assert_eq!(std::fs::read_dir(&dest).expect("dir").count(), 0),
+        }
+    }
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: {where_} (offsets below count from the entry's start): not an ELF file",
+            file.display()
+        )),
+        "{err}"
+    );
 }
