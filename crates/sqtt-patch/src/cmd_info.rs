@@ -62,6 +62,7 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         "text_size": co.text().map_or(0, |t| t.size),
         "dwarf": co.has_dwarf(), "sqtt_funcmap": co.funcmap().is_some(),
         "kernels": kernels, "device_functions": funcs,
+        "warnings": co.input_warnings(),
     })
 }
 
@@ -80,6 +81,9 @@ fn print_text(out: &mut String, n: usize, v: &Value) {
         Value::Null => "-".to_string(),
         x => x.to_string(),
     };
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  warning: {}", w.as_str().unwrap_or(""));
+    }
     for k in v["kernels"].as_array().into_iter().flatten() {
         let d = &k["descriptor"];
         let m = &k["metadata"];
