@@ -64,6 +64,57 @@ fn id_target(id: &str) -> Option<&str> {
         .map(|(_, t)| t.trim_start_matches('-'))
 }
 
+/// Offload kinds `clang-offload-bundler` writes before the target triple of an entry id
+/// (`<kind>-<arch>-<vendor>-<os>-<environment>[-<target id>]`, clang's `ClangOffloadBundler`
+/// documentation, "Bundle Entry ID"), and those of other offload languages.
+pub const OFFLOAD_KINDS: [&str; 6] = ["host", "hip", "hipv4", "openmp", "cuda", "sycl"];
+
+/// Why a bundle entry cannot be taken for what its id says, `None` when it can: an AMDGPU entry
+/// (`amdgcn-amd-amdhsa`), a host entry, or a well-formed entry of another target (SPIR-V, an
+/// x86-64 OpenMP offload) whose contents are not an AMDGPU code object. An id that is not
+/// printable ASCII, whose offload kind is not one of [`OFFLOAD_KINDS`], or whose triple lacks an
+/// architecture, vendor or OS, is malformed; so is any id of an entry holding an AMDGPU ELF
+/// that names no AMDGPU target (a loader would never pick it). Such an entry used to be dropped
+/// without a word (session-20 fresh tester).
+pub fn entry_id_problem(id: &str, data: &[u8]) -> Option<String> {
+    if id_is_host(id) || id_is_amdgcn(id) {
+        return None;
+    }
+    if let Some(c) = id.chars().find(|c| !c.is_ascii_graphic()) {
+        return Some(format!(
+            "its id {id:?} is malformed: it holds {c:?}, not printable ASCII"
+        ));
+    }
+    let mut parts = id.splitn(5, '-');
+    let kind = parts.next().unwrap_or_default();
+    if !OFFLOAD_KINDS.contains(&kind) {
+        return Some(format!(
+            "its id {id:?} is malformed: offload kind {kind:?} is not one of {}",
+            OFFLOAD_KINDS.join(", ")
+        ));
+    }
+    let triple: Vec<&str> = parts.by_ref().take(3).collect();
+    let word = |w: &&str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+    };
+    if triple.len() < 3 || !triple.iter().all(word) {
+        return Some(format!(
+            "its id {id:?} is malformed: no <arch>-<vendor>-<os> target triple after {kind:?}"
+        ));
+    }
+    let amdgpu_elf = data.len() >= 20
+        && data.starts_with(b"\x7fELF")
+        && u16::from_le_bytes([data[18], data[19]]) == crate::elf::EM_AMDGPU;
+    amdgpu_elf.then(|| {
+        format!(
+            "its id {id:?} names the target {} but the entry is an AMDGPU code object (an AMDGPU id has amdgcn-amd-amdhsa): a loader would not pick it",
+            triple.join("-")
+        )
+    })
+}
+
 /// One entry of an [`OpenBundle`]: its id and where its contents lie in the plain bundle
 /// (nothing copied).
 #[derive(Debug, Clone, PartialEq, Eq)]

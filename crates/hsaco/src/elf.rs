@@ -380,8 +380,8 @@ impl Elf {
                 });
             }
             let table = src.read_at(strtab.offset, strtab.file_size(), "section name table")?;
-            for s in &mut sections {
-                s.name = cstr(&table, u64::from(s.sh_name));
+            for s in sections.iter_mut().skip(1) {
+                s.name = section_name(&table, &header, &strtab, s)?;
             }
         }
         // Overlap check of file-backed sections.
@@ -565,6 +565,37 @@ pub(crate) fn check_range(len: u64, what: &str, offset: u64, size: u64) -> Resul
             len,
         }),
     }
+}
+
+/// The name of section `s` in the section name table `table` (section `strtab`): a name that
+/// starts outside the table, or runs to its end without a NUL, is a damaged `sh_name` or table
+/// size. Both used to be read as an empty or cut name, and the rewrite then failed our own
+/// verifier (exit 1) or lost the name (session-20 fresh tester). Errors: [`Error::Malformed`]
+/// at the offset of the section's `sh_name`.
+fn section_name(table: &[u8], h: &Header, strtab: &Section, s: &Section) -> Result<String> {
+    let len = table.len() as u64;
+    let n = u64::from(s.sh_name);
+    let header_at = |i: usize| h.e_shoff + i as u64 * u64::from(h.e_shentsize);
+    let bad = |why: &str| {
+        Error::Malformed {
+        what: "section header",
+        offset: header_at(s.index),
+        detail: format!(
+            "sh_name {n:#x} of section [{}] {why} the section name table [{}] ({len:#x} bytes at file offset {:#x}; its sh_size is at offset {:#x})",
+            s.index,
+            strtab.index,
+            strtab.offset,
+            header_at(strtab.index) + 32
+        ),
+    }
+    };
+    if n >= len {
+        return Err(bad("is outside"));
+    }
+    if !table[n as usize..].contains(&0) {
+        return Err(bad("names a string without a NUL before the end of"));
+    }
+    Ok(cstr(table, n))
 }
 
 /// NUL-terminated string at `offset` of a string table (lossy UTF-8; empty when out of range).

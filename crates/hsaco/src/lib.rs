@@ -18,6 +18,7 @@ pub mod hostwrite;
 pub mod kd;
 pub mod kpack;
 pub mod metadata;
+pub mod oddities;
 pub mod offload;
 pub mod pe;
 pub mod source;

@@ -48,3 +48,48 @@ fn ids_must_be_utf8_and_distinct() {
         "{e}"
     );
 }
+
+/// Session-20 fresh tester: an entry whose id is malformed was dropped like an entry of
+/// another target. Well-formed ids of other targets (SPIR-V, x86-64 OpenMP) stay silent; a
+/// malformed id, or any non-AMDGPU id on an AMDGPU code object, is named with the reason.
+#[test]
+fn malformed_ids_are_told_from_other_targets() {
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[18..20].copy_from_slice(&224u16.to_le_bytes());
+    let problem = hsaco::bundle::entry_id_problem;
+    for id in [
+        "host-x86_64-unknown-linux-gnu-",
+        "hipv4-amdgcn-amd-amdhsa--gfx942",
+        "hip-spirv64-amd-amdhsa--amdgcnspirv",
+        "openmp-x86_64-pc-linux-gnu",
+    ] {
+        assert_eq!(problem(id, b"\0\0\0\0"), None, "{id}");
+    }
+    assert_eq!(problem("hipv4-amdgcn-amd-amdhsa--gfx942", &elf), None);
+    let named = |id: &str, data: &[u8], why: &str| {
+        let p = problem(id, data).unwrap_or_else(|| panic!("{id:?} is malformed"));
+        assert!(p.contains(why), "{id:?}: {p}");
+    };
+    named(
+        "hipv4-amdXcn-amd-amdhsa--gfx942",
+        &elf,
+        "names the target amdXcn-amd-amdhsa but the entry is an AMDGPU code object",
+    );
+    named(
+        "hipv4-amd\u{1}cn-amd-amdhsa--gfx942",
+        b"",
+        "not printable ASCII",
+    );
+    named(
+        "hipv9-spirv64-amd-amdhsa--amdgcnspirv",
+        b"",
+        "offload kind \"hipv9\" is not one of host, hip, hipv4",
+    );
+    named("hip-spirv64", b"", "no <arch>-<vendor>-<os> target triple");
+    named(
+        "hip-spirv64--amdhsa-",
+        b"",
+        "no <arch>-<vendor>-<os> target triple",
+    );
+}

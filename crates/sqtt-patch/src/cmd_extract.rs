@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
-use hsaco::container::open;
+use hsaco::container::open_listing;
 
 /// Arguments of `sqtt-patch extract`.
 #[derive(clap::Args)]
@@ -46,11 +46,38 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
             }
         );
     }
-    let (_, cos) =
-        open(&bytes, DEFAULT_DECOMPRESS_LIMIT).with_context(|| format!("{name}: cannot parse"))?;
+    let l = open_listing(&bytes, DEFAULT_DECOMPRESS_LIMIT)
+        .with_context(|| format!("{name}: cannot parse"))?;
+    // An entry whose id is malformed is not taken for a code object, but is named.
+    for m in &l.malformed {
+        eprintln!(
+            "sqtt-patch: {name}: warning: {} ({} bytes) not extracted: {}",
+            m.location().escape_debug(),
+            m.size,
+            m.why
+        );
+    }
+    let cos = l.objects;
     if cos.is_empty() {
         let is = crate::sniff::describe(&bytes).unwrap_or_default();
         anyhow::bail!("{name}: no embedded code object to extract ({is})");
+    }
+    // An entry that should be a code object and is not (an entry offset pointing at other
+    // bytes of the bundle, say) is bad input: nothing is written, as for any other error.
+    let bad: Vec<String> = cos
+        .iter()
+        .filter(|e| !e.id.is_empty())
+        .filter_map(|e| {
+            let why = hsaco::container::code_object_problem(&e.data)?;
+            Some(format!(
+                "{} ({} bytes) is not an AMDGPU code object: {why}",
+                e.location(),
+                e.data.len()
+            ))
+        })
+        .collect();
+    if !bad.is_empty() {
+        anyhow::bail!("{name}: {}; nothing extracted", bad.join("; "));
     }
     let files = cos
         .iter()
@@ -110,6 +137,8 @@ fn extract_archive(name: &str, bytes: &[u8], dir: &std::path::Path) -> anyhow::R
         let id = hsaco::container::Embedded {
             bundle_index: e.ordinal,
             id: e.label(),
+            entry_index: 0,
+            entry_offset: 0,
             bundle_offset: 0,
             storage: None,
             wrapper_offset: None,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Context;
 use hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT;
-use hsaco::container::{open, Embedded, InputKind};
+use hsaco::container::{open, open_listing, Embedded, InputKind, MalformedEntry};
 use hsaco::CodeObject;
 use serde_json::{json, Value};
 
@@ -62,6 +62,7 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         "text_size": co.text().map_or(0, |t| t.size),
         "dwarf": co.has_dwarf(), "sqtt_funcmap": co.funcmap().is_some(),
         "kernels": kernels, "device_functions": funcs,
+        "warnings": co.input_warnings(),
     })
 }
 
@@ -80,6 +81,9 @@ fn print_text(out: &mut String, n: usize, v: &Value) {
         Value::Null => "-".to_string(),
         x => x.to_string(),
     };
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  warning: {}", w.as_str().unwrap_or(""));
+    }
     for k in v["kernels"].as_array().into_iter().flatten() {
         let d = &k["descriptor"];
         let m = &k["metadata"];
@@ -125,6 +129,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let bytes =
         crate::sniff::read_input(&args.file).with_context(|| format!("{name}: cannot read"))?;
     let mut blocks = Vec::new();
+    let mut malformed: Vec<MalformedEntry> = Vec::new();
     let mut kpack = None;
     let kind = if hsaco::kpack::is_kpack(&bytes) {
         let a = hsaco::kpack::read(&bytes, DEFAULT_DECOMPRESS_LIMIT)
@@ -159,11 +164,15 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             kpack = Some(crate::kpack::host_json(&args.file, &hipk));
             "Host"
         } else {
-            let (kind, cos) = open(&bytes, DEFAULT_DECOMPRESS_LIMIT)
+            let l = open_listing(&bytes, DEFAULT_DECOMPRESS_LIMIT)
                 .with_context(|| format!("{name}: cannot parse"))?;
+            let (kind, cos) = (l.kind, l.objects);
+            malformed = l.malformed;
             for e in &cos {
-                let co = CodeObject::parse(&e.data)
-                    .with_context(|| format!("{name}: code object {}", e.file_name()))?;
+                let co = CodeObject::parse(&e.data).with_context(|| match e.location() {
+                    at if at.is_empty() => format!("{name}: code object {}", e.file_name()),
+                    at => format!("{name}: {at} (offsets below count from the entry's start)"),
+                })?;
                 blocks.push(describe(e, &co));
             }
             match kind {
@@ -177,6 +186,16 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     let mut out = String::new();
     if args.json {
         let mut v = json!({"file": name, "kind": kind, "code_objects": blocks});
+        if !malformed.is_empty() {
+            v["malformed_entries"] = malformed
+                .iter()
+                .map(|m| {
+                    json!({"bundle_index": m.bundle_index, "entry_index": m.entry_index,
+                           "entry_id": m.id, "bundle_offset": m.bundle_offset,
+                           "entry_offset": m.entry_offset, "size": m.size, "why": m.why})
+                })
+                .collect();
+        }
         if let Some(k) = kpack {
             v["kpack"] = k;
         }
@@ -191,7 +210,24 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             _ if hsaco::pe::is_pe(&bytes) => "Windows PE (x64) host binary",
             _ => "x86-64 host binary",
         };
-        let _ = writeln!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        let _ = write!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        let _ = match malformed.len() {
+            0 => writeln!(out),
+            n => writeln!(
+                out,
+                ", {n} bundle entr{} with a malformed id (not read)",
+                if n == 1 { "y" } else { "ies" }
+            ),
+        };
+        for m in &malformed {
+            let _ = writeln!(
+                out,
+                "note: {} ({} bytes) was not read as a code object: {}",
+                m.location().escape_debug(),
+                m.size,
+                m.why
+            );
+        }
         let other = other_offload_images(&bytes);
         if other > 0 {
             let _ = writeln!(

@@ -407,8 +407,19 @@ fn process_bundle<S: Source + ?Sized>(
     let results: Vec<EntryResult> = b
         .entries
         .par_iter()
-        .map(|en| -> Result<EntryResult> {
+        .enumerate()
+        .map(|(ei, en)| -> Result<EntryResult> {
             let data = b.data(en);
+            if let Some(why) = bundle::entry_id_problem(&en.id, data) {
+                let o = ObjectOutcome {
+                    bundle_index: bi,
+                    entry_id: en.id.escape_debug().to_string(),
+                    target: String::new(),
+                    report: malformed_entry(&b, bi, ei, en, &why),
+                    verifier_rejected: false,
+                };
+                return Ok((None, Some(o), false));
+            }
             let target = en.target_id().unwrap_or_default().to_string();
             if !en.is_amdgcn() || data.is_empty() {
                 return Ok((None, None, false));
@@ -476,6 +487,34 @@ pub(crate) fn already_instrumented(err: &anyhow::Error) -> bool {
             Some(sqtt_rewrite::rewrite::RewriteError::AlreadyInstrumented(_))
         )
     })
+}
+
+/// Report of bundle entry `ei` of bundle `bi` whose id is malformed (`why`, from
+/// [`bundle::entry_id_problem`]): failed closed, kept unchanged, with a warning naming the entry
+/// and its offset (so `--strict` refuses the input, as for an entry that cannot be read). Such
+/// an entry used to be dropped silently (session-20 fresh tester).
+fn malformed_entry(
+    b: &bundle::OpenBundle,
+    bi: usize,
+    ei: usize,
+    en: &bundle::EntryRange,
+    why: &str,
+) -> Report {
+    let at = match b.storage {
+        hsaco::bundle::Storage::Plain => format!("at file offset {:#x}", b.offset + en.offset),
+        hsaco::bundle::Storage::Compressed(_) => format!(
+            "at offset {:#x} of the compressed bundle at file offset {:#x} (once decompressed)",
+            en.offset, b.offset
+        ),
+    };
+    let mut r = Report::new(String::new(), 0);
+    r.status = Status::FailedClosed;
+    r.reasons = vec![format!("not read as a code object: {why}")];
+    r.notes = vec![format!(
+        "bundle {bi} entry {ei} {at} ({} bytes) kept unchanged, not instrumented: {why}",
+        en.size
+    )];
+    r
 }
 
 /// Report of an object `patch_code_object` could not read: failed closed, kept unchanged.

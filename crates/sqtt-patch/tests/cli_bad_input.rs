@@ -732,3 +732,68 @@ fn a_section_name_table_of_another_type_is_malformed() {
         assert!(!out.exists(), "no output after an input error");
     }
 }
+
+/// A damaged `sh_name` (pointing past the section name table) or a `.shstrtab` `sh_size` cut
+/// short (its last name then has no NUL): bad input at load time (exit 2, the file and the
+/// section header's offset named) for `info` and the main job. The first used to be read as an
+/// empty name (exit 0), the second as a cut name, and our verifier then rejected the rewrite
+/// (exit 1; session-20 fresh tester).
+#[test]
+fn a_section_name_outside_the_name_table_is_malformed() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let h = &co.elf.header;
+    let header = |i: usize| h.e_shoff as usize + 64 * i;
+    let names = co.elf.sections[usize::from(h.e_shstrndx)].clone();
+    let last = co
+        .elf
+        .sections
+        .iter()
+        .max_by_key(|s| s.sh_name)
+        .expect("sections")
+        .clone();
+    let comment = co.section(".comment").expect(".comment").clone();
+    let mut oob = b.clone();
+    oob[header(comment.index)..header(comment.index) + 4].copy_from_slice(&0xffffu32.to_le_bytes());
+    let mut short = b.clone();
+    let size_at = header(names.index) + 32;
+    short[size_at..size_at + 8].copy_from_slice(&(names.size - 2).to_le_bytes());
+    let table = |len: u64| {
+        format!(
+            "the section name table [{}] ({len:#x} bytes at file offset {:#x}; its sh_size is at offset {size_at:#x})",
+            names.index, names.offset
+        )
+    };
+    let cases = [
+        (
+            "oob.co",
+            oob,
+            format!(
+                "malformed section header at offset {:#x}: sh_name 0xffff of section [{}] is outside {}",
+                header(comment.index),
+                comment.index,
+                table(names.size)
+            ),
+        ),
+        (
+            "short.co",
+            short,
+            format!(
+                "malformed section header at offset {:#x}: sh_name {:#x} of section [{}] names a string without a NUL before the end of {}",
+                header(last.index),
+                last.sh_name,
+                last.index,
+                table(names.size - 2)
+            ),
+        ),
+    ];
+    for (name, bytes, message) in cases {
+        check(name, &bytes, PARSE, &message);
+        let (code, err) = patch_fails(name, &bytes, "out.co");
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(
+            err.contains(name) && err.contains(&message),
+            "{name}: {err}"
+        );
+    }
+}

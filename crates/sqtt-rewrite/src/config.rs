@@ -242,7 +242,10 @@ pub fn parse_loops(
         }
         _ => match n.parse::<u32>() {
             Ok(d) if d > 0 => Some(d),
-            _ => return Err(err(name, text, "expected a loop nesting depth N (a decimal number; 1 = outermost loops only, 0 = off), optionally followed by :iters")),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+                return Err(err(name, text, "the loop nesting depth N is out of range: at most 4294967295 (1 = outermost loops only, 0 = off)"))
+            }
+            _ => return Err(err(name, text, "expected a loop nesting depth N (a decimal number from 1 to 4294967295; 1 = outermost loops only, 0 = off), optionally followed by :iters")),
         },
     };
     Ok((depth, iters))
@@ -352,11 +355,17 @@ pub fn parse_mask(name: &'static str, text: &str) -> Result<Option<u32>, ConfigE
     Ok((v != u32::MAX).then_some(v))
 }
 
-/// Parses a decimal `u32` knob such as `SQTT_SHADER_CLOCK_BITS`.
+/// Parses a decimal `u32` knob such as `SQTT_SHADER_CLOCK_BITS`. Errors: not decimal digits, or
+/// above 4294967295 (said as such).
 pub fn parse_u32(name: &'static str, text: &str) -> Result<u32, ConfigError> {
-    text.trim()
-        .parse()
-        .map_err(|_| err(name, text, "expected a decimal number"))
+    text.trim().parse().map_err(|e| {
+        let why = int_why(
+            &e,
+            "out of range (at most 4294967295)",
+            "expected a decimal number (0 to 4294967295)",
+        );
+        err(name, text, why)
+    })
 }
 
 impl Options {
@@ -450,6 +459,28 @@ mod tests {
         assert_eq!(parse_loops("V", " 2 ", false), Ok((Some(2), false)));
         assert_eq!(parse_loops("V", "", false), Ok((None, false)));
         assert!(parse_loops("V", "+2", false).is_err());
+    }
+
+    /// Session-20 fresh tester: `--loops 4294967296` said "a decimal number" without the
+    /// accepted range; a value past `u32` now names the maximum, as `--memory` does.
+    #[test]
+    fn a_loop_depth_past_u32_names_the_accepted_range() {
+        for big in ["4294967296", "99999999999999999999", "4294967296:iters"] {
+            let e = parse_loops("--loops", big, true).expect_err(big);
+            assert!(
+                e.why.contains("out of range") && e.why.contains("at most 4294967295"),
+                "{big}: {}",
+                e.why
+            );
+        }
+        assert_eq!(
+            parse_loops("--loops", "4294967295", true),
+            Ok((Some(u32::MAX), false))
+        );
+        let e = parse_loops("--loops", "0:iters", true).expect_err("0:iters");
+        assert!(e.why.contains("from 1 to 4294967295"), "{}", e.why);
+        let e = parse_u32("SQTT_SHADER_CLOCK_BITS", "4294967296").expect_err("past u32");
+        assert!(e.why.contains("at most 4294967295"), "{}", e.why);
     }
 
     use super::*;

@@ -39,7 +39,7 @@ pub(crate) struct Loaded {
 /// Parses `input`, returning the report started for it and the loaded object (`None`: the
 /// object fails closed as a whole, with the reason in the report: more than one executable
 /// section, or a function without a usable name). Fills `target`, `text_size_before`, `notes`
-/// (kernels without code) and `reasons`. Errors: invalid options, not a code object, not linked
+/// (kernels without code, odd input fields: [`CodeObject::input_warnings`]) and `reasons`. Errors: invalid options, not a code object, not linked
 /// (`ET_DYN`), already instrumented (without `force_reinstrument`), unsupported target, no
 /// `.text`.
 pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loaded>), RewriteError> {
@@ -76,6 +76,9 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
     let text_addr = text.addr;
     let text_end = text.addr + text_size;
     let mut report = Report::new(co.target.processor.clone(), text_size);
+    // Odd fields nothing depends on (reserved descriptor bytes, unknown e_flags bits, ...): kept
+    // as they are, and named.
+    report.notes.extend(co.input_warnings());
     if co.exec_sections().count() > 1 {
         report.status = Status::FailedClosed;
         report

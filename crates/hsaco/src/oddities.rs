@@ -1,0 +1,91 @@
+//! Fields of a code object that no specification allows but that nothing depends on: kept as
+//! they are by every rewrite, and named as warnings so that an odd input is not taken in
+//! silently (session-20 fresh tester). AMD ships inputs with odd fields; none of these is
+//! refused.
+
+use crate::codeobject::CodeObject;
+use crate::elf;
+
+/// `e_flags` bits a code object v4+ defines (AMDGPUUsage, "AMDGPU ELF Header e_flags for Code
+/// Object V4 and After"): `EF_AMDGPU_MACH` (0x0ff), `EF_AMDGPU_FEATURE_XNACK_V4` (0x300),
+/// `EF_AMDGPU_FEATURE_SRAMECC_V4` (0xc00) and `EF_AMDGPU_GENERIC_VERSION` (0xff000000).
+pub const KNOWN_E_FLAGS: u32 = 0xff00_0fff;
+
+/// The reserved ranges of a kernel descriptor (offset, name), from AMDGPUUsage "Kernel
+/// Descriptor" (LLVM `AMDHSAKernelDescriptor.h`): reserved, must be 0. Their bytes are
+/// [`crate::KernelDescriptor`]'s `reserved0`, `reserved1` and `reserved3`.
+pub const KD_RESERVED: [(u64, &str); 3] = [
+    (0x0c, "reserved0"),
+    (0x18, "reserved1"),
+    (0x3c, "reserved3"),
+];
+
+impl CodeObject {
+    /// Every odd field of the object, one sentence each naming the kernel (when there is one)
+    /// and the file offset: non-zero reserved kernel descriptor bytes, `e_flags` bits no code
+    /// object version defines, a `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`,
+    /// and a metadata kernel whose `.symbol` names no symbol of the object. Each is kept as it
+    /// is by a rewrite.
+    pub fn input_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let flags = self.elf.header.e_flags;
+        if flags & !KNOWN_E_FLAGS != 0 {
+            out.push(format!(
+                "e_flags {flags:#x} at offset 0x30 has bits {:#x} that no code object version defines (kept as they are)",
+                flags & !KNOWN_E_FLAGS
+            ));
+        }
+        for k in &self.kernels {
+            let d = &k.descriptor;
+            let fields: [&[u8]; 3] = [&d.reserved0, &d.reserved1, &d.reserved3];
+            for ((at, field), bytes) in KD_RESERVED.into_iter().zip(fields) {
+                if let Some(first) = bytes.iter().position(|&b| b != 0) {
+                    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                    out.push(format!(
+                        "kernel {}: descriptor {}.kd at offset {:#x}: {field} (offset {:#x}, {} bytes) must be zero but holds {} (first non-zero byte at offset {:#x}; kept as they are)",
+                        k.name,
+                        k.name,
+                        k.kd_offset,
+                        k.kd_offset + at,
+                        bytes.len(),
+                        hex.join(" "),
+                        k.kd_offset + at + first as u64
+                    ));
+                }
+            }
+        }
+        let h = &self.elf.header;
+        for (i, p) in self.elf.segments.iter().enumerate() {
+            if p.p_type == elf::PT_NOTE && p.memsz != p.filesz {
+                out.push(format!(
+                    "program header [{i}] at offset {:#x}: PT_NOTE p_memsz {:#x} differs from p_filesz {:#x} (kept as they are)",
+                    h.e_phoff + 56 * i as u64,
+                    p.memsz,
+                    p.filesz
+                ));
+            }
+        }
+        // A set: objects hold tens of thousands of kernels and symbols.
+        let names: std::collections::HashSet<&str> = self
+            .symbols
+            .iter()
+            .map(|s| s.symbol.name.as_str())
+            .collect();
+        for m in &self.metadata {
+            for i in 0..m.kernel_count() {
+                let Some(sym) = m.kernel_value(i, ".symbol").and_then(|v| v.as_str()) else {
+                    continue;
+                };
+                if !names.contains(sym) {
+                    let name = m.kernel_value(i, ".name").and_then(|v| v.as_str());
+                    out.push(format!(
+                        "kernel {}: metadata note at offset {:#x}: amdhsa.kernels[{i}] .symbol {sym:?} names no symbol of the object (kept as it is)",
+                        name.unwrap_or(sym),
+                        m.offset
+                    ));
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,225 @@
+//! Offload bundle entries that cannot be taken for what they say (session-20 fresh tester):
+//! an entry whose id is malformed, and an entry whose offset points at bytes that are not a
+//! code object. Each is named with its bundle, entry index and file offset; none is dropped
+//! silently or written out as if it were a code object.
+//!
+//! Inputs are `fixtures/bundles/calls-4arch__plain.hipfb` (clang/LLVM 22, entries for gfx90a,
+//! gfx942, gfx1100, gfx1201 after the empty host entry) with one header field changed; the
+//! entry offsets come from `hsaco` on the unmodified file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn plain_bundle() -> Vec<u8> {
+    fixture("bundles/calls-4arch__plain.hipfb")
+}
+
+/// File offset of the header field of entry `i` (`field`: 0 offset, 8 size, 16 id length, 24
+/// id) of the plain bundle `b`.
+fn entry_header(b: &[u8], i: usize, field: usize) -> usize {
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes")) as usize;
+    let mut p = 32;
+    for _ in 0..i {
+        p += 24 + u64_at(p + 16);
+    }
+    p + field
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    let o = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    o
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Writes `bytes` as `in.hipfb` in a new temporary directory.
+fn input(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("in.hipfb");
+    std::fs::write(&file, bytes).expect("write input");
+    (dir, file)
+}
+
+/// An entry whose id is malformed (one byte of `amdgcn` changed, or a control character) used
+/// to be dropped silently: `info` listed one code object less, `--fatbin` exited 0, with
+/// `--strict` too. Now `info` lists it with the reason, `--fatbin` keeps it unchanged with a
+/// warning naming the entry and its offset, `--strict` refuses the input (exit 3, as for any
+/// entry that cannot be read; nothing written), and `extract` names it.
+#[test]
+fn an_entry_with_a_malformed_id_is_named_and_kept() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    assert_eq!(entry.id, "hipv4-amdgcn-amd-amdhsa--gfx942");
+    let id_at = entry_header(&good, 2, 24);
+    for (what, at, byte) in [("amdgcn", 9, b'X'), ("control", 9, 1u8)] {
+        let mut b = good.clone();
+        b[id_at + at] = byte;
+        let id = String::from_utf8_lossy(&b[id_at..id_at + entry.id.len()]).into_owned();
+        let where_ = format!("bundle 0 entry 2 ({id}) at file offset {:#x}", entry.offset);
+        let (dir, file) = input(&b);
+
+        let o = run(&["info".as_ref(), file.as_os_str()]);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{what}: {}", text(&o.stderr));
+        assert!(
+            out.contains("3 code object(s), 1 bundle entry with a malformed id (not read)"),
+            "{what}: {out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "note: {} ({} bytes) was not read as a code object: its id {id:?}",
+                where_.escape_debug(),
+                entry.data.len()
+            )),
+            "{what}: {out}"
+        );
+        let o = run(&["info".as_ref(), file.as_os_str(), "--json".as_ref()]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let m = &v["malformed_entries"][0];
+        assert_eq!(
+            (m["bundle_index"].as_u64(), m["entry_index"].as_u64()),
+            (Some(0), Some(2)),
+            "{what}: {v}"
+        );
+        assert_eq!(m["entry_offset"].as_u64(), Some(entry.offset), "{what}");
+
+        let out = dir.path().join("out.hipfb");
+        let args = [
+            "--fatbin".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--functions".as_ref(),
+            "1".as_ref(),
+        ];
+        let o = run(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{what}: {err}");
+        assert!(
+            err.contains(&format!(
+                "warning (1 code object(s)): bundle 0 entry 2 at file offset {:#x} ({} bytes) kept unchanged, not instrumented: its id {id:?}",
+                entry.offset,
+                entry.data.len()
+            )),
+            "{what}: {err}"
+        );
+        assert!(
+            text(&o.stdout).contains("left unchanged (failed closed): not read as a code object"),
+            "{what}: {}",
+            text(&o.stdout)
+        );
+        let written = std::fs::read(&out).expect("output");
+        let after = hsaco::bundle::parse_plain(&written, 0).expect("output parses");
+        assert_eq!(after.entries.len(), 5, "{what}: every entry kept");
+        assert_eq!(after.entries[2].id, id, "{what}: the id as it was");
+        assert_eq!(
+            after.entries[2].data, entry.data,
+            "{what}: its bytes unchanged"
+        );
+        assert_ne!(
+            after.entries[1].data, bundle.entries[1].data,
+            "others instrumented"
+        );
+        std::fs::remove_file(&out).expect("remove output");
+
+        let mut strict = args.to_vec();
+        strict.push("--strict".as_ref());
+        let o = run(&strict);
+        assert_eq!(o.status.code(), Some(3), "{what}: {}", text(&o.stderr));
+        assert!(!out.exists(), "{what}: --strict wrote an output");
+
+        let dest = dir.path().join("x");
+        let o = run(&[
+            "extract".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            dest.as_os_str(),
+        ]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{what}: {err}");
+        assert!(
+            err.contains(&format!("warning: {} (", where_.escape_debug()))
+                && err.contains("not extracted: its id"),
+            "{what}: {err}"
+        );
+        assert_eq!(std::fs::read_dir(&dest).expect("dir").count(), 3, "{what}");
+    }
+}
+
+/// An entry offset moved by 0x100 bytes (the entry now starts inside the gfx942 code object):
+/// `extract` used to write those bytes as `0-hipv4-amdgcn-amd-amdhsa--gfx942.co` and exit 0.
+/// It is bad input now (exit 2) naming the entry, its file offset and what the bytes are, and
+/// nothing is extracted: the other entries neither (every output of a run is checked before
+/// the first is written), and a directory the run would have created is not left behind.
+/// `info` names the entry the same way.
+#[test]
+fn an_entry_that_is_not_a_code_object_is_not_extracted() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    let moved = entry.offset + 0x100;
+    let mut b = good.clone();
+    let at = entry_header(&good, 2, 0);
+    b[at..at + 8].copy_from_slice(&moved.to_le_bytes());
+    let head: Vec<String> = good[moved as usize..moved as usize + 8]
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    let (dir, file) = input(&b);
+    let where_ = format!("bundle 0 entry 2 ({}) at file offset {moved:#x}", entry.id);
+    for existing in [false, true] {
+        let dest = dir.path().join("x");
+        if existing {
+            std::fs::create_dir(&dest).expect("mkdir");
+        }
+        let o = run(&[
+            "extract".as_ref(),
+            file.as_os_str(),
+            "-o".as_ref(),
+            dest.as_os_str(),
+        ]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "sqtt-patch: error: {}: {where_} ({} bytes) is not an AMDGPU code object: not an ELF file: it starts with {} instead of 7f 45 4c 46 (\\x7fELF); nothing extracted",
+                file.display(),
+                entry.data.len(),
+                head.join(" ")
+            )
+        );
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        match existing {
+            false => assert!(!dest.exists(), "the directory was created"),
+            true => assert_eq!(std::fs::read_dir(&dest).expect("dir").count(), 0),
+        }
+    }
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: {where_} (offsets below count from the entry's start): not an ELF file",
+            file.display()
+        )),
+        "{err}"
+    );
+}

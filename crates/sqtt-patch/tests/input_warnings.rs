@@ -1,0 +1,166 @@
+//! Odd input fields nothing depends on (session-20 fresh tester: accepted without a word):
+//! non-zero reserved kernel descriptor bytes, `e_flags` bits no code object version defines, a
+//! `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`, and a metadata `.symbol`
+//! naming no symbol. None is refused (AMD ships odd inputs): each is a warning on stderr naming
+//! the file, the kernel when there is one and the offset, `info` lists it, and the instrumented
+//! output keeps the field as it was.
+//!
+//! The input is `fixtures/objects/gfx1100__calls__O3.co` (clang/LLVM 22) with one field
+//! changed; offsets come from `hsaco` on the unmodified file.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+fn object() -> Vec<u8> {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/objects/gfx1100__calls__O3.co");
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The changed input, the warning expected (after `warning: `), and a check of the output.
+struct Case {
+    name: &'static str,
+    bytes: Vec<u8>,
+    warning: String,
+    kept: Box<dyn Fn(&hsaco::CodeObject)>,
+}
+
+fn cases() -> Vec<Case> {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let k = co
+        .kernels
+        .iter()
+        .find(|k| k.name == "k_call_chain")
+        .expect("k_call_chain")
+        .clone();
+    let mut out = Vec::new();
+
+    let mut kd = b.clone();
+    let at = k.kd_offset as usize + 0x20;
+    kd[at] = 0x5a;
+    out.push(Case {
+        name: "reserved.co",
+        bytes: kd,
+        warning: format!(
+            "kernel k_call_chain: descriptor k_call_chain.kd at offset {:#x}: reserved1 (offset {:#x}, 20 bytes) must be zero but holds 00 00 00 00 00 00 00 00 5a 00 00 00 00 00 00 00 00 00 00 00 (first non-zero byte at offset {at:#x}; kept as they are)",
+            k.kd_offset,
+            k.kd_offset + 0x18
+        ),
+        kept: Box::new(|o| {
+            let k = o.kernels.iter().find(|k| k.name == "k_call_chain").expect("kernel");
+            assert_eq!(k.descriptor.reserved1[8], 0x5a, "reserved byte kept");
+        }),
+    });
+
+    let mut flags = b.clone();
+    let e_flags = co.elf.header.e_flags | 0x1000;
+    flags[0x30..0x34].copy_from_slice(&e_flags.to_le_bytes());
+    out.push(Case {
+        name: "flags.co",
+        bytes: flags,
+        warning: format!(
+            "e_flags {e_flags:#x} at offset 0x30 has bits 0x1000 that no code object version defines (kept as they are)"
+        ),
+        kept: Box::new(move |o| assert_eq!(o.elf.header.e_flags, e_flags, "e_flags kept")),
+    });
+
+    let (i, note) = co
+        .elf
+        .segments
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.p_type == hsaco::elf::PT_NOTE)
+        .expect("PT_NOTE");
+    let mut memsz = b.clone();
+    let ph = co.elf.header.e_phoff as usize + 56 * i;
+    let (filesz, bigger) = (note.filesz, note.memsz + 8);
+    memsz[ph + 40..ph + 48].copy_from_slice(&bigger.to_le_bytes());
+    out.push(Case {
+        name: "memsz.co",
+        bytes: memsz,
+        warning: format!(
+            "program header [{i}] at offset {ph:#x}: PT_NOTE p_memsz {bigger:#x} differs from p_filesz {filesz:#x} (kept as they are)"
+        ),
+        kept: Box::new(move |o| {
+            let p = o.elf.segments.iter().find(|p| p.p_type == hsaco::elf::PT_NOTE).expect("PT_NOTE");
+            assert_eq!((p.memsz, p.filesz), (bigger, filesz), "PT_NOTE sizes kept");
+        }),
+    });
+
+    let md = &co.metadata[0];
+    let mut symbol = b.clone();
+    let from = note.offset as usize;
+    let at = from
+        + b[from..from + note.filesz as usize]
+            .windows(15)
+            .position(|w| w == b"k_call_chain.kd")
+            .expect(".symbol in the note");
+    symbol[at + 11] = b'm';
+    let index = md.kernel_index("k_call_chain.kd").expect("metadata kernel");
+    out.push(Case {
+        name: "symbol.co",
+        bytes: symbol,
+        warning: format!(
+            "kernel k_call_chain: metadata note at offset {:#x}: amdhsa.kernels[{index}] .symbol \"k_call_chaim.kd\" names no symbol of the object (kept as it is)",
+            md.offset
+        ),
+        kept: Box::new(move |o| {
+            let v = o.metadata[0].kernel_value(index, ".symbol").and_then(|v| v.as_str().map(String::from));
+            assert_eq!(v.as_deref(), Some("k_call_chaim.kd"), ".symbol kept");
+        }),
+    });
+    out
+}
+
+#[test]
+fn odd_fields_are_warned_about_and_kept() {
+    for c in cases() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (file, out) = (dir.path().join(c.name), dir.path().join("out.co"));
+        std::fs::write(&file, &c.bytes).expect("write input");
+        let o = Command::new(BIN)
+            .arg(&file)
+            .arg("-o")
+            .arg(&out)
+            .args(["--functions", "1"])
+            .output()
+            .expect("run sqtt-patch");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{}: {err}", c.name);
+        let line = format!("sqtt-patch: {}: warning: {}", file.display(), c.warning);
+        assert!(
+            err.lines().any(|l| l == line),
+            "{}: want {line}\n got {err}",
+            c.name
+        );
+        let written = std::fs::read(&out).expect("output");
+        assert_ne!(written, c.bytes, "{}: instrumented", c.name);
+        (c.kept)(&hsaco::CodeObject::parse(&written).expect("output parses"));
+
+        let o = Command::new(BIN)
+            .arg("info")
+            .arg(&file)
+            .output()
+            .expect("run info");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{}", c.name);
+        assert!(
+            text.contains(&format!("  warning: {}\n", c.warning)),
+            "{}: {text}",
+            c.name
+        );
+    }
+    // The unchanged fixture has none of them.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("in.co");
+    std::fs::write(&file, object()).expect("write input");
+    let o = Command::new(BIN)
+        .arg("info")
+        .arg(&file)
+        .output()
+        .expect("run info");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("warning"));
+}
