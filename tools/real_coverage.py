@@ -48,7 +48,7 @@ def main():
     for name in sorted(os.listdir(d)):
         if not name.endswith(".json"):
             continue
-        obj, feat = name[:-5].split("__", 1)
+        obj, feat = name[:-5].rsplit("__", 1)
         try:
             rows[obj][feat] = summarise(os.path.join(d, name))
         except (OSError, ValueError, KeyError) as e:
@@ -93,6 +93,50 @@ def main():
     print("Skip reasons (all objects and feature sets):")
     for w, n in reasons.most_common(12):
         print(f"- {n}: {w}")
+    times(d)
+
+
+def read_time(path):
+    """(wall s, CPU s, peak KiB) from a `/usr/bin/time -f "%e %U %S %M"` file, or None."""
+    try:
+        with open(path) as f:
+            last = f.read().split("\n")
+        w, u, s, m = [l for l in last if l.strip()][-1].split()
+        return float(w), float(u) + float(s), int(m)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def times(d):
+    """Time and peak memory per object and feature set beside llvm-objdump-22 -d of the same
+    object (written by real_coverage.sh with TIMES=1)."""
+    objs = sorted(n[:-len("__objdump.time")] for n in os.listdir(d) if n.endswith("__objdump.time"))
+    if not objs:
+        return
+    feats = sorted({n[:-5].rsplit("__", 1)[1] for n in os.listdir(d)
+                    if n.endswith(".time") and not n.endswith("__objdump.time")})
+    print()
+    print("Time and peak memory: CPU seconds (x llvm-objdump-22 -d CPU), peak MiB (x object size)")
+    print()
+    print("| object | size MiB | llvm-objdump-22 -d | " + " | ".join(feats) + " |")
+    print("|---|---|---|" + "---|" * len(feats))
+    for o in objs:
+        ref = read_time(os.path.join(d, o + "__objdump.time"))
+        try:
+            size = int(open(os.path.join(d, o + "__bytes")).read())
+        except (OSError, ValueError):
+            size = 0
+        cells = []
+        for f in feats:
+            t = read_time(os.path.join(d, f"{o}__{f}.time"))
+            if t is None or ref is None:
+                cells.append("-")
+                continue
+            ratio = f"{t[1] / ref[1]:.1f}x" if ref[1] else "-"
+            mem = f"{t[2] / 1024:.0f} MiB" + (f" ({t[2] * 1024 / size:.1f}x)" if size else "")
+            cells.append(f"{t[1]:.0f} s ({ratio}), {mem}")
+        r = f"{ref[1]:.0f} s, {ref[2] / 1024:.0f} MiB" if ref else "-"
+        print(f"| {o} | {size / 2**20:.0f} | {r} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
