@@ -61,11 +61,16 @@ fn fixture(target: &str) -> PathBuf {
 /// `clang-22` with the flags of `tools/build_fixtures.sh`. Not a stored fixture: it is built from
 /// the same source as the stored ones with one define. `None` with `SQTT_NO_LLVM=1`.
 fn bad_calltable(dir: &Path, target: &str) -> Option<PathBuf> {
+    variant(dir, target, "FX_BAD_CALLTABLE")
+}
+
+/// `tensile.S` assembled for `target` with the extra kernel that `-D<define>` adds.
+fn variant(dir: &Path, target: &str, define: &str) -> Option<PathBuf> {
     if no_llvm() {
         return None;
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/src");
-    let out = dir.join(format!("{target}__tensile__bad-calltable.co"));
+    let out = dir.join(format!("{target}__tensile__{define}.co"));
     let family: &[&str] = match target {
         "gfx90a" => &["-DFX_GFX9", "-DFX_ACCUM"],
         t if t.starts_with("gfx9") => &["-DFX_GFX9"],
@@ -78,7 +83,8 @@ fn bad_calltable(dir: &Path, target: &str) -> Option<PathBuf> {
         .arg(format!("-mcpu={target}"))
         .arg(format!("-DFX_TARGET={target}"))
         .args(family)
-        .args(["-DFX_BAD_CALLTABLE", "tensile.S", "-o"])
+        .arg(format!("-D{define}"))
+        .args(["tensile.S", "-o"])
         .arg(&out)
         .output()
         .expect("clang-22 (LLVM 22) is needed: tools/setup.sh");
@@ -892,5 +898,40 @@ fn unresolved_call_table_with_scope_filtering() {
         assert_eq!(r["left_alone"][0]["name"], "tl_calltable_bad", "{target}");
         let (code, text) = verify(&input, &out);
         assert_eq!(code, 0, "{target}: verify:\n{text}");
+    }
+}
+
+/// `tl_signed` (`-DFX_SIGNED_BRANCH`): rocBLAS 6.4's gfx90a DGEMM long branch, whose offset's
+/// sign picks the add or the subtract form behind a `s_cbranch_scc1` inside the builder. The
+/// rewriter does not understand it yet: with every config exactly that kernel stays in place
+/// with the reason, its sites are the only ones skipped, the other kernels are instrumented and
+/// `verify` accepts the output (the function, not the object, is the unit of failure).
+#[test]
+fn signed_long_branch_keeps_only_its_kernel_in_place() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for target in TARGETS {
+        let Some(input) = variant(t.path(), target, "FX_SIGNED_BRANCH") else {
+            return;
+        };
+        for (name, flags) in CONFIGS {
+            let ctx = format!("{target} {name} signed branch");
+            let (out, r) = patch(t.path(), &input, target, name, flags);
+            let left = r["left_alone"].as_array().expect("left_alone");
+            assert_eq!(left.len(), 1, "{ctx}: {left:?}");
+            assert_eq!(left[0]["name"], "tl_signed", "{ctx}");
+            let why = left[0]["why"].as_str().unwrap_or_default();
+            assert!(
+                why.contains("control flow before the adds complete"),
+                "{ctx}: {why}"
+            );
+            assert_eq!(r["kernels"].as_array().map(Vec::len), Some(4), "{ctx}");
+            let skipped = r["skipped"].as_array().expect("skipped");
+            assert!(!skipped.is_empty(), "{ctx}: the kernel's sites are skipped");
+            for sk in skipped {
+                assert_eq!(sk["function"], "tl_signed", "{ctx}: skipped {sk}");
+            }
+            let (code, text) = verify(&input, &out);
+            assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+        }
     }
 }
