@@ -96,6 +96,16 @@ fn variant(dir: &Path, target: &str, define: &str) -> Option<PathBuf> {
     Some(out)
 }
 
+/// Asserts that the report `r` leaves exactly the function `name` alone, for a reason that
+/// contains `why`.
+fn only_left_alone(ctx: &str, r: &Value, name: &str, why: &str) {
+    let left = r["left_alone"].as_array().expect("left_alone");
+    assert_eq!(left.len(), 1, "{ctx}: {left:?}");
+    assert_eq!(left[0]["name"], name, "{ctx}");
+    let got = left[0]["why"].as_str().unwrap_or_default();
+    assert!(got.contains(why), "{ctx}: {got}");
+}
+
 /// `sqtt-patch verify ORIG NEW`: exit code and stdout + stderr.
 fn verify(orig: &Path, new: &Path) -> (i32, String) {
     let o = Command::new(BIN)
@@ -849,13 +859,11 @@ fn unresolved_call_table_leaves_only_its_kernel_alone() {
         for (name, flags) in CONFIGS {
             let ctx = format!("{target} {name} bad-calltable");
             let (out, r) = patch(t.path(), &input, target, name, flags);
-            let left = r["left_alone"].as_array().expect("left_alone");
-            assert_eq!(left.len(), 1, "{ctx}: {left:?}");
-            assert_eq!(left[0]["name"], "tl_calltable_bad", "{ctx}");
-            let why = left[0]["why"].as_str().unwrap_or_default();
-            assert!(
-                why.contains("indirect jump through a register in a kernel"),
-                "{ctx}: {why}"
+            only_left_alone(
+                &ctx,
+                &r,
+                "tl_calltable_bad",
+                "indirect jump through a register in a kernel",
             );
             let kernels = r["kernels"].as_array().expect("kernels").len();
             assert_eq!(kernels, 4, "{ctx}");
@@ -916,13 +924,11 @@ fn signed_long_branch_keeps_only_its_kernel_in_place() {
         for (name, flags) in CONFIGS {
             let ctx = format!("{target} {name} signed branch");
             let (out, r) = patch(t.path(), &input, target, name, flags);
-            let left = r["left_alone"].as_array().expect("left_alone");
-            assert_eq!(left.len(), 1, "{ctx}: {left:?}");
-            assert_eq!(left[0]["name"], "tl_signed", "{ctx}");
-            let why = left[0]["why"].as_str().unwrap_or_default();
-            assert!(
-                why.contains("control flow before the adds complete"),
-                "{ctx}: {why}"
+            only_left_alone(
+                &ctx,
+                &r,
+                "tl_signed",
+                "control flow before the adds complete",
             );
             assert_eq!(r["kernels"].as_array().map(Vec::len), Some(4), "{ctx}");
             let skipped = r["skipped"].as_array().expect("skipped");
