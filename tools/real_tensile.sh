@@ -7,7 +7,8 @@
 # Usage: tools/real_tensile.sh [OUT [SET...]]
 #   OUT  default <repository>/target/tensile-run; writes OUT/<package>__<set>.{json,log,md}
 #   SET  scopes memory scope clock trace (default: scopes memory scope clock; trace takes hours)
-# Env: SQTT_PATCH (binary, default target/release/sqtt-patch), SQTT_TENSILE_DIR (inputs).
+# Env: SQTT_PATCH (binary, default target/release/sqtt-patch), SQTT_TENSILE_DIR (inputs),
+# PACKAGES (default: librocblas4 librocblas5 libhipblaslt1).
 # Exits 1 if any code object was not instrumented. Resumes: a set whose batch finished is only
 # counted again (the per-object counts are cached in OUT/counts).
 set -uo pipefail
@@ -30,7 +31,7 @@ run_batch() { # run_batch LIBDIR SET BASE: the batch of one set, report BASE.jso
 }
 for s in $SETS; do flags_for "$s" >/dev/null || exit 2; done
 status=0
-for pkg in librocblas4 librocblas5 libhipblaslt1; do
+for pkg in ${PACKAGES:-librocblas4 librocblas5 libhipblaslt1}; do
   lib=$(find "$IN/$pkg" -type d -name library | head -1)
   [ -n "$lib" ] || { echo "$pkg: no library directory under $IN/$pkg" >&2; exit 1; }
   for s in $SETS; do
