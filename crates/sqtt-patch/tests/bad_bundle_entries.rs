@@ -44,6 +44,16 @@ fn run(args: &[&std::ffi::OsStr]) -> Output {
     o
 }
 
+/// `sqtt-patch extract FILE -o DEST`.
+fn extract(file: &Path, dest: &Path) -> Output {
+    run(&[
+        "extract".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        dest.as_os_str(),
+    ])
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -146,12 +156,7 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
         assert!(!out.exists(), "{what}: --strict wrote an output");
 
         let dest = dir.path().join("x");
-        let o = run(&[
-            "extract".as_ref(),
-            file.as_os_str(),
-            "-o".as_ref(),
-            dest.as_os_str(),
-        ]);
+        let o = extract(&file, &dest);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(0), "{what}: {err}");
         assert!(
@@ -189,12 +194,7 @@ fn an_entry_that_is_not_a_code_object_is_not_extracted() {
         if existing {
             std::fs::create_dir(&dest).expect("mkdir");
         }
-        let o = run(&[
-            "extract".as_ref(),
-            file.as_os_str(),
-            "-o".as_ref(),
-            dest.as_os_str(),
-        ]);
+        let o = extract(&file, &dest);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert_eq!(
