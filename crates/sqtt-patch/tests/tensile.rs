@@ -21,27 +21,10 @@
 //! [`bad_calltable`]) adds `tl_calltable_bad`, whose pair is copied from `s[20:21]` on one path:
 //! exactly that kernel is left alone.
 
-use object::{Object, ObjectSection, ObjectSymbol};
-use serde_json::Value;
-use std::collections::BTreeMap;
+mod tensile_common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
-
-/// The fixture targets: forward and backward long branches in each (gfx9 wave64, gfx11 and
-/// gfx12 `_co` wave32).
-const TARGETS: [&str; 4] = ["gfx908", "gfx90a", "gfx1100", "gfx1201"];
-
-/// The flag sets of the issue, by name.
-const CONFIGS: [(&str, &[&str]); 3] = [
-    (
-        "fb",
-        &["--functions", "1", "--barriers", "1", "--kernel-scopes"],
-    ),
-    ("mem", &["--memory", "2:5"]),
-    ("trace", &["--trace-addresses", "memory,lds"]),
-];
+use tensile_common::*;
 
 /// The call-table kernel's subroutine labels, by selector value (anything else falls through the
 /// chain into the first block).
@@ -51,109 +34,11 @@ const SUBROUTINES: [&str; 3] = [
     "label_Activation_Scale_VW1_0",
 ];
 
-fn fixture(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tensile")
-        .join(format!("{target}__tensile__O3.co"))
-}
-
 /// `fixtures/src/tensile.S` with `-DFX_BAD_CALLTABLE` assembled for `target` into `dir` by
 /// `clang-22` with the flags of `tools/build_fixtures.sh`. Not a stored fixture: it is built from
 /// the same source as the stored ones with one define. `None` with `SQTT_NO_LLVM=1`.
 fn bad_calltable(dir: &Path, target: &str) -> Option<PathBuf> {
     variant(dir, target, "FX_BAD_CALLTABLE")
-}
-
-/// `tensile.S` assembled for `target` with the extra kernel that `-D<define>` adds.
-fn variant(dir: &Path, target: &str, define: &str) -> Option<PathBuf> {
-    if no_llvm() {
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/src");
-    let out = dir.join(format!("{target}__tensile__{define}.co"));
-    let family: &[&str] = match target {
-        "gfx90a" => &["-DFX_GFX9", "-DFX_ACCUM"],
-        t if t.starts_with("gfx9") => &["-DFX_GFX9"],
-        t if t.starts_with("gfx12") => &["-DFX_GFX12"],
-        _ => &[],
-    };
-    let o = Command::new("clang-22")
-        .current_dir(&src)
-        .args(["-x", "assembler-with-cpp", "-target", "amdgcn-amd-amdhsa"])
-        .arg(format!("-mcpu={target}"))
-        .arg(format!("-DFX_TARGET={target}"))
-        .args(family)
-        .arg(format!("-D{define}"))
-        .args(["tensile.S", "-o"])
-        .arg(&out)
-        .output()
-        .expect("clang-22 (LLVM 22) is needed: tools/setup.sh");
-    assert!(
-        o.status.success(),
-        "clang-22 {target}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    Some(out)
-}
-
-/// Asserts that the report `r` leaves exactly the function `name` alone, for a reason that
-/// contains `why`.
-fn only_left_alone(ctx: &str, r: &Value, name: &str, why: &str) {
-    let left = r["left_alone"].as_array().expect("left_alone");
-    assert_eq!(left.len(), 1, "{ctx}: {left:?}");
-    assert_eq!(left[0]["name"], name, "{ctx}");
-    let got = left[0]["why"].as_str().unwrap_or_default();
-    assert!(got.contains(why), "{ctx}: {got}");
-}
-
-/// `sqtt-patch verify ORIG NEW`: exit code and stdout + stderr.
-fn verify(orig: &Path, new: &Path) -> (i32, String) {
-    let o = Command::new(BIN)
-        .arg("verify")
-        .arg(orig)
-        .arg(new)
-        .output()
-        .expect("run sqtt-patch verify");
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    (o.status.code().unwrap_or(-1), text)
-}
-
-/// Runs `sqtt-patch IN -o DIR/TARGET.NAME.co FLAGS --report-json ...`: exit code, output path,
-/// the report, and the printed text for messages.
-fn patch(dir: &Path, input: &Path, target: &str, name: &str, flags: &[&str]) -> (PathBuf, Value) {
-    let (out, r, _) = patch_with_context(dir, input, target, name, flags);
-    (out, r)
-}
-
-/// [`patch`], also returning the printed text (for later assertion messages).
-fn patch_with_context(
-    dir: &Path,
-    input: &Path,
-    target: &str,
-    name: &str,
-    flags: &[&str],
-) -> (PathBuf, Value, String) {
-    let out = dir.join(format!("{target}.{name}.co"));
-    let json = dir.join(format!("{target}.{name}.json"));
-    let o = Command::new(BIN)
-        .arg(input)
-        .arg("-o")
-        .arg(&out)
-        .args(flags)
-        .arg("--report-json")
-        .arg(&json)
-        .output()
-        .expect("run sqtt-patch");
-    let ctx = format!(
-        "{target} {name}:\n{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(0), "{ctx}");
-    let r: Value = serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("json");
-    assert_eq!(r["status"], "instrumented", "{ctx}");
-    (out, r, ctx)
 }
 
 /// Instruments `target`'s fixture with config `cfg` into `dir` and checks the report: exit 0,
@@ -192,68 +77,6 @@ fn instrument(dir: &Path, target: &str, cfg: usize) -> PathBuf {
     let (code, text) = verify(&fixture(target), &out);
     assert_eq!(code, 0, "verify {target} {name}:\n{text}");
     out
-}
-
-/// One instruction as `llvm-objdump-22 -d` prints it.
-#[derive(Debug, Clone)]
-struct Insn {
-    addr: u64,
-    /// The text without the encoding comment, blanks collapsed.
-    text: String,
-    mnemonic: String,
-    operands: Vec<String>,
-}
-
-/// `SQTT_NO_LLVM=1`: the llvm-objdump-22 checks are skipped (docs/testing.md).
-fn no_llvm() -> bool {
-    let off = std::env::var("SQTT_NO_LLVM").is_ok_and(|v| v == "1");
-    if off {
-        eprintln!("not checked: SQTT_NO_LLVM=1 (the llvm-objdump-22 oracle)");
-    }
-    off
-}
-
-fn objdump(path: &Path) -> Vec<Insn> {
-    let o = Command::new("llvm-objdump-22")
-        .arg("-d")
-        .arg(path)
-        .output()
-        .expect("llvm-objdump-22 (LLVM 22) is needed: tools/setup.sh");
-    assert!(o.status.success(), "llvm-objdump-22 -d {}", path.display());
-    let mut v = Vec::new();
-    for line in String::from_utf8_lossy(&o.stdout).lines() {
-        let Some((text, enc)) = line.split_once("//") else {
-            continue;
-        };
-        let Some((addr, _)) = enc.trim().split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(addr, 16) else {
-            continue;
-        };
-        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let (mnemonic, rest) = text.split_once(' ').unwrap_or((&text, ""));
-        v.push(Insn {
-            addr,
-            mnemonic: mnemonic.to_string(),
-            operands: rest.split(", ").map(|s| s.trim().to_string()).collect(),
-            text: text.clone(),
-        });
-    }
-    v
-}
-
-/// A 32-bit operand as objdump prints it (`0x138`, `0xffffff58`, `4`, `-4`, `lit(0x40)`: a
-/// literal holding an inline-constant value).
-fn int_operand(s: &str) -> u32 {
-    let s = s
-        .strip_prefix("lit(")
-        .and_then(|x| x.strip_suffix(')'))
-        .unwrap_or(s);
-    match s.strip_prefix("0x") {
-        Some(h) => u32::from_str_radix(h, 16).unwrap_or_else(|_| panic!("operand {s}")),
-        None => s.parse::<i64>().unwrap_or_else(|_| panic!("operand {s}")) as u32,
-    }
 }
 
 /// A Tensile long branch decoded from the disassembly.
@@ -346,45 +169,6 @@ fn call_builders(insns: &[Insn]) -> Vec<LongBranch> {
         });
     }
     v
-}
-
-/// The symbols of an object: local `label_*` by address and by name, kernels (`STT_FUNC`) by
-/// name with (address, size), the `.text` address, file offset and bytes.
-struct Syms {
-    label_at: BTreeMap<u64, String>,
-    label: BTreeMap<String, u64>,
-    kernels: BTreeMap<String, (u64, u64)>,
-    text_addr: u64,
-    text_offset: u64,
-    text: Vec<u8>,
-}
-
-fn syms(path: &Path) -> Syms {
-    let data = std::fs::read(path).expect("read object");
-    let f = object::File::parse(&*data).expect("ELF");
-    let mut s = Syms {
-        label_at: BTreeMap::new(),
-        label: BTreeMap::new(),
-        kernels: BTreeMap::new(),
-        text_addr: 0,
-        text_offset: 0,
-        text: Vec::new(),
-    };
-    for sym in f.symbols() {
-        let name = sym.name().unwrap_or_default().to_string();
-        if name.starts_with("label_") {
-            assert!(sym.is_local(), "{name} is local");
-            s.label_at.insert(sym.address(), name.clone());
-            s.label.insert(name, sym.address());
-        } else if sym.kind() == object::SymbolKind::Text {
-            s.kernels.insert(name, (sym.address(), sym.size()));
-        }
-    }
-    let text = f.section_by_name(".text").expect(".text");
-    s.text_addr = text.address();
-    s.text_offset = text.file_range().expect("file range").0;
-    s.text = text.data().expect("text").to_vec();
-    s
 }
 
 /// The long branches of the output aim at the new addresses of the labels the original ones
@@ -505,36 +289,15 @@ fn long_branches_reach_their_labels() {
     });
 }
 
-/// A copy of `out` with the literal of long branch `b` moved by `delta`.
-fn mutated(out: &Path, b: &LongBranch, delta: i32) -> Vec<u8> {
-    let s = syms(out);
-    let at = (s.text_offset + b.add + 4 - s.text_addr) as usize;
-    let mut bytes = std::fs::read(out).expect("read output");
-    assert_eq!(
-        bytes[at..at + 4],
-        b.lit.to_le_bytes(),
-        "the literal's bytes"
-    );
-    bytes[at..at + 4].copy_from_slice(&b.lit.wrapping_add(delta as u32).to_le_bytes());
-    bytes
-}
-
 fn assert_mutation_rejected(dir: &Path, target: &str, out: &Path, b: &LongBranch, delta: i32) {
-    let p = dir.join("mutated.co");
-    std::fs::write(&p, mutated(out, b, delta)).expect("write");
-    let (code, text) = verify(&fixture(target), &p);
     let ctx = format!(
-        "{target} {}: literal {:#x}{delta:+} of the {} long branch at {:#x}",
+        "{target} {}: literal {:#x} of the {} long branch at {:#x}",
         out.display(),
         b.lit,
         if b.backward { "backward" } else { "forward" },
         b.getpc
     );
-    assert_eq!(code, 1, "{ctx}: want a rejection:\n{text}");
-    assert!(
-        text.contains("[branch]") && text.contains("address builder to orig"),
-        "{ctx}: want a branch finding naming the address builder:\n{text}"
-    );
+    assert_literal_move_rejected(dir, &fixture(target), out, (b.add, b.lit), delta, &ctx);
 }
 
 /// Every long branch aimed 4 bytes early is rejected; aimed 4 bytes late, the backward ones
@@ -583,7 +346,6 @@ fn forward_long_branch_into_the_marker_run_is_rejected() {
 #[test]
 fn interpreter_takes_the_same_branches() {
     each_output(false, |_, target, name, out| {
-        let isa = amdgpu_isa::Target::from_name(target).expect("target");
         let wave = if target.starts_with("gfx9") { 64 } else { 32 };
         {
             let (os, ns) = (syms(&fixture(target)), syms(out));
@@ -595,27 +357,9 @@ fn interpreter_takes_the_same_branches() {
             for (from, to, n) in stretches {
                 let ctx = format!("{target} {name} {from} n={n}");
                 let run = |s: &Syms| {
-                    let (a, b) = (s.label[from], s.label[to]);
-                    let bytes = &s.text[(a - s.text_addr) as usize..(b - s.text_addr) as usize];
-                    let mut w = sqtt_interp::Wave::new(isa, wave).expect("wave");
-                    w.sgpr[8] = n;
-                    w.sgpr[9] = 0;
-                    for r in 34..=36 {
-                        w.sgpr[r] = 0xdead_beef;
-                    }
-                    let mut code = sqtt_interp::Code::new(bytes, a);
-                    let mut jumps = Vec::new();
-                    let r = sqtt_interp::run_code_jumps(&mut w, &mut code, 10_000, &mut jumps)
-                        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                    // Jumps to labels; the rewrite's own loops jump to no label.
-                    let taken: Vec<String> = jumps
-                        .iter()
-                        .filter_map(|j| s.label_at.get(&j.to).cloned())
-                        .collect();
-                    let exit = s.label_at.get(&r.exit_pc).cloned().unwrap_or_else(|| {
-                        panic!("{ctx}: left at {:#x}, which is no label", r.exit_pc)
-                    });
-                    (taken, exit, w.sgpr[8], w.sgpr[9], w.scc, r.shaderdata)
+                    let x = run_stretch(s, (target, wave), (from, to), n, &ctx);
+                    let w = &x.wave;
+                    (x.taken, x.exit, w.sgpr[8], w.sgpr[9], w.scc, x.shaderdata)
                 };
                 let (o, n_) = (run(&os), run(&ns));
                 assert_eq!(o.0, n_.0, "{ctx}: labels jumped to");
@@ -715,8 +459,7 @@ fn moved_call_table_literal_is_rejected() {
                 vec![4]
             };
             for delta in late.into_iter().chain([-4]) {
-                let p = dir.join("mutated.co");
-                std::fs::write(&p, mutated(out, &b, delta)).expect("write");
+                let p = with_moved_literal(dir, out, (b.add, b.lit), delta);
                 let (code, text) = verify(&fixture(target), &p);
                 assert_eq!(
                     code, 1,
@@ -906,38 +649,5 @@ fn unresolved_call_table_with_scope_filtering() {
         assert_eq!(r["left_alone"][0]["name"], "tl_calltable_bad", "{target}");
         let (code, text) = verify(&input, &out);
         assert_eq!(code, 0, "{target}: verify:\n{text}");
-    }
-}
-
-/// `tl_signed` (`-DFX_SIGNED_BRANCH`): rocBLAS 6.4's gfx90a DGEMM long branch, whose offset's
-/// sign picks the add or the subtract form behind a `s_cbranch_scc1` inside the builder. The
-/// rewriter does not understand it yet: with every config exactly that kernel stays in place
-/// with the reason, its sites are the only ones skipped, the other kernels are instrumented and
-/// `verify` accepts the output (the function, not the object, is the unit of failure).
-#[test]
-fn signed_long_branch_keeps_only_its_kernel_in_place() {
-    let t = tempfile::tempdir().expect("tempdir");
-    for target in TARGETS {
-        let Some(input) = variant(t.path(), target, "FX_SIGNED_BRANCH") else {
-            return;
-        };
-        for (name, flags) in CONFIGS {
-            let ctx = format!("{target} {name} signed branch");
-            let (out, r) = patch(t.path(), &input, target, name, flags);
-            only_left_alone(
-                &ctx,
-                &r,
-                "tl_signed",
-                "control flow before the adds complete",
-            );
-            assert_eq!(r["kernels"].as_array().map(Vec::len), Some(4), "{ctx}");
-            let skipped = r["skipped"].as_array().expect("skipped");
-            assert!(!skipped.is_empty(), "{ctx}: the kernel's sites are skipped");
-            for sk in skipped {
-                assert_eq!(sk["function"], "tl_signed", "{ctx}: skipped {sk}");
-            }
-            let (code, text) = verify(&input, &out);
-            assert_eq!(code, 0, "{ctx}: verify:\n{text}");
-        }
     }
 }

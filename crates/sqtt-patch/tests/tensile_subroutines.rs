@@ -9,15 +9,12 @@
 //! ids, which the markers must carry), the independent verifier (accepts the outputs; rejects
 //! an output with an exit marker taken out or a row renamed).
 
+mod tensile_common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
-
-/// The fixture targets: gfx9 (`s_mov_b32 m0` + `s_ttracedata` markers) and gfx11/gfx12
-/// (`s_ttracedata_imm`).
-const TARGETS: [&str; 4] = ["gfx908", "gfx90a", "gfx1100", "gfx1201"];
+use tensile_common::{fixture, verify, BIN, TARGETS};
 
 /// The call-table kernel's subroutine labels.
 const SUBROUTINES: [&str; 3] = [
@@ -27,12 +24,6 @@ const SUBROUTINES: [&str; 3] = [
 ];
 
 const FLAGS: [&str; 5] = ["--functions", "1", "--barriers", "1", "--kernel-scopes"];
-
-fn fixture(target: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/tensile")
-        .join(format!("{target}__tensile__O3.co"))
-}
 
 /// `sqtt-patch IN -o DIR/TARGET.co FLAGS`; asserts exit 0.
 fn patch(dir: &Path, target: &str) -> PathBuf {
@@ -50,19 +41,6 @@ fn patch(dir: &Path, target: &str) -> PathBuf {
         String::from_utf8_lossy(&o.stderr)
     );
     out
-}
-
-/// `sqtt-patch verify ORIG NEW`: exit code and stdout + stderr.
-fn verify(orig: &Path, new: &Path) -> (i32, String) {
-    let o = Command::new(BIN)
-        .arg("verify")
-        .arg(orig)
-        .arg(new)
-        .output()
-        .expect("run sqtt-patch verify");
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    (o.status.code().unwrap_or(-1), text)
 }
 
 /// The `F:` rows `sqtt-patch funcmap` prints (kind `function`): name → id.

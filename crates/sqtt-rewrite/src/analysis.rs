@@ -454,6 +454,9 @@ fn analyse_fn(
                                                                      // Uses of a pair not resolved in straight-line code, and every builder's last instruction.
     let mut pending: Vec<Pending> = Vec::new();
     let mut built: Vec<Built> = Vec::new();
+    // Builders completed on a second path ([`builders::Builder::also_done`]): index -> (pair,
+    // pcrel index).
+    let mut also_held: BTreeMap<usize, (u16, usize)> = BTreeMap::new();
     let mut i = 0;
     while i < n {
         let (a, inst) = f.insts.at(i);
@@ -562,6 +565,11 @@ fn analyse_fn(
         // Writers invalidate held addresses.
         let w = f.reg_use[i].operand_writes();
         holder.retain(|&p, _| !(has(w, p) || has(w, p + 1)));
+        // The second path of a signed long branch completes here.
+        if let Some((pair, k)) = also_held.remove(&i) {
+            holder.insert(pair, (k, i));
+            built.push((i, pair, k));
+        }
         if special == Special::GetPc {
             match match_builder(&f.insts, &f.reg_use, &f.leaders, i) {
                 Ok(b) => {
@@ -594,6 +602,9 @@ fn analyse_fn(
                     i = b.done_at;
                     holder.insert(b.pair, (k, b.done_at));
                     built.push((b.done_at, b.pair, k));
+                    if let Some(d) = b.also_done {
+                        also_held.insert(d, (b.pair, k));
+                    }
                     i += 1;
                     continue;
                 }

@@ -45,6 +45,11 @@ pub struct OffsetExpr {
     pub hi: u32,
     /// `s_sub_u32`/`s_subb_u32` instead of the adds.
     pub sub: bool,
+    /// The 32-bit value is a signed offset, sign-extended to 64 bits (`hi` and `sub` unused):
+    /// rocBLAS's signed long branch, whose `s_cmp_ge_i32 sN, 0` picks the add form for an
+    /// offset ≥ 0 and the `s_abs_i32` + subtract form below 0; both paths reach
+    /// `getpc + 4 + sext(v)` ([`signed_expr`]).
+    pub signed: bool,
 }
 
 impl OffsetExpr {
@@ -59,6 +64,9 @@ impl OffsetExpr {
                 ChainOp::Abs => (x as i32).unsigned_abs(),
                 ChainOp::Shl(k) => x << (k & 31),
             };
+        }
+        if self.signed {
+            return i64::from(x as i32);
         }
         let v = (u64::from(self.hi) << 32) | u64::from(x);
         if self.sub {
@@ -204,7 +212,31 @@ pub fn offset_expr(
     for (slot, op) in ops.iter_mut().zip(steps) {
         *slot = Some(op);
     }
-    Ok((root, OffsetExpr { ops, hi, sub }))
+    Ok((
+        root,
+        OffsetExpr {
+            ops,
+            hi,
+            sub,
+            signed: false,
+        },
+    ))
+}
+
+/// The literal instruction and the signed [`OffsetExpr`] of SGPR `s` as it is just before
+/// instruction `at` (the `s_cmp_ge_i32 sN, 0` of rocBLAS's signed long branch), computed after
+/// the `s_getpc` at `getpc`.
+pub fn signed_expr(
+    insts: &Insts,
+    reg_use: &RegUses,
+    leaders: &BTreeSet<usize>,
+    getpc: usize,
+    at: usize,
+    s: u16,
+) -> Result<(usize, OffsetExpr), String> {
+    let (root, mut expr) = offset_expr(insts, reg_use, leaders, (getpc, at), s, 0, false)?;
+    expr.signed = true;
+    Ok((root, expr))
 }
 
 #[cfg(test)]
@@ -216,7 +248,12 @@ mod tests {
         for (s, op) in o.iter_mut().zip(ops) {
             *s = Some(*op);
         }
-        OffsetExpr { ops: o, hi: 0, sub }
+        OffsetExpr {
+            ops: o,
+            hi: 0,
+            sub,
+            signed: false,
+        }
     }
 
     /// Tensile's forward long branch: offset = LIT + 4; re-aimed by the slope (+1).
@@ -237,6 +274,21 @@ mod tests {
         let new = e.solve(lit, -0x1200).expect("backward offset");
         assert_eq!(e.eval(new), -0x1200);
         assert_eq!(e.solve(lit, 0x40), None);
+    }
+
+    /// The signed form (rocBLAS gfx90a DGEMM): offset = sext(LIT + 4) either way, so a forward
+    /// branch may be re-aimed backward and the other way round, unlike the two unsigned forms.
+    #[test]
+    fn signed_long_branch() {
+        let e = OffsetExpr {
+            signed: true,
+            ..expr(&[ChainOp::Add(4)], false)
+        };
+        assert_eq!(e.eval(0x85c), 0x860);
+        assert_eq!(e.eval((-0x1004i32) as u32), -0x1000);
+        let back = e.solve(0x85c, -0x200).expect("now backward");
+        assert_eq!(back, (-0x204i32) as u32);
+        assert_eq!(e.solve(back, 0x900), Some(0x8fc));
     }
 
     /// A shifted offset re-aims only to multiples of the slope.

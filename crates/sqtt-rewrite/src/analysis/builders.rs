@@ -56,6 +56,9 @@ pub(super) struct Builder {
     pub(super) fixups: Vec<(usize, RelocPart)>,
     /// Index after which the pair holds the address.
     pub(super) done_at: usize,
+    /// A second index after which the pair holds the same address, on another path: the add
+    /// path of the signed form ([`match_signed`]), reached by a branch from inside the builder.
+    pub(super) also_done: Option<usize>,
 }
 
 #[derive(Clone, Copy)]
@@ -100,6 +103,11 @@ pub(super) fn match_builder(
         let touches_w = has(w, a) || has(w, a + 1);
         if !touches_r && !touches_w {
             if inst.flow() != Flow::Fallthrough {
+                if lo.is_none() && j > i + 1 {
+                    if let Some(b) = match_signed(insts, reg_use, leaders, i, a, j)? {
+                        return Ok(b);
+                    }
+                }
                 return Err(fail(ja, "control flow before the adds complete"));
             }
             continue;
@@ -127,6 +135,7 @@ pub(super) fn match_builder(
                 target: (addr + 4).wrapping_add(off),
                 fixups: vec![(j, RelocPart::Whole)],
                 done_at: j,
+                also_done: None,
             });
         }
         let low_op = ADD_LO.contains(&m) || SUB_LO.contains(&m);
@@ -166,6 +175,7 @@ pub(super) fn match_builder(
                     target: (addr + 4).wrapping_add(expr.eval(lit) as u64),
                     fixups: vec![(root, RelocPart::Eval(expr)), (j, RelocPart::End)],
                     done_at: j,
+                    also_done: None,
                 });
             }
             hi = Some((j, v));
@@ -182,10 +192,109 @@ pub(super) fn match_builder(
                 target: (addr + 4).wrapping_add(off),
                 fixups: vec![(lj, RelocPart::Lo), (hj, RelocPart::Hi)],
                 done_at: j,
+                also_done: None,
             });
         }
     }
     Err(fail(*addr, "sequence runs off the function"))
+}
+
+/// Whether scalar source `field` of `inst` is SGPR `r`.
+fn is_sgpr(inst: &Instruction, field: &str, r: u16) -> bool {
+    inst.field(field) == Some(u32::from(r))
+}
+
+/// Whether `inst` is `m` (one of the spellings) writing `dst` from `dst` and `other` (SGPR
+/// `Some(r)`, or the inline constant 0 for `None`), in either source order.
+fn op_on(inst: &Instruction, m: &[&str], dst: u16, other: Option<u16>) -> bool {
+    let is_other = |f: &str| match other {
+        Some(r) => is_sgpr(inst, f, r),
+        None => scalar_const(inst, f) == Some(0),
+    };
+    m.contains(&inst.mnemonic())
+        && is_sgpr(inst, "sdst", dst)
+        && ((is_sgpr(inst, "ssrc0", dst) && is_other("ssrc1"))
+            || (is_other("ssrc0") && is_sgpr(inst, "ssrc1", dst)))
+}
+
+/// rocBLAS's signed long branch (gfx90a `DGEMM_Aldebaran_*` kernels of rocBLAS 6.4 and 7.2):
+/// after `s_getpc_b64 s[a:a+1]` (index `getpc`) and the offset's computation in `sN`,
+/// `s_cmp_ge_i32 sN, 0; s_cbranch_scc1 P` (the branch at index `br`), then
+/// `s_abs_i32 sN, sN; s_sub_u32 sa, sa, sN; s_subb_u32 sa+1, sa+1, 0; s_setpc_b64 s[a:a+1]`,
+/// then `P: s_add_u32 sa, sa, sN; s_addc_u32 sa+1, sa+1, 0; s_setpc_b64 s[a:a+1]` (gfx12 `_co`
+/// names). Whichever path the sign picks, the pair holds `getpc + 4 + sext(sN)`. `Ok(None)` when
+/// the instructions are not this shape; an error when they are but the offset cannot be
+/// evaluated or P is reached from elsewhere.
+fn match_signed(
+    insts: &Insts,
+    reg_use: &RegUses,
+    leaders: &BTreeSet<usize>,
+    getpc: usize,
+    a: u16,
+    br: usize,
+) -> Result<Option<Builder>, Problem> {
+    let n = insts.len();
+    if br + 8 > n {
+        return Ok(None);
+    }
+    let at = |k: usize| insts.get(k);
+    let (cmp, branch) = (at(br - 1), at(br));
+    let Some(s) = cmp.field("ssrc0").filter(|&v| v < 106).map(|v| v as u16) else {
+        return Ok(None);
+    };
+    let (ba, p_addr) = (insts.addr(br), insts.addr(br + 5));
+    let shape = cmp.mnemonic() == "s_cmp_ge_i32"
+        && scalar_const(&cmp, "ssrc1") == Some(0)
+        && s != a
+        && s != a + 1
+        && branch.mnemonic() == "s_cbranch_scc1"
+        && branch.branch_target(ba) == Some(p_addr)
+        && at(br + 1).mnemonic() == "s_abs_i32"
+        && is_sgpr(&at(br + 1), "sdst", s)
+        && is_sgpr(&at(br + 1), "ssrc0", s)
+        && op_on(&at(br + 2), &SUB_LO, a, Some(s))
+        && op_on(&at(br + 3), &SUB_HI, a + 1, None)
+        && op_on(&at(br + 5), &ADD_LO, a, Some(s))
+        && op_on(&at(br + 6), &ADD_HI, a + 1, None)
+        && [br + 4, br + 7]
+            .iter()
+            .all(|&k| at(k).flow() == Flow::IndirectJump && pc_source(&reg_use[k]) == Some(a));
+    if !shape {
+        return Ok(None);
+    }
+    let fail = |why: String| Problem {
+        addr: ba,
+        why: format!(
+            "signed long branch from s_getpc at {:#x}: {why}",
+            insts.addr(getpc)
+        ),
+    };
+    if let Some(k) = (br + 1..=br + 7).find(|&k| k != br + 5 && leaders.contains(&k)) {
+        return Err(fail(format!(
+            "branch target inside the sequence at {:#x}",
+            insts.addr(k)
+        )));
+    }
+    // The add path must be entered only from the branch: another way in would bring another
+    // value of the pair or of sN.
+    let into_p = insts
+        .iter()
+        .filter(|(x, inst)| inst.branch_target(*x) == Some(p_addr))
+        .count();
+    if into_p != 1 {
+        return Err(fail(format!("{p_addr:#x} is entered from elsewhere too")));
+    }
+    let (root, expr) =
+        crate::consteval::signed_expr(insts, reg_use, leaders, getpc, br - 1, s).map_err(fail)?;
+    let lit = insts.get(root).literal().unwrap_or(0) as u32;
+    Ok(Some(Builder {
+        getpc,
+        pair: a,
+        target: (insts.addr(getpc) + 4).wrapping_add(expr.eval(lit) as u64),
+        fixups: vec![(root, RelocPart::Eval(expr)), (br + 6, RelocPart::End)],
+        done_at: br + 3,
+        also_done: Some(br + 6),
+    }))
 }
 
 /// The pair read by `s_setpc_b64`/`s_swappc_b64`-style instructions (lowest SGPR read).

@@ -28,6 +28,20 @@ pub(crate) struct Builder {
     /// The instructions after the `s_getpc` that compute the address, in order; any of them may
     /// carry a re-aimed constant (the literal, or the high add's constant).
     pub parts: Vec<usize>,
+    /// A branch among the parts that picks one of two ways to the address, when there is one.
+    pub fork: Option<Fork>,
+}
+
+/// rocBLAS's signed long branch (gfx90a DGEMM kernels): `s_cmp_ge_i32 sN, 0;
+/// s_cbranch_scc1 P` among the parts, then one way to the address up to the branch target `P`
+/// (`s_abs_i32` and the subtracts, which must end in a jump) and the other from `P` (the adds).
+/// The parts before `alt` belong to the fall-through way, the rest to the taken one.
+#[derive(Clone, Copy)]
+pub(crate) struct Fork {
+    /// Index of the conditional branch.
+    pub branch: usize,
+    /// Index of its target, the first part of the taken way.
+    pub alt: usize,
 }
 
 /// Scalar state of the simulation: SGPR values known so far and SCC.
@@ -63,6 +77,10 @@ impl State {
 /// Executes one part; `None` when it is not a supported operation or reads an unknown value.
 fn step(s: &mut State, i: &Instruction) -> Option<()> {
     let m = i.mnemonic();
+    if m == "s_cmp_ge_i32" {
+        s.scc = s.src(i, "ssrc0")? as i32 >= s.src(i, "ssrc1")? as i32;
+        return Some(());
+    }
     if m == "s_add_nc_u64" {
         let d = i.field("sdst")? as u16;
         let base = (u64::from(s.get(d + 1)?) << 32) | u64::from(s.get(d)?);
@@ -128,6 +146,14 @@ fn simulated(m: &str) -> bool {
     )
 }
 
+/// Whether `m` ends a builder's address in the pair's high half.
+fn high_add(m: &str) -> bool {
+    matches!(
+        m,
+        "s_addc_u32" | "s_add_co_ci_u32" | "s_subb_u32" | "s_sub_co_ci_u32"
+    )
+}
+
 impl Builder {
     /// The address the builder leaves in its pair when its `s_getpc` is at `getpc_addr`, with
     /// `inst(k)` giving part `k` (original or rewritten copy); `None` when a part is missing or
@@ -142,7 +168,30 @@ impl Builder {
             regs: vec![(self.dst, pc as u32), (self.dst + 1, (pc >> 32) as u32)],
             scc: false,
         };
+        // With a fork: the way the branch takes, from SCC as the simulation left it.
+        let (mut skip_below, mut stop_at) = (None, None);
         for &k in &self.parts {
+            if let Some(f) = self.fork {
+                if k == f.branch {
+                    let taken = match inst(k)?.mnemonic() {
+                        "s_cbranch_scc1" => s.scc,
+                        "s_cbranch_scc0" => !s.scc,
+                        _ => return None,
+                    };
+                    if taken {
+                        skip_below = Some(f.alt);
+                    } else {
+                        stop_at = Some(f.alt);
+                    }
+                    continue;
+                }
+                if skip_below.is_some_and(|a| k < a) {
+                    continue;
+                }
+                if stop_at.is_some_and(|a| k >= a) {
+                    break;
+                }
+            }
             step(&mut s, &inst(k)?)?;
         }
         Some((u64::from(s.get(self.dst + 1)?) << 32) | u64::from(s.get(self.dst)?))
@@ -172,11 +221,121 @@ fn contributing(body: &[(u64, Instruction)], dst: u16, parts: &[usize]) -> Vec<u
     keep
 }
 
+/// What the scan of one way to the address found so far.
+#[derive(Clone)]
+struct Scan {
+    /// SGPRs computed after the getpc (the pair included): a part writes one of them or reads one
+    /// into the pair.
+    tracked: Vec<u16>,
+    parts: Vec<usize>,
+    lo_done: bool,
+}
+
+/// How a scan ended: the index of the part that completes the address, or a fork (branch
+/// index and the scan's state there) to follow both ways of.
+enum Ended {
+    Done(usize),
+    Fork(usize, Scan),
+}
+
+/// Scans at most [`WINDOW`] instructions of `body` from `from` for the parts of the builder of
+/// pair `dst` (see [`find_builders`]); `forks`: whether an `s_cmp_ge_i32` of a tracked register
+/// followed by an SCC branch may fork the scan.
+fn scan(
+    body: &[(u64, Instruction)],
+    from: usize,
+    dst: u16,
+    st: &mut Scan,
+    forks: bool,
+) -> Option<Ended> {
+    for (j, (_, i)) in body.iter().enumerate().skip(from).take(WINDOW) {
+        let (r, w) = i.reads_writes();
+        let m = i.mnemonic();
+        let writes_pair = w.contains_sgpr(dst) || w.contains_sgpr(dst + 1);
+        let reads_tracked = st.tracked.iter().any(|&t| r.contains_sgpr(t));
+        if forks && m == "s_cmp_ge_i32" && reads_tracked {
+            st.parts.push(j);
+            continue;
+        }
+        let after_test = j > 0
+            && st.parts.last() == Some(&(j - 1))
+            && body[j - 1].1.mnemonic() == "s_cmp_ge_i32";
+        if forks && after_test && matches!(m, "s_cbranch_scc1" | "s_cbranch_scc0") {
+            st.parts.push(j);
+            return Some(Ended::Fork(j, st.clone()));
+        }
+        let Some(d) = i.field("sdst").filter(|_| simulated(m)).map(|d| d as u16) else {
+            if writes_pair {
+                return None;
+            }
+            // An unknown write of a computed register makes it unknown again.
+            st.tracked.retain(|&t| !w.contains_sgpr(t));
+            continue;
+        };
+        let constant_def = i.literal().is_some() && !writes_pair;
+        if !(writes_pair || reads_tracked || constant_def) {
+            continue;
+        }
+        st.parts.push(j);
+        if !st.tracked.contains(&d) {
+            st.tracked.push(d);
+        }
+        let whole = m == "s_add_nc_u64";
+        if d == dst && !whole {
+            st.lo_done = true;
+        }
+        if whole || (d == dst + 1 && high_add(m) && st.lo_done) {
+            return Some(Ended::Done(j));
+        }
+    }
+    None
+}
+
+/// Follows both ways of a fork at branch `br` (state `at_fork`, whose parts end with the test
+/// and the branch): the fall-through way must complete the address and then jump (no fall into
+/// the branch target), the taken way must complete it from the branch target, and nothing but
+/// the branch may enter the instructions after the `s_getpc` up to the end of the taken way.
+fn forked(
+    body: &[(u64, Instruction)],
+    getpc: usize,
+    dst: u16,
+    br: usize,
+    at_fork: Scan,
+) -> Option<(Vec<usize>, Fork)> {
+    let (b_addr, b) = &body[br];
+    let alt_addr = b.branch_target(*b_addr)?;
+    let alt = body.binary_search_by_key(&alt_addr, |x| x.0).ok()?;
+    let mut fall = at_fork.clone();
+    let Ended::Done(end) = scan(body, br + 1, dst, &mut fall, false)? else {
+        return None;
+    };
+    let jumps = body.get(end + 1)?.1.flow() == amdgpu_isa::Flow::IndirectJump;
+    if !jumps || alt <= end + 1 {
+        return None;
+    }
+    let mut taken = at_fork.clone();
+    let Ended::Done(last) = scan(body, alt, dst, &mut taken, false)? else {
+        return None;
+    };
+    let span = body[getpc].0 + 1..=body[last].0;
+    let entered = body
+        .iter()
+        .enumerate()
+        .any(|(k, (a, i))| k != br && i.branch_target(*a).is_some_and(|t| span.contains(&t)));
+    if entered {
+        return None;
+    }
+    let mut parts = fall.parts;
+    parts.extend(taken.parts.into_iter().filter(|&p| p >= alt));
+    Some((parts, Fork { branch: br, alt }))
+}
+
 /// Every address builder of `body` (decoded original instructions with their addresses): from
 /// each `s_getpc`, the simulated instructions of the next [`WINDOW`] that write its pair or a
 /// register computed after it, up to the write of the pair's high half that completes it
-/// (`s_addc_u32`-like, or `s_add_nc_u64`). Kept only when the simulation of the original gives
-/// an address. Any other write of the pair before that ends the search without a builder.
+/// (`s_addc_u32`-like, or `s_add_nc_u64`); through a [`Fork`], both ways. Kept only when the
+/// simulation of the original gives an address. Any other write of the pair before that ends
+/// the search without a builder.
 pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
     let mut out = Vec::new();
     for (k, (g_addr, g)) in body.iter().enumerate() {
@@ -187,54 +346,35 @@ pub(crate) fn find_builders(body: &[(u64, Instruction)]) -> Vec<Builder> {
             continue;
         };
         let dst = hi_reg.saturating_sub(1);
-        // SGPRs computed after the getpc (the pair included): a part writes one of them or
-        // reads one into the pair.
-        let mut tracked: Vec<u16> = vec![dst, dst + 1];
-        let mut parts = Vec::new();
-        let mut lo_done = false;
-        for (j, (_, i)) in body.iter().enumerate().skip(k + 1).take(WINDOW) {
-            let (r, w) = i.reads_writes();
-            let m = i.mnemonic();
-            let writes_pair = w.contains_sgpr(dst) || w.contains_sgpr(dst + 1);
-            let Some(d) = i.field("sdst").filter(|_| simulated(m)).map(|d| d as u16) else {
-                if writes_pair {
-                    break;
-                }
-                // An unknown write of a computed register makes it unknown again.
-                tracked.retain(|&t| !w.contains_sgpr(t));
-                continue;
-            };
-            let reads_tracked = tracked.iter().any(|&t| r.contains_sgpr(t));
-            let constant_def = i.literal().is_some() && !writes_pair;
-            if !(writes_pair || reads_tracked || constant_def) {
-                continue;
-            }
-            parts.push(j);
-            if !tracked.contains(&d) {
-                tracked.push(d);
-            }
-            let whole = m == "s_add_nc_u64";
-            if d == dst && !whole {
-                lo_done = true;
-            }
-            let hi_add = matches!(
-                m,
-                "s_addc_u32" | "s_add_co_ci_u32" | "s_subb_u32" | "s_sub_co_ci_u32"
-            );
-            if whole || (d == dst + 1 && hi_add && lo_done) {
-                let parts = contributing(body, dst, &parts);
-                let b = Builder {
-                    getpc: k,
-                    dst,
-                    parts,
+        let mut st = Scan {
+            tracked: vec![dst, dst + 1],
+            parts: Vec::new(),
+            lo_done: false,
+        };
+        let (parts, fork) = match scan(body, k + 1, dst, &mut st, true) {
+            Some(Ended::Done(_)) => (contributing(body, dst, &st.parts), None),
+            Some(Ended::Fork(br, at_fork)) => {
+                let Some((all, fork)) = forked(body, k, dst, br, at_fork) else {
+                    continue;
                 };
-                if b.target_with(*g_addr, |p| body.get(p).map(|x| x.1))
-                    .is_some()
-                {
-                    out.push(b);
-                }
-                break;
+                // The test and the branch stay parts: they pick the way.
+                let mut parts = contributing(body, dst, &all);
+                parts.extend([br - 1, br]);
+                parts.sort_unstable();
+                (parts, Some(fork))
             }
+            None => continue,
+        };
+        let b = Builder {
+            getpc: k,
+            dst,
+            parts,
+            fork,
+        };
+        if b.target_with(*g_addr, |p| body.get(p).map(|x| x.1))
+            .is_some()
+        {
+            out.push(b);
         }
     }
     out
@@ -261,18 +401,92 @@ pub(crate) fn builder_target(f: &Func, k: usize, pair: u16) -> Option<u64> {
     let first = f.orig.get(b.getpc + 1)?.addr;
     let last = f.orig.get(k)?.addr;
     let lands_between = |t: u64| t >= first && t <= last;
-    let joined = f
-        .orig
-        .iter()
-        .any(|o| f.inst(o).branch_target(o.addr).is_some_and(lands_between))
-        || f.builders.iter().any(|o| {
-            let Some(g) = f.orig.get(o.getpc) else {
-                return true;
-            };
-            o.target_with(g.addr, orig).is_some_and(lands_between)
-        });
+    // The builder's own fork branch joins nothing: both ways build the same address.
+    let joined = f.orig.iter().enumerate().any(|(j, o)| {
+        b.fork.is_none_or(|fk| fk.branch != j)
+            && f.inst(o).branch_target(o.addr).is_some_and(lands_between)
+    }) || f.builders.iter().any(|o| {
+        let Some(g) = f.orig.get(o.getpc) else {
+            return true;
+        };
+        o.target_with(g.addr, orig).is_some_and(lands_between)
+    });
     if written || joined {
         return None;
     }
     b.target_with(f.orig.get(b.getpc)?.addr, orig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdgpu_isa::Target;
+
+    /// rocBLAS's signed long branch at 0x1000 (llvm-mc-22 -mcpu=gfx942 encodings):
+    /// `s_getpc_b64 s[34:35]; s_add_i32 s36, LIT, 4; s_cmp_ge_i32 s36, 0; s_cbranch_scc1 4;
+    /// s_abs_i32 s36, s36; s_sub_u32 s34, s34, s36; s_subb_u32 s35, s35, 0; s_setpc_b64 s[34:35];
+    /// s_add_u32 s34, s34, s36; s_addc_u32 s35, s35, 0; s_setpc_b64 s[34:35]`, then `last`
+    /// (index 11) and `s_endpgm`.
+    fn signed(lit: u32, last: [u8; 4]) -> Vec<u8> {
+        let mut b = vec![0x00, 0x1c, 0xa2, 0xbe, 0xff, 0x84, 0x24, 0x81];
+        b.extend_from_slice(&lit.to_le_bytes());
+        for w in [
+            [0x24, 0x80, 0x03, 0xbf],
+            [0x04, 0x00, 0x85, 0xbf],
+            [0x24, 0x30, 0xa4, 0xbe],
+            [0x22, 0x24, 0xa2, 0x80],
+            [0x23, 0x80, 0xa3, 0x82],
+            [0x22, 0x1d, 0x80, 0xbe],
+            [0x22, 0x24, 0x22, 0x80],
+            [0x23, 0x80, 0x23, 0x82],
+            [0x22, 0x1d, 0x80, 0xbe],
+            last,
+            [0x00, 0x00, 0x81, 0xbf],
+        ] {
+            b.extend_from_slice(&w);
+        }
+        b
+    }
+
+    const BRANCH_TO_END: [u8; 4] = [0x00, 0x00, 0x82, 0xbf]; // s_branch 0
+    const BRANCH_TO_ADDS: [u8; 4] = [0xfc, 0xff, 0x82, 0xbf]; // s_branch -4: to index 8
+
+    fn func(bytes: &[u8]) -> Func<'_> {
+        let text = crate::program::Text {
+            addr: 0x1000,
+            offset: 0x1000,
+            bytes,
+        };
+        Func::unaligned(text, Target::from_name("gfx942").expect("gfx942"))
+    }
+
+    /// Both `s_setpc_b64` reach `getpc + 4 + sext(LIT + 4)`, for a forward (add path) and a
+    /// backward (abs/subtract path) offset.
+    #[test]
+    fn signed_long_branch_reaches_one_target_by_either_path() {
+        for (lit, want) in [(0x100u32, 0x1108u64), ((-0x100i32) as u32, 0xf08)] {
+            let b = signed(lit, BRANCH_TO_END);
+            let f = func(&b);
+            assert_eq!(f.builders.len(), 1, "{lit:#x}");
+            let fork = f.builders[0].fork.expect("a fork");
+            assert_eq!((fork.branch, fork.alt), (3, 8));
+            assert_eq!(
+                builder_target(&f, 7, 34),
+                Some(want),
+                "{lit:#x}: subtract path"
+            );
+            assert_eq!(builder_target(&f, 10, 34), Some(want), "{lit:#x}: add path");
+        }
+    }
+
+    /// No builder when another branch enters the add path (it could bring another pair value),
+    /// or when the subtract path falls into the add path instead of jumping.
+    #[test]
+    fn signed_long_branch_needs_a_closed_sequence() {
+        let b = signed(0x100, BRANCH_TO_ADDS);
+        assert!(func(&b).builders.is_empty());
+        let mut b = signed(0x100, BRANCH_TO_END);
+        b[0x20..0x24].copy_from_slice(&[0x00, 0x00, 0x80, 0xbf]); // s_nop 0 for the first s_setpc
+        assert!(func(&b).builders.is_empty());
+    }
 }
