@@ -13,9 +13,12 @@
 //! take the same branches to the same labels. A literal moved by 4 bytes must be rejected by
 //! `sqtt-patch verify`.
 
+#[path = "support/asm.rs"]
+mod asm;
 mod tensile_common;
 
 use std::path::Path;
+use std::process::Command;
 use tensile_common::*;
 
 /// A signed long branch decoded from the disassembly.
@@ -185,4 +188,87 @@ fn interpreter_takes_the_same_signed_branches() {
             assert_eq!(o.1, want_exit, "{ctx}");
         }
     });
+}
+
+/// A kernel (gfx908) with a signed long branch over an `s_nop` to an `s_barrier`, whose
+/// subtract is `sub` and with `extra` after the barrier.
+fn signed_kernel(sub: &str, extra: &str) -> String {
+    let body = format!(
+        "  v_mov_b32 v1, v0
+  s_getpc_b64 s[6:7]
+.Lpc:
+  s_add_i32 s8, .Lend - .Lpc - 4, 4
+  s_cmp_ge_i32 s8, 0
+  s_cbranch_scc1 .Lpos
+  s_abs_i32 s8, s8
+  {sub}
+  s_subb_u32 s7, s7, 0
+  s_setpc_b64 s[6:7]
+.Lpos:
+  s_add_u32 s6, s6, s8
+  s_addc_u32 s7, s7, 0
+  s_setpc_b64 s[6:7]
+  s_nop 0
+.Lend:
+  s_barrier
+{extra}  s_endpgm"
+    );
+    asm::kernel("gfx908", false, &body)
+}
+
+/// What the rewriter may not take for the signed form stays in place with the reason, and the
+/// form itself is instrumented: the subtract with its operands swapped (`sN - pc` is no offset
+/// from the PC) and an add path that another branch also enters (it could bring another pair
+/// value) leave the kernel alone; the exact form gets its barrier marker. `verify` accepts
+/// each output.
+#[test]
+fn only_the_exact_signed_form_is_rewritten() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            "swapped",
+            "s_sub_u32 s6, s8, s6",
+            "",
+            Some("control flow before the adds complete"),
+        ),
+        (
+            "entered",
+            "s_sub_u32 s6, s6, s8",
+            "  s_cbranch_scc0 .Lpos\n",
+            Some("is entered from elsewhere too"),
+        ),
+        ("exact", "s_sub_u32 s6, s6, s8", "", None),
+    ];
+    for (name, sub, extra, why) in cases {
+        let co = asm::assemble(t.path(), name, "gfx908", &signed_kernel(sub, extra));
+        let (out, json) = (
+            t.path().join(format!("{name}.out.co")),
+            t.path().join("r.json"),
+        );
+        let o = Command::new(BIN)
+            .arg(&co)
+            .arg("-o")
+            .arg(&out)
+            .args(["--barriers", "1", "--report-json"])
+            .arg(&json)
+            .output()
+            .expect("run sqtt-patch");
+        assert_eq!(o.status.code(), Some(0), "{name}: {o:?}");
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("json");
+        let left = r["left_alone"].as_array().expect("left_alone");
+        match why {
+            Some(why) => {
+                assert_eq!(left.len(), 1, "{name}: {r:#}");
+                let got = left[0]["why"].as_str().unwrap_or_default();
+                assert!(got.contains(why), "{name}: {got}");
+            }
+            None => {
+                assert!(left.is_empty(), "{name}: {r:#}");
+                assert_eq!(r["status"], "instrumented", "{name}: {r:#}");
+            }
+        }
+        let (code, text) = asm::verify(&co, &out);
+        assert_eq!(code, 0, "{name}: verify:\n{text}");
+    }
 }

@@ -204,9 +204,10 @@ fn is_sgpr(inst: &Instruction, field: &str, r: u16) -> bool {
     inst.field(field) == Some(u32::from(r))
 }
 
-/// Whether `inst` is `m` (one of the spellings) writing `dst` from `dst` and `other` (SGPR
-/// `Some(r)`, or the inline constant 0 for `None`), in either source order.
-fn op_on(inst: &Instruction, m: &[&str], dst: u16, other: Option<u16>) -> bool {
+/// Whether `inst` is `m` (one of the spellings) writing `dst` from `dst` (first source) and
+/// `other` (SGPR `Some(r)`, or the inline constant 0 for `None`; second source), or, for an add
+/// (`commutes`), in the other order too.
+fn op_on(inst: &Instruction, m: &[&str], dst: u16, other: Option<u16>, commutes: bool) -> bool {
     let is_other = |f: &str| match other {
         Some(r) => is_sgpr(inst, f, r),
         None => scalar_const(inst, f) == Some(0),
@@ -214,7 +215,7 @@ fn op_on(inst: &Instruction, m: &[&str], dst: u16, other: Option<u16>) -> bool {
     m.contains(&inst.mnemonic())
         && is_sgpr(inst, "sdst", dst)
         && ((is_sgpr(inst, "ssrc0", dst) && is_other("ssrc1"))
-            || (is_other("ssrc0") && is_sgpr(inst, "ssrc1", dst)))
+            || (commutes && is_other("ssrc0") && is_sgpr(inst, "ssrc1", dst)))
 }
 
 /// rocBLAS's signed long branch (gfx90a `DGEMM_Aldebaran_*` kernels of rocBLAS 6.4 and 7.2):
@@ -252,10 +253,10 @@ fn match_signed(
         && at(br + 1).mnemonic() == "s_abs_i32"
         && is_sgpr(&at(br + 1), "sdst", s)
         && is_sgpr(&at(br + 1), "ssrc0", s)
-        && op_on(&at(br + 2), &SUB_LO, a, Some(s))
-        && op_on(&at(br + 3), &SUB_HI, a + 1, None)
-        && op_on(&at(br + 5), &ADD_LO, a, Some(s))
-        && op_on(&at(br + 6), &ADD_HI, a + 1, None)
+        && op_on(&at(br + 2), &SUB_LO, a, Some(s), false)
+        && op_on(&at(br + 3), &SUB_HI, a + 1, None, false)
+        && op_on(&at(br + 5), &ADD_LO, a, Some(s), true)
+        && op_on(&at(br + 6), &ADD_HI, a + 1, None, true)
         && [br + 4, br + 7]
             .iter()
             .all(|&k| at(k).flow() == Flow::IndirectJump && pc_source(&reg_use[k]) == Some(a));
