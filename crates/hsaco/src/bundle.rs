@@ -55,8 +55,13 @@ fn id_is_host(id: &str) -> bool {
     id.starts_with("host-")
 }
 
+/// True when the target triple of `id` (after its offload kind) is `amdgcn-amd-amdhsa`; an id
+/// holding that text elsewhere (`zzz-x-amdgcn-amd-amdhsa`) is not an AMDGPU id.
 fn id_is_amdgcn(id: &str) -> bool {
-    id.contains("amdgcn-amd-amdhsa")
+    id.splitn(5, '-')
+        .skip(1)
+        .take(3)
+        .eq(["amdgcn", "amd", "amdhsa"])
 }
 
 fn id_target(id: &str) -> Option<&str> {
@@ -69,21 +74,26 @@ fn id_target(id: &str) -> Option<&str> {
 /// documentation, "Bundle Entry ID"), and those of other offload languages.
 pub const OFFLOAD_KINDS: [&str; 6] = ["host", "hip", "hipv4", "openmp", "cuda", "sycl"];
 
-/// Why a bundle entry cannot be taken for what its id says, `None` when it can: an AMDGPU entry
-/// (`amdgcn-amd-amdhsa`), a host entry, or a well-formed entry of another target (SPIR-V, an
+/// Offload kinds of an AMDGPU entry (`<kind>-amdgcn-amd-amdhsa-...`).
+const AMDGPU_KINDS: [&str; 3] = ["hip", "hipv4", "openmp"];
+
+/// Why a bundle entry cannot be taken for what its id says, `None` when it can: a well-formed
+/// AMDGPU entry (`<kind>-amdgcn-amd-amdhsa-<env>-<processor>[:<feature>±...]`, see
+/// [`amdgpu_id_problem`]), a host entry, or a well-formed entry of another target (SPIR-V, an
 /// x86-64 OpenMP offload) whose contents are not an AMDGPU code object. An id that is not
 /// printable ASCII, whose offload kind is not one of [`OFFLOAD_KINDS`], or whose triple lacks an
 /// architecture, vendor or OS, is malformed; so is any id of an entry holding an AMDGPU ELF
 /// that names no AMDGPU target (a loader would never pick it). Such an entry used to be dropped
-/// without a word (session-20 fresh tester).
+/// without a word (session-20 fresh tester); an id merely containing `amdgcn-amd-amdhsa` passed
+/// whatever else it held (session-21 fresh tester).
 pub fn entry_id_problem(id: &str, data: &[u8]) -> Option<String> {
-    if id_is_host(id) || id_is_amdgcn(id) {
-        return None;
-    }
     if let Some(c) = id.chars().find(|c| !c.is_ascii_graphic()) {
         return Some(format!(
             "its id {id:?} is malformed: it holds {c:?}, not printable ASCII"
         ));
+    }
+    if id_is_host(id) {
+        return None;
     }
     let mut parts = id.splitn(5, '-');
     let kind = parts.next().unwrap_or_default();
@@ -104,6 +114,10 @@ pub fn entry_id_problem(id: &str, data: &[u8]) -> Option<String> {
             "its id {id:?} is malformed: no <arch>-<vendor>-<os> target triple after {kind:?}"
         ));
     }
+    if id_is_amdgcn(id) {
+        return amdgpu_id_problem(kind, parts.next().unwrap_or_default())
+            .map(|why| format!("its id {id:?} is malformed: {why}"));
+    }
     let amdgpu_elf = data.len() >= 20
         && data.starts_with(b"\x7fELF")
         && u16::from_le_bytes([data[18], data[19]]) == crate::elf::EM_AMDGPU;
@@ -112,6 +126,67 @@ pub fn entry_id_problem(id: &str, data: &[u8]) -> Option<String> {
             "its id {id:?} names the target {} but the entry is an AMDGPU code object (an AMDGPU id has amdgcn-amd-amdhsa): a loader would not pick it",
             triple.join("-")
         )
+    })
+}
+
+/// What is wrong with an AMDGPU id of offload kind `kind` whose text after
+/// `amdgcn-amd-amdhsa-` is `rest`: `-<processor>[:<feature>+|-...]` (the environment is empty,
+/// as clang writes it) or, in ids of older clangs, `<processor>...` without the environment.
+/// The processor is `gfx` and lower-case letters, digits or `-` (`gfx90a`, `gfx9-4-generic`);
+/// each feature is a name of lower-case letters, digits or `_` followed by `+` or `-`.
+fn amdgpu_id_problem(kind: &str, rest: &str) -> Option<String> {
+    if !AMDGPU_KINDS.contains(&kind) {
+        return Some(format!(
+            "offload kind {kind:?} of an AMDGPU entry is not one of {}",
+            AMDGPU_KINDS.join(", ")
+        ));
+    }
+    let target = match rest.strip_prefix('-') {
+        Some(t) => t,
+        None if rest.starts_with("gfx") => rest,
+        None => {
+            return Some(format!(
+                "{:?} after amdgcn-amd-amdhsa- is not an empty environment and a processor",
+                rest
+            ))
+        }
+    };
+    let mut fields = target.split(':');
+    let processor = fields.next().unwrap_or_default();
+    let lower = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if !processor.strip_prefix("gfx").is_some_and(lower) {
+        return Some(format!(
+            "processor {processor:?} is not gfx followed by lower-case letters, digits or -"
+        ));
+    }
+    for f in fields {
+        let name = f.strip_suffix(['+', '-']).unwrap_or_default();
+        let ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !ok {
+            return Some(format!(
+                "feature {f:?} is not a lower-case name followed by + or -"
+            ));
+        }
+    }
+    None
+}
+
+/// [`entry_id_problem`], and an AMDGPU entry of size 0: it holds no code object (a loader
+/// picking it by its id would fail), so it is named rather than dropped (session-21 fresh
+/// tester).
+pub fn entry_problem(id: &str, data: &[u8]) -> Option<String> {
+    entry_id_problem(id, data).or_else(|| {
+        (id_is_amdgcn(id) && data.is_empty()).then(|| {
+            "it is empty (0 bytes) although its id names an AMDGPU target: it holds no code object"
+                .to_string()
+        })
     })
 }
 

@@ -140,7 +140,7 @@ fn entry_location(bi: usize, ei: usize, id: &str, bundle: u64, entry: u64, st: &
 }
 
 /// A bundle entry [`open_listing`] did not return as a code object although it may hold one:
-/// its id is malformed ([`bundle::entry_id_problem`]).
+/// its id is malformed, or it is an AMDGPU entry of size 0 ([`bundle::entry_problem`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MalformedEntry {
     /// Index of the bundle in the file.
@@ -182,7 +182,8 @@ pub struct Listing {
     pub kind: InputKind,
     /// Every embedded AMDGPU code object, as [`open`] returns them.
     pub objects: Vec<Embedded>,
-    /// Bundle entries left out because their ids are malformed (in file order).
+    /// Bundle entries left out because their ids are malformed or they are empty AMDGPU entries
+    /// (in file order).
     pub malformed: Vec<MalformedEntry>,
 }
 
@@ -196,7 +197,8 @@ pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
 }
 
 /// [`open`], also listing the bundle entries left out because their ids are malformed
-/// ([`bundle::entry_id_problem`]), for the commands that name them. Errors: as [`open`].
+/// or that are empty AMDGPU entries ([`bundle::entry_problem`]), for the commands that name
+/// them. Errors: as [`open`].
 pub fn open_listing(data: &[u8], limit: u64) -> Result<Listing> {
     let mut l = Listing {
         kind: InputKind::Bundle,
@@ -283,7 +285,7 @@ fn push_offload(out: &mut Vec<Embedded>, images: Vec<offload::OffloadImage>) {
 
 fn push_entries(l: &mut Listing, bi: usize, b: &bundle::Bundle, wrapper: Option<u64>) {
     for (ei, en) in b.entries.iter().enumerate() {
-        if let Some(why) = bundle::entry_id_problem(&en.id, &en.data) {
+        if let Some(why) = bundle::entry_problem(&en.id, &en.data) {
             l.malformed.push(MalformedEntry {
                 bundle_index: bi,
                 entry_index: ei,
@@ -294,6 +296,7 @@ fn push_entries(l: &mut Listing, bi: usize, b: &bundle::Bundle, wrapper: Option<
                 size: en.data.len() as u64,
                 why,
             });
+            continue;
         }
         if !en.is_amdgcn() || en.data.is_empty() {
             continue;

@@ -93,3 +93,57 @@ fn malformed_ids_are_told_from_other_targets() {
         "no <arch>-<vendor>-<os> target triple",
     );
 }
+
+/// Session-21 fresh tester: an id holding `amdgcn-amd-amdhsa` passed the check whatever else
+/// it held. An AMDGPU id is parsed now: `<kind>-amdgcn-amd-amdhsa-<env>-<processor>` with
+/// `:<feature>+|-` after it, a kind clang writes for AMDGPU entries, printable ASCII only. An
+/// AMDGPU entry of size 0 is named too (`entry_problem`).
+#[test]
+fn amdgpu_ids_are_parsed() {
+    let problem = hsaco::bundle::entry_id_problem;
+    for id in [
+        "hipv4-amdgcn-amd-amdhsa--gfx90a",
+        "hip-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+        "openmp-amdgcn-amd-amdhsa--gfx1100",
+        "hipv4-amdgcn-amd-amdhsa--gfx9-4-generic:xnack+",
+        "hip-amdgcn-amd-amdhsa-gfx906",
+    ] {
+        assert_eq!(problem(id, b"\0\0\0\0"), None, "{id}");
+    }
+    for (id, why) in [
+        ("zzz-amdgcn-amd-amdhsa--gfx90a", "offload kind \"zzz\""),
+        (
+            "cuda-amdgcn-amd-amdhsa--gfx90a",
+            "of an AMDGPU entry is not one of hip",
+        ),
+        (
+            "hipv4-amdgcn-amd-amdhsa--gfx90a\u{1b}[2J",
+            "not printable ASCII",
+        ),
+        (
+            "hipv4-amdgcn-amd-amdhsa--gfx90\u{e9}",
+            "not printable ASCII",
+        ),
+        ("host-x86_64\u{0}", "not printable ASCII"),
+        (
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack*",
+            "feature \"xnack*\"",
+        ),
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a:", "feature \"\""),
+        ("hipv4-amdgcn-amd-amdhsa--", "processor \"\""),
+        ("hipv4-amdgcn-amd-amdhsa--GFX90A", "processor \"GFX90A\""),
+        (
+            "hipv4-amdgcn-amd-amdhsa-x-gfx90a",
+            "not an empty environment",
+        ),
+    ] {
+        let p = problem(id, b"").unwrap_or_else(|| panic!("{id:?} is malformed"));
+        assert!(p.contains(why), "{id:?}: {p}");
+    }
+    let empty = hsaco::bundle::entry_problem("hipv4-amdgcn-amd-amdhsa--gfx90a", b"");
+    assert!(empty.is_some_and(|p| p.contains("it is empty (0 bytes)")));
+    assert_eq!(
+        hsaco::bundle::entry_problem("host-x86_64-unknown-linux-gnu-", b""),
+        None
+    );
+}

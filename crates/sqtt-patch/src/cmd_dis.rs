@@ -48,6 +48,11 @@ pub fn run(args: DisArgs) -> anyhow::Result<i32> {
     {
         return Err(e);
     }
+    // An object the other commands refuse (a damaged `sh_name`, note or descriptor symbol) is
+    // refused here too, with the loader's message, instead of printed in part (session-21
+    // fresh tester).
+    hsaco::CodeObject::parse(&data)
+        .with_context(|| format!("{}: cannot parse", args.file.display()))?;
     let file = object::File::parse(&*data)
         .with_context(|| format!("{}: cannot parse the ELF file", args.file.display()))?;
     let target = match &args.mcpu {

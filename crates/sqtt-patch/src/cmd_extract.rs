@@ -48,34 +48,43 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
     }
     let l = open_listing(&bytes, DEFAULT_DECOMPRESS_LIMIT)
         .with_context(|| format!("{name}: cannot parse"))?;
-    // An entry whose id is malformed is not taken for a code object, but is named.
+    // An entry whose id is malformed is not taken for a code object, but is named; an empty
+    // AMDGPU entry is bad input (below).
+    let mut bad: Vec<String> = Vec::new();
     for m in &l.malformed {
-        eprintln!(
-            "sqtt-patch: {name}: warning: {} ({} bytes) not extracted: {}",
-            m.location().escape_debug(),
-            m.size,
-            m.why
-        );
+        let at = m.location().escape_debug().to_string();
+        match m.size {
+            0 => bad.push(format!("{at} (0 bytes): {}", m.why)),
+            n => eprintln!(
+                "sqtt-patch: {name}: warning: {at} ({n} bytes) not extracted: {}",
+                m.why
+            ),
+        }
     }
     let cos = l.objects;
-    if cos.is_empty() {
+    if cos.is_empty() && bad.is_empty() {
         let is = crate::sniff::describe(&bytes).unwrap_or_default();
         anyhow::bail!("{name}: no embedded code object to extract ({is})");
     }
     // An entry that should be a code object and is not (an entry offset pointing at other
-    // bytes of the bundle, say) is bad input: nothing is written, as for any other error.
-    let bad: Vec<String> = cos
-        .iter()
-        .filter(|e| !e.id.is_empty())
-        .filter_map(|e| {
-            let why = hsaco::container::code_object_problem(&e.data)?;
-            Some(format!(
-                "{} ({} bytes) is not an AMDGPU code object: {why}",
-                e.location(),
-                e.data.len()
-            ))
-        })
-        .collect();
+    // bytes of the bundle, an entry size cut short), or a bare code object that does not load,
+    // is bad input: it is loaded as every other command loads it, and nothing is written, as
+    // for any other error.
+    for e in &cos {
+        let at = match e.location() {
+            at if at.is_empty() => "the code object".to_string(),
+            at => format!("{at} ({} bytes)", e.data.len()),
+        };
+        if let Some(why) = hsaco::container::code_object_problem(&e.data) {
+            bad.push(format!("{at} is not an AMDGPU code object: {why}"));
+        } else if let Err(err) = hsaco::CodeObject::parse(&e.data) {
+            let from = match e.id.is_empty() {
+                true => "",
+                false => " (offsets count from the entry's start)",
+            };
+            bad.push(format!("{at} cannot be loaded{from}: {err}"));
+        }
+    }
     if !bad.is_empty() {
         anyhow::bail!("{name}: {}; nothing extracted", bad.join("; "));
     }

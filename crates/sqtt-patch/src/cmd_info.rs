@@ -215,7 +215,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             0 => writeln!(out),
             n => writeln!(
                 out,
-                ", {n} bundle entr{} with a malformed id (not read)",
+                ", {n} malformed bundle entr{} (not read)",
                 if n == 1 { "y" } else { "ies" }
             ),
         };

@@ -410,7 +410,7 @@ fn process_bundle<S: Source + ?Sized>(
         .enumerate()
         .map(|(ei, en)| -> Result<EntryResult> {
             let data = b.data(en);
-            if let Some(why) = bundle::entry_id_problem(&en.id, data) {
+            if let Some(why) = bundle::entry_problem(&en.id, data) {
                 let o = ObjectOutcome {
                     bundle_index: bi,
                     entry_id: en.id.escape_debug().to_string(),
@@ -490,7 +490,7 @@ pub(crate) fn already_instrumented(err: &anyhow::Error) -> bool {
 }
 
 /// Report of bundle entry `ei` of bundle `bi` whose id is malformed (`why`, from
-/// [`bundle::entry_id_problem`]): failed closed, kept unchanged, with a warning naming the entry
+/// [`bundle::entry_problem`]; or an empty AMDGPU entry): failed closed, kept unchanged, with a warning naming the entry
 /// and its offset (so `--strict` refuses the input, as for an entry that cannot be read). Such
 /// an entry used to be dropped silently (session-20 fresh tester).
 fn malformed_entry(

@@ -58,6 +58,36 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs `--fatbin FILE -o DIR/out.hipfb --functions 1` (exit 0, every entry of the output
+/// returned) and the same with `--strict` (exit 3, nothing written).
+fn fatbin_keeps(dir: &Path, file: &Path, what: &str) -> (Output, Vec<hsaco::bundle::BundleEntry>) {
+    let out = dir.join("out.hipfb");
+    let mut args = vec![
+        "--fatbin".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--functions".as_ref(),
+        "1".as_ref(),
+    ];
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0), "{what}: {}", text(&o.stderr));
+    let written = std::fs::read(&out).expect("output");
+    let after = hsaco::bundle::parse_plain(&written, 0).expect("output parses");
+    assert_eq!(after.entries.len(), 5, "{what}: every entry kept");
+    std::fs::remove_file(&out).expect("remove output");
+    args.push("--strict".as_ref());
+    let s = run(&args);
+    assert_eq!(s.status.code(), Some(3), "{what}: {}", text(&s.stderr));
+    assert!(!out.exists(), "{what}: --strict wrote an output");
+    (o, after.entries)
+}
+
+/// True when `b` holds no control byte but newlines (an id's bytes are never printed raw).
+fn no_control_bytes(b: &[u8]) -> bool {
+    b.iter().all(|&c| c == b'\n' || !c.is_ascii_control())
+}
+
 /// Writes `bytes` as `in.hipfb` in a new temporary directory.
 fn input(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -78,7 +108,16 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
     let entry = &bundle.entries[2];
     assert_eq!(entry.id, "hipv4-amdgcn-amd-amdhsa--gfx942");
     let id_at = entry_header(&good, 2, 24);
-    for (what, at, byte) in [("amdgcn", 9, b'X'), ("control", 9, 1u8)] {
+    // The last three used to pass the check because the id holds `amdgcn-amd-amdhsa`
+    // (session-21 fresh tester): an unknown offload kind, an escape character in the processor,
+    // a processor that is not `gfx...`.
+    for (what, at, byte) in [
+        ("amdgcn", 9, b'X'),
+        ("control", 9, 1u8),
+        ("kind", 0, b'z'),
+        ("escape", 25, 0x1b),
+        ("processor", 25, b'G'),
+    ] {
         let mut b = good.clone();
         b[id_at + at] = byte;
         let id = String::from_utf8_lossy(&b[id_at..id_at + entry.id.len()]).into_owned();
@@ -89,7 +128,7 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
         let out = text(&o.stdout);
         assert_eq!(o.status.code(), Some(0), "{what}: {}", text(&o.stderr));
         assert!(
-            out.contains("3 code object(s), 1 bundle entry with a malformed id (not read)"),
+            out.contains("3 code object(s), 1 malformed bundle entry (not read)"),
             "{what}: {out}"
         );
         assert!(
@@ -100,6 +139,7 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
             )),
             "{what}: {out}"
         );
+        assert!(no_control_bytes(&o.stdout), "{what}: {out}");
         let o = run(&["info".as_ref(), file.as_os_str(), "--json".as_ref()]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
         let m = &v["malformed_entries"][0];
@@ -110,18 +150,12 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
         );
         assert_eq!(m["entry_offset"].as_u64(), Some(entry.offset), "{what}");
 
-        let out = dir.path().join("out.hipfb");
-        let args = [
-            "--fatbin".as_ref(),
-            file.as_os_str(),
-            "-o".as_ref(),
-            out.as_os_str(),
-            "--functions".as_ref(),
-            "1".as_ref(),
-        ];
-        let o = run(&args);
+        let (o, after) = fatbin_keeps(dir.path(), &file, what);
         let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(0), "{what}: {err}");
+        assert!(
+            no_control_bytes(&o.stdout) && no_control_bytes(&o.stderr),
+            "{what}: {err}"
+        );
         assert!(
             err.contains(&format!(
                 "warning (1 code object(s)): bundle 0 entry 2 at file offset {:#x} ({} bytes) kept unchanged, not instrumented: its id {id:?}",
@@ -135,25 +169,9 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
             "{what}: {}",
             text(&o.stdout)
         );
-        let written = std::fs::read(&out).expect("output");
-        let after = hsaco::bundle::parse_plain(&written, 0).expect("output parses");
-        assert_eq!(after.entries.len(), 5, "{what}: every entry kept");
-        assert_eq!(after.entries[2].id, id, "{what}: the id as it was");
-        assert_eq!(
-            after.entries[2].data, entry.data,
-            "{what}: its bytes unchanged"
-        );
-        assert_ne!(
-            after.entries[1].data, bundle.entries[1].data,
-            "others instrumented"
-        );
-        std::fs::remove_file(&out).expect("remove output");
-
-        let mut strict = args.to_vec();
-        strict.push("--strict".as_ref());
-        let o = run(&strict);
-        assert_eq!(o.status.code(), Some(3), "{what}: {}", text(&o.stderr));
-        assert!(!out.exists(), "{what}: --strict wrote an output");
+        assert_eq!(after[2].id, id, "{what}: the id as it was");
+        assert_eq!(after[2].data, entry.data, "{what}: its bytes unchanged");
+        assert_ne!(after[1].data, bundle.entries[1].data, "others instrumented");
 
         let dest = dir.path().join("x");
         let o = extract(&file, &dest);
@@ -221,5 +239,132 @@ fn an_entry_that_is_not_a_code_object_is_not_extracted() {
             file.display()
         )),
         "{err}"
+    );
+}
+
+/// Asserts that `extract FILE -o DIR` exits 2 with exactly `message` (after the file name) on
+/// stderr, and writes nothing: not into a directory that exists, and no directory it would
+/// have created.
+fn extract_refuses(dir: &Path, file: &Path, message: &str) {
+    let base = tempfile::tempdir_in(dir).expect("tempdir");
+    for existing in [false, true] {
+        let dest = base.path().join(format!("x{existing}"));
+        if existing {
+            std::fs::create_dir(&dest).expect("mkdir");
+        }
+        let o = extract(file, &dest);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!("sqtt-patch: error: {}: {message}", file.display())
+        );
+        assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+        match existing {
+            false => assert!(!dest.exists(), "the directory was created"),
+            true => assert_eq!(std::fs::read_dir(&dest).expect("dir").count(), 0),
+        }
+    }
+}
+
+/// An entry whose size is cut in half (session-21 fresh tester): `info` exits 2 on it, but
+/// `extract` checked only the ELF magic and wrote the truncated code object with exit 0. It
+/// loads each entry as the other commands do now: exit 2 naming the bundle, entry, file offset
+/// and the loader's reason, nothing written. The same for a bare code object the loader
+/// refuses (a descriptor entry offset outside every executable section), which `extract`
+/// copied.
+#[test]
+fn a_code_object_that_does_not_load_is_not_extracted() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    let half = entry.data.len() / 2;
+    let mut b = good.clone();
+    let at = entry_header(&good, 2, 8);
+    b[at..at + 8].copy_from_slice(&(half as u64).to_le_bytes());
+    let why = hsaco::CodeObject::parse(&entry.data[..half])
+        .expect_err("half a code object does not load")
+        .to_string();
+    let (dir, file) = input(&b);
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    extract_refuses(
+        dir.path(),
+        &file,
+        &format!(
+            "bundle 0 entry 2 ({}) at file offset {:#x} ({half} bytes) cannot be loaded (offsets count from the entry's start): {why}; nothing extracted",
+            entry.id, entry.offset
+        ),
+    );
+
+    let mut co = fixture("objects/gfx1100__calls__O3.co");
+    let kd = hsaco::CodeObject::parse(&co)
+        .expect("fixture parses")
+        .kernels[0]
+        .kd_offset as usize;
+    co[kd + 0x10..kd + 0x18].copy_from_slice(&0x4000_0000i64.to_le_bytes());
+    let why = hsaco::CodeObject::parse(&co)
+        .expect_err("the descriptor is refused")
+        .to_string();
+    let file = dir.path().join("bad-kd.co");
+    std::fs::write(&file, &co).expect("write input");
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    extract_refuses(
+        dir.path(),
+        &file,
+        &format!("the code object cannot be loaded: {why}; nothing extracted"),
+    );
+}
+
+/// An AMDGPU entry of size 0 was dropped silently everywhere (session-21 fresh tester). `info`
+/// lists it with its index and offset, `--fatbin` keeps it with a warning naming the bundle,
+/// entry and offset (`--strict` refuses the input, exit 3), `extract` exits 2 and writes
+/// nothing.
+#[test]
+fn an_empty_amdgpu_entry_is_named() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    let mut b = good.clone();
+    let at = entry_header(&good, 2, 8);
+    b[at..at + 8].copy_from_slice(&0u64.to_le_bytes());
+    let (dir, file) = input(&b);
+    let why =
+        "it is empty (0 bytes) although its id names an AMDGPU target: it holds no code object";
+    let where_ = format!(
+        "bundle 0 entry 2 ({}) at file offset {:#x}",
+        entry.id, entry.offset
+    );
+
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        out.contains("3 code object(s), 1 malformed bundle entry (not read)")
+            && out.contains(&format!(
+                "note: {where_} (0 bytes) was not read as a code object: {why}"
+            )),
+        "{out}"
+    );
+
+    let (o, after) = fatbin_keeps(dir.path(), &file, "empty");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "bundle 0 entry 2 at file offset {:#x} (0 bytes) kept unchanged, not instrumented: {why}",
+            entry.offset
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        (after[2].id.as_str(), after[2].data.len()),
+        (entry.id.as_str(), 0)
+    );
+
+    extract_refuses(
+        dir.path(),
+        &file,
+        &format!("{where_} (0 bytes): {why}; nothing extracted"),
     );
 }

@@ -797,3 +797,49 @@ fn a_section_name_outside_the_name_table_is_malformed() {
         );
     }
 }
+
+/// `dis` printed what it could of objects every other command refuses (session-21 fresh
+/// tester: a damaged `sh_name`, a descriptor) and exited 0. It loads the object as the other
+/// commands do now: exit 2 with the loader's message naming the offset; a good object still
+/// prints.
+#[test]
+fn dis_refuses_an_object_the_loader_refuses() {
+    let b = object();
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let h = &co.elf.header;
+    let comment = co.section(".comment").expect(".comment").index;
+    let mut oob = b.clone();
+    let at = h.e_shoff as usize + 64 * comment;
+    oob[at..at + 4].copy_from_slice(&0xffffu32.to_le_bytes());
+    let mut kd = b.clone();
+    let o = co.kernels[0].kd_offset as usize + 0x10;
+    kd[o..o + 8].copy_from_slice(&0x4000_0000i64.to_le_bytes());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dis = |file: &Path| {
+        Command::new(BIN)
+            .arg("dis")
+            .arg(file)
+            .output()
+            .expect("run sqtt-patch")
+    };
+    for (name, bytes) in [("oob.co", oob), ("kd.co", kd)] {
+        let why = hsaco::CodeObject::parse(&bytes)
+            .expect_err("refused by the loader")
+            .to_string();
+        let file = dir.path().join(name);
+        std::fs::write(&file, &bytes).expect("write input");
+        let out = dis(&file);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(out.stdout.is_empty(), "{name}: printed");
+        assert_eq!(
+            err.trim_end(),
+            format!("sqtt-patch: error: {}: cannot parse: {why}", file.display())
+        );
+    }
+    let file = dir.path().join("good.co");
+    std::fs::write(&file, &b).expect("write input");
+    let out = dis(&file);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!out.stdout.is_empty());
+}
