@@ -124,7 +124,8 @@ fn main() {
         // once the commits this error unwound are gone.
         Err(_) if interrupt::stopping() => interrupt::wait_for_handler(),
         Err(e) => {
-            eprintln!("sqtt-patch: error: {e:#}");
+            let message = format!("{e:#}");
+            eprintln!("sqtt-patch: error: {}", output::terminal_safe(&message));
             exit::INPUT
         }
     };

@@ -48,10 +48,31 @@ fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Writes all of `s` to standard output and flushes it. A closed pipe (`| head`) is not an
-/// error (exit 0); any other write error is, naming standard output (`> /dev/full`).
+/// Writes all of `s` to standard output and flushes it, its control characters escaped
+/// ([`terminal_safe`]). A closed pipe (`| head`) is not an error (exit 0); any other write error
+/// is, naming standard output (`> /dev/full`).
 pub fn write_stdout(s: &str) -> Result<i32> {
-    write_stdout_bytes(s.as_bytes())
+    write_stdout_bytes(terminal_safe(s).as_bytes())
+}
+
+/// `s` with every control character but newline and tab written as its Rust escape (`\u{1b}`,
+/// `\0`): names and ids come from the input, and an escape sequence in a symbol name or a
+/// bundle entry id must not reach the user's terminal (it could retitle it, clear it or move
+/// the cursor). C1 controls (U+0080..U+009F, e.g. the one-byte CSI U+009B) count too.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// [`write_stdout`] for bytes.

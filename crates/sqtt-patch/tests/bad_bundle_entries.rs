@@ -7,17 +7,12 @@
 //! gfx942, gfx1100, gfx1201 after the empty host entry) with one header field changed; the
 //! entry offsets come from `hsaco` on the unmodified file.
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::fixture;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
-
-fn fixture(rel: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(rel);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 fn plain_bundle() -> Vec<u8> {
     fixture("bundles/calls-4arch__plain.hipfb")

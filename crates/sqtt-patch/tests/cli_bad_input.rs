@@ -7,17 +7,12 @@
 //! `fixtures/README.md`) with one field changed; offsets of descriptors and section headers come
 //! from `hsaco` on the unmodified file.
 
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::fixture;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
-
-fn fixture(rel: &str) -> Vec<u8> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(rel);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 fn object() -> Vec<u8> {
     fixture("objects/gfx1100__calls__O3.co")

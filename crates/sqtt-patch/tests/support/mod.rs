@@ -59,3 +59,12 @@ pub fn mkfifo(path: &std::path::Path) {
         .is_ok_and(|s| s.success());
     assert!(ok, "mkfifo {}", path.display());
 }
+
+/// The bytes of `fixtures/REL` (a path relative to the repository's `fixtures/`).
+#[allow(dead_code)] // not every test file that includes this module reads fixtures by path
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
