@@ -24,8 +24,9 @@ impl CodeObject {
     /// Every odd field of the object, one sentence each naming the kernel (when there is one)
     /// and the file offset: non-zero reserved kernel descriptor bytes, `e_flags` bits no code
     /// object version defines, a `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`,
-    /// and a metadata kernel whose `.symbol` names no symbol of the object. Each is kept as it
-    /// is by a rewrite.
+    /// a metadata kernel whose `.symbol` names no symbol of the object, a metadata note and a
+    /// descriptor that disagree on the kernarg segment or wave size, and kernels without any
+    /// metadata note. Each is kept as it is by a rewrite.
     pub fn input_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         let flags = self.elf.header.e_flags;
@@ -53,6 +54,13 @@ impl CodeObject {
                     ));
                 }
             }
+        }
+        out.extend(self.note_descriptor_disagreements());
+        if self.metadata.is_empty() && !self.kernels.is_empty() {
+            out.push(format!(
+                "no NT_AMDGPU_METADATA note: the loader finds no metadata for the {} kernel(s) (kept as it is)",
+                self.kernels.len()
+            ));
         }
         let h = &self.elf.header;
         for (i, p) in self.elf.segments.iter().enumerate() {
@@ -83,6 +91,49 @@ impl CodeObject {
                         name.unwrap_or(sym),
                         m.offset
                     ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Kernels whose metadata note and descriptor disagree on what both state and no rewrite
+    /// changes: the kernarg segment size (`.kernarg_segment_size` vs a non-zero `kernarg_size`) and the
+    /// wave size (`.wavefront_size` vs `ENABLE_WAVEFRONT_SIZE32`, bit 10 of
+    /// `kernel_code_properties`; AMDGPUUsage "Code Object V3 Metadata" and "Kernel
+    /// Descriptor"). A set reserved bit 10 on gfx9, which has no wave32, shows here too.
+    fn note_descriptor_disagreements(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for k in &self.kernels {
+            let Some((m, i)) = self.kernel_metadata(k) else {
+                continue;
+            };
+            let d = &k.descriptor;
+            for (key, field, desc, at) in [
+                (
+                    ".kernarg_segment_size",
+                    "kernarg_size",
+                    d.kernarg_size,
+                    0x08,
+                ),
+                (
+                    ".wavefront_size",
+                    "kernel_code_properties (wave size)",
+                    d.wave_size(),
+                    0x38,
+                ),
+            ] {
+                match m.kernel_u64(i, key) {
+                    // A `kernarg_size` of 0 is what hand-written assembly without
+                    // `.amdhsa_kernarg_size` gets (as Tensile's and our fixtures'): not warned.
+                    Some(v) if v != u64::from(desc) && desc != 0 => out.push(format!(
+                        "kernel {}: metadata note at offset {:#x}: {key} {v} disagrees with descriptor {}.kd's {field} {desc} at offset {:#x} (both kept as they are)",
+                        k.name,
+                        m.offset,
+                        k.name,
+                        k.kd_offset + at
+                    )),
+                    _ => {}
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Odd input fields nothing depends on (session-20 fresh tester: accepted without a word):
 //! non-zero reserved kernel descriptor bytes, `e_flags` bits no code object version defines, a
-//! `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`, and a metadata `.symbol`
-//! naming no symbol. None is refused (AMD ships odd inputs): each is a warning on stderr naming
+//! `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`, a metadata `.symbol`
+//! naming no symbol, a note and a descriptor that disagree on the kernarg segment or wave size,
+//! and a metadata note whose type is not `NT_AMDGPU_METADATA` (session-22 fresh tester). None is refused (AMD ships odd inputs): each is a warning on stderr naming
 //! the file, the kernel when there is one and the offset, `info` lists it, and the instrumented
 //! output keeps the field as it was.
 //!
@@ -111,6 +112,63 @@ fn cases() -> Vec<Case> {
             let v = o.metadata[0].kernel_value(index, ".symbol").and_then(|v| v.as_str().map(String::from));
             assert_eq!(v.as_deref(), Some("k_call_chaim.kd"), ".symbol kept");
         }),
+    });
+
+    // Note and descriptor disagree (session-22 fresh tester): the kernarg segment size, and the
+    // wave size (bit 10 of kernel_code_properties, byte 0x39 bit 2).
+    let mut kernarg = b.clone();
+    let at = k.kd_offset as usize + 0x08;
+    kernarg[at..at + 4].copy_from_slice(&235u32.to_le_bytes());
+    let size = md
+        .kernel_u64(index, ".kernarg_segment_size")
+        .expect(".kernarg_segment_size");
+    out.push(Case {
+        name: "kernarg.co",
+        bytes: kernarg,
+        warning: format!(
+            "kernel k_call_chain: metadata note at offset {:#x}: .kernarg_segment_size {size} disagrees with descriptor k_call_chain.kd's kernarg_size 235 at offset {at:#x} (both kept as they are)",
+            md.offset
+        ),
+        kept: Box::new(|o| {
+            let k = o.kernels.iter().find(|k| k.name == "k_call_chain").expect("kernel");
+            assert_eq!(k.descriptor.kernarg_size, 235, "kernarg_size kept");
+        }),
+    });
+    let mut wave = b.clone();
+    let at = k.kd_offset as usize + 0x39;
+    assert_ne!(wave[at] & 4, 0, "the fixture's kernel is wave32");
+    wave[at] ^= 4;
+    out.push(Case {
+        name: "wave.co",
+        bytes: wave,
+        warning: format!(
+            "kernel k_call_chain: metadata note at offset {:#x}: .wavefront_size 32 disagrees with descriptor k_call_chain.kd's kernel_code_properties (wave size) 64 at offset {:#x} (both kept as they are)",
+            md.offset,
+            k.kd_offset + 0x38
+        ),
+        kept: Box::new(|o| {
+            let k = o.kernels.iter().find(|k| k.name == "k_call_chain").expect("kernel");
+            assert!(!k.descriptor.wave32(), "wave-size bit kept");
+        }),
+    });
+    // The metadata note's type (NT_AMDGPU_METADATA, 32: the word before its name) changed.
+    let mut untyped = b.clone();
+    let name_at = from
+        + b[from..from + note.filesz as usize]
+            .windows(7)
+            .enumerate()
+            .find(|&(j, w)| w == b"AMDGPU\0" && b[from + j - 4..from + j] == 32u32.to_le_bytes())
+            .expect("the NT_AMDGPU_METADATA note")
+            .0;
+    untyped[name_at - 4] = 0xdf;
+    out.push(Case {
+        name: "untyped.co",
+        bytes: untyped,
+        warning: format!(
+            "no NT_AMDGPU_METADATA note: the loader finds no metadata for the {} kernel(s) (kept as it is)",
+            co.kernels.len()
+        ),
+        kept: Box::new(|o| assert!(o.metadata.is_empty(), "the note's type kept")),
     });
     out
 }
