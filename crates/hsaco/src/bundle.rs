@@ -69,6 +69,20 @@ fn id_target(id: &str) -> Option<&str> {
         .map(|(_, t)| t.trim_start_matches('-'))
 }
 
+/// The sentence for an AMDGPU entry whose id names another processor than its code object's
+/// ELF header (`e_flags` `EF_AMDGPU_MACH`, AMDGPUUsage "AMDGPU ELF Header"), e.g. a `gfx90a` id
+/// on a gfx908 object; `None` when both name the same processor or `id` names none. Such an
+/// entry is kept as it is: `--offload-arch`, like the HIP runtime, picks entries by their id.
+pub fn id_processor_mismatch(id: &str, elf_processor: &str) -> Option<String> {
+    let named = id_target(id)?.split(':').next().filter(|p| !p.is_empty())?;
+    (named != elf_processor).then(|| {
+        format!(
+            "its id names processor {named} but its code object's ELF header (e_flags) says \
+             {elf_processor}; kept as it is (--offload-arch, like the HIP runtime, selects entries by id)"
+        )
+    })
+}
+
 /// Offload kinds `clang-offload-bundler` writes before the target triple of an entry id
 /// (`<kind>-<arch>-<vendor>-<os>-<environment>[-<target id>]`, clang's `ClangOffloadBundler`
 /// documentation, "Bundle Entry ID"), and those of other offload languages.

@@ -54,6 +54,11 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         .iter()
         .map(|f| json!({"name": f.name, "address": f.address, "size": f.size, "local": f.local, "ocl_clone": f.ocl_clone}))
         .collect();
+    let mut warnings = co.input_warnings();
+    warnings.extend(hsaco::bundle::id_processor_mismatch(
+        &e.id,
+        &co.target.processor,
+    ));
     json!({
         "bundle_index": e.bundle_index, "entry_id": e.id, "bundle_offset": e.bundle_offset,
         "target": co.target.target_id(), "processor": co.target.processor, "mach": co.target.mach,
@@ -62,7 +67,7 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         "text_size": co.text().map_or(0, |t| t.size),
         "dwarf": co.has_dwarf(), "sqtt_funcmap": co.funcmap().is_some(),
         "kernels": kernels, "device_functions": funcs,
-        "warnings": co.input_warnings(),
+        "warnings": warnings,
     })
 }
 

@@ -442,6 +442,22 @@ fn process_bundle<S: Source + ?Sized>(
                     Err(err) => (None, unparsable(&target, &err), false),
                 };
             progress.objects_done(1);
+            let mut report = report;
+            let at = entry_at(&b, en);
+            if let Some(why) = bundle::id_processor_mismatch(&en.id, &report.target) {
+                report
+                    .notes
+                    .push(format!("bundle {bi} entry {ei} {at}: {why}"));
+            }
+            // Standard output has one line per object; the warning on standard error says
+            // where the entry is, as for a malformed one (session-22 fresh tester).
+            if report.status == Status::FailedClosed {
+                report.notes.push(format!(
+                    "bundle {bi} entry {ei} {at} left unchanged (failed closed; offsets in the \
+                     reason count from the entry's start): {}",
+                    report.reasons.join("; ")
+                ));
+            }
             let o = ObjectOutcome {
                 bundle_index: bi,
                 entry_id: en.id.clone(),
@@ -500,13 +516,7 @@ fn malformed_entry(
     en: &bundle::EntryRange,
     why: &str,
 ) -> Report {
-    let at = match b.storage {
-        hsaco::bundle::Storage::Plain => format!("at file offset {:#x}", b.offset + en.offset),
-        hsaco::bundle::Storage::Compressed(_) => format!(
-            "at offset {:#x} of the compressed bundle at file offset {:#x} (once decompressed)",
-            en.offset, b.offset
-        ),
-    };
+    let at = entry_at(b, en);
     let mut r = Report::new(String::new(), 0);
     r.status = Status::FailedClosed;
     r.reasons = vec![format!("not read as a code object: {why}")];
@@ -515,6 +525,17 @@ fn malformed_entry(
         en.size
     )];
     r
+}
+
+/// Where entry `en` of bundle `b` is: its file offset, or its offset in a compressed bundle.
+fn entry_at(b: &bundle::OpenBundle, en: &bundle::EntryRange) -> String {
+    match b.storage {
+        hsaco::bundle::Storage::Plain => format!("at file offset {:#x}", b.offset + en.offset),
+        hsaco::bundle::Storage::Compressed(_) => format!(
+            "at offset {:#x} of the compressed bundle at file offset {:#x} (once decompressed)",
+            en.offset, b.offset
+        ),
+    }
 }
 
 /// Report of an object `patch_code_object` could not read: failed closed, kept unchanged.

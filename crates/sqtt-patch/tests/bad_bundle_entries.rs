@@ -363,3 +363,121 @@ fn an_empty_amdgpu_entry_is_named() {
         &format!("{where_} (0 bytes): {why}; nothing extracted"),
     );
 }
+
+/// The index and entry of the plain bundle `good` whose id ends in `processor`.
+fn entry_for(good: &[u8], processor: &str) -> (usize, hsaco::bundle::BundleEntry) {
+    let bundle = hsaco::bundle::parse_plain(good, 0).expect("fixture parses");
+    let i = bundle
+        .entries
+        .iter()
+        .position(|e| e.id.ends_with(processor))
+        .unwrap_or_else(|| panic!("a {processor} entry"));
+    (i, bundle.entries[i].clone())
+}
+
+/// An entry whose id names another processor than its code object's ELF header (session-21
+/// and session-22 fresh testers: accepted without a word, and `--offload-arch gfx908` then
+/// selected a gfx90a object). The gfx90a entry's id is changed to `gfx908` (same length, so the
+/// layout stays): `info` and `--fatbin` warn, naming the entry and its offset and both
+/// processors; the entry is kept as it is and still selected by its id.
+#[test]
+fn an_id_naming_another_processor_is_a_warning() {
+    let good = plain_bundle();
+    let (i, entry) = entry_for(&good, "gfx90a");
+    let at = entry_header(&good, i, 24) + entry.id.len() - "gfx90a".len();
+    let mut b = good.clone();
+    b[at..at + 6].copy_from_slice(b"gfx908");
+    let (dir, file) = input(&b);
+    let why =
+        "its id names processor gfx908 but its code object's ELF header (e_flags) says gfx90a";
+
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains(&format!("  warning: {why}")), "{out}");
+
+    let out_file = dir.path().join("out.hipfb");
+    let o = run(&[
+        "--fatbin".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        out_file.as_os_str(),
+        "--functions".as_ref(),
+        "1".as_ref(),
+        "--offload-arch".as_ref(),
+        "gfx908".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning (1 code object(s)): bundle 0 entry {i} at file offset {:#x}: {why}",
+            entry.offset
+        )),
+        "{err}"
+    );
+    // Selected by its id, instrumented, and still under that id.
+    let stdout = text(&o.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "bundle 0 {}",
+            entry.id.replace("gfx90a", "gfx908")
+        )) && stdout.contains("instrumented"),
+        "{stdout}"
+    );
+    let written = std::fs::read(&out_file).expect("output");
+    let after = hsaco::bundle::parse_plain(&written, 0).expect("output parses");
+    assert!(after.entries[i].id.ends_with("gfx908"));
+    assert_ne!(after.entries[i].data, entry.data, "instrumented");
+}
+
+/// A bundle entry that fails closed used to be named on standard output only ("bundle 0
+/// hipv4-...: left unchanged (failed closed): ...", offsets in the reason relative to the
+/// entry): standard error now says which entry it is, where it starts in the file, and that
+/// the reason's offsets count from there (session-22 fresh tester). The gfx1100 entry gets a
+/// device function whose `.symtab` name is empty (no funcmap row could name it: failed closed).
+#[test]
+fn a_failed_entry_is_named_with_its_offset_on_stderr() {
+    let good = plain_bundle();
+    let (i, entry) = entry_for(&good, "gfx1100");
+    let co = hsaco::CodeObject::parse(&entry.data).expect("entry parses");
+    let sym = co
+        .symbols
+        .iter()
+        .find(|s| {
+            s.symbol.table == hsaco::elf::SymbolTable::Symtab
+                && s.symbol.st_type == hsaco::elf::STT_FUNC
+                && s.symbol.name.starts_with("_Z")
+        })
+        .expect("a device function's .symtab entry");
+    let at = entry.offset as usize + sym.symbol.entry_offset as usize;
+    let mut b = good.clone();
+    b[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+    let (dir, file) = input(&b);
+    let out = dir.path().join("out.hipfb");
+    let o = run(&[
+        "--fatbin".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--functions".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let want = format!(
+        "warning (1 code object(s)): bundle 0 entry {i} at file offset {:#x} left unchanged \
+         (failed closed; offsets in the reason count from the entry's start): ",
+        entry.offset
+    );
+    assert!(
+        err.contains(&want) && err.contains("has no usable symbol name"),
+        "{err}"
+    );
+    let after = hsaco::bundle::parse_plain(&std::fs::read(&out).expect("output"), 0)
+        .expect("output parses");
+    assert_eq!(
+        after.entries[i].data,
+        b[entry.offset as usize..][..entry.data.len()]
+    );
+}

@@ -498,6 +498,11 @@ fn analyse_fn(
                             f.succs[i].push(ti);
                         } else if let Some(&fi) = starts.get(&t) {
                             f.exits.push((i, Exit::TailCall(fi)));
+                        } else if in_fn(t) {
+                            f.problems.push(Problem {
+                                addr: a,
+                                why: format!("jump into the middle of an instruction at {t:#x}"),
+                            });
                         } else {
                             f.problems.push(Problem {
                                 addr: a,

@@ -39,6 +39,7 @@
 //! run them uninstrumented ([`kept_in_place_notes`] names them in the report).
 
 use crate::analysis::{Func, Problem, Program};
+use crate::layout::PcRelUse;
 use crate::plan::{Site, Skipped};
 use amdgpu_isa::{Flow, Special};
 use serde::Serialize;
@@ -127,11 +128,15 @@ pub fn falls_off_end(f: &Func) -> bool {
 /// reason it cannot: a word that does not decode (its PC-relative uses cannot be seen), an
 /// `s_getpc` that is not a recognised address builder (it could compute any address), a branch
 /// or call that leaves the function to an address that is not a function entry, or an
-/// `s_add_pc_i64` that leaves it. `pcrels` are the program's recognised address builders by
-/// `s_getpc` address; `is_entry` tells function entries.
+/// `s_add_pc_i64` that leaves it, or an address builder aimed at code in `.text` outside the
+/// function that is not a function entry (mapped by offset, such an address could land anywhere
+/// in the instrumented code: a Tensile long branch whose literal aims into another kernel, found
+/// by the session-22 fresh tester). `pcrels` are the program's recognised address builders by
+/// `s_getpc` address, each with its target and whether that target is in `.text`; `is_entry`
+/// tells function entries.
 fn movable(
     f: &Func,
-    pcrels: &BTreeMap<u64, u64>,
+    pcrels: &BTreeMap<u64, (u64, bool)>,
     is_entry: impl Fn(u64) -> bool,
 ) -> Result<(), Problem> {
     let (start, end) = (f.spec.start, f.spec.end);
@@ -156,9 +161,15 @@ fn movable(
     for (a, inst) in f.insts.iter() {
         let out = |what: String| Err(Problem { addr: a, why: what });
         match (inst.special(), inst.flow()) {
-            (Special::GetPc, _) if !pcrels.contains_key(&a) => {
-                return out("s_getpc without a recognised address builder".into())
-            }
+            (Special::GetPc, _) => match pcrels.get(&a) {
+                None => return out("s_getpc without a recognised address builder".into()),
+                Some(&(t, true)) if !inside(t) && !is_entry(t) => {
+                    return out(format!(
+                        "address builder aimed at {t:#x}, code outside the function that is not a function entry"
+                    ))
+                }
+                Some(_) => {}
+            },
             (Special::AddPcI64, _) => {
                 let t = inst
                     .literal()
@@ -194,10 +205,10 @@ fn movable(
 /// Decides which functions with problems are left alone (see the module docs). `text_end` is
 /// the end of `.text` (bytes).
 pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
-    let pcrels: BTreeMap<u64, u64> = prog
+    let pcrels: BTreeMap<u64, (u64, bool)> = prog
         .pcrels
         .iter()
-        .map(|p| (p.getpc_addr, p.target))
+        .map(|p| (p.getpc_addr, (p.target, p.use_kind != PcRelUse::Data)))
         .collect();
     let mut v = Verbatim {
         blocks: vec![None; prog.funcs.len()],
