@@ -25,8 +25,9 @@ impl CodeObject {
     /// and the file offset: non-zero reserved kernel descriptor bytes, `e_flags` bits no code
     /// object version defines, a `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`,
     /// a metadata kernel whose `.symbol` names no symbol of the object, a metadata note and a
-    /// descriptor that disagree on the kernarg segment or wave size, and kernels without any
-    /// metadata note. Each is kept as it is by a rewrite.
+    /// descriptor that disagree on the kernarg segment or wave size, kernels without any
+    /// metadata note, an ELF version other than 1, and an `xnack` or `sramecc` setting on a
+    /// processor without that feature. Each is kept as it is by a rewrite.
     pub fn input_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         let flags = self.elf.header.e_flags;
@@ -36,6 +37,7 @@ impl CodeObject {
                 flags & !KNOWN_E_FLAGS
             ));
         }
+        out.extend(self.header_oddities());
         for k in &self.kernels {
             let d = &k.descriptor;
             let fields: [&[u8]; 3] = [&d.reserved0, &d.reserved1, &d.reserved3];
@@ -92,6 +94,45 @@ impl CodeObject {
                         m.offset
                     ));
                 }
+            }
+        }
+        out
+    }
+
+    /// ELF header fields the loader does not check: `e_ident[EI_VERSION]` and `e_version` other
+    /// than 1 (`EV_CURRENT`, System V gABI "ELF Header"), and an `xnack` or `sramecc` setting in
+    /// `e_flags` on a processor without that feature, where the field must be 0 (AMDGPUUsage
+    /// "AMDGPU ELF Header e_flags for Code Object V4 and After").
+    fn header_oddities(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let ident_version = self.bytes.get(6).copied().unwrap_or(1);
+        if ident_version != 1 {
+            out.push(format!(
+                "e_ident[EI_VERSION] at offset 0x6 is {ident_version}, not 1 (EV_CURRENT) (kept as it is)"
+            ));
+        }
+        let version = self
+            .bytes
+            .get(0x14..0x18)
+            .map_or(1, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        if version != 1 {
+            out.push(format!(
+                "e_version at offset 0x14 is {version}, not 1 (EV_CURRENT) (kept as it is)"
+            ));
+        }
+        let t = &self.target;
+        let flags = self.elf.header.e_flags;
+        for (name, setting, supported, shift) in [
+            ("xnack", t.xnack, t.supports_xnack(), 8),
+            ("sramecc", t.sramecc, t.supports_sramecc(), 10),
+        ] {
+            if !supported && setting != crate::target::FeatureSetting::Unsupported {
+                out.push(format!(
+                    "e_flags {flags:#x} at offset 0x30 sets {name} to {} ({:#x}) but {} has no {name} feature, where the field must be 0 (kept as it is)",
+                    (flags >> shift) & 3,
+                    flags & (3 << shift),
+                    t.processor
+                ));
             }
         }
         out

@@ -213,6 +213,52 @@ impl Target {
         )
     }
 
+    /// True when the processor has the `xnack` target feature (AMDGPUUsage processor table,
+    /// "Target Features Supported"; the same set clang-22's target-ID parser accepts `:xnack+`
+    /// for, test `target_features`). gfx940 and gfx941, which LLVM 22 no longer knows, as gfx942
+    /// (LLVM 19). For any other processor the `e_flags` field must be 0 ("unsupported").
+    pub fn supports_xnack(&self) -> bool {
+        matches!(
+            self.processor.as_str(),
+            "gfx801"
+                | "gfx810"
+                | "gfx900"
+                | "gfx902"
+                | "gfx904"
+                | "gfx906"
+                | "gfx908"
+                | "gfx909"
+                | "gfx90a"
+                | "gfx90c"
+                | "gfx940"
+                | "gfx941"
+                | "gfx942"
+                | "gfx950"
+                | "gfx9-generic"
+                | "gfx9-4-generic"
+                | "gfx1010"
+                | "gfx1011"
+                | "gfx1012"
+                | "gfx1013"
+                | "gfx10-1-generic"
+        )
+    }
+
+    /// True when the processor has the `sramecc` target feature (as [`Target::supports_xnack`]).
+    pub fn supports_sramecc(&self) -> bool {
+        matches!(
+            self.processor.as_str(),
+            "gfx906"
+                | "gfx908"
+                | "gfx90a"
+                | "gfx940"
+                | "gfx941"
+                | "gfx942"
+                | "gfx950"
+                | "gfx9-4-generic"
+        )
+    }
+
     /// True for processors with AGPRs (gfx908 and the gfx90a family; LLVM `FeatureMAIInsts`).
     pub fn has_agprs(&self) -> bool {
         self.processor == "gfx908" || self.has_gfx90a_insts()

@@ -2,7 +2,8 @@
 //! non-zero reserved kernel descriptor bytes, `e_flags` bits no code object version defines, a
 //! `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`, a metadata `.symbol`
 //! naming no symbol, a note and a descriptor that disagree on the kernarg segment or wave size,
-//! and a metadata note whose type is not `NT_AMDGPU_METADATA` (session-22 fresh tester). None is refused (AMD ships odd inputs): each is a warning on stderr naming
+//! a metadata note whose type is not `NT_AMDGPU_METADATA`, an `xnack` setting on gfx1100 and
+//! ELF versions other than 1 (session-22 fresh tester). None is refused (AMD ships odd inputs): each is a warning on stderr naming
 //! the file, the kernel when there is one and the offset, `info` lists it, and the instrumented
 //! output keeps the field as it was.
 //!
@@ -66,6 +67,43 @@ fn cases() -> Vec<Case> {
             "e_flags {e_flags:#x} at offset 0x30 has bits 0x1000 that no code object version defines (kept as they are)"
         ),
         kept: Box::new(move |o| assert_eq!(o.elf.header.e_flags, e_flags, "e_flags kept")),
+    });
+
+    // xnack on a processor without it (session-22 fresh tester): the field must be 0.
+    assert_eq!(
+        co.elf.header.e_flags & 0x300,
+        0,
+        "the fixture has no xnack setting"
+    );
+    let mut xnack = b.clone();
+    let e_flags_x = co.elf.header.e_flags | 0x300;
+    xnack[0x30..0x34].copy_from_slice(&e_flags_x.to_le_bytes());
+    out.push(Case {
+        name: "xnack.co",
+        bytes: xnack,
+        warning: format!(
+            "e_flags {e_flags_x:#x} at offset 0x30 sets xnack to 3 (0x300) but gfx1100 has no xnack feature, where the field must be 0 (kept as it is)"
+        ),
+        kept: Box::new(move |o| assert_eq!(o.elf.header.e_flags, e_flags_x, "e_flags kept")),
+    });
+
+    // ELF versions other than EV_CURRENT (session-22 fresh tester).
+    let mut ident = b.clone();
+    ident[6] = 2;
+    out.push(Case {
+        name: "ei-version.co",
+        bytes: ident,
+        warning: "e_ident[EI_VERSION] at offset 0x6 is 2, not 1 (EV_CURRENT) (kept as it is)"
+            .into(),
+        kept: Box::new(|o| assert_eq!(o.bytes[6], 2, "EI_VERSION kept")),
+    });
+    let mut version = b.clone();
+    version[0x14..0x18].copy_from_slice(&7u32.to_le_bytes());
+    out.push(Case {
+        name: "e-version.co",
+        bytes: version,
+        warning: "e_version at offset 0x14 is 7, not 1 (EV_CURRENT) (kept as it is)".into(),
+        kept: Box::new(|o| assert_eq!(o.bytes[0x14..0x18], 7u32.to_le_bytes(), "kept")),
     });
 
     let (i, note) = co

@@ -32,25 +32,51 @@ fn first_forward_branch(insns: &[Insn]) -> (u64, u32) {
     (add.addr, int_operand(&add.operands[1]))
 }
 
-/// A copy of `target`'s fixture whose first forward long branch reaches `aim(original target,
-/// symbols)` instead, with that address checked to be inside an instruction.
-fn aimed(dir: &Path, target: &str, aim: impl Fn(u64, &Syms) -> u64) -> PathBuf {
+/// The first call-table builder of the fixture (in `tl_calltable`: `s_getpc_b64; s_add_i32;
+/// s_add_u32; s_addc_u32; s_branch`): the address of its `s_add_i32` and its literal.
+fn first_call_builder(insns: &[Insn]) -> (u64, u32) {
+    let k = (0..insns.len() - 4)
+        .find(|&k| insns[k].mnemonic == "s_getpc_b64" && insns[k + 4].mnemonic == "s_branch")
+        .expect("a call-table builder");
+    let add = &insns[k + 1];
+    (add.addr, int_operand(&add.operands[1]))
+}
+
+/// A copy of `target`'s fixture whose long branch or builder (`which` picks it from the
+/// disassembly) reaches `aim(original target, symbols)` instead, with that address checked to
+/// be no instruction's start.
+fn aimed_with(
+    dir: &Path,
+    target: &str,
+    which: fn(&[Insn]) -> (u64, u32),
+    aim: impl Fn(u64, &Syms) -> u64,
+) -> PathBuf {
     let input = fixture(target);
     let insns = objdump(&input);
-    let (add, lit) = first_forward_branch(&insns);
+    let (add, lit) = which(&insns);
     let s = syms(&input);
-    // The s_getpc_b64 is right before the add: target = getpc + 4 + LIT + 4.
-    let reached = (add + 4).wrapping_add(u64::from(lit)).wrapping_add(4);
+    // The s_getpc_b64 (4 bytes) is right before the add: target = getpc + 4 + LIT + 4.
+    let reached = add.wrapping_add(u64::from(lit)).wrapping_add(4);
     let new_target = aim(reached, &s);
     assert!(
         insns.iter().all(|i| i.addr != new_target),
-        "{target}: {new_target:#x} must be inside an instruction"
+        "{target}: {new_target:#x} must be no instruction's start"
     );
     let delta = new_target.wrapping_sub(reached) as i32;
     let moved = with_moved_literal(dir, &input, (add, lit), delta);
     let p = dir.join(format!("{target}.aimed.co"));
     std::fs::rename(moved, &p).expect("rename");
     p
+}
+
+/// [`aimed_with`] the first forward long branch.
+fn aimed(dir: &Path, target: &str, aim: impl Fn(u64, &Syms) -> u64) -> PathBuf {
+    aimed_with(dir, target, first_forward_branch, aim)
+}
+
+/// The end of `.text` (bytes): an address past every instruction.
+fn text_end(s: &Syms) -> u64 {
+    s.text_addr + s.text.len() as u64
 }
 
 /// Inside its own kernel: 2 bytes past the label the branch reached. Every config instruments
@@ -125,10 +151,60 @@ fn a_long_branch_into_another_kernel_keeps_text_in_place() {
             &ctx,
             &r,
             "tl_forward",
-            "it cannot move (address builder aimed at",
+            "kept at its address: it cannot move (jump to ",
         );
         assert_eq!(r["text_kept_in_place"], true, "{ctx}");
         let (code, text) = verify(&input, &out);
         assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+    }
+}
+
+/// Past the end of `.text` (session-23 fresh tester): the address the long branch keeps holds
+/// other code once code moves (it became `tl_calltable`'s entry), so `tl_forward` cannot move:
+/// `.text` stays in place, the other kernels are instrumented, `verify` accepts.
+#[test]
+fn a_long_branch_past_text_keeps_its_kernel_at_its_address() {
+    if no_llvm() {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    for target in TARGETS {
+        let input = aimed(t.path(), target, |_, s| text_end(s));
+        for (name, flags) in CONFIGS {
+            let ctx = format!("{target} {name} aimed past .text");
+            let (out, r) = patch(t.path(), &input, target, name, flags);
+            only_left_alone(&ctx, &r, "tl_forward", "kept at its address");
+            assert_eq!(r["text_kept_in_place"], true, "{ctx}");
+            let (code, text) = verify(&input, &out);
+            assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+        }
+    }
+}
+
+/// A call-table builder aimed past the end of `.text` (session-23 fresh tester): its literal
+/// cannot reach that address from the moved kernel ("cannot be re-aimed"), which failed the
+/// whole object. Now `.text` stays in place when moving fails, so only `tl_calltable` is left
+/// alone, under every config, and `verify` accepts.
+#[test]
+fn a_builder_that_cannot_be_re_aimed_costs_only_its_kernel() {
+    if no_llvm() {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    for target in TARGETS {
+        let input = aimed_with(t.path(), target, first_call_builder, |_, s| text_end(s));
+        for (name, flags) in CONFIGS {
+            let ctx = format!("{target} {name} call table aimed past .text");
+            let (out, r) = patch(t.path(), &input, target, name, flags);
+            only_left_alone(&ctx, &r, "tl_calltable", "");
+            let functions = r["functions"].as_array().expect("functions");
+            for k in ["tl_forward", "tl_loop"] {
+                let f = functions.iter().find(|f| f["name"] == k);
+                let n = f.and_then(|f| f["inserted_instructions"].as_u64());
+                assert!(n.is_some_and(|n| n > 0), "{ctx}: {k} instrumented");
+            }
+            let (code, text) = verify(&input, &out);
+            assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+        }
     }
 }

@@ -64,8 +64,13 @@ pub fn rewrite_verified(
         t.begin(Stage::Verify);
         let (findings, named) = match verify(input, &out) {
             Ok(v) => {
-                // Inconsistencies of the input the rewrite kept as they are: warnings.
-                report.notes.extend(v.warnings.iter().map(input_warning));
+                // Inconsistencies of the input the rewrite kept as they are: warnings, each
+                // once (the verifier may meet one on several paths).
+                for w in v.warnings.iter().map(input_warning) {
+                    if !report.notes.contains(&w) {
+                        report.notes.push(w);
+                    }
+                }
                 (
                     v.findings.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
                     attribute(&v, &leave),

@@ -70,6 +70,11 @@ pub const FALLS_OFF_AFTER_CALL: &str =
 /// 0x02 is `llvm.trap`, which aborts the queue; the wave never resumes after it.
 pub const ABORT_TRAP_ID: u32 = 2;
 
+/// How the problem of a jump through an address builder to an address that is neither in its
+/// function nor a function entry starts (the target address follows); such a function cannot
+/// move ([`crate::verbatim`]).
+pub const JUMP_ELSEWHERE: &str = "jump to ";
+
 /// Whether `inst` is `s_trap 2` ([`ABORT_TRAP_ID`]): as the last instruction of a function it
 /// ends it like `s_endpgm` (no "falls off the end" problem); other trap IDs (`s_trap 3`,
 /// `llvm.debugtrap`, ...) resume at the next instruction. The trap ID is the low 8 bits of
@@ -506,7 +511,7 @@ fn analyse_fn(
                         } else {
                             f.problems.push(Problem {
                                 addr: a,
-                                why: format!("jump to {t:#x}, which is neither in this function nor a function entry"),
+                                why: format!("{JUMP_ELSEWHERE}{t:#x}, which is neither in this function nor a function entry"),
                             });
                         }
                     }

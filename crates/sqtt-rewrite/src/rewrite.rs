@@ -81,6 +81,26 @@ pub fn rewrite_leaving_alone(
             }
         }
     };
+    // Moving a function left alone can fail where leaving it at its address cannot (a builder
+    // whose literal cannot reach the moved target: session-23 fresh tester). Then `.text` stays
+    // in place, as `--keep-text` does, and only the instrumented functions move.
+    if out.report.status == Status::FailedClosed
+        && !opts.keep_text
+        && !out.report.left_alone.is_empty()
+    {
+        let kept = Options {
+            keep_text: true,
+            ..opts.clone()
+        };
+        let mut retry = rewrite_leaving_alone(input, &kept, &leave, t)?;
+        if retry.report.status != Status::FailedClosed {
+            retry.report.notes.push(format!(
+                ".text kept in place: with the functions left alone moved, the object failed closed ({})",
+                out.report.reasons.join("; ")
+            ));
+            return Ok(retry);
+        }
+    }
     // An object that failed closed after its sites were found keeps the coverage the instrument
     // stage recorded: every site found, none instrumented.
     if out.report.status != Status::FailedClosed || out.report.coverage.is_empty() {

@@ -38,7 +38,7 @@
 //! there; the originals of the instrumented functions stay too, so calls from a kept function
 //! run them uninstrumented ([`kept_in_place_notes`] names them in the report).
 
-use crate::analysis::{Func, Problem, Program};
+use crate::analysis::{Func, Problem, Program, JUMP_ELSEWHERE};
 use crate::layout::PcRelUse;
 use crate::plan::{Site, Skipped};
 use amdgpu_isa::{Flow, Special};
@@ -155,6 +155,16 @@ fn movable(
         .problems
         .iter()
         .find(|p| p.why == "function range outside .text")
+    {
+        return Err(p.clone());
+    }
+    // A jump through an address builder to neither this function nor a function entry (past
+    // the end of `.text`, say): once code moves, the address it keeps holds other code
+    // (session-23 fresh tester: a jump past `.text` landed on a kernel of the output).
+    if let Some(p) = f
+        .problems
+        .iter()
+        .find(|p| p.why.starts_with(JUMP_ELSEWHERE))
     {
         return Err(p.clone());
     }
