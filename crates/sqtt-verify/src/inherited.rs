@@ -8,7 +8,8 @@
 use crate::{Finding, Report};
 
 /// Moves every finding of `report` that is inherited from the original into its warnings: the
-/// finding is about code ([`crate::Check::is_about_code`]) and names a function, that function has no inserted instruction, and `own` (the
+/// finding is about code ([`crate::Check::is_about_code`]), names a function and an original
+/// address, that function has no inserted instruction, and `own` (the
 /// original's findings against itself) holds a finding with the same check, function and
 /// original address. Messages are not compared: they may name rewritten addresses.
 pub(crate) fn move_to_warnings(report: &mut Report, own: &[Finding]) {
@@ -26,9 +27,12 @@ fn is_inherited(report: &Report, own: &[Finding], f: &Finding) -> bool {
     let Some(name) = f.function.as_deref().filter(|_| f.check.is_about_code()) else {
         return false;
     };
-    // The function of that name the finding is in: the last one starting at or before its
-    // original address (local symbols may repeat a name).
-    let at = f.original_address.unwrap_or(u64::MAX);
+    // Only a finding at an original address can be matched to the original's own.
+    let Some(at) = f.original_address else {
+        return false;
+    };
+    // The function of that name the finding is in: the last one starting at or before that
+    // address (local symbols may repeat a name).
     let func = report
         .functions
         .iter()
