@@ -156,6 +156,67 @@ fn undecodable_word() {
     );
 }
 
+/// A kernel whose code does not all decode still has its sites counted: as many barriers as
+/// llvm-objdump-22 shows in it (it prints the undecodable word as `.long` and decodes on), all
+/// skipped with the kernel's reason, so coverage is not 100 %. Before, such a kernel had no
+/// sites at all and coverage said 100 %.
+#[test]
+fn sites_of_an_undecodable_kernel_are_counted() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let body = "  s_barrier\n  .long 0xd7ffffff\n  s_barrier\n  s_barrier";
+    let co = build(dir.path(), "undecodable_sites", body, "");
+    let dis = std::process::Command::new("llvm-objdump-22")
+        .args(["-d", "--mcpu=gfx1100"])
+        .arg(&co)
+        .output()
+        .unwrap();
+    assert!(dis.status.success());
+    let dis = String::from_utf8_lossy(&dis.stdout);
+    let in_k = dis
+        .split("<k>:")
+        .nth(1)
+        .unwrap()
+        .split("<f>:")
+        .next()
+        .unwrap();
+    let barriers = in_k.lines().filter(|l| l.contains("s_barrier")).count();
+    assert!(in_k.contains(".long"), "{in_k}");
+    assert_eq!(barriers, 3, "{in_k}");
+    let out = dir.path().join("out.co");
+    // `--functions 1` instruments `f`, so that the object is instrumented.
+    let args = ["--functions", "1", "--barriers", "1", "--kernel-scopes"];
+    let r = asm::rewrite(&co, &out, &args);
+    let cov = |feature: &str| {
+        let c = r["coverage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["feature"] == feature)
+            .unwrap_or_else(|| panic!("no {feature} coverage in {r}"));
+        (
+            c["instrumented"].as_u64().unwrap(),
+            c["found"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(cov("barriers"), (0, barriers as u64));
+    // Its entry and its one exit (s_endpgm after the barriers).
+    assert_eq!(cov("kernel_scopes"), (0, 2));
+    let skipped = r["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), barriers + 2);
+    for s in skipped {
+        assert_eq!(s["function"], "k");
+        let why = s["why"].as_str().unwrap();
+        assert!(
+            why.starts_with("function left alone (kept at its address): at 0x1404: cannot decode"),
+            "{why}"
+        );
+    }
+    assert_verifies(&co, &out);
+}
+
 #[test]
 fn undecodable_word_between_functions() {
     // Padding is copied verbatim only when it is padding: otherwise `.text` stays in place

@@ -46,6 +46,10 @@ pub struct KernelSpec {
     pub wave_size: u32,
 }
 
+/// Start of the problem of a function whose code does not all decode (an instruction word the
+/// ISA tables do not know, or an instruction cut off by the function's end).
+pub const CANNOT_DECODE: &str = "cannot decode";
+
 /// Why a function cannot be moved or instrumented.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -191,6 +195,14 @@ impl Func {
             .iter()
             .chain(self.more_succs.get(&i).into_iter().flatten().copied())
     }
+
+    /// Whether part of its code does not decode ([`CANNOT_DECODE`]): it then has no
+    /// instructions here, and its sites are found by [`crate::undecodable`].
+    pub fn does_not_decode(&self) -> bool {
+        self.problems
+            .iter()
+            .any(|p| p.why.starts_with(CANNOT_DECODE))
+    }
 }
 
 /// Analysis of all code of one code object.
@@ -233,7 +245,7 @@ fn decode_fn(
     }
     let insts = Insts::decode(bytes, spec.start, target).map_err(|e| Problem {
         addr: spec.start + e.offset as u64,
-        why: format!("cannot decode: {}", e.kind),
+        why: format!("{CANNOT_DECODE}: {}", e.kind),
     })?;
     let reg_use = RegUses::of(insts.iter().map(|(_, i)| i));
     Ok(Decoded { insts, reg_use })

@@ -30,4 +30,5 @@ pub mod snippets;
 mod subroutines;
 pub mod timings;
 pub mod trace;
+pub mod undecodable;
 pub mod verbatim;

@@ -144,7 +144,7 @@ fn movable(
     if let Some(p) = f
         .problems
         .iter()
-        .find(|p| p.why.starts_with("cannot decode"))
+        .find(|p| p.why.starts_with(crate::analysis::CANNOT_DECODE))
     {
         return Err(Problem {
             addr: p.addr,
@@ -257,10 +257,7 @@ pub fn decide(prog: &Program, text_end: u64) -> Verbatim {
                         p.why
                     ),
                     stub: is_stub(f),
-                    undecodable: f
-                        .problems
-                        .iter()
-                        .any(|q| q.why.starts_with("cannot decode")),
+                    undecodable: f.does_not_decode(),
                 });
             }
         }
@@ -299,10 +296,7 @@ pub fn kept_in_place_notes(prog: &Program, v: &Verbatim) -> Vec<String> {
                 callees.join(", ")
             ));
         }
-        if f.problems
-            .iter()
-            .any(|p| p.why.starts_with("cannot decode"))
-        {
+        if f.does_not_decode() {
             notes.push(format!(
                 "{} is kept at its address and does not decode: whatever it calls cannot be seen and runs uninstrumented",
                 f.spec.name

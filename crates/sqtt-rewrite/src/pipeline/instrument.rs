@@ -105,7 +105,9 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
     let target = prog.target;
     // Sites and ids. A scope (function or kernel enter/exit) is all or nothing: when one of its
     // sites cannot be instrumented, all of them are dropped and reported, so markers stay balanced.
-    let ok = vec![true; prog.funcs.len()];
+    // A function whose code does not all decode has no instructions to plan on: its sites are
+    // found in a copy of its code below (`crate::undecodable`), to be counted as skipped.
+    let ok: Vec<bool> = prog.funcs.iter().map(|f| !f.does_not_decode()).collect();
     // Any `.debug_*` section, not only `.debug_info`: a `.debug_frame` alone holds code
     // addresses too and must follow the code (or be dropped), never be left stale.
     let dwarf = match co
@@ -165,6 +167,16 @@ pub(crate) fn instrument(a: Analysed, opts: &Options, report: &mut Report) -> Op
         }
         None => BTreeMap::new(),
     };
+    for (fi, _) in prog
+        .funcs
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.does_not_decode())
+    {
+        let (s, k) = crate::undecodable::sites_of(&prog, fi, src.text_bytes(), opts, wave);
+        sites.extend(s);
+        skipped.extend(k);
+    }
     crate::verbatim::skip_left_alone(&prog, &verbatim, &mut sites, &mut skipped);
     let callers = crate::callers::callers(&prog, co);
     let mut sgprs = SgprFacts::new(&prog, allocation_masks(&prog, co), &callers.outside);
