@@ -456,14 +456,11 @@ fn regions_text(g: &sqtt_rewrite::inlined::RegionReport) -> String {
     s
 }
 
-/// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
-/// one line per kernel (its sites and its descriptor figures together) and per instrumented
-/// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
-/// functions left alone and skipped sites are grouped by kind with at most three examples,
-/// long names shortened ([`crate::summary`]); the JSON report keeps every detail.
-pub fn render_report(what: &str, r: &Report) -> String {
-    // Kept in place, `.text` keeps its size and the new code is a new section.
-    let size = if r.text_kept_in_place && r.status == Status::Instrumented {
+/// The code's size before and after: `.text 100 -> 120 bytes`, or, when `.text` was kept in
+/// place (its size unchanged, the instrumented code in a new section),
+/// `.text 100 bytes kept in place, new .sqtt_text 120 bytes`.
+pub fn code_size_text(r: &Report) -> String {
+    if r.text_kept_in_place && r.status == Status::Instrumented {
         format!(
             ".text {} bytes kept in place, new {} {} bytes",
             r.text_size_before,
@@ -475,7 +472,16 @@ pub fn render_report(what: &str, r: &Report) -> String {
             ".text {} -> {} bytes",
             r.text_size_before, r.text_size_after
         )
-    };
+    }
+}
+
+/// Human-readable report of one code object, headed by `what` (the file, or the bundle entry):
+/// one line per kernel (its sites and its descriptor figures together) and per instrumented
+/// device function, then skipped sites; every line ends with a newline. Failed-closed reasons,
+/// functions left alone and skipped sites are grouped by kind with at most three examples,
+/// long names shortened ([`crate::summary`]); the JSON report keeps every detail.
+pub fn render_report(what: &str, r: &Report) -> String {
+    let size = code_size_text(r);
     let mut s = format!(
         "{what}: target {}: {}; {size}; {} funcmap rows\n",
         r.target,

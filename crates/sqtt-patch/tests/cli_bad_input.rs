@@ -381,7 +381,7 @@ fn shader_clock_bits_on_older_targets_is_warned() {
     for t in ["gfx90a", "gfx942", "gfx1100"] {
         assert!(
             err.contains(&format!(
-                "warning (1 code object(s)): shader_clock_bits=8 not used: shader-clock packing exists on gfx12 and gfx1250 only; {t} markers keep the legacy layout"
+                "warning (1 code object(s): bundle 0 hipv4-amdgcn-amd-amdhsa--{t}): shader_clock_bits=8 not used: shader-clock packing exists on gfx12 and gfx1250 only; {t} markers keep the legacy layout"
             )),
             "{t}: {err}"
         );

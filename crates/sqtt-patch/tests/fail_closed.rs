@@ -631,3 +631,66 @@ fn assert_verifies(orig: &Path, new: &Path) {
     let (code, text) = asm::verify(orig, new);
     assert_eq!(code, 0, "{text}");
 }
+
+/// `--fatbin` on a bundle whose gfx1100 entry has a kernel kept at its address (a word that
+/// does not decode): the warning names the entry, and the summary line gives `.text`'s size as
+/// kept and the new code section's apart (session-23 fresh tester: the warning named no entry
+/// and the line read `.text A -> B` with B the new section's size).
+#[test]
+fn fatbin_names_the_entry_of_a_kept_in_place_kernel() {
+    if std::env::var("SQTT_NO_LLVM").is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let co = build(dir.path(), "kept", "  .long 0xd7ffffff\n  s_barrier", "");
+    let id = "hipv4-amdgcn-amd-amdhsa--gfx1100";
+    let entries: [(&str, Vec<u8>); 2] = [
+        ("host-x86_64-unknown-linux-gnu-", Vec::new()),
+        (id, std::fs::read(&co).unwrap()),
+    ];
+    let bundle = dir.path().join("kept.hipfb");
+    std::fs::write(&bundle, hsaco::bundle::write_plain(&entries)).unwrap();
+    let out = dir.path().join("kept.out.hipfb");
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg("--fatbin")
+        .arg(&bundle)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1", "--barriers", "1"])
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning (1 code object(s): bundle 0 {id}): k is kept at its address and does not decode"
+        )),
+        "{stderr}"
+    );
+    let input = std::fs::read(&co).unwrap();
+    let text = hsaco::CodeObject::parse(&input)
+        .unwrap()
+        .text()
+        .unwrap()
+        .size;
+    assert!(
+        stdout.contains(&format!(
+            "bundle 0 {id}: instrumented: .text {text} bytes kept in place, new .sqtt_text "
+        )),
+        "{stdout}"
+    );
+    // The rewritten bundle is one clang-offload-bundler-22 lists.
+    let list = std::process::Command::new("clang-offload-bundler-22")
+        .args(["-list", "-type=o"])
+        .arg(format!("-input={}", out.display()))
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{list:?}");
+    assert!(String::from_utf8_lossy(&list.stdout).contains(id));
+}
