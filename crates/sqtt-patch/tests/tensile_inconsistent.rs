@@ -44,7 +44,7 @@ fn first_call_builder(insns: &[Insn]) -> (u64, u32) {
 
 /// A copy of `target`'s fixture whose long branch or builder (`which` picks it from the
 /// disassembly) reaches `aim(original target, symbols)` instead, with that address checked to
-/// be no instruction's start.
+/// be no instruction's start or a kernel's entry.
 fn aimed_with(
     dir: &Path,
     target: &str,
@@ -59,8 +59,8 @@ fn aimed_with(
     let reached = add.wrapping_add(u64::from(lit)).wrapping_add(4);
     let new_target = aim(reached, &s);
     assert!(
-        insns.iter().all(|i| i.addr != new_target),
-        "{target}: {new_target:#x} must be no instruction's start"
+        insns.iter().all(|i| i.addr != new_target) || s.kernels.values().any(|k| k.0 == new_target),
+        "{target}: {new_target:#x} must be no instruction's start, or a kernel's entry"
     );
     let delta = new_target.wrapping_sub(reached) as i32;
     let moved = with_moved_literal(dir, &input, (add, lit), delta);
@@ -156,6 +156,48 @@ fn a_long_branch_into_another_kernel_keeps_text_in_place() {
         assert_eq!(r["text_kept_in_place"], true, "{ctx}");
         let (code, text) = verify(&input, &out);
         assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+    }
+}
+
+/// Aimed at another kernel's entry (session-23 fresh tester): under `--kernel-scopes` the kernel
+/// was left alone with the verifier's "1 marker scope(s) still open at s_setpc_b64". The jump
+/// leaves the kernel as a device function's tail call does, so its scope is closed in front
+/// of the `s_setpc_b64`: every kernel is instrumented under every config, every kernel scope
+/// site is marked, the re-aimed literal reaches `tl_loop`'s new entry (llvm-objdump-22 of the
+/// output), and `verify` accepts.
+#[test]
+fn a_long_branch_to_another_kernels_entry_closes_its_scope() {
+    if no_llvm() {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    for target in TARGETS {
+        let input = aimed(t.path(), target, |_, s| s.kernels["tl_loop"].0);
+        for (name, flags) in CONFIGS {
+            let ctx = format!("{target} {name} aimed at tl_loop's entry");
+            let (out, r) = patch(t.path(), &input, target, name, flags);
+            assert_eq!(
+                r["left_alone"].as_array().map(Vec::len),
+                Some(0),
+                "{ctx}: {r}"
+            );
+            let scopes = r["coverage"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["feature"] == "kernel_scopes"));
+            assert_eq!(
+                scopes.is_some(),
+                flags.contains(&"--kernel-scopes"),
+                "{ctx}"
+            );
+            if let Some(c) = scopes {
+                assert_eq!(c["instrumented"], c["found"], "{ctx}: {c}");
+            }
+            let (add, lit) = first_forward_branch(&objdump(&out));
+            let reached = add.wrapping_add(u64::from(lit)).wrapping_add(4);
+            assert_eq!(reached, syms(&out).kernels["tl_loop"].0, "{ctx}");
+            let (code, text) = verify(&input, &out);
+            assert_eq!(code, 0, "{ctx}: verify:\n{text}");
+        }
     }
 }
 

@@ -514,11 +514,14 @@ pub fn collect_sites(prog: &Program, ok: &[bool], opts: &Options) -> (Vec<Site>,
             }
             for &(i, e) in &f.exits {
                 // A device function can end the wave itself (`__builtin_amdgcn_endpgm()`):
-                // its scope closes there as at a return.
+                // its scope closes there as at a return. A kernel that jumps to another
+                // function's entry (a Tensile long branch aimed at another kernel) leaves its
+                // scope there, as a device function's tail call does: the scope must be closed
+                // at every exit (the verifier's balance rule).
                 let is_exit = matches!(
                     (kernel, e),
                     (None, Exit::Return | Exit::TailCall(_) | Exit::EndPgm)
-                        | (Some(_), Exit::EndPgm)
+                        | (Some(_), Exit::EndPgm | Exit::TailCall(_))
                 );
                 if is_exit {
                     want.push((i, true, Word::Exit, Landing::Before, xk));
