@@ -209,8 +209,13 @@ pub struct Code<'a> {
     start_pc: u64,
     /// Target the cache was filled for (the running wave's).
     target: Option<Target>,
-    /// By dword offset into `bytes`: the instruction starting there, once decoded.
-    decoded: Vec<Option<amdgpu_isa::Instruction>>,
+    /// By dword offset into `bytes`: the index in `prepared` of the instruction starting
+    /// there, once decoded (`u32::MAX`: not yet).
+    slots: Vec<u32>,
+    /// The instructions decoded so far, in execution order.
+    prepared: Vec<semantics::Prepared>,
+    /// The instruction at the last offset executed that is not a dword's (not kept past it).
+    unaligned: Option<semantics::Prepared>,
 }
 
 impl<'a> Code<'a> {
@@ -220,38 +225,51 @@ impl<'a> Code<'a> {
             bytes,
             start_pc,
             target: None,
-            decoded: Vec::new(),
+            slots: Vec::new(),
+            prepared: Vec::new(),
+            unaligned: None,
         }
     }
 
     /// The instructions decoded so far (every instruction a run of this code executed), in
     /// address order.
     pub fn decoded(&self) -> impl Iterator<Item = &amdgpu_isa::Instruction> + '_ {
-        self.decoded.iter().flatten()
+        self.slots
+            .iter()
+            .filter(|&&k| k != u32::MAX)
+            .map(|&k| &self.prepared[k as usize].inst)
     }
 
-    /// The instruction at byte `offset`, decoded for `target` (cached per dword offset).
+    /// The instruction at byte `offset`, decoded for `target` and prepared for execution
+    /// (cached per dword offset).
     fn at(
         &mut self,
         target: Target,
         offset: usize,
         pc: u64,
-    ) -> Result<amdgpu_isa::Instruction, InterpError> {
+    ) -> Result<&semantics::Prepared, InterpError> {
         if self.target != Some(target) {
             self.target = Some(target);
-            self.decoded = vec![None; self.bytes.len().div_ceil(4)];
+            self.slots = vec![u32::MAX; self.bytes.len().div_ceil(4)];
+            self.prepared.clear();
         }
-        let slot = offset.is_multiple_of(4).then_some(offset / 4);
-        if let Some(i) = slot.and_then(|k| self.decoded[k]) {
-            return Ok(i);
+        let prepare = |bytes: &[u8]| {
+            let rest = bytes.get(offset..).unwrap_or_default();
+            decode(rest, target)
+                .map(semantics::Prepared::new)
+                .map_err(|source| InterpError::Decode { pc, offset, source })
+        };
+        if !offset.is_multiple_of(4) {
+            // Not cached: decoded again at every step.
+            return Ok(self.unaligned.insert(prepare(self.bytes)?));
         }
-        let rest = self.bytes.get(offset..).unwrap_or_default();
-        let inst =
-            decode(rest, target).map_err(|source| InterpError::Decode { pc, offset, source })?;
-        if let Some(k) = slot {
-            self.decoded[k] = Some(inst);
+        let slot = offset / 4;
+        if self.slots[slot] == u32::MAX {
+            let p = prepare(self.bytes)?;
+            self.slots[slot] = self.prepared.len() as u32;
+            self.prepared.push(p);
         }
-        Ok(inst)
+        Ok(&self.prepared[self.slots[slot] as usize])
     }
 }
 
@@ -309,10 +327,11 @@ fn run_inner(
             return Err(InterpError::StepLimit { max_steps, pc });
         }
         let offset = (pc - start_pc) as usize;
-        let inst = code.at(wave.target, offset, pc)?;
+        let p = code.at(wave.target, offset, pc)?;
+        let inst = &p.inst;
         out.executed += 1;
         let at = semantics::At { pc, offset };
-        match semantics::step(wave, &inst, at, &mut out.shaderdata)? {
+        match semantics::step(wave, p, at, &mut out.shaderdata)? {
             semantics::Next::Fallthrough => pc = pc.wrapping_add(inst.len() as u64),
             semantics::Next::Jump(t) => {
                 if let Some(j) = jumps.as_deref_mut() {
