@@ -100,7 +100,9 @@ pub struct CodeObject {
 impl CodeObject {
     /// Parses a code object. Errors: every [`Elf::parse`] error, [`Error::WrongMachine`],
     /// [`Error::WrongOsAbi`], [`Error::LegacyAbi0`], [`Error::UnsupportedAbiVersion`],
-    /// [`Error::Malformed`] (unknown machine, descriptor outside its section),
+    /// [`Error::Malformed`] (unknown machine, descriptor outside its section or in one that is
+    /// not an allocated `SHT_PROGBITS`, a symbol table naming a wrong string table, a section of
+    /// size 0 that is all a program header maps),
     /// [`Error::BadKernelEntry`], [`Error::Metadata`].
     pub fn parse(bytes: &[u8]) -> Result<CodeObject> {
         let mut co = CodeObject::parse_borrowed(bytes)?;
@@ -141,6 +143,7 @@ impl CodeObject {
         let target = Target::from_e_flags(h.e_flags)?;
         check_address_space(&elf, bytes.len() as u64)?;
         check_dynamic_pointers(&elf, bytes)?;
+        crate::sections::check(&elf)?;
         let raw_syms = elf.symbols(bytes)?;
 
         let mut metadata = Vec::new();
@@ -174,8 +177,7 @@ impl CodeObject {
             }
             let name = s.name[..s.name.len() - 3].to_string();
             let sec = elf.sections.get(usize::from(s.shndx)).filter(|sec| {
-                sec.sh_type != elf::SHT_NOBITS
-                    && s.value >= sec.addr
+                s.value >= sec.addr
                     && s.value.checked_add(KD_SIZE as u64) <= Some(sec.addr + sec.size)
             });
             let Some(sec) = sec else {
@@ -188,6 +190,8 @@ impl CodeObject {
                     ),
                 });
             };
+            // Allocated SHT_PROGBITS (so not SHT_NOBITS): the descriptor has contents.
+            crate::sections::check_descriptor_section(&elf, sec, &s.name, s.value)?;
             let kd_offset = sec.offset + (s.value - sec.addr);
             let descriptor = KernelDescriptor::decode(
                 crate::error::slice_at(bytes, kd_offset, 64, "kernel descriptor")?,

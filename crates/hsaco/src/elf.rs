@@ -431,8 +431,8 @@ impl Elf {
     }
 
     /// Reads every symbol of `.symtab` and `.dynsym` (null symbol 0 skipped), each table and
-    /// its string table in one read. Errors: [`Error::Malformed`] for a bad `sh_link` or
-    /// `st_shndx`, [`Error::Truncated`] / [`Error::Input`] from the reads.
+    /// its string table in one read. Errors: [`Error::Malformed`] for a bad `sh_link`,
+    /// `st_shndx` or `st_name` (outside the string table), [`Error::Truncated`] / [`Error::Input`] from the reads.
     pub fn symbols<S: Source + ?Sized>(&self, src: &S) -> Result<Vec<Symbol>> {
         let mut out = Vec::new();
         for s in &self.sections {
@@ -459,7 +459,27 @@ impl Elf {
                 let r = 24 * i;
                 let o = s.offset + r;
                 let info = t[r as usize + 4];
-                let name = cstr(&strs, u64::from(u32_at(&t, r, "st_name")?));
+                let st_name = u64::from(u32_at(&t, r, "st_name")?);
+                // A name must start inside the string table and end with a NUL in it (gABI
+                // "String Table"); 0 is the empty name. Outside, it was read as an empty or cut
+                // name (session-23 fresh tester: `.symtab` naming another string table).
+                let inside = strs
+                    .get(st_name as usize..)
+                    .is_some_and(|rest| rest.contains(&0));
+                if st_name != 0 && !inside {
+                    return Err(Error::Malformed {
+                        what: "symbol",
+                        offset: o,
+                        detail: format!(
+                            "st_name {st_name:#x} of symbol [{i}] of `{}` is outside its string table `{}` (sh_link {}, {:#x} bytes, or no NUL before its end)",
+                            s.name,
+                            strtab.name,
+                            s.link,
+                            strs.len()
+                        ),
+                    });
+                }
+                let name = cstr(&strs, st_name);
                 let shndx = u16_at(&t, r + 6, "st_shndx")?;
                 // Indices from SHN_LORESERVE (0xff00) up are special (SHN_ABS, SHN_COMMON);
                 // any other must name a section (ELF specification, "Symbol Table").

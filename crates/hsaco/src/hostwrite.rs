@@ -379,6 +379,9 @@ pub struct HostImage {
     pub bundles: Vec<HostBundle>,
     /// Wrappers in file order (may be empty; several may share a bundle).
     pub wrappers: Vec<HostWrapper>,
+    /// Odd wrapper fields kept as they are, one sentence each naming the offset
+    /// ([`crate::hostptr::RawWrapper::version_warning`]).
+    pub warnings: Vec<String>,
 }
 
 /// Locates `.hip_fatbin`, its bundles and the wrappers pointing to them in an x86-64 host ELF.
@@ -462,7 +465,9 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         })
         .collect();
     let mut wrappers = Vec::new();
+    let mut warnings = Vec::new();
     for w in crate::hostptr::read_wrappers(src, &e, &[".hipFatBinSegment"])? {
+        warnings.extend(w.version_warning());
         let (o, ptr) = (w.offset, w.pointer);
         if w.magic != HIPF_MAGIC {
             return Err(Error::Malformed {
@@ -499,6 +504,7 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         elf: e,
         bundles,
         wrappers,
+        warnings,
     })
 }
 

@@ -464,6 +464,20 @@ pub fn total_vgprs(target: &Target, wave32: bool) -> u32 {
     }
 }
 
+/// Most VGPRs one wave can have (LLVM `getAddressableNumVGPRs`): 512 on the gfx90a family
+/// (256 architected plus 256 accumulation registers), 1024 on gfx12.5 (its addressable
+/// architected VGPRs, as [`vgpr_encoding_granule`]), else 256. A descriptor or metadata note
+/// giving a kernel more is inconsistent ([`crate::CodeObject::input_warnings`]).
+pub fn max_vgprs_per_wave(target: &Target) -> u32 {
+    if target.has_gfx90a_insts() {
+        512
+    } else if target.generation() == Generation::Gfx125 {
+        1024
+    } else {
+        256
+    }
+}
+
 /// Maximum waves per SIMD (LLVM `getMaxWavesPerEU`): 8 on the gfx90a family, 10 before gfx10,
 /// 20 on gfx10.1, 16 on gfx10.3+.
 pub fn max_waves_per_simd(target: &Target) -> u32 {

@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod oddities;
 pub mod offload;
 pub mod pe;
+mod sections;
 pub mod source;
 pub mod target;
 

@@ -26,8 +26,9 @@ impl CodeObject {
     /// object version defines, a `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`,
     /// a metadata kernel whose `.symbol` names no symbol of the object, a metadata note and a
     /// descriptor that disagree on the kernarg segment or wave size, kernels without any
-    /// metadata note, an ELF version other than 1, and an `xnack` or `sramecc` setting on a
-    /// processor without that feature. Each is kept as it is by a rewrite.
+    /// metadata note, an ELF version other than 1, an `xnack` or `sramecc` setting on a
+    /// processor without that feature, and a descriptor or note giving a kernel more VGPRs than
+    /// a wave can have. Each is kept as it is by a rewrite.
     pub fn input_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         let flags = self.elf.header.e_flags;
@@ -58,6 +59,7 @@ impl CodeObject {
             }
         }
         out.extend(self.note_descriptor_disagreements());
+        out.extend(self.vgprs_beyond_a_wave());
         if self.metadata.is_empty() && !self.kernels.is_empty() {
             out.push(format!(
                 "no NT_AMDGPU_METADATA note: the loader finds no metadata for the {} kernel(s) (kept as it is)",
@@ -133,6 +135,41 @@ impl CodeObject {
                     flags & (3 << shift),
                     t.processor
                 ));
+            }
+        }
+        out
+    }
+
+    /// Kernels given more VGPRs than one wave can have on the target
+    /// ([`crate::kd::max_vgprs_per_wave`]): by the descriptor's
+    /// `GRANULATED_WORKITEM_VGPR_COUNT` (`compute_pgm_rsrc1` bits 0..5, descriptor offset 0x30;
+    /// 6 bits of 8-register granules encode up to 512 in wave32) or by the note's `.vgpr_count`
+    /// (session-23 fresh tester). The hardware cannot launch such a wave.
+    fn vgprs_beyond_a_wave(&self) -> Vec<String> {
+        let max = crate::kd::max_vgprs_per_wave(&self.target);
+        let processor = &self.target.processor;
+        let mut out = Vec::new();
+        for k in &self.kernels {
+            let allocated = k.descriptor.registers(&self.target).vgprs_allocated;
+            if allocated > max {
+                out.push(format!(
+                    "kernel {}: descriptor {}.kd at offset {:#x}: GRANULATED_WORKITEM_VGPR_COUNT {} (compute_pgm_rsrc1 at offset {:#x}) allocates {allocated} VGPRs, more than the {max} a wave can have on {processor} (kept as it is)",
+                    k.name,
+                    k.name,
+                    k.kd_offset,
+                    k.descriptor.granulated_vgpr_count(),
+                    k.kd_offset + 0x30
+                ));
+            }
+            let Some((m, i)) = self.kernel_metadata(k) else {
+                continue;
+            };
+            match m.kernel_u64(i, ".vgpr_count") {
+                Some(v) if v > u64::from(max) => out.push(format!(
+                    "kernel {}: metadata note at offset {:#x}: .vgpr_count {v} is more than the {max} VGPRs a wave can have on {processor} (kept as it is)",
+                    k.name, m.offset
+                )),
+                _ => {}
             }
         }
         out

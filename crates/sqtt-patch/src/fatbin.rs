@@ -149,6 +149,9 @@ pub struct ContainerReport {
     pub filtered_out: usize,
     /// How a host ELF was written (`None` for bundle files and bare code objects).
     pub host_write: Option<HostWriteMode>,
+    /// Odd fields of the container itself, kept as they are (a host's fat binary wrapper
+    /// version other than 1: [`HostImage::warnings`](hsaco::hostwrite::HostImage)).
+    pub warnings: Vec<String>,
 }
 
 /// Instruments every code object of a bundle file, a host ELF or a bare code object with the
@@ -212,6 +215,7 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
             objects: r.objects,
             filtered_out: r.filtered_out,
             host_write: None,
+            warnings: Vec::new(),
         });
     }
     if bundle::is_bundle(&head) {
@@ -237,6 +241,7 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
             objects,
             filtered_out,
             host_write: None,
+            warnings: Vec::new(),
         });
     }
     let e = hsaco::elf::Elf::read(input).with_context(|| match head.starts_with(b"\x7fELF") {
@@ -282,6 +287,7 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
         objects,
         filtered_out,
         host_write: Some(mode),
+        warnings: img.warnings,
     })
 }
 
@@ -573,6 +579,7 @@ fn bare_object<W: Output>(
             objects: Vec::new(),
             filtered_out: 1,
             host_write: None,
+            warnings: Vec::new(),
         });
     }
     progress.found(1);
@@ -589,6 +596,7 @@ fn bare_object<W: Output>(
         }],
         filtered_out: 0,
         host_write: None,
+        warnings: Vec::new(),
     })
 }
 
@@ -811,6 +819,9 @@ pub(crate) fn finish(
             "sqtt-patch: {name}: warning ({}): {n}",
             objects_text(&objects)
         );
+    }
+    for w in &outcome.warnings {
+        eprintln!("sqtt-patch: {name}: warning: {w}");
     }
     if !arch.is_empty() && outcome.objects.is_empty() {
         eprintln!(

@@ -466,6 +466,7 @@ pub fn run_host(
         objects,
         filtered_out,
         host_write: None,
+        warnings: Vec::new(),
     };
     let archives: Vec<(String, String)> = outputs
         .iter()

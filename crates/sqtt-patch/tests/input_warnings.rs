@@ -3,7 +3,8 @@
 //! `PT_NOTE` segment whose `p_memsz` differs from its `p_filesz`, a metadata `.symbol`
 //! naming no symbol, a note and a descriptor that disagree on the kernarg segment or wave size,
 //! a metadata note whose type is not `NT_AMDGPU_METADATA`, an `xnack` setting on gfx1100 and
-//! ELF versions other than 1 (session-22 fresh tester). None is refused (AMD ships odd inputs): each is a warning on stderr naming
+//! ELF versions other than 1 (session-22 fresh tester), more VGPRs than a wave can have and a
+//! fat binary wrapper version other than 1 (session-23 fresh tester). None is refused (AMD ships odd inputs): each is a warning on stderr naming
 //! the file, the kernel when there is one and the offset, `info` lists it, and the instrumented
 //! output keeps the field as it was.
 //!
@@ -208,7 +209,96 @@ fn cases() -> Vec<Case> {
         ),
         kept: Box::new(|o| assert!(o.metadata.is_empty(), "the note's type kept")),
     });
+    out.extend(vgpr_cases(&b, &k));
     out
+}
+
+/// More VGPRs than a wave can have on gfx1100 (256; session-23 fresh tester): the descriptor's
+/// `GRANULATED_WORKITEM_VGPR_COUNT` (`compute_pgm_rsrc1` bits 0..5 at descriptor offset 0x30)
+/// at its largest, 63 (64 granules of 8 in wave32: 512 VGPRs), and a note `.vgpr_count` of 300
+/// (written with our own editor).
+fn vgpr_cases(b: &[u8], k: &hsaco::Kernel) -> Vec<Case> {
+    let mut kd = b.to_vec();
+    let at = k.kd_offset as usize + 0x30;
+    kd[at] |= 0x3f;
+    let co = hsaco::CodeObject::parse(b).expect("fixture parses");
+    let (note, i) = k.metadata_index.expect("kernel in the note");
+    let mut m = co.metadata[note].clone();
+    m.set_kernel_u64(i, ".vgpr_count", 300)
+        .expect("set .vgpr_count");
+    let mut ed = hsaco::CodeObjectEditor::new(&co);
+    ed.set_metadata(m);
+    let note_bytes = ed.write().expect("write");
+    let written = hsaco::CodeObject::parse(&note_bytes).expect("edited object parses");
+    vec![
+        Case {
+            name: "vgprs-kd.co",
+            bytes: kd,
+            warning: format!(
+                "kernel k_call_chain: descriptor k_call_chain.kd at offset {:#x}: GRANULATED_WORKITEM_VGPR_COUNT 63 (compute_pgm_rsrc1 at offset {at:#x}) allocates 512 VGPRs, more than the 256 a wave can have on gfx1100 (kept as it is)",
+                k.kd_offset
+            ),
+            kept: Box::new(|o| {
+                let k = o.kernels.iter().find(|k| k.name == "k_call_chain").expect("kernel");
+                assert_eq!(k.descriptor.granulated_vgpr_count(), 63, "VGPR count kept");
+            }),
+        },
+        Case {
+            name: "vgprs-note.co",
+            bytes: note_bytes,
+            warning: format!(
+                "kernel k_call_chain: metadata note at offset {:#x}: .vgpr_count 300 is more than the 256 VGPRs a wave can have on gfx1100 (kept as it is)",
+                written.metadata[note].offset
+            ),
+            kept: Box::new(move |o| {
+                let k = o.kernels.iter().find(|k| k.name == "k_call_chain").expect("kernel");
+                let (m, i) = o.kernel_metadata(k).expect("kernel in the note");
+                assert_eq!(m.kernel_u64(i, ".vgpr_count"), Some(300), ".vgpr_count kept");
+            }),
+        },
+    ]
+}
+
+/// A HIP fat binary wrapper whose version (offset 4) is 2, not 1 (session-23 fresh tester:
+/// accepted without a word): `--fatbin` warns, naming the file and the wrapper's offsets, and
+/// the output keeps the field.
+#[test]
+fn a_fat_binary_wrapper_version_other_than_1_is_warned_about_and_kept() {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts/x86_64__fx-app__pie.elf");
+    let mut b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let fatbins = hsaco::host::find_fatbins(&b, 1 << 30).expect("host parses");
+    let at = fatbins[0].wrapper_offset.expect("a wrapper") as usize;
+    assert_eq!(
+        b[at + 4..at + 8],
+        1u32.to_le_bytes(),
+        "the fixture's wrapper is version 1"
+    );
+    b[at + 4] = 2;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join("app.elf"), dir.path().join("out.elf"));
+    std::fs::write(&file, &b).expect("write input");
+    let o = Command::new(BIN)
+        .arg("--fatbin")
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let line = format!(
+        "sqtt-patch: {}: warning: fat binary wrapper [0] at offset {at:#x}: version 2 at offset {:#x} is not 1; the HIP runtime does not register such a fat binary (kept as it is)",
+        file.display(),
+        at + 4
+    );
+    assert!(err.lines().any(|l| l == line), "want {line}\n got {err}");
+    let written = std::fs::read(&out).expect("output");
+    assert_ne!(written, b, "instrumented");
+    let w = hsaco::host::find_fatbins(&written, 1 << 30).expect("output parses");
+    let at = w[0].wrapper_offset.expect("a wrapper") as usize;
+    assert_eq!(written[at + 4..at + 8], 2u32.to_le_bytes(), "version kept");
 }
 
 #[test]

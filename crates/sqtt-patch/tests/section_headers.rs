@@ -1,0 +1,197 @@
+//! Section headers inconsistent in ways the loader did not check (session-23 fresh tester): the
+//! main job ended in exit 1 ("FAILED verification", blaming our rewrite) or read wrong symbol
+//! names. Each is now bad input: exit 2, nothing written, and one message naming the file, the
+//! section, the field and its file offset, for `info` and the main job alike.
+//!
+//! Inputs are fixtures (clang/LLVM 22) with one section header field changed; the field's file
+//! offset is `e_shoff + 64 * index + field` (gABI "Sections"; `llvm-readelf-22 -S` of the edited
+//! copy shows the changed value), and the change is read back with `hsaco::elf::Elf`, which
+//! does not run the checks under test.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sqtt-patch");
+
+/// Offsets of section header fields (gABI "Sections").
+const SH_TYPE: usize = 4;
+const SH_FLAGS: usize = 8;
+const SH_SIZE: usize = 32;
+const SH_LINK: usize = 40;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/objects")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `bytes` with `field` of section `section`'s header set to `value` (little-endian, as wide
+/// as `value`); returns the edited bytes, the section's header offset and the field's offset.
+fn edit(bytes: &[u8], section: &str, field: usize, value: &[u8]) -> (Vec<u8>, usize, usize) {
+    let e = hsaco::elf::Elf::parse(bytes).expect("fixture parses");
+    let s = e.section_by_name(section).expect("section");
+    let header = e.header.e_shoff as usize + 64 * s.index;
+    let at = header + field;
+    let mut d = bytes.to_vec();
+    d[at..at + value.len()].copy_from_slice(value);
+    (d, header, at)
+}
+
+/// Section `name` of `bytes` as the ELF reader sees it (no consistency checks).
+fn section(bytes: &[u8], name: &str) -> hsaco::elf::Section {
+    let e = hsaco::elf::Elf::parse(bytes).expect("the edited copy still reads as ELF");
+    e.section_by_name(name).expect("section").clone()
+}
+
+/// Runs `info FILE` and the main job `FILE -o OUT --functions 1 --barriers 1` on `bytes`:
+/// both exit 2 with `message` on stderr naming the file, and nothing is written.
+fn refused(name: &str, bytes: &[u8], message: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join(name), dir.path().join("out.co"));
+    std::fs::write(&file, bytes).expect("write input");
+    let info = Command::new(BIN)
+        .arg("info")
+        .arg(&file)
+        .output()
+        .expect("run info");
+    let patch = Command::new(BIN)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(["--functions", "1", "--barriers", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    for (what, o) in [("info", info), ("main job", patch)] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name} {what}: {err}");
+        assert!(!err.contains("panicked"), "{name} {what}: {err}");
+        assert!(
+            err.contains(&file.display().to_string()) && err.contains(message),
+            "{name} {what}: want {message}\n got {err}"
+        );
+    }
+    assert!(!out.exists(), "{name}: output written");
+}
+
+/// `.bss` or `.dynamic` with `sh_size` 0 under a segment that still maps their bytes: the
+/// rewrite moved the segment with its empty section and our verifier refused it ("program
+/// header 4 maps no section and changed", exit 1).
+#[test]
+fn an_empty_section_that_is_all_a_segment_maps_is_bad_input() {
+    let b = fixture("gfx1100__calls__O3.co");
+    let e = hsaco::elf::Elf::parse(&b).expect("fixture parses");
+    for (name, at_phdr) in [(".bss", 4usize), (".dynamic", 5)] {
+        let (d, header, at) = edit(&b, name, SH_SIZE, &0u64.to_le_bytes());
+        let s = section(&d, name);
+        assert_eq!(s.size, 0, "{name}: sh_size edited");
+        let p = &e.segments[at_phdr];
+        let message = format!(
+            "malformed section header at offset {at:#x}: `{name}` sh_size is 0, but program header [{at_phdr}] (p_type {:#x}, at file offset {:#x}) maps {:#x} bytes at its address {:#x} that no section accounts for (section header [{}] at file offset {header:#x})",
+            p.p_type,
+            e.header.e_phoff as usize + 56 * at_phdr,
+            p.memsz,
+            s.addr,
+            s.index
+        );
+        refused("empty.co", &d, &message);
+    }
+}
+
+/// `.rodata`, which holds the kernel descriptors, without `SHF_ALLOC` or of another type
+/// (`SHT_RELA`): the descriptors' entry offsets were not re-aimed at the moved kernels, or
+/// `.rodata` was read as relocations, and our verifier refused the rewrite (exit 1).
+#[test]
+fn kernel_descriptors_outside_an_allocated_progbits_section_are_bad_input() {
+    let b = fixture("gfx942__ocl__O3.co");
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let kd = co
+        .symbols
+        .iter()
+        .map(|s| &s.symbol)
+        .filter(|s| s.name.ends_with(".kd"))
+        .min_by_key(|s| (s.table != hsaco::elf::SymbolTable::Dynsym, s.index))
+        .expect("a descriptor symbol")
+        .clone();
+    let flags = section(&b, ".rodata").flags;
+    let cases = [
+        (
+            "noalloc.co",
+            SH_FLAGS,
+            (flags & !hsaco::elf::SHF_ALLOC).to_le_bytes().to_vec(),
+            format!(
+                "but its sh_flags {:#x} lack SHF_ALLOC (0x2): the loader does not load it",
+                flags & !hsaco::elf::SHF_ALLOC
+            ),
+        ),
+        (
+            "rela.co",
+            SH_TYPE,
+            hsaco::elf::SHT_RELA.to_le_bytes().to_vec(),
+            "but its sh_type is 0x4, not SHT_PROGBITS (1)".to_string(),
+        ),
+    ];
+    for (name, field, value, why) in cases {
+        let (d, header, at) = edit(&b, ".rodata", field, &value);
+        let s = section(&d, ".rodata");
+        assert!(!s.is_alloc() || s.sh_type == hsaco::elf::SHT_RELA, "{name}");
+        let message = format!(
+            "malformed section header at offset {at:#x}: `.rodata` holds kernel descriptor {} at {:#x}, {why} (section header [{}] at file offset {header:#x})",
+            kd.name, kd.value, s.index
+        );
+        refused(name, &d, &message);
+    }
+}
+
+/// `.symtab`'s `sh_link` naming `.dynstr` or `.shstrtab`: its names were read from the wrong
+/// table (empty names failed the object closed; names in range reached the funcmap). Also a
+/// table whose `sh_size` is not a whole number of symbols.
+#[test]
+fn a_symbol_table_naming_another_string_table_is_bad_input() {
+    let b = fixture("gfx1100__barriers__O3.co");
+    let e = hsaco::elf::Elf::parse(&b).expect("fixture parses");
+    let symtab = section(&b, ".symtab");
+    let index = |name: &str| e.section_by_name(name).expect("section").index as u32;
+    for (table, role) in [
+        (".dynstr", "the string table of `.dynsym`"),
+        (".shstrtab", "the section name table (e_shstrndx)"),
+    ] {
+        let link = index(table);
+        let (d, header, at) = edit(&b, ".symtab", SH_LINK, &link.to_le_bytes());
+        assert_eq!(section(&d, ".symtab").link, link);
+        let message = format!(
+            "malformed section header at offset {at:#x}: `.symtab` sh_link {link} names `{table}`, {role}, not a SHT_STRTAB holding its symbol names (section header [{}] at file offset {header:#x})",
+            symtab.index
+        );
+        refused("link.co", &d, &message);
+    }
+    let size = symtab.size - 8;
+    let (d, header, at) = edit(&b, ".symtab", SH_SIZE, &size.to_le_bytes());
+    let message = format!(
+        "malformed section header at offset {at:#x}: `.symtab` sh_size {size:#x} is not a whole number of 24-byte symbols (section header [{}] at file offset {header:#x})",
+        symtab.index
+    );
+    refused("size.co", &d, &message);
+}
+
+/// A symbol whose `st_name` lies past the end of its string table was read as an empty name.
+#[test]
+fn a_symbol_name_outside_its_string_table_is_bad_input() {
+    let b = fixture("gfx1100__barriers__O3.co");
+    let co = hsaco::CodeObject::parse(&b).expect("fixture parses");
+    let strtab = section(&b, ".strtab");
+    let sym = co
+        .symbols
+        .iter()
+        .map(|s| &s.symbol)
+        .find(|s| s.table == hsaco::elf::SymbolTable::Symtab)
+        .expect("a .symtab symbol");
+    let mut d = b.clone();
+    let at = sym.entry_offset as usize;
+    d[at..at + 4].copy_from_slice(&0xffffu32.to_le_bytes());
+    let message = format!(
+        "malformed symbol at offset {at:#x}: st_name 0xffff of symbol [{}] of `.symtab` is outside its string table `.strtab` (sh_link {}, {:#x} bytes, or no NUL before its end)",
+        sym.index, strtab.index, strtab.size
+    );
+    refused("name.co", &d, &message);
+}
