@@ -247,6 +247,11 @@ pub struct OpenBundle<'a> {
     pub plain: Cow<'a, [u8]>,
     /// Entries in header order.
     pub entries: Vec<EntryRange>,
+    /// Offset from the bundle start where its contents end (bytes): the end of the compressed
+    /// stream of a CCOB (see [`ccob_stream_end`]), [`OpenBundle::stored_size`] for a plain
+    /// bundle. Bytes from here to `stored_size` belong to the bundle but are not read by a
+    /// decompressor (a CCOB v1 extends to the next bundle magic or the end of its region).
+    pub contents_end: u64,
 }
 
 impl OpenBundle<'_> {
@@ -263,7 +268,7 @@ impl OpenBundle<'_> {
 /// decompressed bundle are [`Error::Ccob`] at `base`.
 pub fn open(data: &[u8], base: u64, limit: u64) -> Result<OpenBundle<'_>> {
     if data.starts_with(CCOB_MAGIC) {
-        let (h, plain, extent) = decompress_ccob(data, base, limit)?;
+        let (h, plain, extent, end) = decompress_counted(data, base, limit)?;
         let (entries, _) = plain_entries(&plain, 0).map_err(|e| Error::Ccob {
             offset: base,
             detail: format!("decompressed bundle: {e}"),
@@ -274,6 +279,7 @@ pub fn open(data: &[u8], base: u64, limit: u64) -> Result<OpenBundle<'_>> {
             storage: Storage::Compressed(h),
             plain: Cow::Owned(plain),
             entries,
+            contents_end: end,
         })
     } else {
         let (entries, stored_size) = plain_entries(data, base)?;
@@ -283,6 +289,7 @@ pub fn open(data: &[u8], base: u64, limit: u64) -> Result<OpenBundle<'_>> {
             storage: Storage::Plain,
             plain: Cow::Borrowed(data),
             entries,
+            contents_end: stored_size,
         })
     }
 }
@@ -531,9 +538,40 @@ pub const ZSTD_MAX_RATIO: u64 = 32768;
 /// allocates more than this (bytes).
 pub const SINGLE_PASS_MAX: u64 = 64 << 20;
 
-fn decoder<'a>(method: Method, payload: &'a [u8], base: u64) -> Result<Box<dyn Read + 'a>> {
+/// A payload read by a decompressor, counting the bytes it consumed (`used`): zlib reads it
+/// as a `BufRead` and consumes exactly its stream; zstd reads each part of a frame exactly.
+struct Counted<'a, 'c> {
+    rest: &'a [u8],
+    used: &'c std::cell::Cell<u64>,
+}
+
+impl Read for Counted<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.rest.read(buf)?;
+        self.used.set(self.used.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for Counted<'_, '_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        Ok(self.rest)
+    }
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.rest.len());
+        self.rest = &self.rest[n..];
+        self.used.set(self.used.get() + n as u64);
+    }
+}
+
+/// A decompressor of the payload read from `payload` (zlib consumes exactly its stream).
+fn decoder<'a, R: std::io::BufRead + 'a>(
+    method: Method,
+    payload: R,
+    base: u64,
+) -> Result<Box<dyn Read + 'a>> {
     Ok(match method {
-        Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(payload)),
+        Method::Zlib => Box::new(flate2::bufread::ZlibDecoder::new(payload)),
         Method::Zstd => Box::new(ruzstd::decoding::StreamingDecoder::new(payload).map_err(
             |e| Error::Ccob {
                 offset: base,
@@ -552,6 +590,16 @@ fn decoder<'a>(method: Method, payload: &'a [u8], base: u64) -> Result<Box<dyn R
 /// before decompressing; sizes above [`SINGLE_PASS_MAX`] are verified by a counting pass before
 /// the output buffer is allocated.
 pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader, Vec<u8>, u64)> {
+    decompress_counted(data, base, limit).map(|(h, plain, extent, _)| (h, plain, extent))
+}
+
+/// [`decompress_ccob`], also returning where the compressed stream ends (bytes from the
+/// bundle start): bytes after it up to the extent are not read by the decompressor.
+fn decompress_counted(
+    data: &[u8],
+    base: u64,
+    limit: u64,
+) -> Result<(CcobHeader, Vec<u8>, u64, u64)> {
     let h = parse_ccob_header(data, base)?;
     let bad = |detail: String| Error::Ccob {
         offset: base,
@@ -625,7 +673,12 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     }
     // Exactly `cap` bytes into a buffer of exactly that capacity (never grown), then one probe
     // byte to detect a payload longer than declared.
-    let mut dec = decoder(h.method, payload, base)?;
+    let used = std::cell::Cell::new(0u64);
+    let counted = Counted {
+        rest: payload,
+        used: &used,
+    };
+    let mut dec = decoder(h.method, counted, base)?;
     let mut out = Vec::with_capacity(cap as usize);
     (&mut dec)
         .take(head_len)
@@ -643,6 +696,7 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
     if dec.read(&mut probe).map_err(failed)? != 0 {
         return Err(size_lie(cap + 1));
     }
+    drop(dec);
     // The stored hash covers the plain bundle (`clang-offload-bundler -verbose` checks it too): a
     // corrupt payload can decompress to the declared size and must not be instrumented.
     let got = ccob_hash(&out);
@@ -652,7 +706,33 @@ pub fn decompress_ccob(data: &[u8], base: u64, limit: u64) -> Result<(CcobHeader
             h.hash
         )));
     }
-    Ok((h, out, extent))
+    let end = (h.header_len + used.get()).min(extent);
+    Ok((h, out, extent, end))
+}
+
+/// Appends `trailing`, the bytes an input CCOB held after its compressed stream (from
+/// [`OpenBundle::contents_end`] to its stored size), to the rebuilt CCOB `ccob` (as
+/// [`write_ccob`] writes it), so that no input byte is dropped: a v1 header has no total size
+/// (its bundle extends to the next magic), a v2/v3 total size is raised to cover them. Errors:
+/// [`Error::InvalidEdit`] when `ccob` is not a CCOB or a v2 total size would pass 4 GiB.
+pub fn append_trailing(ccob: &mut Vec<u8>, trailing: &[u8]) -> Result<()> {
+    let h = parse_ccob_header(ccob, 0)
+        .map_err(|e| Error::InvalidEdit(format!("rebuilt compressed bundle: {e}")))?;
+    let total = ccob.len() as u64 + trailing.len() as u64;
+    match h.version {
+        2 => {
+            let t = u32::try_from(total).map_err(|_| {
+                Error::InvalidEdit(format!(
+                    "bundle of {total} bytes with its trailing bytes does not fit CCOB v2: use v3"
+                ))
+            })?;
+            ccob[8..12].copy_from_slice(&t.to_le_bytes());
+        }
+        3 => ccob[8..16].copy_from_slice(&total.to_le_bytes()),
+        _ => {}
+    }
+    ccob.extend_from_slice(trailing);
+    Ok(())
 }
 
 /// Offset, relative to `start`, of the first bundle magic at a multiple of `align` after
@@ -705,38 +785,24 @@ pub fn is_bundle(data: &[u8]) -> bool {
 }
 
 /// Parses every bundle of a region holding concatenated bundles (a `.hip_fatbin` section or a
-/// bundle file): each next bundle starts right after the previous one's stored extent or at the
-/// next 4096-aligned offset (relative to the region start), with zero padding between. Bundles
-/// are located by their size fields, never by scanning payloads.
-/// Errors: those of [`parse_one`]; [`Error::Malformed`] for non-zero bytes where a bundle or
-/// padding is expected.
+/// bundle file) whose bytes `data` stand at file offset `base`: each next bundle starts right
+/// after the previous one's stored extent or at the next 4096-aligned offset (relative to the
+/// region start), with zero padding between. Bundles are located first by their size fields,
+/// never by scanning payloads, as `--fatbin` locates them
+/// ([`crate::hostwrite::locate_bundles`]), so that a layout fault (a size field cut short) is
+/// named in the same words by every command; then each is parsed. A region of zero bytes holds
+/// no bundle (an empty result). Errors: those of [`crate::hostwrite::locate_bundles`] and
+/// [`parse_one`].
 pub fn parse_all(data: &[u8], base: u64, limit: u64) -> Result<Vec<Bundle>> {
-    let mut out = Vec::new();
-    let mut p = 0u64;
-    let len = data.len() as u64;
-    while p < len {
-        let rest = &data[p as usize..];
-        if is_bundle(rest) {
-            let b = parse_one(rest, base + p, limit)?;
-            p += b.stored_size.max(1);
-            out.push(b);
-            continue;
-        }
-        let next = (p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN;
-        let pad_end = next.min(len);
-        if let Some(i) = data[p as usize..pad_end as usize]
-            .iter()
-            .position(|&b| b != 0)
-        {
-            return Err(Error::Malformed {
-                what: "offload bundle region",
-                offset: base + p + i as u64,
-                detail: "non-zero bytes where a bundle or zero padding was expected".into(),
-            });
-        }
-        p = pad_end;
-    }
-    Ok(out)
+    let src = crate::source::Based { data, base };
+    let locs = crate::hostwrite::locate_in(&src, base..base + data.len() as u64)?;
+    locs.iter()
+        .map(|l| {
+            let at = (l.offset - base) as usize;
+            let bytes = data.get(at..at + l.extent as usize).unwrap_or_default();
+            parse_one(bytes, l.offset, limit)
+        })
+        .collect()
 }
 
 /// Writes a plain bundle of (id, contents) entries with entries at 4096-aligned offsets (as

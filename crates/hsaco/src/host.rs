@@ -66,6 +66,9 @@ pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
             expected: elf::EM_X86_64,
         });
     }
+    if let Some(out) = from_layout(data, &e, limit)? {
+        return Ok(out);
+    }
     let mut out: Vec<HostFatbin> = Vec::new();
     let names = [".hipFatBinSegment", ".nvFatBinSegment"];
     for w in crate::hostptr::read_wrappers(data, &e, &names)? {
@@ -124,4 +127,39 @@ pub fn find_fatbins(data: &[u8], limit: u64) -> Result<Vec<HostFatbin>> {
         }
     }
     Ok(out)
+}
+
+/// The bundles of a linked host with a `.hip_fatbin` section and `HIPF` wrappers in
+/// `.hipFatBinSegment`, read as `--fatbin` reads them ([`crate::hostwrite::scan_host`]): every
+/// bundle of the section in file order, numbered by that order, each under the first wrapper
+/// pointing to it (`wrapper_offset` `None` and [`PointerKind::Section`] for a bundle no wrapper
+/// points to: the HIP runtime never loads it), and the same errors (session-22 fresh tester:
+/// `info` numbered bundles by wrapper and named a `.hip_fatbin` cut short differently).
+/// `None` for other hosts (no wrapper, a relocatable object, a kpack-split binary).
+fn from_layout(data: &[u8], e: &Elf, limit: u64) -> Result<Option<Vec<HostFatbin>>> {
+    let wrappers = crate::hostptr::read_wrappers(data, e, &[".hipFatBinSegment"])?;
+    if e.header.e_type == elf::ET_REL
+        || e.section_by_name(".hip_fatbin").is_none()
+        || wrappers.is_empty()
+        || wrappers.iter().any(|w| w.magic != HIPF_MAGIC)
+    {
+        return Ok(None);
+    }
+    let img = crate::hostwrite::scan_host(data)?;
+    let mut out = Vec::new();
+    for (i, b) in img.bundles.iter().enumerate() {
+        let l = b.location;
+        let bytes = data
+            .get(l.offset as usize..(l.offset + l.extent) as usize)
+            .unwrap_or_default();
+        let w = img.wrappers.iter().find(|w| w.bundle == i);
+        out.push(HostFatbin {
+            wrapper_offset: w.map(|w| w.offset),
+            pointer: w.map_or(PointerKind::Section, |w| w.pointer),
+            bundle_addr: b.addr,
+            bundle_offset: l.offset,
+            bundle: parse_one(bytes, l.offset, limit)?,
+        });
+    }
+    Ok(Some(out))
 }

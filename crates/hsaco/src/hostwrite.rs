@@ -213,16 +213,22 @@ pub fn bundle_extent<S: Source + ?Sized>(src: &S, at: u64) -> Result<u64> {
         let size = u64_in(p + 8, "bundle entry size")?;
         let idlen = u64_in(p + 16, "bundle entry id length")?;
         check(src.size(), at + p + 24, idlen, "bundle entry id")?;
+        let id_at = at + p + 24;
         p += 24 + idlen;
         match off.checked_add(size) {
             Some(e) if e <= avail => end = end.max(e),
             _ => {
+                // Named with its id, as the bundle parser names it (`info`).
+                let id = src.read_at(id_at, idlen, "bundle entry id")?;
                 return Err(Error::OutOfBounds {
-                    what: format!("offload bundle entry {i}"),
+                    what: format!(
+                        "offload bundle entry {i} ({})",
+                        String::from_utf8_lossy(&id).escape_debug()
+                    ),
                     offset: at.saturating_add(off),
                     size,
                     len: at + avail,
-                })
+                });
             }
         }
     }
@@ -237,6 +243,22 @@ pub fn bundle_extent<S: Source + ?Sized>(src: &S, at: u64) -> Result<u64> {
 /// padding is expected, or a region without any bundle; [`Error::Truncated`] for a region past
 /// the end of `src`.
 pub fn locate_bundles<S: Source + ?Sized>(
+    src: &S,
+    region: Range<u64>,
+) -> Result<Vec<BundleLocation>> {
+    let out = locate_in(src, region.clone())?;
+    if out.is_empty() {
+        return Err(Error::Malformed {
+            what: "offload bundle region",
+            offset: region.start,
+            detail: "no offload bundle found".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// [`locate_bundles`], with a region of zero bytes holding no bundle (an empty result).
+pub(crate) fn locate_in<S: Source + ?Sized>(
     src: &S,
     region: Range<u64>,
 ) -> Result<Vec<BundleLocation>> {
@@ -264,20 +286,24 @@ pub fn locate_bundles<S: Source + ?Sized>(
         let pad_end = ((p / BUNDLE_ALIGN + 1) * BUNDLE_ALIGN).min(len);
         let pad = src.read_at(base + p, pad_end - p, "offload bundle padding")?;
         if let Some(i) = pad.iter().position(|&b| b != 0) {
+            let mut detail =
+                "non-zero bytes where a bundle or zero padding was expected".to_string();
+            // Right after a bundle: most likely its size field is cut short.
+            if let Some(b) = out.last().filter(|b| b.offset + b.extent == base + p) {
+                detail += &format!(
+                    " (right after bundle {} at offset {:#x}, whose size fields give {} bytes: cut short?)",
+                    out.len() - 1,
+                    b.offset,
+                    b.extent
+                );
+            }
             return Err(Error::Malformed {
                 what: "offload bundle region",
                 offset: base + p + i as u64,
-                detail: "non-zero bytes where a bundle or zero padding was expected".into(),
+                detail,
             });
         }
         p = pad_end;
-    }
-    if out.is_empty() {
-        return Err(Error::Malformed {
-            what: "offload bundle region",
-            offset: base,
-            detail: "no offload bundle found".into(),
-        });
     }
     let ends: Vec<u64> = out
         .iter()
@@ -457,7 +483,21 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         });
     }
     let region = sec.offset..sec.offset + sec.file_size();
-    let bundles: Vec<HostBundle> = locate_bundles(src, region)?
+    let bundles: Vec<HostBundle> = locate_bundles(src, region.clone())
+        .map_err(|err| match err {
+            // A bundle that does not fit the section: name the section (session-22 fresh
+            // tester: `info` and `--fatbin` worded this fault differently).
+            Error::OutOfBounds { .. } | Error::Truncated { .. } => Error::Malformed {
+                what: "host ELF",
+                offset: e.header.e_shoff + 64 * sec.index as u64,
+                detail: format!(
+                    ".hip_fatbin (file offsets {:#x}..{:#x}) ends inside a bundle (a section size cut \
+                     short or a bundle size too large): {err}",
+                    region.start, region.end
+                ),
+            },
+            err => err,
+        })?
         .into_iter()
         .map(|l| HostBundle {
             addr: sec.addr + (l.offset - sec.offset),

@@ -186,6 +186,36 @@ impl<S: Source + ?Sized> Source for Prefix<'_, S> {
     }
 }
 
+/// Bytes `data` that stand at file offset `base` of a larger file: read by file offset, so
+/// that errors name file offsets (a read before `base` or past its end is an
+/// [`Error::Truncated`]). Used to locate the bundles of a region held in memory.
+#[derive(Debug)]
+pub(crate) struct Based<'a> {
+    /// The region's bytes.
+    pub data: &'a [u8],
+    /// File offset of `data[0]` (bytes).
+    pub base: u64,
+}
+
+impl Source for Based<'_> {
+    fn size(&self) -> u64 {
+        self.base + self.data.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: u64, what: &'static str) -> Result<Cow<'_, [u8]>> {
+        check(self.size(), offset, len, what)?;
+        match offset.checked_sub(self.base) {
+            Some(at) => self.data.read_at(at, len, what),
+            None => Err(Error::Truncated {
+                what,
+                offset,
+                need: len,
+                len: self.size(),
+            }),
+        }
+    }
+}
+
 /// Copies `len` input bytes at `offset` to output offset `out_offset` of a seekable output.
 /// Errors: as [`Source::copy_to`]; [`Error::Output`] when seeking fails.
 pub fn copy_at<S: Source + ?Sized, W: Write + Seek + ?Sized>(

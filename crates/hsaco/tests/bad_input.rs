@@ -107,7 +107,7 @@ fn non_bundle_garbage_after_bundle() {
     let e = bundle::parse_all(&b, 0, bundle::DEFAULT_DECOMPRESS_LIMIT)
         .expect_err("junk")
         .to_string();
-    assert_eq!(e, format!("malformed offload bundle region at offset {n:#x}: non-zero bytes where a bundle or zero padding was expected"));
+    assert_eq!(e, format!("malformed offload bundle region at offset {n:#x}: non-zero bytes where a bundle or zero padding was expected (right after bundle 0 at offset 0x0, whose size fields give {n} bytes: cut short?)"));
 }
 
 /// A CCOB whose stored hash does not match its decompressed bundle (a corrupt payload can still

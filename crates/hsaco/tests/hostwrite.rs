@@ -476,7 +476,11 @@ fn bad_hosts_are_rejected_with_offsets() {
     let size1 = b + 32 + 24 + id0 + 8;
     d[size1..size1 + 8].copy_from_slice(&0x1000_0000u64.to_le_bytes());
     let e = scan_host(&d).expect_err("truncated").to_string();
-    assert!(e.starts_with("offload bundle entry 1 at offset"), "{e}");
+    assert!(
+        e.contains(".hip_fatbin (file offsets ")
+            && e.contains("offload bundle entry 1 (hipv4-amdgcn-amd-amdhsa--gfx1100) at offset"),
+        "{e}"
+    );
     assert!(e.contains("extends past the end of the data"), "{e}");
     // Relocatable object of the new offload driver.
     let o = std::fs::read(common::corpus().join("hosts/x86_64__app-mini__4arch-newdriver-rdc.o"))

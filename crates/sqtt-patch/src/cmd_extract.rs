@@ -15,6 +15,32 @@ pub struct ExtractArgs {
     /// Output directory (created when missing).
     #[arg(short, long)]
     pub output: std::path::PathBuf,
+    /// Extract the entries that load and name each one that does not (bad input otherwise:
+    /// nothing is extracted).
+    #[arg(long)]
+    pub skip_bad_entries: bool,
+}
+
+/// Why the embedded code object `e` cannot be extracted or described, `None` when it loads:
+/// the sentence names where it is (bundle, entry index, id and file offset, as
+/// [`hsaco::container::Embedded::location`]) and its size, then the loader's reason
+/// ([`hsaco::container::code_object_problem`], else [`hsaco::CodeObject::parse`]'s error, whose
+/// offsets count from the entry's start). Shared by `extract` and `info` so that both name a
+/// broken entry in the same words.
+pub(crate) fn load_problem(e: &hsaco::container::Embedded) -> Option<String> {
+    let at = match e.location() {
+        at if at.is_empty() => "the code object".to_string(),
+        at => format!("{} ({} bytes)", at.escape_debug(), e.data.len()),
+    };
+    if let Some(why) = hsaco::container::code_object_problem(&e.data) {
+        return Some(format!("{at} is not an AMDGPU code object: {why}"));
+    }
+    let err = hsaco::CodeObject::parse(&e.data).err()?;
+    let from = match e.id.is_empty() {
+        true => "",
+        false => " (offsets count from the entry's start)",
+    };
+    Some(format!("{at} cannot be loaded{from}: {err}"))
 }
 
 /// Runs the subcommand; returns the process exit code.
@@ -61,32 +87,31 @@ pub fn run(args: ExtractArgs) -> anyhow::Result<i32> {
             ),
         }
     }
-    let cos = l.objects;
-    if cos.is_empty() && bad.is_empty() {
-        let is = crate::sniff::describe(&bytes).unwrap_or_default();
-        anyhow::bail!("{name}: no embedded code object to extract ({is})");
-    }
     // An entry that should be a code object and is not (an entry offset pointing at other
     // bytes of the bundle, an entry size cut short), or a bare code object that does not load,
     // is bad input: it is loaded as every other command loads it, and nothing is written, as
-    // for any other error.
-    for e in &cos {
-        let at = match e.location() {
-            at if at.is_empty() => "the code object".to_string(),
-            at => format!("{at} ({} bytes)", e.data.len()),
-        };
-        if let Some(why) = hsaco::container::code_object_problem(&e.data) {
-            bad.push(format!("{at} is not an AMDGPU code object: {why}"));
-        } else if let Err(err) = hsaco::CodeObject::parse(&e.data) {
-            let from = match e.id.is_empty() {
-                true => "",
-                false => " (offsets count from the entry's start)",
-            };
-            bad.push(format!("{at} cannot be loaded{from}: {err}"));
+    // for any other error, unless --skip-bad-entries asks for the others (each bad one named).
+    let mut cos = l.objects;
+    cos.retain(|e| match load_problem(e) {
+        Some(why) => {
+            bad.push(why);
+            false
         }
+        None => true,
+    });
+    if !bad.is_empty() && !args.skip_bad_entries {
+        let hint = match cos.len() {
+            0 => String::new(),
+            n => format!(" (--skip-bad-entries extracts the {n} code object(s) that load)"),
+        };
+        anyhow::bail!("{name}: {}; nothing extracted{hint}", bad.join("; "));
     }
-    if !bad.is_empty() {
-        anyhow::bail!("{name}: {}; nothing extracted", bad.join("; "));
+    for why in &bad {
+        eprintln!("sqtt-patch: {name}: warning: not extracted (--skip-bad-entries): {why}");
+    }
+    if cos.is_empty() {
+        let is = crate::sniff::describe(&bytes).unwrap_or_default();
+        anyhow::bail!("{name}: no embedded code object to extract ({is})");
     }
     let files = cos
         .iter()

@@ -135,6 +135,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         crate::sniff::read_input(&args.file).with_context(|| format!("{name}: cannot read"))?;
     let mut blocks = Vec::new();
     let mut malformed: Vec<MalformedEntry> = Vec::new();
+    // Bundle entries that are not code objects the loader reads: `why` names each.
+    let mut unloadable: Vec<Value> = Vec::new();
     let mut kpack = None;
     let kind = if hsaco::kpack::is_kpack(&bytes) {
         let a = hsaco::kpack::read(&bytes, DEFAULT_DECOMPRESS_LIMIT)
@@ -174,10 +176,20 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             let (kind, cos) = (l.kind, l.objects);
             malformed = l.malformed;
             for e in &cos {
-                let co = CodeObject::parse(&e.data).with_context(|| match e.location() {
-                    at if at.is_empty() => format!("{name}: code object {}", e.file_name()),
-                    at => format!("{name}: {at} (offsets below count from the entry's start)"),
-                })?;
+                // A bare code object that does not load is the input's error; an entry of a
+                // bundle that does not load is listed with the reason, after the others
+                // (session-23 fresh tester: one broken entry hid every other one).
+                if !e.id.is_empty() {
+                    if let Some(why) = crate::cmd_extract::load_problem(e) {
+                        unloadable.push(json!({"bundle_index": e.bundle_index,
+                            "entry_index": e.entry_index, "entry_id": e.id,
+                            "bundle_offset": e.bundle_offset, "entry_offset": e.entry_offset,
+                            "size": e.data.len(), "why": why}));
+                        continue;
+                    }
+                }
+                let co = CodeObject::parse(&e.data)
+                    .with_context(|| format!("{name}: code object {}", e.file_name()))?;
                 blocks.push(describe(e, &co));
             }
             match kind {
@@ -201,6 +213,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 })
                 .collect();
         }
+        if !unloadable.is_empty() {
+            v["unloadable_entries"] = json!(unloadable);
+        }
         if let Some(k) = kpack {
             v["kpack"] = k;
         }
@@ -216,6 +231,12 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             _ => "x86-64 host binary",
         };
         let _ = write!(out, "{name}: {kind}, {} code object(s)", blocks.len());
+        if !unloadable.is_empty() {
+            let _ = match unloadable.len() {
+                1 => write!(out, ", 1 entry that does not load"),
+                n => write!(out, ", {n} entries that do not load"),
+            };
+        }
         let _ = match malformed.len() {
             0 => writeln!(out),
             n => writeln!(
@@ -233,6 +254,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 m.why
             );
         }
+        for u in &unloadable {
+            let _ = writeln!(out, "error: {}", u["why"].as_str().unwrap_or_default());
+        }
         let other = other_offload_images(&bytes);
         if other > 0 {
             let _ = writeln!(
@@ -248,5 +272,19 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             print_text(&mut out, i + 1, b);
         }
     }
-    crate::cmd_patch::write_stdout(&out)
+    let code = crate::cmd_patch::write_stdout(&out)?;
+    if unloadable.is_empty() {
+        return Ok(code);
+    }
+    // The listing is printed; the input is still bad input (exit 2), said on stderr too.
+    let whys: Vec<&str> = unloadable
+        .iter()
+        .map(|u| u["why"].as_str().unwrap_or_default())
+        .collect();
+    let msg = format!(
+        "sqtt-patch: error: {name}: {}; the code objects that load are listed",
+        whys.join("; ")
+    );
+    eprintln!("{}", crate::output::terminal_safe(&msg));
+    Ok(crate::exit::INPUT)
 }

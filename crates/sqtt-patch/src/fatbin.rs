@@ -342,8 +342,9 @@ fn pipelined<T: Send>(
 
 /// A bundle whose entries were instrumented, before its rebuild ([`Processed::rebuild`]).
 struct Processed {
-    /// The new plain bundle and the input's storage, `None` when no entry changed.
-    plain: Option<(Vec<u8>, hsaco::bundle::Storage)>,
+    /// The new plain bundle and what its storing needs of the input, `None` when no entry
+    /// changed.
+    plain: Option<crate::fatbin_store::Rebuilt>,
     objects: Vec<ObjectOutcome>,
     filtered_out: usize,
 }
@@ -354,12 +355,9 @@ impl Processed {
     fn rebuild(self, name: &str, bi: usize, format: BundleFormat) -> Result<BundleResult> {
         let bytes = match self.plain {
             None => None,
-            Some((plain, storage)) => Some(
-                crate::timings::time(Stage::Write, || {
-                    hostwrite::compress_like(plain, &storage, format)
-                })
-                .with_context(|| format!("{name}: bundle {bi}: cannot rebuild"))?,
-            ),
+            Some(r) => Some(crate::timings::time(Stage::Write, || {
+                crate::fatbin_store::store(name, bi, r, format)
+            })?),
         };
         Ok(BundleResult {
             bytes,
@@ -496,10 +494,10 @@ fn process_bundle<S: Source + ?Sized>(
             .collect();
         bundle::write_plain(&entries)
     };
-    let storage = b.storage.clone();
+    let rebuilt = crate::fatbin_store::Rebuilt::new(plain, &b, &raw);
     // The changed entries and the decompressed input are freed here, before compressing.
     Ok(Processed {
-        plain: Some((plain, storage)),
+        plain: Some(rebuilt),
         objects: results.into_iter().filter_map(|r| r.1).collect(),
         filtered_out,
     })

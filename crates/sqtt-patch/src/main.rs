@@ -15,6 +15,7 @@ mod cmd_trace;
 mod cmd_verify;
 mod exit;
 mod fatbin;
+mod fatbin_store;
 mod interrupt;
 mod kpack;
 mod output;

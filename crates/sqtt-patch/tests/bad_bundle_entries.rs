@@ -213,7 +213,7 @@ fn an_entry_that_is_not_a_code_object_is_not_extracted() {
         assert_eq!(
             err.trim_end(),
             format!(
-                "sqtt-patch: error: {}: {where_} ({} bytes) is not an AMDGPU code object: not an ELF file: it starts with {} instead of 7f 45 4c 46 (\\x7fELF); nothing extracted",
+                "sqtt-patch: error: {}: {where_} ({} bytes) is not an AMDGPU code object: not an ELF file: it starts with {} instead of 7f 45 4c 46 (\\x7fELF); nothing extracted (--skip-bad-entries extracts the 3 code object(s) that load)",
                 file.display(),
                 entry.data.len(),
                 head.join(" ")
@@ -230,11 +230,24 @@ fn an_entry_that_is_not_a_code_object_is_not_extracted() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains(&format!(
-            "{}: {where_} (offsets below count from the entry's start): not an ELF file",
-            file.display()
+            "{}: {where_} ({} bytes) is not an AMDGPU code object: not an ELF file",
+            file.display(),
+            entry.data.len()
         )),
         "{err}"
     );
+}
+
+/// The plain fixture bundle with entry 2's size cut in half (a code object that does not
+/// load), the unmodified bundle parsed, and the new size (bytes).
+fn half_an_entry() -> (Vec<u8>, hsaco::bundle::Bundle, usize) {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let half = bundle.entries[2].data.len() / 2;
+    let mut b = good.clone();
+    let at = entry_header(&good, 2, 8);
+    b[at..at + 8].copy_from_slice(&(half as u64).to_le_bytes());
+    (b, bundle, half)
 }
 
 /// Asserts that `extract FILE -o DIR` exits 2 with exactly `message` (after the file name) on
@@ -270,13 +283,8 @@ fn extract_refuses(dir: &Path, file: &Path, message: &str) {
 /// copied.
 #[test]
 fn a_code_object_that_does_not_load_is_not_extracted() {
-    let good = plain_bundle();
-    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let (b, bundle, half) = half_an_entry();
     let entry = &bundle.entries[2];
-    let half = entry.data.len() / 2;
-    let mut b = good.clone();
-    let at = entry_header(&good, 2, 8);
-    b[at..at + 8].copy_from_slice(&(half as u64).to_le_bytes());
     let why = hsaco::CodeObject::parse(&entry.data[..half])
         .expect_err("half a code object does not load")
         .to_string();
@@ -287,7 +295,7 @@ fn a_code_object_that_does_not_load_is_not_extracted() {
         dir.path(),
         &file,
         &format!(
-            "bundle 0 entry 2 ({}) at file offset {:#x} ({half} bytes) cannot be loaded (offsets count from the entry's start): {why}; nothing extracted",
+            "bundle 0 entry 2 ({}) at file offset {:#x} ({half} bytes) cannot be loaded (offsets count from the entry's start): {why}; nothing extracted (--skip-bad-entries extracts the 3 code object(s) that load)",
             entry.id, entry.offset
         ),
     );
@@ -360,7 +368,7 @@ fn an_empty_amdgpu_entry_is_named() {
     extract_refuses(
         dir.path(),
         &file,
-        &format!("{where_} (0 bytes): {why}; nothing extracted"),
+        &format!("{where_} (0 bytes): {why}; nothing extracted (--skip-bad-entries extracts the 3 code object(s) that load)"),
     );
 }
 
@@ -480,4 +488,110 @@ fn a_failed_entry_is_named_with_its_offset_on_stderr() {
         after.entries[i].data,
         b[entry.offset as usize..][..entry.data.len()]
     );
+}
+
+/// A bundle with one entry that does not load (its size cut in half), session-23 fresh
+/// tester: `info` refused the whole bundle (exit 2, nothing listed) and `extract` gave no way
+/// to get the others. `info` now lists every entry that loads, names the broken one (bundle,
+/// entry, id, file offset, size, the loader's reason) on stdout, in the JSON
+/// (`unloadable_entries`) and on stderr, and exits 2. `extract` still extracts nothing
+/// without asking (exit 2, saying how to get the others); `--skip-bad-entries` extracts the
+/// three that load and names the one it skipped. Checked against clang-offload-bundler-22's
+/// own listing of the bundle's targets.
+#[test]
+fn info_lists_the_entries_that_load_beside_a_broken_one() {
+    let (b, bundle, half) = half_an_entry();
+    let entry = &bundle.entries[2];
+    let why = hsaco::CodeObject::parse(&entry.data[..half])
+        .expect_err("half a code object does not load")
+        .to_string();
+    let named = format!(
+        "bundle 0 entry 2 ({}) at file offset {:#x} ({half} bytes) cannot be loaded (offsets count from the entry's start): {why}",
+        entry.id, entry.offset
+    );
+    let (dir, file) = input(&b);
+
+    let o = run(&["info".as_ref(), file.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with(&format!(
+            "{}: offload bundle, 3 code object(s), 1 entry that does not load\nerror: {named}\n",
+            file.display()
+        )),
+        "{out}"
+    );
+    let listed: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("code object "))
+        .filter_map(|l| l.split(' ').nth(1))
+        .collect();
+    let others: Vec<&str> = bundle
+        .entries
+        .iter()
+        .filter(|e| e.is_amdgcn() && e.id != entry.id)
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(listed, others, "{out}");
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!(
+            "sqtt-patch: error: {}: {named}; the code objects that load are listed",
+            file.display()
+        )
+    );
+    let j = run(&["info".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(j.status.code(), Some(2), "{}", text(&j.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).expect("JSON");
+    assert_eq!(v["code_objects"].as_array().map(Vec::len), Some(3));
+    let u = &v["unloadable_entries"][0];
+    assert_eq!(u["entry_index"], 2);
+    assert_eq!(u["entry_offset"], entry.offset);
+    assert_eq!(u["size"], half);
+    assert_eq!(u["why"], named.as_str());
+
+    // The oracle: clang-offload-bundler lists the same five targets in the edited header.
+    if let Ok(l) = Command::new("clang-offload-bundler-22")
+        .args(["-list", "-type=o"])
+        .arg(format!("-input={}", file.display()))
+        .output()
+    {
+        let ids = text(&l.stdout);
+        for e in &bundle.entries {
+            assert!(ids.lines().any(|l| l == e.id), "{ids}");
+        }
+    }
+
+    let dest = dir.path().join("some");
+    let o = run(&[
+        "extract".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        dest.as_os_str(),
+        "--skip-bad-entries".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stderr).trim_end(),
+        format!(
+            "sqtt-patch: {}: warning: not extracted (--skip-bad-entries): {named}",
+            file.display()
+        )
+    );
+    let mut written = support::names_in(&dest);
+    written.sort();
+    let mut want: Vec<String> = others
+        .iter()
+        .map(|id| format!("0-{}.co", id.replace(':', "_")))
+        .collect();
+    want.sort();
+    assert_eq!(written, want);
+    for e in bundle
+        .entries
+        .iter()
+        .filter(|e| e.is_amdgcn() && e.id != entry.id)
+    {
+        let f = dest.join(format!("0-{}.co", e.id.replace(':', "_")));
+        assert_eq!(std::fs::read(f).expect("extracted"), e.data, "{}", e.id);
+    }
 }

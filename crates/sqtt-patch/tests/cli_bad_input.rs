@@ -838,3 +838,104 @@ fn dis_refuses_an_object_the_loader_refuses() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!out.stdout.is_empty());
 }
+
+/// Bytes after a CCOB's compressed stream (session-22 fresh tester): a v1 bundle extends to
+/// the end of its region, so 100 bytes appended to the file are part of it, and `--fatbin`
+/// dropped them from the rebuilt bundle without a word. After a zlib stream (which
+/// clang-offload-bundler-22 reads past them) they are kept after the new stream now; in a v3
+/// bundle whose total size covers them, the new total size covers them too. The outputs list
+/// the same entries under clang-offload-bundler-22 and under hsaco. After a zstd frame
+/// (clang-offload-bundler-22 refuses the input: "Src size is incorrect") they are left out
+/// with a warning naming their file offset and count.
+#[test]
+fn ccob_bytes_after_the_compressed_stream_are_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tail = [0xabu8; 100];
+    for (name, v3) in [
+        ("ccob-v1-zlib", false),
+        ("ccob-v3-zlib", true),
+        ("ccob-v3-zstd", true),
+    ] {
+        let mut b = fixture(&format!("bundles/calls-4arch__{name}.hipfb"));
+        if v3 {
+            let total = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+            b[8..16].copy_from_slice(&(total + tail.len() as u64).to_le_bytes());
+        }
+        b.extend_from_slice(&tail);
+        let input = dir.path().join(format!("{name}.hipfb"));
+        let output = dir.path().join(format!("{name}.out.hipfb"));
+        std::fs::write(&input, &b).expect("write input");
+        let (code, out, err) = support::fatbin_functions(&input, &output);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        assert!(out.contains("instrumented"), "{name}: {out}");
+        let written = std::fs::read(&output).expect("output");
+        if name.ends_with("zstd") {
+            assert!(
+                err.contains(&format!(
+                    "warning: bundle 0 at file offset 0x0: the 100 byte(s) after its compressed stream (file offset {:#x}) are not in the output",
+                    b.len() - tail.len()
+                )),
+                "{err}"
+            );
+            assert!(!written.ends_with(&tail));
+            continue;
+        }
+        assert!(err.is_empty(), "{name}: {err}");
+        assert_ne!(written.len(), b.len(), "{name}: the bundle was rebuilt");
+        assert!(written.ends_with(&tail), "{name}: trailing bytes dropped");
+        if v3 {
+            let total = u64::from_le_bytes(written[8..16].try_into().expect("8 bytes"));
+            assert_eq!(total, written.len() as u64, "{name}: total size");
+        }
+        let ids = |f: &[u8]| -> Vec<String> {
+            hsaco::bundle::parse_all(f, 0, hsaco::bundle::DEFAULT_DECOMPRESS_LIMIT)
+                .expect("parses")
+                .into_iter()
+                .flat_map(|b| b.entries.into_iter().map(|e| e.id))
+                .collect()
+        };
+        assert_eq!(ids(&written), ids(&b), "{name}");
+        if let Ok(l) = Command::new("clang-offload-bundler-22")
+            .args(["-list", "-type=o"])
+            .arg(format!("-input={}", output.display()))
+            .output()
+        {
+            let listed = String::from_utf8_lossy(&l.stdout);
+            assert_eq!(listed.lines().count(), 5, "{name}: {listed}");
+        }
+    }
+}
+
+/// A CCOB v2 whose total size is one byte short (session-22 fresh tester): `info` said the
+/// decompression failed, `--fatbin` that non-zero bytes follow the bundle. Both locate the
+/// bundles by their size fields first now and give the same message, naming the bundle whose
+/// size is cut short.
+#[test]
+fn a_ccob_total_size_one_byte_short_is_worded_alike() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut b = fixture("bundles/calls-4arch__ccob-v2-zlib.hipfb");
+    let total = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
+    b[8..12].copy_from_slice(&(total - 1).to_le_bytes());
+    let input = dir.path().join("short.hipfb");
+    std::fs::write(&input, &b).expect("write input");
+    let message = format!(
+        "malformed offload bundle region at offset {:#x}: non-zero bytes where a bundle or zero padding was expected (right after bundle 0 at offset 0x0, whose size fields give {} bytes: cut short?)",
+        total - 1,
+        total - 1
+    );
+    let (code, _, err) = support::run(&["info".as_ref(), input.as_os_str()]);
+    assert_eq!(code, Some(2), "{err}");
+    let file = input.display();
+    assert_eq!(
+        err.trim_end(),
+        format!("sqtt-patch: error: {file}: {PARSE}: {message}")
+    );
+    let output = dir.path().join("out.hipfb");
+    let (code, _, err) = support::fatbin_functions(&input, &output);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!("sqtt-patch: error: {file}: {message}")
+    );
+    assert!(!output.exists());
+}

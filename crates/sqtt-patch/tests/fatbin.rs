@@ -14,6 +14,8 @@ mod cmd_patch;
 mod exit;
 #[path = "../src/fatbin.rs"]
 mod fatbin;
+#[path = "../src/fatbin_store.rs"]
+mod fatbin_store;
 #[allow(dead_code)]
 #[path = "../src/interrupt.rs"]
 mod interrupt;

@@ -68,3 +68,33 @@ pub fn fixture(rel: &str) -> Vec<u8> {
         .join(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
+
+/// Runs the `sqtt-patch` binary with `args`: (exit code, stdout, stderr); asserts that
+/// nothing panicked.
+#[allow(dead_code)] // not every test file that includes this module runs the binary this way
+pub fn run(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sqtt-patch"))
+        .args(args)
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    (o.status.code(), out, err)
+}
+
+/// [`run`] of `sqtt-patch --fatbin INPUT -o OUTPUT --functions 1`.
+#[allow(dead_code)] // not every test file that includes this module runs --fatbin
+pub fn fatbin_functions(
+    input: &std::path::Path,
+    output: &std::path::Path,
+) -> (Option<i32>, String, String) {
+    run(&[
+        "--fatbin".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        output.as_os_str(),
+        "--functions".as_ref(),
+        "1".as_ref(),
+    ])
+}
