@@ -441,7 +441,9 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
     let b = std::fs::read(root().join("fixtures/bundles/calls-4arch__plain.hipfb")).expect("read");
     let e = err("trunc.hipfb", &b[..b.len() - 100]);
     assert!(
-        e.starts_with("trunc.hipfb: offload bundle entry 4 at offset 0x"),
+        e.starts_with(
+            "trunc.hipfb: offload bundle entry 4 (hipv4-amdgcn-amd-amdhsa--gfx1201) at offset 0x"
+        ),
         "{e}"
     );
     assert!(e.contains("extends past the end of the data"), "{e}");

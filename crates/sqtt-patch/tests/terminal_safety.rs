@@ -75,11 +75,13 @@ fn symbol_names_with_escape_sequences_are_printed_escaped() {
 
 #[test]
 fn a_bundle_id_that_is_not_utf8_is_printed_escaped() {
-    // Entry 1's id length (at 0x66) from 31 to 40: the id runs into the next entry's binary
-    // header fields (NUL bytes) and is not UTF-8.
+    // Entry 1's id (31 bytes after its length at 0x66) gets a byte that is not UTF-8, an
+    // escape and a NUL in place. (Lengthening the id instead runs it into the next entry's
+    // header, and the bundle is then refused for the sizes read from there.)
     let mut b = fixture("bundles/calls-4arch__plain.hipfb");
     assert_eq!(b[0x66], 31, "entry 1's id length");
-    b[0x66] = 40;
+    assert_eq!(&b[0x6e..0x6e + 5], b"hipv4", "entry 1's id");
+    b[0x6e + 5..0x6e + 8].copy_from_slice(&[0xff, 0x1b, 0x00]);
     let o = run(&b, &["info"]);
     assert_eq!(o.status.code(), Some(2));
     assert_escaped("info", &o, "is not UTF-8");
