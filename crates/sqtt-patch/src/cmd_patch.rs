@@ -394,6 +394,18 @@ pub fn status_text(s: Status) -> &'static str {
     }
 }
 
+/// [`status_text`] of the report `r`, except that an object with sites found but none
+/// instrumented (every one skipped, e.g. all in a function left alone) reads
+/// `nothing instrumented (N site(s) skipped)`, not "nothing to instrument" (session-24 fresh
+/// tester).
+pub fn report_status_text(r: &Report) -> String {
+    if r.status == Status::NothingToDo && !r.skipped.is_empty() {
+        format!("nothing instrumented ({} site(s) skipped)", r.skipped.len())
+    } else {
+        status_text(r.status).to_string()
+    }
+}
+
 /// A serialized enum's name (`function_entry`), never Rust's `Debug` name.
 pub fn serde_name<T: serde::Serialize + std::fmt::Debug>(k: &T) -> String {
     match serde_json::to_value(k) {
@@ -485,7 +497,7 @@ pub fn render_report(what: &str, r: &Report) -> String {
     let mut s = format!(
         "{what}: target {}: {}; {size}; {} funcmap rows\n",
         r.target,
-        status_text(r.status),
+        report_status_text(r),
         r.funcmap_rows
     );
     s += &summary::reasons("  ", "failed closed", &r.reasons, summary::reason_class);

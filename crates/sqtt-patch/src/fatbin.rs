@@ -681,7 +681,7 @@ pub fn summary_line(o: &ObjectOutcome) -> String {
             r.skipped.len(),
             crate::cmd_patch::coverage_text(&r.coverage)
         ),
-        Status::NothingToDo => "nothing to instrument".to_string(),
+        Status::NothingToDo => crate::cmd_patch::report_status_text(r),
         Status::FailedClosed => format!(
             "{}left unchanged (failed closed): {}",
             if o.verifier_rejected {

@@ -215,6 +215,26 @@ fn sites_of_an_undecodable_kernel_are_counted() {
         );
     }
     assert_verifies(&co, &out);
+    // Without `--functions` nothing is instrumented: the report says so, and how many sites
+    // were skipped, not "nothing to instrument" (session-24 fresh tester).
+    let o = Command::cargo_bin("sqtt-patch")
+        .unwrap()
+        .arg(&co)
+        .arg("-o")
+        .arg(dir.path().join("none.co"))
+        .args(["--barriers", "1", "--kernel-scopes", "--report"])
+        .env_remove("SQTT_INSTRUMENT_FUNCTIONS")
+        .env_remove("SQTT_INSTRUMENT_BARRIERS")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        report.contains(&format!(
+            "target gfx1100: nothing instrumented ({} site(s) skipped)",
+            barriers + 2
+        )),
+        "{report}"
+    );
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! finding as its reason, so one function costs only itself (issue 29 item 3). The object is
 //! lost (written unchanged, failed closed) only when a finding names no function, names one
 //! already left alone, or the rounds run out; the rewriter's own fail-closed reasons stay as
-//! they are. Never is an output the verifier rejects returned.
+//! they are. Before the object is lost, when code moved, it is rewritten once more with `.text`
+//! kept in place (every function left alone stays at its address). Never is an output the
+//! verifier rejects returned.
 //!
 //! A kernel with `F:` scopes of in-kernel subroutines (issue 37 item 3) is first rewritten
 //! again without those scopes (`Options::unscoped_subroutines`, a report note naming the
@@ -123,6 +125,17 @@ pub fn rewrite_verified(
                         leave.insert(entry, why);
                     }
                 }
+            }
+            // The rejection persists in functions left alone (or the rounds ran out) while code
+            // moved: rewrite once more with `.text` kept in place, where every function left
+            // alone runs from its original address and nothing in it needs re-aiming (BOLT's
+            // rule for code it does not understand); the object is lost only if that fails too.
+            _ if !opts.keep_text => {
+                opts.keep_text = true;
+                unscoped_notes.push(format!(
+                    ".text kept in place: with code moved, the verifier rejected the rewrite ({})",
+                    findings.first().map_or("", String::as_str)
+                ));
             }
             _ => {
                 report.status = Status::FailedClosed;

@@ -531,7 +531,7 @@ pub(super) fn align(
                 None,
                 Some(n.addr),
                 format!(
-                    "{} after the end of the function (padding must be s_nop 0)",
+                    "{} after the end of the function (padding must be s_nop, s_code_end or zero words)",
                     n.inst.mnemonic()
                 ),
             ));
