@@ -389,9 +389,15 @@ impl Elf {
         order.sort_by_key(|s| (s.offset, s.index));
         for w in order.windows(2) {
             if w[0].offset + w[0].size > w[1].offset {
+                // A section without a name is named by its index (session-24 fresh tester:
+                // "sections .note and  overlap").
+                let named = |s: &Section| match s.name.as_str() {
+                    "" => format!("[{}] (no name)", s.index),
+                    n => n.to_string(),
+                };
                 return Err(Error::OverlappingSections {
-                    first: w[0].name.clone(),
-                    second: w[1].name.clone(),
+                    first: named(w[0]),
+                    second: named(w[1]),
                     offset: w[1].offset,
                 });
             }

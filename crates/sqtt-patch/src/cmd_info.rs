@@ -60,7 +60,8 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
         &co.target.processor,
     ));
     json!({
-        "bundle_index": e.bundle_index, "entry_id": e.id, "bundle_offset": e.bundle_offset,
+        "bundle_index": e.bundle_index, "entry_index": e.entry_index, "entry_id": e.id,
+        "bundle_offset": e.bundle_offset,
         "target": co.target.target_id(), "processor": co.target.processor, "mach": co.target.mach,
         "xnack": co.target.xnack, "sramecc": co.target.sramecc, "generic_version": co.target.generic_version,
         "code_object_version": co.version.number(),
@@ -74,11 +75,14 @@ fn describe(e: &Embedded, co: &CodeObject) -> Value {
 /// One text block; `n` numbers the code objects of the file from 1.
 fn print_text(out: &mut String, n: usize, v: &Value) {
     let s = |k: &str| v[k].to_string();
-    let entry = match v["entry_id"].as_str().unwrap_or("") {
-        "" => String::new(),
-        id => format!(" {id}"),
+    // A bundle entry is named by its index in the bundle too: with an entry that does not
+    // load, the code objects listed are no longer numbered as the entries (session-24 fresh
+    // tester).
+    let (entry, index) = match v["entry_id"].as_str().unwrap_or("") {
+        "" => (String::new(), String::new()),
+        id => (format!(" {id}"), format!(" entry {}", s("entry_index"))),
     };
-    let _ = writeln!(out, "code object {n}{entry} (bundle {}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
+    let _ = writeln!(out, "code object {n}{entry} (bundle {}{index}, cov{}, target {}, .text {} bytes, dwarf {}, .sqtt_funcmap {})",
         s("bundle_index"), s("code_object_version"),
         v["target"].as_str().unwrap_or(""), s("text_size"), s("dwarf"), s("sqtt_funcmap"));
     // An absent value (no SGPR field in gfx10+ descriptors, no metadata note) prints as `-`.

@@ -533,6 +533,18 @@ fn info_lists_the_entries_that_load_beside_a_broken_one() {
         .map(|e| e.id.as_str())
         .collect();
     assert_eq!(listed, others, "{out}");
+    // Each listed code object names its entry index (the numbering of the listing skips the
+    // broken entry; session-24 fresh tester).
+    let indices: Vec<String> = bundle
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_amdgcn() && e.id != entry.id)
+        .map(|(i, e)| format!("{} (bundle 0 entry {i}, cov", e.id))
+        .collect();
+    for want in &indices {
+        assert!(out.contains(want.as_str()), "{want}: {out}");
+    }
     assert_eq!(
         text(&o.stderr).trim_end(),
         format!(
@@ -544,6 +556,20 @@ fn info_lists_the_entries_that_load_beside_a_broken_one() {
     assert_eq!(j.status.code(), Some(2), "{}", text(&j.stderr));
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).expect("JSON");
     assert_eq!(v["code_objects"].as_array().map(Vec::len), Some(3));
+    let json_indices: Vec<u64> = v["code_objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["entry_index"].as_u64())
+        .collect();
+    let want: Vec<u64> = bundle
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_amdgcn() && e.id != entry.id)
+        .map(|(i, _)| i as u64)
+        .collect();
+    assert_eq!(json_indices, want);
     let u = &v["unloadable_entries"][0];
     assert_eq!(u["entry_index"], 2);
     assert_eq!(u["entry_offset"], entry.offset);
@@ -551,15 +577,14 @@ fn info_lists_the_entries_that_load_beside_a_broken_one() {
     assert_eq!(u["why"], named.as_str());
 
     // The oracle: clang-offload-bundler lists the same five targets in the edited header.
-    if let Ok(l) = Command::new("clang-offload-bundler-22")
+    let l = Command::new("clang-offload-bundler-22")
         .args(["-list", "-type=o"])
         .arg(format!("-input={}", file.display()))
         .output()
-    {
-        let ids = text(&l.stdout);
-        for e in &bundle.entries {
-            assert!(ids.lines().any(|l| l == e.id), "{ids}");
-        }
+        .expect("clang-offload-bundler-22 (LLVM 22) is needed: tools/setup.sh");
+    let ids = text(&l.stdout);
+    for e in &bundle.entries {
+        assert!(ids.lines().any(|l| l == e.id), "{ids}");
     }
 
     let dest = dir.path().join("some");

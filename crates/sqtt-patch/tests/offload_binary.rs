@@ -69,13 +69,13 @@ fn info_and_extract() {
         assert!(out.contains(&format!("{kind}, 2 code object(s)")), "{out}");
         assert!(
             out.contains(
-                "offload-amdgcn-amd-amdhsa--gfx1010 (bundle 0, cov6, target gfx10-1-generic"
+                "offload-amdgcn-amd-amdhsa--gfx1010 (bundle 0 entry 0, cov6, target gfx10-1-generic"
             ),
             "{out}"
         );
         assert!(
             out.contains(
-                "offload-amdgcn-amd-amdhsa--gfx1100 (bundle 1, cov6, target gfx11-generic"
+                "offload-amdgcn-amd-amdhsa--gfx1100 (bundle 1 entry 0, cov6, target gfx11-generic"
             ),
             "{out}"
         );

@@ -195,3 +195,59 @@ fn a_symbol_name_outside_its_string_table_is_bad_input() {
     );
     refused("name.co", &d, &message);
 }
+
+/// A section without a name that overlaps another is named by its index (session-24 fresh
+/// tester: "sections .note and  overlap"): `.comment` gets `sh_name` 0 and `.note`'s offset.
+#[test]
+fn an_overlapping_section_without_a_name_is_named_by_its_index() {
+    const SH_NAME: usize = 0;
+    const SH_OFFSET: usize = 24;
+    let b = fixture("gfx1100__barriers__O3.co");
+    let note = section(&b, ".note");
+    let comment = section(&b, ".comment");
+    assert!(note.index < comment.index, "sorted by offset, then index");
+    // Both fields of one header at once (the ELF reader refuses the overlap in between).
+    let (d, header, _) = edit(&b, ".comment", SH_OFFSET, &note.offset.to_le_bytes());
+    let mut d = d;
+    d[header + SH_NAME..header + SH_NAME + 4].copy_from_slice(&0u32.to_le_bytes());
+    let message = format!(
+        "sections .note and [{}] (no name) overlap in the file at offset {:#x}",
+        comment.index, note.offset
+    );
+    refused("unnamed.co", &d, &message);
+}
+
+/// An object without `.text` names where the section headers are (the message had no offset).
+#[test]
+fn an_object_without_text_names_its_section_headers() {
+    let b = fixture("gfx1100__barriers__O3.co");
+    let text = section(&b, ".text");
+    let e = hsaco::elf::Elf::parse(&b).expect("fixture parses");
+    // The name `.text` becomes `.Text` in the section name table.
+    let names = section(&b, ".shstrtab");
+    let at = (names.offset + u64::from(text.sh_name)) as usize;
+    assert_eq!(&b[at..at + 6], b".text\0");
+    let mut d = b.clone();
+    d[at + 1] = b'T';
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join("notext.co"), dir.path().join("out.co"));
+    std::fs::write(&file, &d).expect("write input");
+    let o = Command::new(BIN)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(["--barriers", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "not found: .text section (no section of that name among the {} section headers at file offset {:#x})",
+            e.sections.len(),
+            e.header.e_shoff
+        )),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

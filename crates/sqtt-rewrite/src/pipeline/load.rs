@@ -57,7 +57,13 @@ pub(crate) fn load(input: &[u8], opts: &Options) -> Result<(Report, Option<Loade
         .ok_or_else(|| RewriteError::Target(co.target.processor.clone()))?;
     let text = co
         .text()
-        .ok_or_else(|| hsaco::Error::NotFound(".text section".into()))?
+        .ok_or_else(|| {
+            hsaco::Error::NotFound(format!(
+                ".text section (no section of that name among the {} section headers at file offset {:#x})",
+                co.elf.sections.len(),
+                co.elf.header.e_shoff
+            ))
+        })?
         .clone();
     if text.sh_type == hsaco::elf::SHT_NOBITS {
         let names: Vec<&str> = co.kernels.iter().map(|k| k.name.as_str()).collect();
