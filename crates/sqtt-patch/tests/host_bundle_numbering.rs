@@ -37,7 +37,7 @@ fn info_and_fatbin_number_bundles_alike() {
             let bundle = l.split("(bundle ").nth(1).unwrap_or_default();
             format!(
                 "bundle {} {id}",
-                bundle.split(',').next().unwrap_or_default()
+                bundle.split([',', ' ']).next().unwrap_or_default()
             )
         })
         .collect();
