@@ -49,13 +49,15 @@ pub fn rewrite_verified(
 ) -> Result<Patched> {
     let mut leave: BTreeMap<u64, String> = BTreeMap::new();
     let mut opts = opts.clone();
-    let mut unscoped_notes = Vec::new();
+    // Notes on why a round rewrote differently (subroutine scopes dropped, `.text` kept in
+    // place), carried into every later report.
+    let mut retry_notes = Vec::new();
     let mut input_checked = false;
     for round in 1.. {
         let outcome =
             rewrite_leaving_alone(input, &opts, &leave, t).with_context(|| name.to_string())?;
         let mut report = outcome.report;
-        report.notes.extend(unscoped_notes.iter().cloned());
+        report.notes.extend(retry_notes.iter().cloned());
         let Some(out) = outcome.bytes else {
             return Ok(Patched {
                 bytes: input.to_vec(),
@@ -118,7 +120,7 @@ pub fn rewrite_verified(
                     {
                         let kernel = report.functions.iter().find(|g| g.address == entry);
                         let kernel = kernel.map(|g| g.name.as_str()).unwrap_or_default();
-                        unscoped_notes.push(format!(
+                        retry_notes.push(format!(
                             "{kernel}: in-kernel subroutines left without F: scopes: {why}"
                         ));
                     } else {
@@ -132,7 +134,7 @@ pub fn rewrite_verified(
             // rule for code it does not understand); the object is lost only if that fails too.
             _ if !opts.keep_text => {
                 opts.keep_text = true;
-                unscoped_notes.push(format!(
+                retry_notes.push(format!(
                     ".text kept in place: with code moved, the verifier rejected the rewrite ({})",
                     findings.first().map_or("", String::as_str)
                 ));
