@@ -48,8 +48,11 @@ pub fn read_input(path: &Path) -> std::io::Result<Vec<u8>> {
 /// Opens FIFO `path` for reading without blocking first (`O_NONBLOCK`: `open(2)` of a FIFO
 /// otherwise waits for a writer without a word, issue 32). A first byte read then is put in
 /// `head`. When no process has it open for writing (the read sees end of file at once), stderr
-/// says so and the FIFO is opened again, waiting for a writer. Returns a blocking descriptor
-/// to read the rest from.
+/// says so and the same descriptor is polled until a writer has come (`poll(2)` reports input,
+/// or a hang-up once a writer came and went: Linux `pipe_poll` counts writers since the open).
+/// Polling the descriptor already open keeps what a quick writer wrote and closed before this
+/// process looked again; opening the FIFO a second time would wait for a writer that has gone.
+/// Returns a blocking descriptor to read the rest from.
 fn open_fifo(path: &Path, head: &mut Vec<u8>) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
@@ -65,13 +68,14 @@ fn open_fifo(path: &Path, head: &mut Vec<u8>) -> std::io::Result<std::fs::File> 
                 path.display(),
                 STREAM_INPUT_LIMIT >> 20
             );
-            return std::fs::File::open(path);
+            wait_for_writer(&probe)?;
         }
         Ok(_) => head.push(byte[0]),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         Err(e) => return Err(e),
     }
-    // A writer is there: the same descriptor, blocking from now on (`fcntl(2)` F_SETFL).
+    // A writer is (or was) there: the same descriptor, blocking from now on (`fcntl(2)`
+    // F_SETFL).
     // SAFETY: plain integer fcntl calls on a descriptor this function owns.
     let ok = unsafe {
         let fl = libc::fcntl(probe.as_raw_fd(), libc::F_GETFL);
@@ -81,6 +85,28 @@ fn open_fifo(path: &Path, head: &mut Vec<u8>) -> std::io::Result<std::fs::File> 
         Ok(probe)
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Blocks until FIFO reader `file` (opened `O_NONBLOCK` with no writer) has input or a writer
+/// came and closed (`POLLIN`/`POLLHUP`); an interrupted wait is resumed (Ctrl-C exits in
+/// [`crate::interrupt`]). Errors: `poll(2)`'s.
+fn wait_for_writer(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd for a descriptor borrowed for the call.
+        if unsafe { libc::poll(&mut fd, 1, -1) } >= 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
