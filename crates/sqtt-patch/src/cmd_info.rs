@@ -142,6 +142,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
     // Bundle entries that are not code objects the loader reads: `why` names each.
     let mut unloadable: Vec<Value> = Vec::new();
     let mut kpack = None;
+    // Warnings about the file rather than one code object (a host's fat binary wrappers).
+    let mut file_warnings: Vec<String> = Vec::new();
     let kind = if hsaco::kpack::is_kpack(&bytes) {
         let a = hsaco::kpack::read(&bytes, DEFAULT_DECOMPRESS_LIMIT)
             .with_context(|| format!("{name}: cannot parse"))?;
@@ -177,6 +179,13 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         } else {
             let l = open_listing(&bytes, DEFAULT_DECOMPRESS_LIMIT)
                 .with_context(|| format!("{name}: cannot parse"))?;
+            if l.kind == InputKind::Host && !hsaco::pe::is_pe(&bytes) {
+                // The wrappers' odd fields, as `--fatbin` warns about them (a host it cannot
+                // scan fails there with its own message; the listing above read it).
+                if let Ok(img) = hsaco::hostwrite::scan_host(&bytes[..]) {
+                    file_warnings = img.warnings;
+                }
+            }
             let (kind, cos) = (l.kind, l.objects);
             malformed = l.malformed;
             for e in &cos {
@@ -220,6 +229,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
         if !unloadable.is_empty() {
             v["unloadable_entries"] = json!(unloadable);
         }
+        if !file_warnings.is_empty() {
+            v["warnings"] = json!(file_warnings);
+        }
         if let Some(k) = kpack {
             v["kpack"] = k;
         }
@@ -249,6 +261,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                 if n == 1 { "y" } else { "ies" }
             ),
         };
+        for w in &file_warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
         for m in &malformed {
             let _ = writeln!(
                 out,

@@ -257,8 +257,16 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
     }
     // hsaco's message says "not a HIP host binary" for an ELF without `.hip_fatbin`.
     let img = hostwrite::scan_host(input).with_context(|| name.to_string())?;
-    let cannot = || format!("{name}: cannot write the host ELF");
-    let mut w = HostWriter::new(input, &img, out).with_context(cannot)?;
+    // A structure of the input found malformed only while rewriting it (a `.dynsym` name
+    // outside `.dynstr`) is the input's fault, not a failure to write.
+    let cannot = |e: hsaco::Error| {
+        let what = match e {
+            hsaco::Error::Malformed { .. } => "malformed host ELF (found while rewriting it)",
+            _ => "cannot write the host ELF",
+        };
+        anyhow::Error::new(e).context(format!("{name}: {what}"))
+    };
+    let mut w = HostWriter::new(input, &img, out).map_err(cannot)?;
     pipelined(
         img.bundles.len(),
         |bi| {
@@ -276,13 +284,12 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
             let r = r.rebuild(name, bi, format)?;
             objects.extend(r.objects);
             filtered_out += r.filtered_out;
-            crate::timings::time(Stage::Write, || w.push(r.bytes.as_deref()))
-                .with_context(cannot)?;
+            crate::timings::time(Stage::Write, || w.push(r.bytes.as_deref())).map_err(cannot)?;
             progress.bytes_done(img.bundles[bi].location.extent);
             Ok(())
         },
     )?;
-    let (_, mode) = crate::timings::time(Stage::Write, || w.finish()).with_context(cannot)?;
+    let (_, mode) = crate::timings::time(Stage::Write, || w.finish()).map_err(cannot)?;
     Ok(ContainerReport {
         objects,
         filtered_out,

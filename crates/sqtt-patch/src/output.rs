@@ -116,8 +116,11 @@ pub fn check_not_input(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<()
 pub fn check(flag: &str, path: &Path) -> Result<Dest> {
     let shown = path.display();
     let label = format!("{flag} {shown}");
-    if path.as_os_str().as_encoded_bytes().ends_with(b"/") || path.is_dir() {
+    if path.is_dir() {
         bail!("{flag} {shown}: is a directory; give a file path");
+    }
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        bail!("{flag} {shown}: ends in '/', so it names a directory; give a file path");
     }
     let through = through_link(flag, path)?;
     let path = through.as_deref().unwrap_or(path);

@@ -226,7 +226,7 @@ fn a_directory_as_output_is_refused_before_any_work() {
         ),
         (
             &["in.co", "-o", "new/", "--functions", "1"],
-            "sqtt-patch: error: -o new/: is a directory; give a file path",
+            "sqtt-patch: error: -o new/: ends in '/', so it names a directory; give a file path",
         ),
         (
             &["--fatbin", "in.hipfb", "-o", "d", "--functions", "1"],

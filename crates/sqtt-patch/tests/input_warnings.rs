@@ -299,6 +299,25 @@ fn a_fat_binary_wrapper_version_other_than_1_is_warned_about_and_kept() {
     let w = hsaco::host::find_fatbins(&written, 1 << 30).expect("output parses");
     let at = w[0].wrapper_offset.expect("a wrapper") as usize;
     assert_eq!(written[at + 4..at + 8], 2u32.to_le_bytes(), "version kept");
+    // `info` names it too, in text and JSON (session-24 fresh tester: it did not).
+    let info = |json: bool| {
+        let o = Command::new(BIN)
+            .arg("info")
+            .arg(&file)
+            .args(json.then_some("--json"))
+            .output()
+            .expect("run info");
+        assert_eq!(o.status.code(), Some(0), "info --json {json}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let warning = line.split_once(": warning: ").expect("warning").1;
+    let text = info(false);
+    assert!(
+        text.lines().any(|l| l == format!("warning: {warning}")),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&info(true)).expect("JSON");
+    assert_eq!(v["warnings"], serde_json::json!([warning]), "{v}");
 }
 
 #[test]

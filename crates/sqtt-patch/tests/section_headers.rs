@@ -44,6 +44,35 @@ fn section(bytes: &[u8], name: &str) -> hsaco::elf::Section {
     e.section_by_name(name).expect("section").clone()
 }
 
+/// Writes `bytes` as `name` into a new temporary directory and runs `sqtt-patch ARGS FILE -o
+/// OUT --barriers 1`, which must exit 2. Returns the directory (kept while the caller holds
+/// it), the input and output paths, and stderr.
+fn bad_input(
+    name: &str,
+    bytes: &[u8],
+    args: &[&str],
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    String,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (file, out) = (dir.path().join(name), dir.path().join("out.bin"));
+    std::fs::write(&file, bytes).expect("write input");
+    let o = Command::new(BIN)
+        .args(args)
+        .arg(&file)
+        .arg("-o")
+        .arg(&out)
+        .args(["--barriers", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    (dir, file, out, err)
+}
+
 /// Runs `info FILE` and the main job `FILE -o OUT --functions 1 --barriers 1` on `bytes`:
 /// both exit 2 with `message` on stderr naming the file, and nothing is written.
 fn refused(name: &str, bytes: &[u8], message: &str) {
@@ -229,18 +258,7 @@ fn an_object_without_text_names_its_section_headers() {
     assert_eq!(&b[at..at + 6], b".text\0");
     let mut d = b.clone();
     d[at + 1] = b'T';
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (file, out) = (dir.path().join("notext.co"), dir.path().join("out.co"));
-    std::fs::write(&file, &d).expect("write input");
-    let o = Command::new(BIN)
-        .arg(&file)
-        .arg("-o")
-        .arg(&out)
-        .args(["--barriers", "1"])
-        .output()
-        .expect("run sqtt-patch");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let (_dir, _, out, err) = bad_input("notext.co", &d, &[]);
     assert!(
         err.contains(&format!(
             "not found: .text section (no section of that name among the {} section headers at file offset {:#x})",
@@ -250,4 +268,24 @@ fn an_object_without_text_names_its_section_headers() {
         "{err}"
     );
     assert!(!out.exists());
+}
+
+/// Session-24 fresh tester: a host whose `.dynsym` names a symbol outside `.dynstr` was
+/// reported as "cannot write the host ELF" (our failure) instead of as the input's fault.
+#[test]
+fn a_host_dynamic_symbol_name_outside_dynstr_is_named_as_the_inputs_fault() {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/hosts/x86_64__fx-app__pie.elf");
+    let mut b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let dynsym = section(&b, ".dynsym");
+    // Symbol [1]'s st_name (the first field of an Elf64_Sym, 24 bytes each).
+    let at = dynsym.offset as usize + 24;
+    b[at..at + 4].copy_from_slice(&0x00ff_ffffu32.to_le_bytes());
+    let (_dir, file, out, err) = bad_input("app.elf", &b, &["--fatbin"]);
+    let want = format!(
+        "sqtt-patch: error: {}: malformed host ELF (found while rewriting it): malformed symbol at offset {at:#x}: st_name 0xffffff of symbol [1] of `.dynsym` is outside its string table `.dynstr`",
+        file.display()
+    );
+    assert!(err.starts_with(&want), "want {want}\n got {err}");
+    assert!(!out.exists(), "nothing written");
 }

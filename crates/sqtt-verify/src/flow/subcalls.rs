@@ -56,17 +56,42 @@ pub(super) fn writes_pair(f: &Func, j: usize, pair: u16) -> bool {
 }
 
 /// First writers of `pair` on every path back from `at` (`None`: a path reaches the entry).
-fn first_writers(f: &Func, preds: &[Vec<usize>], at: usize, pair: u16) -> Option<BTreeSet<usize>> {
+/// `marked`: one flag per instruction, all false on entry and on return (the walk clears what
+/// it set, so one buffer serves every walk of a function).
+fn first_writers(
+    f: &Func,
+    preds: &[Vec<usize>],
+    marked: &mut [bool],
+    at: usize,
+    pair: u16,
+) -> Option<BTreeSet<usize>> {
+    let mut reached = Vec::new();
+    let found = walk_back(f, preds, marked, &mut reached, at, pair);
+    for j in reached {
+        marked[j] = false;
+    }
+    found
+}
+
+/// The walk of [`first_writers`]; every index it marks is pushed on `reached`.
+fn walk_back(
+    f: &Func,
+    preds: &[Vec<usize>],
+    marked: &mut [bool],
+    reached: &mut Vec<usize>,
+    at: usize,
+    pair: u16,
+) -> Option<BTreeSet<usize>> {
     let mut out = BTreeSet::new();
-    let mut seen = BTreeSet::new();
     let mut stack = preds.get(at)?.clone();
     if at == 0 || stack.is_empty() {
         return None;
     }
     while let Some(j) = stack.pop() {
-        if !seen.insert(j) {
+        if std::mem::replace(&mut marked[j], true) {
             continue;
         }
+        reached.push(j);
         if writes_pair(f, j, pair) {
             out.insert(j);
         } else if j == 0 {
@@ -120,6 +145,7 @@ pub(crate) fn resolve(
             }
         }
     }
+    let mut marked = vec![false; n];
     // The builders (by last part) behind every definition, when all are builders of `pair`.
     let through_builders = |defs: &BTreeSet<usize>, pair: u16| -> Option<Vec<usize>> {
         defs.iter()
@@ -131,7 +157,7 @@ pub(crate) fn resolve(
             continue;
         };
         if let Some(lasts) =
-            first_writers(f, &preds, k, pair).and_then(|d| through_builders(&d, pair))
+            first_writers(f, &preds, &mut marked, k, pair).and_then(|d| through_builders(&d, pair))
         {
             // The subroutine entries become successors of the call for the returns' walk.
             for (_, _, ti) in lasts.iter().map(|d| ends[d]) {
@@ -147,7 +173,7 @@ pub(crate) fn resolve(
         let Some(pair) = pair_read(f, k) else {
             continue;
         };
-        let Some(defs) = first_writers(f, &preds, k, pair) else {
+        let Some(defs) = first_writers(f, &preds, &mut marked, k, pair) else {
             continue;
         };
         if let Some(lasts) = through_builders(&defs, pair) {
