@@ -14,7 +14,7 @@
 //! output equals the input byte for byte.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod append;
 pub use append::{append_address, APPEND_ALIGN};
@@ -104,6 +104,9 @@ pub struct CodeObjectEditor<'a> {
     symbol_values: HashMap<(SymbolTable, usize), u64>,
     symbol_sizes: HashMap<(SymbolTable, usize), u64>,
     symbol_shndx: HashMap<(SymbolTable, usize), u16>,
+    /// Every (table, index) of the input's symbols, built on the first [`Self::set_symbol`]
+    /// (a search of the list per call was quadratic: hipBLASLt objects hold ~16,000 labels).
+    symbol_keys: Option<HashSet<(SymbolTable, usize)>>,
     kernel_entries: HashMap<String, u64>,
     text_map: Option<TextMap<'a>>,
     metadata: Vec<Metadata>,
@@ -153,6 +156,7 @@ impl<'a> CodeObjectEditor<'a> {
             symbol_values: HashMap::new(),
             symbol_sizes: HashMap::new(),
             symbol_shndx: HashMap::new(),
+            symbol_keys: None,
             kernel_entries: HashMap::new(),
             text_map: None,
             metadata: Vec::new(),
@@ -273,12 +277,14 @@ impl<'a> CodeObjectEditor<'a> {
         value: Option<u64>,
         size: Option<u64>,
     ) -> Result<()> {
-        if !self
-            .co
-            .symbols
-            .iter()
-            .any(|s| s.symbol.table == table && s.symbol.index == index)
-        {
+        let co = self.co;
+        let keys = self.symbol_keys.get_or_insert_with(|| {
+            co.symbols
+                .iter()
+                .map(|s| (s.symbol.table, s.symbol.index))
+                .collect()
+        });
+        if !keys.contains(&(table, index)) {
             return Err(Error::NotFound(format!("symbol {index} of {table:?}")));
         }
         if let Some(v) = value {
