@@ -277,6 +277,31 @@ impl CodeObject {
                     ),
                 });
             }
+            // A defined symbol's value lies in the section it names, or at its end (gABI
+            // "Symbol Values": an address in executables); the rewriter moves a symbol with the
+            // code or data at its value, so one outside its section would be moved into another
+            // (session-25 fresh tester: exit 1 from our verifier).
+            if let Some(sec) = section.filter(|sec| {
+                s.shndx != elf::SHN_UNDEF
+                    && s.shndx < 0xff00
+                    && sec.is_alloc()
+                    && s.st_type != elf::STT_SECTION
+                    && (s.value < sec.addr || s.value > sec.addr.saturating_add(sec.size))
+            }) {
+                return Err(Error::Malformed {
+                    what: "symbol",
+                    offset: s.entry_offset + 8,
+                    detail: format!(
+                        "{}: st_value {:#x} lies outside section [{}] {} ({:#x}..{:#x}) that its st_shndx names",
+                        s.name,
+                        s.value,
+                        sec.index,
+                        sec.name,
+                        sec.addr,
+                        sec.addr.saturating_add(sec.size)
+                    ),
+                });
+            }
             let kind = if s.shndx == elf::SHN_ABS {
                 SymbolKind::Resource
             } else if s.st_type == elf::STT_FUNC && is_entry(&s) {

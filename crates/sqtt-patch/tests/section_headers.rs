@@ -289,3 +289,82 @@ fn a_host_dynamic_symbol_name_outside_dynstr_is_named_as_the_inputs_fault() {
     assert!(err.starts_with(&want), "want {want}\n got {err}");
     assert!(!out.exists(), "nothing written");
 }
+
+/// `.symtab` symbol `name` of `bytes` as the ELF reader sees it.
+fn symbol(bytes: &[u8], name: &str) -> hsaco::elf::Symbol {
+    let e = hsaco::elf::Elf::parse(bytes).expect("fixture parses");
+    e.symbols(bytes)
+        .expect("symbols")
+        .into_iter()
+        .find(|s| s.table == hsaco::elf::SymbolTable::Symtab && s.name == name)
+        .expect("symbol")
+}
+
+/// Session-25 fresh tester: a function symbol whose `st_value` lies outside the section it
+/// names (one byte of the value flipped) reached the rewrite with `.text` kept in place, and our
+/// verifier rejected the output (exit 1).
+#[test]
+fn a_symbol_value_outside_its_section_is_bad_input() {
+    let b = fixture("gfx942__calls__O3.co");
+    let sym = symbol(&b, "_Z16big_private_sortPKfij");
+    let text = section(&b, ".text");
+    let at = sym.entry_offset as usize + 8;
+    let mut d = b.clone();
+    d[at + 6] = 0xff;
+    let value = u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    let message = format!(
+        "malformed symbol at offset {at:#x}: _Z16big_private_sortPKfij: st_value {value:#x} lies outside section [{}] .text ({:#x}..{:#x}) that its st_shndx names",
+        text.index,
+        text.addr,
+        text.addr + text.size
+    );
+    refused("value.co", &d, &message);
+}
+
+/// Session-25 fresh tester: a Tensile label whose `st_shndx` names `.rodata` while its value is
+/// a `.text` address was moved with the code, and our verifier said the symbol changed section
+/// (exit 1).
+#[test]
+fn a_label_naming_another_section_than_its_address_is_bad_input() {
+    let b = fixture("../tensile/gfx1201__tensile__O3.co");
+    let sym = symbol(&b, "label_NoBranch_0");
+    let rodata = section(&b, ".rodata");
+    let mut d = b.clone();
+    let at = sym.entry_offset as usize + 6;
+    d[at..at + 2].copy_from_slice(&(rodata.index as u16).to_le_bytes());
+    let message = format!(
+        "malformed symbol at offset {:#x}: label_NoBranch_0: st_value {:#x} lies outside section [{}] .rodata ({:#x}..{:#x}) that its st_shndx names",
+        at + 2,
+        sym.value,
+        rodata.index,
+        rodata.addr,
+        rodata.addr + rodata.size
+    );
+    refused("label.co", &d, &message);
+}
+
+/// Session-25 fresh tester: a `PT_GNU_RELRO` whose `p_memsz` reaches past every loaded segment
+/// also covered the code the rewrite appends, and our verifier rejected the output (exit 1).
+#[test]
+fn a_relro_range_past_the_loaded_segments_is_bad_input() {
+    let b = fixture("../tensile/gfx90a__tensile__O3.co");
+    let e = hsaco::elf::Elf::parse(&b).expect("fixture parses");
+    let (i, relro) = e
+        .segments
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.p_type == 0x6474_e552)
+        .expect("a PT_GNU_RELRO (lld writes one)");
+    let header = e.header.e_phoff as usize + usize::from(e.header.e_phentsize) * i;
+    // p_memsz is at byte 40 of an Elf64_Phdr (gABI "Program Header"); its byte 4 set.
+    let mut d = b.clone();
+    d[header + 40 + 4] = 0xff;
+    let memsz = relro.memsz | 0xff << 32;
+    let message = format!(
+        "malformed program header at offset {header:#x}: [{i}] PT_GNU_RELRO maps {:#x}..{:#x} (p_vaddr {:#x}, p_memsz {memsz:#x}), which no PT_LOAD segment contains",
+        relro.vaddr,
+        relro.vaddr + memsz,
+        relro.vaddr
+    );
+    refused("relro.co", &d, &message);
+}

@@ -322,16 +322,25 @@ fn the_verifier_rejects_a_symbol_naming_the_wrong_code_section() {
     let mut bad = output.clone();
     let at = s.symbol.entry_offset as usize + 6;
     bad[at..at + 2].copy_from_slice(&text.to_le_bytes());
-    let v = sqtt_verify::verify(&input, &bad).expect("verifier runs");
-    assert!(
-        v.findings
-            .iter()
-            .any(|f| f.check == sqtt_verify::Check::Symbols
-                && f.message
-                    .contains("lies outside the section it names (.text)")),
-        "{:?}",
-        v.findings
-    );
+    // Since session 25 such a symbol is malformed ELF to `hsaco` (its value lies outside the
+    // section it names), so the rewritten file does not even read; the verifier's own symbol
+    // check stays behind it for values the reader accepts.
+    match sqtt_verify::verify(&input, &bad) {
+        Ok(v) => assert!(
+            v.findings
+                .iter()
+                .any(|f| f.check == sqtt_verify::Check::Symbols
+                    && f.message
+                        .contains("lies outside the section it names (.text)")),
+            "{:?}",
+            v.findings
+        ),
+        Err(e) => assert!(
+            format!("{e:#}").contains("stub_main: st_value")
+                && format!("{e:#}").contains("lies outside section"),
+            "{e:#}"
+        ),
+    }
 }
 
 #[test]
