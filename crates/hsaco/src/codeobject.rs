@@ -102,7 +102,9 @@ impl CodeObject {
     /// [`Error::WrongOsAbi`], [`Error::LegacyAbi0`], [`Error::UnsupportedAbiVersion`],
     /// [`Error::Malformed`] (unknown machine, descriptor outside its section or in one that is
     /// not an allocated `SHT_PROGBITS`, a symbol table naming a wrong string table, a section of
-    /// size 0 that is all a program header maps),
+    /// size 0 that is all a program header maps, a symbol whose value lies outside the code
+    /// section it names or in code while it names another section, a `PT_GNU_RELRO` range
+    /// outside every `PT_LOAD`),
     /// [`Error::BadKernelEntry`], [`Error::Metadata`].
     pub fn parse(bytes: &[u8]) -> Result<CodeObject> {
         let mut co = CodeObject::parse_borrowed(bytes)?;
@@ -277,16 +279,25 @@ impl CodeObject {
                     ),
                 });
             }
-            // A defined symbol's value lies in the section it names, or at its end (gABI
-            // "Symbol Values": an address in executables); the rewriter moves a symbol with the
-            // code or data at its value, so one outside its section would be moved into another
-            // (session-25 fresh tester: exit 1 from our verifier).
+            // A symbol naming code lies in it (or at its end), and a symbol naming another
+            // allocated section does not lie in code (gABI "Symbol Values": an address in
+            // executables): the rewriter moves a symbol with the code at its value, so either
+            // disagreement would move it into another section (session-25 fresh tester: exit 1
+            // from our verifier). Data symbols outside their section are left to the writer.
+            let outside =
+                |sec: &Section| s.value < sec.addr || s.value > sec.addr.saturating_add(sec.size);
+            let in_code = |v: u64| {
+                elf.sections
+                    .iter()
+                    .any(|x| x.is_exec() && v >= x.addr && v - x.addr < x.size)
+            };
             if let Some(sec) = section.filter(|sec| {
                 s.shndx != elf::SHN_UNDEF
                     && s.shndx < 0xff00
                     && sec.is_alloc()
                     && s.st_type != elf::STT_SECTION
-                    && (s.value < sec.addr || s.value > sec.addr.saturating_add(sec.size))
+                    && outside(sec)
+                    && (sec.is_exec() || in_code(s.value))
             }) {
                 return Err(Error::Malformed {
                     what: "symbol",

@@ -2,7 +2,8 @@
 //! does not check: the string table a symbol table names, the size of a symbol table, and a
 //! section of size 0 that is all a program header maps. Each used to reach the rewrite, which
 //! then failed our own verifier (exit 1) or read wrong symbol names (session-23 fresh tester);
-//! now each is bad input, named with the section, the field and the field's file offset.
+//! now each is bad input, named with the section, the field and the field's file offset. So is
+//! a `PT_GNU_RELRO` range that no loaded segment contains (session-25 fresh tester).
 
 use crate::elf::{self, Elf, Section};
 use crate::error::{Error, Result};
@@ -40,7 +41,8 @@ fn bad(e: &Elf, s: &Section, field: u64, detail: String) -> Error {
 }
 
 /// Checks every rule of this module. Errors: [`Error::Malformed`] at the offending field of
-/// the section header (see [`check_symbol_tables`] and [`check_empty_mapped_sections`]).
+/// the section header (see [`check_symbol_tables`] and [`check_empty_mapped_sections`]) or at
+/// the program header ([`check_relro`]).
 pub(crate) fn check(e: &Elf) -> Result<()> {
     check_symbol_tables(e)?;
     check_empty_mapped_sections(e)?;

@@ -415,6 +415,26 @@ fn a_symbolic_link_output_is_written_through_not_replaced() {
     );
 }
 
+/// Session-25 fresh tester: a FIFO and a dangling link in a walked directory were passed over
+/// without a word; each is named as not visited, and the walk goes on.
+#[test]
+fn batch_names_a_fifo_and_a_dangling_link_it_passes_over() {
+    let t = workdir(&[]);
+    std::fs::create_dir(t.path().join("lib")).expect("mkdir");
+    std::fs::copy(fixture(BARRIERS), t.path().join("lib/a.co")).expect("copy");
+    support::mkfifo(&t.path().join("lib/pipe"));
+    std::os::unix::fs::symlink("gone.co", t.path().join("lib/dangling")).expect("symlink");
+    let r = run(t.path(), &["batch", "lib", "--check", "--barriers", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("total: 1 files"), "{}", r.stdout);
+    for line in [
+        "sqtt-patch: note: not visited: lib/dangling: symbolic link to nothing that exists",
+        "sqtt-patch: note: not visited: lib/pipe: a FIFO, not a regular file",
+    ] {
+        assert!(r.stderr.lines().any(|l| l == line), "{line}: {}", r.stderr);
+    }
+}
+
 /// Issue 32, item 6: a directory holding links to itself and to one of its files ends, visits
 /// each file once (by device and inode), does not follow directory links without
 /// `--follow-links`, and names what it did not visit.

@@ -123,6 +123,20 @@ impl Found {
     }
 }
 
+/// What directory entry `p`, neither a directory nor a regular file (through links), is.
+fn not_a_file(p: &Path) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let link = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    match std::fs::metadata(p).map(|m| m.file_type()) {
+        Ok(t) if t.is_fifo() => "a FIFO, not a regular file",
+        Ok(t) if t.is_socket() => "a socket, not a regular file",
+        Ok(t) if t.is_char_device() || t.is_block_device() => "a device, not a regular file",
+        Ok(_) => "not a regular file",
+        Err(_) if link => "symbolic link to nothing that exists",
+        Err(_) => "cannot be read",
+    }
+}
+
 /// A directory walk that visits every directory and regular file once, by device and inode
 /// (issue 32: two links to a directory's own parent made a walk endless, and one file was
 /// processed 41 times).
@@ -196,6 +210,10 @@ impl Walker {
                     self.not_visited
                         .push(format!("{}: file already visited", e.display()));
                 }
+            } else {
+                // Session-25 fresh tester: FIFOs and dangling links were passed over silently.
+                self.not_visited
+                    .push(format!("{}: {}", e.display(), not_a_file(&e)));
             }
         }
         Ok(())
