@@ -289,7 +289,7 @@ impl CodeObject {
             let in_code = |v: u64| {
                 elf.sections
                     .iter()
-                    .any(|x| x.is_exec() && v >= x.addr && v - x.addr < x.size)
+                    .any(|x| x.is_exec() && x.contains_addr(v))
             };
             if let Some(sec) = section.filter(|sec| {
                 s.shndx != elf::SHN_UNDEF
@@ -598,7 +598,7 @@ fn check_address_space(elf: &Elf, file_len: u64) -> Result<()> {
         }
     }
     for (i, p) in elf.segments.iter().enumerate() {
-        let offset = elf.header.e_phoff + 56 * i as u64;
+        let offset = elf.header.phdr_offset(i);
         if bad_align(p.align) {
             return Err(Error::Malformed {
                 what: "program header",

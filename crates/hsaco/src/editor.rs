@@ -678,7 +678,7 @@ impl<'a> CodeObjectEditor<'a> {
         // Program headers.
         let mut fixed: Vec<(u64, &elf::Segment)> = Vec::new();
         for (i, p) in co.elf.segments.iter().enumerate() {
-            let o = h.e_phoff + 56 * i as u64;
+            let o = h.phdr_offset(i);
             // `PT_GNU_STACK` maps nothing: copied as it is, whatever its (meaningless) address
             // and sizes say (a corrupted `p_memsz` covering `.text` must not grow with it;
             // fresh tester, session 13).

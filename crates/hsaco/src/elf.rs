@@ -60,6 +60,9 @@ pub const PT_PHDR: u32 = 6;
 /// `PT_GNU_STACK`: the stack's permissions in `p_flags`; its address and sizes map nothing
 /// (GNU extension to the ELF gABI, `elf.h`).
 pub const PT_GNU_STACK: u32 = 0x6474_e551;
+/// `PT_GNU_RELRO`: the range the loader makes read-only after relocation (GNU extension,
+/// LLVM `BinaryFormat/ELF.h`).
+pub const PT_GNU_RELRO: u32 = 0x6474_e552;
 /// `SHN_ABS`: absolute symbol.
 pub const SHN_ABS: u16 = 0xfff1;
 /// `SHN_UNDEF`.
@@ -110,6 +113,14 @@ pub struct Header {
     pub e_shnum: u16,
     /// `e_shstrndx`.
     pub e_shstrndx: u16,
+}
+
+impl Header {
+    /// File offset of program header `i` (bytes): `e_phoff` plus `i` headers of 56 bytes
+    /// (`e_phentsize`, checked to be 56 when the header is read).
+    pub fn phdr_offset(&self, i: usize) -> u64 {
+        self.e_phoff + 56 * i as u64
+    }
 }
 
 /// One section header (64 bytes in the file); addresses and offsets in bytes.

@@ -71,7 +71,7 @@ impl CodeObject {
             if p.p_type == elf::PT_NOTE && p.memsz != p.filesz {
                 out.push(format!(
                     "program header [{i}] at offset {:#x}: PT_NOTE p_memsz {:#x} differs from p_filesz {:#x} (kept as they are)",
-                    h.e_phoff + 56 * i as u64,
+                    h.phdr_offset(i),
                     p.memsz,
                     p.filesz
                 ));

@@ -49,10 +49,6 @@ pub(crate) fn check(e: &Elf) -> Result<()> {
     check_relro(e)
 }
 
-/// `p_type` of the read-only-after-relocation range (`PT_GNU_RELRO`, LLVM
-/// `BinaryFormat/ELF.h`).
-const PT_GNU_RELRO: u32 = 0x6474_e552;
-
 /// A `PT_GNU_RELRO` range is memory the loader makes read-only after relocation, so it lies
 /// inside one `PT_LOAD` segment (lld puts `.dynamic` and `.relro_padding` there). A range that
 /// reaches past every loaded segment would also cover the code the rewriter appends
@@ -60,7 +56,7 @@ const PT_GNU_RELRO: u32 = 0x6474_e552;
 /// [`Error::Malformed`] at the program header.
 fn check_relro(e: &Elf) -> Result<()> {
     for (i, p) in e.segments.iter().enumerate() {
-        if p.p_type != PT_GNU_RELRO || p.memsz == 0 {
+        if p.p_type != elf::PT_GNU_RELRO || p.memsz == 0 {
             continue;
         }
         let end = p.vaddr.checked_add(p.memsz);
@@ -72,7 +68,7 @@ fn check_relro(e: &Elf) -> Result<()> {
         if !inside {
             return Err(Error::Malformed {
                 what: "program header",
-                offset: e.header.e_phoff + u64::from(e.header.e_phentsize) * i as u64,
+                offset: e.header.phdr_offset(i),
                 detail: format!(
                     "[{i}] PT_GNU_RELRO maps {:#x}..{} (p_vaddr {:#x}, p_memsz {:#x}), which no PT_LOAD segment contains",
                     p.vaddr,
@@ -184,7 +180,7 @@ fn check_empty_mapped_sections(e: &Elf) -> Result<()> {
                     "`{}` sh_size is 0, but program header [{i}] (p_type {:#x}, at file offset {:#x}) maps {:#x} bytes at its address {:#x} that no section accounts for",
                     s.name,
                     p.p_type,
-                    e.header.e_phoff + u64::from(e.header.e_phentsize) * i as u64,
+                    e.header.phdr_offset(i),
                     p.memsz,
                     s.addr
                 ),

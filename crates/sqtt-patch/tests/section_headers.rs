@@ -353,9 +353,9 @@ fn a_relro_range_past_the_loaded_segments_is_bad_input() {
         .segments
         .iter()
         .enumerate()
-        .find(|(_, p)| p.p_type == 0x6474_e552)
+        .find(|(_, p)| p.p_type == hsaco::elf::PT_GNU_RELRO)
         .expect("a PT_GNU_RELRO (lld writes one)");
-    let header = e.header.e_phoff as usize + usize::from(e.header.e_phentsize) * i;
+    let header = e.header.phdr_offset(i) as usize;
     // p_memsz is at byte 40 of an Elf64_Phdr (gABI "Program Header"); its byte 4 set.
     let mut d = b.clone();
     d[header + 40 + 4] = 0xff;
