@@ -190,7 +190,7 @@ pub struct Listing {
 /// Opens any supported input and returns its kind and every embedded AMDGPU code object
 /// (host entries, entries of other targets and entries with malformed ids are skipped: see
 /// [`open_listing`] for the latter). `limit` bounds each decompression (bytes).
-/// Errors: [`Error::NotElf`] for unknown formats, and the errors of the readers used.
+/// Errors: [`Error::UnknownFormat`] for unknown formats, and the errors of the readers used.
 pub fn open(data: &[u8], limit: u64) -> Result<(InputKind, Vec<Embedded>)> {
     let l = open_listing(data, limit)?;
     Ok((l.kind, l.objects))
@@ -224,6 +224,11 @@ pub fn open_listing(data: &[u8], limit: u64) -> Result<Listing> {
             push_entries(&mut l, bi, &f.bundle, f.wrapper_offset);
         }
         return Ok(l);
+    }
+    if !data.starts_with(b"\x7fELF") {
+        return Err(Error::UnknownFormat {
+            len: data.len() as u64,
+        });
     }
     let e = elf::Elf::parse(data)?;
     match e.header.e_machine {

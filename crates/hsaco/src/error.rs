@@ -19,6 +19,13 @@ pub enum Error {
     /// The first four bytes are not `\x7fELF`.
     #[error("not an ELF file: bad magic at offset 0x0")]
     NotElf,
+    /// An input of a format none of the readers knows: no ELF, offload-bundle, offload-binary
+    /// or PE magic at offset 0 (the main job's and `info`'s words for it are the same).
+    #[error("neither an ELF file nor an offload bundle ({len} bytes, no ELF or bundle magic)")]
+    UnknownFormat {
+        /// Length of the input (bytes).
+        len: u64,
+    },
     /// `EI_CLASS` (offset 0x4) is ELFCLASS32; code objects and supported hosts are ELF64.
     #[error("ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64")]
     Elf32,

@@ -70,6 +70,8 @@ enum Command {
 
 /// clap takes a second input path for a subcommand name ("the subcommand 'b.co' cannot be used
 /// with '[INPUT]'"): when the rejected word is an existing file, say what is wrong instead.
+/// clap's other errors are printed as clap words them, after `sqtt-patch: `, with clap's exit
+/// status (2).
 fn parse_cli() -> Cli {
     match Cli::try_parse() {
         Ok(cli) => cli,
@@ -92,7 +94,13 @@ fn parse_cli() -> Cli {
                 );
                 std::process::exit(exit::INPUT);
             }
-            e.exit()
+            if !e.use_stderr() {
+                // --help and --version: clap prints them to stdout and exits 0.
+                e.exit()
+            }
+            // Every other message of ours starts with the program's name; so do clap's.
+            eprint!("sqtt-patch: {}", e.render());
+            std::process::exit(e.exit_code())
         }
     }
 }

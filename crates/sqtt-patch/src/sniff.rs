@@ -189,10 +189,12 @@ pub fn describe(data: &[u8]) -> Option<String> {
         );
     }
     if !data.starts_with(ELF_MAGIC) {
-        return Some(format!(
-            "neither an ELF file nor an offload bundle ({} bytes, no ELF or bundle magic)",
-            data.len()
-        ));
+        return Some(
+            hsaco::Error::UnknownFormat {
+                len: data.len() as u64,
+            }
+            .to_string(),
+        );
     }
     if data.len() < ELF64_HEADER {
         return Some(format!(

@@ -480,3 +480,30 @@ fn batch_visits_each_file_once_through_links() {
         r.stderr
     );
 }
+
+/// The argument parser's errors start with the program's name like every other message
+/// (session-25 fresh tester), keep its exit status 2 and write nothing; `--help` still goes to
+/// stdout with exit 0.
+#[test]
+fn parser_errors_carry_the_program_name() {
+    let dir = workdir(&[(BARRIERS, "a.co")]);
+    for args in [
+        &["a.co", "--no-such-flag"][..],
+        &["a.co", "-o", "b.co", "--barriers"],
+        &["verify"],
+        &["batch", "--functions", "1"],
+    ] {
+        let r = run(dir.path(), args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.first_line().starts_with("sqtt-patch: error: "),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
+        assert_eq!(r.files, files(&["a.co"]), "{args:?}");
+    }
+    let help = run(dir.path(), &["--help"]);
+    assert_eq!(help.code, 0, "{}", help.stderr);
+    assert!(help.stdout.contains("Usage:") && help.stderr.is_empty());
+}

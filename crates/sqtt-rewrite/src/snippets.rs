@@ -57,7 +57,7 @@ pub use addr::{
     TraceKind, VCC_LO,
 };
 pub use clock::clock_marker;
-pub use entry::{entry_waits, Decoded};
+pub use entry::{entry_waits, needs_entry_check, Decoded};
 pub use scope::{scope_guard, scope_init, ScopeMasks};
 pub use spill::{spill_wrap, MAX_SAVED};
 

@@ -138,6 +138,33 @@ fn is_vmem(i: &Instruction) -> bool {
     )
 }
 
+/// VALU, memory and export instructions: the consumers of MFMA results.
+fn is_vector(class: InstClass) -> bool {
+    matches!(
+        class,
+        InstClass::Valu
+            | InstClass::Buffer
+            | InstClass::Image
+            | InstClass::Flat
+            | InstClass::Global
+            | InstClass::Scratch
+            | InstClass::Ds
+            | InstClass::Export
+    )
+}
+
+/// Whether `i` (reading `reads`) can be the consumer of a wait-state or VALU-count rule in some
+/// scope: every such rule needs a VALU, memory or export instruction, a lane mover, an
+/// `s_setreg` / `s_getreg`, or an M0 reader as its consumer ([`Scanner::check_window`]).
+fn window_consumer(i: &Instruction, reads: &RegSet) -> bool {
+    let class = i.class();
+    is_vector(class)
+        || (class == InstClass::Valu && is_rwlane(i))
+        || hwreg(i).is_some()
+        || m0_msg_reader(i)
+        || m0_movrel_reader(i, reads)
+}
+
 fn is_trans(i: &Instruction) -> bool {
     i.class() == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0
 }
@@ -270,6 +297,45 @@ impl Scanner {
         v
     }
 
+    /// Whether `i`, issued next, can violate a rule of this scanner's target whose producer was
+    /// issued before it, whatever was issued: when this is false, [`Scanner::check`] of `i` is
+    /// empty after any history (the consumer side of every rule in [`super::RULES`], as
+    /// [`Scanner::check_window`] and [`Scanner::check_state`] test it). For a caller that checks
+    /// one block after many different histories (the rewriter's entry waits) and can skip the
+    /// histories of a block without such an instruction.
+    pub fn may_consume(&self, i: &Instruction) -> bool {
+        let (reads, writes) = i.reads_writes();
+        let class = i.class();
+        // The window rules, each in its scope, with the consumer test of `check_window`.
+        let valu = class == InstClass::Valu;
+        let gfx9 = self.has(Scope::Gfx9)
+            && (m0_msg_reader(i)
+                || m0_movrel_reader(i, &reads)
+                || (valu && is_rwlane(i))
+                || is_vmem(i)
+                || hwreg(i).is_some());
+        let window = gfx9
+            || (self.has(Scope::Mfma) && is_vector(class))
+            || (valu
+                && (self.has(Scope::Gfx940) || self.has(Scope::Gfx11) || self.has(Scope::Gfx1250)));
+        if window {
+            return true;
+        }
+        let u = SgprUse::of(&reads, &writes);
+        let gfx101 = self.has(Scope::Gfx101)
+            && ((matches!(class, InstClass::Salu | InstClass::Smem) && u.write_mask(true) != 0)
+                || is_vmem(i)
+                || class == InstClass::Ds);
+        let gfx12 = self.has(Scope::Gfx12)
+            && ((matches!(class, InstClass::Salu | InstClass::Valu) && u.read_mask(false) != 0)
+                || (class == InstClass::Valu && u.vcc_read)
+                || matches!(
+                    i.special(),
+                    Special::SetPc | Special::SwapPc | Special::Call
+                ));
+        gfx101 || gfx12
+    }
+
     /// The rules `i` would violate if it were issued next (each with its nearest producer).
     pub fn check(&self, i: &Instruction) -> Vec<Need> {
         let (reads, writes) = i.reads_writes();
@@ -364,27 +430,10 @@ impl Scanner {
         // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
         // and `waited` only grow, so the walk stops there.
         let (max_ws, max_valus) = (self.max_ws, self.max_valus);
-        // Every rule below needs a consumer that is a VALU, memory or export instruction, a lane
-        // mover, an `s_setreg`/`s_getreg`, or an M0 reader: for any other (most SALU, SMEM and
+        // For an instruction no window rule can have as consumer (most SALU, SMEM and
         // branches) no producer can match, and the walk is skipped.
-        // VALU, memory and export instructions: the consumers of MFMA results.
-        let i_vector = matches!(
-            i_class,
-            InstClass::Valu
-                | InstClass::Buffer
-                | InstClass::Image
-                | InstClass::Flat
-                | InstClass::Global
-                | InstClass::Scratch
-                | InstClass::Ds
-                | InstClass::Export
-        );
-        let consumer = i_vector
-            || i_rwlane
-            || i_hwreg.is_some()
-            || m0_msg_reader(i)
-            || m0_movrel_reader(i, reads);
-        if !consumer {
+        let i_vector = is_vector(i_class);
+        if !window_consumer(i, reads) {
             return;
         }
         for (p, pw, pc, pf) in &self.hist {

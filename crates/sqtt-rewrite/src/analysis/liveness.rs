@@ -81,11 +81,23 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         .map(|(i, u)| u.writes_m0() || f.insts.flow(i) == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
-    // Forward constants: None = unknown; Some(None) state distinguishes "not reached yet".
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // Predecessors as one flat list (`pred_list[pred_at[i]..pred_at[i + 1]]`), not a vector
+    // per instruction.
+    let mut pred_at = vec![0usize; n + 1];
     for i in 0..f.succs.len() {
         for s in f.successors(i) {
-            preds[s].push(i);
+            pred_at[s + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        pred_at[i + 1] += pred_at[i];
+    }
+    let mut fill = pred_at.clone();
+    let mut pred_list = vec![0usize; pred_at[n]];
+    for i in 0..f.succs.len() {
+        for s in f.successors(i) {
+            pred_list[fill[s]] = i;
+            fill[s] += 1;
         }
     }
     #[derive(Clone, Copy, PartialEq)]
@@ -94,18 +106,20 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         Known(u32),
         Unknown,
     }
-    let after = |i: usize, before: C| -> C {
-        if !writes[i] {
-            return before;
-        }
-        let inst = f.insts.get(i);
-        if inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0() {
-            if let Some(v) = scalar_const(&inst, "ssrc0") {
-                return C::Known(v as u32);
+    // What each instruction leaves in M0, decided once: `None` when it does not write M0,
+    // `Some(C::Known(k))` for `s_mov_b32 m0, K`, `Some(C::Unknown)` for any other write.
+    let sets: Vec<Option<C>> = (0..n)
+        .map(|i| {
+            if !writes[i] {
+                return None;
             }
-        }
-        C::Unknown
-    };
+            let inst = f.insts.get(i);
+            let known = (inst.mnemonic() == "s_mov_b32" && f.reg_use[i].writes_m0())
+                .then(|| scalar_const(&inst, "ssrc0"))
+                .flatten();
+            Some(known.map_or(C::Unknown, |v| C::Known(v as u32)))
+        })
+        .collect();
     let mut state_in = vec![C::Unreached; n];
     if n > 0 {
         state_in[0] = C::Unknown;
@@ -115,8 +129,8 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         changed = false;
         for i in 0..n {
             let mut v = if i == 0 { C::Unknown } else { C::Unreached };
-            for &p in &preds[i] {
-                let o = after(p, state_in[p]);
+            for &p in &pred_list[pred_at[i]..pred_at[i + 1]] {
+                let o = sets[p].unwrap_or(state_in[p]);
                 v = match (v, o) {
                     (C::Unreached, x) | (x, C::Unreached) => x,
                     (C::Known(a), C::Known(b)) if a == b => C::Known(a),

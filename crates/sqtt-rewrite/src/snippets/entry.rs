@@ -102,6 +102,14 @@ fn original_needs(t: Target, before: &[Decoded], code: &[Instruction], front: &m
     }
 }
 
+/// Whether some instruction of `code` can violate a hazard rule whose producer is code before
+/// the block ([`Scanner::may_consume`]): when none can, the block needs no entry waits after
+/// any code, and its contexts need not be built or scanned.
+pub fn needs_entry_check(t: Target, code: &[Instruction]) -> bool {
+    let sc = Scanner::new(t);
+    code.iter().any(|i| sc.may_consume(i))
+}
+
 /// `code` (an inserted block, entered at its first instruction) with the waits in front that
 /// the hazards from original code before it need. `contexts`: each way into the block, as the
 /// original instructions executed just before it, oldest first, with their registers (the last
@@ -113,6 +121,9 @@ pub fn entry_waits(
     contexts: &[&[Decoded]],
     code: Vec<Instruction>,
 ) -> Result<Vec<Instruction>, SnippetError> {
+    if !needs_entry_check(t, &code) {
+        return Ok(code);
+    }
     let tail = |c: &[Decoded]| c.len().saturating_sub(hazard::LOOKBACK);
     let mut front = Front::default();
     for c in contexts {

@@ -55,18 +55,84 @@ pub(super) fn writes_pair(f: &Func, j: usize, pair: u16) -> bool {
     pair < 127 && (w >> pair) & 3 != 0
 }
 
+/// The predecessors of a kernel's original instructions, and for each instruction the first
+/// of the straight chain it ends: `chain[j] == j` unless `j`'s only predecessor is `j - 1`, and
+/// then `chain[j] == chain[j - 1]`. A walk back from `j` passes the whole chain, so per pair it
+/// looks up the chain's latest writer at or before `j` (computed once per pair) instead of
+/// stepping over each instruction. A predecessor added later makes its instruction a chain
+/// start (`cuts`).
+struct Back {
+    preds: Vec<Vec<usize>>,
+    chain: Vec<usize>,
+    cuts: BTreeSet<usize>,
+    /// Per pair: for each `j`, the latest writer of the pair in `chain[j]..=j`.
+    writer: BTreeMap<u16, Vec<Option<usize>>>,
+}
+
+impl Back {
+    fn new(preds: Vec<Vec<usize>>) -> Back {
+        let mut chain: Vec<usize> = (0..preds.len()).collect();
+        for j in 1..preds.len() {
+            if preds[j].len() == 1 && preds[j][0] == j - 1 {
+                chain[j] = chain[j - 1];
+            }
+        }
+        Back {
+            preds,
+            chain,
+            cuts: BTreeSet::new(),
+            writer: BTreeMap::new(),
+        }
+    }
+
+    /// A new predecessor `p` of `to`.
+    fn add_pred(&mut self, to: usize, p: usize) {
+        self.preds[to].push(p);
+        if self.chain[to] != to {
+            self.cuts.insert(to);
+        }
+    }
+
+    /// The first instruction of the chain `j` ends now.
+    fn first(&self, j: usize) -> usize {
+        let c = self.chain[j];
+        self.cuts.range(c + 1..=j).next_back().copied().unwrap_or(c)
+    }
+
+    /// The latest writer of `pair` from the first instruction of `j`'s chain to `j`.
+    fn writer_in_chain(&mut self, f: &Func, pair: u16, j: usize) -> Option<usize> {
+        let first = self.first(j);
+        let chain = &self.chain;
+        let w = self.writer.entry(pair).or_insert_with(|| {
+            let mut w: Vec<Option<usize>> = Vec::with_capacity(chain.len());
+            for k in 0..chain.len() {
+                let here = if writes_pair(f, k, pair) {
+                    Some(k)
+                } else if chain[k] != k {
+                    w[k - 1]
+                } else {
+                    None
+                };
+                w.push(here);
+            }
+            w
+        });
+        w[j].filter(|&x| x >= first)
+    }
+}
+
 /// First writers of `pair` on every path back from `at` (`None`: a path reaches the entry).
 /// `marked`: one flag per instruction, all false on entry and on return (the walk clears what
 /// it set, so one buffer serves every walk of a function).
 fn first_writers(
     f: &Func,
-    preds: &[Vec<usize>],
+    back: &mut Back,
     marked: &mut [bool],
     at: usize,
     pair: u16,
 ) -> Option<BTreeSet<usize>> {
     let mut reached = Vec::new();
-    let found = walk_back(f, preds, marked, &mut reached, at, pair);
+    let found = walk_back(f, back, marked, &mut reached, at, pair);
     for j in reached {
         marked[j] = false;
     }
@@ -76,14 +142,14 @@ fn first_writers(
 /// The walk of [`first_writers`]; every index it marks is pushed on `reached`.
 fn walk_back(
     f: &Func,
-    preds: &[Vec<usize>],
+    back: &mut Back,
     marked: &mut [bool],
     reached: &mut Vec<usize>,
     at: usize,
     pair: u16,
 ) -> Option<BTreeSet<usize>> {
     let mut out = BTreeSet::new();
-    let mut stack = preds.get(at)?.clone();
+    let mut stack = back.preds.get(at)?.clone();
     if at == 0 || stack.is_empty() {
         return None;
     }
@@ -92,12 +158,13 @@ fn walk_back(
             continue;
         }
         reached.push(j);
-        if writes_pair(f, j, pair) {
-            out.insert(j);
-        } else if j == 0 {
-            return None;
-        } else {
-            stack.extend(preds[j].iter().copied());
+        if let Some(w) = back.writer_in_chain(f, pair, j) {
+            out.insert(w);
+            continue;
+        }
+        match back.first(j) {
+            0 => return None,
+            first => stack.extend(back.preds[first].iter().copied()),
         }
     }
     Some(out)
@@ -145,6 +212,7 @@ pub(crate) fn resolve(
             }
         }
     }
+    let mut back = Back::new(preds);
     let mut marked = vec![false; n];
     // The builders (by last part) behind every definition, when all are builders of `pair`.
     let through_builders = |defs: &BTreeSet<usize>, pair: u16| -> Option<Vec<usize>> {
@@ -156,13 +224,13 @@ pub(crate) fn resolve(
         let Some(pair) = pair_read(f, k) else {
             continue;
         };
-        if let Some(lasts) =
-            first_writers(f, &preds, &mut marked, k, pair).and_then(|d| through_builders(&d, pair))
+        if let Some(lasts) = first_writers(f, &mut back, &mut marked, k, pair)
+            .and_then(|d| through_builders(&d, pair))
         {
             // The subroutine entries become successors of the call for the returns' walk.
             for (_, _, ti) in lasts.iter().map(|d| ends[d]) {
                 if let Some(ti) = ti {
-                    preds[ti].push(k);
+                    back.add_pred(ti, k);
                 }
             }
             res.calls
@@ -173,7 +241,7 @@ pub(crate) fn resolve(
         let Some(pair) = pair_read(f, k) else {
             continue;
         };
-        let Some(defs) = first_writers(f, &preds, &mut marked, k, pair) else {
+        let Some(defs) = first_writers(f, &mut back, &mut marked, k, pair) else {
             continue;
         };
         if let Some(lasts) = through_builders(&defs, pair) {

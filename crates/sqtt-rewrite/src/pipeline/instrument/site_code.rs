@@ -185,6 +185,10 @@ fn with_entry_waits(
     let Some(Ok((code, regs))) = built else {
         return built;
     };
+    if !crate::snippets::needs_entry_check(prog.target, &code) {
+        // No instruction of the block can be the consumer of a hazard from earlier code.
+        return Some(Ok((code, regs)));
+    }
     let f = &prog.funcs[s.func];
     let mut run = |end: usize| -> Vec<Decoded> {
         let end = end.min(f.insts.len());
