@@ -94,8 +94,9 @@ fn parse_cli() -> Cli {
                 );
                 std::process::exit(exit::INPUT);
             }
-            if !e.use_stderr() {
-                // --help and --version: clap prints them to stdout and exits 0.
+            if !e.use_stderr() || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // --help and --version (stdout, exit 0), and the help a subcommand given
+                // nothing prints (stderr, exit 2): clap's own text, not an error line.
                 e.exit()
             }
             // Every other message of ours starts with the program's name; so do clap's.

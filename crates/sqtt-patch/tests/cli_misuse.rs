@@ -386,12 +386,12 @@ fn flags_that_cannot_take_effect_are_refused_or_warned() {
         (
             &["in.co", "-o", "o.co", "--barriers", "yes"],
             2,
-            "error: invalid value 'yes' for '--barriers <0|1>'",
+            "sqtt-patch: error: invalid value 'yes' for '--barriers <0|1>'",
         ),
         (
             &["in.co", "-o", "o.co", "--barriers", "true"],
             2,
-            "error: invalid value 'true' for '--barriers <0|1>'",
+            "sqtt-patch: error: invalid value 'true' for '--barriers <0|1>'",
         ),
         (
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-shift", "3"],

@@ -506,4 +506,10 @@ fn parser_errors_carry_the_program_name() {
     let help = run(dir.path(), &["--help"]);
     assert_eq!(help.code, 0, "{}", help.stderr);
     assert!(help.stdout.contains("Usage:") && help.stderr.is_empty());
+    // A subcommand given nothing prints clap's help to stderr (exit 2), not an error line
+    // (the session-26 fresh tester found it prefixed).
+    let bare = run(dir.path(), &["exec"]);
+    assert_eq!(bare.code, 2, "{}", bare.stderr);
+    assert!(!bare.stderr.starts_with("sqtt-patch: "), "{}", bare.stderr);
+    assert!(bare.stderr.contains("Usage:"), "{}", bare.stderr);
 }

@@ -265,3 +265,34 @@ fn call_table_subroutine_mutations_are_rejected() {
         rejected(&none, "no in-kernel subroutine", "row naming no label");
     }
 }
+
+/// A return whose pair is a call table's (the fixture's `s_setpc_b64 s[30:31]` at file offset
+/// 0xdf0 turned into `s_setpc_b64 s[10:11]`: a jump into a subroutine). The verifier's walk
+/// then meets an instruction that starts its own straight chain after an added predecessor
+/// split another; it panicked there (session-26 fresh tester). The rewrite and its
+/// verification run as before the run-skipping walks: exit 0, the output verified.
+#[test]
+fn a_return_through_the_call_table_pair_is_walked_without_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bytes = std::fs::read(fixture("gfx1201")).expect("fixture");
+    assert_eq!(
+        bytes[0xdf0], 0x1e,
+        "the fixture's return no longer sits at 0xdf0"
+    );
+    bytes[0xdf0] = 0x0a;
+    let input = dir.path().join("ret.co");
+    std::fs::write(&input, &bytes).expect("write input");
+    let out = dir.path().join("ret.instr.co");
+    let o = Command::new(BIN)
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--barriers", "1"])
+        .output()
+        .expect("run sqtt-patch");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let (code, text) = verify(&input, &out);
+    assert_eq!(code, 0, "{text}");
+}

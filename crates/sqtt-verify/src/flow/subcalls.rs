@@ -96,6 +96,10 @@ impl Back {
     /// The first instruction of the chain `j` ends now.
     fn first(&self, j: usize) -> usize {
         let c = self.chain[j];
+        if c == j {
+            // `j` starts its chain (the cuts between would be an empty, inverted range).
+            return j;
+        }
         self.cuts.range(c + 1..=j).next_back().copied().unwrap_or(c)
     }
 
