@@ -196,6 +196,32 @@ impl Func {
             .chain(self.more_succs.get(&i).into_iter().flatten().copied())
     }
 
+    /// The predecessors of every instruction from [`Func::successors`], as one flat list:
+    /// those of instruction `j` are `list[at[j]..at[j + 1]]`, in ascending order (one vector
+    /// for the function, not one per instruction: ~1.3 million instructions in a hipBLASLt
+    /// object). Returns `(at, list)`; `at` has one entry more than there are instructions.
+    pub fn flat_predecessors(&self) -> (Vec<usize>, Vec<usize>) {
+        let n = self.insts.len();
+        let mut at = vec![0usize; n + 1];
+        for i in 0..n {
+            for s in self.successors(i).filter(|&s| s < n) {
+                at[s + 1] += 1;
+            }
+        }
+        for j in 0..n {
+            at[j + 1] += at[j];
+        }
+        let mut fill = at.clone();
+        let mut list = vec![0usize; at[n]];
+        for i in 0..n {
+            for s in self.successors(i).filter(|&s| s < n) {
+                list[fill[s]] = i;
+                fill[s] += 1;
+            }
+        }
+        (at, list)
+    }
+
     /// Whether part of its code does not decode ([`CANNOT_DECODE`]): it then has no
     /// instructions here, and its sites are found by [`crate::undecodable`].
     pub fn does_not_decode(&self) -> bool {

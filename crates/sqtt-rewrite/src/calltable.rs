@@ -92,9 +92,8 @@ impl Visited {
 /// the last write of a pair in that run ([`Graph::last_write`]) instead of stepping over each
 /// instruction. Edges added while resolving ([`Graph::add_edge`]) split runs.
 struct Graph {
-    /// Predecessors of instruction `j`: `base[base_at[j]..base_at[j + 1]]`, then `added[j]`
-    /// (one flat list, not a vector per instruction: ~1.3 million instructions in a hipBLASLt
-    /// object).
+    /// Predecessors of instruction `j`: `base[base_at[j]..base_at[j + 1]]`
+    /// ([`Func::flat_predecessors`]), then `added[j]`.
     base_at: Vec<usize>,
     base: Vec<usize>,
     added: BTreeMap<usize, Vec<usize>>,
@@ -111,23 +110,7 @@ impl Graph {
     /// From the successors found so far (inline and extra).
     fn new(f: &Func) -> Self {
         let n = f.insts.len();
-        let mut base_at = vec![0usize; n + 1];
-        for i in 0..n {
-            for s in f.successors(i).filter(|&s| s < n) {
-                base_at[s + 1] += 1;
-            }
-        }
-        for j in 0..n {
-            base_at[j + 1] += base_at[j];
-        }
-        let mut fill = base_at.clone();
-        let mut base = vec![0usize; base_at[n]];
-        for i in 0..n {
-            for s in f.successors(i).filter(|&s| s < n) {
-                base[fill[s]] = i;
-                fill[s] += 1;
-            }
-        }
+        let (base_at, base) = f.flat_predecessors();
         let mut run_start = vec![0; n];
         for j in 1..n {
             run_start[j] = if base[base_at[j]..base_at[j + 1]] == [j - 1] {

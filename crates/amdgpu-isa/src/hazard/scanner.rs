@@ -153,18 +153,6 @@ fn is_vector(class: InstClass) -> bool {
     )
 }
 
-/// Whether `i` (reading `reads`) can be the consumer of a wait-state or VALU-count rule in some
-/// scope: every such rule needs a VALU, memory or export instruction, a lane mover, an
-/// `s_setreg` / `s_getreg`, or an M0 reader as its consumer ([`Scanner::check_window`]).
-fn window_consumer(i: &Instruction, reads: &RegSet) -> bool {
-    let class = i.class();
-    is_vector(class)
-        || (class == InstClass::Valu && is_rwlane(i))
-        || hwreg(i).is_some()
-        || m0_msg_reader(i)
-        || m0_movrel_reader(i, reads)
-}
-
 fn is_trans(i: &Instruction) -> bool {
     i.class() == InstClass::Valu && i.llvm_tsflags() & TSFLAG_TRANS != 0
 }
@@ -430,10 +418,16 @@ impl Scanner {
         // Past the widest window of every rule nothing older can be a producer: `dist`, `valus`
         // and `waited` only grow, so the walk stops there.
         let (max_ws, max_valus) = (self.max_ws, self.max_valus);
-        // For an instruction no window rule can have as consumer (most SALU, SMEM and
+        // Every rule below needs a consumer that is a VALU, memory or export instruction, a lane
+        // mover, an `s_setreg`/`s_getreg`, or an M0 reader: for any other (most SALU, SMEM and
         // branches) no producer can match, and the walk is skipped.
         let i_vector = is_vector(i_class);
-        if !window_consumer(i, reads) {
+        let consumer = i_vector
+            || i_rwlane
+            || i_hwreg.is_some()
+            || m0_msg_reader(i)
+            || m0_movrel_reader(i, reads);
+        if !consumer {
             return;
         }
         for (p, pw, pc, pf) in &self.hist {

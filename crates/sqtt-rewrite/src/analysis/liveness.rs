@@ -81,25 +81,7 @@ pub fn m0_facts(f: &Func) -> M0Facts {
         .map(|(i, u)| u.writes_m0() || f.insts.flow(i) == Flow::Call)
         .collect();
     let live = backward_live(f, &reads, &writes);
-    // Predecessors as one flat list (`pred_list[pred_at[i]..pred_at[i + 1]]`), not a vector
-    // per instruction.
-    let mut pred_at = vec![0usize; n + 1];
-    for i in 0..f.succs.len() {
-        for s in f.successors(i) {
-            pred_at[s + 1] += 1;
-        }
-    }
-    for i in 0..n {
-        pred_at[i + 1] += pred_at[i];
-    }
-    let mut fill = pred_at.clone();
-    let mut pred_list = vec![0usize; pred_at[n]];
-    for i in 0..f.succs.len() {
-        for s in f.successors(i) {
-            pred_list[fill[s]] = i;
-            fill[s] += 1;
-        }
-    }
+    let (pred_at, pred_list) = f.flat_predecessors();
     #[derive(Clone, Copy, PartialEq)]
     enum C {
         Unreached,
