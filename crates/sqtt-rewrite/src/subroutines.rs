@@ -138,17 +138,38 @@ pub(crate) fn balanced(f: &Func, mode: FunctionThreshold) -> Vec<Subroutine> {
         .collect()
 }
 
-/// The `F:` row name of the subroutine at original address `addr` of kernel `spec`: the
-/// lexicographically first local label (`STT_NOTYPE` in an executable section) of `co` at that
-/// address whose name a funcmap row can carry (no `@`, `:` or line break: spec "Funcmap
-/// format"), else `KERNEL+0xOFFSET` with the entry's offset from the kernel's start (bytes).
-pub(crate) fn name(co: &hsaco::CodeObject, spec: &FnSpec, addr: u64) -> String {
-    co.symbols
-        .iter()
-        .filter(|s| s.kind == hsaco::SymbolKind::Label && s.symbol.value == addr)
-        .map(|s| s.symbol.name.as_str())
-        .filter(|n| !n.is_empty() && !n.contains(['@', ':', '\n', '\r', '\0']))
-        .min()
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("{}+{:#x}", spec.name, addr.wrapping_sub(spec.start)))
+/// The names `F:` rows of in-kernel subroutines take from local labels: for each address, the
+/// lexicographically first local label (`STT_NOTYPE` in an executable section) of the code
+/// object at it whose name a funcmap row can carry (no `@`, `:` or line break: spec "Funcmap
+/// format"). Built once per code object (a Tensile object holds thousands of labels).
+pub(crate) struct LabelNames<'a>(BTreeMap<u64, &'a str>);
+
+impl<'a> LabelNames<'a> {
+    /// The row-worthy labels of `co`, by address (bytes).
+    pub(crate) fn new(co: &'a hsaco::CodeObject) -> Self {
+        let mut by_addr: BTreeMap<u64, &'a str> = BTreeMap::new();
+        let usable = co
+            .symbols
+            .iter()
+            .filter(|s| s.kind == hsaco::SymbolKind::Label)
+            .map(|s| (s.symbol.value, s.symbol.name.as_str()))
+            .filter(|(_, n)| !n.is_empty() && !n.contains(['@', ':', '\n', '\r', '\0']));
+        for (addr, n) in usable {
+            by_addr
+                .entry(addr)
+                .and_modify(|best| *best = (*best).min(n))
+                .or_insert(n);
+        }
+        LabelNames(by_addr)
+    }
+
+    /// The `F:` row name of the subroutine at original address `addr` of kernel `spec`: its
+    /// label (as [`LabelNames::new`] chooses), else `KERNEL+0xOFFSET` with the entry's offset
+    /// from the kernel's start (bytes).
+    pub(crate) fn name(&self, spec: &FnSpec, addr: u64) -> String {
+        self.0.get(&addr).map_or_else(
+            || format!("{}+{:#x}", spec.name, addr.wrapping_sub(spec.start)),
+            |n| n.to_string(),
+        )
+    }
 }

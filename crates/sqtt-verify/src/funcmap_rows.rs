@@ -144,12 +144,13 @@ pub(crate) fn check_funcmap(
         .chain(n.kernels.iter().map(|k| (k.name.clone(), (true, k.entry))))
         .collect();
     let labels = subroutine::labels(o);
-    let (new, added_f) = check_rows(o, n, &symbols, &labels, findings);
+    let label_names: HashSet<&str> = labels.values().flatten().map(String::as_str).collect();
+    let (new, added_f) = check_rows(o, n, &symbols, &label_names, findings);
     let functions: HashSet<&str> = n.functions.iter().map(|f| f.name.as_str()).collect();
     let sub_rows = added_f
         .iter()
         .filter(|(name, _)| {
-            !functions.contains(name.as_str()) && subroutine::may_name(name, &labels, &symbols)
+            !functions.contains(name.as_str()) && subroutine::may_name(name, &label_names, &symbols)
         })
         .flat_map(|(name, ids)| ids.iter().map(|&id| (id, name.clone())))
         .collect();
@@ -180,7 +181,7 @@ fn check_rows(
     o: &CodeObject,
     n: &CodeObject,
     symbols: &HashMap<String, (bool, u64)>,
-    labels: &BTreeMap<u64, Vec<String>>,
+    label_names: &HashSet<&str>,
     findings: &mut Vec<Finding>,
 ) -> (Option<Funcmap>, HashMap<String, Vec<u32>>) {
     let info = |new: Option<Funcmap>, orig_rows: Vec<Row>| {
@@ -273,7 +274,7 @@ fn check_rows(
     // rows of in-kernel subroutines name a label or an offset in a kernel.
     let unnamed: Vec<&Row> = unnamed
         .into_iter()
-        .filter(|r| !subroutine::may_name(&r.name, labels, symbols))
+        .filter(|r| !subroutine::may_name(&r.name, label_names, symbols))
         .collect();
     let inlined = if unnamed.is_empty() {
         Default::default()

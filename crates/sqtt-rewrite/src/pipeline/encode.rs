@@ -16,7 +16,7 @@ use amdgpu_isa::Family;
 use hsaco::kd::KernelDescriptor;
 use hsaco::{CodeObject, CodeObjectEditor};
 use sqtt_funcmap::Row;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Output of [`encode`].
 pub(crate) struct Encoded {
@@ -358,11 +358,15 @@ fn funcmap_rows(
     let mut rows = ins.existing_rows.clone();
     let dwarf_index = ins.dwarf_index.as_ref().and_then(|r| r.as_ref().ok());
     let locs = dwarf_index.map(function_locs).unwrap_or_default();
+    let mut with_row: HashSet<String> = rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::Kernel { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
     for k in &co.kernels {
-        if !rows
-            .iter()
-            .any(|r| matches!(r, Row::Kernel { name, .. } if *name == k.name))
-        {
+        if with_row.insert(k.name.clone()) {
             rows.push(Row::Kernel {
                 name: k.name.clone(),
                 loc: locs.get(&k.name).cloned().filter(|l| !l.contains('@')),
@@ -380,8 +384,9 @@ fn funcmap_rows(
         rows.retain(|r| !matches!(r, Row::WaveSize(_)));
         rows.push(Row::WaveSize(w));
     }
+    let labels = crate::subroutines::LabelNames::new(co);
     for (&k, &id) in &ins.ids {
-        let name = marker_name(prog, ins, trace_addrs, k);
+        let name = marker_name(prog, ins, &labels, trace_addrs, k);
         report.ids.insert(name.clone(), id);
         if let (MarkerKey::AddrTrace { func, inst, .. }, Some(op), Some(w)) =
             (k, ins.trace_ops.get(&k), wave)
@@ -539,11 +544,13 @@ fn function_locs(index: &dwarf_remap::LocationIndex) -> HashMap<String, String> 
         .collect()
 }
 
-/// The funcmap name of marker `k`; `trace_addrs`: original address of each address-traced
-/// instruction, by (function index, instruction index).
+/// The funcmap name of marker `k`; `labels`: the input's local labels (subroutine names);
+/// `trace_addrs`: original address of each address-traced instruction, by (function index,
+/// instruction index).
 fn marker_name(
     prog: &Program,
     ins: &super::Instrumented,
+    labels: &crate::subroutines::LabelNames,
     trace_addrs: &BTreeMap<(usize, usize), u64>,
     k: MarkerKey,
 ) -> String {
@@ -574,9 +581,7 @@ fn marker_name(
             .map(|r| r.0.clone())
             .unwrap_or_default(),
         MarkerKey::Function(f) | MarkerKey::Kernel(f) => prog.funcs[f].spec.name.clone(),
-        MarkerKey::Subroutine { func, addr } => {
-            crate::subroutines::name(&ins.src.co, &prog.funcs[func].spec, addr)
-        }
+        MarkerKey::Subroutine { func, addr } => labels.name(&prog.funcs[func].spec, addr),
         MarkerKey::Barrier => "barrier".into(),
         MarkerKey::BarrierSignal => "barrier_signal".into(),
         MarkerKey::BarrierWait => "barrier_wait".into(),

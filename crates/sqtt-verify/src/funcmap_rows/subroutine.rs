@@ -4,7 +4,7 @@
 //! symbol nor an inlined function; this module tells the names the row check accepts, and the
 //! flow checks (`flow::subscopes`) prove that the scope is entered at that subroutine's entry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use hsaco::CodeObject;
 
@@ -25,15 +25,15 @@ pub(super) fn labels(co: &CodeObject) -> BTreeMap<u64, Vec<String>> {
 }
 
 /// Whether `name` may name an in-kernel subroutine: a label of the original object
-/// (`labels`, as [`labels`]) or `KERNEL+0xOFFSET` with a kernel of the object (`symbols`, as
+/// (`label_names`: the names of [`labels`]) or `KERNEL+0xOFFSET` with a kernel of the object (`symbols`, as
 /// `FuncmapInfo::symbols`). Where the scope is entered is checked separately.
 pub(super) fn may_name(
     name: &str,
-    labels: &BTreeMap<u64, Vec<String>>,
+    label_names: &HashSet<&str>,
     symbols: &HashMap<String, (bool, u64)>,
 ) -> bool {
     let offset = name.rsplit_once("+0x").is_some_and(|(k, off)| {
         symbols.get(k).is_some_and(|s| s.0) && u64::from_str_radix(off, 16).is_ok()
     });
-    offset || labels.values().flatten().any(|l| l == name)
+    offset || label_names.contains(name)
 }
