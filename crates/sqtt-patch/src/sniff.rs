@@ -196,6 +196,11 @@ pub fn describe(data: &[u8]) -> Option<String> {
             .to_string(),
         );
     }
+    if data.get(4) == Some(&1) {
+        // An ELF32 file's e_machine is not at offset 18 of an ELF64 header: name the class, as
+        // `info` and `extract` do (`hsaco::Error::Elf32`).
+        return Some(hsaco::Error::Elf32.to_string());
+    }
     if data.len() < ELF64_HEADER {
         return Some(format!(
             "a truncated ELF file ({} bytes; an ELF64 header has {ELF64_HEADER})",

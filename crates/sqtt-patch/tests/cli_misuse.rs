@@ -432,6 +432,27 @@ fn the_wrong_kind_of_file_is_named() {
     let t = workdir(&[(BUNDLE, "b.hipfb")]);
     std::fs::write(t.path().join("stub"), b"\x7fELF").expect("stub");
     std::fs::write(t.path().join("text.txt"), "hello, world\n".repeat(4)).expect("txt");
+    // An ELF32 header (i386 executable, 52 bytes): named as ELF32 by every command (the main
+    // job read it as an ELF64 header and named its e_machine; session-26 tester).
+    let mut elf32 = b"\x7fELF\x01\x01\x01".to_vec();
+    elf32.resize(16, 0);
+    for half in [2u16, 3] {
+        elf32.extend(half.to_le_bytes()); // e_type ET_EXEC, e_machine EM_386
+    }
+    elf32.resize(52, 0);
+    std::fs::write(t.path().join("elf32"), &elf32).expect("elf32");
+    const ELF32: &str = "ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64";
+    let elf32_cases = [
+        (vec!["elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: not a code object: {ELF32}")),
+        (vec!["info", "elf32"], format!("sqtt-patch: error: elf32: cannot parse: {ELF32}")),
+        (vec!["--fatbin", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: {ELF32}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects")),
+    ];
+    for (args, first) in elf32_cases {
+        let r = run(t.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}");
+        assert_eq!(r.first_line(), first, "{args:?}");
+    }
+    std::fs::remove_file(t.path().join("elf32")).expect("rm elf32");
     let cases: [(&[&str], &str); 11] = [
         (&["stub", "-o", "o", "--functions", "1"], "sqtt-patch: error: stub: not a code object: a truncated ELF file (4 bytes; an ELF64 header has 64)"),
         // `info` and `extract` word an unknown format as the main job does (session-25 tester).

@@ -209,6 +209,29 @@ fn cases() -> Vec<Case> {
         ),
         kept: Box::new(|o| assert!(o.metadata.is_empty(), "the note's type kept")),
     });
+    // `.symtab` `sh_entsize` 7 instead of 24 (session-25 fresh tester: copied without a word).
+    let symtab = co
+        .elf
+        .sections
+        .iter()
+        .find(|s| s.name == ".symtab")
+        .expect(".symtab");
+    let header = co.elf.header.e_shoff as usize + 64 * symtab.index;
+    let mut entsize = b.clone();
+    entsize[header + 56..header + 64].copy_from_slice(&7u64.to_le_bytes());
+    out.push(Case {
+        name: "entsize.co",
+        bytes: entsize,
+        warning: format!(
+            "section .symtab (section header [{}] at offset {header:#x}): sh_entsize 7 at offset {:#x} is not 24, the size of its entries (kept as it is; llvm-objdump-22 refuses such a table)",
+            symtab.index,
+            header + 56
+        ),
+        kept: Box::new(|o| {
+            let s = o.elf.sections.iter().find(|s| s.name == ".symtab").expect(".symtab");
+            assert_eq!(s.entsize, 7, ".symtab sh_entsize kept");
+        }),
+    });
     out.extend(vgpr_cases(&b, &k));
     out
 }

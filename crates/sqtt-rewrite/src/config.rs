@@ -232,7 +232,13 @@ pub fn parse_loops(
     }
     let (n, iters) = match t.split_once(':') {
         Some((n, "iters")) => (n, true),
-        Some(_) => return Err(err(name, text, "expected N or N:iters")),
+        Some(_) => {
+            return Err(err(
+                name,
+                text,
+                "expected N or N:iters (after the colon only the literal word `iters`, which adds a point marker on every back edge)",
+            ))
+        }
         None => (t, false),
     };
     let depth = match n {
