@@ -2,7 +2,7 @@
 //! outside the output is touched. Each case pins the exit code, the first line of the message,
 //! and the files left in the working directory afterwards (never a `.tmp*` leftover).
 //!
-//! Inputs are the bundled fixtures (clang/LLVM 22, `fixtures/README.md`), `/bin/ls` (an x86-64
+//! Inputs are the bundled fixtures (clang/LLVM 22, `fixtures/README.md`), this test's own executable (an x86-64
 //! ELF without device code), and fixtures with one padding word changed (offsets from
 //! llvm-readelf-22 on the unmodified object, checked below).
 
@@ -324,11 +324,12 @@ fn verify_accepts_an_unchanged_copy_and_names_swapped_arguments() {
         "{}",
         damaged.stderr
     );
-    let ls = run(t.path(), &["verify", "/bin/ls", "new.co"]);
+    let host = host_elf();
+    let ls = run(t.path(), &["verify", host.as_str(), "new.co"]);
     assert_eq!(ls.code, 2);
-    assert!(ls.first_line().starts_with(
-        "sqtt-patch: error: the original: /bin/ls: not a code object: an x86-64 ELF file"
-    ));
+    assert!(ls.first_line().starts_with(&format!(
+        "sqtt-patch: error: the original: {host}: not a code object: an x86-64 ELF file"
+    )));
     assert_eq!(ls.files, files(&["half.co", "half2.co", "in.co", "new.co"]));
 }
 
@@ -460,31 +461,43 @@ fn the_wrong_kind_of_file_is_named() {
         (&["extract", "text.txt", "-o", "o"], "sqtt-patch: error: text.txt: cannot parse: neither an ELF file nor an offload bundle (52 bytes, no ELF or bundle magic)"),
         (&["--fatbin", "stub", "-o", "o", "--functions", "1"], "sqtt-patch: error: stub: a truncated ELF file (4 bytes; an ELF64 header has 64); --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects"),
         (&["text.txt", "-o", "o", "--functions", "1"], "sqtt-patch: error: text.txt: not a code object: neither an ELF file nor an offload bundle (52 bytes, no ELF or bundle magic)"),
-        (&["/bin/ls", "-o", "o", "--functions", "1"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+        (&["HOST_ELF", "-o", "o", "--functions", "1"], "sqtt-patch: error: HOST_ELF: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
         (&["b.hipfb", "-o", "o", "--functions", "1"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); pass --fatbin to instrument every code object inside it"),
         (&["dis", "b.hipfb"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); extract its code objects with `sqtt-patch extract FILE -o DIR`"),
         (&["funcmap", "b.hipfb"], "sqtt-patch: error: b.hipfb: not a code object: an offload bundle with 4 code object(s); extract its code objects with `sqtt-patch extract FILE -o DIR`"),
-        (&["dis", "/bin/ls"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
-        (&["funcmap", "/bin/ls"], "sqtt-patch: error: /bin/ls: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+        (&["dis", "HOST_ELF"], "sqtt-patch: error: HOST_ELF: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
+        (&["funcmap", "HOST_ELF"], "sqtt-patch: error: HOST_ELF: not a code object: an x86-64 ELF file without HIP device code (no readable .hip_fatbin)"),
     ];
     for (args, first) in cases {
-        let r = run(t.path(), args);
+        let r = run(t.path(), &with_host_elf(args));
         assert_eq!(r.code, 2, "{args:?}");
-        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(
+            r.first_line(),
+            first.replace("HOST_ELF", &host_elf()),
+            "{args:?}"
+        );
         assert_eq!(r.files, files(&["b.hipfb", "stub", "text.txt"]), "{args:?}");
     }
     let r = run(
         t.path(),
-        &["--fatbin", "/bin/ls", "-o", "o", "--functions", "1"],
+        &[
+            "--fatbin",
+            host_elf().as_str(),
+            "-o",
+            "o",
+            "--functions",
+            "1",
+        ],
     );
     assert_eq!(r.code, 2);
-    assert!(r
-        .first_line()
-        .starts_with("sqtt-patch: error: /bin/ls: malformed host ELF at offset 0x"));
+    assert!(r.first_line().starts_with(&format!(
+        "sqtt-patch: error: {}: malformed host ELF at offset 0x",
+        host_elf()
+    )));
     assert!(r.first_line().contains("not a HIP host binary"));
     // A host ELF cut after its program headers: named as corrupt or truncated, not as
     // "not a bundle or ELF" (fresh-tester finding).
-    let ls = std::fs::read("/bin/ls").expect("/bin/ls");
+    let ls = std::fs::read(host_elf()).expect("this test's executable");
     std::fs::write(t.path().join("cut"), &ls[..3000]).expect("cut");
     let r = run(
         t.path(),
@@ -655,9 +668,9 @@ fn campaign_findings_stay_fixed() {
     let cases: [(&[&str], i32, &str); 5] = [
         // extract on a file without code objects made an empty directory and exited 0.
         (
-            &["extract", "/bin/ls", "-o", "x"],
+            &["extract", "HOST_ELF", "-o", "x"],
             2,
-            "sqtt-patch: error: /bin/ls: no embedded code object to extract (an x86-64 ELF file without HIP device code (no readable .hip_fatbin))",
+            "sqtt-patch: error: HOST_ELF: no embedded code object to extract (an x86-64 ELF file without HIP device code (no readable .hip_fatbin))",
         ),
         (
             &["extract", "b.hipfb", "-o", "in.co"],
@@ -683,9 +696,13 @@ fn campaign_findings_stay_fixed() {
         ),
     ];
     for (args, code, first) in cases {
-        let r = run(t.path(), args);
+        let r = run(t.path(), &with_host_elf(args));
         assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
-        assert_eq!(r.first_line(), first, "{args:?}");
+        assert_eq!(
+            r.first_line(),
+            first.replace("HOST_ELF", &host_elf()),
+            "{args:?}"
+        );
         assert_eq!(
             r.files,
             files(&["b.hipfb", "in.co", "text.txt"]),

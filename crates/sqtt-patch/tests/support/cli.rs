@@ -56,7 +56,7 @@ pub fn listing(dir: &Path, prefix: &str, out: &mut Vec<String>) {
 
 /// Runs `sqtt-patch ARGS` in `dir` without any `SQTT_*` variable; asserts no panic and that
 /// every non-empty output ends with a newline.
-pub fn run(dir: &Path, args: &[&str]) -> Run {
+pub fn run<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(dir: &Path, args: &[S]) -> Run {
     let mut cmd = Command::cargo_bin("sqtt-patch").expect("binary");
     cmd.current_dir(dir).args(args);
     for (k, _) in std::env::vars() {
@@ -111,4 +111,20 @@ pub fn damaged_padding(dir: &Path, name: &str, word: u32) {
     assert_eq!(&b[off..off + 4], &0xBF80_0000u32.to_le_bytes(), "s_nop 0");
     b[off..off + 4].copy_from_slice(&word.to_le_bytes());
     std::fs::write(dir.join(name), b).expect("write");
+}
+
+/// An x86-64 ELF file without device code inside the clone: the running test's own
+/// executable (under `target/`), whose path stands for `HOST_ELF` in the case tables.
+pub fn host_elf() -> String {
+    std::env::current_exe()
+        .expect("the test's executable")
+        .display()
+        .to_string()
+}
+
+/// `args` with every `HOST_ELF` replaced by [`host_elf`].
+pub fn with_host_elf(args: &[&str]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.replace("HOST_ELF", &host_elf()))
+        .collect()
 }
