@@ -2,7 +2,7 @@
 # Benchmark of sqtt-patch against LLVM 22 on the same inputs, in the same run, on the same machine
 # (issue 15). Every command is measured with /usr/bin/time: wall seconds, user seconds, peak RSS.
 #
-# Usage: tools/bench.sh [objects|fatbin|all] [FILE...]
+# Usage: tools/bench.sh [objects|fatbin|threads|all] [FILE...]
 #   objects (default FILEs: cupy's cub gfx1201 and gfx942 objects and rocsparse's gfx90a object with
 #           DWARF, from $SQTT_REAL_DIR/objects): per code object
 #           - `llvm-objdump-22 -d` (the reference: decode + print);
@@ -17,7 +17,13 @@
 #           `sqtt-patch --fatbin LIB -o OUT --functions 1 --barriers 1`, with and without
 #           --compress-bundles (output size too), against `llvm-objdump-22 --offloading LIB` plus
 #           `llvm-objdump-22 -d` of every extracted code object (times summed, peak = largest).
-#   all     both (the default), each with its default files.
+#   threads (default FILEs: as objects): the main job with the "allmem" flags and --timings at
+#           each thread count of BENCH_THREADS (default 1,2 and the machine's core count), per
+#           stage: wall and CPU ms, and the serial time the run implies (one thread at work
+#           while the others wait: (threads x wall - CPU) / (threads - 1) for a stage, from a
+#           run with more than one thread), its share of the job's CPU, and Amdahl's bound on
+#           the speed-up at 16 threads. CPU per stage is /proc/self/stat (10 ms ticks).
+#   all     objects and fatbin (the default), each with its default files.
 # The ratio columns divide by the LLVM reference of the same input. Output: Markdown tables.
 # Environment: SQTT_REAL_DIR (default <workspace>/target/real, filled by tools/fetch_real.sh), CARGO_TARGET_DIR,
 # SQTT_PATCH_BIN (a prebuilt sqtt-patch to measure instead of building this checkout),
@@ -28,8 +34,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tp=${SQTT_REAL_DIR:-$root/target/real}
 mode=${1:-all}
 case "$mode" in
-  objects | fatbin | all) shift || true ;;
-  *) echo "usage: tools/bench.sh [objects|fatbin|all] [FILE...]" >&2; exit 2 ;;
+  objects | fatbin | threads | all) shift || true ;;
+  *) echo "usage: tools/bench.sh [objects|fatbin|threads|all] [FILE...]" >&2; exit 2 ;;
 esac
 if [ "$mode" = all ] && [ $# -gt 0 ]; then
   echo "tools/bench.sh: give FILEs with 'objects' or 'fatbin', not 'all'" >&2; exit 2
@@ -118,6 +124,79 @@ bench_fatbin() {
   done
 }
 
+# bench_threads FILE...: the "allmem" main job with --timings per thread count (see the header).
+bench_threads() {
+  local f n counts
+  counts=${BENCH_THREADS:-1,2,$(nproc)}
+  for f in "$@"; do
+    for n in $(echo "$counts" | tr ',' '\n' | sort -nu); do
+      # shellcheck disable=SC2086
+      RAYON_NUM_THREADS=$n env -u SQTT_INSTRUMENT_FUNCTIONS -u SQTT_INSTRUMENT_BARRIERS \
+        -u SQTT_INSTRUMENT_MEMORY -u SQTT_TRACE_ADDRESSES "$bin" "$f" -o "$work/out.co" \
+        --functions 1 --barriers 1 --kernel-scopes --memory 2:5 --scope --timings \
+        >/dev/null 2>"$work/timings.$n" || { echo "failed: $f at $n threads" >&2;
+        tail -n 5 "$work/timings.$n" >&2; exit 1; }
+      rm -f "$work/out.co"
+    done
+    python3 - "$f" "$work" "$counts" <<'PY'
+import os, sys
+f, work, counts = sys.argv[1], sys.argv[2], sorted({int(c) for c in sys.argv[3].split(",")})
+runs = {}
+for n in counts:
+    rows = {}
+    for line in open(os.path.join(work, f"timings.{n}")):
+        p = line.split()
+        # "  lay out  780.3  2.8  640  815.0": the stage name may hold a blank.
+        if len(p) >= 5 and p[0] != "stage" and p[-2] != "n/a":
+            try:
+                rows[" ".join(p[:-4])] = (float(p[-4]), float(p[-2]))
+            except ValueError:
+                pass
+    runs[n] = rows
+stages = [s for s in runs[counts[0]] if s != "total"]
+name = f"{os.path.basename(f)} ({os.path.getsize(f) >> 20} MiB)"
+print(f"\n{name}, allmem flags\n")
+head = " | ".join(f"wall ms @{n} | CPU ms @{n}" for n in counts)
+multi = [n for n in counts if n > 1]
+extra = " | ".join(f"serial ms @{n} | serial share @{n}" for n in multi)
+print(f"| stage | {head} | {extra} |")
+print("|---" * (1 + 2 * len(counts) + 2 * len(multi)) + "|")
+job_cpu = {n: runs[n].get("total", (0, 0))[1] for n in counts}
+serial_total = {n: 0.0 for n in multi}
+for s in stages + ["total"]:
+    cells = []
+    for n in counts:
+        w, c = runs[n].get(s, (0.0, 0.0))
+        cells += [f"{w:.0f}", f"{c:.0f}"]
+    for n in multi:
+        w, c = runs[n].get(s, (0.0, 0.0))
+        if s == "total":
+            sigma = serial_total[n]
+        else:
+            sigma = min(max((n * w - c) / (n - 1), 0.0), w)
+            serial_total[n] += sigma
+        share = sigma / job_cpu[n] if job_cpu[n] else 0.0
+        cells += [f"{sigma:.0f}", f"{100 * share:.1f} %"]
+    print(f"| {s} | " + " | ".join(cells) + " |")
+for n in multi:
+    cpu = job_cpu[n]
+    if cpu:
+        s = serial_total[n] / cpu
+        print(f"\nAt {n} threads: serial share {100 * s:.1f} % of {cpu:.0f} ms CPU; "
+              f"Amdahl's bound at 16 threads: {1 / (s + (1 - s) / 16):.1f}x")
+PY
+  done
+}
+
+if [ "$mode" = threads ]; then
+  if [ $# -gt 0 ]; then
+    bench_threads "$@"
+  else
+    bench_threads "$tp/objects/cub-gfx1201.co" "$tp/objects/cub-gfx942.co" \
+      "$tp/objects/rocsparse44-gfx90a.co"
+  fi
+  exit 0
+fi
 if [ "$mode" != fatbin ]; then
   if [ "$mode" = objects ] && [ $# -gt 0 ]; then
     bench_objects "$@"
