@@ -160,7 +160,7 @@ impl CodeObject {
         // Lookups by name and address instead of a scan per kernel (objects have tens of
         // thousands of kernels): kernel indexes of every metadata note, `STT_FUNC` symbols by
         // name and by address (in symbol order, so the first match is the scan's).
-        let md_index: Vec<_> = metadata.iter().map(Metadata::kernel_indexes).collect();
+        let md_index = crate::metadata::NotesIndex::new(&metadata);
         let mut funcs_by_name: HashMap<&str, Vec<&Symbol>> = HashMap::new();
         let mut funcs_by_addr: HashMap<u64, Vec<&Symbol>> = HashMap::new();
         for f in raw_syms.iter().filter(|f| f.st_type == elf::STT_FUNC) {
@@ -234,10 +234,7 @@ impl CodeObject {
                     entry_offset: descriptor.kernel_code_entry_byte_offset,
                 });
             };
-            let metadata_index = md_index
-                .iter()
-                .enumerate()
-                .find_map(|(ni, m)| Some((ni, m.get(&s.name)?)));
+            let metadata_index = md_index.get(&s.name);
             kd_addresses.insert(s.value);
             kernels.push(Kernel {
                 name,

@@ -106,21 +106,44 @@ fn map_get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|(_, v)| v)
 }
 
-/// Kernel entries of one metadata note by `.symbol` and `.name` ([`Metadata::kernel_indexes`]).
+/// Kernel entries of every metadata note of a code object by `.symbol` and `.name`
+/// ([`NotesIndex::new`]): Tensile objects carry one note per kernel or two (1,545 notes for
+/// 3,090 kernels in a rocBLAS gfx90a library file), so asking each note in turn costs notes x
+/// kernels lookups.
 #[derive(Debug, Default)]
-pub struct KernelIndexes<'a> {
-    by_symbol: std::collections::HashMap<&'a str, usize>,
-    by_name: std::collections::HashMap<&'a str, usize>,
+pub struct NotesIndex<'a> {
+    /// First (note, entry) whose `.symbol` is the key, notes in order.
+    by_symbol: std::collections::HashMap<&'a str, (usize, usize)>,
+    /// First (note, entry) whose `.name` is the key, notes in order.
+    by_name: std::collections::HashMap<&'a str, (usize, usize)>,
 }
 
-impl KernelIndexes<'_> {
-    /// Index in `amdhsa.kernels` of the kernel whose `.symbol` or `.name` equals `name`, the
-    /// same as [`Metadata::kernel_index`].
-    pub fn get(&self, name: &str) -> Option<usize> {
-        self.by_symbol
-            .get(name)
-            .or_else(|| self.by_name.get(name))
-            .copied()
+impl<'a> NotesIndex<'a> {
+    /// Indexes `notes` (in file order).
+    pub fn new(notes: &'a [Metadata]) -> Self {
+        let mut out = NotesIndex::default();
+        for (ni, m) in notes.iter().enumerate() {
+            let ks = map_get(&m.root, "amdhsa.kernels").and_then(Value::as_array);
+            for (i, k) in ks.into_iter().flatten().enumerate() {
+                if let Some(s) = map_get(k, ".symbol").and_then(Value::as_str) {
+                    out.by_symbol.entry(s).or_insert((ni, i));
+                }
+                if let Some(s) = map_get(k, ".name").and_then(Value::as_str) {
+                    out.by_name.entry(s).or_insert((ni, i));
+                }
+            }
+        }
+        out
+    }
+
+    /// (note index, entry index in its `amdhsa.kernels`) of the kernel called `name`: the first
+    /// note, in file order, with an entry whose `.symbol` or `.name` is `name`, and in that
+    /// note the first entry by `.symbol`, else by `.name`.
+    pub fn get(&self, name: &str) -> Option<(usize, usize)> {
+        match (self.by_symbol.get(name), self.by_name.get(name)) {
+            (Some(&s), Some(&n)) => Some(if n.0 < s.0 { n } else { s }),
+            (s, n) => s.or(n).copied(),
+        }
     }
 }
 
@@ -179,23 +202,6 @@ impl Metadata {
                 ks.iter()
                     .position(|k| map_get(k, ".name").and_then(Value::as_str) == Some(name))
             })
-    }
-
-    /// [`Metadata::kernel_index`] of every kernel at once: the map from each `.symbol` and
-    /// `.name` of `amdhsa.kernels` to the index that lookup returns (the first entry with that
-    /// `.symbol`, else the first with that `.name`).
-    pub fn kernel_indexes(&self) -> KernelIndexes<'_> {
-        let mut out = KernelIndexes::default();
-        let ks = map_get(&self.root, "amdhsa.kernels").and_then(Value::as_array);
-        for (i, k) in ks.into_iter().flatten().enumerate() {
-            if let Some(s) = map_get(k, ".symbol").and_then(Value::as_str) {
-                out.by_symbol.entry(s).or_insert(i);
-            }
-            if let Some(s) = map_get(k, ".name").and_then(Value::as_str) {
-                out.by_name.entry(s).or_insert(i);
-            }
-        }
-        out
     }
 
     /// Value of `key` (e.g. `.vgpr_count`) in kernel entry `index`.
@@ -261,5 +267,53 @@ impl Metadata {
     /// Sets an unsigned integer `key` of kernel entry `index` (see [`Metadata::set_kernel_value`]).
     pub fn set_kernel_u64(&mut self, index: usize, key: &str, value: u64) -> Result<()> {
         self.set_kernel_value(index, key, Value::from(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A note whose `amdhsa.kernels` holds one entry per (`.symbol`, `.name`) pair.
+    fn note(entries: &[(&str, &str)]) -> Metadata {
+        let kernels = entries
+            .iter()
+            .map(|&(sym, name)| {
+                Value::Map(vec![
+                    (Value::from(".symbol"), Value::from(sym)),
+                    (Value::from(".name"), Value::from(name)),
+                ])
+            })
+            .collect();
+        Metadata {
+            root: Value::Map(vec![(Value::from("amdhsa.kernels"), Value::Array(kernels))]),
+            offset: 0,
+        }
+    }
+
+    /// The index answers as asking each note in file order would: the first note that names
+    /// the kernel by `.symbol` or `.name`, in it `.symbol` before `.name`, first entry first.
+    #[test]
+    fn notes_index_matches_asking_each_note_in_order() {
+        let notes = [
+            note(&[("a.kd", "a"), ("b.kd", "x.kd")]),
+            note(&[("x.kd", "x"), ("a.kd", "a"), ("c.kd", "c")]),
+            note(&[("c.kd", "c2"), ("c.kd", "c3")]),
+        ];
+        let ix = NotesIndex::new(&notes);
+        for name in ["a.kd", "x.kd", "c.kd", "a", "c3", "b.kd", "nope"] {
+            let one_by_one = notes
+                .iter()
+                .enumerate()
+                .find_map(|(ni, m)| Some((ni, m.kernel_index(name)?)));
+            assert_eq!(ix.get(name), one_by_one, "{name}");
+        }
+        assert_eq!(
+            ix.get("x.kd"),
+            Some((0, 1)),
+            "a .name in an earlier note wins"
+        );
+        assert_eq!(ix.get("c.kd"), Some((1, 2)));
+        assert_eq!(ix.get("nope"), None);
     }
 }
