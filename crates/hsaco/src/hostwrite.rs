@@ -406,7 +406,7 @@ pub struct HostImage {
     /// Wrappers in file order (may be empty; several may share a bundle).
     pub wrappers: Vec<HostWrapper>,
     /// Odd wrapper fields kept as they are, one sentence each naming the offset
-    /// ([`crate::hostptr::RawWrapper::version_warning`]).
+    /// ([`crate::hostptr::RawWrapper::version_warning`]), and bundles no wrapper points at.
     pub warnings: Vec<String>,
 }
 
@@ -538,6 +538,18 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
             pointer: w.kind,
             bundle: bi,
         });
+    }
+    // A bundle no wrapper points at is never registered with the HIP runtime (session-24 fresh
+    // tester: instrumented without a word). It is kept, and rewritten like the others.
+    for (bi, b) in bundles.iter().enumerate() {
+        if !wrappers.is_empty() && !wrappers.iter().any(|w| w.bundle == bi) {
+            warnings.push(format!(
+                "bundle {bi} of .hip_fatbin (file offset {:#x}, {} bytes) is pointed at by no \
+                 fat binary wrapper, so the HIP runtime never loads it (kept, and instrumented \
+                 like the others)",
+                b.location.offset, b.location.extent
+            ));
+        }
     }
     Ok(HostImage {
         fatbin_section: sec.index,

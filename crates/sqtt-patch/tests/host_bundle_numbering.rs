@@ -51,6 +51,17 @@ fn info_and_fatbin_number_bundles_alike() {
         .collect();
     assert_eq!(listed.len(), 4, "{info}");
     assert_eq!(listed, patched, "{info}\n{lines}");
+    // The bundle no wrapper points at is named by both (session-24 tester: silently
+    // instrumented): its offset is the second bundle's, checked against hsaco's listing.
+    let img = hsaco::hostwrite::scan_host(&b[..]).expect("scan");
+    let second = &img.bundles[1].location;
+    let warning = format!(
+        "warning: bundle 1 of .hip_fatbin (file offset {:#x}, {} bytes) is pointed at by no fat binary wrapper, so the HIP runtime never loads it (kept, and instrumented like the others)",
+        second.offset, second.extent
+    );
+    assert!(info.lines().any(|l| l == warning), "{info}");
+    let on_stderr = format!("sqtt-patch: {}: {warning}", file.display());
+    assert!(err.lines().any(|l| l == on_stderr), "{err}");
     let w = hsaco::hostwrite::scan_host(&std::fs::read(&out).expect("output")[..]).expect("scan");
     assert_eq!(w.wrappers.len(), 2);
     assert!(w.wrappers.iter().all(|w| w.bundle == 0), "{:?}", w.wrappers);
