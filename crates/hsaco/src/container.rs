@@ -106,11 +106,16 @@ pub fn code_object_problem(data: &[u8]) -> Option<String> {
             )
         });
     }
-    if data.get(4) != Some(&2) {
-        return Some(format!(
-            "not an ELF64 file (EI_CLASS {:?} at offset 0x4)",
-            data.get(4)
-        ));
+    match data.get(4) {
+        Some(2) => {}
+        Some(1) => return Some(crate::Error::Elf32.to_string()),
+        Some(v) => return Some(format!("not an ELF64 file (EI_CLASS {v} at offset 0x4)")),
+        None => {
+            return Some(format!(
+                "a truncated ELF file ({} bytes, no EI_CLASS at offset 0x4)",
+                data.len()
+            ))
+        }
     }
     match data.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]])) {
         Some(elf::EM_AMDGPU) => None,

@@ -350,6 +350,15 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
     Ok(o)
 }
 
+/// Whether `a` and `b` are one file (same device and inode), as two hard links are.
+fn same_inode(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// Refuses an output path that names the input file (the original would be lost) or a
 /// `--regions` plan (`plans`), and `-` (outputs are binaries, never written to standard
 /// output); checks the output and `--report-json` paths ([`output::check`]) before any work.
@@ -365,8 +374,9 @@ pub fn check_paths(
         );
     }
     let dest = output::check("-o", output)?;
+    // The same file by path, or by device and inode (a hard link: session-27 tester).
     let same = match (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
-        (Ok(a), Ok(b)) => a == b,
+        (Ok(a), Ok(b)) => a == b || same_inode(&a, &b),
         _ => false,
     };
     if same {

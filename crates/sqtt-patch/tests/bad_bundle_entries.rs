@@ -238,6 +238,34 @@ fn an_entry_that_is_not_a_code_object_is_not_extracted() {
     );
 }
 
+/// An entry whose ELF identification says ELF32 (byte 4 set to 1): `info` and `extract` named
+/// it "not an ELF64 file (EI_CLASS Some(1) at offset 0x4)" (session-27 tester: a Rust value in
+/// a message); they say what every command says of an ELF32 file now.
+#[test]
+fn an_elf32_entry_is_named_as_elf32() {
+    let good = plain_bundle();
+    let bundle = hsaco::bundle::parse_plain(&good, 0).expect("fixture parses");
+    let entry = &bundle.entries[2];
+    let mut b = good.clone();
+    b[entry.offset as usize + 4] = 1;
+    let (dir, file) = input(&b);
+    let want = format!(
+        "{}: bundle 0 entry 2 ({}) at file offset {:#x} ({} bytes) is not an AMDGPU code object: ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64",
+        file.display(),
+        entry.id,
+        entry.offset,
+        entry.data.len()
+    );
+    let info = run(&["info".as_ref(), file.as_os_str()]);
+    let extracted = extract(&file, &dir.path().join("x"));
+    for o in [info, extracted] {
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&want), "{err}");
+        assert!(!err.contains("Some("), "{err}");
+    }
+}
+
 /// The plain fixture bundle with entry 2's size cut in half (a code object that does not
 /// load), the unmodified bundle parsed, and the new size (bytes).
 fn half_an_entry() -> (Vec<u8>, hsaco::bundle::Bundle, usize) {

@@ -447,6 +447,7 @@ fn the_wrong_kind_of_file_is_named() {
         (vec!["elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: not a code object: {ELF32}")),
         (vec!["info", "elf32"], format!("sqtt-patch: error: elf32: cannot parse: {ELF32}")),
         (vec!["--fatbin", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: {ELF32}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects")),
+        (vec!["batch", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch batch: input error: elf32: {ELF32}")),
     ];
     for (args, first) in elf32_cases {
         let r = run(t.path(), &args);
@@ -898,4 +899,26 @@ fn second_inputs_large_numbers_and_scope_masks_are_named() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("invalid --scope-cu"), "{}", r.stderr);
     assert_eq!(r.files, files(&["a.co", "b.co"]));
+}
+
+/// `-o` naming the input, by its path, another spelling of it, a symbolic link or a hard link
+/// (session-27 tester: a hard link was replaced by the output): exit 2, the input unchanged.
+#[test]
+fn the_output_may_not_be_the_input_under_any_name() {
+    let t = workdir(&[(BARRIERS, "in.co")]);
+    let before = std::fs::read(t.path().join("in.co")).expect("input");
+    std::os::unix::fs::symlink("in.co", t.path().join("soft.co")).expect("symlink");
+    std::fs::hard_link(t.path().join("in.co"), t.path().join("hard.co")).expect("hard link");
+    for out in ["in.co", "./in.co", "soft.co", "hard.co"] {
+        let r = run(t.path(), &["in.co", "-o", out, "--functions", "1"]);
+        assert_eq!(r.code, 2, "-o {out}: {}", r.stderr);
+        assert_eq!(
+            r.first_line(),
+            format!("sqtt-patch: error: {out}: the output path is the input file; choose another -o path"),
+            "-o {out}"
+        );
+        assert_eq!(r.files, files(&["hard.co", "in.co", "soft.co"]), "-o {out}");
+        let now = std::fs::read(t.path().join("in.co")).expect("input");
+        assert!(now == before, "-o {out}: the input changed");
+    }
 }

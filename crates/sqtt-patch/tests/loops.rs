@@ -250,6 +250,14 @@ fn bad_loops_values_are_usage_errors() {
         assert!(!out.exists(), "--loops {bad}: output written");
         // A word after the colon other than `iters` is named as such (session-26 tester: `0:5`
         // read only "expected N or N:iters").
+        if bad == "0:iters" {
+            assert!(
+                String::from_utf8_lossy(&o.stderr)
+                    .contains("0:iters asks for back-edge markers with no loop scopes"),
+                "--loops {bad}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
         if bad.contains(':') && !bad.ends_with(":iters") {
             assert!(
                 String::from_utf8_lossy(&o.stderr).contains("only the literal word `iters`"),

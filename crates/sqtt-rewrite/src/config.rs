@@ -243,6 +243,13 @@ pub fn parse_loops(
     };
     let depth = match n {
         "" | "0" if !iters => None,
+        "0" => {
+            return Err(err(
+                name,
+                text,
+                "0:iters asks for back-edge markers with no loop scopes: give a depth N of 1 or more with :iters, or 0 alone for off",
+            ))
+        }
         _ if !n.bytes().all(|b| b.is_ascii_digit()) => {
             return Err(err(name, text, "expected a loop nesting depth N of decimal digits (no sign or blanks; 1 = outermost loops only, 0 = off), optionally followed by :iters"))
         }

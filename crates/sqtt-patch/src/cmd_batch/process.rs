@@ -45,15 +45,16 @@ pub(super) fn process_file(
             return Ok(rep);
         }
     };
+    // An ELF32 file is named as such, as every other command names it (session-27 tester).
+    let not_input = if data.starts_with(b"\x7fELF") && data.get(4) == Some(&1) {
+        hsaco::Error::Elf32.to_string()
+    } else {
+        "not an AMDGPU code object, offload bundle or x86-64 host ELF".to_string()
+    };
     let out = match crate::sniff::kind(&data) {
-        None if !f.explicit => {
-            return Err(format!(
-                "{}: not an AMDGPU code object, offload bundle or x86-64 host ELF",
-                f.key
-            ))
-        }
+        None if !f.explicit => return Err(format!("{}: {not_input}", f.key)),
         None => {
-            rep.error = Some("not an AMDGPU code object, offload bundle or x86-64 host ELF".into());
+            rep.error = Some(not_input);
             None
         }
         Some(InputKind::Host)
