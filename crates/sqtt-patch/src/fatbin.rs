@@ -244,9 +244,14 @@ pub fn instrument_container_into<S: Source + Sync + ?Sized, W: Output>(
             warnings: Vec::new(),
         });
     }
-    let e = hsaco::elf::Elf::read(input).with_context(|| match head.starts_with(b"\x7fELF") {
-        true => format!("{name}: a corrupt or truncated ELF file"),
-        false => format!("{name}: not a bundle or ELF"),
+    let e = hsaco::elf::Elf::read(input).map_err(|e| {
+        let what = match (&e, head.starts_with(b"\x7fELF")) {
+            // Not corrupt: a class we do not read (worded as every command words it).
+            (hsaco::Error::Elf32, _) => name.to_string(),
+            (_, true) => format!("{name}: a corrupt or truncated ELF file"),
+            (_, false) => format!("{name}: not a bundle or ELF"),
+        };
+        anyhow::Error::new(e).context(what)
     })?;
     if e.header.e_machine == hsaco::elf::EM_AMDGPU {
         // A code object is rewritten in memory: read it whole.

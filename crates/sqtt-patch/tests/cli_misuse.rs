@@ -442,12 +442,17 @@ fn the_wrong_kind_of_file_is_named() {
     }
     elf32.resize(52, 0);
     std::fs::write(t.path().join("elf32"), &elf32).expect("elf32");
+    // A code object with EI_CLASS 1: `--fatbin` called it "a corrupt or truncated ELF file".
+    let mut amd32 = std::fs::read(fixture(BARRIERS)).expect("fixture");
+    amd32[4] = 1;
+    std::fs::write(t.path().join("amd32"), &amd32).expect("amd32");
     const ELF32: &str = "ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64";
     let elf32_cases = [
         (vec!["elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: not a code object: {ELF32}")),
         (vec!["info", "elf32"], format!("sqtt-patch: error: elf32: cannot parse: {ELF32}")),
         (vec!["--fatbin", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: {ELF32}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects")),
         (vec!["batch", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch batch: input error: elf32: {ELF32}")),
+        (vec!["--fatbin", "amd32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: amd32: {ELF32}")),
     ];
     for (args, first) in elf32_cases {
         let r = run(t.path(), &args);
@@ -455,6 +460,7 @@ fn the_wrong_kind_of_file_is_named() {
         assert_eq!(r.first_line(), first, "{args:?}");
     }
     std::fs::remove_file(t.path().join("elf32")).expect("rm elf32");
+    std::fs::remove_file(t.path().join("amd32")).expect("rm amd32");
     let cases: [(&[&str], &str); 11] = [
         (&["stub", "-o", "o", "--functions", "1"], "sqtt-patch: error: stub: not a code object: a truncated ELF file (4 bytes; an ELF64 header has 64)"),
         // `info` and `extract` word an unknown format as the main job does (session-25 tester).
