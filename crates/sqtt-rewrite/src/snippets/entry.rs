@@ -115,15 +115,13 @@ pub fn needs_entry_check(t: Target, code: &[Instruction]) -> bool {
 /// original instructions executed just before it, oldest first, with their registers (the last
 /// [`hazard::LOOKBACK`] are enough). Errors: [`SnippetError::Rule`] when the block still violates
 /// a rule with an original producer after the waits (not expected: every fix resolves its rule),
-/// or an encoding error.
+/// or an encoding error. A caller that knows [`needs_entry_check`] is false need not build the
+/// contexts: the answer is `code` unchanged.
 pub fn entry_waits(
     t: Target,
     contexts: &[&[Decoded]],
     code: Vec<Instruction>,
 ) -> Result<Vec<Instruction>, SnippetError> {
-    if !needs_entry_check(t, &code) {
-        return Ok(code);
-    }
     let tail = |c: &[Decoded]| c.len().saturating_sub(hazard::LOOKBACK);
     let mut front = Front::default();
     for c in contexts {
