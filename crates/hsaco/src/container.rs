@@ -106,9 +106,11 @@ pub fn code_object_problem(data: &[u8]) -> Option<String> {
             )
         });
     }
+    if elf::is_elf32(data) {
+        return Some(crate::Error::Elf32.to_string());
+    }
     match data.get(4) {
         Some(2) => {}
-        Some(1) => return Some(crate::Error::Elf32.to_string()),
         Some(v) => return Some(format!("not an ELF64 file (EI_CLASS {v} at offset 0x4)")),
         None => {
             return Some(format!(

@@ -63,6 +63,14 @@ pub const PT_GNU_STACK: u32 = 0x6474_e551;
 /// `PT_GNU_RELRO`: the range the loader makes read-only after relocation (GNU extension,
 /// LLVM `BinaryFormat/ELF.h`).
 pub const PT_GNU_RELRO: u32 = 0x6474_e552;
+/// Whether `head` (a file's first bytes) starts an ELF32 file: the magic `\x7fELF` and
+/// `EI_CLASS` (offset 0x4) = ELFCLASS32 (1), per the ELF gABI's `e_ident`. Five bytes suffice, so
+/// a file cut before its 16-byte identification is still named ELF32. The one test every
+/// command uses to say "ELF32 is not supported" ([`Error::Elf32`]).
+pub fn is_elf32(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF") && head.get(4) == Some(&1)
+}
+
 /// `SHN_ABS`: absolute symbol.
 pub const SHN_ABS: u16 = 0xfff1;
 /// `SHN_UNDEF`.
@@ -278,11 +286,8 @@ impl Elf {
         let size = src.size();
         // An ELF32 file is named as such even when cut before its 16-byte identification (the
         // main job's file sniffing says ELF32 from byte 4 alone: session-27 tester).
-        if size >= 5 {
-            let head = src.read_at(0, 5, "ELF identification")?;
-            if head[..4] == *b"\x7fELF" && head[4] == 1 {
-                return Err(Error::Elf32);
-            }
+        if size >= 5 && is_elf32(&src.read_at(0, 5, "ELF identification")?) {
+            return Err(Error::Elf32);
         }
         let ident = src.read_at(0, 16, "ELF identification")?;
         if &ident[0..4] != b"\x7fELF" {

@@ -102,6 +102,18 @@ pub enum Error {
         /// Explanation.
         detail: String,
     },
+    /// A well-formed host ELF that `--fatbin` cannot write: it has no `.hip_fatbin` section
+    /// (not a HIP host binary, or its section headers were stripped), or only LLVM offload
+    /// binaries in `.llvm.offloading`. Not malformed: the file is fine, it is not ours to write.
+    #[error("{lead} in the section header table at offset {offset:#x}{tail}")]
+    NotWritableHost {
+        /// File offset of the section header table (`e_shoff`, bytes).
+        offset: u64,
+        /// What is missing.
+        lead: &'static str,
+        /// Why that stops `--fatbin`, and what reads the file instead.
+        tail: &'static str,
+    },
     /// The metadata note could not be decoded or encoded.
     #[error("AMDGPU metadata note at offset {offset:#x}: {detail}")]
     Metadata {

@@ -445,22 +445,18 @@ pub fn scan_host<S: Source + ?Sized>(src: &S) -> Result<HostImage> {
         .collect();
     let sec = match fatbins.as_slice() {
         [] if e.section_by_name(crate::offload::SECTION).is_some() => {
-            return Err(Error::Malformed {
-                what: "host ELF",
+            return Err(Error::NotWritableHost {
                 offset: e.header.e_shoff,
-                detail: "no .hip_fatbin section, only .llvm.offloading: writing \
-                         .llvm.offloading (LLVM offload binaries) is not supported; \
-                         `sqtt-patch info` and `extract` read the code objects in it"
-                    .into(),
+                lead: "no .hip_fatbin section, only .llvm.offloading,",
+                tail: ": writing .llvm.offloading (LLVM offload binaries) is not supported; \
+                       `sqtt-patch info` and `extract` read the code objects in it",
             })
         }
         [] => {
-            return Err(Error::Malformed {
-                what: "host ELF",
+            return Err(Error::NotWritableHost {
                 offset: e.header.e_shoff,
-                detail: "no .hip_fatbin section in the section header table: not a HIP host \
-                         binary (or its section headers were stripped)"
-                    .into(),
+                lead: "not a HIP host binary: no .hip_fatbin section",
+                tail: " (or its section headers were stripped)",
             })
         }
         [s] => *s,

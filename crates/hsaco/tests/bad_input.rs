@@ -35,6 +35,11 @@ fn wrong_machine_elf32_abi0() {
         err(&b),
         "ELF32 is not supported (EI_CLASS=1 at offset 0x4): code objects are ELF64"
     );
+    // Five bytes name the class; the same predicate decides for every command.
+    assert!(hsaco::elf::is_elf32(&b[..5]));
+    assert!(!hsaco::elf::is_elf32(&b[..4]));
+    assert!(!hsaco::elf::is_elf32(&object()));
+    assert!(!hsaco::elf::is_elf32(b"\x7fELG\x01"));
     let mut b = object();
     b[8] = 0;
     b[0x30..0x34].copy_from_slice(&0u32.to_le_bytes());

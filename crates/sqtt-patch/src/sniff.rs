@@ -196,7 +196,7 @@ pub fn describe(data: &[u8]) -> Option<String> {
             .to_string(),
         );
     }
-    if data.get(4) == Some(&1) {
+    if hsaco::elf::is_elf32(data) {
         // An ELF32 file's e_machine is not at offset 18 of an ELF64 header: name the class, as
         // `info` and `extract` do (`hsaco::Error::Elf32`).
         return Some(hsaco::Error::Elf32.to_string());

@@ -422,6 +422,21 @@ fn outputs_mirror_the_tree_and_input_errors_exit_2() {
         "{}",
         stdout(&o)
     );
+    // A well-formed x86-64 ELF named explicitly that has no `.hip_fatbin` (this test's own
+    // executable) is "not a HIP host binary", not "malformed" (session-27 tester).
+    let exe = std::env::current_exe().expect("test executable");
+    std::fs::copy(&exe, t.path().join("host.elf")).expect("copy");
+    let o = batch(
+        t.path(),
+        &[&["host.elf", "--check"][..], &OPTS[..]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("error: host.elf: not a HIP host binary: no .hip_fatbin section"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("malformed"), "{}", stdout(&o));
 }
 
 /// The project's own CI check: every fixture against the committed baseline.

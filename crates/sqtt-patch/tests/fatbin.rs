@@ -425,7 +425,7 @@ fn bad_inputs_fail_with_file_and_offset_and_write_nothing() {
     d[i + 10] = b'X';
     let e = err("nofat.elf", &d);
     assert!(
-        e.starts_with("nofat.elf: malformed host ELF at offset 0x"),
+        e.starts_with("nofat.elf: not a HIP host binary: no .hip_fatbin section in the section header table at offset 0x"),
         "{e}"
     );
     assert!(e.contains("no .hip_fatbin section"), "{e}");

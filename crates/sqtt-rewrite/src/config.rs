@@ -435,11 +435,24 @@ impl Options {
                 "cannot be combined with SQTT_TRACE_ADDRESSES (--trace-addresses): address traces carry payload records (R: rows), which need shader_clock_bits=0",
             ));
         }
-        if self.shader_clock_bits > 29 || self.shader_clock_bits + self.shader_clock_shift > 32 {
+        // The clock field shares a 32-bit marker with the two flag bits and at least one ID bit
+        // (spec "GFX12 Shader Clock Packing": 30 - shader_clock_bits ID bits), and its source
+        // window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO word.
+        if self.shader_clock_bits > 29 {
             return Err(err(
-                "shader clock (SQTT_SHADER_CLOCK_BITS/SHIFT or --shader-clock-bits/--shader-clock-shift)",
-                &format!("bits={} shift={}", self.shader_clock_bits, self.shader_clock_shift),
-                "bits must be <= 29 and bits + shift <= 32",
+                "SQTT_SHADER_CLOCK_BITS (--shader-clock-bits)",
+                &self.shader_clock_bits.to_string(),
+                "at most 29 clock bits fit in a marker beside its two flag bits and one marker ID bit",
+            ));
+        }
+        if self.shader_clock_bits + self.shader_clock_shift > 32 {
+            return Err(err(
+                "SQTT_SHADER_CLOCK_SHIFT (--shader-clock-shift)",
+                &format!(
+                    "{} with {} clock bits",
+                    self.shader_clock_shift, self.shader_clock_bits
+                ),
+                "bits + shift must be <= 32: the clock window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO",
             ));
         }
         Ok(())

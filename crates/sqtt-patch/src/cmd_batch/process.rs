@@ -46,7 +46,7 @@ pub(super) fn process_file(
         }
     };
     // An ELF32 file is named as such, as every other command names it (session-27 tester).
-    let not_input = if data.starts_with(b"\x7fELF") && data.get(4) == Some(&1) {
+    let not_input = if hsaco::elf::is_elf32(&data) {
         hsaco::Error::Elf32.to_string()
     } else {
         "not an AMDGPU code object, offload bundle or x86-64 host ELF".to_string()
