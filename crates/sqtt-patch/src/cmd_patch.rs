@@ -158,6 +158,18 @@ fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
 }
 
+/// `text` when it is not blank. The variables read a blank value as "off" (the spec's
+/// defaults); a blank flag value is a mistake (`--memory "$UNSET"`), not a request: it is named
+/// (session-14 tester: `--trace-addresses ''` answered "nothing requested").
+fn non_blank<'a>(flag: &str, text: &'a str, expected: &str) -> Result<&'a str> {
+    if text.trim().is_empty() {
+        anyhow::bail!(
+            "invalid {flag} {text:?}: expected {expected} (leave the flag out, or give off, to turn it off)"
+        );
+    }
+    Ok(text)
+}
+
 /// The `--region`, `--point` and `--regions FILE` specifications, in that order (`None` when
 /// none is given: the environment's stand). Errors name the specification (and the file and line
 /// of a plan file); two specifications of one kind may not share a name.
@@ -297,13 +309,16 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         o.regions = specs;
     }
     if let Some(m) = &args.memory {
+        let m = non_blank("--memory", m, "N:M")?;
         o.memory = config::parse_memory(m).map_err(|e| flag_error("--memory", e))?;
     }
     if let Some(t) = &args.trace_addresses {
+        let t = non_blank("--trace-addresses", t, "memory, lds or memory,lds")?;
         o.trace_addresses =
             config::parse_trace_addresses(t).map_err(|e| flag_error("--trace-addresses", e))?;
     }
     if let Some(m) = &args.mem_barrier {
+        let m = non_blank("--mem-barrier", m, "none, asm or fence")?;
         o.mem_barrier = config::parse_mem_barrier(m).map_err(|e| flag_error("--mem-barrier", e))?;
     }
     if let Some(b) = args.shader_clock_bits {

@@ -378,7 +378,7 @@ fn damaged_padding_keeps_text_in_place_whatever_the_word() {
 #[test]
 fn flags_that_cannot_take_effect_are_refused_or_warned() {
     let t = workdir(&[(BARRIERS, "in.co")]);
-    let cases: [(&[&str], i32, &str); 7] = [
+    let cases: [(&[&str], i32, &str); 10] = [
         (
             &["in.co", "-o", "o.co", "--functions", "1", "--offload-arch", "gfx1100"],
             2,
@@ -398,6 +398,22 @@ fn flags_that_cannot_take_effect_are_refused_or_warned() {
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-shift", "3"],
             2,
             "sqtt-patch: error: --shader-clock-shift needs --shader-clock-bits N (or $SQTT_SHADER_CLOCK_BITS): without clock bits no clock is packed",
+        ),
+        // Session-14 tester: a blank value answered "nothing requested".
+        (
+            &["in.co", "-o", "o.co", "--barriers", "1", "--trace-addresses", ""],
+            2,
+            "sqtt-patch: error: invalid --trace-addresses \"\": expected memory, lds or memory,lds (leave the flag out, or give off, to turn it off)",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "1", "--memory", " "],
+            2,
+            "sqtt-patch: error: invalid --memory \" \": expected N:M (leave the flag out, or give off, to turn it off)",
+        ),
+        (
+            &["in.co", "-o", "o.co", "--barriers", "1", "--mem-barrier", ""],
+            2,
+            "sqtt-patch: error: invalid --mem-barrier \"\": expected none, asm or fence (leave the flag out, or give off, to turn it off)",
         ),
         // Session-27 tester: the bits' error printed the default shift beside them.
         (
