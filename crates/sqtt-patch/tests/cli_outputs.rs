@@ -435,6 +435,52 @@ fn batch_names_a_fifo_and_a_dangling_link_it_passes_over() {
     }
 }
 
+/// Session-27 tester: a glob printed "not visited" notes for links and FIFOs it could never
+/// have matched. Only what the pattern could match is named.
+#[test]
+fn a_glob_names_only_what_it_could_have_matched() {
+    let t = workdir(&[]);
+    std::fs::create_dir(t.path().join("lib")).expect("mkdir");
+    std::fs::copy(fixture(BARRIERS), t.path().join("lib/a.co")).expect("copy");
+    support::mkfifo(&t.path().join("lib/pipe"));
+    support::mkfifo(&t.path().join("lib/pipe.co"));
+    std::os::unix::fs::symlink(".", t.path().join("lib/dirlink")).expect("symlink");
+    let notes = |r: &Run| -> Vec<String> {
+        r.stderr
+            .lines()
+            .filter(|l| l.starts_with("sqtt-patch: note: not visited: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let r = run(
+        t.path(),
+        &["batch", "lib/*.co", "--check", "--barriers", "1"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("total: 1 files"), "{}", r.stdout);
+    assert_eq!(
+        notes(&r),
+        ["sqtt-patch: note: not visited: lib/pipe.co: a FIFO, not a regular file"],
+        "{}",
+        r.stderr
+    );
+    // `**` can reach below the directory link: that one is named too.
+    let r = run(
+        t.path(),
+        &["batch", "lib/**/*.co", "--check", "--barriers", "1"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        notes(&r),
+        [
+            "sqtt-patch: note: not visited: lib/dirlink: symbolic link to a directory (pass --follow-links)",
+            "sqtt-patch: note: not visited: lib/pipe.co: a FIFO, not a regular file",
+        ],
+        "{}",
+        r.stderr
+    );
+}
+
 /// Issue 32, item 6: a directory holding links to itself and to one of its files ends, visits
 /// each file once (by device and inode), does not follow directory links without
 /// `--follow-links`, and names what it did not visit.

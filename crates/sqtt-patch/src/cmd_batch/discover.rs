@@ -90,7 +90,7 @@ pub(super) fn discover(
     Ok(Discovered {
         found,
         errors,
-        not_visited: walker.not_visited,
+        not_visited: walker.lines_from(0).collect(),
     })
 }
 
@@ -145,7 +145,15 @@ pub(super) struct Walker {
     /// Symbolic links to files are not inputs (`--copy-tree` recreates them as links).
     skip_file_links: bool,
     seen: std::collections::HashSet<(u64, u64)>,
-    not_visited: Vec<String>,
+    not_visited: Vec<NotVisited>,
+}
+
+/// One entry a walk did not visit: its path relative to the walk's root (a glob keeps only the
+/// entries it could match), whether it is a directory, and the line to print.
+struct NotVisited {
+    rel: PathBuf,
+    dir: bool,
+    line: String,
 }
 
 impl Walker {
@@ -167,6 +175,20 @@ impl Walker {
         }
     }
 
+    /// Records an entry not visited (`rel`: its path below the walk's root).
+    fn skip(&mut self, rel: &Path, dir: bool, line: String) {
+        self.not_visited.push(NotVisited {
+            rel: rel.to_path_buf(),
+            dir,
+            line,
+        });
+    }
+
+    /// The lines of what was not visited, from entry `from` on.
+    fn lines_from(&self, from: usize) -> impl Iterator<Item = String> + '_ {
+        self.not_visited[from..].iter().map(|n| n.line.clone())
+    }
+
     /// Visits every regular file below `dir` in name order, with its path `<prefix>/<relative
     /// path>` (names kept byte for byte), at most [`MAX_DEPTH`] levels deep. Symbolic links to files are followed; links to
     /// directories only with `follow_links`. What is not visited is listed in `not_visited`.
@@ -179,8 +201,11 @@ impl Walker {
     ) -> std::io::Result<()> {
         if depth > MAX_DEPTH || !self.first_visit(dir) {
             if depth > 0 {
-                self.not_visited
-                    .push(format!("{}: directory already visited", dir.display()));
+                self.skip(
+                    prefix,
+                    true,
+                    format!("{}: directory already visited", dir.display()),
+                );
             }
             return Ok(());
         }
@@ -193,10 +218,11 @@ impl Walker {
             let link = std::fs::symlink_metadata(&e).is_ok_and(|m| m.file_type().is_symlink());
             if e.is_dir() {
                 if link && !self.follow_links {
-                    self.not_visited.push(format!(
+                    let line = format!(
                         "{}: symbolic link to a directory (pass --follow-links)",
                         e.display()
-                    ));
+                    );
+                    self.skip(&key, true, line);
                     continue;
                 }
                 self.walk(&e, &key, depth + 1, visit)?;
@@ -207,13 +233,16 @@ impl Walker {
                 if self.first_visit(&e) {
                     visit(e, key);
                 } else {
-                    self.not_visited
-                        .push(format!("{}: file already visited", e.display()));
+                    self.skip(
+                        &key,
+                        false,
+                        format!("{}: file already visited", e.display()),
+                    );
                 }
             } else {
                 // Session-25 fresh tester: FIFOs and dangling links were passed over silently.
-                self.not_visited
-                    .push(format!("{}: {}", e.display(), not_a_file(&e)));
+                let line = format!("{}: {}", e.display(), not_a_file(&e));
+                self.skip(&key, false, line);
             }
         }
         Ok(())
@@ -246,18 +275,50 @@ pub(super) fn expand_glob(
         return Ok(());
     }
     let root = root_name(&base);
+    let notes_before = walker.not_visited.len();
     walker
         .walk(&base, Path::new(""), 0, &mut |path, rel| {
-            let parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
+            let parts = components(&rel);
             let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
             if match_components(&pat, &parts) {
                 found.push(Found::new(path, Path::new(&root).join(rel), false));
             }
         })
-        .with_context(|| format!("{}: cannot list", base.display()))
+        .with_context(|| format!("{}: cannot list", base.display()))?;
+    // Only what the pattern could have matched is worth a note (session-27 tester: a glob for
+    // `*.co` files named every link to a directory and every FIFO beside them).
+    let added = walker.not_visited.split_off(notes_before);
+    walker.not_visited.extend(added.into_iter().filter(|n| {
+        let parts = components(&n.rel);
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        if n.dir {
+            may_match_below(&pat, &parts)
+        } else {
+            match_components(&pat, &parts)
+        }
+    }));
+    Ok(())
+}
+
+/// The components of a relative path as text (bytes that are not UTF-8 shown as U+FFFD).
+fn components(rel: &Path) -> Vec<String> {
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Whether some file below the directory `parts` could match the glob components `pat`.
+fn may_match_below(pat: &[&str], parts: &[&str]) -> bool {
+    match (pat.split_first(), parts.split_first()) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some((&"**", rest)), Some((_, tail))) => {
+            may_match_below(rest, parts) || may_match_below(pat, tail)
+        }
+        (Some((p, rest)), Some((first, tail))) => {
+            match_name(p.as_bytes(), first.as_bytes()) && may_match_below(rest, tail)
+        }
+    }
 }
 
 pub(super) fn match_components(pat: &[&str], parts: &[&str]) -> bool {
