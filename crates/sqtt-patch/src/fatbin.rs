@@ -127,6 +127,22 @@ pub struct ObjectOutcome {
     pub report: Report,
     /// True when the rewrite was rejected by the verifier (the object was kept unchanged).
     pub verifier_rejected: bool,
+    /// True for an entry of a kpack archive (`bundle_index` is then the blob's ordinal): its
+    /// lines say `kpack entry N`, not `bundle N` (session-14 tester).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_kpack: bool,
+}
+
+impl ObjectOutcome {
+    /// Where the object sits: `bundle 3`, or `kpack entry 3`.
+    pub fn place(&self) -> String {
+        let what = if self.in_kpack {
+            "kpack entry"
+        } else {
+            "bundle"
+        };
+        format!("{what} {}", self.bundle_index)
+    }
 }
 
 /// Result of [`instrument_container`] (the rest of a [`ContainerReport`] is available from
@@ -433,6 +449,7 @@ fn process_bundle<S: Source + ?Sized>(
                     target: String::new(),
                     report: malformed_entry(&b, bi, ei, en, &why),
                     verifier_rejected: false,
+                    in_kpack: false,
                 };
                 return Ok((None, Some(o), false));
             }
@@ -485,6 +502,7 @@ fn process_bundle<S: Source + ?Sized>(
                 target,
                 report,
                 verifier_rejected,
+                in_kpack: false,
             };
             Ok((bytes, Some(o), false))
         })
@@ -603,6 +621,7 @@ fn bare_object<W: Output>(
             target,
             report: p.report,
             verifier_rejected: p.verifier_rejected,
+            in_kpack: false,
         }],
         filtered_out: 0,
         host_write: None,
@@ -651,8 +670,8 @@ fn object_label(o: &ObjectOutcome) -> String {
         "code object".to_string()
     } else {
         format!(
-            "bundle {} {}",
-            o.bundle_index,
+            "{} {}",
+            o.place(),
             crate::output::terminal_safe(&o.entry_id)
         )
     }
@@ -704,7 +723,7 @@ pub fn summary_line(o: &ObjectOutcome) -> String {
             r.reasons.join("; ")
         ),
     };
-    format!("bundle {} {id}: {status}", o.bundle_index)
+    format!("{} {id}: {status}", o.place())
 }
 
 #[derive(Serialize)]
@@ -816,7 +835,7 @@ pub(crate) fn finish(
             let what = if o.entry_id.is_empty() {
                 name.clone()
             } else {
-                format!("{name}: bundle {} {}", o.bundle_index, o.entry_id)
+                format!("{name}: {} {}", o.place(), o.entry_id)
             };
             crate::output::write_stdout(&cmd_patch::render_report(&what, &o.report))?;
         }

@@ -74,6 +74,7 @@ pub fn instrument_archive(
                         .into_iter()
                         .map(|mut o| {
                             o.bundle_index = i;
+                            o.in_kpack = true;
                             o.entry_id = match o.entry_id.is_empty() {
                                 true => label.clone(),
                                 false => format!("{label} {}", o.entry_id),
@@ -96,6 +97,7 @@ pub fn instrument_archive(
                             .map_or(String::new(), |x| x.arch.clone()),
                         report: fatbin::unparsable(label, &e),
                         verifier_rejected: false,
+                        in_kpack: true,
                     }],
                 )),
             }

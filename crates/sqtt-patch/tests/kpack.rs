@@ -198,6 +198,13 @@ fn archives_are_listed_extracted_and_instrumented_in_both_storages() {
         assert!(text(&r).0.contains("instrumented"), "{:?}", text(&r));
         let r = run(&[&"--fatbin", a, &"-o", &o2, &FLAGS[0], &FLAGS[1]], &[]);
         assert!(r.status.success(), "{:?}", text(&r));
+        // Each entry's line names it as a kpack entry, not a bundle (session-14 tester).
+        let out = text(&r).0;
+        assert!(
+            out.lines().any(|l| l.starts_with("kpack entry 0 ")),
+            "{out}"
+        );
+        assert!(!out.contains("bundle 0"), "{out}");
         let b1 = std::fs::read(&o1).unwrap();
         assert_eq!(b1, std::fs::read(&o2).unwrap());
         let out = kpack::read(&b1, DEFAULT_DECOMPRESS_LIMIT).unwrap();
