@@ -164,9 +164,14 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
             };
             for mut e in cos {
                 e.bundle_index = i;
-                let co = CodeObject::parse(&e.data)
-                    .with_context(|| format!("{name}: blob {i}: code object {}", e.file_name()))?;
-                blocks.push(describe(&e, &co));
+                // One damaged code object is listed with its reason after the others, as a
+                // bundle entry is (session-14 tester: it stopped the whole listing).
+                match CodeObject::parse(&e.data) {
+                    Ok(co) => blocks.push(describe(&e, &co)),
+                    Err(err) => unloadable.push(json!({"kpack_ordinal": i,
+                        "entry_id": e.id, "size": e.data.len(),
+                        "why": format!("kpack entry {i} (code object {}): {err}", e.file_name())})),
+                }
             }
         }
         kpack = Some(k);

@@ -429,6 +429,50 @@ fn a_missing_archive_is_named_and_nothing_is_written() {
     );
 }
 
+/// Session-14 tester: `info` on an archive with one damaged code object stopped (exit 2) before
+/// listing the others. It lists every one that loads, names the damaged one with its reason,
+/// and still exits 2 (bad input), as for a bundle entry that does not load.
+#[test]
+fn info_lists_an_archive_with_one_damaged_code_object() {
+    let t = tempfile::tempdir().unwrap();
+    let objs = fx_objects();
+    let target = objs[0].1.clone();
+    let mine: Vec<&(usize, String, Vec<u8>)> = objs.iter().filter(|o| o.1 == target).collect();
+    assert!(
+        mine.len() >= 2,
+        "libfx_hip.so has two code objects per target"
+    );
+    let keys: Vec<String> = (0..mine.len()).map(|i| format!("lib/x.so#{i}")).collect();
+    let entries: Vec<(&str, &str, usize)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), target.as_str(), i))
+        .collect();
+    let mut damaged = mine[0].2.clone();
+    damaged[7] = 0; // EI_OSABI: not ELFOSABI_AMDGPU_HSA
+    let mut blobs: Vec<&[u8]> = mine.iter().map(|o| o.2.as_slice()).collect();
+    blobs[0] = &damaged;
+    let toc = new_toc("fx", &target, &[&target], &entries);
+    let p = t.path().join("one-bad.kpack");
+    std::fs::write(&p, write_toc(&toc, Storage::None, &blobs).unwrap()).unwrap();
+    let r = run(&[&"info", &p], &[]);
+    let (out, err) = text(&r);
+    assert_eq!(r.status.code(), Some(2), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "kpack archive, {} code object(s), 1 entry that does not load",
+            mine.len() - 1
+        )),
+        "{out}"
+    );
+    assert!(out.contains("error: kpack entry 0 (code object "), "{out}");
+    assert!(
+        err.contains("the code objects that load are listed"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn bad_archives_fail_with_the_file_and_offset_and_write_nothing() {
     let t = tempfile::tempdir().unwrap();
