@@ -304,7 +304,9 @@ impl LocationIndex {
         let mut headers = dwarf.units();
         while let Some(header) = headers.next().map_err(gimli_err(INFO, 0))? {
             let unit_off = info_offset(header.offset());
-            let unit = dwarf.unit(header).map_err(gimli_err(INFO, unit_off))?;
+            let unit = dwarf
+                .unit(header)
+                .map_err(|e| unit_error(&dwarf, &header, unit_off, e))?;
             check_contributions(sections, &unit, unit_off)?;
             let unit_index = ix.units.len();
             ix.units.push(unit_lines(&dwarf, &unit)?);
@@ -623,6 +625,38 @@ fn read_decl_attr(
 }
 
 /// Reads a unit's line program: rendered file names and address-sorted sequences.
+/// Where a failure of `gimli::Dwarf::unit` lies. Building a unit also parses the header of its
+/// line program (DWARF 5 section 6.2.4), so an error there is `.debug_line`'s, at the unit's
+/// `DW_AT_stmt_list`, not `.debug_info`'s (session-14 tester: a corrupt `.debug_line` was
+/// reported at `.debug_info+0x0`).
+fn unit_error(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    header: &gimli::UnitHeader<R<'_>>,
+    unit_off: u64,
+    e: gimli::Error,
+) -> Error {
+    let stmt_list = || {
+        let abbrevs = dwarf.abbreviations(header).ok()?;
+        let mut cursor = header.entries(&abbrevs);
+        cursor.next_dfs().ok()?;
+        match cursor.current()?.attr_value(gimli::DW_AT_stmt_list)? {
+            AttributeValue::DebugLineRef(o) => Some(o),
+            _ => None,
+        }
+    };
+    match stmt_list() {
+        Some(o)
+            if dwarf
+                .debug_line
+                .program(o, header.address_size(), None, None)
+                .is_err() =>
+        {
+            gimli_err(LINE, o.0 as u64)(e)
+        }
+        _ => gimli_err(INFO, unit_off)(e),
+    }
+}
+
 fn unit_lines(dwarf: &gimli::Dwarf<R<'_>>, unit: &gimli::Unit<R<'_>>) -> Result<UnitLines, Error> {
     let Some(program) = unit.line_program.clone() else {
         return Ok(UnitLines::default());

@@ -115,7 +115,16 @@ fn overwritten_dwarf_contribution_headers_are_unreadable_dwarf() {
         &[5, 0, 8, 0],
         ".debug_addr header"
     );
-    let cases: [(&str, usize, usize, u8, &str); 2] = [
+    // Session-14 tester: a corrupt `.debug_line` (at 0x2658) was reported at `.debug_info+0x0`.
+    assert_eq!(&orig[0x2658 + 4..0x2658 + 6], &[5, 0], ".debug_line header");
+    let cases: [(&str, usize, usize, u8, &str); 3] = [
+        (
+            "line.co",
+            0x2658 + 4,
+            2,
+            0x63,
+            ".debug_line+0x0: unknown DWARF version: 25443",
+        ),
         (
             "stroff.co",
             0x238f,
