@@ -117,19 +117,23 @@ pub struct InstrumentFlags {
     pub keep_text: bool,
     /// Memory-op markers N:M: one marker per chunk of up to N operations of one kind with at
     /// most M other instructions between consecutive ones (M=0: only back-to-back operations
-    /// share a marker). Default: $SQTT_INSTRUMENT_MEMORY.
+    /// share a marker); off (or 0) = none. Default: $SQTT_INSTRUMENT_MEMORY.
     #[arg(long, value_name = "N:M", allow_hyphen_values = true)]
     pub memory: Option<String>,
-    /// Per-lane address tracing: memory, lds or memory,lds. Default: $SQTT_TRACE_ADDRESSES.
+    /// Per-lane address tracing: memory, lds or memory,lds; off (or 0) = none.
+    /// Default: $SQTT_TRACE_ADDRESSES.
     #[arg(long, value_name = "memory|lds|memory,lds")]
     pub trace_addresses: Option<String>,
-    /// Reorder boundary (accepted for compatibility; no effect post-link). Default: $SQTT_MEM_BARRIER.
+    /// Reorder boundary (accepted for compatibility; no effect post-link): none (or off, 0), asm
+    /// (or 1) or fence (or 2). Default: $SQTT_MEM_BARRIER.
     #[arg(long, value_name = "none|asm|fence")]
     pub mem_barrier: Option<String>,
-    /// gfx12 shader-clock bits. Default: $SQTT_SHADER_CLOCK_BITS.
+    /// gfx12 shader-clock bits packed into each marker header, 0 to 29 (0 = no packing).
+    /// Default: $SQTT_SHADER_CLOCK_BITS.
     #[arg(long, allow_hyphen_values = true)]
     pub shader_clock_bits: Option<u32>,
-    /// gfx12 shader-clock shift (needs --shader-clock-bits). Default: $SQTT_SHADER_CLOCK_SHIFT.
+    /// gfx12 shader-clock shift: the clock's lowest bit packed (needs --shader-clock-bits;
+    /// bits + shift <= 32). Default: $SQTT_SHADER_CLOCK_SHIFT (4).
     #[arg(long, allow_hyphen_values = true)]
     pub shader_clock_shift: Option<u32>,
     /// HW_ID scope filtering with the spec's default masks (CU/WGP 0-1, SIMD 0xF); also enabled by
@@ -348,9 +352,31 @@ pub fn flag_options(args: &InstrumentFlags) -> Result<Options> {
         }
     }
     if args.shader_clock_shift.is_some() && o.shader_clock_bits == 0 {
-        anyhow::bail!("--shader-clock-shift needs --shader-clock-bits N (or $SQTT_SHADER_CLOCK_BITS): without clock bits no clock is packed");
+        anyhow::bail!("--shader-clock-shift needs --shader-clock-bits N with N from 1 to 29 (or $SQTT_SHADER_CLOCK_BITS): with 0 clock bits no clock is packed");
     }
-    o.validate()?;
+    o.validate().map_err(|e| {
+        // A value the user gave as a flag is named by the flag, as the flag parsers name it.
+        let given = [
+            ("SQTT_INSTRUMENT_MEMORY", "--memory", args.memory.is_some()),
+            (
+                "SQTT_SHADER_CLOCK_BITS",
+                "--shader-clock-bits",
+                args.shader_clock_bits.is_some(),
+            ),
+            (
+                "SQTT_SHADER_CLOCK_SHIFT",
+                "--shader-clock-shift",
+                args.shader_clock_shift.is_some(),
+            ),
+        ];
+        match given
+            .iter()
+            .find(|(var, _, set)| *set && e.name.starts_with(var))
+        {
+            Some((_, flag, _)) => flag_error(flag, e),
+            None => e.into(),
+        }
+    })?;
     if let Some(m) = &o.scope {
         let masks = [
             ("wave", m.wave),

@@ -406,7 +406,7 @@ fn flags_that_cannot_take_effect_are_refused_or_warned() {
         (
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-shift", "3"],
             2,
-            "sqtt-patch: error: --shader-clock-shift needs --shader-clock-bits N (or $SQTT_SHADER_CLOCK_BITS): without clock bits no clock is packed",
+            "sqtt-patch: error: --shader-clock-shift needs --shader-clock-bits N with N from 1 to 29 (or $SQTT_SHADER_CLOCK_BITS): with 0 clock bits no clock is packed",
         ),
         // Session-14 tester: a blank value answered "nothing requested".
         (
@@ -428,12 +428,12 @@ fn flags_that_cannot_take_effect_are_refused_or_warned() {
         (
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-bits", "99"],
             2,
-            "sqtt-patch: error: invalid SQTT_SHADER_CLOCK_BITS (--shader-clock-bits)=\"99\": at most 29 clock bits fit in a marker beside its two flag bits and one marker ID bit",
+            "sqtt-patch: error: invalid --shader-clock-bits \"99\": at most 29 clock bits fit in a marker beside its two flag bits and one marker ID bit",
         ),
         (
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-bits", "8", "--shader-clock-shift", "30"],
             2,
-            "sqtt-patch: error: invalid SQTT_SHADER_CLOCK_SHIFT (--shader-clock-shift)=\"30 with 8 clock bits\": bits + shift must be <= 32: the clock window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO",
+            "sqtt-patch: error: invalid --shader-clock-shift \"30\": with 8 clock bits the shift is at most 24 (bits + shift <= 32: the clock window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO)",
         ),
         (
             &["in.co", "-o", "o.co", "--barriers", "1", "--scope-cu", "0"],
@@ -873,6 +873,24 @@ fn environment_variables_take_the_spec_values_only() {
     }
     let o = job("SQTT_INSTRUMENT_BARRIERS", std::ffi::OsStr::new("1"));
     assert_eq!(o.status.code(), Some(0));
+    // A blank variable is absent, whichever it is (session-28 tester: FUNCTIONS, the clock and
+    // scope variables rejected it while the others took it as their default): with nothing
+    // else requested, the job says so.
+    for k in [
+        "SQTT_INSTRUMENT_FUNCTIONS",
+        "SQTT_SHADER_CLOCK_BITS",
+        "SQTT_SHADER_CLOCK_SHIFT",
+        "SQTT_SCOPE_CU",
+        "SQTT_INSTRUMENT_MEMORY",
+    ] {
+        let o = job(k, std::ffi::OsStr::new(" "));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{k}: {err}");
+        assert!(
+            err.starts_with("sqtt-patch: error: nothing requested"),
+            "{k}: {err}"
+        );
+    }
 }
 
 /// Issue 32, item 16: `--functions -1` gets our message saying which values are accepted (not

@@ -52,7 +52,7 @@ pub fn env_options(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, C
         let bad = |e: String| ConfigError {
             name: REGIONS_VAR,
             value: e,
-            why: "expected one `region NAME=...` or `point NAME=...` per line",
+            why: "expected one `region NAME=...` or `point NAME=...` per line".into(),
         };
         o.regions = sqtt_rewrite::regions::parse_plan(REGIONS_VAR, &v).map_err(bad)?;
         sqtt_rewrite::regions::check_unique(&o.regions).map_err(bad)?;

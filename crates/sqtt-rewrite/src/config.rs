@@ -165,7 +165,7 @@ pub struct ConfigError {
     /// The rejected text.
     pub value: String,
     /// What is wrong with it.
-    pub why: &'static str,
+    pub why: std::borrow::Cow<'static, str>,
 }
 
 /// The reason an integer field was rejected: too large for its type, or not decimal digits.
@@ -180,11 +180,15 @@ fn int_why(
     }
 }
 
-fn err(name: &'static str, value: &str, why: &'static str) -> ConfigError {
+fn err(
+    name: &'static str,
+    value: &str,
+    why: impl Into<std::borrow::Cow<'static, str>>,
+) -> ConfigError {
     ConfigError {
         name,
         value: value.to_string(),
-        why,
+        why: why.into(),
     }
 }
 
@@ -384,7 +388,11 @@ pub fn parse_u32(name: &'static str, text: &str) -> Result<u32, ConfigError> {
 impl Options {
     /// Reads every `SQTT_*` variable present in `lookup` (normally `std::env::var`), starting from
     /// the defaults; absent variables keep their default.
+    /// A variable that is set but blank (empty or only whitespace) counts as absent, for every
+    /// variable alike (session-28 tester: some took a blank value as their default, others
+    /// rejected it).
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Options, ConfigError> {
+        let lookup = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut o = Options::default();
         if let Some(v) = lookup("SQTT_INSTRUMENT_FUNCTIONS") {
             o.functions = parse_functions(&v)?;
@@ -448,11 +456,12 @@ impl Options {
         if self.shader_clock_bits + self.shader_clock_shift > 32 {
             return Err(err(
                 "SQTT_SHADER_CLOCK_SHIFT (--shader-clock-shift)",
-                &format!(
-                    "{} with {} clock bits",
-                    self.shader_clock_shift, self.shader_clock_bits
+                &self.shader_clock_shift.to_string(),
+                format!(
+                    "with {} clock bits the shift is at most {} (bits + shift <= 32: the clock window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO)",
+                    self.shader_clock_bits,
+                    32 - self.shader_clock_bits
                 ),
-                "bits + shift must be <= 32: the clock window [shift, shift + bits) lies in the 32-bit HW_REG_SHADER_CYCLES_LO",
             ));
         }
         Ok(())
@@ -553,6 +562,9 @@ mod tests {
         assert_eq!(o.functions, FunctionThreshold::Cost(3));
         assert!(o.barriers);
         assert!(o.validate().is_ok());
+        // Blank variables are absent, whichever variable it is.
+        let blank = |_: &str| Some(" ".to_string());
+        assert!(Options::from_env(blank).is_ok_and(|o| o == Options::default()));
         let bad = Options {
             shader_clock_bits: 30,
             ..Options::default()
