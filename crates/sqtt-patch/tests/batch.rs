@@ -437,6 +437,17 @@ fn outputs_mirror_the_tree_and_input_errors_exit_2() {
         stdout(&o)
     );
     assert!(!stdout(&o).contains("malformed"), "{}", stdout(&o));
+    // An ELF file cut inside its header is named as truncated, as the main job names it
+    // (session-28 tester: "not an AMDGPU code object, offload bundle or x86-64 host ELF").
+    let head = std::fs::read(t.path().join("host.elf")).expect("read")[..16].to_vec();
+    std::fs::write(t.path().join("t16.co"), head).expect("write");
+    let o = batch(t.path(), &[&["t16.co", "--check"][..], &OPTS[..]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("error: a truncated ELF file (16 bytes; an ELF64 header has 64)"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// The project's own CI check: every fixture against the committed baseline.

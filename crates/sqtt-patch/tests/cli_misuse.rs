@@ -488,7 +488,9 @@ fn the_wrong_kind_of_file_is_named() {
         (vec!["info", "elf32"], format!("sqtt-patch: error: elf32: cannot parse: {ELF32}")),
         (vec!["--fatbin", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: elf32: {ELF32}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects")),
         (vec!["batch", "elf32", "-o", "o", "--functions", "1"], format!("sqtt-patch batch: input error: elf32: {ELF32}")),
-        (vec!["--fatbin", "amd32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: amd32: {ELF32}")),
+        (vec!["--fatbin", "amd32", "-o", "o", "--functions", "1"], format!("sqtt-patch: error: amd32: {ELF32}; --fatbin reads offload bundles, kpack archives, x86-64 host binaries and AMDGPU code objects")),
+        // Session-28 tester: `batch` took an AMDGPU ELF32 file for a code object.
+        (vec!["batch", "amd32", "-o", "o", "--functions", "1"], format!("sqtt-patch batch: input error: amd32: {ELF32}")),
     ];
     for (args, first) in elf32_cases {
         let r = run(t.path(), &args);
