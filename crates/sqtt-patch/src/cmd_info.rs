@@ -206,8 +206,12 @@ pub fn run(args: InfoArgs) -> anyhow::Result<i32> {
                         continue;
                     }
                 }
-                let co = CodeObject::parse(&e.data)
-                    .with_context(|| format!("{name}: code object {}", e.file_name()))?;
+                // A bare code object is the file itself: no inner name (session-28 tester:
+                // "code object 0-code-object.co", a file that exists nowhere).
+                let co = CodeObject::parse(&e.data).with_context(|| match e.id.is_empty() {
+                    true => name.clone(),
+                    false => format!("{name}: code object {}", e.file_name()),
+                })?;
                 blocks.push(describe(e, &co));
             }
             match kind {
