@@ -687,10 +687,11 @@ fn fatbin_names_the_entry_of_a_kept_in_place_kernel() {
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(0), "{stderr}");
+    // The function's address and the first word that does not decode are named.
     assert!(
         stderr.contains(&format!(
-            "warning (1 code object(s): bundle 0 {id}): k is kept at its address and does not decode"
-        )),
+            "warning (1 code object(s): bundle 0 {id}): k at 0x"
+        )) && stderr.contains(" is kept at its address and does not decode at 0x"),
         "{stderr}"
     );
     let input = std::fs::read(&co).unwrap();

@@ -225,9 +225,14 @@ impl Func {
     /// Whether part of its code does not decode ([`CANNOT_DECODE`]): it then has no
     /// instructions here, and its sites are found by [`crate::undecodable`].
     pub fn does_not_decode(&self) -> bool {
+        self.first_undecodable().is_some()
+    }
+
+    /// The first [`CANNOT_DECODE`] problem of the function: where its code stops decoding.
+    pub fn first_undecodable(&self) -> Option<&Problem> {
         self.problems
             .iter()
-            .any(|p| p.why.starts_with(CANNOT_DECODE))
+            .find(|p| p.why.starts_with(CANNOT_DECODE))
     }
 }
 

@@ -141,11 +141,7 @@ fn movable(
 ) -> Result<(), Problem> {
     let (start, end) = (f.spec.start, f.spec.end);
     let inside = |t: u64| t >= start && t < end;
-    if let Some(p) = f
-        .problems
-        .iter()
-        .find(|p| p.why.starts_with(crate::analysis::CANNOT_DECODE))
-    {
+    if let Some(p) = f.first_undecodable() {
         return Err(Problem {
             addr: p.addr,
             why: "a word does not decode, so its PC-relative references cannot be seen".into(),
@@ -296,10 +292,12 @@ pub fn kept_in_place_notes(prog: &Program, v: &Verbatim) -> Vec<String> {
                 callees.join(", ")
             ));
         }
-        if f.does_not_decode() {
+        // Named with its address and the first word that does not decode (session-28 tester:
+        // the note named neither).
+        if let Some(p) = f.first_undecodable() {
             notes.push(format!(
-                "{} is kept at its address and does not decode: whatever it calls cannot be seen and runs uninstrumented",
-                f.spec.name
+                "{} at {:#x} is kept at its address and does not decode at {:#x} ({}): whatever it calls cannot be seen and runs uninstrumented",
+                f.spec.name, f.spec.start, p.addr, p.why
             ));
         }
     }
