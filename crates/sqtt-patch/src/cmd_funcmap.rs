@@ -128,7 +128,12 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         out.push_str(&format!("# {e}\n"));
     }
     for w in &parsed.warnings {
-        eprintln!("warning: {w}");
+        let offset = co.section(sqtt_funcmap::SECTION).map_or(0, |s| s.offset);
+        let line = format!(
+            "sqtt-patch: {}: warning: .sqtt_funcmap (file offset {offset:#x}) {w}",
+            args.file.display()
+        );
+        eprintln!("{}", crate::output::terminal_safe(&line));
     }
     crate::cmd_patch::write_stdout(&out)
 }

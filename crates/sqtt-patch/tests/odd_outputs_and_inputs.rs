@@ -121,6 +121,37 @@ fn funcmap_of_garbage_is_an_input_error() {
     assert!(o.stdout.is_empty(), "no table for garbage");
 }
 
+/// Session-28 tester: a damaged row's warning named neither the file nor an offset, and a row
+/// that is not UTF-8 was read without a word.
+#[test]
+fn funcmap_warnings_name_the_file_and_the_row_offset() {
+    let t = tempfile::tempdir().unwrap();
+    let instrumented = t.path().join("i.co");
+    instrument_into(&instrumented);
+    let mut bytes = std::fs::read(&instrumented).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let s = co.section(".sqtt_funcmap").expect("funcmap").clone();
+    let body = &mut bytes[s.offset as usize..(s.offset + s.size) as usize];
+    // The first row's prefix letter becomes a byte that is not UTF-8.
+    assert_eq!(
+        body[1], b':',
+        "a funcmap row starts with a one-letter prefix"
+    );
+    body[0] = 0xff;
+    let damaged = t.path().join("d.co");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = run(&["funcmap".as_ref(), damaged.as_os_str()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let want = format!(
+        "sqtt-patch: {}: warning: .sqtt_funcmap (file offset {:#x}) row 1 at offset 0x0: not UTF-8",
+        damaged.display(),
+        s.offset
+    );
+    assert_eq!(err.lines().next(), Some(want.as_str()), "{err}");
+    assert!(err.contains("row 1 at offset 0x0: no prefix"), "{err}");
+}
+
 #[test]
 fn a_corrupt_zstd_bundle_is_described_in_plain_words() {
     let t = tempfile::tempdir().unwrap();
