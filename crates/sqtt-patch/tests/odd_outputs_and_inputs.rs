@@ -92,14 +92,20 @@ fn an_append_only_directory_is_refused_and_left_as_it_was() {
     assert_eq!(std::fs::read(&out).unwrap(), b"previous");
 }
 
+/// An instrumented code object written below `dir`: its bytes and its `.sqtt_funcmap` section.
+fn instrumented_with_funcmap(dir: &Path) -> (Vec<u8>, hsaco::elf::Section) {
+    let instrumented = dir.join("i.co");
+    instrument_into(&instrumented);
+    let bytes = std::fs::read(&instrumented).unwrap();
+    let co = hsaco::CodeObject::parse(&bytes).unwrap();
+    let s = co.section(".sqtt_funcmap").expect("funcmap").clone();
+    (bytes, s)
+}
+
 #[test]
 fn funcmap_of_garbage_is_an_input_error() {
     let t = tempfile::tempdir().unwrap();
-    let instrumented = t.path().join("i.co");
-    instrument_into(&instrumented);
-    let mut bytes = std::fs::read(&instrumented).unwrap();
-    let co = hsaco::CodeObject::parse(&bytes).unwrap();
-    let s = co.section(".sqtt_funcmap").expect("funcmap").clone();
+    let (mut bytes, s) = instrumented_with_funcmap(t.path());
     for (i, b) in bytes[s.offset as usize..(s.offset + s.size) as usize]
         .iter_mut()
         .enumerate()
@@ -126,11 +132,7 @@ fn funcmap_of_garbage_is_an_input_error() {
 #[test]
 fn funcmap_warnings_name_the_file_and_the_row_offset() {
     let t = tempfile::tempdir().unwrap();
-    let instrumented = t.path().join("i.co");
-    instrument_into(&instrumented);
-    let mut bytes = std::fs::read(&instrumented).unwrap();
-    let co = hsaco::CodeObject::parse(&bytes).unwrap();
-    let s = co.section(".sqtt_funcmap").expect("funcmap").clone();
+    let (mut bytes, s) = instrumented_with_funcmap(t.path());
     let body = &mut bytes[s.offset as usize..(s.offset + s.size) as usize];
     // The first row's prefix letter becomes a byte that is not UTF-8.
     assert_eq!(
