@@ -32,7 +32,11 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "sqtt-patch",
     version,
-    about = "Insert SQTT markers into finished AMDGPU code objects"
+    about = "Insert SQTT markers into finished AMDGPU code objects",
+    after_help = "Exit codes: 0 success (instrumented, nothing to instrument, or failed closed: \
+                  the object written unchanged, saying why); 1 a rewrite failed verification; \
+                  2 bad input or usage; 3 --strict and some coverage was lost. \
+                  Details: docs/commands.md."
 )]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {

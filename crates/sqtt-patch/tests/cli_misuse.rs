@@ -34,7 +34,8 @@ fn strict_writes_no_output_for_lost_coverage_in_every_command() {
     );
     assert_eq!(main.code, 3, "{}", main.stderr);
     assert!(
-        main.stderr.contains("stub_bad is kept at its address"),
+        main.stderr
+            .contains("stub_bad at 0x2300 is kept at its address"),
         "{}",
         main.stderr
     );
@@ -387,7 +388,7 @@ fn damaged_padding_keeps_text_in_place_whatever_the_word() {
 #[test]
 fn flags_that_cannot_take_effect_are_refused_or_warned() {
     let t = workdir(&[(BARRIERS, "in.co")]);
-    let cases: [(&[&str], i32, &str); 10] = [
+    let cases: [(&[&str], i32, &str); 11] = [
         (
             &["in.co", "-o", "o.co", "--functions", "1", "--offload-arch", "gfx1100"],
             2,
@@ -407,6 +408,12 @@ fn flags_that_cannot_take_effect_are_refused_or_warned() {
             &["in.co", "-o", "o.co", "--barriers", "1", "--shader-clock-shift", "3"],
             2,
             "sqtt-patch: error: --shader-clock-shift needs --shader-clock-bits N with N from 1 to 29 (or $SQTT_SHADER_CLOCK_BITS): with 0 clock bits no clock is packed",
+        ),
+        // Session-28 tester: the value was not named.
+        (
+            &["batch", "in.co", "--check", "--barriers", "1", "--max-overhead-growth", "nan"],
+            2,
+            "sqtt-patch: error: invalid --max-overhead-growth NaN: must be a percentage >= 0",
         ),
         // Session-14 tester: a blank value answered "nothing requested".
         (

@@ -74,7 +74,10 @@ pub fn run(args: BatchArgs) -> Result<i32> {
         bail!("pass -o OUTDIR or --check");
     }
     if !(args.max_overhead_growth.is_finite() && args.max_overhead_growth >= 0.0) {
-        bail!("--max-overhead-growth must be a percentage >= 0");
+        bail!(
+            "invalid --max-overhead-growth {}: must be a percentage >= 0",
+            args.max_overhead_growth
+        );
     }
     if args.copy_tree && !(args.paths.len() == 1 && args.paths[0].is_dir()) {
         bail!("--copy-tree takes exactly one directory PATH (OUTDIR becomes its copy)");
