@@ -43,8 +43,8 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         anyhow::bail!("{}: no .sqtt_funcmap section", args.file.display());
     };
     let parsed = sqtt_funcmap::parse(section);
+    let offset = co.section(sqtt_funcmap::SECTION).map_or(0, |s| s.offset);
     if parsed.rows.is_empty() && section.iter().any(|b| !b.is_ascii_whitespace() && *b != 0) {
-        let offset = co.section(sqtt_funcmap::SECTION).map_or(0, |s| s.offset);
         anyhow::bail!(
             "{}: section .sqtt_funcmap at file offset {offset:#x} ({} bytes) holds no valid funcmap row{}",
             args.file.display(),
@@ -128,7 +128,6 @@ pub fn run(args: FuncmapArgs) -> Result<i32> {
         out.push_str(&format!("# {e}\n"));
     }
     for w in &parsed.warnings {
-        let offset = co.section(sqtt_funcmap::SECTION).map_or(0, |s| s.offset);
         let line = format!(
             "sqtt-patch: {}: warning: .sqtt_funcmap (file offset {offset:#x}) {w}",
             args.file.display()

@@ -162,8 +162,8 @@ fn flag_error(flag: &str, e: config::ConfigError) -> anyhow::Error {
     anyhow::anyhow!("invalid {flag} {:?}: {}", e.value, e.why)
 }
 
-/// `text` when it is not blank. The variables read a blank value as "off" (the spec's
-/// defaults); a blank flag value is a mistake (`--memory "$UNSET"`), not a request: it is named
+/// `text` when it is not blank. A blank variable counts as unset (`Options::from_env`); a
+/// blank flag value is a mistake (`--memory "$UNSET"`), not a request: it is named
 /// (session-14 tester: `--trace-addresses ''` answered "nothing requested").
 fn non_blank<'a>(flag: &str, text: &'a str, expected: &str) -> Result<&'a str> {
     if text.trim().is_empty() {

@@ -90,7 +90,7 @@ pub(super) fn discover(
     Ok(Discovered {
         found,
         errors,
-        not_visited: walker.lines_from(0).collect(),
+        not_visited: walker.not_visited.into_iter().map(|n| n.line).collect(),
     })
 }
 
@@ -182,11 +182,6 @@ impl Walker {
             dir,
             line,
         });
-    }
-
-    /// The lines of what was not visited, from entry `from` on.
-    fn lines_from(&self, from: usize) -> impl Iterator<Item = String> + '_ {
-        self.not_visited[from..].iter().map(|n| n.line.clone())
     }
 
     /// Visits every regular file below `dir` in name order, with its path `<prefix>/<relative

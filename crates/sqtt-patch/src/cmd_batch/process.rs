@@ -48,9 +48,10 @@ pub(super) fn process_file(
     // An ELF file that is not an input says what it is (ELF32, truncated, another machine), as
     // the main job says it (session-27 and session-28 testers).
     let generic = "not an AMDGPU code object, offload bundle or x86-64 host ELF";
-    let not_input = match data.starts_with(b"\x7fELF") {
-        true => crate::sniff::describe(&data).unwrap_or_else(|| generic.to_string()),
-        false => generic.to_string(),
+    let not_input = if data.starts_with(b"\x7fELF") {
+        crate::sniff::describe(&data).unwrap_or_else(|| generic.to_string())
+    } else {
+        generic.to_string()
     };
     let out = match crate::sniff::kind(&data) {
         None if !f.explicit => return Err(format!("{}: {not_input}", f.key)),
